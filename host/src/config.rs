@@ -1,0 +1,371 @@
+//! Startup configuration: every variable of DESIGN.md §3 and the contract's devbox table, parsed
+//! once into [`Config`]. Each setting is a CLI flag with an environment fallback; an invalid value
+//! stops startup with one line naming the variable and the rule ([`Config::load`]).
+//!
+//! Secrets are wrapped in [`Secret`] so that `Debug` (and therefore any log line that prints the
+//! config) never shows them, and `--help` never echoes their environment values.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use clap::Parser;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use url::Url;
+
+/// A credential. Its `Debug` is redacted; read it with [`Secret::expose`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// Where the data lives. Only SQLite is built so far; Postgres is recognised so the message can
+/// say so instead of calling the scheme unknown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    Sqlite(String),
+}
+
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DatabaseUrl::Sqlite(url) => f.write_str(url),
+        }
+    }
+}
+
+/// The chat `web_search` tool's backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum WebSearchEngine {
+    EngineA,
+    EngineB,
+}
+
+#[derive(Parser, Clone, Debug)]
+#[command(
+    name = "chatd",
+    version,
+    about = "Self-hosted backend for chat and web search with LLMs"
+)]
+pub struct Config {
+    /// Listen address.
+    #[arg(long, env = "HOST", value_name = "HOST", default_value = "127.0.0.1")]
+    pub host: String,
+    /// Listen port (0 picks a free one).
+    #[arg(long, env = "PORT", value_name = "PORT", default_value = "8787", value_parser = parse_port)]
+    pub port: u16,
+    /// `sqlite://PATH` (file and folder are created).
+    #[arg(long, env = "DATABASE_URL", value_name = "DATABASE_URL",
+          default_value = "sqlite://data/chatd.db", value_parser = parse_database_url)]
+    pub database_url: DatabaseUrl,
+    /// When set, every /v1 route needs `Authorization: Bearer <ADMIN_TOKEN>`.
+    #[arg(long, env = "ADMIN_TOKEN", value_name = "ADMIN_TOKEN", hide_env_values = true,
+          value_parser = parse_secret)]
+    pub admin_token: Option<Secret>,
+
+    #[arg(long, env = "PROVIDER_A_API_KEY", value_name = "PROVIDER_A_API_KEY", hide_env_values = true, value_parser = parse_secret)]
+    pub provider_a_api_key: Option<Secret>,
+    #[arg(long, env = "PROVIDER_A_BASE_URL", value_name = "PROVIDER_A_BASE_URL", default_value = "https://api.openai.com/v1", value_parser = parse_http_url)]
+    pub provider_a_base_url: Url,
+    #[arg(long, env = "PROVIDER_B_API_KEY", value_name = "PROVIDER_B_API_KEY", hide_env_values = true, value_parser = parse_secret)]
+    pub provider_b_api_key: Option<Secret>,
+    #[arg(long, env = "PROVIDER_B_BASE_URL", value_name = "PROVIDER_B_BASE_URL", default_value = "https://api.anthropic.com/v1", value_parser = parse_http_url)]
+    pub provider_b_base_url: Url,
+    #[arg(long, env = "PROVIDER_C_API_KEY", value_name = "PROVIDER_C_API_KEY", hide_env_values = true, value_parser = parse_secret)]
+    pub provider_c_api_key: Option<Secret>,
+    #[arg(long, env = "PROVIDER_C_BASE_URL", value_name = "PROVIDER_C_BASE_URL", default_value = "https://api.x.ai/v1", value_parser = parse_http_url)]
+    pub provider_c_base_url: Url,
+    /// Any non-empty value lists provider_agent (the agent server may need no auth).
+    #[arg(long, env = "AGENT_API_KEY", value_name = "AGENT_API_KEY", hide_env_values = true, value_parser = parse_secret)]
+    pub agent_api_key: Option<Secret>,
+    #[arg(long, env = "AGENT_API_BASE_URL", value_name = "AGENT_API_BASE_URL", default_value = "http://127.0.0.1:8642/v1", value_parser = parse_http_url)]
+    pub agent_api_base_url: Url,
+    #[arg(long, env = "AGENT_MODEL", value_name = "AGENT_MODEL")]
+    pub agent_model: Option<String>,
+    /// The fixed small provider_a model of title suggestions.
+    #[arg(
+        long,
+        env = "TITLE_MODEL",
+        value_name = "TITLE_MODEL",
+        default_value = "gpt-4.1-mini"
+    )]
+    pub title_model: String,
+    #[arg(long, env = "MODELS_REFRESH_SECS", value_name = "MODELS_REFRESH_SECS", default_value = "86400", value_parser = parse_positive_u64)]
+    pub models_refresh_secs: u64,
+
+    #[arg(long, env = "ENGINE_A_API_KEY", value_name = "ENGINE_A_API_KEY", hide_env_values = true, value_parser = parse_secret)]
+    pub engine_a_api_key: Option<Secret>,
+    #[arg(long, env = "ENGINE_A_BASE_URL", value_name = "ENGINE_A_BASE_URL", default_value = "https://api.exa.ai", value_parser = parse_http_url)]
+    pub engine_a_base_url: Url,
+    #[arg(long, env = "ENGINE_B_BASE_URL", value_name = "ENGINE_B_BASE_URL", value_parser = parse_http_url)]
+    pub engine_b_base_url: Option<Url>,
+    #[arg(
+        long,
+        env = "CHAT_WEB_SEARCH_ENGINE",
+        value_name = "CHAT_WEB_SEARCH_ENGINE",
+        default_value = "engine_a",
+        value_enum
+    )]
+    pub chat_web_search_engine: WebSearchEngine,
+    /// Model/tool cycles before the tool-limit message.
+    #[arg(long, env = "CHAT_MAX_TOOL_ROUNDS", value_name = "CHAT_MAX_TOOL_ROUNDS", default_value = "100", value_parser = parse_positive_u32, allow_hyphen_values = true)]
+    pub chat_max_tool_rounds: u32,
+
+    #[arg(long, env = "CHAT_CODING_TOOL_ENABLED", value_name = "CHAT_CODING_TOOL_ENABLED", default_value = "false", value_parser = parse_bool, action = clap::ArgAction::Set)]
+    pub chat_coding_tool_enabled: bool,
+    #[arg(long, env = "CHAT_SHELL_TOOL_ENABLED", value_name = "CHAT_SHELL_TOOL_ENABLED", default_value = "false", value_parser = parse_bool, action = clap::ArgAction::Set)]
+    pub chat_shell_tool_enabled: bool,
+    /// The devbox: host or address, may hold `user@host`.
+    #[arg(
+        long,
+        env = "CHAT_CODING_REMOTE_HOST",
+        value_name = "CHAT_CODING_REMOTE_HOST"
+    )]
+    pub chat_coding_remote_host: Option<String>,
+    #[arg(
+        long,
+        env = "CHAT_CODING_REMOTE_USER",
+        value_name = "CHAT_CODING_REMOTE_USER"
+    )]
+    pub chat_coding_remote_user: Option<String>,
+    #[arg(long, env = "CHAT_CODING_REMOTE_PORT", value_name = "CHAT_CODING_REMOTE_PORT", default_value = "22", value_parser = parse_port)]
+    pub chat_coding_remote_port: u16,
+    #[arg(
+        long,
+        env = "CHAT_CODING_REMOTE_WORKDIR",
+        value_name = "CHAT_CODING_REMOTE_WORKDIR"
+    )]
+    pub chat_coding_remote_workdir: Option<String>,
+    #[arg(
+        long,
+        env = "CHAT_CODING_SSH_KEY_PATH",
+        value_name = "CHAT_CODING_SSH_KEY_PATH"
+    )]
+    pub chat_coding_ssh_key_path: Option<PathBuf>,
+    #[arg(long, env = "CHAT_CODING_SSH_PRIVATE_KEY_B64", value_name = "CHAT_CODING_SSH_PRIVATE_KEY_B64", hide_env_values = true, value_parser = parse_secret)]
+    pub chat_coding_ssh_private_key_b64: Option<Secret>,
+    #[arg(long, env = "CHAT_CODING_EXEC_TIMEOUT_MS", value_name = "CHAT_CODING_EXEC_TIMEOUT_MS", default_value = "600000", value_parser = parse_positive_u64)]
+    pub chat_coding_exec_timeout_ms: u64,
+    #[arg(long, env = "CHAT_SHELL_EXEC_TIMEOUT_MS", value_name = "CHAT_SHELL_EXEC_TIMEOUT_MS", default_value = "120000", value_parser = parse_positive_u64)]
+    pub chat_shell_exec_timeout_ms: u64,
+
+    /// Lets tool plugins reach loopback, private and link-local addresses.
+    #[arg(long, env = "CHATD_ALLOW_PRIVATE_NETWORKS", value_name = "CHATD_ALLOW_PRIVATE_NETWORKS", default_value = "false", value_parser = parse_bool, action = clap::ArgAction::Set)]
+    pub chatd_allow_private_networks: bool,
+    /// Folder of operator plugins.
+    #[arg(long, env = "PLUGINS_DIR", value_name = "PLUGINS_DIR")]
+    pub plugins_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// Parses the command line and environment, then checks the rules that span variables.
+    /// `Err` holds the one line to print before exiting; help and version requests are also
+    /// returned as `Err(ConfigError::Exit)` so the caller decides how to leave.
+    pub fn load() -> Result<Self, ConfigError> {
+        Self::from_args(std::env::args_os())
+    }
+
+    pub fn from_args<I, T>(args: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let config = Self::try_parse_from(args).map_err(ConfigError::from_clap)?;
+        config.check()?;
+        Ok(config)
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.chat_web_search_engine == WebSearchEngine::EngineB
+            && self.engine_b_base_url.is_none()
+        {
+            return Err(ConfigError::Invalid(
+                "CHAT_WEB_SEARCH_ENGINE: engine_b requires ENGINE_B_BASE_URL to be set".into(),
+            ));
+        }
+        let host_missing = self
+            .chat_coding_remote_host
+            .as_deref()
+            .is_none_or(|h| h.trim().is_empty());
+        for (enabled, var) in [
+            (self.chat_coding_tool_enabled, "CHAT_CODING_TOOL_ENABLED"),
+            (self.chat_shell_tool_enabled, "CHAT_SHELL_TOOL_ENABLED"),
+        ] {
+            if enabled && host_missing {
+                return Err(ConfigError::Invalid(format!(
+                    "{var}: true requires CHAT_CODING_REMOTE_HOST to be set"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn token_mode(&self) -> bool {
+        self.admin_token.is_some()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// One line naming the variable and the rule.
+    #[error("{0}")]
+    Invalid(String),
+    /// `--help` or `--version`: clap's own text, printed as is, exit 0.
+    #[error("{0}")]
+    Exit(String),
+}
+
+impl ConfigError {
+    fn from_clap(err: clap::Error) -> Self {
+        match err.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                return ConfigError::Exit(err.render().to_string());
+            }
+            _ => {}
+        }
+        let var = match err.get(ContextKind::InvalidArg) {
+            // value_name is the environment variable, so "--port <PORT>" names it.
+            Some(ContextValue::String(arg)) => arg
+                .split_once('<')
+                .and_then(|(_, rest)| rest.split_once('>'))
+                .map(|(name, _)| name.to_string())
+                .unwrap_or_else(|| arg.clone()),
+            _ => String::new(),
+        };
+        let value = match err.get(ContextKind::InvalidValue) {
+            Some(ContextValue::String(v)) => Some(v.clone()),
+            _ => None,
+        };
+        let rule = match (err.kind(), std::error::Error::source(&err)) {
+            (_, Some(source)) => source.to_string(),
+            (ErrorKind::InvalidValue, _) => match err.get(ContextKind::ValidValue) {
+                Some(ContextValue::Strings(valid)) => {
+                    format!("must be one of {}", valid.join(", "))
+                }
+                _ => "invalid value".into(),
+            },
+            _ => {
+                // Not a value problem (unknown flag and the like): clap's first line says it.
+                let rendered = err.render().to_string();
+                let first = rendered.lines().next().unwrap_or("invalid arguments");
+                return ConfigError::Invalid(first.trim_start_matches("error: ").to_string());
+            }
+        };
+        ConfigError::Invalid(match value {
+            Some(v) if !var.is_empty() => format!("{var}: invalid value {v:?}: {rule}"),
+            _ => format!("{var}: {rule}"),
+        })
+    }
+}
+
+fn parse_port(s: &str) -> Result<u16, String> {
+    s.trim()
+        .parse::<u16>()
+        .map_err(|_| "must be an integer from 0 to 65535".into())
+}
+
+fn parse_positive_u32(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("must be an integer of at least 1".into()),
+    }
+}
+
+fn parse_positive_u64(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("must be an integer of at least 1".into()),
+    }
+}
+
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" | "" => Ok(false),
+        _ => Err("must be true or false".into()),
+    }
+}
+
+fn parse_secret(s: &str) -> Result<Secret, String> {
+    Ok(Secret(s.to_string()))
+}
+
+fn parse_http_url(s: &str) -> Result<Url, String> {
+    let url = Url::parse(s.trim()).map_err(|e| format!("must be an absolute http(s) URL ({e})"))?;
+    match url.scheme() {
+        "http" | "https" if url.host().is_some() => Ok(url),
+        _ => Err("must be an absolute http(s) URL".into()),
+    }
+}
+
+fn parse_database_url(s: &str) -> Result<DatabaseUrl, String> {
+    let s = s.trim();
+    let scheme = s
+        .split_once(':')
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("sqlite") => Ok(DatabaseUrl::Sqlite(s.to_string())),
+        Some("postgres" | "postgresql") => {
+            Err("postgres:// is not supported by this build yet; use sqlite://PATH".into())
+        }
+        _ => Err("must start with sqlite:// or postgres://".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(args: &[&str]) -> String {
+        match Config::from_args(std::iter::once("chatd").chain(args.iter().copied())) {
+            Err(ConfigError::Invalid(line)) => line,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_values_name_the_variable_and_rule() {
+        assert_eq!(
+            err(&["--port", "abc"]),
+            r#"PORT: invalid value "abc": must be an integer from 0 to 65535"#
+        );
+        assert_eq!(
+            err(&["--chat-max-tool-rounds", "0"]),
+            r#"CHAT_MAX_TOOL_ROUNDS: invalid value "0": must be an integer of at least 1"#
+        );
+        assert_eq!(
+            err(&["--chat-max-tool-rounds", "-1"]),
+            r#"CHAT_MAX_TOOL_ROUNDS: invalid value "-1": must be an integer of at least 1"#
+        );
+        assert!(
+            err(&["--chat-web-search-engine", "bing"])
+                .starts_with("CHAT_WEB_SEARCH_ENGINE: invalid value \"bing\"")
+        );
+        assert!(err(&["--database-url", "mysql://x"]).starts_with("DATABASE_URL: invalid value"));
+        assert!(err(&["--chat-web-search-engine", "engine_b"]).contains("ENGINE_B_BASE_URL"));
+        let e = err(&["--chat-shell-tool-enabled", "true"]);
+        assert!(e.starts_with("CHAT_SHELL_TOOL_ENABLED:"), "{e}");
+        assert!(err(&["--chatd-allow-private-networks", "yes"]).contains("must be true or false"));
+        assert!(!err(&["--port", "abc"]).contains('\n'));
+    }
+
+    #[test]
+    fn secrets_are_redacted_in_debug() {
+        let config = Config::from_args(["chatd", "--admin-token", "hunter2"]).unwrap();
+        assert!(!format!("{config:?}").contains("hunter2"));
+        assert_eq!(config.admin_token.unwrap().expose(), "hunter2");
+    }
+}

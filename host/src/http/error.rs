@@ -1,0 +1,203 @@
+//! The HTTP layer's one error type, rendered as `{ "message": … }`, and the JSON body extractor
+//! whose rejections are rendered the same way (axum's own rejections are plain text).
+//!
+//! Errors do not log themselves: a 5xx carries its cause in a response extension
+//! ([`ErrorCause`]) and the request-log middleware writes it on the request's log line.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use utoipa::ToSchema;
+
+use crate::attachments::AttachmentError;
+use crate::store::StoreError;
+
+/// The body of every error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong; for bad input it names the field and the rule.
+    pub message: String,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+    /// The internal cause of a 5xx, for the log line only; never sent to the client.
+    cause: Option<String>,
+}
+
+/// The internal cause of an error response, read by the request-log middleware.
+#[derive(Clone, Debug)]
+pub struct ErrorCause(pub String);
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            cause: None,
+        }
+    }
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "missing or invalid token: send Authorization: Bearer <ADMIN_TOKEN>",
+        )
+    }
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: "internal error".into(),
+            cause: Some(cause.to_string()),
+        }
+    }
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        ApiError::internal(err)
+    }
+}
+
+impl From<AttachmentError> for ApiError {
+    fn from(err: AttachmentError) -> Self {
+        ApiError::bad_request(err.0)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (
+            self.status,
+            axum::Json(ErrorBody {
+                message: self.message,
+            }),
+        )
+            .into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(cause) = self.cause {
+            response.extensions_mut().insert(ErrorCause(cause));
+        }
+        response
+    }
+}
+
+/// A JSON request body. Unlike `axum::Json` it does not insist on a Content-Type, treats an
+/// empty body as `{}` (every field optional ⇒ the request is valid), answers 400 (never 422) for
+/// wrong types and unknown enum values, and names the offending field by its JSON path.
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(body_rejection)?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let bytes = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => b"{}".as_slice(),
+        // Every body in the API is an object; serde would otherwise accept an array for a struct.
+        Some(b'{') => bytes,
+        Some(_) if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err() => {
+            return Err(ApiError::bad_request("request body is not valid JSON"));
+        }
+        Some(_) => return Err(ApiError::bad_request("request body: must be a JSON object")),
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|err| {
+        let inner = err.inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::bad_request(format!("request body is not valid JSON: {inner}"));
+        }
+        match err.path().to_string().as_str() {
+            "." => ApiError::bad_request(format!("request body: {inner}")),
+            path => ApiError::bad_request(format!("{path}: {inner}")),
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::bad_request(format!("request body is not valid JSON: {e}")))?;
+    Ok(value)
+}
+
+fn body_rejection(rejection: BytesRejection) -> ApiError {
+    let status = rejection.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(status, "request body is larger than the 32 MiB limit")
+    } else {
+        ApiError::new(
+            status,
+            format!("cannot read the request body: {}", rejection.body_text()),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Body {
+        items: Vec<Item>,
+    }
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Item {
+        role: crate::model::Role,
+    }
+
+    #[test]
+    fn messages_name_the_field() {
+        let err =
+            parse_json::<Body>(br#"{"items":[{"role":"user"},{"role":"robot"}]}"#).unwrap_err();
+        assert_eq!(err.status(), StatusCode::BAD_REQUEST);
+        assert!(
+            err.message()
+                .starts_with("items[1].role: unknown variant `robot`"),
+            "{}",
+            err.message()
+        );
+        let err = parse_json::<Body>(b"{not json").unwrap_err();
+        assert!(err.message().starts_with("request body is not valid JSON"));
+        let err = parse_json::<Body>(b"[]").unwrap_err();
+        assert_eq!(err.message(), "request body: must be a JSON object");
+        let err = parse_json::<Body>(b"").unwrap_err();
+        assert!(
+            err.message().contains("missing field `items`"),
+            "{}",
+            err.message()
+        );
+    }
+}

@@ -1,0 +1,101 @@
+//! Health, session, active runs and the combined workspace list.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::chats::ChatSummary;
+use super::error::{ApiResult, ErrorBody};
+use super::searches::SearchSummary;
+use crate::store::WorkspaceRecord;
+
+/// Chats and searches each, at most, in the workspace list.
+pub const WORKSPACE_LIMIT_PER_KIND: u32 = 100;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthResponse {
+    pub ok: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    Open,
+    Token,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionResponse {
+    pub authenticated: bool,
+    pub mode: AuthMode,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActiveRunsResponse {
+    /// Chat ids with a running stream.
+    pub chats: Vec<String>,
+    /// Search ids with a running stream.
+    pub searches: Vec<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum WorkspaceItem {
+    Chat(ChatSummary),
+    Search(SearchSummary),
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WorkspaceItemsResponse {
+    /// Up to 100 chats and 100 searches, newest `updatedAt` first.
+    pub items: Vec<WorkspaceItem>,
+}
+
+/// Liveness; needs no token.
+#[utoipa::path(get, path = "/health", tag = "meta", security(()),
+    responses((status = 200, body = HealthResponse)))]
+pub async fn health() -> Json<HealthResponse> {
+    Json(HealthResponse { ok: true })
+}
+
+#[utoipa::path(get, path = "/auth/session", tag = "meta",
+    responses((status = 200, body = SessionResponse), (status = 401, body = ErrorBody)))]
+pub async fn session(State(state): State<AppState>) -> Json<SessionResponse> {
+    let mode = if state.token.is_some() {
+        AuthMode::Token
+    } else {
+        AuthMode::Open
+    };
+    Json(SessionResponse {
+        authenticated: true,
+        mode,
+    })
+}
+
+#[utoipa::path(get, path = "/active-runs", tag = "meta",
+    responses((status = 200, body = ActiveRunsResponse)))]
+pub async fn active_runs(State(state): State<AppState>) -> Json<ActiveRunsResponse> {
+    let (chats, searches) = state.runs.snapshot();
+    Json(ActiveRunsResponse { chats, searches })
+}
+
+#[utoipa::path(get, path = "/workspace-items", tag = "meta",
+    responses((status = 200, body = WorkspaceItemsResponse)))]
+pub async fn workspace_items(
+    State(state): State<AppState>,
+) -> ApiResult<Json<WorkspaceItemsResponse>> {
+    let records = state
+        .store
+        .workspace_items(WORKSPACE_LIMIT_PER_KIND)
+        .await?;
+    let items = records
+        .into_iter()
+        .map(|record| match record {
+            WorkspaceRecord::Chat(chat) => WorkspaceItem::Chat(chat.into()),
+            WorkspaceRecord::Search(search) => WorkspaceItem::Search(search.into()),
+        })
+        .collect();
+    Ok(Json(WorkspaceItemsResponse { items }))
+}

@@ -1,0 +1,139 @@
+//! The HTTP layer: routes, DTOs, the error type, auth and request logging. The only place with
+//! JSON DTOs (besides the WIT bindings, later). Handlers translate between DTOs and store
+//! records; they hold no SQL and no vendor payloads.
+//!
+//! Routes are registered through `utoipa_axum`'s `routes!`, which records each handler's
+//! OpenAPI operation as it adds the route: `/openapi.json` is generated from the same list the
+//! router serves, so the two cannot drift. The whole app is mounted twice, at `/` and `/api`.
+
+pub mod chats;
+pub mod error;
+pub mod meta;
+pub mod middleware;
+pub mod searches;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, OriginalUri};
+use axum::http::{StatusCode, header};
+use axum::routing::get;
+use tower_http::catch_panic::CatchPanicLayer;
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::attachments::MIB;
+use crate::runs::ActiveRuns;
+use crate::store::Store;
+use crate::tools::ToolCatalog;
+use error::ApiError;
+pub use middleware::TokenDigest;
+
+/// Request bodies, inline attachments included, are capped at 32 MiB (413 above).
+pub const MAX_BODY_BYTES: usize = 32 * MIB;
+
+/// What every handler can reach. Cheap to clone: handles only.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub tools: Arc<ToolCatalog>,
+    pub runs: Arc<ActiveRuns>,
+    /// Set in token mode.
+    pub token: Option<TokenDigest>,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "chatd", description = "Backend for chat and web search with LLMs. Every path is served at the root and, identically, under /api. In token mode every /v1 route needs `Authorization: Bearer <ADMIN_TOKEN>`; errors are `{ \"message\": … }`."),
+    servers((url = "/"), (url = "/api")),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    tags((name = "meta"), (name = "chats"), (name = "searches")),
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        openapi
+            .components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            );
+    }
+}
+
+fn v1_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(meta::session))
+        .routes(routes!(meta::active_runs))
+        .routes(routes!(meta::workspace_items))
+        .routes(routes!(chats::list_chats, chats::create_chat))
+        .routes(routes!(
+            chats::get_chat,
+            chats::patch_chat,
+            chats::delete_chat
+        ))
+        .routes(routes!(chats::star_chat))
+        .routes(routes!(chats::add_message))
+        .routes(routes!(searches::list_searches, searches::create_search))
+        .routes(routes!(searches::get_search, searches::delete_search))
+        .routes(routes!(searches::star_search))
+}
+
+/// The routes and the OpenAPI document generated from them.
+pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(meta::health))
+        .nest("/v1", v1_routes())
+        .split_for_parts()
+}
+
+/// The complete application: routes, `/openapi.json`, middleware, mounted at `/` and `/api`.
+pub fn router(state: AppState) -> Router {
+    let (routes, openapi) = api();
+    let openapi_json: Arc<str> = openapi
+        .to_pretty_json()
+        .expect("OpenAPI document serializes")
+        .into();
+    let app = routes
+        .route(
+            "/openapi.json",
+            get(move || async move {
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    openapi_json.to_string(),
+                )
+            }),
+        )
+        .fallback(no_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        // Outermost last: log → catch panics → body limit → token check → handler.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::require_token,
+        ))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(axum::middleware::from_fn(middleware::log_request));
+    Router::new()
+        .merge(app.clone())
+        .nest("/api", app)
+        .with_state(state)
+}
+
+async fn no_route(uri: OriginalUri) -> ApiError {
+    ApiError::not_found(format!("no route for {}", uri.path()))
+}
+
+async fn method_not_allowed(uri: OriginalUri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("method not allowed on {}", uri.path()),
+    )
+}

@@ -1,0 +1,278 @@
+//! Search routes that need no search engine: list, create (with reuseByQuery and cacheHit), read,
+//! star and delete. Running a search arrives with the search plugin.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::chats::{DeletedResponse, StarRequest};
+use super::error::{ApiError, ApiJson, ApiResult, ErrorBody};
+use crate::model::{to_millis, trimmed_or_none};
+use crate::runs::RunKind;
+use crate::store::{NewSearch, SearchDetailRecord, SearchRecord};
+
+pub const SEARCH_NOT_FOUND: &str = "search not found";
+
+/// How long a search's persisted outcome counts as a cache hit.
+pub const CACHE_WINDOW: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchSummary {
+    pub id: String,
+    pub title: Option<String>,
+    pub query: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub starred: bool,
+    pub starred_at: Option<String>,
+}
+
+impl From<SearchRecord> for SearchSummary {
+    fn from(s: SearchRecord) -> Self {
+        Self {
+            id: s.id,
+            title: s.title,
+            query: s.query,
+            created_at: to_millis(&s.created_at),
+            updated_at: to_millis(&s.updated_at),
+            starred: s.starred_at.is_some(),
+            starred_at: s.starred_at.as_deref().map(to_millis),
+        }
+    }
+}
+
+/// A search with its last run. Before any run, `requestId` is "" and `latencyMs` 0; `title`
+/// falls back to the query, and both to "".
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchDetail {
+    pub id: String,
+    pub title: String,
+    pub query: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub starred: bool,
+    pub starred_at: Option<String>,
+    pub request_id: String,
+    pub latency_ms: i64,
+    pub error: Option<String>,
+    pub answer_text: Option<String>,
+    pub answer_request_id: Option<String>,
+    /// Citation items as the search engine returned them (url, title, …).
+    #[schema(value_type = Vec<Object>)]
+    pub answer_citations: Vec<Value>,
+    pub answer_error: Option<String>,
+    /// Ranked result items as the search engine returned them (url, title, score, text, …).
+    #[schema(value_type = Vec<Object>)]
+    pub results: Vec<Value>,
+}
+
+impl From<SearchDetailRecord> for SearchDetail {
+    fn from(d: SearchDetailRecord) -> Self {
+        let s = d.search;
+        Self {
+            title: s.title.or_else(|| s.query.clone()).unwrap_or_default(),
+            query: s.query.unwrap_or_default(),
+            id: s.id,
+            created_at: to_millis(&s.created_at),
+            updated_at: to_millis(&s.updated_at),
+            starred: s.starred_at.is_some(),
+            starred_at: s.starred_at.as_deref().map(to_millis),
+            request_id: d.request_id.unwrap_or_default(),
+            latency_ms: d.latency_ms.unwrap_or(0),
+            error: d.error,
+            answer_text: d.answer_text,
+            answer_request_id: d.answer_request_id,
+            answer_citations: d.answer_citations,
+            answer_error: d.answer_error,
+            results: d.results,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSearchRequest {
+    /// Trimmed; blank is stored as null.
+    pub title: Option<String>,
+    /// Trimmed; blank is stored as null.
+    pub query: Option<String>,
+    /// Return the most recently updated search with the same trimmed, lower-cased query instead
+    /// of creating one. Default false.
+    pub reuse_by_query: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSearchResponse {
+    pub search: SearchSummary,
+    /// An existing search was returned.
+    pub reused: bool,
+    /// The reused search has results or an answer, is not streaming, and was updated within 24 hours.
+    pub cache_hit: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResponse {
+    pub search: SearchSummary,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchDetailResponse {
+    pub search: SearchDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchListResponse {
+    pub searches: Vec<SearchSummary>,
+}
+
+fn not_found() -> ApiError {
+    ApiError::not_found(SEARCH_NOT_FOUND)
+}
+
+/// The contract's cacheHit rule, given the search and whether it is streaming now.
+pub fn is_cache_hit(search: &SearchRecord, streaming: bool, now: DateTime<Utc>) -> bool {
+    let fresh = DateTime::parse_from_rfc3339(&search.updated_at)
+        .is_ok_and(|updated| now.signed_duration_since(updated) <= CACHE_WINDOW);
+    search.has_output && !streaming && fresh
+}
+
+#[utoipa::path(get, path = "/searches", tag = "searches",
+    responses((status = 200, body = SearchListResponse)))]
+pub async fn list_searches(State(state): State<AppState>) -> ApiResult<Json<SearchListResponse>> {
+    let searches = state.store.list_searches().await?;
+    Ok(Json(SearchListResponse {
+        searches: searches.into_iter().map(Into::into).collect(),
+    }))
+}
+
+#[utoipa::path(post, path = "/searches", tag = "searches", request_body = CreateSearchRequest,
+    responses((status = 200, body = CreateSearchResponse), (status = 400, body = ErrorBody)))]
+pub async fn create_search(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CreateSearchRequest>,
+) -> ApiResult<Json<CreateSearchResponse>> {
+    let query = trimmed_or_none(body.query.as_deref());
+    if body.reuse_by_query.unwrap_or(false)
+        && let Some(query) = &query
+        && let Some(existing) = state.store.find_search_by_query(query).await?
+    {
+        let streaming = state.runs.is_running(RunKind::Search, &existing.id);
+        let cache_hit = is_cache_hit(&existing, streaming, Utc::now());
+        return Ok(Json(CreateSearchResponse {
+            search: existing.into(),
+            reused: true,
+            cache_hit,
+        }));
+    }
+    let search = state
+        .store
+        .create_search(NewSearch {
+            title: trimmed_or_none(body.title.as_deref()),
+            query,
+        })
+        .await?;
+    Ok(Json(CreateSearchResponse {
+        search: search.into(),
+        reused: false,
+        cache_hit: false,
+    }))
+}
+
+#[utoipa::path(get, path = "/searches/{searchId}", tag = "searches",
+    params(("searchId" = String, Path)),
+    responses((status = 200, body = SearchDetailResponse), (status = 404, body = ErrorBody)))]
+pub async fn get_search(
+    State(state): State<AppState>,
+    Path(search_id): Path<String>,
+) -> ApiResult<Json<SearchDetailResponse>> {
+    let search = state
+        .store
+        .get_search(&search_id)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(Json(SearchDetailResponse {
+        search: search.into(),
+    }))
+}
+
+#[utoipa::path(patch, path = "/searches/{searchId}/star", tag = "searches", request_body = StarRequest,
+    params(("searchId" = String, Path)),
+    responses((status = 200, body = SearchResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn star_search(
+    State(state): State<AppState>,
+    Path(search_id): Path<String>,
+    ApiJson(body): ApiJson<StarRequest>,
+) -> ApiResult<Json<SearchResponse>> {
+    let search = state
+        .store
+        .set_search_starred(&search_id, body.starred)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(Json(SearchResponse {
+        search: search.into(),
+    }))
+}
+
+#[utoipa::path(delete, path = "/searches/{searchId}", tag = "searches",
+    params(("searchId" = String, Path)),
+    responses((status = 200, body = DeletedResponse), (status = 404, body = ErrorBody)))]
+pub async fn delete_search(
+    State(state): State<AppState>,
+    Path(search_id): Path<String>,
+) -> ApiResult<Json<DeletedResponse>> {
+    if !state.store.delete_search(&search_id).await? {
+        return Err(not_found());
+    }
+    Ok(Json(DeletedResponse { deleted: true }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn search(updated_at: &str, has_output: bool) -> SearchRecord {
+        SearchRecord {
+            id: "s".into(),
+            title: None,
+            query: Some("q".into()),
+            created_at: updated_at.into(),
+            updated_at: updated_at.into(),
+            starred_at: None,
+            has_output,
+        }
+    }
+
+    #[test]
+    fn cache_hit_needs_output_freshness_and_no_stream() {
+        let now = DateTime::parse_from_rfc3339("2026-11-22T12:00:00.000Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert!(is_cache_hit(
+            &search("2026-11-21T12:00:00.000Z", true),
+            false,
+            now
+        ));
+        assert!(!is_cache_hit(
+            &search("2026-11-21T11:59:59.999Z", true),
+            false,
+            now
+        ));
+        assert!(!is_cache_hit(
+            &search("2026-11-22T11:00:00.000Z", false),
+            false,
+            now
+        ));
+        assert!(!is_cache_hit(
+            &search("2026-11-22T11:00:00.000Z", true),
+            true,
+            now
+        ));
+    }
+}

@@ -1,0 +1,37 @@
+//! chatd: the server behind a chat and web-search app.
+//!
+//! # Code map
+//!
+//! - [`config`]: every setting, parsed once at startup (CLI flags with env fallback). Invalid
+//!   values stop startup with one line naming the variable and the rule.
+//! - [`server`]: wiring. Opens the store, binds, serves, shuts down gracefully. `main` and the
+//!   black-box tests start the server the same way.
+//! - [`http`]: routes, DTOs, the error type, auth and request-log middleware, the OpenAPI
+//!   document generated from the routes. Mounted at `/` and `/api`.
+//! - [`store`]: SQLite through sqlx; embedded migrations from `/migrations`.
+//! - [`model`]: the shared vocabulary (roles, providers, ids, timestamps).
+//! - [`attachments`]: the attachment policy (count, type by magic number, sizes).
+//! - [`tools`]: the tool catalogue, the one answer to "which tools exist".
+//! - [`runs`]: the active-run registry behind `GET /v1/active-runs`.
+//!
+//! # Invariants
+//!
+//! - The store is the only module with SQL; the HTTP layer is the only one with JSON DTOs.
+//! - Every error a client sees is `{ "message": … }`; bad input is a 4xx naming the field and the
+//!   rule, never a 5xx. A rejected request writes nothing: validation finishes before the store
+//!   is called, and each write is one transaction.
+//! - Auth is deny-by-default: the token check wraps every route and the fallback; only
+//!   `/health` and `/openapi.json` are open.
+//! - Nothing logs a token, a key, or a request body. Secrets are [`config::Secret`], whose
+//!   `Debug` is redacted.
+//! - Deliberately absent so far: providers, plugins, chat completions, search runs. The host
+//!   will never parse a vendor payload; those live in plugins.
+
+pub mod attachments;
+pub mod config;
+pub mod http;
+pub mod model;
+pub mod runs;
+pub mod server;
+pub mod store;
+pub mod tools;

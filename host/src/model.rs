@@ -1,0 +1,205 @@
+//! Domain vocabulary shared by the HTTP layer and the store: roles, provider identifiers, ids and
+//! timestamps. Nothing here touches SQL or HTTP.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+impl FromStr for Role {
+    type Err = UnknownValue;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "system" => Ok(Role::System),
+            "user" => Ok(Role::User),
+            "assistant" => Ok(Role::Assistant),
+            "tool" => Ok(Role::Tool),
+            other => Err(UnknownValue(other.to_string())),
+        }
+    }
+}
+
+/// The contract's provider identifiers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    ProviderA,
+    ProviderB,
+    ProviderC,
+    ProviderAgent,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::ProviderA => "provider_a",
+            Provider::ProviderB => "provider_b",
+            Provider::ProviderC => "provider_c",
+            Provider::ProviderAgent => "provider_agent",
+        }
+    }
+}
+
+impl FromStr for Provider {
+    type Err = UnknownValue;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "provider_a" => Ok(Provider::ProviderA),
+            "provider_b" => Ok(Provider::ProviderB),
+            "provider_c" => Ok(Provider::ProviderC),
+            "provider_agent" => Ok(Provider::ProviderAgent),
+            other => Err(UnknownValue(other.to_string())),
+        }
+    }
+}
+
+/// A stored value that is not one of the enum's variants (only possible if the database was edited
+/// by hand).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown value {0:?}")]
+pub struct UnknownValue(pub String);
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A new opaque id. UUIDv7: time-ordered, so index inserts stay at the right edge of the b-tree.
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// Now, as a stored timestamp: ISO 8601 UTC with microseconds and `Z`. Fixed width, so stored
+/// timestamps sort correctly as text. Strictly increasing within the process, so two writes in
+/// the same instant still sort in the order they happened. Clients see milliseconds
+/// ([`to_millis`]).
+pub fn now() -> String {
+    format_micros(next_micros(i64::MIN))
+}
+
+/// A stored timestamp whose millisecond (what clients see) is later than `previous`'s: now, or
+/// the next millisecond when the clock has not moved past it. Keeps `updatedAt` visibly
+/// increasing on every update.
+pub fn now_after(previous: &str) -> String {
+    let floor = chrono::DateTime::parse_from_rfc3339(previous)
+        .map(|t| (t.timestamp_millis() + 1) * 1000)
+        .unwrap_or(i64::MIN);
+    format_micros(next_micros(floor))
+}
+
+/// A stored timestamp as the contract shows it: milliseconds and `Z`.
+pub fn to_millis(stored: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(stored) {
+        Ok(t) => t
+            .with_timezone(&chrono::Utc)
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string(),
+        Err(_) => stored.to_string(),
+    }
+}
+
+pub fn format_micros(micros: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(micros)
+        .unwrap_or_default()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}
+
+fn next_micros(at_least: i64) -> i64 {
+    static LAST: AtomicI64 = AtomicI64::new(i64::MIN);
+    let now = chrono::Utc::now().timestamp_micros();
+    let mut last = LAST.load(Ordering::Relaxed);
+    loop {
+        let next = now.max(at_least).max(last.saturating_add(1));
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(seen) => last = seen,
+        }
+    }
+}
+
+/// Trims a free-text field; blank becomes `None` (the contract's "blank → null").
+pub fn trimmed_or_none(value: Option<&str>) -> Option<String> {
+    value
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_timestamps_are_fixed_width_and_strictly_increasing() {
+        let stamps: Vec<String> = (0..1000).map(|_| now()).collect();
+        assert!(stamps.iter().all(|s| s.len() == 27 && s.ends_with('Z')));
+        assert!(stamps.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(
+            to_millis("2026-11-22T01:02:03.004567Z"),
+            "2026-11-22T01:02:03.004Z"
+        );
+    }
+
+    #[test]
+    fn now_after_is_strictly_later() {
+        // A previous stamp slightly ahead of the clock: the result is in a later millisecond.
+        let ahead = format_micros(chrono::Utc::now().timestamp_micros() + 2_000);
+        assert!(to_millis(&now_after(&ahead)) > to_millis(&ahead));
+        let past = "2000-01-01T00:00:00.000Z";
+        assert!(now_after(past).as_str() > past);
+    }
+
+    #[test]
+    fn blank_is_none() {
+        assert_eq!(trimmed_or_none(Some("  a b ")), Some("a b".into()));
+        assert_eq!(trimmed_or_none(Some(" \n\t ")), None);
+        assert_eq!(trimmed_or_none(None), None);
+    }
+
+    #[test]
+    fn enums_round_trip() {
+        for role in [Role::System, Role::User, Role::Assistant, Role::Tool] {
+            assert_eq!(role.as_str().parse::<Role>().unwrap(), role);
+        }
+        for p in [
+            Provider::ProviderA,
+            Provider::ProviderB,
+            Provider::ProviderC,
+            Provider::ProviderAgent,
+        ] {
+            assert_eq!(p.as_str().parse::<Provider>().unwrap(), p);
+        }
+        assert!("robot".parse::<Role>().is_err());
+    }
+}

@@ -1,0 +1,104 @@
+//! Starting and stopping: open the store, build the state, listen, serve until told to stop,
+//! then close the store. `main` and the tests both start the server through here, so tests run
+//! the same wiring as production.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::serve::ListenerExt;
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::http::{self, AppState, TokenDigest};
+use crate::runs::ActiveRuns;
+use crate::store::{Store, StoreError};
+use crate::tools::ToolCatalog;
+
+pub struct Server {
+    listener: TcpListener,
+    state: AppState,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+}
+
+impl Server {
+    /// Opens the database (migrating it) and binds the listen address.
+    pub async fn bind(config: &Config, tools: ToolCatalog) -> Result<Self, StartError> {
+        let store = Store::open(&config.database_url).await?;
+        let addr = format!("{}:{}", config.host, config.port);
+        let listener = TcpListener::bind(&addr)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: addr.clone(),
+                source,
+            })?;
+        let state = AppState {
+            store,
+            tools: Arc::new(tools),
+            runs: Arc::new(ActiveRuns::default()),
+            token: config
+                .admin_token
+                .as_ref()
+                .map(|t| TokenDigest::new(t.expose())),
+        };
+        Ok(Self { listener, state })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` resolves, lets requests in flight finish, then closes the store.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let store = self.state.store.clone();
+        let app = http::router(self.state);
+        // Small JSON responses: send them now rather than wait for Nagle's algorithm.
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        store.close().await;
+        served
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = terminate => {}
+    }
+}

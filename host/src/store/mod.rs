@@ -1,0 +1,113 @@
+//! The store: the only module with SQL. It owns the connection pool, the embedded migrations
+//! (`/migrations`), and one file per table family. Callers get plain records, never rows.
+//!
+//! SQLite settings, and why: WAL so readers never wait for the writer; `synchronous = NORMAL`,
+//! which in WAL mode loses no committed transaction on a process crash (only on power loss, the
+//! usual trade for servers); foreign keys on, because deletes rely on ON DELETE CASCADE; a busy
+//! timeout so concurrent writers queue instead of failing with SQLITE_BUSY.
+
+mod chats;
+mod searches;
+mod workspace;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+pub use chats::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
+pub use searches::{
+    NewSearch, SearchDetailRecord, SearchRecord, SearchRunOutcome, normalize_query,
+};
+pub use workspace::WorkspaceRecord;
+
+use crate::config::DatabaseUrl;
+
+/// The id of the reserved project whose members are the starred chats and searches.
+pub const STARRED_PROJECT: &str = "starred";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the database at {url}: {source}")]
+    Open { url: String, source: sqlx::Error },
+    #[error("cannot create the database folder {path}: {source}")]
+    Folder {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("database error: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("stored JSON is invalid: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("stored value is invalid: {0}")]
+    Value(#[from] crate::model::UnknownValue),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    /// Opens (creating file and folder if needed) and migrates the database.
+    pub async fn open(url: &DatabaseUrl) -> Result<Self> {
+        let DatabaseUrl::Sqlite(raw) = url;
+        let options = SqliteConnectOptions::from_str(raw)
+            .map_err(|source| StoreError::Open {
+                url: raw.clone(),
+                source,
+            })?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        let path = options.get_filename();
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+            && !is_in_memory(path)
+        {
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::Folder {
+                path: parent.display().to_string(),
+                source,
+            })?;
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .map_err(|source| StoreError::Open {
+                url: raw.clone(),
+                source,
+            })?;
+        sqlx::migrate!("../migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// A write transaction. `BEGIN IMMEDIATE` takes SQLite's write lock up front: a deferred
+    /// transaction that reads and then writes fails at once with SQLITE_BUSY_SNAPSHOT when another
+    /// writer committed in between, where an immediate one waits its turn (busy timeout).
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'_, sqlx::Sqlite>> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// Closes the pool, waiting for connections in use; the WAL is checkpointed on close.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn is_in_memory(path: &std::path::Path) -> bool {
+    path.to_str()
+        .is_some_and(|p| p.contains(":memory:") || p.contains("mode=memory"))
+}
+
+/// Decodes a JSON text column.
+fn json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
+    Ok(serde_json::from_str(text)?)
+}

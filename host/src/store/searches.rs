@@ -1,0 +1,251 @@
+//! Searches: the query, the last run's results, answer and errors, and search stars.
+//!
+//! Results and citations are JSON arrays kept as the search plugin returned them: the contract
+//! leaves their fields open, so the store does not pick them apart.
+
+use serde_json::Value;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, Sqlite, Transaction};
+
+use super::{Result, STARRED_PROJECT, Store, json};
+use crate::model::{new_id, now, now_after};
+
+/// A search without its results (what lists show).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchRecord {
+    pub id: String,
+    pub title: Option<String>,
+    pub query: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub starred_at: Option<String>,
+    /// Whether a run persisted results or a non-empty answer (one half of `cacheHit`).
+    pub has_output: bool,
+}
+
+/// A search with the outcome of its last run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchDetailRecord {
+    pub search: SearchRecord,
+    pub request_id: Option<String>,
+    pub latency_ms: Option<i64>,
+    pub error: Option<String>,
+    pub results: Vec<Value>,
+    pub answer_text: Option<String>,
+    pub answer_request_id: Option<String>,
+    pub answer_citations: Vec<Value>,
+    pub answer_error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct NewSearch {
+    pub title: Option<String>,
+    pub query: Option<String>,
+}
+
+/// What one run of a search produced; it replaces the previous run's outcome.
+#[derive(Clone, Debug, Default)]
+pub struct SearchRunOutcome {
+    /// Overrides given to the run; `None` keeps the stored value.
+    pub title: Option<String>,
+    pub query: Option<String>,
+    pub request_id: Option<String>,
+    pub latency_ms: Option<i64>,
+    pub error: Option<String>,
+    pub results: Vec<Value>,
+    pub answer_text: Option<String>,
+    pub answer_request_id: Option<String>,
+    pub answer_citations: Vec<Value>,
+    pub answer_error: Option<String>,
+}
+
+/// The reuseByQuery key: trimmed and lower-cased.
+pub fn normalize_query(query: &str) -> String {
+    query.trim().to_lowercase()
+}
+
+pub(super) const SELECT_SEARCH: &str = "SELECT s.id, s.title, s.query, s.created_at, s.updated_at, \
+     p.created_at AS starred_at, \
+     (s.results <> '[]' OR COALESCE(s.answer_text, '') <> '') AS has_output \
+     FROM searches s LEFT JOIN project_searches p ON p.search_id = s.id AND p.project_id = 'starred'";
+
+const SELECT_SEARCH_DETAIL: &str = "SELECT s.id, s.title, s.query, s.created_at, s.updated_at, \
+     p.created_at AS starred_at, \
+     (s.results <> '[]' OR COALESCE(s.answer_text, '') <> '') AS has_output, \
+     s.request_id, s.latency_ms, s.error, s.results, s.answer_text, s.answer_request_id, \
+     s.answer_citations, s.answer_error \
+     FROM searches s LEFT JOIN project_searches p ON p.search_id = s.id AND p.project_id = 'starred'";
+
+pub(super) fn search_from_row(row: &SqliteRow) -> Result<SearchRecord> {
+    Ok(SearchRecord {
+        id: row.try_get("id")?,
+        title: row.try_get("title")?,
+        query: row.try_get("query")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        starred_at: row.try_get("starred_at")?,
+        has_output: row.try_get("has_output")?,
+    })
+}
+
+fn detail_from_row(row: &SqliteRow) -> Result<SearchDetailRecord> {
+    Ok(SearchDetailRecord {
+        search: search_from_row(row)?,
+        request_id: row.try_get("request_id")?,
+        latency_ms: row.try_get("latency_ms")?,
+        error: row.try_get("error")?,
+        results: json(row.try_get::<&str, _>("results")?)?,
+        answer_text: row.try_get("answer_text")?,
+        answer_request_id: row.try_get("answer_request_id")?,
+        answer_citations: json(row.try_get::<&str, _>("answer_citations")?)?,
+        answer_error: row.try_get("answer_error")?,
+    })
+}
+
+impl Store {
+    pub async fn create_search(&self, search: NewSearch) -> Result<SearchRecord> {
+        let id = new_id();
+        let at = now();
+        let mut tx = self.write_tx().await?;
+        sqlx::query(
+            "INSERT INTO searches (id, title, query, normalized_query, created_at, updated_at, results, answer_citations) \
+             VALUES (?, ?, ?, ?, ?, ?, '[]', '[]')",
+        )
+        .bind(&id)
+        .bind(&search.title)
+        .bind(&search.query)
+        .bind(search.query.as_deref().map(normalize_query))
+        .bind(&at)
+        .bind(&at)
+        .execute(&mut *tx)
+        .await?;
+        let record = fetch_search(&mut tx, &id)
+            .await?
+            .expect("inserted in this transaction");
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    /// All searches, most recently updated first.
+    pub async fn list_searches(&self) -> Result<Vec<SearchRecord>> {
+        let rows = sqlx::query(&format!(
+            "{SELECT_SEARCH} ORDER BY s.updated_at DESC, s.id DESC"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(search_from_row).collect()
+    }
+
+    /// The most recently updated search whose normalized query equals `query`'s.
+    pub async fn find_search_by_query(&self, query: &str) -> Result<Option<SearchRecord>> {
+        let row = sqlx::query(&format!(
+            "{SELECT_SEARCH} WHERE s.normalized_query = ? ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
+        ))
+        .bind(normalize_query(query))
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(search_from_row).transpose()
+    }
+
+    pub async fn get_search(&self, id: &str) -> Result<Option<SearchDetailRecord>> {
+        let row = sqlx::query(&format!("{SELECT_SEARCH_DETAIL} WHERE s.id = ?"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(detail_from_row).transpose()
+    }
+
+    /// Replaces the search's last outcome with `outcome` and bumps `updatedAt`.
+    pub async fn record_search_run(
+        &self,
+        id: &str,
+        outcome: SearchRunOutcome,
+    ) -> Result<Option<SearchDetailRecord>> {
+        let mut tx = self.write_tx().await?;
+        let current: Option<String> =
+            sqlx::query_scalar("SELECT updated_at FROM searches WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(updated_at) = current.as_deref().map(now_after) else {
+            return Ok(None);
+        };
+        sqlx::query(
+            "UPDATE searches SET updated_at = ?, title = COALESCE(?, title), query = COALESCE(?, query), \
+             normalized_query = COALESCE(?, normalized_query), request_id = ?, latency_ms = ?, error = ?, \
+             results = ?, answer_text = ?, answer_request_id = ?, answer_citations = ?, answer_error = ? \
+             WHERE id = ?",
+        )
+        .bind(updated_at)
+        .bind(&outcome.title)
+        .bind(&outcome.query)
+        .bind(outcome.query.as_deref().map(normalize_query))
+        .bind(&outcome.request_id)
+        .bind(outcome.latency_ms)
+        .bind(&outcome.error)
+        .bind(serde_json::to_string(&outcome.results)?)
+        .bind(&outcome.answer_text)
+        .bind(&outcome.answer_request_id)
+        .bind(serde_json::to_string(&outcome.answer_citations)?)
+        .bind(&outcome.answer_error)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        let row = sqlx::query(&format!("{SELECT_SEARCH_DETAIL} WHERE s.id = ?"))
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let record = detail_from_row(&row)?;
+        tx.commit().await?;
+        Ok(Some(record))
+    }
+
+    /// Stars or unstars; never touches `updatedAt` or the results.
+    pub async fn set_search_starred(
+        &self,
+        id: &str,
+        starred: bool,
+    ) -> Result<Option<SearchRecord>> {
+        let mut tx = self.write_tx().await?;
+        if fetch_search(&mut tx, id).await?.is_none() {
+            return Ok(None);
+        }
+        if starred {
+            sqlx::query(
+                "INSERT INTO project_searches (project_id, search_id, created_at) VALUES (?, ?, ?) \
+                 ON CONFLICT (project_id, search_id) DO NOTHING",
+            )
+            .bind(STARRED_PROJECT)
+            .bind(id)
+            .bind(now())
+            .execute(&mut *tx)
+            .await?;
+        } else {
+            sqlx::query("DELETE FROM project_searches WHERE project_id = ? AND search_id = ?")
+                .bind(STARRED_PROJECT)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let record = fetch_search(&mut tx, id).await?;
+        tx.commit().await?;
+        Ok(record)
+    }
+
+    /// `false` when the search did not exist.
+    pub async fn delete_search(&self, id: &str) -> Result<bool> {
+        let deleted = sqlx::query("DELETE FROM searches WHERE id = ?")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(deleted.rows_affected() > 0)
+    }
+}
+
+async fn fetch_search(tx: &mut Transaction<'_, Sqlite>, id: &str) -> Result<Option<SearchRecord>> {
+    let row = sqlx::query(&format!("{SELECT_SEARCH} WHERE s.id = ?"))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    row.as_ref().map(search_from_row).transpose()
+}

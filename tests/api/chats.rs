@@ -1,0 +1,494 @@
+//! Chats: create, list, read, patch, star, delete, append — every contract rule and 404.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::TestServer;
+
+#[tokio::test]
+async fn create_with_no_body_uses_defaults() {
+    let server = TestServer::start().await;
+    let (status, body) = server.post_raw("/v1/chats", "").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let chat = &body["chat"];
+    assert_eq!(chat["title"], Value::Null);
+    assert_eq!(chat["starred"], false);
+    assert_eq!(chat["starredAt"], Value::Null);
+    for field in [
+        "initiatedProvider",
+        "initiatedModel",
+        "lastUsedProvider",
+        "lastUsedModel",
+        "additionalSystemPrompt",
+    ] {
+        assert_eq!(chat[field], Value::Null, "{field}");
+    }
+    // Omitted enabledTools: every available tool.
+    assert_eq!(chat["enabledTools"], json!(["web_search", "fetch_url"]));
+    assert_eq!(chat["createdAt"], chat["updatedAt"]);
+    let created = chat["createdAt"].as_str().unwrap();
+    assert_eq!(
+        created.len(),
+        24,
+        "ISO 8601 with milliseconds and Z: {created}"
+    );
+    assert!(created.ends_with('Z'));
+}
+
+#[tokio::test]
+async fn create_trims_and_blanks_become_null() {
+    let server = TestServer::start().await;
+    let (_, body) = server
+        .post(
+            "/v1/chats",
+            json!({ "title": "  Trip plans \n", "additionalSystemPrompt": "  Be brief.  " }),
+        )
+        .await;
+    assert_eq!(body["chat"]["title"], "Trip plans");
+    assert_eq!(body["chat"]["additionalSystemPrompt"], "Be brief.");
+    let (_, body) = server
+        .post(
+            "/v1/chats",
+            json!({ "title": "   ", "additionalSystemPrompt": "\t" }),
+        )
+        .await;
+    assert_eq!(body["chat"]["title"], Value::Null);
+    assert_eq!(body["chat"]["additionalSystemPrompt"], Value::Null);
+}
+
+#[tokio::test]
+async fn provider_and_model_go_together() {
+    let server = TestServer::start().await;
+    let (status, body) = server
+        .post(
+            "/v1/chats",
+            json!({ "provider": "provider_b", "model": " claude-x " }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let chat = &body["chat"];
+    assert_eq!(chat["initiatedProvider"], "provider_b");
+    assert_eq!(chat["initiatedModel"], "claude-x");
+    assert_eq!(chat["lastUsedProvider"], "provider_b");
+    assert_eq!(chat["lastUsedModel"], "claude-x");
+
+    let before = server.row_counts().await;
+    for body in [
+        json!({ "provider": "provider_a" }),
+        json!({ "model": "m" }),
+        json!({ "provider": "provider_a", "model": "  " }),
+    ] {
+        let (status, err) = server.post("/v1/chats", body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains("provider, model: must be supplied together"),
+            "{err}"
+        );
+    }
+    let (status, err) = server
+        .post(
+            "/v1/chats",
+            json!({ "provider": "provider_z", "model": "m" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("provider: unknown variant `provider_z`"),
+        "{err}"
+    );
+    assert_eq!(
+        server.row_counts().await,
+        before,
+        "rejected requests store nothing"
+    );
+}
+
+#[tokio::test]
+async fn enabled_tools_ignore_unknown_names() {
+    let server = TestServer::start().await;
+    let (_, body) = server
+        .post(
+            "/v1/chats",
+            json!({ "enabledTools": ["fetch_url", "teleport", "fetch_url"] }),
+        )
+        .await;
+    assert_eq!(body["chat"]["enabledTools"], json!(["fetch_url"]));
+    let (_, body) = server
+        .post("/v1/chats", json!({ "enabledTools": [] }))
+        .await;
+    assert_eq!(body["chat"]["enabledTools"], json!([]));
+    let (status, err) = server
+        .post("/v1/chats", json!({ "enabledTools": "web_search" }))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("enabledTools: invalid type"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn initial_transcript_is_stored_in_order() {
+    let server = TestServer::start().await;
+    let id = server
+        .new_chat(json!({ "messages": [
+            { "role": "system", "content": "You are terse." },
+            { "role": "user", "content": "Hi", "name": "  ada " },
+            { "role": "assistant", "content": "Hello." },
+            { "role": "tool", "content": "{}" },
+        ]}))
+        .await;
+    let (status, body) = server.get(&format!("/v1/chats/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    let messages = body["chat"]["messages"].as_array().unwrap();
+    let roles: Vec<_> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+    assert_eq!(messages[1]["content"], "Hi");
+    assert_eq!(messages[1]["name"], "ada");
+    assert_eq!(messages[0]["name"], Value::Null);
+    assert_eq!(messages[0]["metadata"], Value::Null);
+    assert!(
+        messages
+            .iter()
+            .all(|m| m["id"].is_string() && m["createdAt"].is_string())
+    );
+    // The detail carries every summary field too.
+    assert_eq!(body["chat"]["id"], id.as_str());
+    assert_eq!(
+        body["chat"]["enabledTools"],
+        json!(["web_search", "fetch_url"])
+    );
+}
+
+#[tokio::test]
+async fn unknown_roles_and_wrong_types_are_400_naming_the_field() {
+    let server = TestServer::start().await;
+    let before = server.row_counts().await;
+    let cases = [
+        (
+            json!({ "messages": [{ "role": "user", "content": "a" }, { "role": "robot", "content": "b" }] }),
+            "messages[1].role: unknown variant `robot`",
+        ),
+        (
+            json!({ "messages": [{ "role": "user", "content": 5 }] }),
+            "messages[0].content: invalid type: integer `5`",
+        ),
+        (
+            json!({ "messages": [{ "role": "user" }] }),
+            "messages[0]: missing field `content`",
+        ),
+        (json!({ "title": 7 }), "title: invalid type"),
+        (json!({ "messages": {} }), "messages: invalid type"),
+        (json!([]), "request body: must be a JSON object"),
+        (json!("text"), "request body: must be a JSON object"),
+    ];
+    for (body, expected) in cases {
+        let (status, err) = server.post("/v1/chats", body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let message = err["message"].as_str().unwrap();
+        assert!(message.starts_with(expected), "{body} → {message}");
+    }
+    let (status, err) = server.post_raw("/v1/chats", "{\"title\": ").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("request body is not valid JSON")
+    );
+    assert_eq!(server.row_counts().await, before);
+}
+
+#[tokio::test]
+async fn list_is_newest_first() {
+    let server = TestServer::start().await;
+    let a = server.new_chat(json!({ "title": "a" })).await;
+    let b = server.new_chat(json!({ "title": "b" })).await;
+    let c = server.new_chat(json!({ "title": "c" })).await;
+    // Touch `a`: it becomes the most recently updated.
+    let (status, _) = server
+        .patch(&format!("/v1/chats/{a}"), json!({ "title": "a2" }))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = server.get("/v1/chats").await;
+    let ids: Vec<_> = body["chats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [a.as_str(), c.as_str(), b.as_str()]);
+    assert!(
+        body["chats"][0].get("messages").is_none(),
+        "summaries carry no transcript"
+    );
+}
+
+#[tokio::test]
+async fn patch_rules() {
+    let server = TestServer::start().await;
+    let id = server
+        .new_chat(
+            json!({ "title": "t", "additionalSystemPrompt": "p", "enabledTools": ["web_search"] }),
+        )
+        .await;
+    let path = format!("/v1/chats/{id}");
+    let (_, original) = server.get(&path).await;
+
+    let (status, body) = server
+        .patch(&path, json!({ "title": "  New title  " }))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let chat = &body["chat"];
+    assert_eq!(chat["title"], "New title");
+    // Omitted settings are unchanged.
+    assert_eq!(chat["additionalSystemPrompt"], "p");
+    assert_eq!(chat["enabledTools"], json!(["web_search"]));
+    assert!(chat["updatedAt"].as_str().unwrap() > original["chat"]["updatedAt"].as_str().unwrap());
+    assert_eq!(chat["createdAt"], original["chat"]["createdAt"]);
+
+    let (_, body) = server
+        .patch(&path, json!({ "additionalSystemPrompt": "  q  " }))
+        .await;
+    assert_eq!(body["chat"]["additionalSystemPrompt"], "q");
+    let (_, body) = server
+        .patch(&path, json!({ "additionalSystemPrompt": "   " }))
+        .await;
+    assert_eq!(body["chat"]["additionalSystemPrompt"], Value::Null);
+    server
+        .patch(&path, json!({ "additionalSystemPrompt": "r" }))
+        .await;
+    let (_, body) = server
+        .patch(&path, json!({ "additionalSystemPrompt": null }))
+        .await;
+    assert_eq!(body["chat"]["additionalSystemPrompt"], Value::Null);
+
+    let (_, body) = server
+        .patch(
+            &path,
+            json!({ "enabledTools": ["fetch_url", "nope", "web_search"] }),
+        )
+        .await;
+    assert_eq!(
+        body["chat"]["enabledTools"],
+        json!(["fetch_url", "web_search"])
+    );
+    let (_, body) = server.patch(&path, json!({ "enabledTools": [] })).await;
+    assert_eq!(body["chat"]["enabledTools"], json!([]));
+    assert_eq!(body["chat"]["title"], "New title");
+
+    let before = server.get(&path).await.1;
+    for (body, expected) in [
+        (
+            json!({ "title": "   " }),
+            "title: must be a non-blank string",
+        ),
+        (
+            json!({ "title": null }),
+            "title: must be a non-blank string",
+        ),
+        (json!({ "title": ["x"] }), "title: invalid type"),
+        (
+            json!({ "enabledTools": null }),
+            "enabledTools: must be an array",
+        ),
+        (
+            json!({ "enabledTools": [1] }),
+            "enabledTools[0]: invalid type",
+        ),
+        (
+            json!({ "additionalSystemPrompt": false }),
+            "additionalSystemPrompt: invalid type",
+        ),
+    ] {
+        let (status, err) = server.patch(&path, body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            err["message"].as_str().unwrap().starts_with(expected),
+            "{body} → {err}"
+        );
+    }
+    assert_eq!(
+        server.get(&path).await.1,
+        before,
+        "rejected patches change nothing"
+    );
+}
+
+#[tokio::test]
+async fn star_and_unstar_leave_updated_at_and_transcript_alone() {
+    let server = TestServer::start().await;
+    let id = server
+        .new_chat(json!({ "messages": [{ "role": "user", "content": "hi" }] }))
+        .await;
+    let path = format!("/v1/chats/{id}");
+    let (_, before) = server.get(&path).await;
+
+    let (status, body) = server
+        .patch(&format!("{path}/star"), json!({ "starred": true }))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let starred_at = body["chat"]["starredAt"].as_str().unwrap().to_string();
+    assert_eq!(body["chat"]["starred"], true);
+    assert_eq!(body["chat"]["updatedAt"], before["chat"]["updatedAt"]);
+    assert!(starred_at >= before["chat"]["createdAt"].as_str().unwrap().to_string());
+
+    // Starring again keeps the membership's original time.
+    let (_, body) = server
+        .patch(&format!("{path}/star"), json!({ "starred": true }))
+        .await;
+    assert_eq!(body["chat"]["starredAt"], starred_at.as_str());
+    let (_, detail) = server.get(&path).await;
+    assert_eq!(detail["chat"]["starred"], true);
+    assert_eq!(detail["chat"]["starredAt"], starred_at.as_str());
+    assert_eq!(detail["chat"]["messages"], before["chat"]["messages"]);
+    let (_, list) = server.get("/v1/chats").await;
+    assert_eq!(list["chats"][0]["starredAt"], starred_at.as_str());
+
+    let (_, body) = server
+        .patch(&format!("{path}/star"), json!({ "starred": false }))
+        .await;
+    assert_eq!(body["chat"]["starred"], false);
+    assert_eq!(body["chat"]["starredAt"], Value::Null);
+    assert_eq!(body["chat"]["updatedAt"], before["chat"]["updatedAt"]);
+
+    for body in [
+        json!({}),
+        json!({ "starred": "yes" }),
+        json!({ "starred": null }),
+    ] {
+        let (status, err) = server.patch(&format!("{path}/star"), body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            err["message"].as_str().unwrap().contains("starred"),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn delete_removes_chat_messages_and_star() {
+    let server = TestServer::start().await;
+    let id = server
+        .new_chat(json!({ "messages": [{ "role": "user", "content": "hi" }] }))
+        .await;
+    server
+        .patch(&format!("/v1/chats/{id}/star"), json!({ "starred": true }))
+        .await;
+    let (status, body) = server.delete(&format!("/v1/chats/{id}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, json!({ "deleted": true }));
+    let counts = server.row_counts().await;
+    assert!(counts.iter().all(|(_, n)| *n == 0), "{counts:?}");
+    let (status, body) = server.delete(&format!("/v1/chats/{id}")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body, json!({ "message": "chat not found" }));
+}
+
+#[tokio::test]
+async fn unknown_chat_is_404_everywhere() {
+    let server = TestServer::start().await;
+    let expected = json!({ "message": "chat not found" });
+    let path = "/v1/chats/does-not-exist";
+    assert_eq!(
+        server.get(path).await,
+        (StatusCode::NOT_FOUND, expected.clone())
+    );
+    assert_eq!(
+        server.patch(path, json!({ "title": "x" })).await,
+        (StatusCode::NOT_FOUND, expected.clone())
+    );
+    assert_eq!(
+        server
+            .patch(&format!("{path}/star"), json!({ "starred": true }))
+            .await,
+        (StatusCode::NOT_FOUND, expected.clone())
+    );
+    assert_eq!(
+        server.delete(path).await,
+        (StatusCode::NOT_FOUND, expected.clone())
+    );
+    assert_eq!(
+        server
+            .post(
+                &format!("{path}/messages"),
+                json!({ "role": "user", "content": "x" })
+            )
+            .await,
+        (StatusCode::NOT_FOUND, expected.clone())
+    );
+    assert!(server.row_counts().await.iter().all(|(_, n)| *n == 0));
+}
+
+#[tokio::test]
+async fn append_message_stores_it_and_bumps_updated_at() {
+    let server = TestServer::start().await;
+    let id = server
+        .new_chat(json!({ "messages": [{ "role": "user", "content": "first" }] }))
+        .await;
+    let (_, before) = server.get(&format!("/v1/chats/{id}")).await;
+    let (status, body) = server
+        .post(
+            &format!("/v1/chats/{id}/messages"),
+            json!({ "role": "assistant", "content": "second", "name": "bot", "metadata": { "source": "import" } }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let message = &body["message"];
+    assert_eq!(message["role"], "assistant");
+    assert_eq!(message["content"], "second");
+    assert_eq!(message["name"], "bot");
+    assert_eq!(message["metadata"], json!({ "source": "import" }));
+
+    let (_, after) = server.get(&format!("/v1/chats/{id}")).await;
+    let messages = after["chat"]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(&messages[1], message);
+    assert!(
+        after["chat"]["updatedAt"].as_str().unwrap()
+            > before["chat"]["updatedAt"].as_str().unwrap()
+    );
+
+    for (body, expected) in [
+        (
+            json!({ "role": "user", "content": "x", "metadata": [1] }),
+            "metadata: must be an object or null",
+        ),
+        (
+            json!({ "role": "robot", "content": "x" }),
+            "role: unknown variant `robot`",
+        ),
+        (
+            json!({ "content": "x" }),
+            "request body: missing field `role`",
+        ),
+    ] {
+        let (status, err) = server
+            .post(&format!("/v1/chats/{id}/messages"), body.clone())
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(
+            err["message"].as_str().unwrap().starts_with(expected),
+            "{body} → {err}"
+        );
+    }
+    assert_eq!(
+        server.get(&format!("/v1/chats/{id}")).await.1["chat"]["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}

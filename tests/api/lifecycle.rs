@@ -1,0 +1,395 @@
+//! The server as a process and over time: the real binary started with no environment, startup
+//! refusing bad configuration, log hygiene, restart on the same database, the OpenAPI document.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Options, TestServer, data_url, png_bytes};
+
+const BIN: &str = env!("CARGO_BIN_EXE_chatd");
+
+/// The binary, run in `dir` with only the given environment (plus PATH).
+fn chatd(dir: &Path, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .current_dir(dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// A running binary whose stdout lines are collected; `base` is read from its listening line.
+struct Process {
+    child: Child,
+    base: String,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Process {
+    fn start(dir: &Path, env: &[(&str, &str)]) -> Self {
+        let mut child = chatd(dir, env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn chatd");
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut process = Process {
+            child,
+            base: String::new(),
+            lines,
+            seen: Vec::new(),
+        };
+        let line = process.wait_for("listening on http://");
+        let start = line.find("http://").unwrap();
+        process.base = line[start..].split_whitespace().next().unwrap().to_string();
+        process
+    }
+
+    /// Blocks until a stdout line contains `needle` (the server announces what it did).
+    fn wait_for(&mut self, needle: &str) -> String {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(e) => {
+                    let mut stderr = String::new();
+                    if let Some(mut err) = self.child.stderr.take() {
+                        let _ = err.read_to_string(&mut stderr);
+                    }
+                    panic!(
+                        "no line with {needle:?} ({e}); stdout so far: {:?}; stderr: {stderr}",
+                        self.seen
+                    );
+                }
+            }
+        }
+    }
+
+    /// SIGTERM, then everything it printed; asserts a clean exit.
+    fn stop(mut self) -> (String, String) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = self.child.wait().unwrap();
+        assert!(exit.success(), "chatd exited with {exit}");
+        self.seen.extend(self.lines.iter());
+        let mut stderr = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        (self.seen.join("\n"), stderr)
+    }
+}
+
+#[tokio::test]
+async fn binary_starts_with_no_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    // Only PORT=0 is set, so parallel tests cannot collide on 8787; everything else is default.
+    let process = Process::start(dir.path(), &[("PORT", "0")]);
+    assert!(
+        process.base.starts_with("http://127.0.0.1:"),
+        "{}",
+        process.base
+    );
+    let res = reqwest::get(format!("{}/health", process.base))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.json::<Value>().await.unwrap(), json!({ "ok": true }));
+    let res = reqwest::get(format!("{}/v1/auth/session", process.base))
+        .await
+        .unwrap();
+    assert_eq!(res.json::<Value>().await.unwrap()["mode"], "open");
+    assert!(
+        dir.path().join("data/chatd.db").is_file(),
+        "the default database is created under ./data"
+    );
+    let (stdout, _) = process.stop();
+    assert!(stdout.contains("chatd stopped"), "{stdout}");
+}
+
+#[test]
+fn invalid_configuration_stops_startup_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[("PORT", "abc")],
+            "PORT: invalid value \"abc\": must be an integer from 0 to 65535",
+        ),
+        (
+            &[("CHAT_MAX_TOOL_ROUNDS", "0")],
+            "CHAT_MAX_TOOL_ROUNDS: invalid value \"0\": must be an integer of at least 1",
+        ),
+        (
+            &[("CHAT_MAX_TOOL_ROUNDS", "-1")],
+            "CHAT_MAX_TOOL_ROUNDS: invalid value \"-1\": must be an integer of at least 1",
+        ),
+        (
+            &[("CHAT_WEB_SEARCH_ENGINE", "bing")],
+            "CHAT_WEB_SEARCH_ENGINE: invalid value \"bing\": must be one of engine_a, engine_b",
+        ),
+        (
+            &[("CHAT_WEB_SEARCH_ENGINE", "engine_b")],
+            "CHAT_WEB_SEARCH_ENGINE: engine_b requires ENGINE_B_BASE_URL",
+        ),
+        (
+            &[("DATABASE_URL", "mysql://db/chatd")],
+            "DATABASE_URL: invalid value \"mysql://db/chatd\": must start with sqlite:// or postgres://",
+        ),
+        (
+            &[("MODELS_REFRESH_SECS", "soon")],
+            "MODELS_REFRESH_SECS: invalid value \"soon\"",
+        ),
+        (
+            &[("PROVIDER_A_BASE_URL", "not a url")],
+            "PROVIDER_A_BASE_URL: invalid value \"not a url\": must be an absolute http(s) URL",
+        ),
+        (
+            &[("CHAT_CODING_TOOL_ENABLED", "true")],
+            "CHAT_CODING_TOOL_ENABLED: true requires CHAT_CODING_REMOTE_HOST",
+        ),
+        (
+            &[("CHAT_SHELL_TOOL_ENABLED", "yes")],
+            "CHAT_SHELL_TOOL_ENABLED: invalid value \"yes\": must be true or false",
+        ),
+    ];
+    for (env, expected) in cases {
+        let out = chatd(dir.path(), env).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{env:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "one line for {env:?}: {stderr}"
+        );
+        let line = stderr
+            .trim_end()
+            .strip_prefix("chatd: configuration error: ")
+            .unwrap_or_else(|| panic!("{stderr}"));
+        assert!(line.starts_with(expected), "{env:?}: {line}");
+    }
+    assert!(
+        !dir.path().join("data").exists(),
+        "nothing is created when startup is refused"
+    );
+}
+
+#[tokio::test]
+async fn logs_one_line_per_request_and_no_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "tok-3f1c9a-never-log-me";
+    let mut process = Process::start(
+        dir.path(),
+        &[("PORT", "0"), ("ADMIN_TOKEN", token), ("RUST_LOG", "info")],
+    );
+    let client = reqwest::Client::new();
+    let marker = "ATTACHMENT-TEXT-MARKER";
+    let image = data_url("image/png", &png_bytes(64));
+    let res = client
+        .post(format!("{}/v1/chats", process.base))
+        .bearer_auth(token)
+        .json(
+            &json!({ "messages": [{ "role": "user", "content": "hi", "attachments": [
+            { "kind": "text", "text": marker }, { "kind": "image", "dataUrl": image },
+        ] }] }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let id = res.json::<Value>().await.unwrap()["chat"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let res = client
+        .get(format!("{}/api/v1/chats/{id}", process.base))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = client
+        .get(format!("{}/v1/chats?token={token}", process.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let post = process.wait_for("route=/v1/chats status=200");
+    assert!(
+        post.contains("method=POST") && post.contains("latency_ms="),
+        "{post}"
+    );
+    let get = process.wait_for("route=/api/v1/chats/{chatId}");
+    assert!(
+        get.contains("method=GET") && get.contains("status=200"),
+        "{get}"
+    );
+    process.wait_for("status=401");
+    let (stdout, stderr) = process.stop();
+    let request_lines = stdout
+        .lines()
+        .filter(|l| l.contains(" request ") || l.contains("request method="))
+        .count();
+    assert_eq!(request_lines, 3, "one line per request:\n{stdout}");
+    for secret in [token, marker, &image[30..60]] {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{secret} leaked into the logs:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn data_survives_a_restart() {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let server = TestServer::start_with(Options {
+        token: None,
+        dir: Some(dir.clone()),
+    })
+    .await;
+    let chat = server
+        .new_chat(json!({ "title": "kept", "provider": "provider_c", "model": "grok", "additionalSystemPrompt": "p",
+            "messages": [{ "role": "user", "content": "hello", "attachments": [{ "kind": "text", "text": "t" }] }] }))
+        .await;
+    server
+        .post(
+            &format!("/v1/chats/{chat}/messages"),
+            json!({ "role": "assistant", "content": "hi" }),
+        )
+        .await;
+    server
+        .patch(
+            &format!("/v1/chats/{chat}/star"),
+            json!({ "starred": true }),
+        )
+        .await;
+    let search = server.new_search(json!({ "query": "persisted" })).await;
+    server
+        .patch(
+            &format!("/v1/searches/{search}/star"),
+            json!({ "starred": true }),
+        )
+        .await;
+    let paths = [
+        format!("/v1/chats/{chat}"),
+        format!("/v1/searches/{search}"),
+        "/v1/chats".into(),
+        "/v1/searches".into(),
+        "/v1/workspace-items".into(),
+    ];
+    let mut before = Vec::new();
+    for path in &paths {
+        before.push(server.get(path).await);
+    }
+    server.stop().await;
+
+    let server = TestServer::start_with(Options {
+        token: None,
+        dir: Some(dir.clone()),
+    })
+    .await;
+    for (path, expected) in paths.iter().zip(before) {
+        assert_eq!(server.get(path).await, expected, "{path}");
+    }
+    assert_eq!(
+        server.get(&format!("/v1/chats/{chat}")).await.1["chat"]["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn openapi_document_covers_every_route() {
+    let server = TestServer::start().await;
+    let (status, doc) = server.get("/openapi.json").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
+    let expected: &[(&str, &[&str])] = &[
+        ("/health", &["get"]),
+        ("/v1/auth/session", &["get"]),
+        ("/v1/active-runs", &["get"]),
+        ("/v1/workspace-items", &["get"]),
+        ("/v1/chats", &["get", "post"]),
+        ("/v1/chats/{chatId}", &["get", "patch", "delete"]),
+        ("/v1/chats/{chatId}/star", &["patch"]),
+        ("/v1/chats/{chatId}/messages", &["post"]),
+        ("/v1/searches", &["get", "post"]),
+        ("/v1/searches/{searchId}", &["get", "delete"]),
+        ("/v1/searches/{searchId}/star", &["patch"]),
+    ];
+    let paths = doc["paths"].as_object().unwrap();
+    assert_eq!(
+        paths.len(),
+        expected.len(),
+        "{:?}",
+        paths.keys().collect::<Vec<_>>()
+    );
+    for (path, methods) in expected {
+        let item = paths
+            .get(*path)
+            .unwrap_or_else(|| panic!("{path} is documented"));
+        let mut documented: Vec<&str> = item
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        documented.sort();
+        let mut methods = methods.to_vec();
+        methods.sort();
+        assert_eq!(documented, methods, "{path}");
+        for method in methods {
+            assert!(
+                item[method]["responses"]["200"].is_object(),
+                "{method} {path} documents its 200"
+            );
+        }
+    }
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    for schema in [
+        "ChatSummary",
+        "ChatDetail",
+        "Message",
+        "SearchSummary",
+        "SearchDetail",
+        "WorkspaceItem",
+        "ErrorBody",
+        "AttachmentInput",
+    ] {
+        assert!(schemas.contains_key(schema), "{schema} is in components");
+    }
+    assert_eq!(server.get("/api/openapi.json").await.1, doc);
+}

@@ -1,0 +1,10 @@
+//! Black-box tests of the HTTP API: each starts a real chatd server on 127.0.0.1:0 with its own
+//! temporary database (or the real binary, in `lifecycle`), and speaks HTTP to it.
+
+mod attachments;
+mod auth;
+mod chats;
+mod lifecycle;
+mod searches;
+mod support;
+mod workspace;

@@ -1,0 +1,212 @@
+//! The black-box harness: a real chatd server (the same `Server` the binary runs) on
+//! 127.0.0.1:0 with a temporary SQLite database, and a small JSON client.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chatd::config::{Config, DatabaseUrl, Secret};
+use chatd::server::Server;
+use chatd::store::Store;
+use chatd::tools::{ToolCatalog, ToolInfo};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The tool catalogue the tests run with: the two always-on tools of the contract.
+pub fn test_tools() -> Vec<ToolInfo> {
+    ["web_search", "fetch_url"]
+        .into_iter()
+        .map(|name| ToolInfo {
+            name: name.into(),
+            description: format!("{name} (test catalogue)"),
+        })
+        .collect()
+}
+
+pub struct TestServer {
+    pub base: String,
+    pub client: reqwest::Client,
+    /// The server's store, for seeding what no endpoint of this build can write yet.
+    pub store: Store,
+    pub state: chatd::http::AppState,
+    pub dir: Arc<tempfile::TempDir>,
+    token: Option<String>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+pub struct Options {
+    pub token: Option<String>,
+    pub dir: Option<Arc<tempfile::TempDir>>,
+}
+
+impl TestServer {
+    pub async fn start() -> Self {
+        Self::start_with(Options {
+            token: None,
+            dir: None,
+        })
+        .await
+    }
+
+    pub async fn start_with(options: Options) -> Self {
+        let dir = options
+            .dir
+            .unwrap_or_else(|| Arc::new(tempfile::tempdir().expect("temp dir")));
+        let mut config =
+            Config::from_args(["chatd", "--host", "127.0.0.1", "--port", "0"]).expect("config");
+        config.database_url = DatabaseUrl::Sqlite(format!("sqlite://{}", db_path(&dir).display()));
+        config.admin_token = options.token.clone().map(Secret::new);
+        let server = Server::bind(&config, ToolCatalog::new(test_tools()))
+            .await
+            .expect("server starts");
+        let base = format!("http://{}", server.local_addr().unwrap());
+        let state = server.state().clone();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async {
+            let _ = rx.await;
+        }));
+        TestServer {
+            base,
+            client: reqwest::Client::new(),
+            store: state.store.clone(),
+            state,
+            dir,
+            token: options.token,
+            shutdown: Some(tx),
+            task: Some(task),
+        }
+    }
+
+    /// Stops the server gracefully and waits until it has closed the database.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.expect("server task").expect("server ran");
+        }
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        db_path(&self.dir)
+    }
+
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let res = req.send().await.expect("request sent");
+        let status = res.status();
+        let text = res.text().await.expect("body read");
+        let json = serde_json::from_str(&text)
+            .unwrap_or_else(|_| panic!("{status} body is not JSON: {text}"));
+        (status, json)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.request(Method::GET, path, None).await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request(Method::POST, path, Some(body)).await
+    }
+    pub async fn patch(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.request(Method::PATCH, path, Some(body)).await
+    }
+    pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        self.request(Method::DELETE, path, None).await
+    }
+
+    /// POSTs a raw body (not necessarily JSON).
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> (StatusCode, Value) {
+        let mut req = self.client.post(format!("{}{path}", self.base)).body(body);
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
+        let res = req.send().await.expect("request sent");
+        let status = res.status();
+        (status, res.json().await.expect("JSON body"))
+    }
+
+    /// Creates a chat and returns its id.
+    pub async fn new_chat(&self, body: Value) -> String {
+        let (status, json) = self.post("/v1/chats", body).await;
+        assert_eq!(status, StatusCode::OK, "{json}");
+        json["chat"]["id"].as_str().unwrap().to_string()
+    }
+
+    /// Creates a search and returns its id.
+    pub async fn new_search(&self, body: Value) -> String {
+        let (status, json) = self.post("/v1/searches", body).await;
+        assert_eq!(status, StatusCode::OK, "{json}");
+        json["search"]["id"].as_str().unwrap().to_string()
+    }
+
+    /// Number of rows in every table, to prove a rejected request wrote nothing.
+    pub async fn row_counts(&self) -> Vec<(String, i64)> {
+        let mut conn = self.raw_db().await;
+        let mut counts = Vec::new();
+        for table in [
+            "chats",
+            "messages",
+            "searches",
+            "project_chats",
+            "project_searches",
+            "llm_calls",
+        ] {
+            let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            counts.push((table.to_string(), n));
+        }
+        counts
+    }
+
+    /// A separate connection to the server's database file, for what only time can do (aging a row).
+    pub async fn raw_db(&self) -> sqlx::SqliteConnection {
+        use sqlx::Connection;
+        sqlx::SqliteConnection::connect(&format!("sqlite://{}", self.db_path().display()))
+            .await
+            .expect("open db")
+    }
+}
+
+fn db_path(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("data").join("chatd.db")
+}
+
+/// A minimal valid PNG header followed by padding up to `len` bytes.
+pub fn png_bytes(len: usize) -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    bytes.resize(len.max(bytes.len()), 0);
+    bytes
+}
+
+pub fn jpeg_bytes(len: usize) -> Vec<u8> {
+    let mut bytes = b"\xff\xd8\xff\xe0\0\x10JFIF\0".to_vec();
+    bytes.resize(len.max(bytes.len()), 0);
+    bytes
+}
+
+pub fn data_url(mime: &str, bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    format!(
+        "data:{mime};base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
