@@ -1,1 +1,268 @@
-fn main() {}
+//! chatd's benchmark programs. They print figures; nothing here asserts a time.
+//!
+//! `cargo run --release -p bench -- crud` seeds a fresh SQLite database with 100,000 chats and
+//! 1,000,000 messages through the store, starts the real server on 127.0.0.1:0, and measures
+//! sequential requests over loopback HTTP (one keep-alive connection):
+//! GET /v1/workspace-items, GET /v1/chats/:chatId (50 messages), POST /v1/chats/:chatId/messages.
+//! See BENCHMARKS.md for recorded figures.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use chatd::config::{Config, DatabaseUrl};
+use chatd::model::Role;
+use chatd::server::Server;
+use chatd::store::{NewChat, NewMessage, Store};
+use chatd::tools::ToolCatalog;
+use serde_json::json;
+
+struct Options {
+    chats: usize,
+    messages_per_chat: usize,
+    /// Chats that get 50 messages: the targets of GET /v1/chats/:chatId.
+    long_chats: usize,
+    requests: usize,
+    warmup: usize,
+    db: Option<String>,
+}
+
+fn usage() -> &'static str {
+    "usage: bench crud [--chats N] [--messages-per-chat N] [--requests N] [--warmup N] [--db PATH]\n\
+     --db keeps the database at PATH; when PATH exists it is reused instead of seeded\n\
+     defaults: 100000 chats x 10 messages (1,000,000), 100 of them with 50 messages; 5000 requests per endpoint"
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Options> {
+    let mut o = Options {
+        chats: 100_000,
+        messages_per_chat: 10,
+        long_chats: 100,
+        requests: 5_000,
+        warmup: 500,
+        db: None,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .with_context(|| format!("{flag} needs a value\n{}", usage()))
+        };
+        match flag.as_str() {
+            "--chats" => o.chats = value()?.parse()?,
+            "--messages-per-chat" => o.messages_per_chat = value()?.parse()?,
+            "--requests" => o.requests = value()?.parse()?,
+            "--warmup" => o.warmup = value()?.parse()?,
+            "--db" => o.db = Some(value()?.clone()),
+            other => bail!("unknown option {other}\n{}", usage()),
+        }
+    }
+    o.long_chats = o.long_chats.min(o.chats);
+    Ok(o)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("crud") => crud(parse(&args[1..])?),
+        _ => {
+            eprintln!("{}", usage());
+            std::process::exit(2);
+        }
+    }
+}
+
+fn crud(o: Options) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path =
+        o.db.clone()
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| dir.path().join("bench.db"));
+    let url = DatabaseUrl::Sqlite(format!("sqlite://{}", path.display()));
+
+    // The server gets its own runtime (2 workers, like the machine), the client another, so
+    // the client's bookkeeping does not queue behind server tasks.
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let (ids, long_ids) = if o.db.is_some() && path.exists() {
+        server_rt.block_on(existing(&url, &o))?
+    } else {
+        server_rt.block_on(seed(&url, &o))?
+    };
+
+    let mut config = Config::from_args(["chatd", "--host", "127.0.0.1", "--port", "0"])
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    config.database_url = url;
+    config.admin_token = None;
+    let server = server_rt.block_on(Server::bind(&config, ToolCatalog::default()))?;
+    let base = format!("http://{}", server.local_addr()?);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let served = server_rt.spawn(server.run(async {
+        let _ = stop_rx.await;
+    }));
+
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    client_rt.block_on(async {
+        let client = reqwest::Client::builder().tcp_nodelay(true).pool_max_idle_per_host(1).build()?;
+        println!("\nsequential requests over loopback HTTP, one keep-alive connection; {} measured after {} warm-up", o.requests, o.warmup);
+        println!("{:<38} {:>9} {:>9} {:>9} {:>9} {:>9}", "endpoint", "p50 ms", "p90 ms", "p99 ms", "max ms", "req/s");
+
+        let workspace = format!("{base}/v1/workspace-items");
+        measure("GET /v1/workspace-items", &o, |_| {
+            let req = client.get(&workspace);
+            async move { check(req.send().await?).await }
+        })
+        .await?;
+
+        measure("GET /v1/chats/:chatId (50 messages)", &o, |i| {
+            let req = client.get(format!("{base}/v1/chats/{}", long_ids[i % long_ids.len()]));
+            async move { check(req.send().await?).await }
+        })
+        .await?;
+
+        let content = "a user message of about two hundred characters, ".repeat(4);
+        measure("POST /v1/chats/:chatId/messages", &o, |i| {
+            // Spread over the whole table so the writes touch cold pages too.
+            let chat = &ids[(i * 7919) % ids.len()];
+            let req = client
+                .post(format!("{base}/v1/chats/{chat}/messages"))
+                .json(&json!({ "role": "user", "content": content }));
+            async move { check(req.send().await?).await }
+        })
+        .await?;
+        anyhow::Ok(())
+    })?;
+
+    let _ = stop_tx.send(());
+    server_rt.block_on(served)??;
+    Ok(())
+}
+
+async fn check(res: reqwest::Response) -> anyhow::Result<()> {
+    let status = res.status();
+    let body = res.bytes().await?;
+    if !status.is_success() {
+        bail!("{status}: {}", String::from_utf8_lossy(&body));
+    }
+    Ok(())
+}
+
+async fn measure<F, Fut>(name: &str, o: &Options, mut request: F) -> anyhow::Result<()>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    for i in 0..o.warmup {
+        request(i).await?;
+    }
+    let mut samples = Vec::with_capacity(o.requests);
+    let all = Instant::now();
+    for i in 0..o.requests {
+        let start = Instant::now();
+        request(o.warmup + i).await?;
+        samples.push(start.elapsed());
+    }
+    let total = all.elapsed();
+    samples.sort();
+    let pct = |p: f64| {
+        ms(samples[((samples.len() as f64 * p).ceil() as usize)
+            .saturating_sub(1)
+            .min(samples.len() - 1)])
+    };
+    println!(
+        "{:<38} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.0}",
+        name,
+        pct(0.50),
+        pct(0.90),
+        pct(0.99),
+        ms(*samples.last().unwrap()),
+        o.requests as f64 / total.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Reuses a database seeded by an earlier run with `--db` (seeding takes minutes; handy when
+/// comparing changes). The 50-message chats are the ones titled `chat 0` … `chat 99`.
+async fn existing(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+    let store = Store::open(url).await?;
+    let chats = store.list_chats().await?;
+    store.close().await;
+    let long: Vec<String> = chats
+        .iter()
+        .filter(|c| {
+            c.title
+                .as_deref()
+                .and_then(|t| t.strip_prefix("chat "))
+                .and_then(|n| n.parse::<usize>().ok())
+                .is_some_and(|n| n < o.long_chats)
+        })
+        .map(|c| c.id.clone())
+        .collect();
+    println!(
+        "reusing {} chats from the existing database ({} with 50 messages)",
+        chats.len(),
+        long.len()
+    );
+    Ok((chats.into_iter().map(|c| c.id).collect(), long))
+}
+
+/// Seeds through the store's own write path (one transaction per chat, as the API does).
+/// Returns every chat id and the ids of the 50-message chats.
+async fn seed(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Vec<String>)> {
+    let store = Store::open(url).await?;
+    let started = Instant::now();
+    let mut ids = Vec::with_capacity(o.chats);
+    let mut long_ids = Vec::with_capacity(o.long_chats);
+    let mut messages_total = 0usize;
+    for i in 0..o.chats {
+        let n = if i < o.long_chats {
+            50
+        } else {
+            o.messages_per_chat
+        };
+        let messages = (0..n)
+            .map(|j| NewMessage {
+                role: if j % 2 == 0 { Role::User } else { Role::Assistant },
+                content: format!("message {j} of chat {i}: some ordinary chat text to give the row a realistic size."),
+                name: None,
+                metadata: None,
+            })
+            .collect();
+        messages_total += n;
+        let chat = store
+            .create_chat(NewChat {
+                title: Some(format!("chat {i}")),
+                enabled_tools: vec![],
+                messages,
+                ..Default::default()
+            })
+            .await?;
+        if i < o.long_chats {
+            long_ids.push(chat.id.clone());
+        }
+        ids.push(chat.id);
+        if (i + 1) % 20_000 == 0 {
+            eprintln!(
+                "seeded {} chats, {messages_total} messages ({:.0?})",
+                i + 1,
+                started.elapsed()
+            );
+        }
+    }
+    // The 50-message chats were created first; the workspace list shows the newest 100.
+    store.close().await;
+    println!(
+        "seeded {} chats and {messages_total} messages in {:.1?} ({} chats with 50 messages)",
+        o.chats,
+        started.elapsed(),
+        o.long_chats
+    );
+    Ok((ids, long_ids))
+}

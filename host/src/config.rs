@@ -73,7 +73,7 @@ pub struct Config {
     pub database_url: DatabaseUrl,
     /// When set, every /v1 route needs `Authorization: Bearer <ADMIN_TOKEN>`.
     #[arg(long, env = "ADMIN_TOKEN", value_name = "ADMIN_TOKEN", hide_env_values = true,
-          value_parser = parse_secret)]
+          value_parser = parse_admin_token)]
     pub admin_token: Option<Secret>,
 
     #[arg(long, env = "PROVIDER_A_API_KEY", value_name = "PROVIDER_A_API_KEY", hide_env_values = true, value_parser = parse_secret)]
@@ -183,9 +183,37 @@ impl Config {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let config = Self::try_parse_from(args).map_err(ConfigError::from_clap)?;
+        let mut config = Self::try_parse_from(args).map_err(ConfigError::from_clap)?;
+        config.drop_empty_values();
         config.check()?;
         Ok(config)
+    }
+
+    /// `KEY=` in an env file means "not set": an empty key or optional name counts as absent
+    /// (the contract: provider_agent is listed for "any non-empty" AGENT_API_KEY).
+    fn drop_empty_values(&mut self) {
+        for secret in [
+            &mut self.provider_a_api_key,
+            &mut self.provider_b_api_key,
+            &mut self.provider_c_api_key,
+            &mut self.agent_api_key,
+            &mut self.engine_a_api_key,
+            &mut self.chat_coding_ssh_private_key_b64,
+        ] {
+            if secret.as_ref().is_some_and(|s| s.0.trim().is_empty()) {
+                *secret = None;
+            }
+        }
+        for text in [
+            &mut self.agent_model,
+            &mut self.chat_coding_remote_host,
+            &mut self.chat_coding_remote_user,
+            &mut self.chat_coding_remote_workdir,
+        ] {
+            if text.as_deref().is_some_and(|s| s.trim().is_empty()) {
+                *text = None;
+            }
+        }
     }
 
     fn check(&self) -> Result<(), ConfigError> {
@@ -196,10 +224,7 @@ impl Config {
                 "CHAT_WEB_SEARCH_ENGINE: engine_b requires ENGINE_B_BASE_URL to be set".into(),
             ));
         }
-        let host_missing = self
-            .chat_coding_remote_host
-            .as_deref()
-            .is_none_or(|h| h.trim().is_empty());
+        let host_missing = self.chat_coding_remote_host.is_none();
         for (enabled, var) in [
             (self.chat_coding_tool_enabled, "CHAT_CODING_TOOL_ENABLED"),
             (self.chat_shell_tool_enabled, "CHAT_SHELL_TOOL_ENABLED"),
@@ -303,6 +328,14 @@ fn parse_secret(s: &str) -> Result<Secret, String> {
     Ok(Secret(s.to_string()))
 }
 
+/// A blank admin token would let `Authorization: Bearer ` in; refuse it rather than guess.
+fn parse_admin_token(s: &str) -> Result<Secret, String> {
+    if s.trim().is_empty() {
+        return Err("must not be blank (unset it for open mode)".into());
+    }
+    Ok(Secret(s.to_string()))
+}
+
 fn parse_http_url(s: &str) -> Result<Url, String> {
     let url = Url::parse(s.trim()).map_err(|e| format!("must be an absolute http(s) URL ({e})"))?;
     match url.scheme() {
@@ -360,6 +393,15 @@ mod tests {
         assert!(e.starts_with("CHAT_SHELL_TOOL_ENABLED:"), "{e}");
         assert!(err(&["--chatd-allow-private-networks", "yes"]).contains("must be true or false"));
         assert!(!err(&["--port", "abc"]).contains('\n'));
+        assert!(err(&["--admin-token", " "]).starts_with("ADMIN_TOKEN: invalid value"));
+    }
+
+    #[test]
+    fn empty_keys_and_names_count_as_unset() {
+        let config =
+            Config::from_args(["chatd", "--agent-api-key", "", "--agent-model", " "]).unwrap();
+        assert!(config.agent_api_key.is_none());
+        assert!(config.agent_model.is_none());
     }
 
     #[test]

@@ -343,7 +343,7 @@ async fn star_and_unstar_leave_updated_at_and_transcript_alone() {
     let starred_at = body["chat"]["starredAt"].as_str().unwrap().to_string();
     assert_eq!(body["chat"]["starred"], true);
     assert_eq!(body["chat"]["updatedAt"], before["chat"]["updatedAt"]);
-    assert!(starred_at >= before["chat"]["createdAt"].as_str().unwrap().to_string());
+    assert!(starred_at.as_str() >= before["chat"]["createdAt"].as_str().unwrap());
 
     // Starring again keeps the membership's original time.
     let (_, body) = server

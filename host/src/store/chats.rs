@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
-use super::{Result, STARRED_PROJECT, Store, json};
+use super::{Member, Result, Store, json, set_membership};
 use crate::model::{Provider, Role, new_id, now, now_after};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -218,23 +218,7 @@ impl Store {
         if fetch_chat(&mut tx, id).await?.is_none() {
             return Ok(None);
         }
-        if starred {
-            sqlx::query(
-                "INSERT INTO project_chats (project_id, chat_id, created_at) VALUES (?, ?, ?) \
-                 ON CONFLICT (project_id, chat_id) DO NOTHING",
-            )
-            .bind(STARRED_PROJECT)
-            .bind(id)
-            .bind(now())
-            .execute(&mut *tx)
-            .await?;
-        } else {
-            sqlx::query("DELETE FROM project_chats WHERE project_id = ? AND chat_id = ?")
-                .bind(STARRED_PROJECT)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
+        set_membership(&mut tx, Member::Chat, id, starred).await?;
         let record = fetch_chat(&mut tx, id).await?;
         tx.commit().await?;
         Ok(record)

@@ -102,6 +102,49 @@ impl Store {
     }
 }
 
+/// What can be starred. Each kind has its own membership table, so foreign keys stay real and
+/// deleting a chat or search deletes its stars.
+#[derive(Clone, Copy, Debug)]
+enum Member {
+    Chat,
+    Search,
+}
+
+/// Adds `id` to the `starred` project or removes it. Adding twice keeps the first membership
+/// (and so the first `starredAt`).
+async fn set_membership(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    member: Member,
+    id: &str,
+    starred: bool,
+) -> Result<()> {
+    let (table, column) = match member {
+        Member::Chat => ("project_chats", "chat_id"),
+        Member::Search => ("project_searches", "search_id"),
+    };
+    if starred {
+        let sql = format!(
+            "INSERT INTO {table} (project_id, {column}, created_at) VALUES (?, ?, ?) \
+             ON CONFLICT (project_id, {column}) DO NOTHING"
+        );
+        let at = crate::model::now();
+        sqlx::query(&sql)
+            .bind(STARRED_PROJECT)
+            .bind(id)
+            .bind(at)
+            .execute(&mut **tx)
+            .await?;
+    } else {
+        let sql = format!("DELETE FROM {table} WHERE project_id = ? AND {column} = ?");
+        sqlx::query(&sql)
+            .bind(STARRED_PROJECT)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
 fn is_in_memory(path: &std::path::Path) -> bool {
     path.to_str()
         .is_some_and(|p| p.contains(":memory:") || p.contains("mode=memory"))

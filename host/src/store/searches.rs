@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
-use super::{Result, STARRED_PROJECT, Store, json};
+use super::{Member, Result, Store, json, set_membership};
 use crate::model::{new_id, now, now_after};
 
 /// A search without its results (what lists show).
@@ -210,23 +210,7 @@ impl Store {
         if fetch_search(&mut tx, id).await?.is_none() {
             return Ok(None);
         }
-        if starred {
-            sqlx::query(
-                "INSERT INTO project_searches (project_id, search_id, created_at) VALUES (?, ?, ?) \
-                 ON CONFLICT (project_id, search_id) DO NOTHING",
-            )
-            .bind(STARRED_PROJECT)
-            .bind(id)
-            .bind(now())
-            .execute(&mut *tx)
-            .await?;
-        } else {
-            sqlx::query("DELETE FROM project_searches WHERE project_id = ? AND search_id = ?")
-                .bind(STARRED_PROJECT)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-        }
+        set_membership(&mut tx, Member::Search, id, starred).await?;
         let record = fetch_search(&mut tx, id).await?;
         tx.commit().await?;
         Ok(record)
