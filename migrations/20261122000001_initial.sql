@@ -1,6 +1,7 @@
 -- chatd's initial schema.
--- Portable on purpose (SQLite now, Postgres later): TEXT ids and ISO-8601 UTC timestamps with
--- milliseconds (they sort as text), JSON kept in TEXT columns, ON CONFLICT clauses both accept.
+-- Portable on purpose (SQLite now, Postgres later): TEXT ids and fixed-width ISO-8601 UTC
+-- timestamps with microseconds (they sort as text; clients see milliseconds), JSON kept in TEXT
+-- columns, ON CONFLICT clauses both accept.
 
 CREATE TABLE chats (
     id                       TEXT PRIMARY KEY,

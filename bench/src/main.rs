@@ -29,7 +29,7 @@ struct Options {
 fn usage() -> &'static str {
     "usage: bench crud [--chats N] [--messages-per-chat N] [--requests N] [--warmup N] [--db PATH]\n\
      --db keeps the database at PATH; when PATH exists it is reused instead of seeded\n\
-     defaults: 100000 chats x 10 messages (1,000,000), 100 of them with 50 messages; 5000 requests per endpoint"
+     defaults: 100000 chats and 1,000,000 messages (100 chats with 50, the rest 9 or 10); 5000 requests per endpoint"
 }
 
 fn parse(args: &[String]) -> anyhow::Result<Options> {
@@ -55,6 +55,9 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--db" => o.db = Some(value()?.clone()),
             other => bail!("unknown option {other}\n{}", usage()),
         }
+    }
+    if o.chats == 0 || o.requests == 0 {
+        bail!("--chats and --requests must be at least 1");
     }
     o.long_chats = o.long_chats.min(o.chats);
     Ok(o)
@@ -97,6 +100,38 @@ fn crud(o: Options) -> anyhow::Result<()> {
     config.admin_token = None;
     let server = server_rt.block_on(Server::bind(&config, ToolCatalog::default()))?;
     let base = format!("http://{}", server.local_addr()?);
+    let store = server.state().store.clone();
+    let long_for_store = long_ids.clone();
+    server_rt.block_on(async {
+        println!("\nthe store alone (no HTTP): where the time goes");
+        println!(
+            "{:<38} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "store call", "p50 ms", "p90 ms", "p99 ms", "max ms", "calls/s"
+        );
+        measure("store.workspace_items(100)", &o, |_| {
+            let store = store.clone();
+            async move {
+                store
+                    .workspace_items(100)
+                    .await
+                    .map(drop)
+                    .map_err(Into::into)
+            }
+        })
+        .await?;
+        measure("store.get_chat_with_messages (50)", &o, |i| {
+            let store = store.clone();
+            let id = long_for_store[i % long_for_store.len()].clone();
+            async move {
+                store
+                    .get_chat_with_messages(&id)
+                    .await
+                    .map(drop)
+                    .map_err(Into::into)
+            }
+        })
+        .await
+    })?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let served = server_rt.spawn(server.run(async {
         let _ = stop_rx.await;
@@ -188,6 +223,18 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// Messages of chat `i`: 50 for the first `long_chats`, the rest share what is left of
+/// `chats × messages_per_chat` (1,000,000 by default) as evenly as whole numbers allow.
+fn messages_in_chat(i: usize, o: &Options) -> usize {
+    if i < o.long_chats {
+        return 50;
+    }
+    let rest_chats = o.chats - o.long_chats;
+    let rest_messages = (o.chats * o.messages_per_chat).saturating_sub(o.long_chats * 50);
+    let (base, extra) = (rest_messages / rest_chats, rest_messages % rest_chats);
+    base + usize::from(i - o.long_chats < extra)
+}
+
 /// Reuses a database seeded by an earlier run with `--db` (seeding takes minutes; handy when
 /// comparing changes). The 50-message chats are the ones titled `chat 0` … `chat 99`.
 async fn existing(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Vec<String>)> {
@@ -222,11 +269,7 @@ async fn seed(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Ve
     let mut long_ids = Vec::with_capacity(o.long_chats);
     let mut messages_total = 0usize;
     for i in 0..o.chats {
-        let n = if i < o.long_chats {
-            50
-        } else {
-            o.messages_per_chat
-        };
+        let n = messages_in_chat(i, o);
         let messages = (0..n)
             .map(|j| NewMessage {
                 role: if j % 2 == 0 { Role::User } else { Role::Assistant },

@@ -72,23 +72,36 @@ pub enum Attachment {
 #[error("{0}")]
 pub struct AttachmentError(pub String);
 
-/// Checks a message's attachments against the contract's limits. `field` is the JSON path of the
-/// list (for example `messages[2].attachments`), used in error messages.
-pub fn validate(
+/// Checks a message's attachment count (all sources together). `field` names the list.
+pub fn check_count(count: usize, field: &str) -> Result<(), AttachmentError> {
+    if count > MAX_ATTACHMENTS_PER_MESSAGE {
+        return Err(AttachmentError(format!(
+            "{field}: at most {MAX_ATTACHMENTS_PER_MESSAGE} attachments per message (got {count})"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks each attachment against the contract's limits. `field` is the JSON path of the list
+/// (for example `messages[2].attachments`), used in error messages.
+pub fn validate_each(
     inputs: Vec<AttachmentInput>,
     field: &str,
 ) -> Result<Vec<Attachment>, AttachmentError> {
-    if inputs.len() > MAX_ATTACHMENTS_PER_MESSAGE {
-        return Err(AttachmentError(format!(
-            "{field}: at most {MAX_ATTACHMENTS_PER_MESSAGE} attachments per message (got {})",
-            inputs.len()
-        )));
-    }
     inputs
         .into_iter()
         .enumerate()
         .map(|(i, input)| validate_one(input, &format!("{field}[{i}]")))
         .collect()
+}
+
+/// One list: count, then each item.
+pub fn validate(
+    inputs: Vec<AttachmentInput>,
+    field: &str,
+) -> Result<Vec<Attachment>, AttachmentError> {
+    check_count(inputs.len(), field)?;
+    validate_each(inputs, field)
 }
 
 fn validate_one(input: AttachmentInput, field: &str) -> Result<Attachment, AttachmentError> {

@@ -271,7 +271,7 @@ impl ConfigError {
             _ => String::new(),
         };
         let value = match err.get(ContextKind::InvalidValue) {
-            Some(ContextValue::String(v)) => Some(v.clone()),
+            Some(ContextValue::String(v)) => Some(redact_userinfo(v)),
             _ => None,
         };
         let rule = match (err.kind(), std::error::Error::source(&err)) {
@@ -294,6 +294,18 @@ impl ConfigError {
             _ => format!("{var}: {rule}"),
         })
     }
+}
+
+/// `scheme://user:password@host/…` → `scheme://***@host/…`, so a rejected URL's credentials
+/// never reach stderr (and the log collector behind it).
+fn redact_userinfo(value: &str) -> String {
+    if let Some((scheme, rest)) = value.split_once("://") {
+        let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@') {
+            return format!("{scheme}://***@{}", &rest[at + 1..]);
+        }
+    }
+    value.to_string()
 }
 
 fn parse_port(s: &str) -> Result<u16, String> {
@@ -329,11 +341,14 @@ fn parse_secret(s: &str) -> Result<Secret, String> {
 }
 
 /// A blank admin token would let `Authorization: Bearer ` in; refuse it rather than guess.
+/// Surrounding white space is dropped: an HTTP header value cannot carry it, so a token kept with
+/// a stray space from an env file could never match.
 fn parse_admin_token(s: &str) -> Result<Secret, String> {
-    if s.trim().is_empty() {
+    let token = s.trim();
+    if token.is_empty() {
         return Err("must not be blank (unset it for open mode)".into());
     }
-    Ok(Secret(s.to_string()))
+    Ok(Secret(token.to_string()))
 }
 
 fn parse_http_url(s: &str) -> Result<Url, String> {
@@ -394,6 +409,20 @@ mod tests {
         assert!(err(&["--chatd-allow-private-networks", "yes"]).contains("must be true or false"));
         assert!(!err(&["--port", "abc"]).contains('\n'));
         assert!(err(&["--admin-token", " "]).starts_with("ADMIN_TOKEN: invalid value"));
+    }
+
+    #[test]
+    fn rejected_urls_do_not_echo_credentials() {
+        let e = err(&["--database-url", "postgres://u:hunter2@db/chatd"]);
+        assert!(!e.contains("hunter2"), "{e}");
+        assert!(e.contains("postgres://***@db/chatd"), "{e}");
+        assert_eq!(redact_userinfo("https://x/a@b"), "https://x/a@b");
+    }
+
+    #[test]
+    fn admin_token_is_trimmed() {
+        let config = Config::from_args(["chatd", "--admin-token", " s3cret \n"]).unwrap();
+        assert_eq!(config.admin_token.unwrap().expose(), "s3cret");
     }
 
     #[test]

@@ -164,6 +164,45 @@ async fn each_limit_rejects_and_stores_nothing() {
 }
 
 #[tokio::test]
+async fn metadata_attachments_share_the_count_and_keep_their_own_paths() {
+    let server = TestServer::start().await;
+    let chat = server.new_chat(json!({})).await;
+    let before = server.row_counts().await;
+    let path = format!("/v1/chats/{chat}/messages");
+    let four: Vec<Value> = (0..4).map(|_| text("x".into())).collect();
+    let five: Vec<Value> = (0..5).map(|_| text("y".into())).collect();
+    let cases = [
+        (
+            json!({ "role": "user", "content": "", "metadata": { "attachments": four }, "attachments": five }),
+            "attachments: at most 8 attachments per message (got 9)",
+        ),
+        (
+            json!({ "role": "user", "content": "", "metadata": { "attachments": [text("a".into()), image("image/png", b"nope")] }, "attachments": [text("b".into())] }),
+            "metadata.attachments[1].dataUrl: image data must be PNG or JPEG",
+        ),
+        (
+            json!({ "role": "user", "content": "", "metadata": { "attachments": [text("a".into())] }, "attachments": [text("b".into()), image("image/png", b"nope")] }),
+            "attachments[1].dataUrl: image data must be PNG or JPEG",
+        ),
+        (
+            json!({ "role": "user", "content": "", "metadata": { "attachments": [text("a".into()), { "kind": "image" }] } }),
+            "metadata.attachments[1]: missing field `dataUrl`",
+        ),
+        (
+            json!({ "role": "user", "content": "", "metadata": { "attachments": "none" } }),
+            "metadata.attachments: invalid type: string",
+        ),
+    ];
+    for (body, expected) in cases {
+        let (status, err) = server.post(&path, body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{expected}");
+        let message = err["message"].as_str().unwrap();
+        assert!(message.starts_with(expected), "{expected} → {message}");
+    }
+    assert_eq!(server.row_counts().await, before);
+}
+
+#[tokio::test]
 async fn a_bad_attachment_in_a_new_transcript_creates_no_chat() {
     let server = TestServer::start().await;
     let (status, err) = server

@@ -433,6 +433,125 @@ async fn unknown_chat_is_404_everywhere() {
 }
 
 #[tokio::test]
+async fn a_malformed_id_is_a_json_400() {
+    let server = TestServer::start().await;
+    // %FF decodes to a byte that is not UTF-8.
+    for (path, method) in [
+        ("/v1/chats/%FF", "GET"),
+        ("/v1/searches/%FF", "GET"),
+        ("/api/v1/chats/%FF/star", "PATCH"),
+    ] {
+        let (status, body) = server
+            .request(
+                method.parse().unwrap(),
+                path,
+                Some(json!({ "starred": true })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{method} {path}");
+        assert!(
+            body["message"].as_str().unwrap().starts_with("path: "),
+            "{body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bodies_declared_as_something_other_than_json_are_415() {
+    let server = TestServer::start().await;
+    let chat = server.new_chat(json!({})).await;
+    let before = server.row_counts().await;
+    // What a cross-site form or fetch without a preflight would send.
+    for (content_type, path) in [
+        ("text/plain", "/v1/chats".to_string()),
+        (
+            "application/x-www-form-urlencoded",
+            "/v1/searches".to_string(),
+        ),
+        (
+            "multipart/form-data; boundary=x",
+            format!("/v1/chats/{chat}/messages"),
+        ),
+    ] {
+        let res = server
+            .client
+            .post(format!("{}{path}", server.base))
+            .header("content-type", content_type)
+            .body(r#"{"role":"user","content":"x","title":"x","query":"x"}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{content_type}"
+        );
+        let body: Value = res.json().await.unwrap();
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Content-Type: must be application/json"),
+            "{body}"
+        );
+    }
+    assert_eq!(server.row_counts().await, before);
+    // JSON with parameters or a +json suffix is fine.
+    for content_type in [
+        "application/json; charset=utf-8",
+        "application/merge-patch+json",
+    ] {
+        let res = server
+            .client
+            .post(format!("{}/v1/chats", server.base))
+            .header("content-type", content_type)
+            .body(r#"{"title":"ok"}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{content_type}");
+    }
+}
+
+#[tokio::test]
+async fn concurrent_appends_keep_every_message_in_order() {
+    let server = TestServer::start().await;
+    let chat = server.new_chat(json!({})).await;
+    let path = format!("/v1/chats/{chat}/messages");
+    let posts =
+        (0..24).map(|i| server.post(&path, json!({ "role": "user", "content": format!("m{i}") })));
+    let results = futures::future::join_all(posts).await;
+    let mut returned = Vec::new();
+    for (status, body) in results {
+        assert_eq!(status, StatusCode::OK, "{body}");
+        returned.push(body["message"]["id"].as_str().unwrap().to_string());
+    }
+    let (_, detail) = server.get(&format!("/v1/chats/{chat}")).await;
+    let stored: Vec<&str> = detail["chat"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(stored.len(), 24);
+    let stored_set: std::collections::BTreeSet<&str> = stored.iter().copied().collect();
+    let returned_set: std::collections::BTreeSet<&str> =
+        returned.iter().map(String::as_str).collect();
+    assert_eq!(stored_set.len(), 24, "no message is stored twice");
+    assert_eq!(stored_set, returned_set, "every accepted message is stored");
+    let created: Vec<&str> = detail["chat"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["createdAt"].as_str().unwrap())
+        .collect();
+    assert!(
+        created.windows(2).all(|w| w[0] <= w[1]),
+        "transcript order follows write order: {created:?}"
+    );
+}
+
+#[tokio::test]
 async fn append_message_stores_it_and_bumps_updated_at() {
     let server = TestServer::start().await;
     let id = server

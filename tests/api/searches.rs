@@ -126,6 +126,27 @@ async fn reuse_by_query_returns_the_latest_normalized_match() {
 }
 
 #[tokio::test]
+async fn concurrent_reuse_by_query_makes_one_search() {
+    let server = TestServer::start().await;
+    let requests = (0..12).map(|i| server.post("/v1/searches", json!({ "query": format!("  Same Query{} ", if i % 2 == 0 { "" } else { " " }), "reuseByQuery": true })));
+    let results = futures::future::join_all(requests).await;
+    let ids: std::collections::BTreeSet<&str> = results
+        .iter()
+        .map(|(_, b)| b["search"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 1, "every caller got the same search: {ids:?}");
+    let created = results.iter().filter(|(_, b)| b["reused"] == false).count();
+    assert_eq!(created, 1, "exactly one request created it");
+    assert_eq!(
+        server.get("/v1/searches").await.1["searches"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
 async fn cache_hit_needs_output_no_stream_and_24_hours() {
     let server = TestServer::start().await;
     let id = server.new_search(json!({ "query": "q" })).await;

@@ -2,13 +2,13 @@
 //! response DTOs live here; the rules are the contract's "Rules for … chats".
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::error::{ApiError, ApiJson, ApiResult, ErrorBody};
+use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use crate::attachments::{self, AttachmentInput};
 use crate::model::{Provider, Role, to_millis, trimmed_or_none};
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
@@ -200,21 +200,34 @@ fn new_message(
             )));
         }
     };
-    // Attachments already inside metadata obey the same limits as the `attachments` field.
-    let mut inputs = Vec::new();
-    if let Some(existing) = metadata.as_mut().and_then(|m| m.remove("attachments")) {
-        let existing: Vec<AttachmentInput> = serde_json::from_value(existing)
-            .map_err(|e| ApiError::bad_request(format!("{field}metadata.attachments: {e}")))?;
-        inputs.extend(existing);
-    }
-    inputs.extend(attachments.unwrap_or_default());
-    if !inputs.is_empty() {
+    // Attachments already inside metadata obey the same limits as the `attachments` field, and
+    // the two lists share the per-message count.
+    let from_metadata: Vec<AttachmentInput> =
+        match metadata.as_mut().and_then(|m| m.remove("attachments")) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(value) => serde_path_to_error::deserialize(value).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "{field}metadata.attachments{}: {}",
+                    index_path(e.path()),
+                    e.inner()
+                ))
+            })?,
+        };
+    let from_field = attachments.unwrap_or_default();
+    let count = from_metadata.len() + from_field.len();
+    if count > 0 {
         if role == Role::Tool {
             return Err(ApiError::bad_request(format!(
                 "{field}attachments: tool messages must not carry attachments"
             )));
         }
-        let stored = attachments::validate(inputs, &format!("{field}attachments"))?;
+        attachments::check_count(count, &format!("{field}attachments"))?;
+        let mut stored =
+            attachments::validate_each(from_metadata, &format!("{field}metadata.attachments"))?;
+        stored.extend(attachments::validate_each(
+            from_field,
+            &format!("{field}attachments"),
+        )?);
         metadata.get_or_insert_with(Default::default).insert(
             "attachments".into(),
             serde_json::to_value(stored).map_err(ApiError::internal)?,
@@ -226,6 +239,15 @@ fn new_message(
         name: trimmed_or_none(name.as_deref()),
         metadata: metadata.map(Value::Object),
     })
+}
+
+/// A serde path inside a list (`[1].kind`), or nothing for the list itself.
+fn index_path(path: &serde_path_to_error::Path) -> String {
+    match path.to_string().as_str() {
+        "." => String::new(),
+        p if p.starts_with('[') => p.to_string(),
+        p => format!(".{p}"),
+    }
 }
 
 fn not_found() -> ApiError {
@@ -295,7 +317,7 @@ pub async fn create_chat(
     responses((status = 200, body = ChatDetailResponse), (status = 404, body = ErrorBody)))]
 pub async fn get_chat(
     State(state): State<AppState>,
-    Path(chat_id): Path<String>,
+    ApiPath(chat_id): ApiPath<String>,
 ) -> ApiResult<Json<ChatDetailResponse>> {
     let (chat, messages) = state
         .store
@@ -315,7 +337,7 @@ pub async fn get_chat(
     responses((status = 200, body = ChatResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn patch_chat(
     State(state): State<AppState>,
-    Path(chat_id): Path<String>,
+    ApiPath(chat_id): ApiPath<String>,
     ApiJson(body): ApiJson<PatchChatRequest>,
 ) -> ApiResult<Json<ChatResponse>> {
     let title = match body.title {
@@ -354,7 +376,7 @@ pub async fn patch_chat(
     responses((status = 200, body = ChatResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn star_chat(
     State(state): State<AppState>,
-    Path(chat_id): Path<String>,
+    ApiPath(chat_id): ApiPath<String>,
     ApiJson(body): ApiJson<StarRequest>,
 ) -> ApiResult<Json<ChatResponse>> {
     let chat = state
@@ -370,7 +392,7 @@ pub async fn star_chat(
     responses((status = 200, body = DeletedResponse), (status = 404, body = ErrorBody)))]
 pub async fn delete_chat(
     State(state): State<AppState>,
-    Path(chat_id): Path<String>,
+    ApiPath(chat_id): ApiPath<String>,
 ) -> ApiResult<Json<DeletedResponse>> {
     if !state.store.delete_chat(&chat_id).await? {
         return Err(not_found());
@@ -384,7 +406,7 @@ pub async fn delete_chat(
               (status = 404, body = ErrorBody), (status = 413, body = ErrorBody)))]
 pub async fn add_message(
     State(state): State<AppState>,
-    Path(chat_id): Path<String>,
+    ApiPath(chat_id): ApiPath<String>,
     ApiJson(body): ApiJson<AddMessageRequest>,
 ) -> ApiResult<Json<MessageResponse>> {
     let message = new_message(

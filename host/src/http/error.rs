@@ -6,7 +6,8 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -105,9 +106,13 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON request body. Unlike `axum::Json` it does not insist on a Content-Type, treats an
-/// empty body as `{}` (every field optional ⇒ the request is valid), answers 400 (never 422) for
-/// wrong types and unknown enum values, and names the offending field by its JSON path.
+/// A JSON request body. Unlike `axum::Json` it accepts a body sent without a Content-Type, treats
+/// an empty body as `{}` (every field optional ⇒ the request is valid), answers 400 (never 422)
+/// for wrong types and unknown enum values, and names the offending field by its JSON path.
+///
+/// A body that *declares* another Content-Type is refused (415): browsers send `text/plain` and
+/// form bodies cross-site without a CORS preflight, and in open mode that would let any web page
+/// write to a local chatd.
 pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
@@ -118,11 +123,38 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let declared = req.headers().get(header::CONTENT_TYPE).cloned();
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(body_rejection)?;
+        if let Some(declared) = declared
+            && !bytes.iter().all(u8::is_ascii_whitespace)
+            && !is_json(&declared)
+        {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
+                    "Content-Type: must be application/json (got {})",
+                    declared.to_str().unwrap_or("a non-text value")
+                ),
+            ));
+        }
         parse_json(&bytes).map(ApiJson)
     }
+}
+
+fn is_json(content_type: &HeaderValue) -> bool {
+    let Ok(value) = content_type.to_str() else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
@@ -149,6 +181,28 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     de.end()
         .map_err(|e| ApiError::bad_request(format!("request body is not valid JSON: {e}")))?;
     Ok(value)
+}
+
+/// A path parameter. Like `axum::extract::Path`, but a rejection (an id that is not valid
+/// UTF-8 once percent-decoded, say) is a `{message}` 400 like every other error.
+pub struct ApiPath<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiPath<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(ApiPath(value)),
+            Err(rejection) => Err(ApiError::new(
+                rejection.status(),
+                format!("path: {}", rejection.body_text()),
+            )),
+        }
+    }
 }
 
 fn body_rejection(rejection: BytesRejection) -> ApiError {

@@ -8,7 +8,7 @@
 use std::any::Any;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, OriginalUri, Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -57,18 +57,15 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
 }
 
 /// One line per request: method, route (the matched pattern, so no ids or query strings, and
-/// never a header or body), status and latency; a 5xx adds its internal cause.
+/// never a header or body; `<unmatched>` when no route matched), status and latency; a 5xx adds
+/// its internal cause.
 pub async fn log_request(req: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = req.method().clone();
-    let route = match (
-        req.extensions().get::<MatchedPath>(),
-        req.extensions().get::<OriginalUri>(),
-    ) {
-        (Some(matched), _) => matched.as_str().to_string(),
-        (None, Some(original)) => original.path().to_string(),
-        (None, None) => req.uri().path().to_string(),
-    };
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "<unmatched>".to_string(), |m| m.as_str().to_string());
     let response = next.run(req).await;
     let status = response.status().as_u16();
     let latency_ms = start.elapsed().as_secs_f64() * 1000.0;
@@ -94,6 +91,18 @@ pub fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_becomes_a_json_500_with_its_cause_for_the_log() {
+        let response = panic_response(Box::new("boom".to_string()));
+        assert_eq!(
+            response.status(),
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR
+        );
+        let ErrorCause(cause) = response.extensions().get::<ErrorCause>().unwrap();
+        assert_eq!(cause, "handler panicked: boom");
+        assert_eq!(response.headers()["content-type"], "application/json");
+    }
 
     #[test]
     fn token_digest_matches_only_the_token() {

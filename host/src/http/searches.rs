@@ -2,7 +2,7 @@
 //! star and delete. Running a search arrives with the search plugin.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::chats::{DeletedResponse, StarRequest};
-use super::error::{ApiError, ApiJson, ApiResult, ErrorBody};
+use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use crate::model::{to_millis, trimmed_or_none};
 use crate::runs::RunKind;
 use crate::store::{NewSearch, SearchDetailRecord, SearchRecord};
@@ -158,30 +158,24 @@ pub async fn create_search(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CreateSearchRequest>,
 ) -> ApiResult<Json<CreateSearchResponse>> {
-    let query = trimmed_or_none(body.query.as_deref());
-    if body.reuse_by_query.unwrap_or(false)
-        && let Some(query) = &query
-        && let Some(existing) = state.store.find_search_by_query(query).await?
-    {
-        let streaming = state.runs.is_running(RunKind::Search, &existing.id);
-        let cache_hit = is_cache_hit(&existing, streaming, Utc::now());
-        return Ok(Json(CreateSearchResponse {
-            search: existing.into(),
-            reused: true,
-            cache_hit,
-        }));
-    }
-    let search = state
+    let search = NewSearch {
+        title: trimmed_or_none(body.title.as_deref()),
+        query: trimmed_or_none(body.query.as_deref()),
+    };
+    let (search, reused) = state
         .store
-        .create_search(NewSearch {
-            title: trimmed_or_none(body.title.as_deref()),
-            query,
-        })
+        .create_search(search, body.reuse_by_query.unwrap_or(false))
         .await?;
+    let cache_hit = reused
+        && is_cache_hit(
+            &search,
+            state.runs.is_running(RunKind::Search, &search.id),
+            Utc::now(),
+        );
     Ok(Json(CreateSearchResponse {
         search: search.into(),
-        reused: false,
-        cache_hit: false,
+        reused,
+        cache_hit,
     }))
 }
 
@@ -190,7 +184,7 @@ pub async fn create_search(
     responses((status = 200, body = SearchDetailResponse), (status = 404, body = ErrorBody)))]
 pub async fn get_search(
     State(state): State<AppState>,
-    Path(search_id): Path<String>,
+    ApiPath(search_id): ApiPath<String>,
 ) -> ApiResult<Json<SearchDetailResponse>> {
     let search = state
         .store
@@ -207,7 +201,7 @@ pub async fn get_search(
     responses((status = 200, body = SearchResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn star_search(
     State(state): State<AppState>,
-    Path(search_id): Path<String>,
+    ApiPath(search_id): ApiPath<String>,
     ApiJson(body): ApiJson<StarRequest>,
 ) -> ApiResult<Json<SearchResponse>> {
     let search = state
@@ -225,7 +219,7 @@ pub async fn star_search(
     responses((status = 200, body = DeletedResponse), (status = 404, body = ErrorBody)))]
 pub async fn delete_search(
     State(state): State<AppState>,
-    Path(search_id): Path<String>,
+    ApiPath(search_id): ApiPath<String>,
 ) -> ApiResult<Json<DeletedResponse>> {
     if !state.store.delete_search(&search_id).await? {
         return Err(not_found());

@@ -158,23 +158,23 @@ impl Store {
         row.as_ref().map(chat_from_row).transpose()
     }
 
-    /// The chat and its transcript, read in one transaction so they agree.
+    /// The chat and its transcript. Two reads without a transaction (each a round trip to the
+    /// database thread): a message appended in between shows up with the chat's older
+    /// `updatedAt`, which no reader can tell from a slightly earlier read.
     pub async fn get_chat_with_messages(
         &self,
         id: &str,
     ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
-        let mut tx = self.pool.begin().await?;
-        let Some(chat) = fetch_chat(&mut tx, id).await? else {
+        let Some(chat) = self.get_chat(id).await? else {
             return Ok(None);
         };
         let rows = sqlx::query(
             "SELECT id, created_at, role, content, name, metadata FROM messages WHERE chat_id = ? ORDER BY seq",
         )
         .bind(id)
-        .fetch_all(&mut *tx)
+        .fetch_all(&self.pool)
         .await?;
         let messages = rows.iter().map(message_from_row).collect::<Result<_>>()?;
-        tx.commit().await?;
         Ok(Some((chat, messages)))
     }
 

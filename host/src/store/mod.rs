@@ -67,7 +67,8 @@ impl Store {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            .row_buffer_size(256);
         let path = options.get_filename();
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
             && !is_in_memory(path)

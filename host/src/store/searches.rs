@@ -103,10 +103,31 @@ fn detail_from_row(row: &SqliteRow) -> Result<SearchDetailRecord> {
 }
 
 impl Store {
-    pub async fn create_search(&self, search: NewSearch) -> Result<SearchRecord> {
+    /// Creates a search; with `reuse_by_query`, first looks for the most recently updated search
+    /// with the same normalized query and returns that instead (`true` = reused). Lookup and
+    /// insert share one write transaction, so concurrent callers with a new query end up with one
+    /// search, not one each.
+    pub async fn create_search(
+        &self,
+        search: NewSearch,
+        reuse_by_query: bool,
+    ) -> Result<(SearchRecord, bool)> {
+        let mut tx = self.write_tx().await?;
+        if reuse_by_query && let Some(query) = &search.query {
+            let row = sqlx::query(&format!(
+                "{SELECT_SEARCH} WHERE s.normalized_query = ? ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
+            ))
+            .bind(normalize_query(query))
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(row) = row {
+                let existing = search_from_row(&row)?;
+                tx.commit().await?;
+                return Ok((existing, true));
+            }
+        }
         let id = new_id();
         let at = now();
-        let mut tx = self.write_tx().await?;
         sqlx::query(
             "INSERT INTO searches (id, title, query, normalized_query, created_at, updated_at, results, answer_citations) \
              VALUES (?, ?, ?, ?, ?, ?, '[]', '[]')",
@@ -123,7 +144,7 @@ impl Store {
             .await?
             .expect("inserted in this transaction");
         tx.commit().await?;
-        Ok(record)
+        Ok((record, false))
     }
 
     /// All searches, most recently updated first.
@@ -134,17 +155,6 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(search_from_row).collect()
-    }
-
-    /// The most recently updated search whose normalized query equals `query`'s.
-    pub async fn find_search_by_query(&self, query: &str) -> Result<Option<SearchRecord>> {
-        let row = sqlx::query(&format!(
-            "{SELECT_SEARCH} WHERE s.normalized_query = ? ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
-        ))
-        .bind(normalize_query(query))
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(search_from_row).transpose()
     }
 
     pub async fn get_search(&self, id: &str) -> Result<Option<SearchDetailRecord>> {

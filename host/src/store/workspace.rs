@@ -1,7 +1,9 @@
 //! The combined workspace list: the most recently updated chats and searches, merged.
 
-use super::chats::{SELECT_CHAT, chat_from_row};
-use super::searches::{SELECT_SEARCH, search_from_row};
+use sqlx::Row;
+
+use super::chats::chat_from_row;
+use super::searches::search_from_row;
 use super::{ChatRecord, Result, SearchRecord, Store};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -10,44 +12,40 @@ pub enum WorkspaceRecord {
     Search(SearchRecord),
 }
 
-impl WorkspaceRecord {
-    /// The list's sort key: `updatedAt`, then id. Ids are UUIDv7, ordered by creation, so a tie
-    /// within one millisecond still puts the newer item first.
-    fn sort_key(&self) -> (&str, &str) {
-        match self {
-            WorkspaceRecord::Chat(c) => (&c.updated_at, &c.id),
-            WorkspaceRecord::Search(s) => (&s.updated_at, &s.id),
-        }
-    }
-}
+/// Both kinds in one statement: one round trip to the database thread and one consistent
+/// snapshot, merged and ordered by the database. The arms pad each other's columns with NULL.
+const SELECT_WORKSPACE: &str = "\
+    SELECT * FROM ( \
+        SELECT 'chat' AS kind, c.id, c.title, c.created_at, c.updated_at, s.created_at AS starred_at, \
+            c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model, \
+            c.additional_system_prompt, c.enabled_tools, NULL AS query, FALSE AS has_output \
+        FROM chats c LEFT JOIN project_chats s ON s.chat_id = c.id AND s.project_id = 'starred' \
+        ORDER BY c.updated_at DESC, c.id DESC LIMIT ? \
+    ) AS recent_chats \
+    UNION ALL \
+    SELECT * FROM ( \
+        SELECT 'search' AS kind, s.id, s.title, s.created_at, s.updated_at, p.created_at AS starred_at, \
+            NULL, NULL, NULL, NULL, NULL, NULL, s.query, \
+            (s.results <> '[]' OR COALESCE(s.answer_text, '') <> '') AS has_output \
+        FROM searches s LEFT JOIN project_searches p ON p.search_id = s.id AND p.project_id = 'starred' \
+        ORDER BY s.updated_at DESC, s.id DESC LIMIT ? \
+    ) AS recent_searches \
+    ORDER BY updated_at DESC, id DESC";
 
 impl Store {
-    /// Up to `per_kind` chats and `per_kind` searches, newest `updatedAt` first. Both reads run in
-    /// one transaction so the list is a single snapshot.
+    /// Up to `per_kind` chats and `per_kind` searches, newest `updatedAt` first (ties: newest id,
+    /// and ids are UUIDv7, ordered by creation).
     pub async fn workspace_items(&self, per_kind: u32) -> Result<Vec<WorkspaceRecord>> {
-        let mut tx = self.pool.begin().await?;
-        let chats = sqlx::query(&format!(
-            "{SELECT_CHAT} ORDER BY c.updated_at DESC, c.id DESC LIMIT ?"
-        ))
-        .bind(per_kind)
-        .fetch_all(&mut *tx)
-        .await?;
-        let searches = sqlx::query(&format!(
-            "{SELECT_SEARCH} ORDER BY s.updated_at DESC, s.id DESC LIMIT ?"
-        ))
-        .bind(per_kind)
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        let mut items = Vec::with_capacity(chats.len() + searches.len());
-        for row in &chats {
-            items.push(WorkspaceRecord::Chat(chat_from_row(row)?));
-        }
-        for row in &searches {
-            items.push(WorkspaceRecord::Search(search_from_row(row)?));
-        }
-        // Timestamps are fixed-width ISO 8601, so text order is time order.
-        items.sort_by(|a, b| b.sort_key().cmp(&a.sort_key()));
-        Ok(items)
+        let rows = sqlx::query(SELECT_WORKSPACE)
+            .bind(per_kind)
+            .bind(per_kind)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| match row.try_get::<&str, _>("kind")? {
+                "chat" => Ok(WorkspaceRecord::Chat(chat_from_row(row)?)),
+                _ => Ok(WorkspaceRecord::Search(search_from_row(row)?)),
+            })
+            .collect()
     }
 }
