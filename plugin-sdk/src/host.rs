@@ -1,0 +1,186 @@
+//! The host's imports, generated once and shared by every world: HTTP (with a small client on
+//! top), SSH, logging and configuration.
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "chatd:plugin/host-imports@0.1.0",
+        runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
+        type_section_suffix: "chatd-host-imports",
+    });
+}
+
+pub use bindings::chatd::plugin::config;
+pub use bindings::chatd::plugin::log as raw_log;
+pub use bindings::chatd::plugin::ssh;
+pub use bindings::chatd::plugin::types::{
+    ContentPart, Image, Message, PluginError, Role, TextFile, ToolCall, ToolResult, ToolSpec,
+    UpstreamError, Usage,
+};
+
+use bindings::chatd::plugin::http as wit_http;
+pub use wit_http::{Header, HttpError, Method};
+
+/// Logging into the host's log (tagged with the plugin id by the host).
+pub mod log {
+    use super::raw_log::{Level, write};
+
+    pub fn trace(message: &str) {
+        write(Level::Trace, message)
+    }
+    pub fn debug(message: &str) {
+        write(Level::Debug, message)
+    }
+    pub fn info(message: &str) {
+        write(Level::Info, message)
+    }
+    pub fn warn(message: &str) {
+        write(Level::Warn, message)
+    }
+    pub fn error(message: &str) {
+        write(Level::Error, message)
+    }
+}
+
+/// A request being built. Credentials are never set here: the host adds them to requests whose
+/// URL its grant matches.
+#[derive(Clone, Debug)]
+pub struct Request {
+    inner: wit_http::Request,
+}
+
+impl Request {
+    pub fn new(method: Method, url: impl Into<String>) -> Self {
+        Self {
+            inner: wit_http::Request {
+                method,
+                url: url.into(),
+                headers: Vec::new(),
+                body: None,
+                timeout_ms: None,
+                follow_redirects: None,
+            },
+        }
+    }
+    pub fn get(url: impl Into<String>) -> Self {
+        Self::new(Method::Get, url)
+    }
+    pub fn post(url: impl Into<String>) -> Self {
+        Self::new(Method::Post, url)
+    }
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.inner.headers.push(Header {
+            name: name.into(),
+            value: value.into(),
+        });
+        self
+    }
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.inner.body = Some(body.into());
+        self
+    }
+    /// Sets a JSON body and `content-type: application/json`.
+    pub fn json(self, value: &serde_json::Value) -> Self {
+        self.header("content-type", "application/json")
+            .body(value.to_string().into_bytes())
+    }
+    pub fn timeout_ms(mut self, ms: u32) -> Self {
+        self.inner.timeout_ms = Some(ms);
+        self
+    }
+    pub fn follow_redirects(mut self, follow: bool) -> Self {
+        self.inner.follow_redirects = Some(follow);
+        self
+    }
+    /// Sends it; returns when the status and headers are in.
+    pub fn send(self) -> Result<Response, HttpError> {
+        wit_http::send(&self.inner).map(|inner| Response { inner })
+    }
+}
+
+/// A response whose body is read as it arrives.
+pub struct Response {
+    inner: wit_http::Response,
+}
+
+impl Response {
+    pub fn status(&self) -> u16 {
+        self.inner.status()
+    }
+    pub fn headers(&self) -> Vec<Header> {
+        self.inner.headers()
+    }
+    /// The first header with this name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers()
+            .into_iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    }
+    /// The final URL, after redirects.
+    pub fn url(&self) -> String {
+        self.inner.url()
+    }
+    /// The next piece of the body; `None` at its end.
+    pub fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, HttpError> {
+        self.inner.next_chunk()
+    }
+    /// The whole body.
+    pub fn bytes(mut self) -> Result<Vec<u8>, HttpError> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.next_chunk()? {
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+    /// The whole body as JSON.
+    pub fn json(self) -> Result<serde_json::Value, PluginError> {
+        let bytes = self.bytes().map_err(crate::transport_error)?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| PluginError::MalformedResponse(format!("response is not JSON: {e}")))
+    }
+    /// The body as server-sent events, parsed as chunks arrive.
+    pub fn events(self) -> Events {
+        Events {
+            response: self,
+            parser: crate::sse::Parser::new(),
+            ready: Default::default(),
+            done: false,
+        }
+    }
+}
+
+/// An iterator over a response's server-sent events.
+pub struct Events {
+    response: Response,
+    parser: crate::sse::Parser,
+    ready: std::collections::VecDeque<crate::sse::Event>,
+    done: bool,
+}
+
+impl Iterator for Events {
+    type Item = Result<crate::sse::Event, HttpError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return Some(Ok(event));
+            }
+            if self.done {
+                return None;
+            }
+            match self.response.next_chunk() {
+                Ok(Some(chunk)) => self.ready.extend(self.parser.push(&chunk)),
+                Ok(None) => {
+                    self.parser.finish();
+                    self.done = true;
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The chatd plugin SDK: write a provider, a tool or a search backend for chatd as a Wasm
+//! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.0` (`/wit`).
+//!
+//! A plugin enables one world's feature (`tool`, `provider` or `search`), implements that world's
+//! trait (every method has a default that answers "not supported"), and exports it with the
+//! world's one macro. It reaches the outside only through the host: [`host::Request`] for HTTP
+//! (the host checks every request against the plugin's grant and adds credentials itself),
+//! [`host::ssh`], [`host::log`] and [`host::config`].
+//!
+//! # Example: a tool
+//!
+//! ```ignore
+//! // Cargo.toml: crate-type = ["cdylib"]; chatd-plugin-sdk = { features = ["tool"] }
+//! use chatd_plugin_sdk::host::{PluginError, ToolSpec, config, Request};
+//! use chatd_plugin_sdk::tool::{Tool, ToolOutput};
+//!
+//! struct Echo;
+//!
+//! impl Tool for Echo {
+//!     fn describe() -> Vec<ToolSpec> {
+//!         vec![ToolSpec {
+//!             name: "echo".into(),
+//!             description: "Repeats its input".into(),
+//!             parameters_schema_json: r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#.into(),
+//!         }]
+//!     }
+//!
+//!     fn invoke(name: String, arguments_json: String) -> Result<ToolOutput, PluginError> {
+//!         let args = chatd_plugin_sdk::json::parse_object(&arguments_json)?;
+//!         let text = chatd_plugin_sdk::json::required_str(&args, "text")?;
+//!         Ok(ToolOutput { content: text.to_string(), summary: None })
+//!     }
+//! }
+//!
+//! chatd_plugin_sdk::export_tool!(Echo);
+//! ```
+
+extern crate self as chatd_plugin_sdk;
+
+#[doc(hidden)]
+pub use wit_bindgen as __wit_bindgen;
+
+pub mod host;
+pub mod json;
+pub mod sse;
+
+#[cfg(feature = "provider")]
+pub mod provider;
+#[cfg(feature = "search")]
+pub mod search;
+#[cfg(feature = "tool")]
+pub mod tool;
+
+use host::{HttpError, PluginError};
+
+/// An [`HttpError`] as the [`PluginError`] a plugin returns.
+pub fn transport_error(error: HttpError) -> PluginError {
+    match error {
+        HttpError::Denied(why) => PluginError::Denied(why),
+        HttpError::InvalidRequest(why) => PluginError::InvalidInput(why),
+        HttpError::Timeout => PluginError::Transport("the request timed out".into()),
+        HttpError::Connection(why) => PluginError::Transport(why),
+        HttpError::TooLarge(cap) => PluginError::Transport(format!(
+            "the response is larger than the host's {cap}-byte cap"
+        )),
+    }
+}
+
+/// The default answer of trait methods a plugin does not implement.
+pub fn unsupported(what: &str) -> PluginError {
+    PluginError::Unsupported(format!("this plugin does not support {what}"))
+}

@@ -1,0 +1,155 @@
+//! A server-sent events parser for streamed upstream responses (the WHATWG event-stream format):
+//! feed it bytes as they arrive, take complete events out. Handles `\n`, `\r\n` and `\r` line
+//! ends, multi-line `data:`, comments (`:` lines, dropped), `event:`, `id:` and `retry:` fields,
+//! and chunks that split lines or UTF-8 characters anywhere.
+
+/// One complete event.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Event {
+    /// The `event:` field; empty when the upstream sent none (the spec's "message").
+    pub event: String,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+    /// The last `id:` field seen, if any.
+    pub id: Option<String>,
+}
+
+/// Incremental parser state.
+#[derive(Debug, Default)]
+pub struct Parser {
+    buffer: Vec<u8>,
+    event: String,
+    data: String,
+    has_data: bool,
+    id: Option<String>,
+    /// A `\r` ended the previous chunk: a `\n` starting the next one belongs to it.
+    pending_cr: bool,
+}
+
+impl Parser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds bytes and returns the events they completed, in order.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<Event> {
+        let mut bytes = bytes;
+        if self.pending_cr {
+            self.pending_cr = false;
+            if bytes.first() == Some(&b'\n') {
+                bytes = &bytes[1..];
+            }
+        }
+        self.buffer.extend_from_slice(bytes);
+        let mut events = Vec::new();
+        let mut start = 0;
+        let mut i = 0;
+        while i < self.buffer.len() {
+            match self.buffer[i] {
+                b'\n' | b'\r' => {
+                    let line = String::from_utf8_lossy(&self.buffer[start..i]).into_owned();
+                    let is_cr = self.buffer[i] == b'\r';
+                    i += 1;
+                    if is_cr {
+                        if i < self.buffer.len() {
+                            if self.buffer[i] == b'\n' {
+                                i += 1;
+                            }
+                        } else {
+                            self.pending_cr = true;
+                        }
+                    }
+                    start = i;
+                    if let Some(event) = self.line(&line) {
+                        events.push(event);
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+        self.buffer.drain(..start);
+        events
+    }
+
+    /// Ends the stream: an event not yet closed by a blank line is dropped, as the spec says.
+    pub fn finish(&mut self) {
+        *self = Self::default();
+    }
+
+    fn line(&mut self, line: &str) -> Option<Event> {
+        if line.is_empty() {
+            if !self.has_data && self.event.is_empty() {
+                return None;
+            }
+            let event = Event {
+                event: std::mem::take(&mut self.event),
+                data: std::mem::take(&mut self.data),
+                id: self.id.clone(),
+            };
+            self.has_data = false;
+            return Some(event);
+        }
+        if line.starts_with(':') {
+            return None;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "event" => self.event = value.to_string(),
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "id" if !value.contains('\0') => self.id = Some(value.to_string()),
+            _ => {}
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(chunks: &[&[u8]]) -> Vec<Event> {
+        let mut parser = Parser::new();
+        chunks.iter().flat_map(|c| parser.push(c)).collect()
+    }
+
+    #[test]
+    fn parses_named_events_and_multiline_data() {
+        let events = all(&[b"event: response.output_text.delta\ndata: {\"a\":1}\n\n: keep-alive\n\ndata: x\ndata: y\n\n"]);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].event, "response.output_text.delta");
+        assert_eq!(events[0].data, "{\"a\":1}");
+        assert_eq!(events[1].event, "");
+        assert_eq!(events[1].data, "x\ny");
+    }
+
+    #[test]
+    fn survives_any_split_and_any_line_end() {
+        let stream = "event: a\r\ndata: é1\r\n\r\nid: 7\rdata:2\r\rdata: 3\n\n";
+        let whole = all(&[stream.as_bytes()]);
+        assert_eq!(whole.len(), 3);
+        assert_eq!(whole[0].data, "é1");
+        assert_eq!(whole[1].id.as_deref(), Some("7"));
+        assert_eq!(whole[1].data, "2");
+        for split in 1..stream.len() {
+            let (a, b) = stream.as_bytes().split_at(split);
+            assert_eq!(all(&[a, b]), whole, "split at {split}");
+        }
+    }
+
+    #[test]
+    fn an_unterminated_event_is_not_emitted() {
+        let mut parser = Parser::new();
+        assert!(parser.push(b"data: partial").is_empty());
+        parser.finish();
+        assert!(parser.push(b"\n\n").is_empty());
+    }
+}
