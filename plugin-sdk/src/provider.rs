@@ -1,6 +1,7 @@
 //! The `provider` world: [`Provider`], [`emit`] and [`export_provider!`](crate::export_provider).
 
 #[doc(hidden)]
+#[allow(clippy::too_many_arguments)] // generated lifting code
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",

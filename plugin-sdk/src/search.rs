@@ -1,6 +1,7 @@
 //! The `search` world: [`Search`] and [`export_search!`](crate::export_search).
 
 #[doc(hidden)]
+#[allow(clippy::too_many_arguments)] // generated lifting code
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",

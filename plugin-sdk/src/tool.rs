@@ -1,6 +1,7 @@
 //! The `tool` world: [`Tool`] and [`export_tool!`](crate::export_tool).
 
 #[doc(hidden)]
+#[allow(clippy::too_many_arguments)] // generated lifting code
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
