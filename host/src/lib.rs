@@ -31,6 +31,7 @@ pub mod attachments;
 pub mod config;
 pub mod http;
 pub mod model;
+pub mod plugins;
 pub mod runs;
 pub mod server;
 pub mod store;

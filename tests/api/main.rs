@@ -5,6 +5,7 @@ mod attachments;
 mod auth;
 mod chats;
 mod lifecycle;
+mod plugins;
 mod searches;
 mod support;
 mod workspace;

@@ -1,0 +1,102 @@
+//! The plugin host: wasmtime components behind the WIT package `chatd:plugin@0.1.0` (`/wit`).
+//!
+//! - [`engine`]: one shared engine with epoch interruption and its ticker thread.
+//! - [`manifest`]: what a plugin is and asks for.
+//! - [`state`]: what a call's store holds (limits, a WASI context with nothing in it).
+//! - [`linker`]: what a component may import: a WASI subset and chatd's own interfaces.
+//! - [`imports`]: the host side of `log`, `config`, `http`, `ssh`.
+//! - [`tool`]: a loaded `tool` component.
+//!
+//! Invariants: a fresh store and instance per call; every call has a memory cap and a
+//! wall-clock deadline; a trap, a timeout or an exhausted limit fails that call only; nothing a
+//! plugin is not granted is reachable (filesystem and sockets are not even linked).
+//!
+//! Work in progress (issue 3): HTTP and SSH deny every request until grants land; bundling,
+//! PLUGINS_DIR, hot reload, the compile cache and the provider and search worlds come next.
+
+pub mod bindings;
+pub mod engine;
+pub mod imports;
+pub mod linker;
+pub mod manifest;
+pub mod state;
+pub mod tool;
+
+use std::time::Duration;
+
+use wasmtime::{Engine, Store};
+
+use manifest::Kind;
+use state::PluginState;
+
+/// A plugin that cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Manifest(#[from] manifest::ManifestError),
+    #[error("plugin {id}: not a valid component: {reason}")]
+    Compile { id: String, reason: String },
+    #[error("plugin {id}: cannot be linked: {reason}")]
+    Link { id: String, reason: String },
+    #[error("plugin {id}: the manifest says {found:?}, expected {expected:?}")]
+    WrongKind {
+        id: String,
+        expected: Kind,
+        found: Kind,
+    },
+}
+
+impl LoadError {
+    fn link(id: &str) -> impl Fn(wasmtime::Error) -> LoadError + '_ {
+        move |e| LoadError::Link {
+            id: id.to_string(),
+            reason: format!("{e:#}"),
+        }
+    }
+}
+
+/// A call that failed in the sandbox rather than with the plugin's own typed error.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("plugin {id} trapped: {reason}")]
+    Trap { id: String, reason: String },
+    #[error("plugin {id} did not finish within {after:?}")]
+    Timeout { id: String, after: Duration },
+}
+
+impl CallError {
+    /// The trap's own words ("wasm `unreachable` instruction executed", "forcing trap when
+    /// growing memory…"), without the wasm backtrace wasmtime wraps around them.
+    fn trap(id: &str, error: wasmtime::Error) -> Self {
+        let reason = match error.downcast_ref::<wasmtime::Trap>() {
+            Some(trap) => trap.to_string(),
+            None => error.root_cause().to_string(),
+        };
+        CallError::Trap {
+            id: id.to_string(),
+            reason,
+        }
+    }
+}
+
+/// Compiles a component (cranelift; slow, so callers keep the result).
+pub fn compile(
+    engine: &Engine,
+    id: &str,
+    wasm: &[u8],
+) -> Result<wasmtime::component::Component, LoadError> {
+    wasmtime::component::Component::new(engine, wasm).map_err(|e| LoadError::Compile {
+        id: id.to_string(),
+        reason: format!("{e:#}"),
+    })
+}
+
+/// A store for one call: the plugin's limiter, and an epoch deadline of one tick that yields to
+/// the executor and renews itself, so a busy guest shares the worker and stays cancellable.
+fn new_store(engine: &Engine, state: PluginState) -> Store<PluginState> {
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limits);
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_async_yield_and_update(1);
+    store
+}

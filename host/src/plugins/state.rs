@@ -1,0 +1,62 @@
+//! What one plugin call's wasmtime `Store` holds: the plugin's identity and settings, its
+//! resource table, its memory limiter, and a WASI context with nothing in it.
+//!
+//! The WASI context exists only because Rust's std for `wasm32-wasip2` imports a few WASI
+//! interfaces at startup (io streams, cli environment and stdio, clocks, random). Only those are
+//! linked ([`super::linker`]); they see no environment variables, no arguments, empty stdin, and
+//! stdout/stderr that go nowhere. Filesystem and sockets are never linked, so a component that
+//! imports them does not load.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::manifest::Manifest;
+
+pub struct PluginState {
+    /// The plugin's id, for log lines.
+    pub id: Arc<str>,
+    /// Granted non-secret settings.
+    pub config: Arc<BTreeMap<String, String>>,
+    pub table: ResourceTable,
+    pub limits: StoreLimits,
+    pub(super) wasi: WasiCtx,
+}
+
+impl PluginState {
+    pub fn new(manifest: &Manifest, config: Arc<BTreeMap<String, String>>) -> Self {
+        let memory = manifest.limits.memory_mib as usize * 1024 * 1024;
+        Self {
+            id: manifest.id.as_str().into(),
+            config,
+            table: ResourceTable::new(),
+            // One instance, a few tables and memories: what a Rust component needs, no more.
+            limits: StoreLimitsBuilder::new()
+                .memory_size(memory)
+                .instances(16)
+                .tables(32)
+                .memories(16)
+                .trap_on_grow_failure(true)
+                .build(),
+            wasi: WasiCtxBuilder::new().build(),
+        }
+    }
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl wasmtime_wasi_io::IoView for PluginState {
+    fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+}

@@ -1,0 +1,81 @@
+//! Test component for the plugin host: `echo` behaves; the others try what a hostile or buggy
+//! plugin would (spin forever, eat memory, panic, look for secrets in the environment, call HTTP
+//! it was not granted).
+
+use chatd_plugin_sdk::host::{PluginError, Request, ToolSpec, config, log};
+use chatd_plugin_sdk::json::{parse_object, required_str};
+use chatd_plugin_sdk::tool::{Tool, ToolOutput};
+
+struct Hostile;
+
+fn spec(name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: format!("test tool {name}"),
+        parameters_schema_json: r#"{"type":"object"}"#.into(),
+    }
+}
+
+fn output(content: impl Into<String>) -> Result<ToolOutput, PluginError> {
+    Ok(ToolOutput {
+        content: content.into(),
+        summary: None,
+    })
+}
+
+impl Tool for Hostile {
+    fn describe() -> Vec<ToolSpec> {
+        [
+            "echo",
+            "spin",
+            "eat_memory",
+            "panic",
+            "read_env",
+            "http_get",
+            "config",
+        ]
+        .into_iter()
+        .map(spec)
+        .collect()
+    }
+
+    fn invoke(name: String, arguments_json: String) -> Result<ToolOutput, PluginError> {
+        let args = parse_object(&arguments_json)?;
+        match name.as_str() {
+            "echo" => {
+                let text = required_str(&args, "text")?;
+                log::info(&format!("echo called with {} bytes", text.len()));
+                output(text)
+            }
+            "spin" => {
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            "eat_memory" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hoard);
+                }
+            }
+            "panic" => panic!("deliberate panic"),
+            "read_env" => {
+                let vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+                output(vars.join("\n"))
+            }
+            "http_get" => {
+                let url = required_str(&args, "url")?;
+                let response = Request::get(url)
+                    .send()
+                    .map_err(chatd_plugin_sdk::transport_error)?;
+                output(format!("status {}", response.status()))
+            }
+            "config" => output(format!("{:?}", config::all())),
+            other => Err(PluginError::InvalidInput(format!("no tool {other}"))),
+        }
+    }
+}
+
+chatd_plugin_sdk::export_tool!(Hostile);
