@@ -3,10 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use chatd::plugins::http::{Credential, HttpGrant, Origin};
 use chatd::plugins::manifest::Manifest;
+use chatd::plugins::state::Capabilities;
 use chatd::plugins::tool::{PluginError, ToolPlugin};
 use chatd::plugins::{CallError, LoadError, compile, engine};
 
@@ -44,14 +46,27 @@ fn engine() -> &'static wasmtime::Engine {
 }
 
 fn hostile(memory_mib: u32, timeout_ms: u64) -> ToolPlugin {
-    let wasm = component("test-plugin-hostile");
-    let compiled = compile(engine(), "hostile", &wasm).unwrap();
     let config = BTreeMap::from([("greeting".to_string(), "hello".to_string())]);
+    hostile_with(
+        memory_mib,
+        timeout_ms,
+        Capabilities {
+            config: Arc::new(config),
+            ..Capabilities::none()
+        },
+    )
+}
+
+/// The hostile component, compiled once per test process (cranelift is the slow part).
+fn hostile_with(memory_mib: u32, timeout_ms: u64, caps: Capabilities) -> ToolPlugin {
+    static COMPILED: OnceLock<wasmtime::component::Component> = OnceLock::new();
+    let compiled = COMPILED
+        .get_or_init(|| compile(engine(), "hostile", &component("test-plugin-hostile")).unwrap());
     ToolPlugin::new(
         engine(),
         manifest("hostile", memory_mib, timeout_ms),
-        &compiled,
-        config,
+        compiled,
+        caps,
     )
     .unwrap()
 }
@@ -174,15 +189,183 @@ async fn the_environment_is_empty_inside_a_plugin() {
     assert_eq!(out.content, "", "a plugin sees no environment variables");
 }
 
-#[tokio::test]
-async fn http_that_was_not_granted_is_denied() {
-    let plugin = hostile(64, 5_000);
-    match plugin
-        .invoke("http_get", r#"{"url":"http://127.0.0.1:9/"}"#)
+/// A loopback upstream that records the headers it receives.
+struct Upstream {
+    base: String,
+    seen: Arc<Mutex<Vec<axum::http::HeaderMap>>>,
+}
+
+async fn upstream() -> Upstream {
+    use axum::routing::get;
+    let seen: Arc<Mutex<Vec<axum::http::HeaderMap>>> = Arc::default();
+    let record = seen.clone();
+    let app = axum::Router::new()
+        .route(
+            "/hello",
+            get(move |headers: axum::http::HeaderMap| {
+                record.lock().unwrap().push(headers);
+                async { "hello" }
+            }),
+        )
+        .route(
+            "/to-metadata",
+            get(|| async {
+                axum::response::Redirect::to("http://169.254.169.254/latest/meta-data/")
+            }),
+        )
+        .route(
+            "/to-hello",
+            get(|| async { axum::response::Redirect::to("/hello") }),
+        )
+        .route("/big", get(|| async { vec![b'x'; 2 * 1024 * 1024] }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Upstream { base, seen }
+}
+
+fn grant(origins: &[&str], public_web: bool, allow_private: bool) -> HttpGrant {
+    HttpGrant {
+        origins: origins.iter().map(|o| Origin::parse(o).unwrap()).collect(),
+        public_web,
+        allow_private,
+        credentials: Vec::new(),
+        max_body_bytes: 1024 * 1024,
+        max_timeout: Duration::from_secs(5),
+    }
+}
+
+fn with_http(grant: HttpGrant) -> ToolPlugin {
+    hostile_with(
+        64,
+        10_000,
+        Capabilities {
+            http: Arc::new(grant),
+            ..Capabilities::none()
+        },
+    )
+}
+
+async fn http_get(plugin: &ToolPlugin, url: &str) -> Result<String, PluginError> {
+    let args = serde_json::json!({ "url": url }).to_string();
+    plugin
+        .invoke("http_get", &args)
         .await
         .unwrap()
+        .map(|out| out.content)
+}
+
+#[tokio::test]
+async fn http_that_was_not_granted_is_denied() {
+    let up = upstream().await;
+    match http_get(&hostile(64, 5_000), &format!("{}/hello", up.base)).await {
+        Err(PluginError::Denied(why)) => assert!(why.contains("is not granted"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // A grant for one origin is not a grant for another port on the same host.
+    let other = upstream().await;
+    match http_get(
+        &with_http(grant(&[&up.base], false, false)),
+        &format!("{}/hello", other.base),
+    )
+    .await
     {
-        Err(PluginError::Denied(why)) => assert!(why.contains("not granted"), "{why}"),
+        Err(PluginError::Denied(_)) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        up.seen.lock().unwrap().is_empty() && other.seen.lock().unwrap().is_empty(),
+        "no request left the host"
+    );
+}
+
+#[tokio::test]
+async fn a_granted_origin_gets_the_credential_the_plugin_never_sees() {
+    let up = upstream().await;
+    let secret = "sk-test-4f2a9c-never-in-the-sandbox";
+    let mut http = grant(&[&up.base], false, false);
+    http.credentials.push(Credential {
+        origin: Origin::parse(&up.base).unwrap(),
+        header: "x-api-key".parse().unwrap(),
+        value: chatd::config::Secret::new(secret),
+    });
+    let caps = Capabilities {
+        config: Arc::new(BTreeMap::from([("base".to_string(), up.base.clone())])),
+        http: Arc::new(http),
+        ..Capabilities::none()
+    };
+    let plugin = hostile_with(64, 10_000, caps);
+    assert_eq!(
+        http_get(&plugin, &format!("{}/hello", up.base))
+            .await
+            .unwrap(),
+        "status 200\nhello"
+    );
+    let seen = up.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0]["x-api-key"], secret,
+        "the upstream receives the key"
+    );
+    // Inside the sandbox the key is nowhere: not in the settings, not in the environment.
+    for tool in ["config", "read_env"] {
+        let out = plugin.invoke(tool, "{}").await.unwrap().unwrap();
+        assert!(!out.content.contains(secret), "{tool}: {}", out.content);
+    }
+    // A same-origin redirect is followed (and checked) by the host.
+    assert_eq!(
+        http_get(&plugin, &format!("{}/to-hello", up.base))
+            .await
+            .unwrap(),
+        "status 200\nhello"
+    );
+}
+
+#[tokio::test]
+async fn the_public_web_excludes_private_addresses_and_redirects_to_them() {
+    let up = upstream().await;
+    let port = up.base.rsplit(':').next().unwrap().to_string();
+    let web = with_http(grant(&[], true, false));
+    // None of these is contacted: the address is refused before any connection.
+    for url in [
+        format!("http://127.0.0.1:{port}/hello"),
+        format!("http://localhost:{port}/hello"),
+        "http://10.0.0.1/".to_string(),
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        format!("http://[::1]:{port}/hello"),
+    ] {
+        match http_get(&web, &url).await {
+            Err(PluginError::Denied(why)) => assert!(why.contains("private"), "{url}: {why}"),
+            other => panic!("{url}: {other:?}"),
+        }
+    }
+    assert!(up.seen.lock().unwrap().is_empty());
+    // A trusted origin that redirects to the metadata address: the hop is refused.
+    let trusted_but_web = with_http(grant(&[&up.base], true, false));
+    match http_get(&trusted_but_web, &format!("{}/to-metadata", up.base)).await {
+        Err(PluginError::Denied(why)) => assert!(why.contains("169.254.169.254"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // CHATD_ALLOW_PRIVATE_NETWORKS lets the public web reach loopback.
+    let open = with_http(grant(&[], true, true));
+    assert_eq!(
+        http_get(&open, &format!("http://127.0.0.1:{port}/hello"))
+            .await
+            .unwrap(),
+        "status 200\nhello"
+    );
+}
+
+#[tokio::test]
+async fn response_bodies_are_capped() {
+    let up = upstream().await;
+    match http_get(
+        &with_http(grant(&[&up.base], false, false)),
+        &format!("{}/big", up.base),
+    )
+    .await
+    {
+        Err(PluginError::Transport(why)) => assert!(why.contains("1048576-byte cap"), "{why}"),
         other => panic!("{other:?}"),
     }
 }
@@ -195,7 +378,7 @@ async fn a_component_that_needs_the_filesystem_does_not_load() {
         engine(),
         manifest("reads-files", 64, 5_000),
         &compiled,
-        BTreeMap::new(),
+        Capabilities::none(),
     ) {
         Err(LoadError::Link { reason, .. }) => {
             assert!(reason.contains("wasi:filesystem"), "{reason}")

@@ -9,7 +9,7 @@ pub mod tool {
         imports: { default: async },
         exports: { default: async },
         with: {
-            "chatd:plugin/http.response": super::super::imports::HostResponseState,
+            "chatd:plugin/http.response": super::super::http::Incoming,
         },
     });
 }

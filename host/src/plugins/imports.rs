@@ -1,22 +1,17 @@
 //! The host's side of the plugin imports: `log`, `config`, `http` and `ssh`.
 //!
 //! `log` writes to tracing, tagged with the plugin id. `config` answers only the settings the
-//! plugin was granted. `http` and `ssh` deny every request for now: grants, the allow-list,
-//! private-network checks and credential injection are the next step of the plugin host, and
-//! until they exist no plugin is granted anything. Deny by default is the safe starting point.
+//! plugin was granted. `http` goes through [`super::http`]: the grant is checked on every
+//! request and hop, credentials are added by the host. `ssh` is denied to every plugin until the
+//! devbox capability lands.
 
 use wasmtime::component::Resource;
 
-use super::bindings::tool::chatd::plugin::{config, http, log, ssh, tool_types, types};
-use super::state::PluginState;
+use std::time::Duration;
 
-/// The host's state behind a `response` resource handle.
-pub struct HostResponseState {
-    status: u16,
-    headers: Vec<(String, String)>,
-    url: String,
-    chunks: std::collections::VecDeque<Vec<u8>>,
-}
+use super::bindings::tool::chatd::plugin::{config, http, log, ssh, tool_types, types};
+use super::http::{Incoming, Outgoing, Refusal};
+use super::state::PluginState;
 
 impl types::Host for PluginState {}
 impl tool_types::Host for PluginState {}
@@ -36,11 +31,12 @@ impl log::Host for PluginState {
 
 impl config::Host for PluginState {
     async fn get(&mut self, key: String) -> Option<String> {
-        self.config.get(&key).cloned()
+        self.caps.config.get(&key).cloned()
     }
 
     async fn all(&mut self) -> Vec<(String, String)> {
-        self.config
+        self.caps
+            .config
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
@@ -51,20 +47,43 @@ impl http::Host for PluginState {
     async fn send(
         &mut self,
         request: http::Request,
-    ) -> Result<Resource<HostResponseState>, http::HttpError> {
-        Err(http::HttpError::Denied(format!(
-            "{} is not granted to plugin {}",
-            request.url, self.id
-        )))
+    ) -> Result<Resource<Incoming>, http::HttpError> {
+        let outgoing = Outgoing {
+            method: match request.method {
+                http::Method::Get => reqwest::Method::GET,
+                http::Method::Post => reqwest::Method::POST,
+                http::Method::Put => reqwest::Method::PUT,
+                http::Method::Patch => reqwest::Method::PATCH,
+                http::Method::Delete => reqwest::Method::DELETE,
+                http::Method::Head => reqwest::Method::HEAD,
+            },
+            url: request.url,
+            headers: request
+                .headers
+                .into_iter()
+                .map(|h| (h.name, h.value))
+                .collect(),
+            body: request.body,
+            timeout: request
+                .timeout_ms
+                .map(|ms| Duration::from_millis(ms.into())),
+            follow_redirects: request.follow_redirects.unwrap_or(true),
+        };
+        let incoming = super::http::send(&self.caps.client, &self.caps.http, outgoing)
+            .await
+            .map_err(wit_error)?;
+        self.table
+            .push(incoming)
+            .map_err(|e| http::HttpError::Connection(format!("too many open responses: {e}")))
     }
 }
 
 impl http::HostResponse for PluginState {
-    async fn status(&mut self, this: Resource<HostResponseState>) -> u16 {
+    async fn status(&mut self, this: Resource<Incoming>) -> u16 {
         self.table.get(&this).map(|r| r.status).unwrap_or(0)
     }
 
-    async fn headers(&mut self, this: Resource<HostResponseState>) -> Vec<http::Header> {
+    async fn headers(&mut self, this: Resource<Incoming>) -> Vec<http::Header> {
         self.table
             .get(&this)
             .map(|r| {
@@ -79,7 +98,7 @@ impl http::HostResponse for PluginState {
             .unwrap_or_default()
     }
 
-    async fn url(&mut self, this: Resource<HostResponseState>) -> String {
+    async fn url(&mut self, this: Resource<Incoming>) -> String {
         self.table
             .get(&this)
             .map(|r| r.url.clone())
@@ -88,19 +107,29 @@ impl http::HostResponse for PluginState {
 
     async fn next_chunk(
         &mut self,
-        this: Resource<HostResponseState>,
+        this: Resource<Incoming>,
     ) -> Result<Option<Vec<u8>>, http::HttpError> {
         match self.table.get_mut(&this) {
-            Ok(response) => Ok(response.chunks.pop_front()),
+            Ok(response) => response.next_chunk().await.map_err(wit_error),
             Err(e) => Err(http::HttpError::InvalidRequest(format!(
                 "unknown response handle: {e}"
             ))),
         }
     }
 
-    async fn drop(&mut self, this: Resource<HostResponseState>) -> wasmtime::Result<()> {
+    async fn drop(&mut self, this: Resource<Incoming>) -> wasmtime::Result<()> {
         self.table.delete(this)?;
         Ok(())
+    }
+}
+
+fn wit_error(refusal: Refusal) -> http::HttpError {
+    match refusal {
+        Refusal::Denied(why) => http::HttpError::Denied(why),
+        Refusal::Invalid(why) => http::HttpError::InvalidRequest(why),
+        Refusal::Timeout => http::HttpError::Timeout,
+        Refusal::Connection(why) => http::HttpError::Connection(why),
+        Refusal::TooLarge(cap) => http::HttpError::TooLarge(cap),
     }
 }
 

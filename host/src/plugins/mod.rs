@@ -4,6 +4,8 @@
 //! - [`manifest`]: what a plugin is and asks for.
 //! - [`state`]: what a call's store holds (limits, a WASI context with nothing in it).
 //! - [`linker`]: what a component may import: a WASI subset and chatd's own interfaces.
+//! - [`http`]: the HTTP capability (allow-list, public-web address checks, redirects, credential
+//!   injection, caps).
 //! - [`imports`]: the host side of `log`, `config`, `http`, `ssh`.
 //! - [`tool`]: a loaded `tool` component.
 //!
@@ -11,11 +13,13 @@
 //! wall-clock deadline; a trap, a timeout or an exhausted limit fails that call only; nothing a
 //! plugin is not granted is reachable (filesystem and sockets are not even linked).
 //!
-//! Work in progress (issue 3): HTTP and SSH deny every request until grants land; bundling,
-//! PLUGINS_DIR, hot reload, the compile cache and the provider and search worlds come next.
+//! Work in progress (issue 3): SSH is denied to every plugin (the devbox issue adds it); turning
+//! manifests plus operator configuration into grants, bundling, PLUGINS_DIR, hot reload, the
+//! compile cache and the provider and search worlds come next.
 
 pub mod bindings;
 pub mod engine;
+pub mod http;
 pub mod imports;
 pub mod linker;
 pub mod manifest;

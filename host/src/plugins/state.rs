@@ -14,24 +14,47 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::http::HttpGrant;
 use super::manifest::Manifest;
+
+/// What a plugin was granted, decided once at load time and shared by its calls.
+#[derive(Clone, Debug)]
+pub struct Capabilities {
+    /// Granted non-secret settings.
+    pub config: Arc<BTreeMap<String, String>>,
+    pub http: Arc<HttpGrant>,
+    /// The shared HTTP client (connection pool) for allow-listed origins.
+    pub client: reqwest::Client,
+}
+
+impl Capabilities {
+    /// Nothing granted.
+    pub fn none() -> Self {
+        Self {
+            config: Arc::default(),
+            http: Arc::new(HttpGrant::none()),
+            client: super::http::base_client()
+                .build()
+                .expect("the default HTTP client builds"),
+        }
+    }
+}
 
 pub struct PluginState {
     /// The plugin's id, for log lines.
     pub id: Arc<str>,
-    /// Granted non-secret settings.
-    pub config: Arc<BTreeMap<String, String>>,
+    pub caps: Capabilities,
     pub table: ResourceTable,
     pub limits: StoreLimits,
     pub(super) wasi: WasiCtx,
 }
 
 impl PluginState {
-    pub fn new(manifest: &Manifest, config: Arc<BTreeMap<String, String>>) -> Self {
+    pub fn new(manifest: &Manifest, caps: Capabilities) -> Self {
         let memory = manifest.limits.memory_mib as usize * 1024 * 1024;
         Self {
             id: manifest.id.as_str().into(),
-            config,
+            caps,
             table: ResourceTable::new(),
             // One instance, a few tables and memories: what a Rust component needs, no more.
             limits: StoreLimitsBuilder::new()

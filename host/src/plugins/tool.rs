@@ -2,8 +2,6 @@
 //! instance (no state survives between calls or chats), the plugin's memory cap, and a
 //! wall-clock deadline.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::Engine;
@@ -11,7 +9,7 @@ use wasmtime::component::Component;
 
 use super::bindings::tool::{Tool, ToolPre};
 use super::manifest::{Kind, Manifest};
-use super::state::PluginState;
+use super::state::{Capabilities, PluginState};
 use super::{CallError, LoadError, linker, new_store};
 
 pub use super::bindings::tool::chatd::plugin::tool_types::ToolOutput;
@@ -21,7 +19,7 @@ pub struct ToolPlugin {
     manifest: Manifest,
     engine: Engine,
     pre: ToolPre<PluginState>,
-    config: Arc<BTreeMap<String, String>>,
+    caps: Capabilities,
 }
 
 impl ToolPlugin {
@@ -30,7 +28,7 @@ impl ToolPlugin {
         engine: &Engine,
         manifest: Manifest,
         component: &Component,
-        config: BTreeMap<String, String>,
+        caps: Capabilities,
     ) -> Result<Self, LoadError> {
         if manifest.kind != Kind::Tool {
             return Err(LoadError::WrongKind {
@@ -48,7 +46,7 @@ impl ToolPlugin {
             manifest,
             engine: engine.clone(),
             pre,
-            config: Arc::new(config),
+            caps,
         })
     }
 
@@ -91,7 +89,7 @@ impl ToolPlugin {
     ) -> Result<R, CallError> {
         let mut store = new_store(
             &self.engine,
-            PluginState::new(&self.manifest, self.config.clone()),
+            PluginState::new(&self.manifest, self.caps.clone()),
         );
         let work = async {
             let tool = self.pre.instantiate_async(&mut store).await?;

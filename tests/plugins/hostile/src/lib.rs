@@ -70,7 +70,14 @@ impl Tool for Hostile {
                 let response = Request::get(url)
                     .send()
                     .map_err(chatd_plugin_sdk::transport_error)?;
-                output(format!("status {}", response.status()))
+                let status = response.status();
+                let body = response
+                    .bytes()
+                    .map_err(chatd_plugin_sdk::transport_error)?;
+                output(format!(
+                    "status {status}\n{}",
+                    String::from_utf8_lossy(&body)
+                ))
             }
             "config" => output(format!("{:?}", config::all())),
             other => Err(PluginError::InvalidInput(format!("no tool {other}"))),
