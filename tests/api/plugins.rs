@@ -214,6 +214,12 @@ async fn upstream() -> Upstream {
             }),
         )
         .route(
+            "/to",
+            get(|axum::extract::Query(q): axum::extract::Query<BTreeMap<String, String>>| async move {
+                axum::response::Redirect::to(&q["url"])
+            }),
+        )
+        .route(
             "/to-hello",
             get(|| async { axum::response::Redirect::to("/hello") }),
         )
@@ -353,6 +359,36 @@ async fn the_public_web_excludes_private_addresses_and_redirects_to_them() {
             .await
             .unwrap(),
         "status 200\nhello"
+    );
+}
+
+#[tokio::test]
+async fn a_plugins_own_authorization_does_not_follow_a_redirect_to_another_origin() {
+    let (a, b) = (upstream().await, upstream().await);
+    let plugin = with_http(grant(&[&a.base, &b.base], false, false));
+    let args = serde_json::json!({
+        "url": format!("{}/to?url={}/hello", a.base, b.base),
+        "authorization": "Bearer plugin-token",
+    });
+    let out = plugin
+        .invoke("http_get", &args.to_string())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.content, "status 200\nhello");
+    let seen = b.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].get("authorization").is_none(), "{:?}", seen[0]);
+    // Same origin: it is kept.
+    let args = serde_json::json!({ "url": format!("{}/to-hello", a.base), "authorization": "Bearer plugin-token" });
+    plugin
+        .invoke("http_get", &args.to_string())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        a.seen.lock().unwrap()[0]["authorization"],
+        "Bearer plugin-token"
     );
 }
 

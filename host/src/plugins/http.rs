@@ -149,6 +149,9 @@ const FORBIDDEN_HEADERS: &[&str] = &[
     "proxy-connection",
 ];
 
+/// Headers a plugin set that are not sent on to a redirect's different origin.
+const CROSS_ORIGIN_DROPPED: &[&str] = &["authorization", "cookie", "x-api-key", "api-key"];
+
 /// Sends `request` under `grant`, following redirects hop by hop.
 pub async fn send(
     client: &reqwest::Client,
@@ -196,9 +199,17 @@ pub async fn send(
             location,
         ) {
             (true, Some(location)) => {
-                url = url.join(&location).map_err(|e| {
+                let next = url.join(&location).map_err(|e| {
                     Refusal::Connection(format!("bad redirect location {location:?}: {e}"))
                 })?;
+                // Like browsers: credentials the plugin set itself do not follow it to another
+                // origin (the host's own credentials are added per hop, by origin).
+                if Origin::of(&next) != Origin::of(&url) {
+                    for name in CROSS_ORIGIN_DROPPED {
+                        headers.remove(*name);
+                    }
+                }
+                url = next;
                 // 303, and 301/302 after a POST, become a GET without a body (what browsers do).
                 if status == reqwest::StatusCode::SEE_OTHER
                     || (method == reqwest::Method::POST && matches!(status.as_u16(), 301 | 302))

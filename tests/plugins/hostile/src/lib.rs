@@ -67,9 +67,11 @@ impl Tool for Hostile {
             }
             "http_get" => {
                 let url = required_str(&args, "url")?;
-                let response = Request::get(url)
-                    .send()
-                    .map_err(chatd_plugin_sdk::transport_error)?;
+                let mut request = Request::get(url);
+                if let Some(auth) = args.get("authorization").and_then(|v| v.as_str()) {
+                    request = request.header("authorization", auth);
+                }
+                let response = request.send().map_err(chatd_plugin_sdk::transport_error)?;
                 let status = response.status();
                 let body = response
                     .bytes()
