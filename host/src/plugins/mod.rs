@@ -70,16 +70,37 @@ pub enum CallError {
 
 impl CallError {
     /// The trap's own words ("wasm `unreachable` instruction executed", "forcing trap when
-    /// growing memory…"), without the wasm backtrace wasmtime wraps around them.
-    fn trap(id: &str, error: wasmtime::Error) -> Self {
-        let reason = match error.downcast_ref::<wasmtime::Trap>() {
+    /// growing memory…"), without the wasm backtrace wasmtime wraps around them, followed by
+    /// what the guest wrote to stderr (a Rust panic's message is there).
+    fn trap(id: &str, error: wasmtime::Error, stderr: &str) -> Self {
+        let mut reason = match error.downcast_ref::<wasmtime::Trap>() {
             Some(trap) => trap.to_string(),
             None => error.root_cause().to_string(),
         };
+        let said: Vec<&str> = stderr
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE"))
+            .collect();
+        if !said.is_empty() {
+            let said = said.join(" ");
+            let cut: String = said.chars().take(MAX_STDERR_IN_ERROR).collect();
+            reason.push_str(&format!(" (stderr: {cut})"));
+        }
         CallError::Trap {
             id: id.to_string(),
             reason,
         }
+    }
+}
+
+/// Characters of guest stderr quoted in a trap's error.
+const MAX_STDERR_IN_ERROR: usize = 500;
+
+/// Guest stderr goes to the log, a line each, tagged with the plugin id.
+fn log_stderr(id: &str, stderr: &str) {
+    for line in stderr.lines().filter(|l| !l.trim().is_empty()).take(200) {
+        tracing::warn!(plugin = id, "stderr: {line}");
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! The WASI context exists only because Rust's std for `wasm32-wasip2` imports a few WASI
 //! interfaces at startup (io streams, cli environment and stdio, clocks, random). Only those are
-//! linked ([`super::linker`]); they see no environment variables, no arguments, empty stdin, and
-//! stdout/stderr that go nowhere. Filesystem and sockets are never linked, so a component that
+//! linked ([`super::linker`]); they see no environment variables, no arguments, empty stdin, a
+//! stdout that goes nowhere, and a stderr the host keeps for the log and for trap messages. Filesystem and sockets are never linked, so a component that
 //! imports them does not load.
 
 use std::collections::BTreeMap;
@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::http::HttpGrant;
@@ -40,6 +41,9 @@ impl Capabilities {
     }
 }
 
+/// Guest stderr kept per call; writes past it fail (Rust's panic handler ignores that).
+const STDERR_CAPACITY: usize = 64 * 1024;
+
 pub struct PluginState {
     /// The plugin's id, for log lines.
     pub id: Arc<str>,
@@ -47,11 +51,14 @@ pub struct PluginState {
     pub table: ResourceTable,
     pub limits: StoreLimits,
     pub(super) wasi: WasiCtx,
+    /// What the guest writes to stderr during the call (Rust panics write their message there).
+    stderr: MemoryOutputPipe,
 }
 
 impl PluginState {
     pub fn new(manifest: &Manifest, caps: Capabilities) -> Self {
         let memory = manifest.limits.memory_mib as usize * 1024 * 1024;
+        let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         Self {
             id: manifest.id.as_str().into(),
             caps,
@@ -64,8 +71,14 @@ impl PluginState {
                 .memories(16)
                 .trap_on_grow_failure(true)
                 .build(),
-            wasi: WasiCtxBuilder::new().build(),
+            wasi: WasiCtxBuilder::new().stderr(stderr.clone()).build(),
+            stderr,
         }
+    }
+
+    /// The guest's stderr so far, as text.
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.contents()).into_owned()
     }
 }
 

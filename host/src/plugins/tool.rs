@@ -10,7 +10,7 @@ use wasmtime::component::Component;
 use super::bindings::tool::{Tool, ToolPre};
 use super::manifest::{Kind, Manifest};
 use super::state::{Capabilities, PluginState};
-use super::{CallError, LoadError, linker, new_store};
+use super::{CallError, LoadError, linker, log_stderr, new_store};
 
 pub use super::bindings::tool::chatd::plugin::tool_types::ToolOutput;
 pub use super::bindings::tool::chatd::plugin::types::{PluginError, ToolSpec};
@@ -95,9 +95,12 @@ impl ToolPlugin {
             let tool = self.pre.instantiate_async(&mut store).await?;
             f(&tool, &mut store).await
         };
-        match tokio::time::timeout(self.deadline(), work).await {
+        let outcome = tokio::time::timeout(self.deadline(), work).await;
+        let stderr = store.data().stderr_text();
+        log_stderr(&self.manifest.id, &stderr);
+        match outcome {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(trap)) => Err(CallError::trap(&self.manifest.id, trap)),
+            Ok(Err(trap)) => Err(CallError::trap(&self.manifest.id, trap, &stderr)),
             Err(_) => Err(CallError::Timeout {
                 id: self.manifest.id.clone(),
                 after: self.deadline(),
