@@ -9,12 +9,26 @@ use wasmtime::component::Resource;
 
 use std::time::Duration;
 
-use super::bindings::tool::chatd::plugin::{config, http, log, ssh, tool_types, types};
+use super::bindings::imports::chatd::plugin::{config, http, log, ssh, types};
+use super::bindings::provider::chatd::plugin::{provider_types, turn_events};
+use super::bindings::tool::chatd::plugin::tool_types;
 use super::http::{Incoming, Outgoing, Refusal};
 use super::state::PluginState;
 
 impl types::Host for PluginState {}
 impl tool_types::Host for PluginState {}
+impl provider_types::Host for PluginState {}
+
+impl turn_events::Host for PluginState {
+    /// Waits while the run is behind (the channel is bounded: backpressure reaches the guest),
+    /// and answers `false` once the run has stopped listening, so the plugin stops too.
+    async fn emit(&mut self, event: provider_types::TurnEvent) -> bool {
+        match &self.events {
+            Some(events) => events.send(event).await.is_ok(),
+            None => false,
+        }
+    }
+}
 
 impl log::Host for PluginState {
     async fn write(&mut self, level: log::Level, message: String) {

@@ -53,6 +53,17 @@ fn wasi_subset(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
     Ok(())
 }
 
+/// The linker for `provider` components.
+pub fn provider(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
+    let mut linker = Linker::new(engine);
+    wasi_subset(&mut linker)?;
+    bindings::provider::Provider::add_to_linker::<PluginState, HasSelf<PluginState>>(
+        &mut linker,
+        |s| s,
+    )?;
+    Ok(linker)
+}
+
 /// The linker for `tool` components.
 pub fn tool(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
     let mut linker = Linker::new(engine);

@@ -8,6 +8,8 @@
 //!   injection, caps).
 //! - [`imports`]: the host side of `log`, `config`, `http`, `ssh`.
 //! - [`tool`]: a loaded `tool` component.
+//! - [`provider`]: a loaded `provider` component; its turn streams events through a bounded
+//!   channel (backpressure), and stops when the receiver is dropped.
 //!
 //! Invariants: a fresh store and instance per call; every call has a memory cap and a
 //! wall-clock deadline; a trap, a timeout or an exhausted limit fails that call only; nothing a
@@ -23,9 +25,11 @@ pub mod http;
 pub mod imports;
 pub mod linker;
 pub mod manifest;
+pub mod provider;
 pub mod state;
 pub mod tool;
 
+use std::pin::Pin;
 use std::time::Duration;
 
 use wasmtime::{Engine, Store};
@@ -114,6 +118,46 @@ pub fn compile(
         id: id.to_string(),
         reason: format!("{e:#}"),
     })
+}
+
+/// The body of a plugin call: instantiate from a pre-linked component and call an export, in
+/// the store it is given.
+pub trait CallFn<R>:
+    for<'a> FnOnce(
+        &'a mut Store<PluginState>,
+    ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
+    + Send
+{
+}
+
+impl<R, F> CallFn<R> for F where
+    F: for<'a> FnOnce(
+            &'a mut Store<PluginState>,
+        ) -> Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>
+        + Send
+{
+}
+
+/// Runs one call in a fresh store under the manifest's deadline; logs the guest's stderr.
+async fn call_in_fresh_store<R>(
+    engine: &Engine,
+    manifest: &manifest::Manifest,
+    state: PluginState,
+    f: impl CallFn<R>,
+) -> Result<R, CallError> {
+    let deadline = Duration::from_millis(manifest.limits.timeout_ms);
+    let mut store = new_store(engine, state);
+    let outcome = tokio::time::timeout(deadline, f(&mut store)).await;
+    let stderr = store.data().stderr_text();
+    log_stderr(&manifest.id, &stderr);
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(trap)) => Err(CallError::trap(&manifest.id, trap, &stderr)),
+        Err(_) => Err(CallError::Timeout {
+            id: manifest.id.clone(),
+            after: deadline,
+        }),
+    }
 }
 
 /// A store for one call: the plugin's limiter, and an epoch deadline of one tick that yields to

@@ -15,6 +15,7 @@ use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use super::bindings::provider::chatd::plugin::provider_types::TurnEvent;
 use super::http::HttpGrant;
 use super::manifest::Manifest;
 
@@ -51,6 +52,8 @@ pub struct PluginState {
     pub table: ResourceTable,
     pub limits: StoreLimits,
     pub(super) wasi: WasiCtx,
+    /// Where a provider turn's events go (`turn-events.emit`); `None` outside a turn.
+    pub events: Option<tokio::sync::mpsc::Sender<TurnEvent>>,
     /// What the guest writes to stderr during the call (Rust panics write their message there).
     stderr: MemoryOutputPipe,
 }
@@ -71,6 +74,7 @@ impl PluginState {
                 .memories(16)
                 .trap_on_grow_failure(true)
                 .build(),
+            events: None,
             wasi: WasiCtxBuilder::new().stderr(stderr.clone()).build(),
             stderr,
         }

@@ -2,18 +2,16 @@
 //! instance (no state survives between calls or chats), the plugin's memory cap, and a
 //! wall-clock deadline.
 
-use std::time::Duration;
-
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use super::bindings::tool::{Tool, ToolPre};
+use super::bindings::tool::ToolPre;
 use super::manifest::{Kind, Manifest};
 use super::state::{Capabilities, PluginState};
-use super::{CallError, LoadError, linker, log_stderr, new_store};
+use super::{CallError, CallFn, LoadError, call_in_fresh_store, linker};
 
+pub use super::bindings::imports::chatd::plugin::types::{PluginError, ToolSpec};
 pub use super::bindings::tool::chatd::plugin::tool_types::ToolOutput;
-pub use super::bindings::tool::chatd::plugin::types::{PluginError, ToolSpec};
 
 pub struct ToolPlugin {
     manifest: Manifest,
@@ -54,14 +52,16 @@ impl ToolPlugin {
         &self.manifest
     }
 
-    fn deadline(&self) -> Duration {
-        Duration::from_millis(self.manifest.limits.timeout_ms)
-    }
-
     /// The tools the component provides.
     pub async fn describe(&self) -> Result<Vec<ToolSpec>, CallError> {
-        self.call(|tool, store| Box::pin(async move { tool.call_describe(store).await }))
-            .await
+        let pre = self.pre.clone();
+        self.call(move |store| {
+            Box::pin(async move {
+                let tool = pre.instantiate_async(&mut *store).await?;
+                tool.call_describe(&mut *store).await
+            })
+        })
+        .await
     }
 
     /// Runs tool `name` with its JSON arguments. A plugin's own error is `Ok(Err(…))`; a trap,
@@ -71,40 +71,22 @@ impl ToolPlugin {
         name: &str,
         arguments_json: &str,
     ) -> Result<Result<ToolOutput, PluginError>, CallError> {
-        let (name, args) = (name.to_string(), arguments_json.to_string());
-        self.call(move |tool, store| {
-            Box::pin(async move { tool.call_invoke(store, &name, &args).await })
+        let (pre, name, args) = (
+            self.pre.clone(),
+            name.to_string(),
+            arguments_json.to_string(),
+        );
+        self.call(move |store| {
+            Box::pin(async move {
+                let tool = pre.instantiate_async(&mut *store).await?;
+                tool.call_invoke(&mut *store, &name, &args).await
+            })
         })
         .await
     }
 
-    async fn call<R: Send + 'static>(
-        &self,
-        f: impl for<'a> FnOnce(
-            &'a Tool,
-            &'a mut wasmtime::Store<PluginState>,
-        ) -> std::pin::Pin<
-            Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>,
-        > + Send,
-    ) -> Result<R, CallError> {
-        let mut store = new_store(
-            &self.engine,
-            PluginState::new(&self.manifest, self.caps.clone()),
-        );
-        let work = async {
-            let tool = self.pre.instantiate_async(&mut store).await?;
-            f(&tool, &mut store).await
-        };
-        let outcome = tokio::time::timeout(self.deadline(), work).await;
-        let stderr = store.data().stderr_text();
-        log_stderr(&self.manifest.id, &stderr);
-        match outcome {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(trap)) => Err(CallError::trap(&self.manifest.id, trap, &stderr)),
-            Err(_) => Err(CallError::Timeout {
-                id: self.manifest.id.clone(),
-                after: self.deadline(),
-            }),
-        }
+    async fn call<R: Send + 'static>(&self, f: impl CallFn<R>) -> Result<R, CallError> {
+        let state = PluginState::new(&self.manifest, self.caps.clone());
+        call_in_fresh_store(&self.engine, &self.manifest, state, f).await
     }
 }
