@@ -1,18 +1,48 @@
-//! Makes sure the `wasm32-wasip2` target is installed for the pinned toolchain.
+//! Builds the bundled plugins (`/plugins/*`) for `wasm32-wasip2` and writes `bundled.rs` into
+//! OUT_DIR, which embeds each one's manifest and component in the binary.
 //!
-//! rustup adds the targets listed in rust-toolchain.toml only when it installs the toolchain; a
-//! machine that already had 1.95.0 lacks the target, and the plugin components (the test
-//! plugins today, the bundled plugins next) are built for it. So the build adds it, and says so
-//! when it cannot.
+//! The target: rustup adds the targets listed in rust-toolchain.toml only when it installs the
+//! toolchain, so a machine that already had 1.95.0 lacks `wasm32-wasip2`. The build adds it, or
+//! stops with the exact command to run.
+//!
+//! The plugins are built by a nested `cargo build --release` with its own target folder
+//! (`target/wasm-plugins`): a different folder from the outer build's, so the two never wait on
+//! each other's lock, and always release, because plugin code speed does not depend on how chatd
+//! itself is built.
 
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const TARGET: &str = "wasm32-wasip2";
 
+/// The bundled plugins, in the order they are listed (the order of `GET /v1/chat-tools`). Each
+/// is a workspace member at `plugins/<name>` with its manifest at `plugins/<name>/manifest.json`;
+/// its package and library are named `<name>`.
+const BUNDLED: &[&str] = &["web_search", "fetch_url"];
+
 fn main() {
+    let root = PathBuf::from(env("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent")
+        .to_path_buf();
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=../rust-toolchain.toml");
+    for watched in [
+        "rust-toolchain.toml",
+        "Cargo.lock",
+        "plugins",
+        "plugin-sdk",
+        "wit",
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
     ensure_wasm_target();
+    let wasm_dir = build_plugins(&root);
+    write_bundled(&root, &wasm_dir);
+}
+
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("cargo sets {name}"))
 }
 
 fn rustup(args: &[&str]) -> Command {
@@ -28,17 +58,94 @@ fn rustup(args: &[&str]) -> Command {
 fn ensure_wasm_target() {
     let listed = match rustup(&["target", "list", "--installed"]).output() {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
-        // No rustup (a distro toolchain): nothing to manage; a missing target shows up where it
-        // is needed, with the same hint.
+        // No rustup (a distro toolchain): nothing to manage; a missing target shows up when the
+        // plugins are built, with the same hint.
         _ => return,
     };
     if listed.lines().any(|line| line.trim() == TARGET) {
         return;
     }
-    match rustup(&["target", "add", TARGET]).status() {
-        Ok(status) if status.success() => {}
-        _ => println!(
-            "cargo:warning=the {TARGET} target is missing and could not be added; run `rustup target add {TARGET}`"
-        ),
+    let added = rustup(&["target", "add", TARGET])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !added {
+        panic!(
+            "the {TARGET} target is missing and could not be added; run `rustup target add {TARGET}`"
+        );
     }
+}
+
+/// Runs the nested build; returns the folder holding the `.wasm` files.
+fn build_plugins(root: &Path) -> PathBuf {
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("wasm-plugins");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["build", "--release", "--target", TARGET, "--target-dir"])
+        .arg(&target_dir);
+    for name in BUNDLED {
+        cmd.args(["-p", name]);
+    }
+    // What the outer build set for itself must not leak into the nested one (flags for the
+    // host target, the outer target folder, this package's build-script variables).
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let outer_only = key.starts_with("CARGO_CFG_")
+            || key.starts_with("CARGO_FEATURE_")
+            || key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_MANIFEST_")
+            || matches!(
+                &*key,
+                "CARGO_ENCODED_RUSTFLAGS"
+                    | "RUSTFLAGS"
+                    | "CARGO_BUILD_TARGET"
+                    | "CARGO_TARGET_DIR"
+                    | "CARGO_BUILD_TARGET_DIR"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+            );
+        if outer_only {
+            cmd.env_remove(&*key);
+        }
+    }
+    // Components without DWARF: smaller, faster to compile at startup; the name section stays,
+    // so a trap's backtrace still names functions.
+    cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+    let status = cmd
+        .status()
+        .expect("run cargo to build the bundled plugins");
+    if !status.success() {
+        panic!(
+            "building the bundled plugins for {TARGET} failed (see the output above); if the \
+             target is missing, run `rustup target add {TARGET}`"
+        );
+    }
+    target_dir.join(TARGET).join("release")
+}
+
+fn write_bundled(root: &Path, wasm_dir: &Path) {
+    let mut code = String::from(
+        "/// The bundled plugins: (manifest JSON, component bytes), in listing order.\n\
+         pub const BUNDLED: &[(&str, &[u8])] = &[\n",
+    );
+    for name in BUNDLED {
+        let manifest = root.join("plugins").join(name).join("manifest.json");
+        let wasm = wasm_dir.join(format!("{name}.wasm"));
+        assert!(manifest.is_file(), "{} is missing", manifest.display());
+        assert!(wasm.is_file(), "{} was not built", wasm.display());
+        writeln!(
+            code,
+            "    (include_str!({:?}), include_bytes!({:?})),",
+            manifest.display().to_string(),
+            wasm.display().to_string()
+        )
+        .unwrap();
+    }
+    code.push_str("];\n");
+    let out = PathBuf::from(env("OUT_DIR")).join("bundled.rs");
+    std::fs::write(out, code).expect("write bundled.rs");
 }

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use chatd::config::{Config, DatabaseUrl};
 use chatd::model::Role;
+use chatd::plugins::registry::PluginHost;
 use chatd::server::Server;
 use chatd::store::{NewChat, NewMessage, Store};
-use chatd::tools::ToolCatalog;
 use serde_json::json;
 
 struct Options {
@@ -98,7 +98,8 @@ fn crud(o: Options) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     config.database_url = url;
     config.admin_token = None;
-    let server = server_rt.block_on(Server::bind(&config, ToolCatalog::default()))?;
+    let plugins = server_rt.block_on(PluginHost::start(&config))?;
+    let server = server_rt.block_on(Server::bind(&config, plugins))?;
     let base = format!("http://{}", server.local_addr()?);
     let store = server.state().store.clone();
     let long_for_store = long_ids.clone();

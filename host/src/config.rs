@@ -168,6 +168,32 @@ pub struct Config {
     /// Folder of operator plugins.
     #[arg(long, env = "PLUGINS_DIR", value_name = "PLUGINS_DIR")]
     pub plugins_dir: Option<PathBuf>,
+    /// Compiled plugin code, kept so a restart does not compile again (default: `plugin-cache`
+    /// beside the database file).
+    #[arg(long, env = "PLUGIN_CACHE_DIR", value_name = "PLUGIN_CACHE_DIR")]
+    pub plugin_cache_dir: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Operator commands; without one, chatd serves.
+#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Inspect plugins without starting the server.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+}
+
+#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
+pub enum PluginsCommand {
+    /// The plugins this configuration loads: id, kind, version, grants, source.
+    List,
+    /// Validates a component and its manifest (`FILE.wasm` and `FILE.json`).
+    Check {
+        /// The component (`.wasm`) or its manifest (`.json`); the other is beside it.
+        file: PathBuf,
+    },
 }
 
 impl Config {
@@ -240,6 +266,26 @@ impl Config {
 
     pub fn token_mode(&self) -> bool {
         self.admin_token.is_some()
+    }
+
+    /// Where compiled plugin code is kept: PLUGIN_CACHE_DIR, else `plugin-cache` in the
+    /// database's folder; none for an in-memory database (nothing on disk to keep it beside).
+    pub fn plugin_cache_dir(&self) -> Option<PathBuf> {
+        if let Some(dir) = &self.plugin_cache_dir {
+            return Some(dir.clone());
+        }
+        let DatabaseUrl::Sqlite(url) = &self.database_url;
+        let rest = url.split_once(':').map_or("", |(_, rest)| rest);
+        let path = rest
+            .trim_start_matches("//")
+            .split('?')
+            .next()
+            .unwrap_or("");
+        if path.is_empty() || path.contains(":memory:") || path.starts_with("file::memory") {
+            return None;
+        }
+        let parent = std::path::Path::new(path).parent()?;
+        Some(parent.join("plugin-cache"))
     }
 }
 
@@ -431,6 +477,41 @@ mod tests {
             Config::from_args(["chatd", "--agent-api-key", "", "--agent-model", " "]).unwrap();
         assert!(config.agent_api_key.is_none());
         assert!(config.agent_model.is_none());
+    }
+
+    #[test]
+    fn the_plugin_cache_lives_beside_the_database() {
+        let config = |args: &[&str]| {
+            Config::from_args(std::iter::once("chatd").chain(args.iter().copied())).unwrap()
+        };
+        assert_eq!(
+            config(&[]).plugin_cache_dir(),
+            Some(PathBuf::from("data/plugin-cache"))
+        );
+        assert_eq!(
+            config(&["--database-url", "sqlite:///var/lib/chatd/x.db?mode=rwc"]).plugin_cache_dir(),
+            Some(PathBuf::from("/var/lib/chatd/plugin-cache"))
+        );
+        assert_eq!(
+            config(&["--database-url", "sqlite::memory:"]).plugin_cache_dir(),
+            None
+        );
+        assert_eq!(
+            config(&["--plugin-cache-dir", "/tmp/c"]).plugin_cache_dir(),
+            Some(PathBuf::from("/tmp/c"))
+        );
+    }
+
+    #[test]
+    fn plugins_subcommands_parse() {
+        let config = Config::from_args(["chatd", "plugins", "check", "x.wasm"]).unwrap();
+        assert_eq!(
+            config.command,
+            Some(Command::Plugins(PluginsCommand::Check {
+                file: PathBuf::from("x.wasm")
+            }))
+        );
+        assert!(Config::from_args(["chatd"]).unwrap().command.is_none());
     }
 
     #[test]

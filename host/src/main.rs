@@ -1,11 +1,13 @@
-//! The `chatd` binary: parse the configuration, set up logging, serve until a signal.
+//! The `chatd` binary: parse the configuration, set up logging, load the plugins, serve until a
+//! signal. `chatd plugins …` runs an operator command instead of serving.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use chatd::config::{Config, ConfigError};
+use chatd::config::{Command, Config, ConfigError, PluginsCommand};
+use chatd::plugins::commands;
+use chatd::plugins::registry::PluginHost;
 use chatd::server::{Server, shutdown_signal};
-use chatd::tools::ToolCatalog;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
@@ -21,14 +23,43 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_ansi(std::io::stdout().is_terminal())
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    );
+    if config.command.is_some() {
+        // An operator command's stdout holds only its answer; its logs go to stderr.
+        logs.with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr)
+            .init();
+    } else {
+        logs.with_ansi(std::io::stdout().is_terminal()).init();
+    }
 
-    let server = match Server::bind(&config, ToolCatalog::default()).await {
+    match &config.command {
+        Some(Command::Plugins(PluginsCommand::List)) => return commands::list(&config).await,
+        Some(Command::Plugins(PluginsCommand::Check { file })) => {
+            return commands::check(&config, file).await;
+        }
+        None => {}
+    }
+
+    let started = std::time::Instant::now();
+    let plugins = match PluginHost::start(&config).await {
+        Ok(plugins) => plugins,
+        Err(err) => {
+            eprintln!("chatd: cannot start: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let snapshot = plugins.snapshot();
+    tracing::info!(
+        "{} plugins loaded in {} ms ({} from the compile cache)",
+        snapshot.plugins.len(),
+        started.elapsed().as_millis(),
+        snapshot.plugins.iter().filter(|p| p.from_cache).count()
+    );
+    drop(snapshot);
+    let server = match Server::bind(&config, plugins).await {
         Ok(server) => server,
         Err(err) => {
             eprintln!("chatd: cannot start: {err}");

@@ -11,9 +11,9 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::http::{self, AppState, TokenDigest};
+use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::store::{Store, StoreError};
-use crate::tools::ToolCatalog;
 
 pub struct Server {
     listener: TcpListener,
@@ -32,8 +32,9 @@ pub enum StartError {
 }
 
 impl Server {
-    /// Opens the database (migrating it) and binds the listen address.
-    pub async fn bind(config: &Config, tools: ToolCatalog) -> Result<Self, StartError> {
+    /// Opens the database (migrating it) and binds the listen address. `plugins` is usually
+    /// [`PluginHost::start`]`(config)`; tests share one.
+    pub async fn bind(config: &Config, plugins: Arc<PluginHost>) -> Result<Self, StartError> {
         let store = Store::open(&config.database_url).await?;
         let addr = format!("{}:{}", config.host, config.port);
         let listener = TcpListener::bind(&addr)
@@ -44,7 +45,8 @@ impl Server {
             })?;
         let state = AppState {
             store,
-            tools: Arc::new(tools),
+            tools: plugins.catalog(),
+            plugins,
             runs: Arc::new(ActiveRuns::default()),
             token: config
                 .admin_token

@@ -80,6 +80,13 @@ impl Request {
         self.inner.body = Some(body.into());
         self
     }
+    /// Sets headers from a list of `(name, value)` pairs.
+    pub fn headers<'a>(mut self, headers: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        for (name, value) in headers {
+            self = self.header(name, value);
+        }
+        self
+    }
     /// Sets a JSON body and `content-type: application/json`.
     pub fn json(self, value: &serde_json::Value) -> Self {
         self.header("content-type", "application/json")
@@ -134,6 +141,27 @@ impl Response {
         }
         Ok(body)
     }
+    /// `Ok(self)` for a 2xx status; otherwise the body is read (up to 64 KiB) and becomes a
+    /// [`PluginError::Upstream`] carrying the status and the upstream's own message: the first
+    /// string at `/error/message`, `/error`, `/message` or `/detail` of a JSON body, else the
+    /// body's text, else `HTTP <status>`.
+    pub fn error_for_status(mut self) -> Result<Self, PluginError> {
+        let status = self.status();
+        if (200..300).contains(&status) {
+            return Ok(self);
+        }
+        let mut body = Vec::new();
+        while body.len() < MAX_ERROR_BODY {
+            match self.next_chunk() {
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                _ => break,
+            }
+        }
+        Err(PluginError::Upstream(UpstreamError {
+            status,
+            message: error_message(&body).unwrap_or_else(|| format!("HTTP {status}")),
+        }))
+    }
     /// The whole body as JSON.
     pub fn json(self) -> Result<serde_json::Value, PluginError> {
         let bytes = self.bytes().map_err(crate::transport_error)?;
@@ -149,6 +177,34 @@ impl Response {
             done: false,
         }
     }
+}
+
+/// How much of an error body is read to find its message.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// The longest message quoted from an error body that is not JSON.
+const MAX_ERROR_TEXT: usize = 300;
+
+/// The message an upstream put in its error body, if one can be found.
+pub fn error_message(body: &[u8]) -> Option<String> {
+    if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
+        for pointer in ["/error/message", "/error", "/message", "/detail"] {
+            if let Some(text) = crate::json::str_at(&json, pointer)
+                && !text.trim().is_empty()
+            {
+                return Some(text.trim().to_string());
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() {
+        return None;
+    }
+    let mut cut: String = text.chars().take(MAX_ERROR_TEXT).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    Some(cut)
 }
 
 /// An iterator over a response's server-sent events.

@@ -341,6 +341,7 @@ async fn openapi_document_covers_every_route() {
         ("/health", &["get"]),
         ("/v1/auth/session", &["get"]),
         ("/v1/active-runs", &["get"]),
+        ("/v1/chat-tools", &["get"]),
         ("/v1/workspace-items", &["get"]),
         ("/v1/chats", &["get", "post"]),
         ("/v1/chats/{chatId}", &["get", "patch", "delete"]),

@@ -18,12 +18,26 @@ fn component(crate_name: &str) -> Vec<u8> {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let dir = BUILT.get_or_init(|| {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-        let target = root.join("target").join("test-plugins");
+        // The folder and profile settings of the bundled plugins' build (host/build.rs), so
+        // the two builds share their compiled dependencies.
+        let target = root.join("target").join("wasm-plugins");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = std::process::Command::new(cargo)
             .current_dir(&root)
-            .args(["build", "--release", "--target", "wasm32-wasip2", "-p", "test-plugin-hostile", "-p", "test-plugin-reads-files", "--target-dir"])
+            .args([
+                "build",
+                "--release",
+                "--target",
+                "wasm32-wasip2",
+                "-p",
+                "test-plugin-hostile",
+                "-p",
+                "test-plugin-reads-files",
+                "--target-dir",
+            ])
             .arg(&target)
+            .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+            .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
             .status()
             .expect("run cargo to build the test plugins");
         assert!(status.success(), "building the test plugins failed; if the target is missing, run `rustup target add wasm32-wasip2`");

@@ -5,23 +5,31 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chatd::config::{Config, DatabaseUrl, Secret};
+use chatd::plugins::registry::PluginHost;
 use chatd::server::Server;
 use chatd::store::Store;
-use chatd::tools::{ToolCatalog, ToolInfo};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-/// The tool catalogue the tests run with: the two always-on tools of the contract.
-pub fn test_tools() -> Vec<ToolInfo> {
-    ["web_search", "fetch_url"]
-        .into_iter()
-        .map(|name| ToolInfo {
-            name: name.into(),
-            description: format!("{name} (test catalogue)"),
-        })
-        .collect()
+/// Compiled plugin code shared by every test process: compiling is slow in a debug build, and
+/// the cache is keyed by the component's hash, so sharing it is safe.
+pub fn plugin_cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-plugin-cache")
+}
+
+/// A configuration for tests: loopback, a free port, the shared compile cache, and `args`.
+pub fn test_config(args: &[&str]) -> Config {
+    let mut config = Config::from_args(
+        ["chatd", "--host", "127.0.0.1", "--port", "0"]
+            .iter()
+            .chain(args.iter())
+            .copied(),
+    )
+    .expect("config");
+    config.plugin_cache_dir = Some(plugin_cache_dir());
+    config
 }
 
 pub struct TestServer {
@@ -54,13 +62,11 @@ impl TestServer {
         let dir = options
             .dir
             .unwrap_or_else(|| Arc::new(tempfile::tempdir().expect("temp dir")));
-        let mut config =
-            Config::from_args(["chatd", "--host", "127.0.0.1", "--port", "0"]).expect("config");
+        let mut config = test_config(&[]);
         config.database_url = DatabaseUrl::Sqlite(format!("sqlite://{}", db_path(&dir).display()));
         config.admin_token = options.token.clone().map(Secret::new);
-        let server = Server::bind(&config, ToolCatalog::new(test_tools()))
-            .await
-            .expect("server starts");
+        let plugins = PluginHost::start(&config).await.expect("plugins load");
+        let server = Server::bind(&config, plugins).await.expect("server starts");
         let base = format!("http://{}", server.local_addr().unwrap());
         let state = server.state().clone();
         let (tx, rx) = oneshot::channel::<()>();

@@ -41,6 +41,19 @@ pub struct ActiveRunsResponse {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+pub struct ChatTool {
+    pub name: String,
+    pub description: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChatToolsResponse {
+    /// The tools of the loaded tool plugins, which can be enabled for provider_a, provider_b and
+    /// provider_c.
+    pub tools: Vec<ChatTool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum WorkspaceItem {
     Chat(ChatSummary),
@@ -79,6 +92,21 @@ pub async fn session(State(state): State<AppState>) -> Json<SessionResponse> {
 pub async fn active_runs(State(state): State<AppState>) -> Json<ActiveRunsResponse> {
     let (chats, searches) = state.runs.snapshot();
     Json(ActiveRunsResponse { chats, searches })
+}
+
+#[utoipa::path(get, path = "/chat-tools", tag = "meta",
+    responses((status = 200, body = ChatToolsResponse)))]
+pub async fn chat_tools(State(state): State<AppState>) -> Json<ChatToolsResponse> {
+    let tools = state
+        .tools
+        .list()
+        .iter()
+        .map(|t| ChatTool {
+            name: t.name.clone(),
+            description: t.description.clone(),
+        })
+        .collect();
+    Json(ChatToolsResponse { tools })
 }
 
 #[utoipa::path(get, path = "/workspace-items", tag = "meta",

@@ -25,6 +25,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::attachments::MIB;
+use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::store::Store;
 use crate::tools::ToolCatalog;
@@ -38,7 +39,9 @@ pub const MAX_BODY_BYTES: usize = 32 * MIB;
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
+    /// The tool list (kept by `plugins`, replaced on every reload).
     pub tools: Arc<ToolCatalog>,
+    pub plugins: Arc<PluginHost>,
     pub runs: Arc<ActiveRuns>,
     /// Set in token mode.
     pub token: Option<TokenDigest>,
@@ -72,6 +75,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(meta::session))
         .routes(routes!(meta::active_runs))
+        .routes(routes!(meta::chat_tools))
         .routes(routes!(meta::workspace_items))
         .routes(routes!(chats::list_chats, chats::create_chat))
         .routes(routes!(

@@ -49,3 +49,19 @@ pub mod provider {
         },
     });
 }
+
+/// The `search` world.
+pub mod search {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "chatd:plugin/search@0.1.0",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "chatd:plugin/types": super::imports::chatd::plugin::types,
+            "chatd:plugin/http": super::imports::chatd::plugin::http,
+            "chatd:plugin/log": super::imports::chatd::plugin::log,
+            "chatd:plugin/config": super::imports::chatd::plugin::config,
+        },
+    });
+}

@@ -135,9 +135,12 @@ impl Incoming {
     }
 }
 
-/// Headers a plugin may not set: the host owns the connection and the framing.
+/// Headers a plugin may not set: the host owns the connection, the framing and the content
+/// coding (it asks for compressed bodies and decodes them; a plugin asking itself would get
+/// undecoded bytes past the size cap's reach).
 const FORBIDDEN_HEADERS: &[&str] = &[
     "host",
+    "accept-encoding",
     "content-length",
     "transfer-encoding",
     "connection",

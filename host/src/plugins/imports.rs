@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::bindings::imports::chatd::plugin::{config, http, log, ssh, types};
 use super::bindings::provider::chatd::plugin::{provider_types, turn_events};
+use super::bindings::search::chatd::plugin::search_types;
 use super::bindings::tool::chatd::plugin::tool_types;
 use super::http::{Incoming, Outgoing, Refusal};
 use super::state::PluginState;
@@ -18,6 +19,7 @@ use super::state::PluginState;
 impl types::Host for PluginState {}
 impl tool_types::Host for PluginState {}
 impl provider_types::Host for PluginState {}
+impl search_types::Host for PluginState {}
 
 impl turn_events::Host for PluginState {
     /// Waits while the run is behind (the channel is bounded: backpressure reaches the guest),

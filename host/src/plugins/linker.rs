@@ -71,3 +71,14 @@ pub fn tool(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
     bindings::tool::Tool::add_to_linker::<PluginState, HasSelf<PluginState>>(&mut linker, |s| s)?;
     Ok(linker)
 }
+
+/// The linker for `search` components.
+pub fn search(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
+    let mut linker = Linker::new(engine);
+    wasi_subset(&mut linker)?;
+    bindings::search::Search::add_to_linker::<PluginState, HasSelf<PluginState>>(
+        &mut linker,
+        |s| s,
+    )?;
+    Ok(linker)
+}

@@ -48,6 +48,12 @@ pub struct Grants {
     /// Origins (`scheme://host[:port]`) the plugin may call.
     #[serde(default)]
     pub http: Vec<String>,
+    /// Operator-configured upstreams (`engine_a`, `provider_a`, …; see
+    /// [`super::grants::SERVICES`]): the base URL's origin becomes reachable, its `…_base_url`
+    /// setting readable, and the host adds the service's credential to requests to it. Each
+    /// service belongs to fixed plugin ids; another plugin asking for it does not load.
+    #[serde(default)]
+    pub services: Vec<String>,
     /// Any public address (fetch_url, web search); private ranges stay refused.
     #[serde(default)]
     pub public_web: bool,
@@ -127,6 +133,18 @@ impl Manifest {
                 "limits.timeoutMs: must be 1 to {MAX_TIMEOUT_MS}"
             )));
         }
+        for service in &self.grants.services {
+            if super::grants::service(service).is_none() {
+                return Err(ManifestError(format!(
+                    "grants.services: {service:?} is not a service; known: {}",
+                    super::grants::SERVICES
+                        .iter()
+                        .map(|s| s.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
         for origin in &self.grants.http {
             let url = url::Url::parse(origin)
                 .map_err(|e| ManifestError(format!("grants.http: {origin:?}: {e}")))?;
@@ -191,6 +209,10 @@ mod tests {
                 "grants.http",
             ),
             (base(r#","grants":{"files":true}"#), "unknown field"),
+            (
+                base(r#","grants":{"services":["mainframe"]}"#),
+                "grants.services",
+            ),
             (base(r#","limits":{"memoryMib":0}"#), "limits.memoryMib"),
             (
                 base(r#","limits":{"timeoutMs":99999999999}"#),

@@ -10,6 +10,8 @@
 //! - [`tool`]: a loaded `tool` component.
 //! - [`provider`]: a loaded `provider` component; its turn streams events through a bounded
 //!   channel (backpressure), and stops when the receiver is dropped.
+//! - [`search`]: a loaded `search` component.
+//! - [`grants`]: manifest + operator configuration → what a plugin may reach.
 //!
 //! Invariants: a fresh store and instance per call; every call has a memory cap and a
 //! wall-clock deadline; a trap, a timeout or an exhausted limit fails that call only; nothing a
@@ -20,28 +22,48 @@
 //! compile cache and the provider and search worlds come next.
 
 pub mod bindings;
+pub mod bundled;
+pub mod cache;
+pub mod commands;
 pub mod engine;
+pub mod grants;
 pub mod http;
 pub mod imports;
 pub mod linker;
+pub mod load;
 pub mod manifest;
 pub mod provider;
+pub mod registry;
+pub mod search;
 pub mod state;
 pub mod tool;
+pub mod watch;
 
 use std::pin::Pin;
 use std::time::Duration;
 
 use wasmtime::{Engine, Store};
 
+pub use cache::compile;
 use manifest::Kind;
 use state::PluginState;
 
 /// A plugin that cannot be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    #[error("cannot start the plugin engine: {0}")]
+    Engine(String),
+    #[error("{}: {reason}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     #[error(transparent)]
     Manifest(#[from] manifest::ManifestError),
+    #[error(transparent)]
+    Grant(#[from] grants::GrantError),
+    #[error("plugin {id}: its tools cannot be used: {reason}")]
+    Describe { id: String, reason: String },
     #[error("plugin {id}: not a valid component: {reason}")]
     Compile { id: String, reason: String },
     #[error("plugin {id}: cannot be linked: {reason}")]
@@ -108,18 +130,6 @@ fn log_stderr(id: &str, stderr: &str) {
     }
 }
 
-/// Compiles a component (cranelift; slow, so callers keep the result).
-pub fn compile(
-    engine: &Engine,
-    id: &str,
-    wasm: &[u8],
-) -> Result<wasmtime::component::Component, LoadError> {
-    wasmtime::component::Component::new(engine, wasm).map_err(|e| LoadError::Compile {
-        id: id.to_string(),
-        reason: format!("{e:#}"),
-    })
-}
-
 /// The body of a plugin call: instantiate from a pre-linked component and call an export, in
 /// the store it is given.
 pub trait CallFn<R>:
@@ -138,25 +148,70 @@ impl<R, F> CallFn<R> for F where
 {
 }
 
-/// Runs one call in a fresh store under the manifest's deadline; logs the guest's stderr.
-async fn call_in_fresh_store<R>(
-    engine: &Engine,
-    manifest: &manifest::Manifest,
-    state: PluginState,
-    f: impl CallFn<R>,
-) -> Result<R, CallError> {
-    let deadline = Duration::from_millis(manifest.limits.timeout_ms);
-    let mut store = new_store(engine, state);
-    let outcome = tokio::time::timeout(deadline, f(&mut store)).await;
-    let stderr = store.data().stderr_text();
-    log_stderr(&manifest.id, &stderr);
-    match outcome {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(trap)) => Err(CallError::trap(&manifest.id, trap, &stderr)),
-        Err(_) => Err(CallError::Timeout {
-            id: manifest.id.clone(),
-            after: deadline,
-        }),
+/// What every loaded plugin has, whatever its world: its manifest, the engine, its grants.
+/// Each call builds a fresh store (and instance) from it.
+pub(crate) struct Core {
+    manifest: manifest::Manifest,
+    engine: Engine,
+    caps: state::Capabilities,
+}
+
+impl Core {
+    /// Checks the manifest's kind and links the component against `linker` once; calls reuse the
+    /// pre-instantiated result.
+    fn link(
+        engine: &Engine,
+        manifest: manifest::Manifest,
+        expected: Kind,
+        linker: wasmtime::Result<wasmtime::component::Linker<PluginState>>,
+        component: &wasmtime::component::Component,
+        caps: state::Capabilities,
+    ) -> Result<(Self, wasmtime::component::InstancePre<PluginState>), LoadError> {
+        if manifest.kind != expected {
+            return Err(LoadError::WrongKind {
+                id: manifest.id,
+                expected,
+                found: manifest.kind,
+            });
+        }
+        let linker = linker.map_err(LoadError::link(&manifest.id))?;
+        let pre = linker
+            .instantiate_pre(component)
+            .map_err(LoadError::link(&manifest.id))?;
+        let core = Self {
+            manifest,
+            engine: engine.clone(),
+            caps,
+        };
+        Ok((core, pre))
+    }
+
+    pub fn manifest(&self) -> &manifest::Manifest {
+        &self.manifest
+    }
+
+    /// Runs one call in a fresh store under the manifest's deadline; logs the guest's stderr.
+    async fn call<R>(
+        &self,
+        events: Option<tokio::sync::mpsc::Sender<provider::TurnEvent>>,
+        f: impl CallFn<R>,
+    ) -> Result<R, CallError> {
+        let manifest = &self.manifest;
+        let mut state = PluginState::new(manifest, self.caps.clone());
+        state.events = events;
+        let deadline = Duration::from_millis(manifest.limits.timeout_ms);
+        let mut store = new_store(&self.engine, state);
+        let outcome = tokio::time::timeout(deadline, f(&mut store)).await;
+        let stderr = store.data().stderr_text();
+        log_stderr(&manifest.id, &stderr);
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(trap)) => Err(CallError::trap(&manifest.id, trap, &stderr)),
+            Err(_) => Err(CallError::Timeout {
+                id: manifest.id.clone(),
+                after: deadline,
+            }),
+        }
     }
 }
 

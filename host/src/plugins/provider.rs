@@ -10,7 +10,7 @@ use wasmtime::component::Component;
 use super::bindings::provider::ProviderPre;
 use super::manifest::{Kind, Manifest};
 use super::state::{Capabilities, PluginState};
-use super::{CallError, CallFn, LoadError, call_in_fresh_store, linker};
+use super::{CallError, Core, LoadError, linker};
 
 pub use super::bindings::imports::chatd::plugin::types::{
     ContentPart, Message, PluginError, Role, ToolCall, ToolSpec, Usage,
@@ -20,10 +20,8 @@ pub use super::bindings::provider::chatd::plugin::provider_types::{
 };
 
 pub struct ProviderPlugin {
-    manifest: Manifest,
-    engine: Engine,
+    core: Core,
     pre: ProviderPre<PluginState>,
-    caps: Capabilities,
 }
 
 impl ProviderPlugin {
@@ -34,40 +32,27 @@ impl ProviderPlugin {
         component: &Component,
         caps: Capabilities,
     ) -> Result<Self, LoadError> {
-        if manifest.kind != Kind::Provider {
-            return Err(LoadError::WrongKind {
-                id: manifest.id,
-                expected: Kind::Provider,
-                found: manifest.kind,
-            });
-        }
-        let linker = linker::provider(engine).map_err(LoadError::link(&manifest.id))?;
-        let instance_pre = linker
-            .instantiate_pre(component)
-            .map_err(LoadError::link(&manifest.id))?;
-        let pre = ProviderPre::new(instance_pre).map_err(LoadError::link(&manifest.id))?;
-        Ok(Self {
-            manifest,
-            engine: engine.clone(),
-            pre,
-            caps,
-        })
+        let linker = linker::provider(engine);
+        let (core, pre) = Core::link(engine, manifest, Kind::Provider, linker, component, caps)?;
+        let pre = ProviderPre::new(pre).map_err(LoadError::link(&core.manifest().id))?;
+        Ok(Self { core, pre })
     }
 
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        self.core.manifest()
     }
 
     /// The upstream's model ids.
     pub async fn list_models(&self) -> Result<Result<Vec<String>, PluginError>, CallError> {
         let pre = self.pre.clone();
-        self.call(None, move |store| {
-            Box::pin(async move {
-                let provider = pre.instantiate_async(&mut *store).await?;
-                provider.call_list_models(&mut *store).await
+        self.core
+            .call(None, move |store| {
+                Box::pin(async move {
+                    let provider = pre.instantiate_async(&mut *store).await?;
+                    provider.call_list_models(&mut *store).await
+                })
             })
-        })
-        .await
+            .await
     }
 
     /// Runs one turn; its events arrive on `events` as the plugin emits them.
@@ -77,22 +62,13 @@ impl ProviderPlugin {
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let pre = self.pre.clone();
-        self.call(Some(events), move |store| {
-            Box::pin(async move {
-                let provider = pre.instantiate_async(&mut *store).await?;
-                provider.call_turn(&mut *store, &request).await
+        self.core
+            .call(Some(events), move |store| {
+                Box::pin(async move {
+                    let provider = pre.instantiate_async(&mut *store).await?;
+                    provider.call_turn(&mut *store, &request).await
+                })
             })
-        })
-        .await
-    }
-
-    async fn call<R: Send + 'static>(
-        &self,
-        events: Option<mpsc::Sender<TurnEvent>>,
-        f: impl CallFn<R>,
-    ) -> Result<R, CallError> {
-        let mut state = PluginState::new(&self.manifest, self.caps.clone());
-        state.events = events;
-        call_in_fresh_store(&self.engine, &self.manifest, state, f).await
+            .await
     }
 }

@@ -8,16 +8,14 @@ use wasmtime::component::Component;
 use super::bindings::tool::ToolPre;
 use super::manifest::{Kind, Manifest};
 use super::state::{Capabilities, PluginState};
-use super::{CallError, CallFn, LoadError, call_in_fresh_store, linker};
+use super::{CallError, Core, LoadError, linker};
 
 pub use super::bindings::imports::chatd::plugin::types::{PluginError, ToolSpec};
 pub use super::bindings::tool::chatd::plugin::tool_types::ToolOutput;
 
 pub struct ToolPlugin {
-    manifest: Manifest,
-    engine: Engine,
+    core: Core,
     pre: ToolPre<PluginState>,
-    caps: Capabilities,
 }
 
 impl ToolPlugin {
@@ -28,40 +26,27 @@ impl ToolPlugin {
         component: &Component,
         caps: Capabilities,
     ) -> Result<Self, LoadError> {
-        if manifest.kind != Kind::Tool {
-            return Err(LoadError::WrongKind {
-                id: manifest.id,
-                expected: Kind::Tool,
-                found: manifest.kind,
-            });
-        }
-        let linker = linker::tool(engine).map_err(LoadError::link(&manifest.id))?;
-        let instance_pre = linker
-            .instantiate_pre(component)
-            .map_err(LoadError::link(&manifest.id))?;
-        let pre = ToolPre::new(instance_pre).map_err(LoadError::link(&manifest.id))?;
-        Ok(Self {
-            manifest,
-            engine: engine.clone(),
-            pre,
-            caps,
-        })
+        let linker = linker::tool(engine);
+        let (core, pre) = Core::link(engine, manifest, Kind::Tool, linker, component, caps)?;
+        let pre = ToolPre::new(pre).map_err(LoadError::link(&core.manifest().id))?;
+        Ok(Self { core, pre })
     }
 
     pub fn manifest(&self) -> &Manifest {
-        &self.manifest
+        self.core.manifest()
     }
 
     /// The tools the component provides.
     pub async fn describe(&self) -> Result<Vec<ToolSpec>, CallError> {
         let pre = self.pre.clone();
-        self.call(move |store| {
-            Box::pin(async move {
-                let tool = pre.instantiate_async(&mut *store).await?;
-                tool.call_describe(&mut *store).await
+        self.core
+            .call(None, move |store| {
+                Box::pin(async move {
+                    let tool = pre.instantiate_async(&mut *store).await?;
+                    tool.call_describe(&mut *store).await
+                })
             })
-        })
-        .await
+            .await
     }
 
     /// Runs tool `name` with its JSON arguments. A plugin's own error is `Ok(Err(…))`; a trap,
@@ -76,17 +61,13 @@ impl ToolPlugin {
             name.to_string(),
             arguments_json.to_string(),
         );
-        self.call(move |store| {
-            Box::pin(async move {
-                let tool = pre.instantiate_async(&mut *store).await?;
-                tool.call_invoke(&mut *store, &name, &args).await
+        self.core
+            .call(None, move |store| {
+                Box::pin(async move {
+                    let tool = pre.instantiate_async(&mut *store).await?;
+                    tool.call_invoke(&mut *store, &name, &args).await
+                })
             })
-        })
-        .await
-    }
-
-    async fn call<R: Send + 'static>(&self, f: impl CallFn<R>) -> Result<R, CallError> {
-        let state = PluginState::new(&self.manifest, self.caps.clone());
-        call_in_fresh_store(&self.engine, &self.manifest, state, f).await
+            .await
     }
 }

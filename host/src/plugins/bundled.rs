@@ -1,0 +1,17 @@
+//! The plugins built with chatd (`/plugins`) and embedded in the binary by `build.rs`.
+
+use super::load::{Package, Source};
+
+include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
+
+/// Every bundled plugin, in listing order.
+pub fn packages() -> Vec<Package> {
+    BUNDLED
+        .iter()
+        .map(|(manifest, wasm)| Package {
+            manifest_json: manifest.to_string(),
+            wasm: (*wasm).into(),
+            source: Source::Bundled,
+        })
+        .collect()
+}

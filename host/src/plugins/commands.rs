@@ -1,0 +1,110 @@
+//! The operator commands `chatd plugins list` and `chatd plugins check FILE`: what the server
+//! would load with this configuration, and whether one plugin file is usable, without starting
+//! the server. Both print to stdout; `check` exits non-zero when the plugin would be refused.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use super::bundled;
+use super::load::{Loader, Package, Plugin};
+use super::registry::PluginHost;
+use crate::config::Config;
+
+/// `chatd plugins list`.
+pub async fn list(config: &Config) -> ExitCode {
+    let host = match PluginHost::from_config(config).await {
+        Ok(host) => host,
+        Err(e) => {
+            eprintln!("chatd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut out = String::new();
+    for plugin in &host.snapshot().plugins {
+        out.push_str(&describe(plugin));
+    }
+    let refused = host.refused().await;
+    for r in &refused {
+        let _ = writeln!(out, "refused {}: {}", r.path.display(), r.reason);
+    }
+    print!("{out}");
+    ExitCode::SUCCESS
+}
+
+/// `chatd plugins check FILE`.
+pub async fn check(config: &Config, file: &Path) -> ExitCode {
+    match check_file(config, file).await {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(why) => {
+            eprintln!("chatd: plugin check failed: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
+    let package = Package::read(file).map_err(|e| e.to_string())?;
+    let engine = super::engine::new_engine().map_err(|e| e.to_string())?;
+    let loader = Loader::new(
+        engine,
+        super::grants::HostSettings::from_config(config),
+        None,
+    );
+    let plugin = loader.load(package).await.map_err(|e| e.to_string())?;
+    // Would it serve next to the bundled plugins? Same rules as the registry's assembly.
+    let bundled = PluginHost::load(loader, bundled::packages(), None)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut notes = String::new();
+    let snapshot = bundled.snapshot();
+    if snapshot.plugin(plugin.id()).is_some() {
+        let _ = writeln!(notes, "  note: replaces the bundled plugin {}", plugin.id());
+    } else {
+        for tool in &plugin.tools {
+            if let Some(other) = snapshot.tool(&tool.name) {
+                return Err(format!(
+                    "plugin {}: tool {} is already provided by the bundled plugin {}",
+                    plugin.id(),
+                    tool.name,
+                    other.id()
+                ));
+            }
+        }
+    }
+    Ok(format!("ok: {}{notes}", describe(&plugin)))
+}
+
+/// A plugin as operators read it: id, kind, version, source, then its tools, grants, limits.
+pub fn describe(plugin: &Plugin) -> String {
+    let m = &plugin.manifest;
+    let mut out = format!(
+        "{} ({}, version {}, {})\n",
+        m.id,
+        format!("{:?}", m.kind).to_lowercase(),
+        m.version.as_deref().unwrap_or("-"),
+        plugin.source
+    );
+    if !plugin.tools.is_empty() {
+        let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
+        let _ = writeln!(out, "  tools:  {}", names.join(", "));
+    }
+    match plugin.grants.split_first() {
+        None => out.push_str("  grants: none\n"),
+        Some((first, rest)) => {
+            let _ = writeln!(out, "  grants: {first}");
+            for line in rest {
+                let _ = writeln!(out, "          {line}");
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  limits: {} MiB memory, {} ms per call",
+        m.limits.memory_mib, m.limits.timeout_ms
+    );
+    out
+}

@@ -1,0 +1,467 @@
+//! What a plugin is granted: its manifest's request, decided against the operator's
+//! configuration. Deny by default; every rule is here.
+//!
+//! - `grants.http` origins: granted as listed. The operator installed the plugin with its
+//!   manifest, and `chatd plugins list` shows what each one holds.
+//! - `grants.publicWeb`: any public address; loopback, private, link-local and metadata addresses
+//!   stay refused unless CHATD_ALLOW_PRIVATE_NETWORKS.
+//! - `grants.services`: an operator-configured upstream ([`SERVICES`]). Granted only to the plugin
+//!   ids it belongs to: a third-party tool cannot borrow the provider key, even though it would
+//!   never see it. The base URL's origin becomes reachable (loopback included: the operator chose
+//!   it), its `…_base_url` setting readable, and the host adds the credential to every request to
+//!   that origin. A service whose base URL is unset grants nothing.
+//! - `grants.config`: non-secret settings ([`SETTINGS`]) only. Secrets are never settings.
+//! - `grants.ssh`: not granted by this build; the devbox capability comes with its own issue.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::HeaderName;
+use url::Url;
+
+use super::http::{Credential, HttpGrant, Origin};
+use super::manifest::Manifest;
+use super::state::Capabilities;
+use crate::config::{Config, Secret, WebSearchEngine};
+
+/// The most response body a plugin may read from one request.
+pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
+
+/// How a service's credential goes on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+    /// The key as the value of this header.
+    Header(&'static str),
+    /// No credential.
+    None,
+}
+
+/// An operator-configured upstream a plugin can be granted.
+#[derive(Debug)]
+pub struct Service {
+    /// The name a manifest uses in `grants.services`.
+    pub name: &'static str,
+    /// The setting holding its base URL (an environment variable of DESIGN.md §3).
+    pub base_url_var: &'static str,
+    /// The setting holding its key, if it has one.
+    pub key_var: Option<&'static str>,
+    pub auth: Auth,
+    /// The plugin ids that may be granted it.
+    pub owners: &'static [&'static str],
+}
+
+impl Service {
+    /// The config key under which a granted plugin reads the base URL.
+    pub fn base_url_key(&self) -> String {
+        self.base_url_var.to_ascii_lowercase()
+    }
+}
+
+/// Every service. Ids are the bundled plugins' ids; a PLUGINS_DIR plugin that overrides one by id
+/// takes its place, and its grants, deliberately.
+pub const SERVICES: &[Service] = &[
+    Service {
+        name: "provider_a",
+        base_url_var: "PROVIDER_A_BASE_URL",
+        key_var: Some("PROVIDER_A_API_KEY"),
+        auth: Auth::Bearer,
+        owners: &["provider_a"],
+    },
+    Service {
+        name: "provider_b",
+        base_url_var: "PROVIDER_B_BASE_URL",
+        key_var: Some("PROVIDER_B_API_KEY"),
+        auth: Auth::Header("x-api-key"),
+        owners: &["provider_b"],
+    },
+    Service {
+        name: "provider_c",
+        base_url_var: "PROVIDER_C_BASE_URL",
+        key_var: Some("PROVIDER_C_API_KEY"),
+        auth: Auth::Bearer,
+        owners: &["provider_c"],
+    },
+    Service {
+        name: "agent",
+        base_url_var: "AGENT_API_BASE_URL",
+        key_var: Some("AGENT_API_KEY"),
+        auth: Auth::Bearer,
+        owners: &["provider_agent"],
+    },
+    Service {
+        name: "engine_a",
+        base_url_var: "ENGINE_A_BASE_URL",
+        key_var: Some("ENGINE_A_API_KEY"),
+        auth: Auth::Header("x-api-key"),
+        owners: &["web_search", "search_engine_a"],
+    },
+    Service {
+        name: "engine_b",
+        base_url_var: "ENGINE_B_BASE_URL",
+        key_var: None,
+        auth: Auth::None,
+        owners: &["web_search"],
+    },
+];
+
+/// The non-secret settings a plugin may ask to read (`grants.config`), as config keys.
+pub const SETTINGS: &[&str] = &["chat_web_search_engine", "agent_model", "title_model"];
+
+pub fn service(name: &str) -> Option<&'static Service> {
+    SERVICES.iter().find(|s| s.name == name)
+}
+
+/// The operator's configuration as the plugin host needs it: each service's base URL and key,
+/// the readable settings, and the private-network switch.
+#[derive(Clone, Debug, Default)]
+pub struct HostSettings {
+    services: BTreeMap<&'static str, (Option<Url>, Option<Secret>)>,
+    settings: BTreeMap<&'static str, String>,
+    pub allow_private: bool,
+}
+
+impl HostSettings {
+    pub fn from_config(config: &Config) -> Self {
+        let services = BTreeMap::from([
+            (
+                "provider_a",
+                (
+                    Some(config.provider_a_base_url.clone()),
+                    config.provider_a_api_key.clone(),
+                ),
+            ),
+            (
+                "provider_b",
+                (
+                    Some(config.provider_b_base_url.clone()),
+                    config.provider_b_api_key.clone(),
+                ),
+            ),
+            (
+                "provider_c",
+                (
+                    Some(config.provider_c_base_url.clone()),
+                    config.provider_c_api_key.clone(),
+                ),
+            ),
+            (
+                "agent",
+                (
+                    Some(config.agent_api_base_url.clone()),
+                    config.agent_api_key.clone(),
+                ),
+            ),
+            (
+                "engine_a",
+                (
+                    Some(config.engine_a_base_url.clone()),
+                    config.engine_a_api_key.clone(),
+                ),
+            ),
+            ("engine_b", (config.engine_b_base_url.clone(), None)),
+        ]);
+        let mut settings = BTreeMap::from([
+            (
+                "chat_web_search_engine",
+                match config.chat_web_search_engine {
+                    WebSearchEngine::EngineA => "engine_a",
+                    WebSearchEngine::EngineB => "engine_b",
+                }
+                .to_string(),
+            ),
+            ("title_model", config.title_model.clone()),
+        ]);
+        if let Some(model) = &config.agent_model {
+            settings.insert("agent_model", model.clone());
+        }
+        Self {
+            services,
+            settings,
+            allow_private: config.chatd_allow_private_networks,
+        }
+    }
+}
+
+/// A manifest asked for something this host will not grant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("plugin {id}: {reason}")]
+pub struct GrantError {
+    pub id: String,
+    pub reason: String,
+}
+
+/// Decides what `manifest` gets. `client` is the shared connection pool for allow-listed origins.
+pub fn resolve(
+    manifest: &Manifest,
+    host: &HostSettings,
+    client: reqwest::Client,
+) -> Result<Capabilities, GrantError> {
+    let refuse = |reason: String| GrantError {
+        id: manifest.id.clone(),
+        reason,
+    };
+    let grants = &manifest.grants;
+    let mut origins = Vec::new();
+    for origin in &grants.http {
+        origins.push(
+            Origin::parse(origin)
+                .ok_or_else(|| refuse(format!("grants.http: {origin:?} is not an origin")))?,
+        );
+    }
+    let mut config = BTreeMap::new();
+    let mut credentials = Vec::new();
+    for name in &grants.services {
+        let service = service(name)
+            .ok_or_else(|| refuse(format!("grants.services: {name:?} is not a service")))?;
+        if !service.owners.contains(&manifest.id.as_str()) {
+            return Err(refuse(format!(
+                "grants.services: {name} belongs to {}; plugin ids other than those cannot be \
+                 granted it",
+                service.owners.join(", ")
+            )));
+        }
+        let Some((Some(base), key)) = host.services.get(service.name) else {
+            continue; // not configured: nothing to reach
+        };
+        let origin = Origin::of(base)
+            .ok_or_else(|| refuse(format!("{}: {base} has no host", service.base_url_var)))?;
+        config.insert(
+            service.base_url_key(),
+            base.as_str().trim_end_matches('/').to_string(),
+        );
+        if let (Some(key), Some(header)) = (key, credential_header(service.auth)) {
+            let value = match service.auth {
+                Auth::Bearer => Secret::new(format!("Bearer {}", key.expose())),
+                _ => key.clone(),
+            };
+            credentials.push(Credential {
+                origin: origin.clone(),
+                header,
+                value,
+            });
+        }
+        if !origins.contains(&origin) {
+            origins.push(origin);
+        }
+    }
+    for key in &grants.config {
+        if !SETTINGS.contains(&key.as_str()) {
+            return Err(refuse(format!(
+                "grants.config: {key:?} is not a setting plugins may read; known: {}",
+                SETTINGS.join(", ")
+            )));
+        }
+        if let Some(value) = host.settings.get(key.as_str()) {
+            config.insert(key.clone(), value.clone());
+        }
+    }
+    Ok(Capabilities {
+        config: Arc::new(config),
+        http: Arc::new(HttpGrant {
+            origins,
+            public_web: grants.public_web,
+            allow_private: host.allow_private,
+            credentials,
+            max_body_bytes: MAX_BODY_BYTES,
+            max_timeout: Duration::from_millis(manifest.limits.timeout_ms),
+        }),
+        client,
+    })
+}
+
+fn credential_header(auth: Auth) -> Option<HeaderName> {
+    match auth {
+        Auth::Bearer => Some(reqwest::header::AUTHORIZATION),
+        Auth::Header(name) => Some(HeaderName::from_static(name)),
+        Auth::None => None,
+    }
+}
+
+/// What a plugin holds, one line per grant, for operators (`chatd plugins list`). Credentials
+/// are named by their variable, never shown.
+pub fn describe(manifest: &Manifest, caps: &Capabilities) -> Vec<String> {
+    let mut lines = Vec::new();
+    for name in &manifest.grants.services {
+        let Some(service) = service(name) else {
+            continue;
+        };
+        let base = caps.config.get(&service.base_url_key());
+        let key = caps
+            .http
+            .credentials
+            .iter()
+            .any(|c| base.and_then(|b| Origin::parse(b)).as_ref() == Some(&c.origin));
+        lines.push(match (base, key, service.key_var) {
+            (None, _, _) => format!("service {name} ({} unset: nothing)", service.base_url_var),
+            (Some(base), true, Some(var)) => format!("service {name}: {base} with {var}"),
+            (Some(base), _, _) => format!("service {name}: {base}"),
+        });
+    }
+    let service_origins: Vec<Option<Origin>> = manifest
+        .grants
+        .services
+        .iter()
+        .filter_map(|n| service(n))
+        .map(|s| {
+            caps.config
+                .get(&s.base_url_key())
+                .and_then(|b| Origin::parse(b))
+        })
+        .collect();
+    for origin in &caps.http.origins {
+        if !service_origins.contains(&Some(origin.clone())) {
+            lines.push(format!("http {origin}"));
+        }
+    }
+    if caps.http.public_web {
+        lines.push(if caps.http.allow_private {
+            "public web, private networks included (CHATD_ALLOW_PRIVATE_NETWORKS)".into()
+        } else {
+            "public web".into()
+        });
+    }
+    for key in &manifest.grants.config {
+        lines.push(format!("config {key}"));
+    }
+    if manifest.grants.ssh {
+        lines.push("ssh requested: not granted by this build".into());
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(id: &str, grants: &str) -> Manifest {
+        Manifest::parse(&format!(
+            r#"{{"id":"{id}","kind":"tool","wit":"chatd:plugin@0.1.0","grants":{grants}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn host(args: &[&str]) -> HostSettings {
+        let config =
+            Config::from_args(std::iter::once("chatd").chain(args.iter().copied())).unwrap();
+        HostSettings::from_config(&config)
+    }
+
+    fn client() -> reqwest::Client {
+        reqwest::Client::new()
+    }
+
+    #[test]
+    fn nothing_is_granted_by_default() {
+        let caps = resolve(&manifest("x", "{}"), &host(&[]), client()).unwrap();
+        assert!(caps.config.is_empty());
+        assert!(caps.http.origins.is_empty() && caps.http.credentials.is_empty());
+        assert!(!caps.http.public_web);
+    }
+
+    #[test]
+    fn a_service_grants_its_origin_setting_and_credential_to_its_owner_only() {
+        let settings = host(&[
+            "--engine-a-base-url",
+            "http://127.0.0.1:9000/",
+            "--engine-a-api-key",
+            "k-123",
+        ]);
+        let m = manifest("web_search", r#"{"services":["engine_a","engine_b"]}"#);
+        let caps = resolve(&m, &settings, client()).unwrap();
+        assert_eq!(
+            caps.http.origins,
+            [Origin::parse("http://127.0.0.1:9000").unwrap()]
+        );
+        assert_eq!(caps.config["engine_a_base_url"], "http://127.0.0.1:9000");
+        assert!(
+            !caps.config.contains_key("engine_b_base_url"),
+            "engine_b is not configured, so it grants nothing"
+        );
+        assert_eq!(caps.http.credentials.len(), 1);
+        assert_eq!(caps.http.credentials[0].header, "x-api-key");
+        assert_eq!(caps.http.credentials[0].value.expose(), "k-123");
+        assert!(
+            !caps.config.values().any(|v| v.contains("k-123")),
+            "the key is not a setting"
+        );
+        let lines = describe(&m, &caps);
+        assert_eq!(
+            lines,
+            [
+                "service engine_a: http://127.0.0.1:9000 with ENGINE_A_API_KEY",
+                "service engine_b (ENGINE_B_BASE_URL unset: nothing)"
+            ]
+        );
+
+        let thief = manifest("my_tool", r#"{"services":["engine_a"]}"#);
+        let err = resolve(&thief, &settings, client()).unwrap_err();
+        assert!(
+            err.reason
+                .contains("belongs to web_search, search_engine_a"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bearer_services_send_an_authorization_header() {
+        let settings = host(&["--provider-a-api-key", "sk-1"]);
+        let caps = resolve(
+            &manifest("provider_a", r#"{"services":["provider_a"]}"#),
+            &settings,
+            client(),
+        )
+        .unwrap();
+        assert_eq!(caps.http.credentials[0].header, "authorization");
+        assert_eq!(caps.http.credentials[0].value.expose(), "Bearer sk-1");
+        assert_eq!(
+            caps.config["provider_a_base_url"],
+            "https://api.openai.com/v1"
+        );
+    }
+
+    #[test]
+    fn settings_are_the_non_secret_ones_only() {
+        let settings = host(&[
+            "--chat-web-search-engine",
+            "engine_b",
+            "--engine-b-base-url",
+            "http://searx.lan:8080",
+        ]);
+        let caps = resolve(
+            &manifest(
+                "x",
+                r#"{"config":["chat_web_search_engine","agent_model"]}"#,
+            ),
+            &settings,
+            client(),
+        )
+        .unwrap();
+        assert_eq!(
+            *caps.config,
+            BTreeMap::from([("chat_web_search_engine".to_string(), "engine_b".to_string())])
+        );
+        let err = resolve(
+            &manifest("x", r#"{"config":["engine_a_api_key"]}"#),
+            &settings,
+            client(),
+        )
+        .unwrap_err();
+        assert!(err.reason.starts_with("grants.config"), "{err}");
+    }
+
+    #[test]
+    fn public_web_follows_the_private_network_switch() {
+        let m = manifest("fetch_url", r#"{"publicWeb":true}"#);
+        assert!(
+            !resolve(&m, &host(&[]), client())
+                .unwrap()
+                .http
+                .allow_private
+        );
+        let open = host(&["--chatd-allow-private-networks", "true"]);
+        assert!(resolve(&m, &open, client()).unwrap().http.allow_private);
+    }
+}

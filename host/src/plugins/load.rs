@@ -1,0 +1,235 @@
+//! From bytes to a loaded plugin: parse the manifest, decide its grants, compile (through the
+//! disk cache, off the async runtime), link against its world, and for tools ask what they
+//! provide. Every step's failure is a [`LoadError`] naming the plugin; nothing half-loaded
+//! escapes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use super::cache::{self, CompileCache};
+use super::grants::{self, HostSettings};
+use super::manifest::{Kind, Manifest};
+use super::provider::ProviderPlugin;
+use super::search::SearchPlugin;
+use super::tool::{ToolPlugin, ToolSpec};
+use super::{LoadError, http};
+
+/// Where a plugin came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Built with chatd and embedded in the binary.
+    Bundled,
+    /// A `.wasm` file in PLUGINS_DIR (its manifest is the `.json` beside it).
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Bundled => f.write_str("bundled"),
+            Source::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// A plugin before loading: its manifest's text and its component's bytes.
+pub struct Package {
+    pub manifest_json: String,
+    pub wasm: Arc<[u8]>,
+    pub source: Source,
+}
+
+impl Package {
+    /// Reads `path` (the `.wasm`) and the manifest beside it (`.json`). Either path may be given.
+    pub fn read(path: &Path) -> Result<Self, LoadError> {
+        let wasm_path = path.with_extension("wasm");
+        let manifest_path = path.with_extension("json");
+        let read = |p: &Path| {
+            std::fs::read(p).map_err(|e| LoadError::Io {
+                path: p.to_path_buf(),
+                reason: e.to_string(),
+            })
+        };
+        let manifest = read(&manifest_path)?;
+        let manifest_json = String::from_utf8(manifest).map_err(|_| LoadError::Io {
+            path: manifest_path.clone(),
+            reason: "the manifest is not UTF-8".into(),
+        })?;
+        Ok(Self {
+            manifest_json,
+            wasm: read(&wasm_path)?.into(),
+            source: Source::File(wasm_path),
+        })
+    }
+}
+
+/// A loaded plugin of any world.
+pub enum Instance {
+    Tool(ToolPlugin),
+    Provider(ProviderPlugin),
+    Search(SearchPlugin),
+}
+
+/// One loaded plugin: what it is, where it came from, what it holds, and for tools what it
+/// provides (asked once at load).
+pub struct Plugin {
+    pub manifest: Manifest,
+    pub source: Source,
+    /// Its grants, a line each, for operators.
+    pub grants: Vec<String>,
+    /// The tools of a `tool` plugin; empty for other kinds.
+    pub tools: Vec<ToolSpec>,
+    pub instance: Instance,
+    /// Whether the code came from the compile cache.
+    pub from_cache: bool,
+}
+
+impl Plugin {
+    pub fn id(&self) -> &str {
+        &self.manifest.id
+    }
+
+    pub fn as_tool(&self) -> Option<&ToolPlugin> {
+        match &self.instance {
+            Instance::Tool(tool) => Some(tool),
+            _ => None,
+        }
+    }
+
+    pub fn as_provider(&self) -> Option<&ProviderPlugin> {
+        match &self.instance {
+            Instance::Provider(provider) => Some(provider),
+            _ => None,
+        }
+    }
+
+    pub fn as_search(&self) -> Option<&SearchPlugin> {
+        match &self.instance {
+            Instance::Search(search) => Some(search),
+            _ => None,
+        }
+    }
+}
+
+/// Loads packages with one engine, one set of operator settings and one HTTP connection pool.
+#[derive(Clone)]
+pub struct Loader {
+    pub engine: Engine,
+    pub settings: Arc<HostSettings>,
+    pub cache: Option<CompileCache>,
+    client: reqwest::Client,
+}
+
+impl Loader {
+    pub fn new(engine: Engine, settings: HostSettings, cache: Option<CompileCache>) -> Self {
+        Self {
+            engine,
+            settings: Arc::new(settings),
+            cache,
+            client: http::base_client()
+                .build()
+                .expect("the plugin HTTP client builds"),
+        }
+    }
+
+    pub async fn load(&self, package: Package) -> Result<Plugin, LoadError> {
+        let manifest = Manifest::parse(&package.manifest_json)?;
+        let caps = grants::resolve(&manifest, &self.settings, self.client.clone())?;
+        let grant_lines = grants::describe(&manifest, &caps);
+        let (component, from_cache) = self.compile(&manifest.id, package.wasm).await?;
+        let engine = &self.engine;
+        let id = manifest.id.clone();
+        let (instance, tools) = match manifest.kind {
+            Kind::Tool => {
+                let tool = ToolPlugin::new(engine, manifest.clone(), &component, caps)?;
+                let tools = tool.describe().await.map_err(|e| LoadError::Describe {
+                    id: id.clone(),
+                    reason: e.to_string(),
+                })?;
+                check_tools(&id, &tools)?;
+                (Instance::Tool(tool), tools)
+            }
+            Kind::Provider => (
+                Instance::Provider(ProviderPlugin::new(
+                    engine,
+                    manifest.clone(),
+                    &component,
+                    caps,
+                )?),
+                Vec::new(),
+            ),
+            Kind::Search => (
+                Instance::Search(SearchPlugin::new(
+                    engine,
+                    manifest.clone(),
+                    &component,
+                    caps,
+                )?),
+                Vec::new(),
+            ),
+        };
+        Ok(Plugin {
+            manifest,
+            source: package.source,
+            grants: grant_lines,
+            tools,
+            instance,
+            from_cache,
+        })
+    }
+
+    /// Compiling is seconds of CPU work: it runs on the blocking pool, never on a runtime worker.
+    async fn compile(&self, id: &str, wasm: Arc<[u8]>) -> Result<(Component, bool), LoadError> {
+        let (engine, cache, owned_id) = (self.engine.clone(), self.cache.clone(), id.to_string());
+        let task = tokio::task::spawn_blocking(move || match cache {
+            Some(cache) => cache
+                .load(&engine, &owned_id, &wasm)
+                .map(|(c, origin)| (c, origin == cache::Origin::Cache)),
+            None => cache::compile(&engine, &owned_id, &wasm).map(|c| (c, false)),
+        });
+        task.await.map_err(|e| LoadError::Compile {
+            id: id.to_string(),
+            reason: format!("the compile task failed: {e}"),
+        })?
+    }
+}
+
+/// Tool names are what models call and what chats store: `[a-z0-9_]{1,64}`, once per plugin, with
+/// a description and a JSON-object parameter schema.
+fn check_tools(id: &str, tools: &[ToolSpec]) -> Result<(), LoadError> {
+    let bad = |reason: String| LoadError::Describe {
+        id: id.to_string(),
+        reason,
+    };
+    for (i, tool) in tools.iter().enumerate() {
+        let name = &tool.name;
+        let name_ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !name_ok {
+            return Err(bad(format!(
+                "tool name {name:?} must match [a-z0-9_]{{1,64}}"
+            )));
+        }
+        if tools[..i].iter().any(|t| &t.name == name) {
+            return Err(bad(format!("tool {name} is described twice")));
+        }
+        if tool.description.trim().is_empty() {
+            return Err(bad(format!("tool {name} has no description")));
+        }
+        match serde_json::from_str::<serde_json::Value>(&tool.parameters_schema_json) {
+            Ok(serde_json::Value::Object(_)) => {}
+            _ => {
+                return Err(bad(format!(
+                    "tool {name}: parameters-schema-json must be a JSON object"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
