@@ -43,6 +43,7 @@ async fn main() -> ExitCode {
         None => {}
     }
 
+    let shutdown = shutdown_signal();
     let started = std::time::Instant::now();
     let plugins = match PluginHost::start(&config).await {
         Ok(plugins) => plugins,
@@ -74,7 +75,7 @@ async fn main() -> ExitCode {
         ),
         Err(err) => tracing::warn!("listening, address unknown: {err}"),
     }
-    if let Err(err) = server.run(shutdown_signal()).await {
+    if let Err(err) = server.run(shutdown).await {
         eprintln!("chatd: server error: {err}");
         return ExitCode::FAILURE;
     }

@@ -83,24 +83,32 @@ impl Server {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called, not when the
+/// future is first polled: a signal that arrives the moment the server says it is listening
+/// must already stop it gracefully rather than kill it.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sigterm) => {
-                sigterm.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let terminate = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                _ = wait(terminate) => {}
+                _ = wait(interrupt) => {}
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = terminate => {}
+    async {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -41,6 +41,7 @@ async fn every_v1_route_needs_the_token() {
     let server = TestServer::start_with(Options {
         token: Some(TOKEN.into()),
         dir: None,
+        ..Options::default()
     })
     .await;
     let routes = route_table(&server).await;
@@ -126,6 +127,7 @@ async fn open_paths_and_unknown_paths() {
     let server = TestServer::start_with(Options {
         token: Some(TOKEN.into()),
         dir: None,
+        ..Options::default()
     })
     .await;
     for path in [

@@ -16,7 +16,7 @@ use crate::support::{Options, TestServer, data_url, png_bytes};
 const BIN: &str = env!("CARGO_BIN_EXE_chatd");
 
 /// The binary, run in `dir` with only the given environment (plus PATH).
-fn chatd(dir: &Path, env: &[(&str, &str)]) -> Command {
+pub fn chatd(dir: &Path, env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -61,6 +61,15 @@ impl Process {
         let start = line.find("http://").unwrap();
         process.base = line[start..].split_whitespace().next().unwrap().to_string();
         process
+    }
+
+    /// A line already seen that contains `needle`.
+    fn line_with(&self, needle: &str) -> String {
+        self.seen
+            .iter()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?} in {:?}", self.seen))
+            .clone()
     }
 
     /// Blocks until a stdout line contains `needle` (the server announces what it did).
@@ -113,6 +122,12 @@ async fn binary_starts_with_no_environment() {
     let dir = tempfile::tempdir().unwrap();
     // Only PORT=0 is set, so parallel tests cannot collide on 8787; everything else is default.
     let process = Process::start(dir.path(), &[("PORT", "0")]);
+    let loaded = process.line_with("plugins loaded");
+    assert!(loaded.contains("2 plugins loaded in"), "{loaded}");
+    assert!(
+        loaded.contains("(0 from the compile cache)"),
+        "first boot compiles: {loaded}"
+    );
     assert!(
         process.base.starts_with("http://127.0.0.1:"),
         "{}",
@@ -133,6 +148,16 @@ async fn binary_starts_with_no_environment() {
     );
     let (stdout, _) = process.stop();
     assert!(stdout.contains("chatd stopped"), "{stdout}");
+    let cached = std::fs::read_dir(dir.path().join("data/plugin-cache"))
+        .expect("compiled plugins are kept beside the database")
+        .count();
+    assert_eq!(cached, 2);
+
+    // A restart takes the compiled code from the cache.
+    let process = Process::start(dir.path(), &[("PORT", "0")]);
+    let loaded = process.line_with("plugins loaded");
+    assert!(loaded.contains("(2 from the compile cache)"), "{loaded}");
+    process.stop();
 }
 
 #[test]
@@ -205,9 +230,15 @@ fn invalid_configuration_stops_startup_with_one_line() {
 async fn logs_one_line_per_request_and_no_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let token = "tok-3f1c9a-never-log-me";
+    let cache = crate::support::plugin_cache_dir();
     let mut process = Process::start(
         dir.path(),
-        &[("PORT", "0"), ("ADMIN_TOKEN", token), ("RUST_LOG", "info")],
+        &[
+            ("PORT", "0"),
+            ("ADMIN_TOKEN", token),
+            ("RUST_LOG", "info"),
+            ("PLUGIN_CACHE_DIR", cache.to_str().unwrap()),
+        ],
     );
     let client = reqwest::Client::new();
     let marker = "ATTACHMENT-TEXT-MARKER";
@@ -272,6 +303,7 @@ async fn data_survives_a_restart() {
     let server = TestServer::start_with(Options {
         token: None,
         dir: Some(dir.clone()),
+        ..Options::default()
     })
     .await;
     let chat = server
@@ -313,6 +345,7 @@ async fn data_survives_a_restart() {
     let server = TestServer::start_with(Options {
         token: None,
         dir: Some(dir.clone()),
+        ..Options::default()
     })
     .await;
     for (path, expected) in paths.iter().zip(before) {

@@ -3,9 +3,12 @@
 
 mod attachments;
 mod auth;
+mod bundled_tools;
 mod chats;
+mod hot_reload;
 mod lifecycle;
 mod plugins;
+mod plugins_cli;
 mod searches;
 mod support;
 mod workspace;

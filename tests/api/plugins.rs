@@ -2,7 +2,6 @@
 //! wasm32-wasip2 on first use, loaded and called through `chatd::plugins`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -12,40 +11,7 @@ use chatd::plugins::state::Capabilities;
 use chatd::plugins::tool::{PluginError, ToolPlugin};
 use chatd::plugins::{CallError, LoadError, compile, engine};
 
-/// Builds the test plugins once per test process (cargo serialises concurrent builds on its
-/// target-dir lock) and returns the component's bytes.
-fn component(crate_name: &str) -> Vec<u8> {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    let dir = BUILT.get_or_init(|| {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-        // The folder and profile settings of the bundled plugins' build (host/build.rs), so
-        // the two builds share their compiled dependencies.
-        let target = root.join("target").join("wasm-plugins");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .current_dir(&root)
-            .args([
-                "build",
-                "--release",
-                "--target",
-                "wasm32-wasip2",
-                "-p",
-                "test-plugin-hostile",
-                "-p",
-                "test-plugin-reads-files",
-                "--target-dir",
-            ])
-            .arg(&target)
-            .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
-            .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
-            .status()
-            .expect("run cargo to build the test plugins");
-        assert!(status.success(), "building the test plugins failed; if the target is missing, run `rustup target add wasm32-wasip2`");
-        target.join("wasm32-wasip2").join("release")
-    });
-    std::fs::read(dir.join(format!("{}.wasm", crate_name.replace('-', "_"))))
-        .expect("test plugin built")
-}
+use crate::support::test_component;
 
 fn manifest(id: &str, memory_mib: u32, timeout_ms: u64) -> Manifest {
     Manifest::parse(&format!(
@@ -74,8 +40,9 @@ fn hostile(memory_mib: u32, timeout_ms: u64) -> ToolPlugin {
 /// The hostile component, compiled once per test process (cranelift is the slow part).
 fn hostile_with(memory_mib: u32, timeout_ms: u64, caps: Capabilities) -> ToolPlugin {
     static COMPILED: OnceLock<wasmtime::component::Component> = OnceLock::new();
-    let compiled = COMPILED
-        .get_or_init(|| compile(engine(), "hostile", &component("test-plugin-hostile")).unwrap());
+    let compiled = COMPILED.get_or_init(|| {
+        compile(engine(), "hostile", &test_component("test-plugin-hostile")).unwrap()
+    });
     ToolPlugin::new(
         engine(),
         manifest("hostile", memory_mib, timeout_ms),
@@ -367,12 +334,38 @@ async fn the_public_web_excludes_private_addresses_and_redirects_to_them() {
         }
     }
     assert!(up.seen.lock().unwrap().is_empty());
-    // A trusted origin that redirects to the metadata address: the hop is refused.
+    // A trusted origin that redirects to a private address: the hop is refused, for each kind
+    // of private target, before any connection to it.
+    let other = upstream().await;
+    let other_port = other.base.rsplit(':').next().unwrap().to_string();
     let trusted_but_web = with_http(grant(&[&up.base], true, false));
-    match http_get(&trusted_but_web, &format!("{}/to-metadata", up.base)).await {
-        Err(PluginError::Denied(why)) => assert!(why.contains("169.254.169.254"), "{why}"),
-        other => panic!("{other:?}"),
+    for target in [
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        "http://10.0.0.1/".to_string(),
+        format!("http://127.0.0.1:{other_port}/hello"),
+        format!("http://localhost:{other_port}/hello"),
+    ] {
+        let url = format!("{}/to?url={target}", up.base);
+        match http_get(&trusted_but_web, &url).await {
+            Err(PluginError::Denied(why)) => assert!(why.contains("private"), "{target}: {why}"),
+            other => panic!("{target}: {other:?}"),
+        }
     }
+    assert!(
+        other.seen.lock().unwrap().is_empty(),
+        "the redirect target was never contacted"
+    );
+    // With CHATD_ALLOW_PRIVATE_NETWORKS the same redirect is followed.
+    let open_web = with_http(grant(&[&up.base], true, true));
+    assert_eq!(
+        http_get(
+            &open_web,
+            &format!("{}/to?url=http://localhost:{other_port}/hello", up.base)
+        )
+        .await
+        .unwrap(),
+        "status 200\nhello"
+    );
     // CHATD_ALLOW_PRIVATE_NETWORKS lets the public web reach loopback.
     let open = with_http(grant(&[], true, true));
     assert_eq!(
@@ -429,7 +422,7 @@ async fn response_bodies_are_capped() {
 
 #[tokio::test]
 async fn a_component_that_needs_the_filesystem_does_not_load() {
-    let wasm = component("test-plugin-reads-files");
+    let wasm = test_component("test-plugin-reads-files");
     let compiled = compile(engine(), "reads-files", &wasm).unwrap();
     match ToolPlugin::new(
         engine(),

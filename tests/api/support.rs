@@ -2,7 +2,7 @@
 //! 127.0.0.1:0 with a temporary SQLite database, and a small JSON client.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use chatd::config::{Config, DatabaseUrl, Secret};
 use chatd::plugins::registry::PluginHost;
@@ -12,6 +12,41 @@ use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+/// Builds the test plugins once per test process (cargo serialises concurrent builds on its
+/// target-dir lock) and returns the component's bytes.
+pub fn test_component(crate_name: &str) -> Vec<u8> {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let dir = BUILT.get_or_init(|| {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        // The folder and profile settings of the bundled plugins' build (host/build.rs), so
+        // the two builds share their compiled dependencies.
+        let target = root.join("target").join("wasm-plugins");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .current_dir(&root)
+            .args([
+                "build",
+                "--release",
+                "--target",
+                "wasm32-wasip2",
+                "-p",
+                "test-plugin-hostile",
+                "-p",
+                "test-plugin-reads-files",
+                "--target-dir",
+            ])
+            .arg(&target)
+            .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+            .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
+            .status()
+            .expect("run cargo to build the test plugins");
+        assert!(status.success(), "building the test plugins failed; if the target is missing, run `rustup target add wasm32-wasip2`");
+        target.join("wasm32-wasip2").join("release")
+    });
+    std::fs::read(dir.join(format!("{}.wasm", crate_name.replace('-', "_"))))
+        .expect("test plugin built")
+}
 
 /// Compiled plugin code shared by every test process: compiling is slow in a debug build, and
 /// the cache is keyed by the component's hash, so sharing it is safe.
@@ -44,18 +79,16 @@ pub struct TestServer {
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
 
+#[derive(Default)]
 pub struct Options {
     pub token: Option<String>,
     pub dir: Option<Arc<tempfile::TempDir>>,
+    pub plugins_dir: Option<PathBuf>,
 }
 
 impl TestServer {
     pub async fn start() -> Self {
-        Self::start_with(Options {
-            token: None,
-            dir: None,
-        })
-        .await
+        Self::start_with(Options::default()).await
     }
 
     pub async fn start_with(options: Options) -> Self {
@@ -65,6 +98,7 @@ impl TestServer {
         let mut config = test_config(&[]);
         config.database_url = DatabaseUrl::Sqlite(format!("sqlite://{}", db_path(&dir).display()));
         config.admin_token = options.token.clone().map(Secret::new);
+        config.plugins_dir = options.plugins_dir.clone();
         let plugins = PluginHost::start(&config).await.expect("plugins load");
         let server = Server::bind(&config, plugins).await.expect("server starts");
         let base = format!("http://{}", server.local_addr().unwrap());

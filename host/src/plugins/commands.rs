@@ -24,7 +24,7 @@ pub async fn list(config: &Config) -> ExitCode {
     for plugin in &host.snapshot().plugins {
         out.push_str(&describe(plugin));
     }
-    let refused = host.refused().await;
+    let refused = host.refused();
     for r in &refused {
         let _ = writeln!(out, "refused {}: {}", r.path.display(), r.reason);
     }

@@ -36,6 +36,7 @@ pub mod provider;
 pub mod registry;
 pub mod search;
 pub mod state;
+pub mod testing;
 pub mod tool;
 pub mod watch;
 

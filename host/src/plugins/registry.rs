@@ -71,6 +71,8 @@ pub struct PluginHost {
     // A std lock, not a tokio one: held only to clone or replace an Arc, never across an await.
     current: RwLock<Arc<Snapshot>>,
     catalog: Arc<ToolCatalog>,
+    /// What the last scan refused (a std lock: read without awaiting, e.g. by `plugins list`).
+    refused: Mutex<Vec<Refused>>,
     /// Bumped after every scan of the folder, whatever it found (tests and tools await it).
     scans: watch::Sender<u64>,
     /// Keeps the folder watcher alive; dropped with the host.
@@ -149,6 +151,7 @@ impl PluginHost {
             folder: Default::default(),
             current: Default::default(),
             catalog: Arc::new(ToolCatalog::default()),
+            refused: Mutex::default(),
             scans: watch::Sender::new(0),
             watcher: Mutex::new(None),
         });
@@ -183,20 +186,12 @@ impl PluginHost {
         self.scans.subscribe()
     }
 
-    /// Folder files that are not serving, with the reason.
-    pub async fn refused(&self) -> Vec<Refused> {
-        self.folder
+    /// Folder files that are not serving, with the reason, as of the last scan.
+    pub fn refused(&self) -> Vec<Refused> {
+        self.refused
             .lock()
-            .await
-            .iter()
-            .filter_map(|(path, entry)| {
-                let reason = entry.load_error.as_ref().or(entry.conflict.as_ref());
-                reason.map(|reason| Refused {
-                    path: path.clone(),
-                    reason: reason.clone(),
-                })
-            })
-            .collect()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Reads the folder again: loads what changed, drops what is gone, swaps in the result.
@@ -235,6 +230,16 @@ impl PluginHost {
                 .collect(),
         );
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = folder
+            .iter()
+            .filter_map(|(path, entry)| {
+                let reason = entry.load_error.as_ref().or(entry.conflict.as_ref())?;
+                Some(Refused {
+                    path: path.clone(),
+                    reason: reason.clone(),
+                })
+            })
+            .collect();
         drop(folder);
         self.scans.send_modify(|n| *n += 1);
     }

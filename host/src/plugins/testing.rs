@@ -1,0 +1,335 @@
+//! Running a plugin in the real host against a scripted HTTP upstream, from a test.
+//!
+//! This is how chatd tests its bundled plugins, and how a plugin author tests theirs: build the
+//! component, start a [`ScriptedUpstream`] that answers as the real API would (recorded bodies,
+//! errors, slow or cut streams), point the matching setting at it, and call the plugin through
+//! [`TestHost`]. Everything between is production code: the manifest, the grants, the sandbox,
+//! the HTTP capability with its checks and credential injection.
+//!
+//! ```ignore
+//! use chatd::plugins::testing::{Reply, ScriptedUpstream, TestHost};
+//!
+//! #[tokio::test]
+//! async fn searches() {
+//!     let upstream = ScriptedUpstream::start([
+//!         ("POST /search", Reply::json(200, serde_json::json!({"results": []}))),
+//!     ])
+//!     .await;
+//!     let host = TestHost::new(&["--engine-a-base-url", &upstream.url(), "--engine-a-api-key", "k"]);
+//!     let plugin = host
+//!         .load(&std::fs::read("target/wasm32-wasip2/release/my_search.wasm").unwrap(),
+//!               include_str!("../manifest.json"))
+//!         .await
+//!         .unwrap();
+//!     let out = plugin.as_tool().unwrap().invoke("web_search", r#"{"query":"x"}"#).await;
+//!     assert_eq!(upstream.requests()[0].header("x-api-key"), Some("k"));
+//! }
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use tokio::sync::watch;
+
+use super::LoadError;
+use super::cache::CompileCache;
+use super::grants::HostSettings;
+use super::load::{Loader, Package, Plugin, Source};
+use crate::config::Config;
+
+/// One request the upstream received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Recorded {
+    /// A header's value, if present and text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The body as JSON (panics when it is not: this is for tests).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("the request body is JSON")
+    }
+
+    /// The query string's pairs, decoded.
+    pub fn query_pairs(&self) -> BTreeMap<String, String> {
+        url::form_urlencoded::parse(self.query.as_deref().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect()
+    }
+}
+
+/// A gate a reply waits behind until the test opens it (a call held in flight).
+#[derive(Clone, Debug)]
+pub struct Gate(watch::Sender<bool>);
+
+impl Gate {
+    pub fn new() -> Self {
+        Self(watch::Sender::new(false))
+    }
+
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    async fn passed(&self) {
+        let _ = self.0.subscribe().wait_for(|open| *open).await;
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What the upstream answers to one route.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    /// The body, in pieces sent with `pause` between them (one piece: sent at once).
+    chunks: Vec<Vec<u8>>,
+    pause: Duration,
+    /// Cut the connection after the chunks instead of ending the body cleanly.
+    cut: bool,
+    gate: Option<Gate>,
+}
+
+impl Reply {
+    pub fn bytes(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            chunks: vec![body.into()],
+            pause: Duration::ZERO,
+            cut: false,
+            gate: None,
+        }
+    }
+
+    pub fn json(status: u16, value: serde_json::Value) -> Self {
+        Self::bytes(status, "application/json", value.to_string())
+    }
+
+    pub fn text(status: u16, content_type: &str, body: &str) -> Self {
+        Self::bytes(status, content_type, body.as_bytes().to_vec())
+    }
+
+    /// A `text/event-stream` body sent as recorded.
+    pub fn sse(body: &str) -> Self {
+        Self::text(200, "text/event-stream", body)
+    }
+
+    /// A redirect to `location`.
+    pub fn redirect(status: u16, location: &str) -> Self {
+        Self::bytes(status, "text/plain", Vec::new()).header("location", location)
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sends the body in `pieces` with `pause` between them (a paced stream).
+    pub fn paced(mut self, pieces: Vec<Vec<u8>>, pause: Duration) -> Self {
+        self.chunks = pieces;
+        self.pause = pause;
+        self
+    }
+
+    /// Cuts the connection once the body's pieces are sent (a broken stream).
+    pub fn cut(mut self) -> Self {
+        self.cut = true;
+        self
+    }
+
+    /// Holds the reply until `gate` opens.
+    pub fn after(mut self, gate: &Gate) -> Self {
+        self.gate = Some(gate.clone());
+        self
+    }
+}
+
+/// A loopback HTTP server that answers scripted routes and records every request.
+pub struct ScriptedUpstream {
+    url: String,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    arrivals: watch::Sender<usize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedUpstream {
+    /// Routes are `("METHOD /path", reply)`; a request no route matches gets a JSON 404.
+    pub async fn start<'a>(routes: impl IntoIterator<Item = (&'a str, Reply)>) -> Self {
+        let routes: Arc<BTreeMap<String, Reply>> = Arc::new(
+            routes
+                .into_iter()
+                .map(|(route, reply)| (route.to_string(), reply))
+                .collect(),
+        );
+        let requests: Arc<Mutex<Vec<Recorded>>> = Arc::default();
+        let arrivals = watch::Sender::new(0usize);
+        let (log, seen) = (requests.clone(), arrivals.clone());
+        let app = axum::Router::new().fallback(
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let (routes, log, seen) = (routes.clone(), log.clone(), seen.clone());
+                async move {
+                    let route = format!("{method} {}", uri.path());
+                    log.lock().unwrap().push(Recorded {
+                        method: method.to_string(),
+                        path: uri.path().to_string(),
+                        query: uri.query().map(str::to_string),
+                        headers,
+                        body: body.to_vec(),
+                    });
+                    seen.send_modify(|n| *n += 1);
+                    match routes.get(&route) {
+                        Some(reply) => respond(reply.clone()).await,
+                        None => axum::response::Response::builder()
+                            .status(StatusCode::NOT_FOUND)
+                            .header("content-type", "application/json")
+                            .body(Body::from(
+                                serde_json::json!({ "error": format!("no scripted reply for {route}") })
+                                    .to_string(),
+                            ))
+                            .expect("a valid response"),
+                    }
+                }
+            },
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let url = format!("http://{}", listener.local_addr().expect("local address"));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            url,
+            requests,
+            arrivals,
+            task,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// Every request so far, in order of arrival.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// Waits until `n` requests have arrived.
+    pub async fn received(&self, n: usize) {
+        let _ = self.arrivals.subscribe().wait_for(|seen| *seen >= n).await;
+    }
+}
+
+impl Drop for ScriptedUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn respond(reply: Reply) -> axum::response::Response {
+    if let Some(gate) = &reply.gate {
+        gate.passed().await;
+    }
+    let mut builder = axum::response::Response::builder().status(reply.status);
+    for (name, value) in &reply.headers {
+        builder = builder.header(name, value);
+    }
+    let body = if reply.chunks.len() <= 1 && !reply.cut {
+        Body::from(reply.chunks.into_iter().next().unwrap_or_default())
+    } else {
+        let (pause, cut) = (reply.pause, reply.cut);
+        let pieces = reply.chunks;
+        let stream = futures::stream::unfold((0usize, pieces), move |(i, pieces)| async move {
+            if i > 0 && i <= pieces.len() && !pause.is_zero() {
+                tokio::time::sleep(pause).await;
+            }
+            match pieces.get(i) {
+                Some(piece) => Some((
+                    Ok::<_, std::io::Error>(Bytes::from(piece.clone())),
+                    (i + 1, pieces),
+                )),
+                None if cut => Some((
+                    Err(std::io::Error::other("scripted cut")),
+                    (i + 1, Vec::new()),
+                )),
+                None => None,
+            }
+        });
+        Body::from_stream(stream)
+    };
+    builder.body(body).expect("a valid scripted response")
+}
+
+/// The real plugin host, configured with chatd's own command-line flags, for loading a plugin
+/// in a test.
+pub struct TestHost {
+    loader: Loader,
+}
+
+impl TestHost {
+    /// `args` are chatd's flags (`--engine-a-base-url`, `--chatd-allow-private-networks`, …).
+    /// Panics on an invalid flag: this is for tests.
+    pub fn new(args: &[&str]) -> Self {
+        let config = Config::from_args(std::iter::once("chatd").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("invalid test configuration: {e}"));
+        Self {
+            loader: Loader::new(shared_engine(), HostSettings::from_config(&config), None),
+        }
+    }
+
+    /// Keeps compiled code in `dir` (compiling is slow in debug builds; the cache makes the
+    /// second test that loads a component fast).
+    pub fn with_cache(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.loader.cache = Some(CompileCache::new(dir));
+        self
+    }
+
+    /// Loads a component with its manifest, exactly as the server would.
+    pub async fn load(&self, wasm: &[u8], manifest_json: &str) -> Result<Plugin, LoadError> {
+        self.loader
+            .load(Package {
+                manifest_json: manifest_json.to_string(),
+                wasm: wasm.into(),
+                source: Source::Bundled,
+            })
+            .await
+    }
+
+    /// Loads one of chatd's bundled plugins by id.
+    pub async fn load_bundled(&self, id: &str) -> Result<Plugin, LoadError> {
+        let package = super::bundled::packages()
+            .into_iter()
+            .find(|p| super::manifest::Manifest::parse(&p.manifest_json).is_ok_and(|m| m.id == id))
+            .unwrap_or_else(|| panic!("no bundled plugin {id}"));
+        self.loader.load(package).await
+    }
+}
+
+/// One engine (and epoch ticker thread) for every test host of the process.
+fn shared_engine() -> wasmtime::Engine {
+    static ENGINE: OnceLock<wasmtime::Engine> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| super::engine::new_engine().expect("the plugin engine starts"))
+        .clone()
+}
