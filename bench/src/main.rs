@@ -5,6 +5,12 @@
 //! sequential requests over loopback HTTP (one keep-alive connection):
 //! GET /v1/workspace-items, GET /v1/chats/:chatId (50 messages), POST /v1/chats/:chatId/messages.
 //! See BENCHMARKS.md for recorded figures.
+//!
+//! `cargo run --release -p bench -- plugins` measures the plugin host: start to ready with the
+//! bundled plugins (first boot and restart), idle RSS, and the host's overhead per tool call
+//! (see `plugins.rs`).
+
+mod plugins;
 
 use std::time::{Duration, Instant};
 
@@ -67,8 +73,9 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("crud") => crud(parse(&args[1..])?),
+        Some("plugins") => plugins::run(plugins::parse(&args[1..])?),
         _ => {
-            eprintln!("{}", usage());
+            eprintln!("{}\n{}", usage(), plugins::usage());
             std::process::exit(2);
         }
     }

@@ -1,24 +1,65 @@
-//! The shared wasmtime [`Engine`] and its epoch ticker.
+//! The shared wasmtime [`Engine`], its instance allocator, and its epoch ticker.
 //!
 //! Epoch interruption, not fuel: the ticker bumps the engine's epoch every [`TICK`], and each
 //! store yields to the async executor at every tick (so a busy guest never blocks a tokio
 //! worker) and traps once its call's deadline, counted in ticks, has passed.
+//!
+//! Instances come from the pooling allocator: every call gets a fresh instance, and taking a
+//! pre-reserved slot (memory, tables, async stack) is a fraction of what mapping and unmapping
+//! them per call costs (see BENCHMARKS.md). The pool is address space reserved up front, not
+//! memory: a slot is backed by pages only while an instance uses them. Where that reservation
+//! is refused (a tight `ulimit -v`), the engine falls back to allocating per instance.
 
 use std::time::Duration;
 
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use super::manifest::MAX_MEMORY_MIB;
 
 /// How often the epoch advances: the granularity of yields and deadlines.
 pub const TICK: Duration = Duration::from_millis(10);
 
+/// Plugin instances alive at once (each call, model turn or stream holds one).
+pub const MAX_CONCURRENT_INSTANCES: u32 = 2_000;
+/// Core instances a plugin component may contain (Rust components have a handful).
+const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
+/// Bytes of a freed slot's memory kept mapped and reset in place rather than released: the
+/// pages a small call touches are reused without a page fault each time.
+const KEEP_RESIDENT: usize = 0;
+
 /// Builds the engine every plugin shares and starts its ticker.
 pub fn new_engine() -> wasmtime::Result<Engine> {
+    let engine = match Engine::new(&config(true)) {
+        Ok(engine) => engine,
+        Err(e) => {
+            tracing::warn!(
+                "the plugin instance pool could not be reserved ({e:#}); allocating per instance"
+            );
+            Engine::new(&config(false))?
+        }
+    };
+    start_ticker(&engine);
+    Ok(engine)
+}
+
+fn config(pooling: bool) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
-    let engine = Engine::new(&config)?;
-    start_ticker(&engine);
-    Ok(engine)
+    if pooling {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(MAX_CONCURRENT_INSTANCES)
+            .total_core_instances(MAX_CONCURRENT_INSTANCES * CORE_INSTANCES_PER_COMPONENT)
+            .total_memories(MAX_CONCURRENT_INSTANCES)
+            .total_tables(MAX_CONCURRENT_INSTANCES * 2)
+            .total_stacks(MAX_CONCURRENT_INSTANCES)
+            .max_memories_per_component(2)
+            .max_memory_size(MAX_MEMORY_MIB as usize * 1024 * 1024)
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(64 * 1024);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
 }
 
 /// A plain thread, not a tokio task: it must keep ticking even when every worker is busy running
