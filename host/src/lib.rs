@@ -13,6 +13,8 @@
 //! - [`attachments`]: the attachment policy (count, type by magic number, sizes).
 //! - [`tools`]: the tool catalogue, the one answer to "which tools exist".
 //! - [`runs`]: the active-run registry behind `GET /v1/active-runs`.
+//! - [`plugins`]: the plugin host: wasmtime components, their grants, the HTTP capability,
+//!   bundled and PLUGINS_DIR plugins with hot reload, the compile cache.
 //!
 //! # Invariants
 //!
@@ -24,8 +26,9 @@
 //!   `/health` and `/openapi.json` are open.
 //! - Nothing logs a token, a key, or a request body. Secrets are [`config::Secret`], whose
 //!   `Debug` is redacted.
-//! - Deliberately absent so far: providers, plugins, chat completions, search runs. The host
-//!   will never parse a vendor payload; those live in plugins.
+//! - The host never parses or builds a vendor payload; those live in plugins (`/plugins`), and
+//!   a plugin reaches only what [`plugins::grants`] decided, through host functions.
+//! - Deliberately absent so far: the provider plugins, chat completions, search runs.
 
 pub mod attachments;
 pub mod config;

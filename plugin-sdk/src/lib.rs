@@ -34,6 +34,41 @@
 //!
 //! chatd_plugin_sdk::export_tool!(Echo);
 //! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2` (a plain `cargo build` makes a
+//! component for that target), and give it a manifest, `echo.json` beside `echo.wasm`:
+//!
+//! ```json
+//! {"id": "echo", "kind": "tool", "wit": "chatd:plugin@0.1.0", "version": "0.1.0",
+//!  "grants": {}, "limits": {"memoryMib": 32, "timeoutMs": 5000}}
+//! ```
+//!
+//! `chatd plugins check echo.wasm` validates both; dropping them into chatd's PLUGINS_DIR loads
+//! them without a restart. chatd's README lists every grant a manifest can ask for.
+//!
+//! # Talking to an upstream
+//!
+//! ```ignore
+//! use chatd_plugin_sdk::host::{config, Request};
+//!
+//! let base = config::get("engine_a_base_url").ok_or_else(|| /* not configured */ todo!())?;
+//! let found = Request::post(format!("{base}/search"))
+//!     .json(&serde_json::json!({ "query": "rust" }))
+//!     .send()
+//!     .map_err(chatd_plugin_sdk::transport_error)? // denied, timeout, connection…
+//!     .error_for_status()?                         // 4xx/5xx → PluginError::Upstream
+//!     .json()?;
+//! ```
+//!
+//! Streams: `Response::events()` parses a `text/event-stream` body as it arrives.
+//!
+//! # Testing
+//!
+//! Unit-test parsing natively (`cargo test`: the bindings compile for the host target, they only
+//! cannot be called there). To run the component itself in the real host against a scripted
+//! HTTP upstream, use `chatd::plugins::testing` from a test of yours (`ScriptedUpstream` answers
+//! recorded bodies and records requests; `TestHost` loads your `.wasm` with its manifest and
+//! chatd's own flags, e.g. `--engine-a-base-url`). chatd's bundled plugins are tested that way.
 
 extern crate self as chatd_plugin_sdk;
 

@@ -59,6 +59,9 @@ async fn plugins_come_and_go_without_a_restart_and_calls_in_flight_finish() {
     let folder = tempfile::tempdir().unwrap();
     let server = TestServer::start_with(Options {
         plugins_dir: Some(folder.path().to_path_buf()),
+        // The plugin's own origin is a loopback upstream: a manifest origin reaches private
+        // addresses only when the operator allows it.
+        allow_private_networks: true,
         ..Options::default()
     })
     .await;

@@ -5,6 +5,7 @@ mod attachments;
 mod auth;
 mod bundled_tools;
 mod chats;
+mod fixtures;
 mod hot_reload;
 mod lifecycle;
 mod plugins;

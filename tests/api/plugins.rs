@@ -218,9 +218,11 @@ async fn upstream() -> Upstream {
     Upstream { base, seen }
 }
 
-fn grant(origins: &[&str], public_web: bool, allow_private: bool) -> HttpGrant {
+/// `trusted` are operator-configured origins (reachable at any address, loopback included).
+fn grant(trusted: &[&str], public_web: bool, allow_private: bool) -> HttpGrant {
     HttpGrant {
-        origins: origins.iter().map(|o| Origin::parse(o).unwrap()).collect(),
+        trusted: trusted.iter().map(|o| Origin::parse(o).unwrap()).collect(),
+        origins: Vec::new(),
         public_web,
         allow_private,
         credentials: Vec::new(),

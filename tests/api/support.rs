@@ -84,6 +84,8 @@ pub struct Options {
     pub token: Option<String>,
     pub dir: Option<Arc<tempfile::TempDir>>,
     pub plugins_dir: Option<PathBuf>,
+    /// CHATD_ALLOW_PRIVATE_NETWORKS (plugins calling scripted upstreams on loopback need it).
+    pub allow_private_networks: bool,
 }
 
 impl TestServer {
@@ -99,6 +101,7 @@ impl TestServer {
         config.database_url = DatabaseUrl::Sqlite(format!("sqlite://{}", db_path(&dir).display()));
         config.admin_token = options.token.clone().map(Secret::new);
         config.plugins_dir = options.plugins_dir.clone();
+        config.chatd_allow_private_networks = options.allow_private_networks;
         let plugins = PluginHost::start(&config).await.expect("plugins load");
         let server = Server::bind(&config, plugins).await.expect("server starts");
         let base = format!("http://{}", server.local_addr().unwrap());

@@ -1,8 +1,9 @@
 //! What a plugin is granted: its manifest's request, decided against the operator's
 //! configuration. Deny by default; every rule is here.
 //!
-//! - `grants.http` origins: granted as listed. The operator installed the plugin with its
-//!   manifest, and `chatd plugins list` shows what each one holds.
+//! - `grants.http` origins: granted as listed, at public addresses only (private ones too with
+//!   CHATD_ALLOW_PRIVATE_NETWORKS): a manifest, written by the plugin's author, cannot aim the
+//!   host at cloud metadata or the LAN. `chatd plugins list` shows what each plugin holds.
 //! - `grants.publicWeb`: any public address; loopback, private, link-local and metadata addresses
 //!   stay refused unless CHATD_ALLOW_PRIVATE_NETWORKS.
 //! - `grants.services`: an operator-configured upstream ([`SERVICES`]). Granted only to the plugin
@@ -211,6 +212,7 @@ pub fn resolve(
                 .ok_or_else(|| refuse(format!("grants.http: {origin:?} is not an origin")))?,
         );
     }
+    let mut trusted = Vec::new();
     let mut config = BTreeMap::new();
     let mut credentials = Vec::new();
     for name in &grants.services {
@@ -243,8 +245,8 @@ pub fn resolve(
                 value,
             });
         }
-        if !origins.contains(&origin) {
-            origins.push(origin);
+        if !trusted.contains(&origin) {
+            trusted.push(origin);
         }
     }
     for key in &grants.config {
@@ -261,6 +263,7 @@ pub fn resolve(
     Ok(Capabilities {
         config: Arc::new(config),
         http: Arc::new(HttpGrant {
+            trusted,
             origins,
             public_web: grants.public_web,
             allow_private: host.allow_private,
@@ -357,7 +360,8 @@ mod tests {
     fn nothing_is_granted_by_default() {
         let caps = resolve(&manifest("x", "{}"), &host(&[]), client()).unwrap();
         assert!(caps.config.is_empty());
-        assert!(caps.http.origins.is_empty() && caps.http.credentials.is_empty());
+        assert!(caps.http.origins.is_empty() && caps.http.trusted.is_empty());
+        assert!(caps.http.credentials.is_empty());
         assert!(!caps.http.public_web);
     }
 
@@ -372,9 +376,10 @@ mod tests {
         let m = manifest("web_search", r#"{"services":["engine_a","engine_b"]}"#);
         let caps = resolve(&m, &settings, client()).unwrap();
         assert_eq!(
-            caps.http.origins,
+            caps.http.trusted,
             [Origin::parse("http://127.0.0.1:9000").unwrap()]
         );
+        assert!(caps.http.origins.is_empty());
         assert_eq!(caps.config["engine_a_base_url"], "http://127.0.0.1:9000");
         assert!(
             !caps.config.contains_key("engine_b_base_url"),

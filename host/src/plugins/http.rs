@@ -1,12 +1,14 @@
 //! The HTTP capability: what a plugin may reach, checked on every request and every redirect,
 //! with credentials added by the host and size and time caps.
 //!
-//! A URL is allowed when its origin (`scheme://host:port`) is in the plugin's allow-list (the
-//! manifest's `grants.http` plus the operator-configured base URLs that belong to it; those are
-//! trusted, loopback included), or when the plugin is granted the public web and every address
-//! the host name resolves to is public. For the public web the resolved address is pinned for
-//! the connection, so a second DNS answer cannot swap in a private one (DNS rebinding), and
-//! redirects are followed by hand so each hop is checked the same way.
+//! A URL is allowed when its origin (`scheme://host:port`) is an operator-configured base URL
+//! that belongs to the plugin (trusted: reachable whatever its address, loopback included), or
+//! when it is one of the manifest's own origins or the plugin is granted the public web, and
+//! every address the host name resolves to is public (private ones too with
+//! CHATD_ALLOW_PRIVATE_NETWORKS). A plugin author's manifest cannot point the host at cloud
+//! metadata or the LAN; only the operator can. Checked addresses are pinned for the connection,
+//! so a second DNS answer cannot swap in a private one (DNS rebinding), and redirects are
+//! followed by hand so each hop is checked the same way.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
@@ -59,7 +61,9 @@ pub struct Credential {
 /// What one plugin may do over HTTP.
 #[derive(Clone, Debug)]
 pub struct HttpGrant {
-    /// Origins reachable whatever their address.
+    /// Operator-configured origins: reachable whatever their address.
+    pub trusted: Vec<Origin>,
+    /// The manifest's origins: reachable when their addresses are public.
     pub origins: Vec<Origin>,
     /// Any origin whose addresses are all public.
     pub public_web: bool,
@@ -76,6 +80,7 @@ impl HttpGrant {
     /// Nothing: every request is denied.
     pub fn none() -> Self {
         Self {
+            trusted: Vec::new(),
             origins: Vec::new(),
             public_web: false,
             allow_private: false,
@@ -255,7 +260,7 @@ async fn one_hop(
     pinned: Option<SocketAddr>,
 ) -> Result<reqwest::Response, Refusal> {
     // Public-web hops connect to the address that was checked; a client pinned to it is built
-    // for the hop. Allow-listed origins use the shared client and its connection pool.
+    // for the hop. Trusted origins use the shared client and its connection pool.
     let pinned_client;
     let client = match pinned {
         Some(addr) => {
@@ -309,10 +314,10 @@ async fn check(grant: &HttpGrant, url: &Url) -> Result<Option<SocketAddr>, Refus
         )));
     }
     let origin = Origin::of(url).ok_or_else(|| Refusal::Invalid(format!("{url}: no host")))?;
-    if grant.origins.contains(&origin) {
+    if grant.trusted.contains(&origin) {
         return Ok(None);
     }
-    if !grant.public_web {
+    if !grant.public_web && !grant.origins.contains(&origin) {
         return Err(Refusal::Denied(format!(
             "{origin} is not granted to this plugin"
         )));
@@ -437,9 +442,9 @@ mod tests {
         assert_eq!(a.to_string(), "https://api.example.com:443");
     }
 
-    fn grant(origins: &[&str], public_web: bool) -> HttpGrant {
+    fn grant(trusted: &[&str], public_web: bool) -> HttpGrant {
         HttpGrant {
-            origins: origins.iter().map(|o| Origin::parse(o).unwrap()).collect(),
+            trusted: trusted.iter().map(|o| Origin::parse(o).unwrap()).collect(),
             public_web,
             ..HttpGrant::none()
         }
@@ -448,7 +453,7 @@ mod tests {
     #[tokio::test]
     async fn checks_follow_the_grant() {
         let url = |u: &str| Url::parse(u).unwrap();
-        // Allow-listed origins are trusted, loopback included, and not pinned.
+        // Operator-configured origins are trusted, loopback included, and not pinned.
         assert_eq!(
             check(
                 &grant(&["http://127.0.0.1:9000"], false),
@@ -481,6 +486,49 @@ mod tests {
                 "{private}"
             );
         }
+        // A manifest's own origin is reachable, but only at a public address.
+        let declared = |origin: &str, allow_private: bool| HttpGrant {
+            origins: vec![Origin::parse(origin).unwrap()],
+            allow_private,
+            ..grant(&[], false)
+        };
+        assert_eq!(
+            check(
+                &declared("https://93.184.216.34", false),
+                &url("https://93.184.216.34/x")
+            )
+            .await,
+            Ok(Some("93.184.216.34:443".parse().unwrap()))
+        );
+        for private in [
+            "http://169.254.169.254",
+            "http://127.0.0.1:9000",
+            "http://localhost:9000",
+        ] {
+            assert!(
+                matches!(
+                    check(&declared(private, false), &url(&format!("{private}/x"))).await,
+                    Err(Refusal::Denied(_))
+                ),
+                "{private}"
+            );
+        }
+        assert!(matches!(
+            check(
+                &declared("http://127.0.0.1:9000", true),
+                &url("http://127.0.0.1:9000/")
+            )
+            .await,
+            Ok(Some(_))
+        ));
+        assert!(matches!(
+            check(
+                &declared("https://93.184.216.34", false),
+                &url("https://1.1.1.1/")
+            )
+            .await,
+            Err(Refusal::Denied(_))
+        ));
         let open = HttpGrant {
             allow_private: true,
             ..grant(&[], true)

@@ -17,6 +17,9 @@ use super::search::SearchPlugin;
 use super::tool::{ToolPlugin, ToolSpec};
 use super::{LoadError, http};
 
+/// How long a tool plugin may take to describe its tools at load.
+const DESCRIBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Where a plugin came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
@@ -145,10 +148,24 @@ impl Loader {
         let (instance, tools) = match manifest.kind {
             Kind::Tool => {
                 let tool = ToolPlugin::new(engine, manifest.clone(), &component, caps)?;
-                let tools = tool.describe().await.map_err(|e| LoadError::Describe {
-                    id: id.clone(),
-                    reason: e.to_string(),
-                })?;
+                // Its own limit, not the manifest's (up to 15 minutes): a plugin that cannot say
+                // what it provides must not hold up a reload for long.
+                let described = tokio::time::timeout(DESCRIBE_LIMIT, tool.describe()).await;
+                let tools = match described {
+                    Ok(Ok(tools)) => tools,
+                    Ok(Err(e)) => {
+                        return Err(LoadError::Describe {
+                            id,
+                            reason: e.to_string(),
+                        });
+                    }
+                    Err(_) => {
+                        return Err(LoadError::Describe {
+                            id,
+                            reason: format!("describe did not finish within {DESCRIBE_LIMIT:?}"),
+                        });
+                    }
+                };
                 check_tools(&id, &tools)?;
                 (Instance::Tool(tool), tools)
             }

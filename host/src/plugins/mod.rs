@@ -1,25 +1,21 @@
 //! The plugin host: wasmtime components behind the WIT package `chatd:plugin@0.1.0` (`/wit`).
 //!
-//! - [`engine`]: one shared engine with epoch interruption and its ticker thread.
-//! - [`manifest`]: what a plugin is and asks for.
-//! - [`state`]: what a call's store holds (limits, a WASI context with nothing in it).
-//! - [`linker`]: what a component may import: a WASI subset and chatd's own interfaces.
-//! - [`http`]: the HTTP capability (allow-list, public-web address checks, redirects, credential
-//!   injection, caps).
-//! - [`imports`]: the host side of `log`, `config`, `http`, `ssh`.
-//! - [`tool`]: a loaded `tool` component.
-//! - [`provider`]: a loaded `provider` component; its turn streams events through a bounded
-//!   channel (backpressure), and stops when the receiver is dropped.
-//! - [`search`]: a loaded `search` component.
-//! - [`grants`]: manifest + operator configuration → what a plugin may reach.
+//! Loading: [`registry`] holds what serves (bundled plugins from [`bundled`], PLUGINS_DIR's,
+//! swapped atomically on reload by [`watch`]); [`load`] turns a manifest and bytes into a plugin:
+//! [`manifest`] → [`grants`] → compile through [`cache`] → link ([`linker`], [`bindings`]).
+//!
+//! Running: [`tool`], [`provider`], [`search`] are loaded components of each world; every call
+//! goes through [`Core`]: a fresh store ([`state`]) and instance from the shared [`engine`],
+//! the manifest's memory cap and deadline. The host's side of the imports is [`imports`]; the
+//! HTTP capability it rests on is [`http`].
+//!
+//! Operators and authors: [`commands`] (`chatd plugins list|check`), [`testing`] (a component in
+//! the real host against a scripted upstream).
 //!
 //! Invariants: a fresh store and instance per call; every call has a memory cap and a
 //! wall-clock deadline; a trap, a timeout or an exhausted limit fails that call only; nothing a
-//! plugin is not granted is reachable (filesystem and sockets are not even linked).
-//!
-//! Work in progress (issue 3): SSH is denied to every plugin (the devbox issue adds it); turning
-//! manifests plus operator configuration into grants, bundling, PLUGINS_DIR, hot reload, the
-//! compile cache and the provider and search worlds come next.
+//! plugin is not granted is reachable (filesystem and sockets are not even linked); SSH is denied
+//! to every plugin until the devbox issue adds the capability.
 
 pub mod bindings;
 pub mod bundled;
