@@ -73,23 +73,34 @@ fn plugins_list_shows_id_kind_version_grants_and_source() {
     assert!(!stdout.contains("sk-list-secret") && !text(&out.stderr).contains("sk-list-secret"));
 }
 
+/// Writes `mine.wasm` and `mine.json` into `dir`, runs `chatd plugins check` on `target` (a
+/// path relative to `dir`), and returns its exit code, stdout and stderr.
+fn check(
+    dir: &std::path::Path,
+    wasm: &[u8],
+    manifest: &str,
+    target: &str,
+) -> (i32, String, String) {
+    std::fs::write(dir.join("mine.wasm"), wasm).unwrap();
+    std::fs::write(dir.join("mine.json"), manifest).unwrap();
+    let path = dir.join(target);
+    let out = run(dir, &["plugins", "check", path.to_str().unwrap()], &[]);
+    (
+        out.status.code().unwrap_or(-1),
+        text(&out.stdout),
+        text(&out.stderr),
+    )
+}
+
 #[test]
 fn plugins_check_validates_a_file_without_starting_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let wasm = dir.path().join("mine.wasm");
-    std::fs::write(&wasm, test_component("test-plugin-hostile")).unwrap();
-    std::fs::write(
-        dir.path().join("mine.json"),
-        r#"{"id":"mine","kind":"tool","wit":"chatd:plugin@0.1.0"}"#,
-    )
-    .unwrap();
-    let out = run(
-        dir.path(),
-        &["plugins", "check", wasm.to_str().unwrap()],
-        &[],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let stdout = text(&out.stdout);
+    let dir = dir.path();
+    let hostile = test_component("test-plugin-hostile");
+    let tool = r#"{"id":"mine","kind":"tool","wit":"chatd:plugin@0.1.0"}"#;
+
+    let (code, stdout, stderr) = check(dir, &hostile, tool, "mine.wasm");
+    assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.starts_with("ok: mine (tool, version -, "),
         "{stdout}"
@@ -100,101 +111,50 @@ fn plugins_check_validates_a_file_without_starting_the_server() {
         ),
         "{stdout}"
     );
+    assert!(!dir.join("data").exists(), "no server state is created");
+
+    // The manifest's path works too; a plugin with a bundled id is said to replace it.
+    let (code, stdout, _) = check(
+        dir,
+        &hostile,
+        r#"{"id":"fetch_url","kind":"tool","wit":"chatd:plugin@0.1.0"}"#,
+        "mine.json",
+    );
+    assert_eq!(code, 0);
     assert!(
-        !dir.path().join("data").exists(),
-        "no server state is created"
+        stdout.ends_with("  note: replaces the bundled plugin fetch_url\n"),
+        "{stdout}"
     );
 
-    // The manifest's path works too, and a wrong kind is named.
-    std::fs::write(
-        dir.path().join("mine.json"),
-        r#"{"id":"mine","kind":"provider","wit":"chatd:plugin@0.1.0"}"#,
-    )
-    .unwrap();
-    let out = run(
-        dir.path(),
-        &[
-            "plugins",
-            "check",
-            dir.path().join("mine.json").to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.starts_with("chatd: plugin check failed: plugin mine: cannot be linked"),
-        "{stderr}"
-    );
+    for (wasm, manifest, expected) in [
+        (
+            &hostile[..],
+            r#"{"id":"mine","kind":"provider","wit":"chatd:plugin@0.1.0"}"#,
+            "chatd: plugin check failed: plugin mine: cannot be linked",
+        ),
+        (
+            &hostile[..],
+            r#"{"id":"mine","kind":"tool","wit":"chatd:plugin@0.1.0","grants":{"services":["provider_a"]}}"#,
+            "chatd: plugin check failed: plugin mine: grants.services: provider_a belongs to provider_a",
+        ),
+        (
+            &hostile[..],
+            r#"{"id":"mine","kind":"tool","wit":"chatd:plugin@0.2.0"}"#,
+            "chatd: plugin check failed: invalid plugin manifest: wit:",
+        ),
+        (
+            b"\0asm junk",
+            tool,
+            "chatd: plugin check failed: plugin mine: not a valid component",
+        ),
+    ] {
+        let (code, _, stderr) = check(dir, wasm, manifest, "mine.wasm");
+        assert_eq!(code, 1, "{manifest}");
+        assert!(stderr.starts_with(expected), "{manifest}: {stderr}");
+    }
 
-    // A service the plugin does not own.
-    std::fs::write(
-        dir.path().join("mine.json"),
-        r#"{"id":"mine","kind":"tool","wit":"chatd:plugin@0.1.0","grants":{"services":["provider_a"]}}"#,
-    )
-    .unwrap();
-    let out = run(
-        dir.path(),
-        &["plugins", "check", wasm.to_str().unwrap()],
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("grants.services: provider_a belongs to provider_a"),
-        "{}",
-        text(&out.stderr)
-    );
-
-    // A tool name the bundled plugins already provide.
-    let fetch_like = dir.path().join("fetch.wasm");
-    std::fs::copy(&wasm, &fetch_like).unwrap();
-    std::fs::write(
-        dir.path().join("fetch.json"),
-        r#"{"id":"other","kind":"tool","wit":"chatd:plugin@0.1.0"}"#,
-    )
-    .unwrap();
-    let out = run(
-        dir.path(),
-        &["plugins", "check", fetch_like.to_str().unwrap()],
-        &[],
-    );
-    assert!(
-        out.status.success(),
-        "hostile's tool names are free: {}",
-        text(&out.stderr)
-    );
-
-    // Not a component; a missing manifest.
-    std::fs::write(&wasm, b"\0asm junk").unwrap();
-    std::fs::write(
-        dir.path().join("mine.json"),
-        r#"{"id":"mine","kind":"tool","wit":"chatd:plugin@0.1.0"}"#,
-    )
-    .unwrap();
-    let out = run(
-        dir.path(),
-        &["plugins", "check", wasm.to_str().unwrap()],
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("plugin mine: not a valid component"),
-        "{}",
-        text(&out.stderr)
-    );
-    let out = run(
-        dir.path(),
-        &[
-            "plugins",
-            "check",
-            dir.path().join("nothing.wasm").to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("nothing.json"),
-        "{}",
-        text(&out.stderr)
-    );
+    // A component without its manifest.
+    let (code, _, stderr) = check(dir, &hostile, tool, "nothing.wasm");
+    assert_eq!(code, 1);
+    assert!(stderr.contains("nothing.json"), "{stderr}");
 }

@@ -150,20 +150,14 @@ impl Loader {
                 let tool = ToolPlugin::new(engine, manifest.clone(), &component, caps)?;
                 // Its own limit, not the manifest's (up to 15 minutes): a plugin that cannot say
                 // what it provides must not hold up a reload for long.
-                let described = tokio::time::timeout(DESCRIBE_LIMIT, tool.describe()).await;
-                let tools = match described {
+                let tools = match tokio::time::timeout(DESCRIBE_LIMIT, tool.describe()).await {
                     Ok(Ok(tools)) => tools,
-                    Ok(Err(e)) => {
-                        return Err(LoadError::Describe {
-                            id,
-                            reason: e.to_string(),
-                        });
-                    }
-                    Err(_) => {
-                        return Err(LoadError::Describe {
-                            id,
-                            reason: format!("describe did not finish within {DESCRIBE_LIMIT:?}"),
-                        });
+                    failed => {
+                        let reason = match failed {
+                            Ok(Err(e)) => e.to_string(),
+                            _ => format!("describe did not finish within {DESCRIBE_LIMIT:?}"),
+                        };
+                        return Err(LoadError::Describe { id, reason });
                     }
                 };
                 check_tools(&id, &tools)?;

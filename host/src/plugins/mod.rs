@@ -154,16 +154,17 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    /// Checks the manifest's kind and links the component against `linker` once; calls reuse the
-    /// pre-instantiated result.
-    fn link(
+    /// Checks the manifest's kind and links the component against `linker` once, into the
+    /// world's typed pre-instance (`pre`, e.g. `ToolPre::new`); calls reuse the result.
+    fn link<P>(
         engine: &Engine,
         manifest: manifest::Manifest,
         expected: Kind,
         linker: wasmtime::Result<wasmtime::component::Linker<PluginState>>,
         component: &wasmtime::component::Component,
         caps: state::Capabilities,
-    ) -> Result<(Self, wasmtime::component::InstancePre<PluginState>), LoadError> {
+        pre: impl FnOnce(wasmtime::component::InstancePre<PluginState>) -> wasmtime::Result<P>,
+    ) -> Result<(Self, P), LoadError> {
         if manifest.kind != expected {
             return Err(LoadError::WrongKind {
                 id: manifest.id,
@@ -171,10 +172,12 @@ impl Core {
                 found: manifest.kind,
             });
         }
-        let linker = linker.map_err(LoadError::link(&manifest.id))?;
-        let pre = linker
-            .instantiate_pre(component)
-            .map_err(LoadError::link(&manifest.id))?;
+        let id = manifest.id.clone();
+        let link_error = LoadError::link(&id);
+        let instance_pre = linker
+            .and_then(|linker| linker.instantiate_pre(component))
+            .map_err(&link_error)?;
+        let pre = pre(instance_pre).map_err(&link_error)?;
         let core = Self {
             manifest,
             engine: engine.clone(),

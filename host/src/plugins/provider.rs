@@ -33,8 +33,15 @@ impl ProviderPlugin {
         caps: Capabilities,
     ) -> Result<Self, LoadError> {
         let linker = linker::provider(engine);
-        let (core, pre) = Core::link(engine, manifest, Kind::Provider, linker, component, caps)?;
-        let pre = ProviderPre::new(pre).map_err(LoadError::link(&core.manifest().id))?;
+        let (core, pre) = Core::link(
+            engine,
+            manifest,
+            Kind::Provider,
+            linker,
+            component,
+            caps,
+            ProviderPre::new,
+        )?;
         Ok(Self { core, pre })
     }
 

@@ -28,8 +28,15 @@ impl SearchPlugin {
         caps: Capabilities,
     ) -> Result<Self, LoadError> {
         let linker = linker::search(engine);
-        let (core, pre) = Core::link(engine, manifest, Kind::Search, linker, component, caps)?;
-        let pre = SearchPre::new(pre).map_err(LoadError::link(&core.manifest().id))?;
+        let (core, pre) = Core::link(
+            engine,
+            manifest,
+            Kind::Search,
+            linker,
+            component,
+            caps,
+            SearchPre::new,
+        )?;
         Ok(Self { core, pre })
     }
 

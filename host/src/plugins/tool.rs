@@ -27,8 +27,15 @@ impl ToolPlugin {
         caps: Capabilities,
     ) -> Result<Self, LoadError> {
         let linker = linker::tool(engine);
-        let (core, pre) = Core::link(engine, manifest, Kind::Tool, linker, component, caps)?;
-        let pre = ToolPre::new(pre).map_err(LoadError::link(&core.manifest().id))?;
+        let (core, pre) = Core::link(
+            engine,
+            manifest,
+            Kind::Tool,
+            linker,
+            component,
+            caps,
+            ToolPre::new,
+        )?;
         Ok(Self { core, pre })
     }
 
