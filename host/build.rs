@@ -84,7 +84,16 @@ fn build_plugins(root: &Path) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--release", "--target", TARGET, "--target-dir"])
+        // --locked: the outer build resolved the whole workspace, so the lock file is complete;
+        // the nested build must never rewrite it (build.rs watches it).
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            TARGET,
+            "--target-dir",
+        ])
         .arg(&target_dir);
     for name in BUNDLED {
         cmd.args(["-p", name]);
@@ -106,6 +115,8 @@ fn build_plugins(root: &Path) -> PathBuf {
                     | "CARGO_BUILD_TARGET_DIR"
                     | "CARGO_PRIMARY_PACKAGE"
                     | "CARGO_TARGET_TMPDIR"
+                    // `cargo clippy` runs the outer build through clippy-driver; not the plugins.
+                    | "RUSTC_WORKSPACE_WRAPPER"
             );
         if outer_only {
             cmd.env_remove(&*key);

@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use chatd::plugins::http::{Credential, HttpGrant, Origin};
+use chatd::plugins::http::{HttpGrant, Origin};
 use chatd::plugins::manifest::Manifest;
 use chatd::plugins::state::Capabilities;
+use chatd::plugins::testing::TestHost;
 use chatd::plugins::tool::{PluginError, ToolPlugin};
 use chatd::plugins::{CallError, LoadError, compile, engine};
 
@@ -276,23 +277,31 @@ async fn http_that_was_not_granted_is_denied() {
 }
 
 #[tokio::test]
-async fn a_granted_origin_gets_the_credential_the_plugin_never_sees() {
-    let up = upstream().await;
+async fn a_granted_service_gets_the_credential_the_plugin_never_sees() {
+    let (up, other) = (upstream().await, upstream().await);
     let secret = "sk-test-4f2a9c-never-in-the-sandbox";
-    let mut http = grant(&[&up.base], false, false);
-    http.credentials.push(Credential {
-        origin: Origin::parse(&up.base).unwrap(),
-        header: "x-api-key".parse().unwrap(),
-        value: chatd::config::Secret::new(secret),
-    });
-    let caps = Capabilities {
-        config: Arc::new(BTreeMap::from([("base".to_string(), up.base.clone())])),
-        http: Arc::new(http),
-        ..Capabilities::none()
-    };
-    let plugin = hostile_with(64, 10_000, caps);
+    // Grants decided the production way: a manifest and chatd's own settings. The hostile
+    // component takes web_search's id, so it owns engine_a, and asks for another origin.
+    let host = TestHost::new(&[
+        "--engine-a-base-url",
+        &up.base,
+        "--engine-a-api-key",
+        secret,
+        "--chatd-allow-private-networks",
+        "true",
+    ]);
+    let manifest = format!(
+        r#"{{"id":"web_search","kind":"tool","wit":"chatd:plugin@0.1.0",
+            "grants":{{"services":["engine_a"],"http":["{}"]}}}}"#,
+        other.base
+    );
+    let loaded = host
+        .load(&test_component("test-plugin-hostile"), &manifest)
+        .await
+        .unwrap();
+    let plugin = loaded.as_tool().unwrap();
     assert_eq!(
-        http_get(&plugin, &format!("{}/hello", up.base))
+        http_get(plugin, &format!("{}/hello", up.base))
             .await
             .unwrap(),
         "status 200\nhello"
@@ -303,18 +312,42 @@ async fn a_granted_origin_gets_the_credential_the_plugin_never_sees() {
         seen[0]["x-api-key"], secret,
         "the upstream receives the key"
     );
-    // Inside the sandbox the key is nowhere: not in the settings, not in the environment.
-    for tool in ["config", "read_env"] {
-        let out = plugin.invoke(tool, "{}").await.unwrap().unwrap();
-        assert!(!out.content.contains(secret), "{tool}: {}", out.content);
-    }
-    // A same-origin redirect is followed (and checked) by the host.
+
+    // Inside the sandbox the key is nowhere: the settings hold the base URL only, the
+    // environment is empty.
+    let config = plugin
+        .invoke("config", "{}")
+        .await
+        .unwrap()
+        .unwrap()
+        .content;
+    assert_eq!(config, format!(r#"[("engine_a_base_url", "{}")]"#, up.base));
+    let env = plugin
+        .invoke("read_env", "{}")
+        .await
+        .unwrap()
+        .unwrap()
+        .content;
+    assert_eq!(env, "");
+
+    // A same-origin redirect is followed (and checked) by the host, the key added again; a
+    // redirect to another origin does not carry it.
     assert_eq!(
-        http_get(&plugin, &format!("{}/to-hello", up.base))
+        http_get(plugin, &format!("{}/to-hello", up.base))
             .await
             .unwrap(),
         "status 200\nhello"
     );
+    assert_eq!(up.seen.lock().unwrap()[1]["x-api-key"], secret);
+    assert_eq!(
+        http_get(plugin, &format!("{}/to?url={}/hello", up.base, other.base))
+            .await
+            .unwrap(),
+        "status 200\nhello"
+    );
+    let at_other = other.seen.lock().unwrap().clone();
+    assert_eq!(at_other.len(), 1);
+    assert!(at_other[0].get("x-api-key").is_none(), "{:?}", at_other[0]);
 }
 
 #[tokio::test]

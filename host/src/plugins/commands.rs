@@ -63,16 +63,15 @@ async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
     let snapshot = bundled.snapshot();
     if snapshot.plugin(plugin.id()).is_some() {
         let _ = writeln!(notes, "  note: replaces the bundled plugin {}", plugin.id());
-    } else {
-        for tool in &plugin.tools {
-            if let Some(other) = snapshot.tool(&tool.name) {
-                return Err(format!(
-                    "plugin {}: tool {} is already provided by the bundled plugin {}",
-                    plugin.id(),
-                    tool.name,
-                    other.id()
-                ));
-            }
+    }
+    for tool in &plugin.tools {
+        if let Some(other) = snapshot.tool(&tool.name).filter(|o| o.id() != plugin.id()) {
+            return Err(format!(
+                "plugin {}: tool {} is already provided by the bundled plugin {}",
+                plugin.id(),
+                tool.name,
+                other.id()
+            ));
         }
     }
     Ok(format!("ok: {}{notes}", describe(&plugin)))
@@ -84,7 +83,7 @@ pub fn describe(plugin: &Plugin) -> String {
     let mut out = format!(
         "{} ({}, version {}, {})\n",
         m.id,
-        format!("{:?}", m.kind).to_lowercase(),
+        m.kind.as_str(),
         m.version.as_deref().unwrap_or("-"),
         plugin.source
     );

@@ -23,8 +23,9 @@ pub const TICK: Duration = Duration::from_millis(10);
 pub const MAX_CONCURRENT_INSTANCES: u32 = 2_000;
 /// Core instances a plugin component may contain (Rust components have a handful).
 const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
-/// Bytes of a freed slot's memory kept mapped and reset in place rather than released: the
-/// pages a small call touches are reused without a page fault each time.
+/// Bytes of a freed slot's memory kept mapped and zeroed in place rather than released. None:
+/// zeroing costs more than the page faults it saves for a Rust component, whose stack fills its
+/// first MiB (measured, BENCHMARKS.md).
 const KEEP_RESIDENT: usize = 0;
 
 /// Builds the engine every plugin shares and starts its ticker.

@@ -21,8 +21,10 @@ use std::time::Duration;
 use reqwest::header::HeaderName;
 use url::Url;
 
-use super::http::{Credential, HttpGrant, Origin};
-use super::manifest::Manifest;
+use base64::Engine as _;
+
+use super::http::{Clients, Credential, HttpGrant, Origin};
+use super::manifest::{Kind, Manifest};
 use super::state::Capabilities;
 use crate::config::{Config, Secret, WebSearchEngine};
 
@@ -50,11 +52,21 @@ pub struct Service {
     /// The setting holding its key, if it has one.
     pub key_var: Option<&'static str>,
     pub auth: Auth,
-    /// The plugin ids that may be granted it.
-    pub owners: &'static [&'static str],
+    /// The plugins that may be granted it: an id and the world it must implement. A tool that
+    /// calls itself `provider_a` does not get the provider key.
+    pub owners: &'static [(&'static str, Kind)],
 }
 
 impl Service {
+    /// Its owners as operators read them: `web_search (tool), search_engine_a (search)`.
+    pub fn owner_list(&self) -> String {
+        self.owners
+            .iter()
+            .map(|(id, kind)| format!("{id} ({})", kind.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The config key under which a granted plugin reads the base URL.
     pub fn base_url_key(&self) -> String {
         self.base_url_var.to_ascii_lowercase()
@@ -69,42 +81,45 @@ pub const SERVICES: &[Service] = &[
         base_url_var: "PROVIDER_A_BASE_URL",
         key_var: Some("PROVIDER_A_API_KEY"),
         auth: Auth::Bearer,
-        owners: &["provider_a"],
+        owners: &[("provider_a", Kind::Provider)],
     },
     Service {
         name: "provider_b",
         base_url_var: "PROVIDER_B_BASE_URL",
         key_var: Some("PROVIDER_B_API_KEY"),
         auth: Auth::Header("x-api-key"),
-        owners: &["provider_b"],
+        owners: &[("provider_b", Kind::Provider)],
     },
     Service {
         name: "provider_c",
         base_url_var: "PROVIDER_C_BASE_URL",
         key_var: Some("PROVIDER_C_API_KEY"),
         auth: Auth::Bearer,
-        owners: &["provider_c"],
+        owners: &[("provider_c", Kind::Provider)],
     },
     Service {
         name: "agent",
         base_url_var: "AGENT_API_BASE_URL",
         key_var: Some("AGENT_API_KEY"),
         auth: Auth::Bearer,
-        owners: &["provider_agent"],
+        owners: &[("provider_agent", Kind::Provider)],
     },
     Service {
         name: "engine_a",
         base_url_var: "ENGINE_A_BASE_URL",
         key_var: Some("ENGINE_A_API_KEY"),
         auth: Auth::Header("x-api-key"),
-        owners: &["web_search", "search_engine_a"],
+        owners: &[
+            ("web_search", Kind::Tool),
+            ("search_engine_a", Kind::Search),
+        ],
     },
     Service {
         name: "engine_b",
         base_url_var: "ENGINE_B_BASE_URL",
         key_var: None,
         auth: Auth::None,
-        owners: &["web_search"],
+        owners: &[("web_search", Kind::Tool)],
     },
 ];
 
@@ -194,11 +209,11 @@ pub struct GrantError {
     pub reason: String,
 }
 
-/// Decides what `manifest` gets. `client` is the shared connection pool for allow-listed origins.
+/// Decides what `manifest` gets. `clients` are the host's shared connection pools.
 pub fn resolve(
     manifest: &Manifest,
     host: &HostSettings,
-    client: reqwest::Client,
+    clients: Clients,
 ) -> Result<Capabilities, GrantError> {
     let refuse = |reason: String| GrantError {
         id: manifest.id.clone(),
@@ -218,31 +233,49 @@ pub fn resolve(
     for name in &grants.services {
         let service = service(name)
             .ok_or_else(|| refuse(format!("grants.services: {name:?} is not a service")))?;
-        if !service.owners.contains(&manifest.id.as_str()) {
+        if !service
+            .owners
+            .contains(&(manifest.id.as_str(), manifest.kind))
+        {
             return Err(refuse(format!(
-                "grants.services: {name} belongs to {}; plugin ids other than those cannot be \
-                 granted it",
-                service.owners.join(", ")
+                "grants.services: {name} belongs to {}; no other plugin can be granted it",
+                service.owner_list()
             )));
         }
         let Some((Some(base), key)) = host.services.get(service.name) else {
             continue; // not configured: nothing to reach
         };
-        let origin = Origin::of(base)
-            .ok_or_else(|| refuse(format!("{}: {base} has no host", service.base_url_var)))?;
+        let origin = Origin::of(base).ok_or_else(|| {
+            refuse(format!(
+                "{}: the base URL has no host",
+                service.base_url_var
+            ))
+        })?;
+        // A user and password in the URL are a credential too: the plugin reads the URL without
+        // them, and the host sends them as Basic authentication to that origin.
+        let (base, basic) = split_userinfo(base);
         config.insert(
             service.base_url_key(),
             base.as_str().trim_end_matches('/').to_string(),
         );
+        let mut authorization_taken = false;
         if let (Some(key), Some(header)) = (key, credential_header(service.auth)) {
             let value = match service.auth {
                 Auth::Bearer => Secret::new(format!("Bearer {}", key.expose())),
                 _ => key.clone(),
             };
+            authorization_taken = header == reqwest::header::AUTHORIZATION;
             credentials.push(Credential {
                 origin: origin.clone(),
                 header,
                 value,
+            });
+        }
+        if let Some(basic) = basic.filter(|_| !authorization_taken) {
+            credentials.push(Credential {
+                origin: origin.clone(),
+                header: reqwest::header::AUTHORIZATION,
+                value: basic,
             });
         }
         if !trusted.contains(&origin) {
@@ -271,8 +304,33 @@ pub fn resolve(
             max_body_bytes: MAX_BODY_BYTES,
             max_timeout: Duration::from_millis(manifest.limits.timeout_ms),
         }),
-        client,
+        clients,
     })
+}
+
+/// The URL without `user:password@`, and those as a Basic `Authorization` value.
+fn split_userinfo(url: &Url) -> (Url, Option<Secret>) {
+    if url.username().is_empty() && url.password().is_none() {
+        return (url.clone(), None);
+    }
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let pair = format!(
+        "{}:{}",
+        decode(url.username()),
+        decode(url.password().unwrap_or(""))
+    );
+    let mut bare = url.clone();
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    let value = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    );
+    (bare, Some(Secret::new(value)))
 }
 
 fn credential_header(auth: Auth) -> Option<HeaderName> {
@@ -352,8 +410,8 @@ mod tests {
         HostSettings::from_config(&config)
     }
 
-    fn client() -> reqwest::Client {
-        reqwest::Client::new()
+    fn client() -> Clients {
+        Clients::new()
     }
 
     #[test]
@@ -405,25 +463,60 @@ mod tests {
         let err = resolve(&thief, &settings, client()).unwrap_err();
         assert!(
             err.reason
-                .contains("belongs to web_search, search_engine_a"),
+                .contains("belongs to web_search (tool), search_engine_a (search)"),
             "{err}"
         );
     }
 
     #[test]
-    fn bearer_services_send_an_authorization_header() {
+    fn bearer_services_send_an_authorization_header_to_their_kind_of_plugin_only() {
         let settings = host(&["--provider-a-api-key", "sk-1"]);
-        let caps = resolve(
-            &manifest("provider_a", r#"{"services":["provider_a"]}"#),
-            &settings,
-            client(),
-        )
-        .unwrap();
+        let provider = |kind: &str| {
+            Manifest::parse(&format!(
+                r#"{{"id":"provider_a","kind":"{kind}","wit":"chatd:plugin@0.1.0","grants":{{"services":["provider_a"]}}}}"#
+            ))
+            .unwrap()
+        };
+        let caps = resolve(&provider("provider"), &settings, client()).unwrap();
         assert_eq!(caps.http.credentials[0].header, "authorization");
         assert_eq!(caps.http.credentials[0].value.expose(), "Bearer sk-1");
         assert_eq!(
             caps.config["provider_a_base_url"],
             "https://api.openai.com/v1"
+        );
+        // A tool that calls itself provider_a is not the provider.
+        let err = resolve(&provider("tool"), &settings, client()).unwrap_err();
+        assert!(
+            err.reason.contains("belongs to provider_a (provider)"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_password_in_a_base_url_never_reaches_the_plugin() {
+        let settings = host(&[
+            "--chat-web-search-engine",
+            "engine_b",
+            "--engine-b-base-url",
+            "http://searx:p%40ss@searx.lan:8080/base",
+        ]);
+        let m = manifest("web_search", r#"{"services":["engine_b"]}"#);
+        let caps = resolve(&m, &settings, client()).unwrap();
+        assert_eq!(
+            caps.config["engine_b_base_url"],
+            "http://searx.lan:8080/base"
+        );
+        assert_eq!(caps.http.credentials.len(), 1);
+        assert_eq!(caps.http.credentials[0].header, "authorization");
+        // base64("searx:p@ss")
+        assert_eq!(
+            caps.http.credentials[0].value.expose(),
+            "Basic c2Vhcng6cEBzcw=="
+        );
+        let lines = describe(&m, &caps).join("\n");
+        assert!(
+            !lines.contains("p%40ss") && !lines.contains("p@ss"),
+            "{lines}"
         );
     }
 

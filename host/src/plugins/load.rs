@@ -123,7 +123,7 @@ pub struct Loader {
     pub engine: Engine,
     pub settings: Arc<HostSettings>,
     pub cache: Option<CompileCache>,
-    client: reqwest::Client,
+    clients: http::Clients,
 }
 
 impl Loader {
@@ -132,15 +132,13 @@ impl Loader {
             engine,
             settings: Arc::new(settings),
             cache,
-            client: http::base_client()
-                .build()
-                .expect("the plugin HTTP client builds"),
+            clients: http::Clients::new(),
         }
     }
 
     pub async fn load(&self, package: Package) -> Result<Plugin, LoadError> {
         let manifest = Manifest::parse(&package.manifest_json)?;
-        let caps = grants::resolve(&manifest, &self.settings, self.client.clone())?;
+        let caps = grants::resolve(&manifest, &self.settings, self.clients.clone())?;
         let grant_lines = grants::describe(&manifest, &caps);
         let (component, from_cache) = self.compile(&manifest.id, package.wasm).await?;
         let engine = &self.engine;

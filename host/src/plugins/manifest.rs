@@ -24,6 +24,17 @@ pub enum Kind {
     Search,
 }
 
+impl Kind {
+    /// As manifests spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Provider => "provider",
+            Kind::Tool => "tool",
+            Kind::Search => "search",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {

@@ -5,7 +5,7 @@
 //! [`manifest`] → [`grants`] → compile through [`cache`] → link ([`linker`], [`bindings`]).
 //!
 //! Running: [`tool`], [`provider`], [`search`] are loaded components of each world; every call
-//! goes through [`Core`]: a fresh store ([`state`]) and instance from the shared [`engine`],
+//! goes through `Core`: a fresh store ([`state`]) and instance from the shared [`engine`],
 //! the manifest's memory cap and deadline. The host's side of the imports is [`imports`]; the
 //! HTTP capability it rests on is [`http`].
 //!

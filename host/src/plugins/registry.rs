@@ -95,6 +95,11 @@ impl PluginHost {
             path: host.dir().map(Path::to_path_buf).unwrap_or_default(),
             reason: format!("cannot watch PLUGINS_DIR: {e}"),
         })?;
+        // What changed between the first scan and the watch starting has no event: look again
+        // (unchanged files are not loaded twice).
+        if host.dir().is_some() {
+            host.rescan().await;
+        }
         Ok(host)
     }
 
@@ -250,10 +255,11 @@ impl PluginHost {
             Ok(p) => fingerprint(p),
             Err(_) => [0; 32],
         };
-        if folder
-            .get(&path)
-            .is_some_and(|e| e.fingerprint == fingerprint && fingerprint != [0; 32])
-        {
+        // Unchanged and loaded: nothing to do. A file that failed is tried again (the failure
+        // may have been passing: a describe timing out under load).
+        if folder.get(&path).is_some_and(|e| {
+            e.fingerprint == fingerprint && fingerprint != [0; 32] && e.load_error.is_none()
+        }) {
             return;
         }
         let loaded = match package {
@@ -269,11 +275,17 @@ impl PluginHost {
         entry.fingerprint = fingerprint;
         match loaded {
             Ok(plugin) => {
+                // Operators see what a folder plugin holds when it arrives.
                 tracing::info!(
                     plugin = plugin.id(),
                     version = plugin.manifest.version.as_deref().unwrap_or("-"),
-                    "plugin loaded from {}",
-                    path.display()
+                    "plugin loaded from {}; grants: {}",
+                    path.display(),
+                    if plugin.grants.is_empty() {
+                        "none".to_string()
+                    } else {
+                        plugin.grants.join("; ")
+                    }
                 );
                 entry.good = Some(Arc::new(plugin));
                 entry.load_error = None;
@@ -318,9 +330,17 @@ impl PluginHost {
                 None => plugins.push(plugin),
             }
         }
+        // Tool names are claimed by the bundled plugins (as overridden) first, then by the
+        // folder's in file order: a folder plugin never displaces a bundled tool except by
+        // replacing its plugin.
         let mut tools: BTreeMap<String, Arc<Plugin>> = BTreeMap::new();
-        let mut serving = Vec::with_capacity(plugins.len());
-        for plugin in plugins {
+        let mut refused_ids: Vec<String> = Vec::new();
+        let (first, later): (Vec<&Arc<Plugin>>, Vec<&Arc<Plugin>>) =
+            plugins.iter().partition(|p| {
+                p.source == super::load::Source::Bundled
+                    || self.bundled.iter().any(|b| b.id() == p.id())
+            });
+        for plugin in first.into_iter().chain(later) {
             let clash = plugin
                 .tools
                 .iter()
@@ -333,13 +353,17 @@ impl PluginHost {
                 {
                     entry.conflict = Some(why);
                 }
+                refused_ids.push(plugin.id().to_string());
                 continue;
             }
             for tool in &plugin.tools {
                 tools.insert(tool.name.clone(), plugin.clone());
             }
-            serving.push(plugin);
         }
+        let serving: Vec<Arc<Plugin>> = plugins
+            .into_iter()
+            .filter(|p| !refused_ids.iter().any(|id| id == p.id()))
+            .collect();
         Snapshot {
             plugins: serving,
             tools,

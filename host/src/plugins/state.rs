@@ -11,12 +11,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::provider::chatd::plugin::provider_types::TurnEvent;
-use super::http::HttpGrant;
+use super::http::{Clients, HttpGrant};
 use super::manifest::Manifest;
 
 /// What a plugin was granted, decided once at load time and shared by its calls.
@@ -25,8 +24,8 @@ pub struct Capabilities {
     /// Granted non-secret settings.
     pub config: Arc<BTreeMap<String, String>>,
     pub http: Arc<HttpGrant>,
-    /// The shared HTTP client (connection pool) for allow-listed origins.
-    pub client: reqwest::Client,
+    /// The host's shared connection pools.
+    pub clients: Clients,
 }
 
 impl Capabilities {
@@ -35,22 +34,82 @@ impl Capabilities {
         Self {
             config: Arc::default(),
             http: Arc::new(HttpGrant::none()),
-            client: super::http::base_client()
-                .build()
-                .expect("the default HTTP client builds"),
+            clients: Clients::new(),
         }
     }
 }
 
 /// Guest stderr kept per call; writes past it fail (Rust's panic handler ignores that).
 const STDERR_CAPACITY: usize = 64 * 1024;
+/// Host resources (open HTTP responses…) one call may hold; far above what a plugin needs,
+/// far below what would strain the host.
+const MAX_RESOURCES: usize = 256;
+/// The most elements a table may grow to (Rust components use a few hundred).
+pub const MAX_TABLE_ELEMENTS: usize = 100_000;
+
+/// One call's limits: the manifest's memory for all of the instance's memories together, table
+/// sizes, and counts. Failing to grow traps, with a message that says why.
+pub struct Limiter {
+    memory_cap: usize,
+    memory_used: usize,
+}
+
+impl wasmtime::ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let after = self.memory_used - current.min(self.memory_used) + desired;
+        if after > self.memory_cap {
+            wasmtime::bail!(
+                "forcing trap when growing memory to {desired} bytes: the plugin's memory \
+                 limit is {} bytes",
+                self.memory_cap
+            );
+        }
+        self.memory_used = after;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > MAX_TABLE_ELEMENTS {
+            wasmtime::bail!(
+                "forcing trap when growing a table to {desired} elements: the limit is \
+                 {MAX_TABLE_ELEMENTS}"
+            );
+        }
+        Ok(true)
+    }
+
+    // One component, a few core instances, tables and memories: what a Rust component needs.
+    fn instances(&self) -> usize {
+        16
+    }
+    fn tables(&self) -> usize {
+        32
+    }
+    fn memories(&self) -> usize {
+        16
+    }
+}
 
 pub struct PluginState {
     /// The plugin's id, for log lines.
     pub id: Arc<str>,
     pub caps: Capabilities,
     pub table: ResourceTable,
-    pub limits: StoreLimits,
+    pub limits: Limiter,
+    /// HTTP responses the guest holds open ([`super::http::host`] caps them).
+    pub open_responses: usize,
+    /// Log lines written during the call ([`super::imports`] caps them).
+    pub log_lines: usize,
     pub(super) wasi: WasiCtx,
     /// Where a provider turn's events go (`turn-events.emit`); `None` outside a turn.
     pub events: Option<tokio::sync::mpsc::Sender<TurnEvent>>,
@@ -65,15 +124,17 @@ impl PluginState {
         Self {
             id: manifest.id.as_str().into(),
             caps,
-            table: ResourceTable::new(),
-            // One instance, a few tables and memories: what a Rust component needs, no more.
-            limits: StoreLimitsBuilder::new()
-                .memory_size(memory)
-                .instances(16)
-                .tables(32)
-                .memories(16)
-                .trap_on_grow_failure(true)
-                .build(),
+            table: {
+                let mut table = ResourceTable::new();
+                table.set_max_capacity(MAX_RESOURCES);
+                table
+            },
+            limits: Limiter {
+                memory_cap: memory,
+                memory_used: 0,
+            },
+            open_responses: 0,
+            log_lines: 0,
             events: None,
             wasi: WasiCtxBuilder::new().stderr(stderr.clone()).build(),
             stderr,

@@ -12,14 +12,38 @@ const WIDTH: usize = 100;
 /// The longest title kept.
 const MAX_TITLE_CHARS: usize = 300;
 
-pub fn to_text(html: &str) -> Result<String, PluginError> {
-    html2text::config::plain()
+/// The page as text; the link references at its end are made absolute against `base` (the
+/// page's final URL), so the model can fetch them.
+pub fn to_text(html: &str, base: &url::Url) -> Result<String, PluginError> {
+    let text = html2text::config::plain()
         .allow_width_overflow()
         .no_link_wrapping()
         .string_from_read(html.as_bytes(), WIDTH)
         .map_err(|e| {
             PluginError::MalformedResponse(format!("the page could not be read as HTML: {e}"))
-        })
+        })?;
+    Ok(resolve_references(&text, base))
+}
+
+/// `[3]: /about` → `[3]: https://site/about`. Only reference lines (`[n]: target`) change.
+fn resolve_references(text: &str, base: &url::Url) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let resolved = line.strip_prefix('[').and_then(|rest| {
+            let (n, target) = rest.split_once("]: ")?;
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let (target, end) = match target.strip_suffix('\n') {
+                Some(t) => (t, "\n"),
+                None => (target, ""),
+            };
+            let absolute = base.join(target.trim()).ok()?;
+            Some(format!("[{n}]: {absolute}{end}"))
+        });
+        out.push_str(resolved.as_deref().unwrap_or(line));
+    }
+    out
 }
 
 /// The first `<title>`'s text. Its content is RCDATA in HTML (no elements inside, ends at the
@@ -54,7 +78,7 @@ mod tests {
             <script>var secret = "not text";</script></head>
             <body><h1>Heading</h1><p>Fish &amp; chips, <b>bold</b> and a <a href="https://example.org/x">link</a>.</p>
             <ul><li>one</li><li>two</li></ul><noscript>enable js</noscript></body></html>"#;
-        let text = to_text(page).unwrap();
+        let text = to_text(page, &url::Url::parse("https://site.example/a/b").unwrap()).unwrap();
         assert!(text.contains("Heading"), "{text}");
         assert!(text.contains("Fish & chips"), "{text}");
         assert!(text.contains("https://example.org/x"), "{text}");
@@ -66,10 +90,31 @@ mod tests {
 
     #[test]
     fn broken_markup_is_repaired_not_refused() {
-        let text = to_text("<p>open <div>nested <p>again</table>").unwrap();
+        let base = url::Url::parse("https://site.example/").unwrap();
+        let text = to_text("<p>open <div>nested <p>again</table>", &base).unwrap();
         assert!(
             text.contains("open") && text.contains("nested") && text.contains("again"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn link_references_become_absolute() {
+        let base = url::Url::parse("https://site.example/docs/page.html").unwrap();
+        let text = to_text(
+            r#"<p><a href="/">Home</a> <a href="next.html">Next</a> <a href="https://other.example/x">X</a></p>"#,
+            &base,
+        )
+        .unwrap();
+        assert!(text.ends_with(
+            "[1]: https://site.example/\n[2]: https://site.example/docs/next.html\n[3]: https://other.example/x"
+        ) || text.ends_with(
+            "[1]: https://site.example/\n[2]: https://site.example/docs/next.html\n[3]: https://other.example/x\n"
+        ), "{text}");
+        assert!(text.starts_with("[Home][1] [Next][2] [X][3]"), "{text}");
+        assert_eq!(
+            resolve_references("[a]: /x\n[1] not a ref\n", &base),
+            "[a]: /x\n[1] not a ref\n"
         );
     }
 

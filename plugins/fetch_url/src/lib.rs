@@ -84,7 +84,8 @@ impl Tool for FetchUrl {
             }
             Kind::Html => {
                 let decoded = content::decode(page.content_type.as_deref(), &page.body, true);
-                (html::title(&decoded), html::to_text(&decoded)?)
+                let base = url::Url::parse(&page.url).unwrap_or(url);
+                (html::title(&decoded), html::to_text(&decoded, &base)?)
             }
             Kind::Text => (
                 None,

@@ -6,18 +6,26 @@
 //! when it is one of the manifest's own origins or the plugin is granted the public web, and
 //! every address the host name resolves to is public (private ones too with
 //! CHATD_ALLOW_PRIVATE_NETWORKS). A plugin author's manifest cannot point the host at cloud
-//! metadata or the LAN; only the operator can. Checked addresses are pinned for the connection,
-//! so a second DNS answer cannot swap in a private one (DNS rebinding), and redirects are
-//! followed by hand so each hop is checked the same way.
+//! metadata or the LAN; only the operator can. Redirects are followed by hand, so each hop is
+//! checked the same way.
+//!
+//! - [`address`]: what "public" means, and the resolver that enforces it at connect time.
+//! - [`host`]: the WIT `http` interface, implemented on top of [`send`].
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+pub mod address;
+pub mod host;
+
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use url::Url;
 
 use crate::config::Secret;
+use address::{PrivateAddress, PublicOnly, is_private};
 
 /// Redirect hops followed at most.
 pub const MAX_REDIRECTS: usize = 10;
@@ -101,6 +109,38 @@ pub enum Refusal {
     TooLarge(u64),
 }
 
+/// The largest request body a plugin may send.
+pub const MAX_REQUEST_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// The connection pools plugin requests go through, shared by every plugin of a host.
+#[derive(Clone, Debug)]
+pub struct Clients {
+    /// Ordinary DNS: for trusted origins, and for everything when private networks are allowed.
+    direct: reqwest::Client,
+    /// DNS through [`PublicOnly`]: a name with a private address is refused when connecting.
+    public: reqwest::Client,
+}
+
+impl Clients {
+    pub fn new() -> Self {
+        Self {
+            direct: base_client()
+                .build()
+                .expect("the plugin HTTP client builds"),
+            public: base_client()
+                .dns_resolver(Arc::new(PublicOnly))
+                .build()
+                .expect("the plugin HTTP client builds"),
+        }
+    }
+}
+
+impl Default for Clients {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A request as the plugin asked for it.
 pub struct Outgoing {
     pub method: reqwest::Method,
@@ -162,7 +202,7 @@ const CROSS_ORIGIN_DROPPED: &[&str] = &["authorization", "cookie", "x-api-key", 
 
 /// Sends `request` under `grant`, following redirects hop by hop.
 pub async fn send(
-    client: &reqwest::Client,
+    clients: &Clients,
     grant: &HttpGrant,
     request: Outgoing,
 ) -> Result<Incoming, Refusal> {
@@ -187,12 +227,25 @@ pub async fn send(
     let mut url = Url::parse(&request.url)
         .map_err(|e| Refusal::Invalid(format!("url {:?}: {e}", request.url)))?;
     let mut method = request.method;
-    let mut body = request.body;
+    if request
+        .body
+        .as_ref()
+        .is_some_and(|b| b.len() > MAX_REQUEST_BODY_BYTES)
+    {
+        return Err(Refusal::Invalid(format!(
+            "the request body is larger than the host's {MAX_REQUEST_BODY_BYTES}-byte cap"
+        )));
+    }
+    // Bytes, so each redirect hop shares the body instead of copying it.
+    let mut body = request.body.map(Bytes::from);
     for _hop in 0..=MAX_REDIRECTS {
-        let pinned = check(grant, &url).await?;
+        let client = match route(grant, &url)? {
+            Route::Direct => &clients.direct,
+            Route::PublicOnly => &clients.public,
+        };
         let response = tokio::time::timeout_at(
             deadline,
-            one_hop(client, grant, &url, &method, &headers, body.clone(), pinned),
+            one_hop(client, grant, &url, &method, &headers, body.clone()),
         )
         .await
         .map_err(|_| Refusal::Timeout)??;
@@ -251,28 +304,13 @@ pub async fn send(
 }
 
 async fn one_hop(
-    shared: &reqwest::Client,
+    client: &reqwest::Client,
     grant: &HttpGrant,
     url: &Url,
     method: &reqwest::Method,
     headers: &HeaderMap,
-    body: Option<Vec<u8>>,
-    pinned: Option<SocketAddr>,
+    body: Option<Bytes>,
 ) -> Result<reqwest::Response, Refusal> {
-    // Public-web hops connect to the address that was checked; a client pinned to it is built
-    // for the hop. Trusted origins use the shared client and its connection pool.
-    let pinned_client;
-    let client = match pinned {
-        Some(addr) => {
-            let host = url.host_str().unwrap_or_default();
-            pinned_client = base_client()
-                .resolve(host, addr)
-                .build()
-                .map_err(|e| Refusal::Connection(error_chain(&e)))?;
-            &pinned_client
-        }
-        None => shared,
-    };
     let mut headers = headers.clone();
     if let Some(origin) = Origin::of(url) {
         for credential in grant.credentials.iter().filter(|c| c.origin == origin) {
@@ -288,7 +326,9 @@ async fn one_hop(
         builder = builder.body(body);
     }
     builder.send().await.map_err(|e| {
-        if e.is_timeout() {
+        if let Some(private) = find_cause::<PrivateAddress>(&e) {
+            Refusal::Denied(private.to_string())
+        } else if e.is_timeout() {
             Refusal::Timeout
         } else {
             Refusal::Connection(error_chain(&e))
@@ -298,7 +338,7 @@ async fn one_hop(
 
 /// The settings every plugin HTTP client shares: no redirects (followed by hand), no proxy from
 /// the environment (it would bypass the address checks), a user agent plugins may override.
-pub fn base_client() -> reqwest::ClientBuilder {
+fn base_client() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
@@ -306,8 +346,18 @@ pub fn base_client() -> reqwest::ClientBuilder {
         .user_agent(concat!("chatd/", env!("CARGO_PKG_VERSION")))
 }
 
-/// Whether `url` may be requested; `Some(addr)` pins the connection to the checked address.
-async fn check(grant: &HttpGrant, url: &Url) -> Result<Option<SocketAddr>, Refusal> {
+/// How a permitted URL is reached.
+#[derive(Debug, PartialEq, Eq)]
+enum Route {
+    /// Any address: a trusted origin, or private networks are allowed.
+    Direct,
+    /// Public addresses only, enforced by the resolver when connecting.
+    PublicOnly,
+}
+
+/// Whether `url` may be requested and how. Names are checked by the resolver as the connection
+/// is made; IP literals, which never reach a resolver, are checked here.
+fn route(grant: &HttpGrant, url: &Url) -> Result<Route, Refusal> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(Refusal::Invalid(format!(
             "{url}: only http and https are allowed"
@@ -315,73 +365,43 @@ async fn check(grant: &HttpGrant, url: &Url) -> Result<Option<SocketAddr>, Refus
     }
     let origin = Origin::of(url).ok_or_else(|| Refusal::Invalid(format!("{url}: no host")))?;
     if grant.trusted.contains(&origin) {
-        return Ok(None);
+        return Ok(Route::Direct);
     }
     if !grant.public_web && !grant.origins.contains(&origin) {
         return Err(Refusal::Denied(format!(
             "{origin} is not granted to this plugin"
         )));
     }
-    let host = url
-        .host()
-        .ok_or_else(|| Refusal::Invalid(format!("{url}: no host")))?;
-    let addrs: Vec<SocketAddr> = match host {
-        url::Host::Ipv4(ip) => vec![SocketAddr::new(IpAddr::V4(ip), origin.port)],
-        url::Host::Ipv6(ip) => vec![SocketAddr::new(IpAddr::V6(ip), origin.port)],
-        url::Host::Domain(name) => tokio::net::lookup_host((name, origin.port))
-            .await
-            .map_err(|e| Refusal::Connection(format!("cannot resolve {name}: {e}")))?
-            .collect(),
+    if grant.allow_private {
+        return Ok(Route::Direct);
+    }
+    let literal = match url.host() {
+        Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+        _ => None,
     };
-    let first = *addrs
-        .first()
-        .ok_or_else(|| Refusal::Connection(format!("{origin} resolves to no address")))?;
-    if !grant.allow_private
-        && let Some(bad) = addrs.iter().find(|a| is_private(a.ip()))
-    {
-        return Err(Refusal::Denied(format!(
-            "{origin} resolves to {}, a loopback, private, link-local or metadata address",
-            bad.ip()
-        )));
+    if let Some(ip) = literal.filter(|ip| is_private(*ip)) {
+        let private = PrivateAddress {
+            host: origin.host.clone(),
+            ip,
+        };
+        return Err(Refusal::Denied(private.to_string()));
     }
-    Ok(Some(first))
+    Ok(Route::PublicOnly)
 }
 
-/// Loopback, private, link-local (cloud metadata lives there), shared, unspecified, multicast,
-/// broadcast and documentation addresses: everything that is not the public internet.
-pub fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => is_private_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private_v4(v4);
-            }
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00 // unique local, fd00:ec2::254 metadata included
-                || (first & 0xffc0) == 0xfe80 // link-local
-                || (first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
-                || v6 == Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0xa9fe, 0xa9fe) // NAT64 of 169.254.169.254
+/// The first error of type `T` in `error`'s source chain.
+fn find_cause<'a, T: std::error::Error + 'static>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a T> {
+    let mut cause: Option<&'a (dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        if let Some(found) = e.downcast_ref::<T>() {
+            return Some(found);
         }
+        cause = e.source();
     }
-}
-
-fn is_private_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, ..] = ip.octets();
-    ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_unspecified()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || a == 0
-        || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
-        || (a == 192 && b == 0 && ip.octets()[2] == 0) // IETF protocol assignments
-        || (a == 198 && (b == 18 || b == 19)) // benchmarking
-        || a >= 240 // reserved
+    None
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {
@@ -400,40 +420,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn private_addresses_are_recognised() {
-        for ip in [
-            "127.0.0.1",
-            "10.0.0.1",
-            "172.16.5.4",
-            "192.168.1.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "100.64.0.1",
-            "255.255.255.255",
-            "224.0.0.1",
-            "::1",
-            "::",
-            "fe80::1",
-            "fd00:ec2::254",
-            "::ffff:127.0.0.1",
-            "::ffff:169.254.169.254",
-            "2001:db8::1",
-        ] {
-            assert!(is_private(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in [
-            "93.184.216.34",
-            "8.8.8.8",
-            "1.1.1.1",
-            "2606:4700:4700::1111",
-            "172.32.0.1",
-            "100.128.0.1",
-        ] {
-            assert!(!is_private(ip.parse().unwrap()), "{ip}");
-        }
-    }
-
-    #[test]
     fn origins_compare_scheme_host_and_port() {
         let a = Origin::parse("https://API.example.com/v1/x").unwrap();
         assert_eq!(a, Origin::parse("https://api.example.com:443").unwrap());
@@ -450,41 +436,46 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn checks_follow_the_grant() {
+    #[test]
+    fn routes_follow_the_grant() {
         let url = |u: &str| Url::parse(u).unwrap();
-        // Operator-configured origins are trusted, loopback included, and not pinned.
+        // Operator-configured origins are trusted, loopback included.
         assert_eq!(
-            check(
+            route(
                 &grant(&["http://127.0.0.1:9000"], false),
                 &url("http://127.0.0.1:9000/x")
-            )
-            .await,
-            Ok(None)
+            ),
+            Ok(Route::Direct)
         );
-        // Anything else needs the public web.
+        // Anything else needs the public web, and goes through the checking resolver.
         assert!(matches!(
-            check(&grant(&[], false), &url("https://93.184.216.34/")).await,
+            route(&grant(&[], false), &url("https://93.184.216.34/")),
             Err(Refusal::Denied(_))
         ));
         assert_eq!(
-            check(&grant(&[], true), &url("https://93.184.216.34/")).await,
-            Ok(Some("93.184.216.34:443".parse().unwrap()))
+            route(&grant(&[], true), &url("https://example.org/")),
+            Ok(Route::PublicOnly)
         );
+        assert_eq!(
+            route(&grant(&[], true), &url("https://93.184.216.34/")),
+            Ok(Route::PublicOnly)
+        );
+        // Private IP literals are refused here (names are refused by the resolver).
         for private in [
             "http://127.0.0.1/",
             "http://10.0.0.1/",
             "http://169.254.169.254/latest/meta-data/",
-            "http://localhost:8080/",
             "http://[::1]/",
+            "http://[::ffff:10.0.0.1]/",
+            "http://[64:ff9b::a9fe:a9fe]/",
+            "http://0x7f000001/",
+            "http://2130706433/",
+            "http://127.1/",
         ] {
-            assert!(
-                matches!(
-                    check(&grant(&[], true), &url(private)).await,
-                    Err(Refusal::Denied(_))
-                ),
-                "{private}"
-            );
+            match route(&grant(&[], true), &url(private)) {
+                Err(Refusal::Denied(why)) => assert!(why.contains("private"), "{private}: {why}"),
+                other => panic!("{private}: {other:?}"),
+            }
         }
         // A manifest's own origin is reachable, but only at a public address.
         let declared = |origin: &str, allow_private: bool| HttpGrant {
@@ -493,54 +484,40 @@ mod tests {
             ..grant(&[], false)
         };
         assert_eq!(
-            check(
-                &declared("https://93.184.216.34", false),
-                &url("https://93.184.216.34/x")
-            )
-            .await,
-            Ok(Some("93.184.216.34:443".parse().unwrap()))
+            route(
+                &declared("https://api.example.org", false),
+                &url("https://api.example.org/x")
+            ),
+            Ok(Route::PublicOnly)
         );
-        for private in [
-            "http://169.254.169.254",
-            "http://127.0.0.1:9000",
-            "http://localhost:9000",
-        ] {
-            assert!(
-                matches!(
-                    check(&declared(private, false), &url(&format!("{private}/x"))).await,
-                    Err(Refusal::Denied(_))
-                ),
-                "{private}"
-            );
-        }
         assert!(matches!(
-            check(
+            route(
+                &declared("http://169.254.169.254", false),
+                &url("http://169.254.169.254/x")
+            ),
+            Err(Refusal::Denied(_))
+        ));
+        assert_eq!(
+            route(
                 &declared("http://127.0.0.1:9000", true),
                 &url("http://127.0.0.1:9000/")
-            )
-            .await,
-            Ok(Some(_))
-        ));
+            ),
+            Ok(Route::Direct)
+        );
         assert!(matches!(
-            check(
-                &declared("https://93.184.216.34", false),
+            route(
+                &declared("https://api.example.org", false),
                 &url("https://1.1.1.1/")
-            )
-            .await,
+            ),
             Err(Refusal::Denied(_))
         ));
         let open = HttpGrant {
             allow_private: true,
             ..grant(&[], true)
         };
-        assert!(
-            check(&open, &url("http://127.0.0.1:9/"))
-                .await
-                .unwrap()
-                .is_some()
-        );
+        assert_eq!(route(&open, &url("http://127.0.0.1:9/")), Ok(Route::Direct));
         assert!(matches!(
-            check(&grant(&[], true), &url("file:///etc/passwd")).await,
+            route(&grant(&[], true), &url("file:///etc/passwd")),
             Err(Refusal::Invalid(_))
         ));
     }

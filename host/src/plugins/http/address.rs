@@ -1,0 +1,176 @@
+//! Which addresses are "the public internet", and a DNS resolver that refuses the others.
+//!
+//! The resolver is what makes the check hold: the HTTP client connects to exactly the addresses
+//! it returns, so there is no window between checking a name and connecting to it (DNS
+//! rebinding), and no per-request client is needed to pin an address. IP literals never reach a
+//! resolver; [`super::send`] checks those itself with [`is_private`].
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// Loopback, private, link-local (cloud metadata lives there), shared, unspecified, multicast,
+/// broadcast, documentation and reserved addresses: everything that is not the public internet.
+/// IPv6 forms that carry an IPv4 address (mapped, compatible, NAT64, 6to4) are judged by it.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => is_private_v4(v4),
+        IpAddr::V6(v6) => {
+            if let Some(v4) = embedded_v4(v6) {
+                return is_private_v4(v4);
+            }
+            let s = v6.segments();
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local, fd00:ec2::254 metadata included
+                || (s[0] & 0xffc0) == 0xfe80 // link-local
+                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated, still routed on some LANs)
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || (s[0] == 0x0064 && s[1] == 0xff9b && s[2] == 0x0001) // local-use NAT64, 64:ff9b:1::/48
+                || (s[0] == 0x0100 && s[1] == 0 && s[2] == 0 && s[3] == 0) // discard-only, 100::/64
+        }
+    }
+}
+
+/// The IPv4 address an IPv6 address stands for, where it stands for one: mapped
+/// (`::ffff:a.b.c.d`), compatible (`::a.b.c.d`, deprecated), NAT64 (`64:ff9b::a.b.c.d`) and 6to4
+/// (`2002:AABB:CCDD::`).
+fn embedded_v4(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let s = v6.segments();
+    let o = v6.octets();
+    let tail = Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    if s[..6] == [0, 0, 0, 0, 0, 0] && !v6.is_loopback() && !v6.is_unspecified() {
+        return Some(tail); // IPv4-compatible
+    }
+    if s[..6] == [0x0064, 0xff9b, 0, 0, 0, 0] {
+        return Some(tail); // NAT64 well-known prefix
+    }
+    if s[0] == 0x2002 {
+        return Some(Ipv4Addr::new(o[2], o[3], o[4], o[5])); // 6to4
+    }
+    None
+}
+
+fn is_private_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_broadcast()
+        || ip.is_multicast()
+        || ip.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking
+        || a >= 240 // reserved
+}
+
+/// A name that resolved to an address outside the public internet. The HTTP layer finds it in
+/// the client's error chain and reports a denial, not a connection failure.
+#[derive(Debug)]
+pub struct PrivateAddress {
+    pub host: String,
+    pub ip: IpAddr,
+}
+
+impl std::fmt::Display for PrivateAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} resolves to {}, a loopback, private, link-local or metadata address",
+            self.host, self.ip
+        )
+    }
+}
+
+impl std::error::Error for PrivateAddress {}
+
+/// Resolves with the system resolver and refuses the whole answer when any address in it is
+/// private (an answer mixing public and private addresses is how rebinding attacks start).
+#[derive(Debug, Default)]
+pub struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if let Some(bad) = addrs.iter().find(|a| is_private(a.ip())) {
+                return Err(Box::new(PrivateAddress { host, ip: bad.ip() }) as _);
+            }
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_addresses_are_recognised() {
+        for ip in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fe80::1",
+            "fec0::1",
+            "fd00:ec2::254",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "::127.0.0.1",
+            "::10.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "64:ff9b::a00:1",
+            "64:ff9b::7f00:1",
+            "64:ff9b:1::1.2.3.4",
+            "2002:a00:1::",
+            "2002:7f00:1::1",
+            "2001:db8::1",
+            "100::1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in [
+            "93.184.216.34",
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "172.32.0.1",
+            "100.128.0.1",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+        ] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_resolver_refuses_names_of_private_addresses() {
+        let err = PublicOnly
+            .resolve("localhost".parse().unwrap())
+            .await
+            .err()
+            .expect("localhost is refused");
+        let private = err
+            .downcast_ref::<PrivateAddress>()
+            .expect("a PrivateAddress");
+        assert_eq!(private.host, "localhost");
+        assert!(private.ip.is_loopback());
+    }
+}
