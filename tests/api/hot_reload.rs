@@ -237,3 +237,46 @@ async fn a_folder_plugin_overrides_a_bundled_one_by_id_and_clashes_are_refused()
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_refused_override_leaves_the_bundled_plugin_serving() {
+    let folder = tempfile::tempdir().unwrap();
+    let hostile = test_component("test-plugin-hostile");
+    // Both replace a bundled plugin and both provide `echo`: web_search's replacement comes
+    // first (the bundled order), so fetch_url's is refused and the bundled fetch_url stays.
+    deploy(
+        folder.path(),
+        "x_search",
+        &hostile,
+        &manifest("web_search", "7", ""),
+    );
+    deploy(
+        folder.path(),
+        "y_fetch",
+        &hostile,
+        &manifest("fetch_url", "8", ""),
+    );
+    let server = TestServer::start_with(Options {
+        plugins_dir: Some(folder.path().to_path_buf()),
+        ..Options::default()
+    })
+    .await;
+    let plugins = &server.state.plugins;
+    assert!(serves(plugins, "web_search", "7"));
+    assert!(
+        serves(plugins, "fetch_url", "0.1.0"),
+        "the bundled fetch_url serves"
+    );
+    let (_, body) = server.get("/v1/chat-tools").await;
+    let names = tool_names(&body);
+    assert!(names.contains(&"echo".to_string()) && names.contains(&"fetch_url".to_string()));
+    assert!(!names.contains(&"web_search".to_string()), "{names:?}");
+    let refused = plugins.refused();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].path.ends_with("y_fetch.wasm"));
+    assert_eq!(
+        refused[0].reason,
+        "tool echo is already provided by plugin web_search"
+    );
+    server.stop().await;
+}

@@ -8,7 +8,8 @@
 //! Rules of assembly, in order: bundled plugins first, in their fixed order; then PLUGINS_DIR's
 //! `.wasm` files by name. A folder plugin with a bundled plugin's id replaces it; two folder
 //! plugins with one id, or a plugin providing a tool name another already provides, are refused
-//! (the first one stays). A folder plugin that fails to load is refused with a log line, and its
+//! (the first one stays; tool names are claimed by the bundled plugins and their replacements
+//! first). A refused replacement leaves the bundled plugin it meant to replace serving. A folder plugin that fails to load is refused with a log line, and its
 //! last good version, if any, keeps serving.
 
 use std::collections::BTreeMap;
@@ -334,35 +335,63 @@ impl PluginHost {
         // folder's in file order: a folder plugin never displaces a bundled tool except by
         // replacing its plugin.
         let mut tools: BTreeMap<String, Arc<Plugin>> = BTreeMap::new();
-        let mut refused_ids: Vec<String> = Vec::new();
-        let (first, later): (Vec<&Arc<Plugin>>, Vec<&Arc<Plugin>>) =
-            plugins.iter().partition(|p| {
+        // Position in `plugins` → what serves there instead (`None`: nothing).
+        let mut replaced: Vec<(usize, Option<Arc<Plugin>>)> = Vec::new();
+        let (first, later): (Vec<(usize, &Arc<Plugin>)>, Vec<(usize, &Arc<Plugin>)>) =
+            plugins.iter().enumerate().partition(|(_, p)| {
                 p.source == super::load::Source::Bundled
                     || self.bundled.iter().any(|b| b.id() == p.id())
             });
-        for plugin in first.into_iter().chain(later) {
-            let clash = plugin
-                .tools
-                .iter()
-                .find_map(|t| tools.get(&t.name).map(|other| (t.name.clone(), other.id())));
-            if let Some((name, other)) = clash {
-                let why = format!("tool {name} is already provided by plugin {other}");
-                tracing::error!(plugin = plugin.id(), "plugin refused: {why}");
-                if let super::load::Source::File(path) = &plugin.source
-                    && let Some(entry) = folder.get_mut(path)
-                {
-                    entry.conflict = Some(why);
+        let free = |tools: &BTreeMap<String, Arc<Plugin>>, plugin: &Plugin| {
+            plugin.tools.iter().find_map(|t| {
+                tools
+                    .get(&t.name)
+                    .map(|o| (t.name.clone(), o.id().to_string()))
+            })
+        };
+        for (at, plugin) in first.into_iter().chain(later) {
+            let Some((name, other)) = free(&tools, plugin) else {
+                for tool in &plugin.tools {
+                    tools.insert(tool.name.clone(), plugin.clone());
                 }
-                refused_ids.push(plugin.id().to_string());
                 continue;
+            };
+            let why = format!("tool {name} is already provided by plugin {other}");
+            tracing::error!(plugin = plugin.id(), "plugin refused: {why}");
+            if let super::load::Source::File(path) = &plugin.source
+                && let Some(entry) = folder.get_mut(path)
+            {
+                entry.conflict = Some(why);
             }
-            for tool in &plugin.tools {
-                tools.insert(tool.name.clone(), plugin.clone());
+            // A refused override leaves the bundled plugin it meant to replace serving.
+            let fallback = self
+                .bundled
+                .iter()
+                .find(|b| b.id() == plugin.id() && !Arc::ptr_eq(b, plugin))
+                .filter(|b| free(&tools, b).is_none())
+                .cloned();
+            if let Some(bundled) = &fallback {
+                for tool in &bundled.tools {
+                    tools.insert(tool.name.clone(), bundled.clone());
+                }
+            }
+            replaced.push((at, fallback));
+        }
+        for (at, instead) in &replaced {
+            if let Some(instead) = instead {
+                plugins[*at] = instead.clone();
             }
         }
+        let gone: Vec<usize> = replaced
+            .iter()
+            .filter(|(_, instead)| instead.is_none())
+            .map(|(at, _)| *at)
+            .collect();
         let serving: Vec<Arc<Plugin>> = plugins
             .into_iter()
-            .filter(|p| !refused_ids.iter().any(|id| id == p.id()))
+            .enumerate()
+            .filter(|(at, _)| !gone.contains(at))
+            .map(|(_, p)| p)
             .collect();
         Snapshot {
             plugins: serving,
