@@ -9,8 +9,9 @@
 //! `.wasm` files by name. A folder plugin with a bundled plugin's id replaces it; two folder
 //! plugins with one id, or a plugin providing a tool name another already provides, are refused
 //! (the first one stays; tool names are claimed by the bundled plugins and their replacements
-//! first). A refused replacement leaves the bundled plugin it meant to replace serving. A folder plugin that fails to load is refused with a log line, and its
-//! last good version, if any, keeps serving.
+//! first). A refused replacement leaves the bundled plugin it meant to replace serving. A
+//! folder plugin that fails to load is refused with a log line, and its last good version, if
+//! any, keeps serving.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
