@@ -274,17 +274,7 @@ impl Config {
         if let Some(dir) = &self.plugin_cache_dir {
             return Some(dir.clone());
         }
-        let DatabaseUrl::Sqlite(url) = &self.database_url;
-        let rest = url.split_once(':').map_or("", |(_, rest)| rest);
-        let path = rest
-            .trim_start_matches("//")
-            .split('?')
-            .next()
-            .unwrap_or("");
-        if path.is_empty() || path.contains(":memory:") || path.starts_with("file::memory") {
-            return None;
-        }
-        let parent = std::path::Path::new(path).parent()?;
+        let parent = crate::store::Store::folder(&self.database_url)?;
         Some(parent.join("plugin-cache"))
     }
 }

@@ -308,6 +308,10 @@ async fn fetch_url_navigates_like_a_browser_and_returns_readable_text() {
         text.contains("https://example.org/menu"),
         "links are listed: {text}"
     );
+    assert!(
+        text.contains(&format!("]: {}/\n", upstream.url())),
+        "relative links are resolved against the page: {text}"
+    );
     for absent in ["script text", "color: red", "<p>", "&amp;"] {
         assert!(!text.contains(absent), "{absent:?} in {text}");
     }

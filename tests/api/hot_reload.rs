@@ -51,7 +51,7 @@ fn serves(plugins: &PluginHost, id: &str, version: &str) -> bool {
     plugins
         .snapshot()
         .plugin(id)
-        .is_some_and(|p| p.manifest.version.as_deref() == Some(version))
+        .is_some_and(|p| p.manifest().version.as_deref() == Some(version))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -49,13 +49,20 @@ pub async fn check(config: &Config, file: &Path) -> ExitCode {
 async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
     let package = Package::read(file).map_err(|e| e.to_string())?;
     let engine = super::engine::new_engine().map_err(|e| e.to_string())?;
-    let loader = Loader::new(
+    // The file under test is compiled fresh; the bundled plugins come from the server's compile
+    // cache when it exists (a check creates nothing).
+    let cache = config
+        .plugin_cache_dir()
+        .filter(|dir| dir.is_dir())
+        .map(super::cache::CompileCache::new);
+    let mut loader = Loader::new(
         engine,
         super::grants::HostSettings::from_config(config),
         None,
     );
     let plugin = loader.load(package).await.map_err(|e| e.to_string())?;
     // Would it serve next to the bundled plugins? Same rules as the registry's assembly.
+    loader.cache = cache;
     let bundled = PluginHost::load(loader, bundled::packages(), None)
         .await
         .map_err(|e| e.to_string())?;
@@ -79,7 +86,7 @@ async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
 
 /// A plugin as operators read it: id, kind, version, source, then its tools, grants, limits.
 pub fn describe(plugin: &Plugin) -> String {
-    let m = &plugin.manifest;
+    let m = plugin.manifest();
     let mut out = format!(
         "{} ({}, version {}, {})\n",
         m.id,

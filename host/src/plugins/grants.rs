@@ -349,33 +349,31 @@ pub fn describe(manifest: &Manifest, caps: &Capabilities) -> Vec<String> {
         let Some(service) = service(name) else {
             continue;
         };
-        let base = caps.config.get(&service.base_url_key());
-        let key = caps
+        let Some(base) = caps.config.get(&service.base_url_key()) else {
+            lines.push(format!(
+                "service {name} ({} unset: nothing)",
+                service.base_url_var
+            ));
+            continue;
+        };
+        let origin = Origin::parse(base);
+        let sent: Vec<&str> = caps
             .http
             .credentials
             .iter()
-            .any(|c| base.and_then(|b| Origin::parse(b)).as_ref() == Some(&c.origin));
-        lines.push(match (base, key, service.key_var) {
-            (None, _, _) => format!("service {name} ({} unset: nothing)", service.base_url_var),
-            (Some(base), true, Some(var)) => format!("service {name}: {base} with {var}"),
-            (Some(base), _, _) => format!("service {name}: {base}"),
+            .filter(|c| origin.as_ref() == Some(&c.origin))
+            .map(|c| match service.key_var {
+                Some(var) if !c.value.expose().starts_with("Basic ") => var,
+                _ => "the base URL's user and password",
+            })
+            .collect();
+        lines.push(match sent.as_slice() {
+            [] => format!("service {name}: {base}"),
+            sent => format!("service {name}: {base} with {}", sent.join(" and ")),
         });
     }
-    let service_origins: Vec<Option<Origin>> = manifest
-        .grants
-        .services
-        .iter()
-        .filter_map(|n| service(n))
-        .map(|s| {
-            caps.config
-                .get(&s.base_url_key())
-                .and_then(|b| Origin::parse(b))
-        })
-        .collect();
     for origin in &caps.http.origins {
-        if !service_origins.contains(&Some(origin.clone())) {
-            lines.push(format!("http {origin}"));
-        }
+        lines.push(format!("http {origin}"));
     }
     if caps.http.public_web {
         lines.push(if caps.http.allow_private {

@@ -79,7 +79,6 @@ pub enum Instance {
 /// One loaded plugin: what it is, where it came from, what it holds, and for tools what it
 /// provides (asked once at load).
 pub struct Plugin {
-    pub manifest: Manifest,
     pub source: Source,
     /// Its grants, a line each, for operators.
     pub grants: Vec<String>,
@@ -91,8 +90,16 @@ pub struct Plugin {
 }
 
 impl Plugin {
+    pub fn manifest(&self) -> &Manifest {
+        match &self.instance {
+            Instance::Tool(tool) => tool.manifest(),
+            Instance::Provider(provider) => provider.manifest(),
+            Instance::Search(search) => search.manifest(),
+        }
+    }
+
     pub fn id(&self) -> &str {
-        &self.manifest.id
+        &self.manifest().id
     }
 
     pub fn as_tool(&self) -> Option<&ToolPlugin> {
@@ -141,11 +148,10 @@ impl Loader {
         let caps = grants::resolve(&manifest, &self.settings, self.clients.clone())?;
         let grant_lines = grants::describe(&manifest, &caps);
         let (component, from_cache) = self.compile(&manifest.id, package.wasm).await?;
-        let engine = &self.engine;
-        let id = manifest.id.clone();
-        let (instance, tools) = match manifest.kind {
+        let (engine, id, kind) = (&self.engine, manifest.id.clone(), manifest.kind);
+        let (instance, tools) = match kind {
             Kind::Tool => {
-                let tool = ToolPlugin::new(engine, manifest.clone(), &component, caps)?;
+                let tool = ToolPlugin::new(engine, manifest, &component, caps)?;
                 // Its own limit, not the manifest's (up to 15 minutes): a plugin that cannot say
                 // what it provides must not hold up a reload for long.
                 let tools = match tokio::time::timeout(DESCRIBE_LIMIT, tool.describe()).await {
@@ -161,27 +167,16 @@ impl Loader {
                 check_tools(&id, &tools)?;
                 (Instance::Tool(tool), tools)
             }
-            Kind::Provider => (
-                Instance::Provider(ProviderPlugin::new(
-                    engine,
-                    manifest.clone(),
-                    &component,
-                    caps,
-                )?),
-                Vec::new(),
-            ),
-            Kind::Search => (
-                Instance::Search(SearchPlugin::new(
-                    engine,
-                    manifest.clone(),
-                    &component,
-                    caps,
-                )?),
-                Vec::new(),
-            ),
+            Kind::Provider => {
+                let provider = ProviderPlugin::new(engine, manifest, &component, caps)?;
+                (Instance::Provider(provider), Vec::new())
+            }
+            Kind::Search => {
+                let search = SearchPlugin::new(engine, manifest, &component, caps)?;
+                (Instance::Search(search), Vec::new())
+            }
         };
         Ok(Plugin {
-            manifest,
             source: package.source,
             grants: grant_lines,
             tools,

@@ -280,7 +280,7 @@ impl PluginHost {
                 // Operators see what a folder plugin holds when it arrives.
                 tracing::info!(
                     plugin = plugin.id(),
-                    version = plugin.manifest.version.as_deref().unwrap_or("-"),
+                    version = plugin.manifest().version.as_deref().unwrap_or("-"),
                     "plugin loaded from {}; grants: {}",
                     path.display(),
                     if plugin.grants.is_empty() {

@@ -55,6 +55,18 @@ pub struct Store {
 }
 
 impl Store {
+    /// The folder the database file is in (empty: the working directory); `None` for an
+    /// in-memory database. Other files chatd keeps (the plugin compile cache) live beside it.
+    pub fn folder(url: &DatabaseUrl) -> Option<std::path::PathBuf> {
+        let DatabaseUrl::Sqlite(raw) = url;
+        let options = SqliteConnectOptions::from_str(raw).ok()?;
+        let path = options.get_filename();
+        if is_in_memory(path) {
+            return None;
+        }
+        Some(path.parent()?.to_path_buf())
+    }
+
     /// Opens (creating file and folder if needed) and migrates the database.
     pub async fn open(url: &DatabaseUrl) -> Result<Self> {
         let DatabaseUrl::Sqlite(raw) = url;
@@ -69,11 +81,8 @@ impl Store {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
             .row_buffer_size(256);
-        let path = options.get_filename();
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
-            && !is_in_memory(path)
-        {
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::Folder {
+        if let Some(parent) = Self::folder(url).filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(&parent).map_err(|source| StoreError::Folder {
                 path: parent.display().to_string(),
                 source,
             })?;
@@ -146,9 +155,11 @@ async fn set_membership(
     Ok(())
 }
 
+/// sqlx names an in-memory database `file:sqlx-in-memory-N` once parsed.
 fn is_in_memory(path: &std::path::Path) -> bool {
-    path.to_str()
-        .is_some_and(|p| p.contains(":memory:") || p.contains("mode=memory"))
+    path.to_str().is_some_and(|p| {
+        p.contains(":memory:") || p.contains("mode=memory") || p.starts_with("file:sqlx-in-memory-")
+    })
 }
 
 /// Decodes a JSON text column.

@@ -436,6 +436,26 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn a_request_body_over_the_cap_is_refused_before_anything_is_sent() {
+        let request = Outgoing {
+            method: reqwest::Method::POST,
+            url: "http://127.0.0.1:9/".into(),
+            headers: Vec::new(),
+            body: Some(vec![0; MAX_REQUEST_BODY_BYTES + 1]),
+            timeout: None,
+            follow_redirects: true,
+        };
+        let grant = HttpGrant {
+            max_timeout: Duration::from_secs(5),
+            ..grant(&["http://127.0.0.1:9"], false)
+        };
+        match send(&Clients::new(), &grant, request).await {
+            Err(Refusal::Invalid(why)) => assert!(why.contains("33554432-byte cap"), "{why}"),
+            other => panic!("{:?}", other.map(|r| r.status)),
+        }
+    }
+
     #[test]
     fn routes_follow_the_grant() {
         let url = |u: &str| Url::parse(u).unwrap();
