@@ -19,7 +19,14 @@ const TARGET: &str = "wasm32-wasip2";
 /// The bundled plugins, in the order they are listed (the order of `GET /v1/chat-tools`). Each
 /// is a workspace member at `plugins/<name>` with its manifest at `plugins/<name>/manifest.json`;
 /// its package and library are named `<name>`.
-const BUNDLED: &[&str] = &["web_search", "fetch_url"];
+const BUNDLED: &[&str] = &[
+    "web_search",
+    "fetch_url",
+    "provider_a",
+    "provider_b",
+    "provider_c",
+    "provider_agent",
+];
 
 fn main() {
     let root = PathBuf::from(env("CARGO_MANIFEST_DIR"))

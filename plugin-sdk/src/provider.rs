@@ -70,3 +70,19 @@ macro_rules! export_provider {
         );
     };
 }
+
+/// How every bundled provider renders a text attachment for the model: a header naming the file
+/// (and saying when the client cut it), then its text. One wording, so a chat reads the same
+/// whichever provider serves it.
+pub fn text_file_prompt(file: &crate::host::TextFile) -> String {
+    let cut = if file.truncated { ", truncated" } else { "" };
+    format!(
+        "Attached file: {} ({}{cut})\n\n{}",
+        file.filename, file.mime_type, file.text
+    )
+}
+
+/// An image attachment as a `data:` URL (`data:image/png;base64,…`).
+pub fn image_data_url(image: &crate::host::Image) -> String {
+    format!("data:{};base64,{}", image.mime_type, image.data_base64)
+}

@@ -1,0 +1,1 @@
+//! The OpenAI-compatible chat completions wire format. (Being written.)
