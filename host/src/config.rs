@@ -165,6 +165,10 @@ pub struct Config {
     /// Lets tool plugins reach loopback, private and link-local addresses.
     #[arg(long, env = "CHATD_ALLOW_PRIVATE_NETWORKS", value_name = "CHATD_ALLOW_PRIVATE_NETWORKS", default_value = "false", value_parser = parse_bool, action = clap::ArgAction::Set)]
     pub chatd_allow_private_networks: bool,
+    /// On shutdown, how long runs in flight may take to finish before they are stopped with an
+    /// error recorded.
+    #[arg(long, env = "CHATD_SHUTDOWN_GRACE_SECS", value_name = "CHATD_SHUTDOWN_GRACE_SECS", default_value = "30", value_parser = parse_positive_u64)]
+    pub chatd_shutdown_grace_secs: u64,
     /// Folder of operator plugins.
     #[arg(long, env = "PLUGINS_DIR", value_name = "PLUGINS_DIR")]
     pub plugins_dir: Option<PathBuf>,

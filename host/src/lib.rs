@@ -31,6 +31,7 @@
 //! - Deliberately absent so far: the provider plugins, chat completions, search runs.
 
 pub mod attachments;
+pub mod chat;
 pub mod config;
 pub mod http;
 pub mod model;

@@ -1,20 +1,45 @@
-//! The active-run registry: which chat and search streams are running right now. It is memory
-//! only (runs are not durable across restarts, per the contract). `GET /v1/active-runs` reads it,
-//! `cacheHit` asks it whether a search is streaming, and the run issues register runs in it.
+//! Backend-owned runs: the registry of running chat and search streams, each run's event log,
+//! and the shutdown switch every run watches. Memory only (runs are not durable across restarts,
+//! per the contract). `GET /v1/active-runs` reads the registry, attach reads a run's log,
+//! `cacheHit` asks whether a search is streaming.
+//!
+//! A run's events are kept in order in its [`RunLog`] until the run ends. A reader holds a
+//! cursor into the log: it takes what is there under the lock, then waits for the length to
+//! grow. Replay and follow are the same loop, so an attaching client can neither miss an event
+//! nor see one twice, and a slow reader never holds up the run (there is no per-reader queue).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-#[derive(Debug, Default)]
+use bytes::Bytes;
+use tokio::sync::watch;
+
+#[derive(Debug)]
 pub struct ActiveRuns {
-    // A std Mutex: every critical section is a set operation, never held across an await.
-    inner: Mutex<Sets>,
+    // A std Mutex: every critical section is a map operation, never held across an await.
+    inner: Mutex<Maps>,
+    /// Run tasks alive (registered or not: non-streaming completions count too).
+    live: watch::Sender<usize>,
+    /// Set when the shutdown grace period is over: runs still going record an error and stop.
+    stop: watch::Sender<bool>,
+}
+
+impl Default for ActiveRuns {
+    fn default() -> Self {
+        Self {
+            inner: Mutex::default(),
+            live: watch::Sender::new(0),
+            stop: watch::Sender::new(false),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
-struct Sets {
-    chats: BTreeSet<String>,
-    searches: BTreeSet<String>,
+struct Maps {
+    chats: BTreeMap<String, Arc<RunLog>>,
+    searches: BTreeMap<String, Arc<RunLog>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,51 +48,223 @@ pub enum RunKind {
     Search,
 }
 
-/// Proof that a run is registered; dropping it unregisters the run, so a run that ends by any
-/// path (done, error, panic) leaves the registry.
+/// Proof that a run is registered. [`RunGuard::finish`] (or dropping it, whatever ended the
+/// run: an error, a panic) takes it out of the registry.
 #[derive(Debug)]
 pub struct RunGuard {
     runs: Arc<ActiveRuns>,
     kind: RunKind,
     id: String,
+    log: Arc<RunLog>,
+}
+
+impl RunGuard {
+    pub fn log(&self) -> &Arc<RunLog> {
+        &self.log
+    }
+
+    /// Unregisters the run, keeping its log for the last event. The contract's order: the run's
+    /// final state is persisted, the run leaves `GET /v1/active-runs` (so an attach now answers
+    /// 404), then the terminal event goes out.
+    pub fn finish(self) -> Arc<RunLog> {
+        self.log.clone()
+    }
 }
 
 impl Drop for RunGuard {
     fn drop(&mut self) {
-        self.runs.with(self.kind, |set| set.remove(&self.id));
+        self.runs.with(self.kind, |map| {
+            if map.get(&self.id).is_some_and(|l| Arc::ptr_eq(l, &self.log)) {
+                map.remove(&self.id);
+            }
+        });
     }
 }
 
 impl ActiveRuns {
-    /// Registers a run; `None` when one with that id is already running.
+    /// Registers a run with a fresh log; `None` when one with that id is already running.
     pub fn start(self: &Arc<Self>, kind: RunKind, id: &str) -> Option<RunGuard> {
-        self.with(kind, |set| set.insert(id.to_string()))
-            .then(|| RunGuard {
+        let log = Arc::new(RunLog::default());
+        self.with(kind, |map| {
+            if map.contains_key(id) {
+                return None;
+            }
+            map.insert(id.to_string(), log.clone());
+            Some(RunGuard {
                 runs: Arc::clone(self),
                 kind,
                 id: id.to_string(),
+                log,
             })
+        })
+    }
+
+    /// The log of the running stream with that id.
+    pub fn log(&self, kind: RunKind, id: &str) -> Option<Arc<RunLog>> {
+        self.with(kind, |map| map.get(id).cloned())
     }
 
     pub fn is_running(&self, kind: RunKind, id: &str) -> bool {
-        self.with(kind, |set| set.contains(id))
+        self.with(kind, |map| map.contains_key(id))
     }
 
     /// Running chat ids and search ids, each sorted.
     pub fn snapshot(&self) -> (Vec<String>, Vec<String>) {
-        let sets = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let maps = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         (
-            sets.chats.iter().cloned().collect(),
-            sets.searches.iter().cloned().collect(),
+            maps.chats.keys().cloned().collect(),
+            maps.searches.keys().cloned().collect(),
         )
     }
 
-    fn with<R>(&self, kind: RunKind, f: impl FnOnce(&mut BTreeSet<String>) -> R) -> R {
-        let mut sets = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+    fn with<R>(&self, kind: RunKind, f: impl FnOnce(&mut BTreeMap<String, Arc<RunLog>>) -> R) -> R {
+        let mut maps = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         f(match kind {
-            RunKind::Chat => &mut sets.chats,
-            RunKind::Search => &mut sets.searches,
+            RunKind::Chat => &mut maps.chats,
+            RunKind::Search => &mut maps.searches,
         })
+    }
+
+    /// Runs `work` as a backend-owned task: it goes on when the client leaves, and shutdown
+    /// waits for it. If the shutdown grace period ends first, `work` is dropped (cancelling its
+    /// upstream call) and `stopped` runs instead, to record the failure.
+    pub fn spawn<W, S>(self: &Arc<Self>, work: W, stopped: S) -> tokio::task::JoinHandle<()>
+    where
+        W: Future<Output = ()> + Send + 'static,
+        S: Future<Output = ()> + Send + 'static,
+    {
+        let live = LiveTask::new(self.clone());
+        let mut stop = self.stop.subscribe();
+        tokio::spawn(async move {
+            let _live = live;
+            // `work` is dropped (its upstream call cancelled, its registration released) before
+            // `stopped` runs.
+            let stopped_early = tokio::select! {
+                () = work => false,
+                seen = stop.wait_for(|stop| *stop) => seen.is_ok(),
+            };
+            if stopped_early {
+                stopped.await;
+            }
+        })
+    }
+
+    /// Shutdown, after the listener closed: waits up to `grace` for runs to finish, then tells
+    /// the rest to stop and waits for them to record their error.
+    pub async fn shut_down(&self, grace: Duration) {
+        let mut live = self.live.subscribe();
+        if tokio::time::timeout(grace, live.wait_for(|n| *n == 0))
+            .await
+            .is_err()
+        {
+            let left = *live.borrow();
+            tracing::warn!(
+                runs = left,
+                "grace period over: stopping the runs still going"
+            );
+            self.stop.send_replace(true);
+            let _ = live.wait_for(|n| *n == 0).await;
+        }
+    }
+
+    /// Whether the grace period is over (runs started now stop at once).
+    pub fn stopping(&self) -> bool {
+        *self.stop.borrow()
+    }
+}
+
+/// Counts a run task as live while it exists.
+struct LiveTask(Arc<ActiveRuns>);
+
+impl LiveTask {
+    fn new(runs: Arc<ActiveRuns>) -> Self {
+        runs.live.send_modify(|n| *n += 1);
+        Self(runs)
+    }
+}
+
+impl Drop for LiveTask {
+    fn drop(&mut self) {
+        self.0.live.send_modify(|n| *n -= 1);
+    }
+}
+
+/// One run's events, in order, each already framed for SSE (`id:`, `event:`, `data:`), so every
+/// reader sends the same bytes without serializing again.
+#[derive(Debug)]
+pub struct RunLog {
+    events: Mutex<Vec<Bytes>>,
+    /// The number of events, and whether the last one was terminal.
+    len: watch::Sender<(usize, bool)>,
+}
+
+impl Default for RunLog {
+    fn default() -> Self {
+        Self {
+            events: Mutex::default(),
+            len: watch::Sender::new((0, false)),
+        }
+    }
+}
+
+impl RunLog {
+    /// Appends an event: `name` and its JSON `data`. Its SSE id is its 1-based position.
+    pub fn push(&self, name: &str, data: &str, terminal: bool) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let id = events.len() + 1;
+        let mut frame = String::with_capacity(data.len() + name.len() + 24);
+        frame.push_str("id: ");
+        frame.push_str(&id.to_string());
+        frame.push_str("\nevent: ");
+        frame.push_str(name);
+        // JSON text has no raw newlines, so one `data:` line carries it.
+        frame.push_str("\ndata: ");
+        frame.push_str(data);
+        frame.push_str("\n\n");
+        events.push(Bytes::from(frame));
+        // Under the lock, so readers see lengths in push order.
+        self.len.send_replace((id, terminal));
+    }
+
+    /// A reader positioned after the first `skip` events (`Last-Event-ID`).
+    pub fn reader(self: &Arc<Self>, skip: usize) -> RunReader {
+        RunReader {
+            log: self.clone(),
+            len: self.len.subscribe(),
+            cursor: skip,
+        }
+    }
+}
+
+/// Reads a run's events from a position: first what is logged, then each new one, until the
+/// terminal event.
+pub struct RunReader {
+    log: Arc<RunLog>,
+    len: watch::Receiver<(usize, bool)>,
+    cursor: usize,
+}
+
+impl RunReader {
+    /// The next frames (all logged since the last call), or `None` after the terminal event.
+    pub async fn next(&mut self) -> Option<Vec<Bytes>> {
+        let cursor = self.cursor;
+        let (len, _) = match self.len.wait_for(|(len, _)| *len > cursor).await {
+            Ok(seen) => *seen,
+            // The log was dropped with its run: nothing more will come.
+            Err(_) => return None,
+        };
+        let frames = {
+            let events = self.log.events.lock().unwrap_or_else(|e| e.into_inner());
+            events[cursor.min(events.len())..len.min(events.len())].to_vec()
+        };
+        self.cursor = len;
+        Some(frames)
+    }
+
+    /// Whether the reader has passed the terminal event.
+    pub fn finished(&self) -> bool {
+        let (len, terminal) = *self.len.borrow();
+        terminal && self.cursor >= len
     }
 }
 
@@ -86,5 +283,52 @@ mod tests {
         drop(guard);
         assert!(!runs.is_running(RunKind::Chat, "c1"));
         assert!(runs.start(RunKind::Chat, "c1").is_some());
+    }
+
+    #[tokio::test]
+    async fn a_reader_replays_then_follows_without_loss_or_repeats() {
+        let log = Arc::new(RunLog::default());
+        log.push("meta", "{}", false);
+        log.push("delta", r#"{"text":"a"}"#, false);
+        let mut late = log.reader(0);
+        let mut resumed = log.reader(1);
+        let writer = {
+            let log = log.clone();
+            tokio::spawn(async move {
+                for i in 0..100 {
+                    log.push("delta", &format!(r#"{{"text":"{i}"}}"#), false);
+                    tokio::task::yield_now().await;
+                }
+                log.push("done", "{}", true);
+            })
+        };
+        let mut seen = Vec::new();
+        while !late.finished() {
+            seen.extend(late.next().await.unwrap());
+        }
+        writer.await.unwrap();
+        assert_eq!(seen.len(), 103);
+        for (i, frame) in seen.iter().enumerate() {
+            let text = std::str::from_utf8(frame).unwrap();
+            assert!(text.starts_with(&format!("id: {}\n", i + 1)), "{text}");
+        }
+        let first = resumed.next().await.unwrap();
+        assert!(
+            std::str::from_utf8(&first[0])
+                .unwrap()
+                .starts_with("id: 2\n")
+        );
+    }
+
+    #[tokio::test]
+    async fn shutdown_waits_for_runs_then_stops_the_rest() {
+        let runs = Arc::new(ActiveRuns::default());
+        let (tx, rx) = tokio::sync::oneshot::channel::<&str>();
+        runs.spawn(std::future::pending(), async move {
+            let _ = tx.send("stopped");
+        });
+        runs.shut_down(Duration::from_millis(20)).await;
+        assert_eq!(rx.await.unwrap(), "stopped");
+        assert_eq!(*runs.live.borrow(), 0);
     }
 }

@@ -9,8 +9,11 @@ use std::sync::Arc;
 use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
+use crate::chat::ChatSettings;
+use crate::chat::models::{ModelSources, Models};
 use crate::config::Config;
 use crate::http::{self, AppState, TokenDigest};
+use crate::model::Provider;
 use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::store::{Store, StoreError};
@@ -18,6 +21,9 @@ use crate::store::{Store, StoreError};
 pub struct Server {
     listener: TcpListener,
     state: AppState,
+    /// Loads the model lists now and refreshes them; stopped with the server.
+    refresh: tokio::task::JoinHandle<()>,
+    grace: std::time::Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -43,17 +49,55 @@ impl Server {
                 addr: addr.clone(),
                 source,
             })?;
+        let key = |set: bool, var: &'static str| (!set).then_some(var);
+        let mut providers = vec![
+            (
+                Provider::ProviderA,
+                key(config.provider_a_api_key.is_some(), "PROVIDER_A_API_KEY"),
+            ),
+            (
+                Provider::ProviderB,
+                key(config.provider_b_api_key.is_some(), "PROVIDER_B_API_KEY"),
+            ),
+            (
+                Provider::ProviderC,
+                key(config.provider_c_api_key.is_some(), "PROVIDER_C_API_KEY"),
+            ),
+        ];
+        if config.agent_api_key.is_some() {
+            providers.push((Provider::ProviderAgent, None));
+        }
+        let models = Models::new(
+            ModelSources {
+                providers,
+                agent_model: config.agent_model.clone(),
+            },
+            plugins.clone(),
+        );
+        let refresh =
+            models.spawn_refresh(std::time::Duration::from_secs(config.models_refresh_secs));
         let state = AppState {
             store,
             tools: plugins.catalog(),
             plugins,
             runs: Arc::new(ActiveRuns::default()),
+            chat: Arc::new(ChatSettings {
+                max_tool_rounds: config.chat_max_tool_rounds,
+                title_model: config.title_model.clone(),
+                agent_enabled: config.agent_api_key.is_some(),
+            }),
+            models,
             token: config
                 .admin_token
                 .as_ref()
                 .map(|t| TokenDigest::new(t.expose())),
         };
-        Ok(Self { listener, state })
+        Ok(Self {
+            listener,
+            state,
+            refresh,
+            grace: std::time::Duration::from_secs(config.chatd_shutdown_grace_secs),
+        })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -64,12 +108,31 @@ impl Server {
         &self.state
     }
 
-    /// Serves until `shutdown` resolves, lets requests in flight finish, then closes the store.
+    /// Serves until `shutdown` resolves; then stops accepting, lets runs and requests in flight
+    /// finish (runs within the grace period, after which they are stopped with an error
+    /// recorded), and closes the store.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let store = self.state.store.clone();
+        let runs = self.state.runs.clone();
+        let grace = self.grace;
+        let (stopping_tx, stopping) = tokio::sync::oneshot::channel::<()>();
+        // The grace clock starts with the signal, while the listener drains: streams in flight
+        // keep their connections open until their runs end.
+        let drain = {
+            let runs = runs.clone();
+            tokio::spawn(async move {
+                if stopping.await.is_ok() {
+                    runs.shut_down(grace).await;
+                }
+            })
+        };
+        let shutdown = async move {
+            shutdown.await;
+            let _ = stopping_tx.send(());
+        };
         let app = http::router(self.state);
         // Small JSON responses: send them now rather than wait for Nagle's algorithm.
         let listener = self.listener.tap_io(|tcp| {
@@ -78,6 +141,9 @@ impl Server {
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await;
+        let _ = drain.await;
+        runs.shut_down(grace).await;
+        self.refresh.abort();
         store.close().await;
         served
     }

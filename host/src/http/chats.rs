@@ -183,7 +183,7 @@ fn present<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
 
 /// Validates a message and folds its attachments into `metadata.attachments`. `field` is the
 /// JSON path of the message, for error messages.
-fn new_message(
+pub(super) fn new_message(
     role: Role,
     content: String,
     name: Option<String>,

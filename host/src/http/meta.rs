@@ -127,3 +127,42 @@ pub async fn workspace_items(
         .collect();
     Ok(Json(WorkspaceItemsResponse { items }))
 }
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelListEntry {
+    pub models: Vec<String>,
+    /// When the list was last loaded; null until a load succeeded.
+    pub loaded_at: Option<String>,
+    /// The latest failure; the last good list is kept.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModelsResponse {
+    /// By provider id: provider_a, provider_b, provider_c, and provider_agent when AGENT_API_KEY
+    /// is set.
+    pub providers: std::collections::BTreeMap<String, ModelListEntry>,
+}
+
+#[utoipa::path(get, path = "/models", tag = "meta",
+    responses((status = 200, body = ModelsResponse)))]
+pub async fn models(State(state): State<AppState>) -> Json<ModelsResponse> {
+    let providers = state
+        .models
+        .current()
+        .await
+        .into_iter()
+        .map(|(provider, list)| {
+            (
+                provider.as_str().to_string(),
+                ModelListEntry {
+                    models: list.models,
+                    loaded_at: list.loaded_at,
+                    error: list.error,
+                },
+            )
+        })
+        .collect();
+    Json(ModelsResponse { providers })
+}

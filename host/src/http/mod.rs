@@ -7,10 +7,12 @@
 //! router serves, so the two cannot drift. The whole app is mounted twice, at `/` and `/api`.
 
 pub mod chats;
+pub mod completions;
 pub mod error;
 pub mod meta;
 pub mod middleware;
 pub mod searches;
+pub mod title;
 
 use std::sync::Arc;
 
@@ -25,6 +27,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::attachments::MIB;
+use crate::chat::ChatSettings;
+use crate::chat::models::Models;
 use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::store::Store;
@@ -43,6 +47,8 @@ pub struct AppState {
     pub tools: Arc<ToolCatalog>,
     pub plugins: Arc<PluginHost>,
     pub runs: Arc<ActiveRuns>,
+    pub chat: Arc<ChatSettings>,
+    pub models: Arc<Models>,
     /// Set in token mode.
     pub token: Option<TokenDigest>,
 }
@@ -76,6 +82,11 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(meta::session))
         .routes(routes!(meta::active_runs))
         .routes(routes!(meta::chat_tools))
+        .routes(routes!(meta::models))
+        .routes(routes!(completions::complete))
+        .routes(routes!(completions::stream))
+        .routes(routes!(completions::attach))
+        .routes(routes!(title::suggest_title))
         .routes(routes!(meta::workspace_items))
         .routes(routes!(chats::list_chats, chats::create_chat))
         .routes(routes!(

@@ -13,7 +13,8 @@ use super::state::{Capabilities, PluginState};
 use super::{CallError, Core, LoadError, linker};
 
 pub use super::bindings::imports::chatd::plugin::types::{
-    ContentPart, Message, PluginError, Role, ToolCall, ToolSpec, Usage,
+    ContentPart, Image, Message, PluginError, Role, TextFile, ToolCall, ToolResult, ToolSpec,
+    UpstreamError, Usage,
 };
 pub use super::bindings::provider::chatd::plugin::provider_types::{
     FinishReason, TurnEvent, TurnOutcome, TurnRequest,

@@ -254,7 +254,10 @@ impl Store {
     }
 }
 
-async fn fetch_chat(tx: &mut Transaction<'_, Sqlite>, id: &str) -> Result<Option<ChatRecord>> {
+pub(super) async fn fetch_chat(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: &str,
+) -> Result<Option<ChatRecord>> {
     let row = sqlx::query(&format!("{SELECT_CHAT} WHERE c.id = ?"))
         .bind(id)
         .fetch_optional(&mut **tx)
@@ -263,7 +266,10 @@ async fn fetch_chat(tx: &mut Transaction<'_, Sqlite>, id: &str) -> Result<Option
 }
 
 /// The chat's next `updatedAt` (strictly later than the current one); `None` when it does not exist.
-async fn next_updated_at(tx: &mut Transaction<'_, Sqlite>, id: &str) -> Result<Option<String>> {
+pub(super) async fn next_updated_at(
+    tx: &mut Transaction<'_, Sqlite>,
+    id: &str,
+) -> Result<Option<String>> {
     let current: Option<String> = sqlx::query_scalar("SELECT updated_at FROM chats WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut **tx)
@@ -271,7 +277,7 @@ async fn next_updated_at(tx: &mut Transaction<'_, Sqlite>, id: &str) -> Result<O
     Ok(current.as_deref().map(now_after))
 }
 
-async fn insert_message(
+pub(super) async fn insert_message(
     tx: &mut Transaction<'_, Sqlite>,
     chat_id: &str,
     message: &NewMessage,

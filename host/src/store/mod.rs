@@ -6,6 +6,7 @@
 //! usual trade for servers); foreign keys on, because deletes rely on ON DELETE CASCADE; a busy
 //! timeout so concurrent writers queue instead of failing with SQLITE_BUSY.
 
+mod calls;
 mod chats;
 mod searches;
 mod workspace;
@@ -17,6 +18,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+pub use calls::{CallRecord, CallUsage, NewCall};
 pub use chats::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
 pub use searches::{
     NewSearch, SearchDetailRecord, SearchRecord, SearchRunOutcome, normalize_query,

@@ -1,9 +1,41 @@
-//! chatd's bundled `provider_agent` provider: an OpenAI-compatible agent server (chat completions, no tools added). (Being written.)
+//! chatd's bundled `provider_agent` provider: an agent server with an OpenAI-compatible chat
+//! completions API, such as Hermes Agent's (`AGENT_API_BASE_URL`, `http://127.0.0.1:8642/v1` by
+//! default). Turns go to `POST {base}/chat/completions`, models come from `GET {base}/models`;
+//! the host adds `AGENT_API_KEY` (`Authorization: Bearer …`) when one is set.
+//!
+//! The agent runs its own tools, so this provider never sends the host's tools and passes only
+//! the agent's text (and usage) on: its progress events (`event: hermes.tool.progress` …) and
+//! any tool-call deltas are dropped. The wire format lives in the shared `chat_completions`
+//! library (its [`Agent`](chat_completions::Flavor::Agent) flavor); this crate only reads its
+//! setting and exports the provider.
 
-use chatd_plugin_sdk::provider::Provider;
+use chat_completions::Flavor;
+use chatd_plugin_sdk::host::{PluginError, config};
+use chatd_plugin_sdk::provider::{Provider, TurnOutcome, TurnRequest};
 
-struct Plugin;
+/// The config key the host gives the granted base URL under.
+const BASE_URL: &str = "agent_api_base_url";
 
-impl Provider for Plugin {}
+struct ProviderAgent;
 
-chatd_plugin_sdk::export_provider!(Plugin);
+impl Provider for ProviderAgent {
+    fn list_models() -> Result<Vec<String>, PluginError> {
+        chat_completions::list_models(&base_url()?)
+    }
+
+    fn turn(request: TurnRequest) -> Result<TurnOutcome, PluginError> {
+        chat_completions::turn(&base_url()?, &request, Flavor::Agent)
+    }
+}
+
+/// The base URL without a trailing `/`; missing when the operator did not configure the service.
+fn base_url() -> Result<String, PluginError> {
+    config::get(BASE_URL)
+        .map(|url| url.trim_end_matches('/').to_string())
+        .filter(|url| !url.is_empty())
+        .ok_or_else(|| {
+            PluginError::InvalidInput(format!("{BASE_URL} is not configured (AGENT_API_BASE_URL)"))
+        })
+}
+
+chatd_plugin_sdk::export_provider!(ProviderAgent);

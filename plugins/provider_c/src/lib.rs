@@ -1,9 +1,41 @@
-//! chatd's bundled `provider_c` provider: chat completions API (xAI by default). (Being written.)
+//! chatd's bundled `provider_c` provider: an OpenAI-compatible chat completions API, xAI by
+//! default (`PROVIDER_C_BASE_URL`, `https://api.x.ai/v1`). Turns go to
+//! `POST {base}/chat/completions` with the host's tools; models come from `GET {base}/models`.
+//! The host adds the key (`Authorization: Bearer …`) to requests to the base URL.
+//!
+//! The wire format lives in the shared `chat_completions` library (its
+//! [`Standard`](chat_completions::Flavor::Standard) flavor); this crate only reads its setting
+//! and exports the provider.
 
-use chatd_plugin_sdk::provider::Provider;
+use chat_completions::Flavor;
+use chatd_plugin_sdk::host::{PluginError, config};
+use chatd_plugin_sdk::provider::{Provider, TurnOutcome, TurnRequest};
 
-struct Plugin;
+/// The config key the host gives the granted base URL under.
+const BASE_URL: &str = "provider_c_base_url";
 
-impl Provider for Plugin {}
+struct ProviderC;
 
-chatd_plugin_sdk::export_provider!(Plugin);
+impl Provider for ProviderC {
+    fn list_models() -> Result<Vec<String>, PluginError> {
+        chat_completions::list_models(&base_url()?)
+    }
+
+    fn turn(request: TurnRequest) -> Result<TurnOutcome, PluginError> {
+        chat_completions::turn(&base_url()?, &request, Flavor::Standard)
+    }
+}
+
+/// The base URL without a trailing `/`; missing when the operator did not configure the service.
+fn base_url() -> Result<String, PluginError> {
+    config::get(BASE_URL)
+        .map(|url| url.trim_end_matches('/').to_string())
+        .filter(|url| !url.is_empty())
+        .ok_or_else(|| {
+            PluginError::InvalidInput(format!(
+                "{BASE_URL} is not configured (PROVIDER_C_BASE_URL)"
+            ))
+        })
+}
+
+chatd_plugin_sdk::export_provider!(ProviderC);

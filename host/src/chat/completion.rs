@@ -1,0 +1,477 @@
+//! One chat completion: the model↔tool loop over a provider plugin and the tool plugins.
+//!
+//! A round is one provider turn. When it asks for tools, each call is announced (`initiated`),
+//! run in its tool plugin (the calls of a round run concurrently), logged as a `tool` message
+//! before its terminal `tool_call` event, and answered to the model in the next round. At most
+//! `max_rounds` rounds of tool calls run; a model still asking after that gets a tool-limit
+//! message as the answer.
+//!
+//! Text order: the contract's stream is `meta → tool_call* → delta* → done`. With tools enabled a
+//! round's text is held until the round ends: if the round asked for tools, its text stays in the
+//! transcript the model sees next and never becomes a delta; otherwise it is released as deltas,
+//! piece by piece. Without tools there is nothing to decide and deltas go out as they arrive.
+//!
+//! A failing tool is a failed call the model sees, never a failed run. A failing provider ends the
+//! completion with [`CompletionError`].
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::events::{ChatEvent, ToolCallEvent, ToolStatus, Usage};
+use crate::model::{Provider, Role, now, to_millis};
+use crate::plugins::CallError;
+use crate::plugins::load::Plugin;
+use crate::plugins::provider::{
+    self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnEvent, TurnRequest,
+};
+use crate::runs::RunLog;
+use crate::store::{NewMessage, Store, StoreError};
+
+/// Events a provider may get ahead of the loop before its `emit` waits.
+const TURN_EVENT_BUFFER: usize = 64;
+/// The longest `resultPreview`, in characters.
+const PREVIEW_CHARS: usize = 400;
+/// The longest `summary`, in characters.
+const SUMMARY_CHARS: usize = 120;
+
+/// A tool the model may call in this completion, and the plugin that runs it.
+#[derive(Clone)]
+pub struct EnabledTool {
+    pub spec: ToolSpec,
+    pub plugin: Arc<Plugin>,
+}
+
+/// Everything one completion needs.
+pub struct Completion {
+    pub provider: Provider,
+    pub model: String,
+    pub plugin: Arc<Plugin>,
+    /// The transcript, system prompts first.
+    pub messages: Vec<wit::Message>,
+    pub tools: Vec<EnabledTool>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    /// Whether the provider streams from its upstream.
+    pub streaming: bool,
+    pub max_rounds: u32,
+}
+
+/// What a finished completion produced.
+#[derive(Debug)]
+pub struct Finished {
+    /// The assistant's answer: exactly the concatenated deltas.
+    pub text: String,
+    /// Summed over the rounds; `None` when the provider reported none.
+    pub usage: Option<Usage>,
+    /// The last upstream response (non-streaming turns only).
+    pub raw: Option<Value>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompletionError {
+    /// The provider's upstream failed, or its plugin did.
+    #[error("{provider}: {detail}")]
+    Provider {
+        provider: &'static str,
+        detail: String,
+        /// What had been counted before the failure.
+        usage: Option<Usage>,
+    },
+    #[error("could not store the tool call: {0}")]
+    Store(#[from] StoreError),
+}
+
+impl CompletionError {
+    pub fn usage(&self) -> Option<Usage> {
+        match self {
+            CompletionError::Provider { usage, .. } => *usage,
+            CompletionError::Store(_) => None,
+        }
+    }
+}
+
+/// Where a completion's events and tool logs go: a run's log (streams) and a chat (persisted).
+/// Both optional: a non-streaming completion keeps no log, a `persist: false` stream no chat.
+pub struct Sink {
+    pub log: Option<Arc<RunLog>>,
+    pub chat: Option<(Store, String)>,
+}
+
+impl Sink {
+    pub fn emit(&self, event: &ChatEvent) {
+        if let Some(log) = &self.log {
+            log.push(event.name(), &event.data(), event.is_terminal());
+        }
+    }
+
+    async fn store_tool_log(&self, message: NewMessage) -> Result<(), StoreError> {
+        if let Some((store, chat_id)) = &self.chat {
+            store.append_message(chat_id, message).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The words the contract's error events and 502 bodies carry for a provider's failure.
+pub fn describe_plugin_error(error: &PluginError) -> String {
+    match error {
+        PluginError::Upstream(e) if e.status > 0 => {
+            format!("upstream answered {}: {}", e.status, e.message)
+        }
+        PluginError::Upstream(e) => format!("upstream error: {}", e.message),
+        PluginError::Transport(m) => format!("upstream connection failed: {m}"),
+        PluginError::MalformedResponse(m) => format!("malformed upstream response: {m}"),
+        PluginError::Denied(m) => format!("request denied by the host: {m}"),
+        PluginError::InvalidInput(m) => format!("invalid request: {m}"),
+        PluginError::Unsupported(m) => format!("not supported: {m}"),
+        PluginError::Internal(m) => format!("plugin error: {m}"),
+    }
+}
+
+fn describe_call_error(error: &CallError) -> String {
+    match error {
+        CallError::Trap { reason, .. } => format!("the plugin failed: {reason}"),
+        CallError::Timeout { after, .. } => {
+            format!("no answer within the plugin's {} s limit", after.as_secs())
+        }
+    }
+}
+
+impl Completion {
+    /// Runs the loop to its answer, reporting `tool_call` and `delta` events to `sink` (the
+    /// caller sends `meta` before and `done`/`error` after).
+    pub async fn run(mut self, sink: &Sink) -> Result<Finished, CompletionError> {
+        let provider_id = self.provider.as_str();
+        let hold_text = !self.tools.is_empty();
+        let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec.clone()).collect();
+        let mut usage: Option<Usage> = None;
+        let mut continuation = None;
+        let mut raw = None;
+        let mut rounds = 0u32;
+        loop {
+            let request = TurnRequest {
+                model: self.model.clone(),
+                messages: self.messages.clone(),
+                tools: specs.clone(),
+                temperature: self.temperature,
+                max_tokens: self.max_tokens,
+                streaming: self.streaming,
+                may_continue: !specs.is_empty(),
+                continuation: continuation.take(),
+            };
+            let turn = self.turn(request, hold_text, sink).await;
+            if let Some(u) = turn.usage {
+                let total = usage.get_or_insert_with(Usage::default);
+                total.input_tokens += u.input_tokens;
+                total.output_tokens += u.output_tokens;
+                total.total_tokens += u.total_tokens;
+            }
+            let outcome = match turn.result.expect("a finished turn has its result") {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(error)) => {
+                    return Err(CompletionError::Provider {
+                        provider: provider_id,
+                        detail: describe_plugin_error(&error),
+                        usage,
+                    });
+                }
+                Err(error) => {
+                    return Err(CompletionError::Provider {
+                        provider: provider_id,
+                        detail: describe_call_error(&error),
+                        usage,
+                    });
+                }
+            };
+            if let Some(json) = outcome.raw_json {
+                raw = Some(serde_json::from_str(&json).unwrap_or(Value::String(json)));
+            }
+            let text: String = turn.pieces.concat();
+            if turn.calls.is_empty() {
+                if hold_text {
+                    for piece in &turn.pieces {
+                        sink.emit(&ChatEvent::Delta(piece.clone()));
+                    }
+                }
+                return Ok(Finished { text, usage, raw });
+            }
+            if rounds >= self.max_rounds {
+                let limit = format!(
+                    "I stopped after {rounds} rounds of tool calls, the limit for one reply \
+                     (CHAT_MAX_TOOL_ROUNDS), before reaching an answer."
+                );
+                let text = if text.trim().is_empty() {
+                    limit
+                } else {
+                    format!("{text}\n\n{limit}")
+                };
+                sink.emit(&ChatEvent::Delta(text.clone()));
+                return Ok(Finished { text, usage, raw });
+            }
+            rounds += 1;
+            continuation = turn.continuation;
+            let results = self.run_tools(&turn.calls, sink).await?;
+            let mut content = Vec::new();
+            if !text.is_empty() {
+                content.push(ContentPart::Text(text));
+            }
+            self.messages.push(wit::Message {
+                role: wit::Role::Assistant,
+                content,
+                tool_calls: turn.calls,
+                tool_result: None,
+            });
+            self.messages
+                .extend(results.into_iter().map(|result| wit::Message {
+                    role: wit::Role::Tool,
+                    content: Vec::new(),
+                    tool_calls: Vec::new(),
+                    tool_result: Some(result),
+                }));
+        }
+    }
+
+    /// One provider turn, its events read while it runs.
+    async fn turn(&self, request: TurnRequest, hold_text: bool, sink: &Sink) -> Turn {
+        let provider = self
+            .plugin
+            .as_provider()
+            .expect("the caller checked the plugin's kind");
+        let (tx, mut rx) = mpsc::channel(TURN_EVENT_BUFFER);
+        let call = provider.turn(request, tx);
+        tokio::pin!(call);
+        let mut turn = Turn::default();
+        let mut result = None;
+        let mut drained = false;
+        // Until both the call has returned and its channel is drained (the sender lives in the
+        // call's store, so the channel closes when the call is done).
+        while result.is_none() || !drained {
+            tokio::select! {
+                // Events first: what the plugin emitted before returning is handled before
+                // its result.
+                biased;
+                event = rx.recv(), if !drained => match event {
+                    Some(event) => turn.take(event, hold_text, sink),
+                    None => drained = true,
+                },
+                r = &mut call, if result.is_none() => result = Some(r),
+            }
+        }
+        turn.result = result;
+        turn
+    }
+
+    /// Runs a round's tool calls concurrently; returns their results in call order.
+    async fn run_tools(
+        &self,
+        calls: &[wit::ToolCall],
+        sink: &Sink,
+    ) -> Result<Vec<ToolResult>, CompletionError> {
+        let mut started = Vec::with_capacity(calls.len());
+        for call in calls {
+            let args = parse_args(&call.arguments_json);
+            let event = ToolCallEvent {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                status: ToolStatus::Initiated,
+                summary: summarize(&call.name, &args),
+                args,
+                started_at: to_millis(&now()),
+                completed_at: None,
+                duration_ms: None,
+                result_preview: None,
+                error: None,
+            };
+            sink.emit(&ChatEvent::ToolCall(event.clone()));
+            started.push(event);
+        }
+        let mut running: FuturesUnordered<_> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| async move {
+                let clock = Instant::now();
+                let outcome = self.invoke(call).await;
+                (i, outcome, clock.elapsed())
+            })
+            .collect();
+        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        while let Some((i, outcome, took)) = running.next().await {
+            let call = &calls[i];
+            let mut event = started[i].clone();
+            event.completed_at = Some(to_millis(&now()));
+            event.duration_ms = Some(took.as_millis() as u64);
+            let (output, is_error) = match outcome {
+                Ok((content, summary)) => {
+                    event.status = ToolStatus::Completed;
+                    if let Some(summary) = summary.filter(|s| !s.trim().is_empty()) {
+                        event.summary = cut(&summary, SUMMARY_CHARS);
+                    }
+                    event.result_preview = Some(cut(&content, PREVIEW_CHARS));
+                    (content, false)
+                }
+                Err(error) => {
+                    event.status = ToolStatus::Failed;
+                    event.error = Some(error.clone());
+                    (format!("Error: {error}"), true)
+                }
+            };
+            sink.store_tool_log(tool_log(&event, &output)).await?;
+            sink.emit(&ChatEvent::ToolCall(event));
+            results[i] = Some(ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                output,
+                is_error,
+            });
+        }
+        Ok(results.into_iter().flatten().collect())
+    }
+
+    /// Runs one call in its plugin: the output and the tool's summary, or why it failed.
+    async fn invoke(&self, call: &wit::ToolCall) -> Result<(String, Option<String>), String> {
+        let Some(tool) = self.tools.iter().find(|t| t.spec.name == call.name) else {
+            return Err(format!(
+                "the tool {} is not enabled for this chat",
+                call.name
+            ));
+        };
+        let plugin = tool.plugin.as_tool().expect("tool plugins are tools");
+        match plugin.invoke(&call.name, &call.arguments_json).await {
+            Ok(Ok(output)) => Ok((output.content, output.summary)),
+            Ok(Err(error)) => Err(tool_error(&error)),
+            Err(error) => Err(describe_call_error(&error)),
+        }
+    }
+}
+
+/// What one provider turn produced.
+#[derive(Default)]
+struct Turn {
+    /// Text pieces, in order.
+    pieces: Vec<String>,
+    calls: Vec<wit::ToolCall>,
+    usage: Option<Usage>,
+    continuation: Option<String>,
+    result: Option<Result<Result<wit::TurnOutcome, PluginError>, CallError>>,
+}
+
+impl Turn {
+    fn take(&mut self, event: TurnEvent, hold_text: bool, sink: &Sink) {
+        match event {
+            TurnEvent::TextDelta(text) => {
+                if text.is_empty() {
+                    return;
+                }
+                if !hold_text {
+                    sink.emit(&ChatEvent::Delta(text.clone()));
+                }
+                self.pieces.push(text);
+            }
+            TurnEvent::ToolCall(call) => self.calls.push(call),
+            // The last report of a turn counts.
+            TurnEvent::Usage(u) => {
+                self.usage = Some(Usage {
+                    input_tokens: u.input_tokens,
+                    output_tokens: u.output_tokens,
+                    total_tokens: u.total_tokens,
+                })
+            }
+            TurnEvent::Continuation(state) => self.continuation = Some(state),
+        }
+    }
+}
+
+/// A tool's own error, as the model and the UI see it.
+fn tool_error(error: &PluginError) -> String {
+    match error {
+        PluginError::InvalidInput(m) => format!("invalid arguments: {m}"),
+        other => describe_plugin_error(other),
+    }
+}
+
+/// The arguments as a JSON object; anything else is shown under `_raw`.
+fn parse_args(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Value::Object(map),
+        _ if text.trim().is_empty() => json!({}),
+        _ => json!({ "_raw": text }),
+    }
+}
+
+/// A one-line description of a call: its name and the first string argument (the query, the
+/// URL, the command).
+fn summarize(name: &str, args: &Value) -> String {
+    let first = args
+        .as_object()
+        .and_then(|map| map.values().find_map(Value::as_str));
+    match first {
+        Some(value) => cut(&format!("{name}: {}", value.trim()), SUMMARY_CHARS),
+        None => name.to_string(),
+    }
+}
+
+fn cut(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+/// The stored `tool` message of a finished call.
+fn tool_log(event: &ToolCallEvent, output: &str) -> NewMessage {
+    let mut metadata = serde_json::to_value(event).expect("tool events serialize");
+    if let Value::Object(map) = &mut metadata {
+        map.insert("kind".into(), json!("tool_call"));
+    }
+    NewMessage {
+        role: Role::Tool,
+        content: output.to_string(),
+        name: Some(event.name.clone()),
+        metadata: Some(metadata),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_and_previews_are_one_bounded_line() {
+        assert_eq!(
+            summarize("web_search", &json!({"query": " rust ", "n": 3})),
+            "web_search: rust"
+        );
+        assert_eq!(summarize("x", &json!({"n": 3})), "x");
+        assert_eq!(cut("héllo", 2), "hé…");
+        assert_eq!(parse_args("[1]"), json!({"_raw": "[1]"}));
+        assert_eq!(parse_args(""), json!({}));
+    }
+
+    #[test]
+    fn a_tool_log_carries_the_call_metadata() {
+        let event = ToolCallEvent {
+            tool_call_id: "c".into(),
+            name: "fetch_url".into(),
+            status: ToolStatus::Failed,
+            summary: "fetch_url: x".into(),
+            args: json!({"url": "x"}),
+            started_at: "s".into(),
+            completed_at: Some("e".into()),
+            duration_ms: Some(3),
+            result_preview: None,
+            error: Some("boom".into()),
+        };
+        let log = tool_log(&event, "Error: boom");
+        assert_eq!(log.role, Role::Tool);
+        let meta = log.metadata.unwrap();
+        assert_eq!(meta["kind"], "tool_call");
+        assert_eq!(meta["status"], "failed");
+        assert_eq!(meta["args"], json!({"url": "x"}));
+        assert_eq!(meta["durationMs"], 3);
+    }
+}

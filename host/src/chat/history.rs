@@ -1,0 +1,199 @@
+//! The transcript a client sends, against the one stored: which rows are new (stored once, never
+//! twice), and what the provider receives.
+//!
+//! Deliberately not sent to providers: history rows of role `tool`. They are the stored logs of
+//! earlier tool calls (`metadata.kind = "tool_call"`), with no call for them to answer in the
+//! provider's terms, and the assistant reply that followed them already carries what the model
+//! learned. Tool calls and results of the running completion are sent, as the vendor's own items.
+
+use serde_json::Value;
+
+use crate::attachments::Attachment;
+use crate::model::Role;
+use crate::plugins::provider::{self as wit, ContentPart};
+use crate::store::{MessageRecord, NewMessage};
+
+/// The rows of `supplied` the chat does not have yet, in order. Assistant rows are never taken
+/// from a client (the chat's assistant rows are the ones the service wrote).
+///
+/// A supplied row is already stored when it matches (role and content) a stored non-assistant
+/// row after the previous match: stored rows the client left out (tool logs, say) are skipped
+/// over, a resent history matches row for row, and the same words sent again as a new turn
+/// come after the last match, so they are new.
+pub fn new_rows(stored: &[MessageRecord], supplied: &[NewMessage]) -> Vec<NewMessage> {
+    let stored: Vec<&MessageRecord> = stored
+        .iter()
+        .filter(|m| m.role != Role::Assistant)
+        .collect();
+    let mut cursor = 0;
+    let mut fresh = Vec::new();
+    for message in supplied.iter().filter(|m| m.role != Role::Assistant) {
+        let found = stored[cursor..]
+            .iter()
+            .position(|s| s.role == message.role && s.content == message.content);
+        match found {
+            Some(offset) => cursor += offset + 1,
+            None => fresh.push(message.clone()),
+        }
+    }
+    fresh
+}
+
+/// The provider transcript: the system prompt(s) first, then the history without tool logs.
+pub fn to_provider(system: &[&str], history: &[NewMessage]) -> Vec<wit::Message> {
+    let mut messages: Vec<wit::Message> = system
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| text_message(wit::Role::System, s))
+        .collect();
+    for message in history {
+        let role = match message.role {
+            Role::System => wit::Role::System,
+            Role::User => wit::Role::User,
+            Role::Assistant => wit::Role::Assistant,
+            Role::Tool => continue,
+        };
+        let mut content = Vec::new();
+        if !message.content.is_empty() {
+            content.push(ContentPart::Text(message.content.clone()));
+        }
+        content.extend(attachments(message.metadata.as_ref()).into_iter().map(part));
+        if content.is_empty() && role == wit::Role::Assistant {
+            continue;
+        }
+        messages.push(wit::Message {
+            role,
+            content,
+            tool_calls: Vec::new(),
+            tool_result: None,
+        });
+    }
+    messages
+}
+
+pub fn text_message(role: wit::Role, text: &str) -> wit::Message {
+    wit::Message {
+        role,
+        content: vec![ContentPart::Text(text.to_string())],
+        tool_calls: Vec::new(),
+        tool_result: None,
+    }
+}
+
+/// The validated attachments the HTTP layer folded into `metadata.attachments`.
+fn attachments(metadata: Option<&Value>) -> Vec<Attachment> {
+    metadata
+        .and_then(|m| m.get("attachments"))
+        .and_then(|a| serde_json::from_value(a.clone()).ok())
+        .unwrap_or_default()
+}
+
+fn part(attachment: Attachment) -> ContentPart {
+    match attachment {
+        Attachment::Image {
+            mime_type,
+            data_url,
+            ..
+        } => {
+            // Validated: `data:<mime>;base64,<data>`.
+            let data = data_url
+                .split_once(',')
+                .map(|(_, d)| d.to_string())
+                .unwrap_or_default();
+            ContentPart::Image(wit::Image {
+                mime_type,
+                data_base64: data,
+            })
+        }
+        Attachment::Text {
+            filename,
+            mime_type,
+            text,
+            truncated,
+            ..
+        } => ContentPart::TextFile(wit::TextFile {
+            filename,
+            mime_type,
+            text,
+            truncated,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(role: Role, content: &str) -> MessageRecord {
+        MessageRecord {
+            id: String::new(),
+            created_at: String::new(),
+            role,
+            content: content.into(),
+            name: None,
+            metadata: None,
+        }
+    }
+
+    fn sent(role: Role, content: &str) -> NewMessage {
+        NewMessage {
+            role,
+            content: content.into(),
+            name: None,
+            metadata: None,
+        }
+    }
+
+    fn contents(rows: Vec<NewMessage>) -> Vec<String> {
+        rows.into_iter().map(|m| m.content).collect()
+    }
+
+    #[test]
+    fn a_resent_history_stores_only_its_new_turn() {
+        let db = [
+            stored(Role::System, "sys"),
+            stored(Role::User, "hi"),
+            stored(Role::Tool, "log"),
+            stored(Role::Assistant, "hello"),
+        ];
+        let history = [
+            sent(Role::System, "sys"),
+            sent(Role::User, "hi"),
+            sent(Role::Assistant, "hello"),
+            sent(Role::User, "hi"),
+        ];
+        assert_eq!(contents(new_rows(&db, &history)), ["hi"]);
+        assert!(new_rows(&db, &history[..3]).is_empty());
+        // Assistant rows from a client are never stored.
+        assert!(new_rows(&[], &[sent(Role::Assistant, "x")]).is_empty());
+        assert_eq!(
+            contents(new_rows(
+                &[],
+                &[sent(Role::User, "a"), sent(Role::User, "a")]
+            )),
+            ["a", "a"]
+        );
+    }
+
+    #[test]
+    fn the_provider_gets_prompts_first_and_no_tool_logs() {
+        let metadata = serde_json::json!({"attachments": [
+            {"kind": "image", "id": "i", "filename": "a.png", "mimeType": "image/png", "sizeBytes": 1, "dataUrl": "data:image/png;base64,AAAA"},
+            {"kind": "text", "id": "t", "filename": "a.md", "mimeType": "text/markdown", "sizeBytes": 1, "text": "# A", "truncated": true}
+        ]});
+        let mut user = sent(Role::User, "look");
+        user.metadata = Some(metadata);
+        let out = to_provider(
+            &["internal", "", "extra"],
+            &[user, sent(Role::Tool, "log"), sent(Role::Assistant, "")],
+        );
+        assert_eq!(out.len(), 3);
+        assert!(matches!(out[0].role, wit::Role::System));
+        assert!(matches!(&out[1].content[0], ContentPart::Text(t) if t == "extra"));
+        let parts = &out[2].content;
+        assert!(
+            matches!(&parts[1], ContentPart::Image(i) if i.data_base64 == "AAAA" && i.mime_type == "image/png")
+        );
+        assert!(matches!(&parts[2], ContentPart::TextFile(f) if f.truncated && f.text == "# A"));
+    }
+}

@@ -1,0 +1,31 @@
+//! Chat completions: the model↔tool loop ([`completion`]), the transcript rules ([`history`]),
+//! the stream's events ([`events`]), model lists ([`models`]) and title suggestion ([`title`]).
+//! The HTTP layer (`http/completions.rs`) validates requests and runs these; the run registry
+//! (`runs`) keeps streams going without their clients.
+//!
+//! Deliberately absent: any vendor payload. Providers are plugins; this module speaks only the
+//! WIT types (`plugins::provider`).
+
+pub mod completion;
+pub mod events;
+pub mod history;
+pub mod models;
+pub mod title;
+
+/// The operator's settings for chat completions.
+#[derive(Clone, Debug)]
+pub struct ChatSettings {
+    /// CHAT_MAX_TOOL_ROUNDS.
+    pub max_tool_rounds: u32,
+    /// TITLE_MODEL.
+    pub title_model: String,
+    /// Whether AGENT_API_KEY is set (provider_agent is usable).
+    pub agent_enabled: bool,
+}
+
+/// The internal system instruction of the tool loop for provider_a and provider_c (the
+/// contract's "internal system instruction"), sent first when tools are enabled.
+pub const TOOL_LOOP_INSTRUCTION: &str = "You can call tools to answer. Use web_search for \
+    current events and facts you are not sure of, and fetch_url to read a page in full. Call a \
+    tool only when it helps; when you have enough, answer directly. When an answer relies on \
+    web pages, cite their URLs. If a tool fails, say so briefly and continue with what you have.";

@@ -1,0 +1,524 @@
+//! Chat completions: `POST /v1/chat-completions`, `POST /v1/chat-completions/stream` and
+//! `POST /v1/chats/:chatId/stream/attach`. Validation and the persistence rules of the
+//! contract's "Chat completions" sections live here; the loop itself is `chat::completion`.
+//!
+//! Every completion runs as a backend-owned task (`ActiveRuns::spawn`): a client that leaves
+//! does not stop it (except a `persist: false` stream, which has nothing to keep and whose
+//! upstream call is cancelled), and shutdown waits for it. A persisted stream is registered by
+//! chat id; its events go to the run's log, which the response (and any attach) reads.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::chats::{CHAT_NOT_FOUND, MessageInput, new_message};
+use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use crate::chat::completion::{Completion, CompletionError, EnabledTool, Finished, Sink};
+use crate::chat::events::{ChatEvent, Usage};
+use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
+use crate::model::{Provider, Role, trimmed_or_none};
+use crate::runs::{RunKind, RunLog, RunReader};
+use crate::store::{NewCall, NewChat, NewMessage};
+
+pub const ACTIVE_STREAM_NOT_FOUND: &str = "active chat stream not found";
+/// How often an idle stream sends an SSE comment, so proxies keep it open through long tool
+/// calls.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// The error recorded on runs stopped by shutdown.
+const SHUTDOWN_ERROR: &str = "the server shut down before the reply was finished";
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletionRequest {
+    /// An existing chat; its new history rows are stored.
+    pub chat_id: Option<String>,
+    pub provider: Provider,
+    pub model: String,
+    /// The history, oldest first; at least one message.
+    pub messages: Vec<MessageInput>,
+    /// A one-off system prompt, sent first and never stored.
+    pub additional_system_prompt: Option<String>,
+    /// Tools for this request; omitted: the chat's setting, else every tool; empty: none.
+    pub enabled_tools: Option<Vec<String>>,
+    /// 0 to 2.
+    pub temperature: Option<f64>,
+    /// 1 to 1,000,000.
+    pub max_tokens: Option<u64>,
+    /// Streaming only (default true): false writes nothing and needs no `chatId`.
+    pub persist: Option<bool>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AssistantMessage {
+    /// Always `assistant`.
+    pub role: Role,
+    pub content: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletionResponse {
+    pub chat_id: Option<String>,
+    pub provider: Provider,
+    pub model: String,
+    pub message: AssistantMessage,
+    pub usage: Usage,
+    /// The provider's last upstream response, as it sent it.
+    #[schema(value_type = Object)]
+    pub raw: Value,
+}
+
+/// A validated request, ready to run.
+struct Prepared {
+    provider: Provider,
+    model: String,
+    chat_id: Option<String>,
+    new_messages: Vec<NewMessage>,
+    completion: Completion,
+}
+
+async fn prepare(
+    state: &AppState,
+    body: CompletionRequest,
+    streaming: bool,
+) -> ApiResult<Prepared> {
+    let model = trimmed_or_none(Some(&body.model))
+        .ok_or_else(|| ApiError::bad_request("model: must be a non-blank string"))?;
+    if body.messages.is_empty() {
+        return Err(ApiError::bad_request(
+            "messages: must hold at least one message",
+        ));
+    }
+    let temperature = match body.temperature {
+        None => None,
+        Some(t) if t.is_finite() && (0.0..=2.0).contains(&t) => Some(t as f32),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "temperature: must be a number from 0 to 2",
+            ));
+        }
+    };
+    let max_tokens = match body.max_tokens {
+        None => None,
+        Some(n @ 1..=1_000_000) => Some(n as u32),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "maxTokens: must be an integer from 1 to 1000000",
+            ));
+        }
+    };
+    if body.provider == Provider::ProviderAgent && !state.chat.agent_enabled {
+        return Err(ApiError::bad_request(
+            "provider: provider_agent is not configured on this server (AGENT_API_KEY is not set)",
+        ));
+    }
+    let history = body
+        .messages
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            new_message(
+                m.role,
+                m.content,
+                m.name,
+                None,
+                m.attachments,
+                &format!("messages[{i}]."),
+            )
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
+    let (chat, stored) = match &body.chat_id {
+        Some(id) => {
+            let (chat, stored) = state
+                .store
+                .get_chat_with_messages(id)
+                .await?
+                .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?;
+            (Some(chat), stored)
+        }
+        None => (None, Vec::new()),
+    };
+    let snapshot = state.plugins.snapshot();
+    let plugin = snapshot
+        .plugin(body.provider.as_str())
+        .filter(|p| p.as_provider().is_some())
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{}: no provider plugin is loaded", body.provider.as_str()),
+            )
+        })?;
+    let tool_names = match (&body.enabled_tools, &chat) {
+        _ if body.provider == Provider::ProviderAgent => Vec::new(),
+        (Some(requested), _) => state.tools.keep_known(requested),
+        (None, Some(chat)) => state.tools.keep_known(&chat.enabled_tools),
+        (None, None) => state.tools.names(),
+    };
+    let tools: Vec<EnabledTool> = tool_names
+        .iter()
+        .filter_map(|name| {
+            let plugin = snapshot.tool(name)?;
+            let spec = plugin.tools.iter().find(|t| &t.name == name)?.clone();
+            Some(EnabledTool {
+                spec,
+                plugin: plugin.clone(),
+            })
+        })
+        .collect();
+    let extra_prompt = match &body.additional_system_prompt {
+        Some(prompt) => trimmed_or_none(Some(prompt)),
+        None => chat
+            .as_ref()
+            .and_then(|c| c.additional_system_prompt.clone()),
+    };
+    let mut system: Vec<&str> = Vec::new();
+    if !tools.is_empty() && matches!(body.provider, Provider::ProviderA | Provider::ProviderC) {
+        system.push(TOOL_LOOP_INSTRUCTION);
+    }
+    if let Some(prompt) = &extra_prompt {
+        system.push(prompt);
+    }
+    let messages = history::to_provider(&system, &history);
+    let new_messages = history::new_rows(&stored, &history);
+    Ok(Prepared {
+        provider: body.provider,
+        model: model.clone(),
+        chat_id: body.chat_id,
+        new_messages,
+        completion: Completion {
+            provider: body.provider,
+            model,
+            plugin,
+            messages,
+            tools,
+            temperature,
+            max_tokens,
+            streaming,
+            max_rounds: state.chat.max_tool_rounds,
+        },
+    })
+}
+
+/// A completion's bookkeeping once it ends: the call record, and on success the assistant
+/// message, in one transaction.
+async fn record(
+    state: &AppState,
+    call_id: &str,
+    chat_id: Option<&str>,
+    outcome: &Result<Finished, CompletionError>,
+    started: Instant,
+) -> Result<(), String> {
+    let latency = started.elapsed().as_millis() as u64;
+    let stored = match outcome {
+        Ok(finished) => {
+            let message = NewMessage {
+                role: Role::Assistant,
+                content: finished.text.clone(),
+                name: None,
+                metadata: None,
+            };
+            state
+                .store
+                .finish_call(
+                    call_id,
+                    chat_id,
+                    Some(message),
+                    finished.usage.map(Into::into),
+                    latency,
+                )
+                .await
+        }
+        Err(error) => {
+            state
+                .store
+                .fail_call(
+                    call_id,
+                    &error.to_string(),
+                    error.usage().map(Into::into),
+                    latency,
+                )
+                .await
+        }
+    };
+    stored.map_err(|e| {
+        tracing::error!(call_id, error = %e, "could not store the end of a completion");
+        "the reply could not be stored".to_string()
+    })
+}
+
+#[utoipa::path(post, path = "/chat-completions", tag = "chats", request_body = CompletionRequest,
+    responses((status = 200, body = CompletionResponse), (status = 400, body = ErrorBody),
+              (status = 404, body = ErrorBody), (status = 413, body = ErrorBody),
+              (status = 502, body = ErrorBody, description = "the provider failed; the message names it and the upstream's error")))]
+pub async fn complete(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CompletionRequest>,
+) -> ApiResult<Json<CompletionResponse>> {
+    let prepared = prepare(&state, body, false).await?;
+    let started = Instant::now();
+    let call_id = state
+        .store
+        .begin_call(NewCall {
+            chat_id: prepared.chat_id.clone(),
+            provider: prepared.provider,
+            model: prepared.model.clone(),
+            new_messages: prepared.new_messages,
+        })
+        .await?
+        .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let chat_id = prepared.chat_id.clone();
+    let (work_state, work_call, work_chat) = (state.clone(), call_id.clone(), chat_id.clone());
+    let (stop_state, stop_call) = (state.clone(), call_id.clone());
+    // A task of its own: a client that hangs up does not lose the reply.
+    state.runs.spawn(
+        async move {
+            let sink = Sink {
+                log: None,
+                chat: work_chat.clone().map(|id| (work_state.store.clone(), id)),
+            };
+            let outcome = prepared.completion.run(&sink).await;
+            let stored = record(
+                &work_state,
+                &work_call,
+                work_chat.as_deref(),
+                &outcome,
+                started,
+            )
+            .await;
+            let _ = tx.send((outcome, stored));
+        },
+        async move {
+            let latency = started.elapsed().as_millis() as u64;
+            let _ = stop_state
+                .store
+                .fail_call(&stop_call, SHUTDOWN_ERROR, None, latency)
+                .await;
+        },
+    );
+    let (outcome, stored) = rx
+        .await
+        .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, SHUTDOWN_ERROR))?;
+    let finished = outcome.map_err(|e| match e {
+        CompletionError::Provider { .. } => ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()),
+        CompletionError::Store(e) => ApiError::internal(e),
+    })?;
+    stored.map_err(ApiError::internal)?;
+    Ok(Json(CompletionResponse {
+        chat_id,
+        provider: prepared.provider,
+        model: prepared.model,
+        message: AssistantMessage {
+            role: Role::Assistant,
+            content: finished.text,
+        },
+        usage: finished.usage.unwrap_or_default(),
+        raw: finished
+            .raw
+            .unwrap_or_else(|| Value::Object(Default::default())),
+    }))
+}
+
+#[utoipa::path(post, path = "/chat-completions/stream", tag = "chats", request_body = CompletionRequest,
+    responses((status = 200, content_type = "text/event-stream", description = "events meta, tool_call, delta, then done or error; each with an `id:`"),
+              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody, description = "a stream is already running for this chat")))]
+pub async fn stream(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CompletionRequest>,
+) -> ApiResult<Response> {
+    let persist = body.persist.unwrap_or(true);
+    if !persist && body.chat_id.is_some() {
+        return Err(ApiError::bad_request(
+            "chatId: must be omitted when persist is false",
+        ));
+    }
+    let mut prepared = prepare(&state, body, true).await?;
+    if !persist {
+        return Ok(ephemeral(&state, prepared));
+    }
+    let started = Instant::now();
+    let chat_id = match prepared.chat_id.clone() {
+        Some(id) => id,
+        None => {
+            let chat = state
+                .store
+                .create_chat(NewChat {
+                    enabled_tools: state.tools.names(),
+                    ..NewChat::default()
+                })
+                .await?;
+            chat.id
+        }
+    };
+    // Registered before anything is stored, so a refused second stream writes nothing.
+    let guard = state.runs.start(RunKind::Chat, &chat_id).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "a stream is already running for this chat: attach to it with POST /v1/chats/:chatId/stream/attach",
+        )
+    })?;
+    let call_id = state
+        .store
+        .begin_call(NewCall {
+            chat_id: Some(chat_id.clone()),
+            provider: prepared.provider,
+            model: prepared.model.clone(),
+            new_messages: std::mem::take(&mut prepared.new_messages),
+        })
+        .await?
+        .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?;
+    let log = guard.log().clone();
+    let sink = Sink {
+        log: Some(log.clone()),
+        chat: Some((state.store.clone(), chat_id.clone())),
+    };
+    sink.emit(&ChatEvent::Meta {
+        chat_id: Some(chat_id.clone()),
+        call_id: Some(call_id.clone()),
+        provider: prepared.provider,
+        model: prepared.model.clone(),
+    });
+    let reader = log.reader(0);
+    let (work_state, work_call) = (state.clone(), call_id.clone());
+    let (stop_state, stop_log) = (state.clone(), log.clone());
+    state.runs.spawn(
+        async move {
+            let outcome = prepared.completion.run(&sink).await;
+            let stored = record(&work_state, &work_call, Some(&chat_id), &outcome, started).await;
+            // Persisted, then out of the registry, then the terminal event.
+            let log = guard.finish();
+            log_end(&log, outcome, stored);
+        },
+        async move {
+            let latency = started.elapsed().as_millis() as u64;
+            let _ = stop_state
+                .store
+                .fail_call(&call_id, SHUTDOWN_ERROR, None, latency)
+                .await;
+            push(&stop_log, &ChatEvent::Error(SHUTDOWN_ERROR.into()));
+        },
+    );
+    Ok(sse(reader, None))
+}
+
+/// A `persist: false` stream: nothing stored, nothing registered, and the run ends with its
+/// client (there is nothing to keep, and the upstream call costs).
+fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
+    let log = Arc::new(RunLog::default());
+    let sink = Sink {
+        log: Some(log.clone()),
+        chat: None,
+    };
+    sink.emit(&ChatEvent::Meta {
+        chat_id: None,
+        call_id: None,
+        provider: prepared.provider,
+        model: prepared.model.clone(),
+    });
+    let reader = log.reader(0);
+    let stop_log = log.clone();
+    let task = state.runs.spawn(
+        async move {
+            let outcome = prepared.completion.run(&sink).await;
+            log_end(&log, outcome, Ok(()));
+        },
+        async move { push(&stop_log, &ChatEvent::Error(SHUTDOWN_ERROR.into())) },
+    );
+    sse(reader, Some(AbortOnDrop(task)))
+}
+
+fn push(log: &RunLog, event: &ChatEvent) {
+    log.push(event.name(), &event.data(), event.is_terminal());
+}
+
+/// The terminal event of a run.
+fn log_end(log: &RunLog, outcome: Result<Finished, CompletionError>, stored: Result<(), String>) {
+    let event = match (outcome, stored) {
+        (Ok(finished), Ok(())) => ChatEvent::Done {
+            text: finished.text,
+            usage: finished.usage,
+        },
+        (Err(error), _) => ChatEvent::Error(error.to_string()),
+        (Ok(_), Err(why)) => ChatEvent::Error(why),
+    };
+    push(log, &event);
+}
+
+#[utoipa::path(post, path = "/chats/{chatId}/stream/attach", tag = "chats",
+    params(("chatId" = String, Path), ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event id")),
+    responses((status = 200, content_type = "text/event-stream", description = "the run's events so far, then new ones until done or error"),
+              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody, description = "active chat stream not found")))]
+pub async fn attach(
+    State(state): State<AppState>,
+    ApiPath(chat_id): ApiPath<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let skip = last_event_id(&headers)?;
+    let log = state
+        .runs
+        .log(RunKind::Chat, &chat_id)
+        .ok_or_else(|| ApiError::not_found(ACTIVE_STREAM_NOT_FOUND))?;
+    Ok(sse(log.reader(skip), None))
+}
+
+/// `Last-Event-ID`: the events to skip (ids are 1-based positions).
+pub fn last_event_id(headers: &HeaderMap) -> ApiResult<usize> {
+    match headers.get("last-event-id") {
+        None => Ok(0),
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .ok_or_else(|| {
+                ApiError::bad_request("Last-Event-ID: must be a non-negative integer event id")
+            }),
+    }
+}
+
+/// Aborts a task when the response that owns it is dropped (the client left).
+pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// An SSE response reading a run's log. Each event is already framed (`id:`, `event:`, one
+/// `data:` line of JSON), so this sends bytes as they are logged, in batches when the reader
+/// is behind, and a comment when nothing happened for [`KEEP_ALIVE`].
+pub(crate) fn sse(reader: RunReader, owner: Option<AbortOnDrop>) -> Response {
+    let frames = futures::stream::unfold((reader, owner), |(mut reader, owner)| async move {
+        if reader.finished() {
+            return None;
+        }
+        let bytes = match tokio::time::timeout(KEEP_ALIVE, reader.next()).await {
+            Ok(Some(frames)) => Bytes::from(frames.concat()),
+            Ok(None) => return None,
+            Err(_) => Bytes::from_static(b": keep-alive\n\n"),
+        };
+        Some((Ok::<_, Infallible>(bytes), (reader, owner)))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+            // nginx and friends: do not buffer the stream.
+            (header::HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        Body::from_stream(frames),
+    )
+        .into_response()
+}

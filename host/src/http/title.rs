@@ -1,0 +1,66 @@
+//! `POST /v1/chats/title/suggest`: a title for an untitled chat, written only if the chat is
+//! still untitled when the model answers.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::chats::{CHAT_NOT_FOUND, ChatResponse};
+use super::error::{ApiError, ApiJson, ApiResult, ErrorBody};
+use crate::chat::title;
+use crate::model::Provider;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SuggestTitleRequest {
+    pub chat_id: String,
+    /// The text to title (usually the first user message); must not be blank.
+    pub content: String,
+}
+
+#[utoipa::path(post, path = "/chats/title/suggest", tag = "chats", request_body = SuggestTitleRequest,
+    responses((status = 200, body = ChatResponse, description = "the chat, titled (or as it was, if it already had a title)"),
+              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 502, body = ErrorBody, description = "the title model failed")))]
+pub async fn suggest_title(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<SuggestTitleRequest>,
+) -> ApiResult<Json<ChatResponse>> {
+    if body.content.trim().is_empty() {
+        return Err(ApiError::bad_request("content: must be a non-blank string"));
+    }
+    let chat = state
+        .store
+        .get_chat(&body.chat_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?;
+    if chat.title.as_deref().is_some_and(|t| !t.trim().is_empty()) {
+        return Ok(Json(ChatResponse { chat: chat.into() }));
+    }
+    let provider = Provider::ProviderA.as_str();
+    let plugin = state
+        .plugins
+        .snapshot()
+        .plugin(provider)
+        .filter(|p| p.as_provider().is_some())
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{provider}: no provider plugin is loaded"),
+            )
+        })?;
+    let suggested = title::suggest(plugin, &state.chat.title_model, &body.content)
+        .await
+        .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()))?;
+    let chat = match suggested {
+        // A title set meanwhile wins: the write is conditional.
+        Some(title) => state.store.set_title_if_unset(&chat.id, &title).await?,
+        None => state.store.get_chat(&chat.id).await?,
+    }
+    .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?;
+    Ok(Json(ChatResponse { chat: chat.into() }))
+}

@@ -1,0 +1,422 @@
+//! The request body of `POST {base}/chat/completions`, built from the host's [`TurnRequest`].
+//! Pure: no host call, unit-tested below.
+
+use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
+use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
+use serde_json::{Map, Value, json};
+
+use crate::Flavor;
+
+/// The JSON body for `request`. `may_continue` and `continuation` play no part in this format
+/// (the whole transcript is sent every turn); the agent flavor sends no tools.
+pub fn body(request: &TurnRequest, flavor: Flavor) -> Result<Value, PluginError> {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(request.model.clone()));
+    let messages = request
+        .messages
+        .iter()
+        .map(message)
+        .collect::<Result<Vec<_>, _>>()?;
+    body.insert("messages".into(), Value::Array(messages));
+    if flavor.sends_tools() && !request.tools.is_empty() {
+        let tools = request
+            .tools
+            .iter()
+            .map(tool)
+            .collect::<Result<Vec<_>, _>>()?;
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(temperature) = request.temperature.and_then(number) {
+        body.insert("temperature".into(), temperature);
+    }
+    if let Some(max_tokens) = request.max_tokens {
+        body.insert("max_tokens".into(), json!(max_tokens));
+    }
+    if request.streaming {
+        body.insert("stream".into(), Value::Bool(true));
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
+    Ok(Value::Object(body))
+}
+
+fn message(message: &Message) -> Result<Value, PluginError> {
+    Ok(match message.role {
+        Role::System => json!({ "role": "system", "content": plain_text(message, "system")? }),
+        Role::User => json!({ "role": "user", "content": user_content(&message.content) }),
+        Role::Assistant => assistant(message)?,
+        Role::Tool => {
+            let result = message.tool_result.as_ref().ok_or_else(|| {
+                PluginError::InvalidInput("a tool message without its tool result".into())
+            })?;
+            json!({ "role": "tool", "tool_call_id": result.call_id, "content": result.output })
+        }
+    })
+}
+
+/// A user message's content: a plain string when it is one text part, else an array of parts.
+fn user_content(parts: &[ContentPart]) -> Value {
+    match parts {
+        [] => Value::String(String::new()),
+        [ContentPart::Text(text)] => Value::String(text.clone()),
+        parts => Value::Array(
+            parts
+                .iter()
+                .map(|part| match part {
+                    ContentPart::Text(text) => json!({ "type": "text", "text": text }),
+                    ContentPart::Image(image) => json!({
+                        "type": "image_url",
+                        "image_url": { "url": image_data_url(image) }
+                    }),
+                    ContentPart::TextFile(file) => {
+                        json!({ "type": "text", "text": text_file_prompt(file) })
+                    }
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// `content` (text, or null for a pure tool-call turn) and `tool_calls` when there are any.
+fn assistant(message: &Message) -> Result<Value, PluginError> {
+    let text = plain_text(message, "assistant")?;
+    let mut out = Map::new();
+    out.insert("role".into(), "assistant".into());
+    let content = if text.is_empty() && !message.tool_calls.is_empty() {
+        Value::Null
+    } else {
+        Value::String(text)
+    };
+    out.insert("content".into(), content);
+    if !message.tool_calls.is_empty() {
+        let calls = message
+            .tool_calls
+            .iter()
+            .map(|call| {
+                json!({
+                    "id": call.id,
+                    "type": "function",
+                    "function": { "name": call.name, "arguments": call.arguments_json }
+                })
+            })
+            .collect();
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Ok(Value::Object(out))
+}
+
+/// The text of a message whose content must be text (system, assistant): text parts and text
+/// files joined by blank lines. An image cannot be sent there.
+fn plain_text(message: &Message, role: &str) -> Result<String, PluginError> {
+    let pieces = message
+        .content
+        .iter()
+        .map(|part| match part {
+            ContentPart::Text(text) => Ok(text.clone()),
+            ContentPart::TextFile(file) => Ok(text_file_prompt(file)),
+            ContentPart::Image(_) => Err(PluginError::InvalidInput(format!(
+                "an image in a {role} message cannot be sent to a chat completions API"
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(pieces.join("\n\n"))
+}
+
+fn tool(spec: &ToolSpec) -> Result<Value, PluginError> {
+    let parameters: Value = if spec.parameters_schema_json.trim().is_empty() {
+        json!({ "type": "object", "properties": {} })
+    } else {
+        serde_json::from_str(&spec.parameters_schema_json).map_err(|e| {
+            PluginError::InvalidInput(format!(
+                "tool {}: the parameters schema is not JSON: {e}",
+                spec.name
+            ))
+        })?
+    };
+    Ok(json!({
+        "type": "function",
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": parameters
+        }
+    }))
+}
+
+/// An `f32` as the JSON number it was written as (`0.7`, not `0.699999988079071`); none for NaN
+/// or infinity, which JSON cannot carry.
+fn number(value: f32) -> Option<Value> {
+    let value = value.to_string().parse::<f64>().ok()?;
+    serde_json::Number::from_f64(value).map(Value::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chatd_plugin_sdk::host::{Image, TextFile, ToolCall, ToolResult};
+
+    fn text(role: Role, text: &str) -> Message {
+        Message {
+            role,
+            content: vec![ContentPart::Text(text.into())],
+            tool_calls: Vec::new(),
+            tool_result: None,
+        }
+    }
+
+    fn request(messages: Vec<Message>) -> TurnRequest {
+        TurnRequest {
+            model: "grok-4".into(),
+            messages,
+            tools: Vec::new(),
+            temperature: None,
+            max_tokens: None,
+            streaming: false,
+            may_continue: false,
+            continuation: None,
+        }
+    }
+
+    fn weather_tool() -> ToolSpec {
+        ToolSpec {
+            name: "get_weather".into(),
+            description: "The weather in a city".into(),
+            parameters_schema_json:
+                r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#
+                    .into(),
+        }
+    }
+
+    #[test]
+    fn a_minimal_request_is_model_and_messages_only() {
+        let body = body(
+            &request(vec![text(Role::User, "Hello, world!")]),
+            Flavor::Standard,
+        )
+        .unwrap();
+        // The recorded minimal request (openai_chat/04), field for field.
+        let recorded: Value = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/upstream/openai_chat/04_nonstream_text.request.json"
+        ))
+        .unwrap();
+        let mut expected = recorded.clone();
+        expected["model"] = json!("grok-4");
+        assert_eq!(body, expected);
+    }
+
+    #[test]
+    fn system_text_parts_are_one_string() {
+        let mut system = text(Role::System, "Be brief.");
+        system
+            .content
+            .push(ContentPart::Text("Answer in French.".into()));
+        let body = body(&request(vec![system]), Flavor::Standard).unwrap();
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "Be brief.\n\nAnswer in French."})
+        );
+    }
+
+    #[test]
+    fn an_image_in_a_system_message_is_refused() {
+        let mut system = text(Role::System, "x");
+        system.content.push(ContentPart::Image(Image {
+            mime_type: "image/png".into(),
+            data_base64: "AA==".into(),
+        }));
+        match body(&request(vec![system]), Flavor::Standard) {
+            Err(PluginError::InvalidInput(why)) => assert!(why.contains("system"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn user_attachments_become_content_parts() {
+        let user = Message {
+            role: Role::User,
+            content: vec![
+                ContentPart::Text("What is in these?".into()),
+                ContentPart::Image(Image {
+                    mime_type: "image/png".into(),
+                    data_base64: "iVBORw0KGgo=".into(),
+                }),
+                ContentPart::TextFile(TextFile {
+                    filename: "notes.md".into(),
+                    mime_type: "text/markdown".into(),
+                    text: "# Notes".into(),
+                    truncated: true,
+                }),
+            ],
+            tool_calls: Vec::new(),
+            tool_result: None,
+        };
+        let body = body(&request(vec![user]), Flavor::Standard).unwrap();
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "What is in these?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+                {"type": "text", "text": "Attached file: notes.md (text/markdown, truncated)\n\n# Notes"}
+            ]})
+        );
+    }
+
+    #[test]
+    fn a_lone_text_file_is_still_a_part() {
+        let user = Message {
+            role: Role::User,
+            content: vec![ContentPart::TextFile(TextFile {
+                filename: "a.txt".into(),
+                mime_type: "text/plain".into(),
+                text: "hi".into(),
+                truncated: false,
+            })],
+            tool_calls: Vec::new(),
+            tool_result: None,
+        };
+        let body = body(&request(vec![user]), Flavor::Standard).unwrap();
+        assert_eq!(
+            body["messages"][0]["content"],
+            json!([{"type": "text", "text": "Attached file: a.txt (text/plain)\n\nhi"}])
+        );
+    }
+
+    /// The recorded tool-loop follow-up (openai_chat/02): user, assistant tool call, tool result.
+    fn tool_loop_transcript() -> Vec<Message> {
+        vec![
+            text(
+                Role::User,
+                "What is the capital of the UK? Use the tool, then answer.",
+            ),
+            Message {
+                role: Role::Assistant,
+                content: Vec::new(),
+                tool_calls: vec![ToolCall {
+                    id: "call_ZR5UUuTt3pf61kjwAJIYdVMj".into(),
+                    name: "get_capital".into(),
+                    arguments_json: r#"{"country":"UK"}"#.into(),
+                }],
+                tool_result: None,
+            },
+            Message {
+                role: Role::Tool,
+                content: Vec::new(),
+                tool_calls: Vec::new(),
+                tool_result: Some(ToolResult {
+                    call_id: "call_ZR5UUuTt3pf61kjwAJIYdVMj".into(),
+                    name: "get_capital".into(),
+                    output: "London".into(),
+                    is_error: false,
+                }),
+            },
+        ]
+    }
+
+    #[test]
+    fn the_tool_loop_transcript_matches_the_recording() {
+        let body = body(&request(tool_loop_transcript()), Flavor::Standard).unwrap();
+        let recorded: Value = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/upstream/openai_chat/02_stream_text_include_usage.request.json"
+        ))
+        .unwrap();
+        assert_eq!(body["messages"], recorded["messages"]);
+    }
+
+    #[test]
+    fn assistant_text_with_tool_calls_keeps_both() {
+        let mut transcript = tool_loop_transcript();
+        transcript[1].content = vec![ContentPart::Text("Let me check.".into())];
+        let body = body(&request(transcript), Flavor::Standard).unwrap();
+        assert_eq!(body["messages"][1]["content"], "Let me check.");
+        assert_eq!(
+            body["messages"][1]["tool_calls"][0]["function"]["name"],
+            "get_capital"
+        );
+        // A plain assistant answer has no tool_calls field.
+        let plain = super::body(
+            &request(vec![text(Role::Assistant, "Hi")]),
+            Flavor::Standard,
+        )
+        .unwrap();
+        assert_eq!(
+            plain["messages"][0],
+            json!({"role": "assistant", "content": "Hi"})
+        );
+    }
+
+    #[test]
+    fn a_tool_message_without_its_result_is_refused() {
+        let tool = Message {
+            role: Role::Tool,
+            content: Vec::new(),
+            tool_calls: Vec::new(),
+            tool_result: None,
+        };
+        assert!(matches!(
+            body(&request(vec![tool]), Flavor::Standard),
+            Err(PluginError::InvalidInput(_))
+        ));
+    }
+
+    #[test]
+    fn tools_are_functions() {
+        let mut req = request(vec![text(Role::User, "Weather in Paris?")]);
+        req.tools = vec![weather_tool()];
+        let body = body(&req, Flavor::Standard).unwrap();
+        assert_eq!(
+            body["tools"],
+            json!([{"type": "function", "function": {
+                "name": "get_weather",
+                "description": "The weather in a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+            }}])
+        );
+        // No tools: no field at all.
+        let none = super::body(&request(vec![]), Flavor::Standard).unwrap();
+        assert!(none.get("tools").is_none());
+    }
+
+    #[test]
+    fn a_tool_schema_that_is_not_json_is_refused() {
+        let mut req = request(vec![]);
+        let mut spec = weather_tool();
+        spec.parameters_schema_json = "{not json".into();
+        req.tools = vec![spec];
+        match body(&req, Flavor::Standard) {
+            Err(PluginError::InvalidInput(why)) => assert!(why.contains("get_weather"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_agent_flavor_sends_no_tools() {
+        let mut req = request(vec![text(Role::User, "Weather in Paris?")]);
+        req.tools = vec![weather_tool()];
+        req.streaming = true;
+        let body = body(&req, Flavor::Agent).unwrap();
+        assert!(body.get("tools").is_none(), "{body}");
+        assert_eq!(body["stream"], true);
+    }
+
+    #[test]
+    fn stream_options_only_when_streaming() {
+        let mut req = request(vec![text(Role::User, "Hi")]);
+        let off = body(&req, Flavor::Standard).unwrap();
+        assert!(off.get("stream").is_none());
+        assert!(off.get("stream_options").is_none());
+        req.streaming = true;
+        let on = body(&req, Flavor::Standard).unwrap();
+        assert_eq!(on["stream"], true);
+        assert_eq!(on["stream_options"], json!({"include_usage": true}));
+    }
+
+    #[test]
+    fn sampling_settings_are_sent_as_written() {
+        let mut req = request(vec![text(Role::User, "Hi")]);
+        req.temperature = Some(0.7);
+        req.max_tokens = Some(256);
+        let body = body(&req, Flavor::Standard).unwrap();
+        assert_eq!(body["temperature"], json!(0.7));
+        assert_eq!(body["max_tokens"], json!(256));
+        assert_eq!(body.to_string().matches("0.7").count(), 1);
+    }
+}
