@@ -86,6 +86,8 @@ pub struct Options {
     pub plugins_dir: Option<PathBuf>,
     /// CHATD_ALLOW_PRIVATE_NETWORKS (plugins calling scripted upstreams on loopback need it).
     pub allow_private_networks: bool,
+    /// More of chatd's flags (`--provider-c-base-url`, …).
+    pub args: Vec<String>,
 }
 
 impl TestServer {
@@ -97,7 +99,8 @@ impl TestServer {
         let dir = options
             .dir
             .unwrap_or_else(|| Arc::new(tempfile::tempdir().expect("temp dir")));
-        let mut config = test_config(&[]);
+        let args: Vec<&str> = options.args.iter().map(String::as_str).collect();
+        let mut config = test_config(&args);
         config.database_url = DatabaseUrl::Sqlite(format!("sqlite://{}", db_path(&dir).display()));
         config.admin_token = options.token.clone().map(Secret::new);
         config.plugins_dir = options.plugins_dir.clone();
@@ -185,6 +188,34 @@ impl TestServer {
         (status, res.json().await.expect("JSON body"))
     }
 
+    /// POSTs and returns the response unread (a stream).
+    pub async fn open(
+        &self,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = self.client.post(format!("{}{path}", self.base));
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        req.send().await.expect("request sent")
+    }
+
+    /// Opens a chat stream; panics unless it answers 200 with an event stream.
+    pub async fn stream(&self, body: Value) -> Events {
+        let res = self
+            .open("/v1/chat-completions/stream", Some(body), &[])
+            .await;
+        Events::of(res).await
+    }
+
     /// Creates a chat and returns its id.
     pub async fn new_chat(&self, body: Value) -> String {
         let (status, json) = self.post("/v1/chats", body).await;
@@ -252,4 +283,67 @@ pub fn data_url(mime: &str, bytes: &[u8]) -> String {
         "data:{mime};base64,{}",
         base64::engine::general_purpose::STANDARD.encode(bytes)
     )
+}
+
+/// One SSE event as a client parses it.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub id: String,
+    pub name: String,
+    pub data: Value,
+}
+
+/// A chat or search event stream, read event by event.
+pub struct Events {
+    inner: std::pin::Pin<Box<dyn futures::Stream<Item = Event> + Send>>,
+}
+
+impl Events {
+    pub async fn of(res: reqwest::Response) -> Self {
+        use eventsource_stream::Eventsource;
+        use futures::StreamExt;
+        let status = res.status();
+        if status != StatusCode::OK {
+            let text = res.text().await.unwrap_or_default();
+            panic!("stream answered {status}: {text}");
+        }
+        let content_type = res.headers()["content-type"].to_str().unwrap().to_string();
+        assert_eq!(content_type, "text/event-stream; charset=utf-8");
+        let inner = res.bytes_stream().eventsource().map(|event| {
+            let event = event.expect("a well-formed event stream");
+            Event {
+                id: event.id,
+                name: event.event,
+                data: serde_json::from_str(&event.data).expect("event data is JSON"),
+            }
+        });
+        Self {
+            inner: Box::pin(inner),
+        }
+    }
+
+    /// The next event; `None` when the stream ended.
+    pub async fn next(&mut self) -> Option<Event> {
+        use futures::StreamExt;
+        self.inner.next().await
+    }
+
+    /// The next event, which must exist.
+    pub async fn expect(&mut self, name: &str) -> Event {
+        let event = self
+            .next()
+            .await
+            .unwrap_or_else(|| panic!("stream ended before {name}"));
+        assert_eq!(event.name, name, "{event:?}");
+        event
+    }
+
+    /// Every remaining event, through the end of the stream.
+    pub async fn rest(mut self) -> Vec<Event> {
+        let mut all = Vec::new();
+        while let Some(event) = self.next().await {
+            all.push(event);
+        }
+        all
+    }
 }

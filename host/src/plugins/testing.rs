@@ -28,6 +28,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -172,12 +173,18 @@ pub struct ScriptedUpstream {
 }
 
 impl ScriptedUpstream {
-    /// Routes are `("METHOD /path", reply)`; a request no route matches gets a JSON 404.
+    /// Routes are `("METHOD /path", reply)`; a request no route matches gets a JSON 404. A
+    /// route listed several times answers its replies in order, the last one from then on (a
+    /// tool loop: first a tool call, then the answer).
     pub async fn start<'a>(routes: impl IntoIterator<Item = (&'a str, Reply)>) -> Self {
-        let routes: Arc<BTreeMap<String, Reply>> = Arc::new(
-            routes
+        let mut scripted: BTreeMap<String, Vec<Reply>> = BTreeMap::new();
+        for (route, reply) in routes {
+            scripted.entry(route.to_string()).or_default().push(reply);
+        }
+        let routes: Arc<BTreeMap<String, (Vec<Reply>, AtomicUsize)>> = Arc::new(
+            scripted
                 .into_iter()
-                .map(|(route, reply)| (route.to_string(), reply))
+                .map(|(route, replies)| (route, (replies, AtomicUsize::new(0))))
                 .collect(),
         );
         let requests: Arc<Mutex<Vec<Recorded>>> = Arc::default();
@@ -197,7 +204,10 @@ impl ScriptedUpstream {
                     });
                     seen.send_modify(|n| *n += 1);
                     match routes.get(&route) {
-                        Some(reply) => respond(reply.clone()).await,
+                        Some((replies, next)) => {
+                            let n = next.fetch_add(1, Ordering::Relaxed).min(replies.len() - 1);
+                            respond(replies[n].clone()).await
+                        }
                         None => axum::response::Response::builder()
                             .status(StatusCode::NOT_FOUND)
                             .header("content-type", "application/json")
