@@ -9,7 +9,11 @@
 //! `cargo run --release -p bench -- plugins` measures the plugin host: start to ready with the
 //! bundled plugins (first boot and restart), idle RSS, and the host's overhead per tool call
 //! (see `plugins.rs`).
+//!
+//! `cargo run --release -p bench -- chat` measures chat completions against a zero-delay mock
+//! upstream: added latency, time to first delta, live streams and RSS, attach (see `chat.rs`).
 
+mod chat;
 mod plugins;
 
 use std::time::{Duration, Instant};
@@ -74,8 +78,9 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("crud") => crud(parse(&args[1..])?),
         Some("plugins") => plugins::run(plugins::parse(&args[1..])?),
+        Some("chat") => chat::run(chat::parse(&args[1..])?),
         _ => {
-            eprintln!("{}\n{}", usage(), plugins::usage());
+            eprintln!("{}\n{}\n{}", usage(), plugins::usage(), chat::usage());
             std::process::exit(2);
         }
     }

@@ -66,7 +66,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     calls(&o)
 }
 
-fn server_binary() -> anyhow::Result<PathBuf> {
+pub(crate) fn server_binary() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let binary = exe
         .parent()
@@ -82,8 +82,8 @@ fn server_binary() -> anyhow::Result<PathBuf> {
 }
 
 /// A spawned server, stopped with SIGTERM on drop.
-struct Running {
-    child: Child,
+pub(crate) struct Running {
+    pub(crate) child: Child,
 }
 
 impl Drop for Running {
@@ -97,12 +97,33 @@ impl Drop for Running {
 
 /// Spawns the server in `dir` and returns it with the time until `/health` answered.
 fn start(binary: &Path, dir: &Path) -> anyhow::Result<(Running, Duration, String)> {
+    let (running, took, loaded, _) = spawn(binary, dir, &[])?;
+    Ok((running, took, loaded))
+}
+
+/// [`start`] with more environment (the addresses of mock upstreams, …); the last item of the
+/// answer is the server's `host:port`.
+pub(crate) fn start_with(
+    binary: &Path,
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> anyhow::Result<(Running, Duration, String)> {
+    let (running, took, _, addr) = spawn(binary, dir, env)?;
+    Ok((running, took, addr))
+}
+
+fn spawn(
+    binary: &Path,
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> anyhow::Result<(Running, Duration, String, String)> {
     let started = Instant::now();
     let mut child = Command::new(binary)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("PORT", "0")
         .env("RUST_LOG", "info")
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -111,7 +132,8 @@ fn start(binary: &Path, dir: &Path) -> anyhow::Result<(Running, Duration, String
     let running = Running { child };
     let mut loaded = String::new();
     let mut addr = None;
-    for line in BufReader::new(stdout).lines() {
+    let mut lines = BufReader::new(stdout).lines();
+    for line in lines.by_ref() {
         let line = line?;
         if line.contains("plugins loaded") {
             loaded = line.split("INFO").last().unwrap_or("").trim().to_string();
@@ -123,6 +145,8 @@ fn start(binary: &Path, dir: &Path) -> anyhow::Result<(Running, Duration, String
         }
     }
     let addr = addr.context("the server did not announce its address")?;
+    // Keep reading (and dropping) the log, so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
     loop {
         if let Ok(mut tcp) = std::net::TcpStream::connect(&addr) {
             use std::io::{Read, Write};
@@ -137,10 +161,10 @@ fn start(binary: &Path, dir: &Path) -> anyhow::Result<(Running, Duration, String
             bail!("/health did not answer within 120 s");
         }
     }
-    Ok((running, started.elapsed(), loaded))
+    Ok((running, started.elapsed(), loaded, addr))
 }
 
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+pub(crate) fn rss_kib(pid: u32) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()

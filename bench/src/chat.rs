@@ -1,0 +1,548 @@
+//! `bench chat`: chat completion figures against a zero-delay mock upstream, each measured in the
+//! same run as calling the mock directly, so what is printed is what chatd adds.
+//!
+//! The mock speaks the chat completions wire (provider_c) in this process, on loopback with
+//! TCP_NODELAY; the release server (`target/release/chatd`) runs as its own process, so its RSS
+//! is its own. The mock answers by model name: `zero` replays the recorded stream
+//! (`openai_chat/02`, 10 deltas) or body (`04`) at once; `paced` streams 64 deltas 20 ms apart;
+//! `slow` streams 64 deltas 200 ms apart (a run long enough to attach to).
+//!
+//! 1. Added latency of a persisted non-streaming completion (concurrency 1): chatd with a
+//!    `chatId` (history rows deduplicated and stored, the call recorded, the reply stored) vs
+//!    the same request straight to the mock.
+//! 2. Added time to first delta of a stream, persisted and `persist: false`, vs the mock's own
+//!    first content chunk.
+//! 3. Live streams: N persisted streams at once against the paced mock; every stream must get
+//!    meta, 64 deltas in order, done; RSS of the server at the peak minus before.
+//! 4. Attach to a running stream: time to the first replayed event.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::response::Response;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::plugins::{rss_kib, server_binary, start_with};
+
+const RECORDED_STREAM: &str = include_str!(
+    "../../tests/fixtures/upstream/openai_chat/02_stream_text_include_usage.response.sse"
+);
+const RECORDED_BODY: &str =
+    include_str!("../../tests/fixtures/upstream/openai_chat/04_nonstream_text.response.json");
+/// Deltas of the paced and slow streams.
+const PACED_DELTAS: usize = 64;
+
+pub struct Options {
+    requests: usize,
+    streams: usize,
+    attaches: usize,
+}
+
+pub fn usage() -> &'static str {
+    "usage: bench chat [--requests N] [--streams N] [--attaches N]\n\
+     needs the release server binary: run `cargo build --release` first\n\
+     defaults: 2000 sequential requests per latency figure, 1000 live streams, 1000 attaches"
+}
+
+pub fn parse(args: &[String]) -> anyhow::Result<Options> {
+    let mut o = Options {
+        requests: 2000,
+        streams: 1000,
+        attaches: 1000,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .with_context(|| format!("{flag} needs a value\n{}", usage()))
+        };
+        match flag.as_str() {
+            "--requests" => o.requests = value()?.parse()?,
+            "--streams" => o.streams = value()?.parse()?,
+            "--attaches" => o.attaches = value()?.parse()?,
+            other => bail!("unknown option {other}\n{}", usage()),
+        }
+    }
+    ensure!(
+        o.requests > 0 && o.streams > 0 && o.attaches > 0,
+        "every count must be at least 1"
+    );
+    Ok(o)
+}
+
+pub fn run(o: Options) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run_async(o))
+}
+
+async fn run_async(o: Options) -> anyhow::Result<()> {
+    let mock = start_mock().await?;
+    let mock_url = format!("http://{mock}");
+    let dir = tempfile::tempdir()?;
+    let binary = server_binary()?;
+    let (server, _, addr) = start_with(
+        &binary,
+        dir.path(),
+        &[
+            ("PROVIDER_C_BASE_URL", mock_url.as_str()),
+            ("PROVIDER_C_API_KEY", "bench"),
+            // The request log off: one line per request is not what is measured.
+            ("RUST_LOG", "warn,chatd=info,chatd::http::middleware=warn"),
+        ],
+    )?;
+    let pid = server.child.id();
+    let base = format!("http://{addr}");
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(usize::MAX)
+        .build()?;
+    // The model lists are loaded before anything is measured.
+    check(client.get(format!("{base}/v1/models")).send().await?).await?;
+
+    println!("chat completions: chatd (provider_c plugin) vs the mock upstream directly, loopback");
+    println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
+    non_streaming(&client, &base, &mock_url, o.requests).await?;
+    first_delta(&client, &base, &mock_url, o.requests).await?;
+    attach(&client, &base, o.attaches).await?;
+    live_streams(&client, &base, pid, o.streams).await?;
+    drop(server);
+    Ok(())
+}
+
+/// Percentiles of `samples` in ms: p50, p99, max.
+fn summary(samples: &mut [Duration]) -> (f64, f64, f64) {
+    samples.sort_unstable();
+    let at = |p: f64| {
+        let i = ((samples.len() as f64 * p).ceil() as usize)
+            .saturating_sub(1)
+            .min(samples.len() - 1);
+        samples[i].as_secs_f64() * 1000.0
+    };
+    (at(0.50), at(0.99), at(1.0))
+}
+
+fn row(name: &str, samples: &mut [Duration]) -> (f64, f64) {
+    let (p50, p99, max) = summary(samples);
+    println!("{name:<50} {p50:>9.3} {p99:>9.3} {max:>9.3}");
+    (p50, p99)
+}
+
+fn added(name: &str, chatd: (f64, f64), direct: (f64, f64)) {
+    println!(
+        "{:<50} {:>9.3} {:>9.3}",
+        format!("  added by chatd: {name}"),
+        chatd.0 - direct.0,
+        chatd.1 - direct.1
+    );
+}
+
+async fn check(res: reqwest::Response) -> anyhow::Result<Bytes> {
+    let status = res.status();
+    let body = res.bytes().await?;
+    if !status.is_success() {
+        bail!("{status}: {}", String::from_utf8_lossy(&body));
+    }
+    Ok(body)
+}
+
+/// Chats for persisted requests, each used for `per_chat` requests so transcripts stay short
+/// (a chat that grew to thousands of rows would measure its own size).
+async fn chats(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Result<Vec<String>> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        let body = check(
+            client
+                .post(format!("{base}/v1/chats"))
+                .json(&json!({"enabledTools": []}))
+                .send()
+                .await?,
+        )
+        .await?;
+        let chat: Value = serde_json::from_slice(&body)?;
+        ids.push(chat["chat"]["id"].as_str().context("chat id")?.to_string());
+    }
+    Ok(ids)
+}
+
+const PER_CHAT: usize = 10;
+
+fn completion(chat_id: Option<&str>, model: &str, i: usize) -> Value {
+    let mut body = json!({
+        "provider": "provider_c", "model": model, "enabledTools": [],
+        "messages": [{"role": "user", "content": format!("question {i}")}]
+    });
+    if let Some(id) = chat_id {
+        body["chatId"] = json!(id);
+    }
+    body
+}
+
+async fn non_streaming(
+    client: &reqwest::Client,
+    base: &str,
+    mock: &str,
+    n: usize,
+) -> anyhow::Result<()> {
+    let ids = chats(client, base, n.div_ceil(PER_CHAT) + 1).await?;
+    let direct_body = json!({"model": "zero", "messages": [{"role": "user", "content": "q"}]});
+    let (mut direct, mut via) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    // Warm both paths (connections, the compile of the first instance, SQLite pages).
+    for i in 0..50 {
+        check(
+            client
+                .post(format!("{mock}/chat/completions"))
+                .json(&direct_body)
+                .send()
+                .await?,
+        )
+        .await?;
+        check(
+            client
+                .post(format!("{base}/v1/chat-completions"))
+                .json(&completion(Some(&ids[0]), "zero", i))
+                .send()
+                .await?,
+        )
+        .await?;
+    }
+    // Interleaved, so both see the same machine.
+    for i in 0..n {
+        let t = Instant::now();
+        check(
+            client
+                .post(format!("{mock}/chat/completions"))
+                .json(&direct_body)
+                .send()
+                .await?,
+        )
+        .await?;
+        direct.push(t.elapsed());
+        let chat = &ids[1 + i / PER_CHAT];
+        let t = Instant::now();
+        check(
+            client
+                .post(format!("{base}/v1/chat-completions"))
+                .json(&completion(Some(chat), "zero", i))
+                .send()
+                .await?,
+        )
+        .await?;
+        via.push(t.elapsed());
+    }
+    let d = row("non-streaming: mock directly", &mut direct);
+    let c = row("non-streaming: chatd, persisted (chatId)", &mut via);
+    added("non-streaming, persisted", c, d);
+    Ok(())
+}
+
+/// Time until the first chunk containing `needle` arrives.
+async fn time_to(
+    res: reqwest::Response,
+    needle: &[u8],
+    started: Instant,
+) -> anyhow::Result<Duration> {
+    ensure!(
+        res.status().is_success(),
+        "stream answered {}",
+        res.status()
+    );
+    let mut body = res.bytes_stream();
+    let mut seen = Vec::new();
+    let mut first = None;
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk?;
+        seen.extend_from_slice(&chunk);
+        if first.is_none() && seen.windows(needle.len()).any(|w| w == needle) {
+            first = Some(started.elapsed());
+        }
+    }
+    first.context("the stream had no delta")
+}
+
+async fn first_delta(
+    client: &reqwest::Client,
+    base: &str,
+    mock: &str,
+    n: usize,
+) -> anyhow::Result<()> {
+    let ids = chats(client, base, n.div_ceil(PER_CHAT) + 1).await?;
+    let direct_body =
+        json!({"model": "zero", "stream": true, "messages": [{"role": "user", "content": "q"}]});
+    let mut direct = Vec::with_capacity(n);
+    let mut persisted = Vec::with_capacity(n);
+    let mut ephemeral = Vec::with_capacity(n);
+    for i in 0..n + 50 {
+        let t = Instant::now();
+        let res = client
+            .post(format!("{mock}/chat/completions"))
+            .json(&direct_body)
+            .send()
+            .await?;
+        let d = time_to(res, b"\"content\":\"", t).await?;
+        let chat = &ids[i.saturating_sub(50) / PER_CHAT];
+        let t = Instant::now();
+        let res = client
+            .post(format!("{base}/v1/chat-completions/stream"))
+            .json(&completion(Some(chat), "zero", i))
+            .send()
+            .await?;
+        let p = time_to(res, b"event: delta", t).await?;
+        let mut body = completion(None, "zero", i);
+        body["persist"] = json!(false);
+        let t = Instant::now();
+        let res = client
+            .post(format!("{base}/v1/chat-completions/stream"))
+            .json(&body)
+            .send()
+            .await?;
+        let e = time_to(res, b"event: delta", t).await?;
+        if i >= 50 {
+            direct.push(d);
+            persisted.push(p);
+            ephemeral.push(e);
+        }
+    }
+    let d = row(
+        "first delta: mock directly (first content chunk)",
+        &mut direct,
+    );
+    let p = row("first delta: chatd stream, persisted", &mut persisted);
+    let e = row("first delta: chatd stream, persist false", &mut ephemeral);
+    added("first delta, persisted", p, d);
+    added("first delta, persist false", e, d);
+    Ok(())
+}
+
+async fn attach(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Result<()> {
+    let mut samples = Vec::with_capacity(n);
+    let mut chat: Option<String> = None;
+    let mut streams = Vec::new();
+    while samples.len() < n {
+        let id = match &chat {
+            Some(id) => id.clone(),
+            None => {
+                let id = chats(client, base, 1).await?.remove(0);
+                let res = client
+                    .post(format!("{base}/v1/chat-completions/stream"))
+                    .json(&completion(Some(&id), "slow", 0))
+                    .send()
+                    .await?;
+                ensure!(
+                    res.status().is_success(),
+                    "stream answered {}",
+                    res.status()
+                );
+                // Read it to the end in the background, as a client would.
+                streams.push(tokio::spawn(async move {
+                    let mut body = res.bytes_stream();
+                    while body.next().await.is_some() {}
+                }));
+                chat = Some(id.clone());
+                id
+            }
+        };
+        let t = Instant::now();
+        let res = client
+            .post(format!("{base}/v1/chats/{id}/stream/attach"))
+            .send()
+            .await?;
+        if res.status() == reqwest::StatusCode::NOT_FOUND {
+            chat = None;
+            continue;
+        }
+        ensure!(
+            res.status().is_success(),
+            "attach answered {}",
+            res.status()
+        );
+        let mut body = res.bytes_stream();
+        let first = body.next().await.context("attach sent nothing")??;
+        ensure!(
+            first.starts_with(b"id: 1\nevent: meta"),
+            "attach began with something else"
+        );
+        samples.push(t.elapsed());
+    }
+    for stream in streams {
+        stream.abort();
+    }
+    row(
+        "attach to a running stream: first replayed event",
+        &mut samples,
+    );
+    Ok(())
+}
+
+async fn live_streams(
+    client: &reqwest::Client,
+    base: &str,
+    pid: u32,
+    n: usize,
+) -> anyhow::Result<()> {
+    let before = rss_kib(pid)?;
+    let started = Arc::new(AtomicUsize::new(0));
+    let t = Instant::now();
+    let mut tasks = Vec::with_capacity(n);
+    for i in 0..n {
+        let (client, base, started) = (client.clone(), base.to_string(), started.clone());
+        tasks.push(tokio::spawn(async move {
+            let res = client
+                .post(format!("{base}/v1/chat-completions/stream"))
+                .json(&completion(None, "paced", i))
+                .send()
+                .await?;
+            ensure!(
+                res.status().is_success(),
+                "stream answered {}",
+                res.status()
+            );
+            started.fetch_add(1, Ordering::Relaxed);
+            let text = res.text().await?;
+            verify(&text)
+        }));
+    }
+    // The peak: every stream open, halfway through its deltas.
+    let mut peak = before;
+    while started.load(Ordering::Relaxed) < n {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        peak = peak.max(rss_kib(pid)?);
+    }
+    for _ in 0..40 {
+        peak = peak.max(rss_kib(pid)?);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut failed = 0;
+    for task in tasks {
+        if let Err(e) = task.await? {
+            failed += 1;
+            if failed <= 3 {
+                eprintln!("a stream failed: {e:#}");
+            }
+        }
+    }
+    let took = t.elapsed();
+    println!(
+        "live streams: {n} at once, {PACED_DELTAS} deltas 20 ms apart each: {} complete and in order, {failed} failed, all done in {:.1} s",
+        n - failed,
+        took.as_secs_f64()
+    );
+    println!(
+        "  server RSS: {:.1} MiB before, {:.1} MiB at the peak: {:.1} KiB per live stream",
+        before as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        (peak.saturating_sub(before)) as f64 / n as f64
+    );
+    Ok(())
+}
+
+/// A whole paced stream: meta, the 64 deltas in order, done with their text.
+fn verify(text: &str) -> anyhow::Result<()> {
+    let events: Vec<(&str, Value)> = text
+        .split("\n\n")
+        .filter(|e| !e.trim().is_empty() && !e.starts_with(':'))
+        .map(|e| {
+            let name = e
+                .lines()
+                .find_map(|l| l.strip_prefix("event: "))
+                .unwrap_or("");
+            let data = e
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .and_then(|d| serde_json::from_str(d).ok())
+                .unwrap_or(Value::Null);
+            (name, data)
+        })
+        .collect();
+    ensure!(events.len() == PACED_DELTAS + 2, "{} events", events.len());
+    ensure!(events[0].0 == "meta", "first event {}", events[0].0);
+    for (i, (name, data)) in events[1..=PACED_DELTAS].iter().enumerate() {
+        ensure!(
+            *name == "delta" && data["text"] == format!("d{i} "),
+            "event {} out of order",
+            i + 1
+        );
+    }
+    let (name, data) = &events[PACED_DELTAS + 1];
+    ensure!(*name == "done", "last event {name}");
+    let expected: String = (0..PACED_DELTAS).map(|i| format!("d{i} ")).collect();
+    ensure!(data["text"] == expected.as_str(), "done.text differs");
+    Ok(())
+}
+
+#[derive(Clone, Default)]
+struct Mock;
+
+async fn start_mock() -> anyhow::Result<SocketAddr> {
+    let app = axum::Router::new()
+        .route("/chat/completions", axum::routing::post(mock_completion))
+        .route(
+            "/models",
+            axum::routing::get(|| async {
+                axum::Json(json!({"object": "list", "data": [{"id": "zero"}, {"id": "paced"}, {"id": "slow"}]}))
+            }),
+        )
+        .with_state(Mock);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(addr)
+}
+
+async fn mock_completion(State(_): State<Mock>, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let streaming = request["stream"] == true;
+    let pause = match request["model"].as_str() {
+        Some("paced") => Some(Duration::from_millis(20)),
+        Some("slow") => Some(Duration::from_millis(200)),
+        _ => None,
+    };
+    let builder = Response::builder().status(200);
+    match (streaming, pause) {
+        (false, _) => builder
+            .header("content-type", "application/json")
+            .body(Body::from(RECORDED_BODY))
+            .unwrap(),
+        (true, None) => builder
+            .header("content-type", "text/event-stream")
+            .body(Body::from(RECORDED_STREAM))
+            .unwrap(),
+        (true, Some(pause)) => {
+            let chunks = futures::stream::unfold(0usize, move |i| async move {
+                let chunk = match i {
+                    0 => String::new(),
+                    i if i <= PACED_DELTAS => {
+                        tokio::time::sleep(pause).await;
+                        format!(
+                            "data: {}\n\n",
+                            json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": format!("d{} ", i - 1)}, "finish_reason": null}]})
+                        )
+                    }
+                    i if i == PACED_DELTAS + 1 => format!(
+                        "data: {}\n\ndata: [DONE]\n\n",
+                        json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                    ),
+                    _ => return None,
+                };
+                Some((Ok::<_, Infallible>(Bytes::from(chunk)), i + 1))
+            });
+            builder
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(chunks))
+                .unwrap()
+        }
+    }
+}
