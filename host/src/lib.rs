@@ -12,13 +12,21 @@
 //! - [`model`]: the shared vocabulary (roles, providers, ids, timestamps).
 //! - [`attachments`]: the attachment policy (count, type by magic number, sizes).
 //! - [`tools`]: the tool catalogue, the one answer to "which tools exist".
-//! - [`runs`]: the active-run registry behind `GET /v1/active-runs`.
+//! - [`chat`]: chat completions: the model↔tool loop, the transcript rules, the stream's events,
+//!   model lists, title suggestion.
+//! - [`runs`]: backend-owned runs: the registry behind `GET /v1/active-runs` and attach, each
+//!   run's event log, the shutdown grace period.
 //! - [`plugins`]: the plugin host: wasmtime components, their grants, the HTTP capability,
 //!   bundled and PLUGINS_DIR plugins with hot reload, the compile cache.
 //!
 //! # Invariants
 //!
-//! - The store is the only module with SQL; the HTTP layer is the only one with JSON DTOs.
+//! - The store is the only module with SQL; the HTTP layer is the only one with JSON DTOs, with
+//!   one exception: [`chat::events`], the stream's events, serialized by the run that outlives
+//!   its request.
+//! - A run's effects happen in the contract's order: a tool message is stored before its
+//!   terminal event, the reply and its usage are one transaction before `done`, a failure is
+//!   recorded before `error`.
 //! - Every error a client sees is `{ "message": … }`; bad input is a 4xx naming the field and the
 //!   rule, never a 5xx. A rejected request writes nothing: validation finishes before the store
 //!   is called, and each write is one transaction.
@@ -28,7 +36,7 @@
 //!   `Debug` is redacted.
 //! - The host never parses or builds a vendor payload; those live in plugins (`/plugins`), and
 //!   a plugin reaches only what [`plugins::grants`] decided, through host functions.
-//! - Deliberately absent so far: the provider plugins, chat completions, search runs.
+//! - Deliberately absent so far: search runs and the devbox (SSH) tools.
 
 pub mod attachments;
 pub mod chat;

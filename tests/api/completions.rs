@@ -706,3 +706,67 @@ async fn bad_input_is_a_400_naming_the_field() {
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(server.row_counts().await, before);
 }
+
+#[tokio::test]
+async fn shutdown_lets_runs_finish_in_the_grace_period_then_stops_the_rest_with_an_error() {
+    let (finishes, hangs) = (Gate::new(), Gate::new());
+    let upstream = ScriptedUpstream::start([
+        (ROUTE, Reply::sse(TEXT_STREAM).after(&finishes)),
+        (ROUTE, Reply::sse(TEXT_STREAM).after(&hangs)),
+    ])
+    .await;
+    let server = server_for(&upstream, &["--chatd-shutdown-grace-secs", "1"]).await;
+    // The model listing at startup is one upstream request; the endpoint waits for it.
+    server.get("/v1/models").await;
+    let before = upstream.requests().len();
+    let (one, two) = (
+        server.new_chat(json!({"enabledTools": []})).await,
+        server.new_chat(json!({"enabledTools": []})).await,
+    );
+    let history = json!([{"role": "user", "content": "hi"}]);
+    let mut first = server.stream(body(Some(&one), history.clone())).await;
+    first.expect("meta").await;
+    upstream.received(before + 1).await;
+    let mut second = server.stream(body(Some(&two), history)).await;
+    let meta = second.expect("meta").await;
+    upstream.received(before + 2).await;
+
+    let (db, _dir) = (server.db_path(), server.dir.clone());
+    let stopping = tokio::spawn(server.stop());
+    finishes.open();
+    let done = first.rest().await;
+    assert_eq!(done.last().unwrap().name, "done");
+    let stopped = second.rest().await;
+    let last = stopped.last().unwrap();
+    assert_eq!(last.name, "error");
+    assert_eq!(
+        last.data["message"],
+        "the server shut down before the reply was finished"
+    );
+    stopping.await.unwrap();
+
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .unwrap();
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT chat_id, role FROM messages ORDER BY chat_id, seq")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    assert!(rows.contains(&(one.clone(), "assistant".into())));
+    assert!(
+        rows.contains(&(two.clone(), "user".into())),
+        "the accepted message is kept"
+    );
+    assert!(!rows.contains(&(two.clone(), "assistant".into())));
+    let error: Option<String> = sqlx::query_scalar("SELECT error FROM llm_calls WHERE id = ?")
+        .bind(meta.data["callId"].as_str().unwrap())
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        error.as_deref(),
+        Some("the server shut down before the reply was finished")
+    );
+}
