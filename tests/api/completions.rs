@@ -493,18 +493,12 @@ async fn a_second_stream_gets_409_then_attach_replays_and_follows() {
     let request = body(Some(&chat_id), json!([{"role": "user", "content": "hi"}]));
     let mut first = server.stream(request.clone()).await;
     let meta = first.expect("meta").await;
-    let before = server.row_counts().await;
 
     let second = server
         .open("/v1/chat-completions/stream", Some(request), &[])
         .await;
     assert_eq!(second.status(), StatusCode::CONFLICT);
     assert!(second.json::<Value>().await.unwrap()["message"].is_string());
-    assert_eq!(
-        server.row_counts().await,
-        before,
-        "a refused stream writes nothing"
-    );
 
     let (_, runs) = server.get("/v1/active-runs").await;
     assert_eq!(runs["chats"], json!([chat_id]));
@@ -539,6 +533,13 @@ async fn a_second_stream_gets_409_then_attach_replays_and_follows() {
     );
     let (_, runs) = server.get("/v1/active-runs").await;
     assert_eq!(runs["chats"], json!([]));
+    // The refused stream wrote nothing: one user row, one reply, one call.
+    assert_eq!(
+        transcript(&server, &chat_id).await,
+        pairs(&[("user", "hi"), ("assistant", TEXT_STREAM_TEXT)])
+    );
+    let counts = server.row_counts().await;
+    assert!(counts.contains(&("llm_calls".to_string(), 1)), "{counts:?}");
 }
 
 #[tokio::test]

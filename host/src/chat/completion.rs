@@ -20,7 +20,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::events::{ChatEvent, ToolCallEvent, ToolStatus, Usage};
 use crate::model::{Provider, Role, now, to_millis};
@@ -84,13 +84,16 @@ pub enum CompletionError {
     },
     #[error("could not store the tool call: {0}")]
     Store(#[from] StoreError),
+    /// The call's own record could not be written, so its tool calls cannot be either.
+    #[error("the request could not be stored")]
+    NotRecorded,
 }
 
 impl CompletionError {
     pub fn usage(&self) -> Option<Usage> {
         match self {
             CompletionError::Provider { usage, .. } => *usage,
-            CompletionError::Store(_) => None,
+            CompletionError::Store(_) | CompletionError::NotRecorded => None,
         }
     }
 }
@@ -99,7 +102,17 @@ impl CompletionError {
 /// Both optional: a non-streaming completion keeps no log, a `persist: false` stream no chat.
 pub struct Sink {
     pub log: Option<Arc<RunLog>>,
-    pub chat: Option<(Store, String)>,
+    pub chat: Option<ChatLog>,
+}
+
+/// The chat a completion's tool calls are stored in.
+pub struct ChatLog {
+    pub store: Store,
+    pub chat_id: String,
+    /// Whether the call's own record (and the history rows before it) is written: `None` while
+    /// it is being written beside the first turn. Tool rows wait for it, so they come after the
+    /// history in the transcript.
+    pub recorded: watch::Receiver<Option<bool>>,
 }
 
 impl Sink {
@@ -109,9 +122,14 @@ impl Sink {
         }
     }
 
-    async fn store_tool_log(&self, message: NewMessage) -> Result<(), StoreError> {
-        if let Some((store, chat_id)) = &self.chat {
-            store.append_message(chat_id, message).await?;
+    async fn store_tool_log(&self, message: NewMessage) -> Result<(), CompletionError> {
+        if let Some(chat) = &self.chat {
+            let mut recorded = chat.recorded.clone();
+            match recorded.wait_for(Option::is_some).await.map(|r| *r) {
+                Ok(Some(true)) => {}
+                _ => return Err(CompletionError::NotRecorded),
+            }
+            chat.store.append_message(&chat.chat_id, message).await?;
         }
         Ok(())
     }

@@ -18,15 +18,16 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::sync::watch;
 use utoipa::ToSchema;
 
 use super::AppState;
 use super::chats::{CHAT_NOT_FOUND, MessageInput, new_message};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
-use crate::chat::completion::{Completion, CompletionError, EnabledTool, Finished, Sink};
+use crate::chat::completion::{ChatLog, Completion, CompletionError, EnabledTool, Finished, Sink};
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
-use crate::model::{Provider, Role, trimmed_or_none};
+use crate::model::{Provider, Role, new_id, trimmed_or_none};
 use crate::runs::{RunKind, RunLog, RunReader};
 use crate::store::{NewCall, NewChat, NewMessage};
 
@@ -83,8 +84,95 @@ struct Prepared {
     provider: Provider,
     model: String,
     chat_id: Option<String>,
-    new_messages: Vec<NewMessage>,
+    /// The supplied history; its new rows are stored when the call is recorded.
+    history: Vec<NewMessage>,
     completion: Completion,
+}
+
+/// Why a completion produced no reply.
+#[derive(Debug, thiserror::Error)]
+enum RunError {
+    #[error(transparent)]
+    Completion(#[from] CompletionError),
+    /// The chat was deleted before the call could be recorded.
+    #[error("chat not found")]
+    ChatGone,
+    /// The call could not be recorded; nothing of it is stored.
+    #[error("the request could not be stored")]
+    NotRecorded(#[source] crate::store::StoreError),
+}
+
+impl RunError {
+    fn usage(&self) -> Option<Usage> {
+        match self {
+            RunError::Completion(e) => e.usage(),
+            _ => None,
+        }
+    }
+
+    fn into_api(self) -> ApiError {
+        match self {
+            RunError::Completion(e @ CompletionError::Provider { .. }) => {
+                ApiError::new(StatusCode::BAD_GATEWAY, e.to_string())
+            }
+            RunError::ChatGone => ApiError::not_found(CHAT_NOT_FOUND),
+            other => {
+                ApiError::internal(format!("{other}: {:?}", std::error::Error::source(&other)))
+            }
+        }
+    }
+}
+
+/// Runs a completion while its call is recorded (the new history rows, the last-used provider,
+/// the call row), so the first model token does not wait for the database. Tool rows wait for
+/// that record ([`ChatLog::recorded`]); a failed record stops the completion.
+async fn run_recorded(
+    state: &AppState,
+    call: NewCall,
+    history: Vec<NewMessage>,
+    completion: Completion,
+    sink: &Sink,
+    recorded: watch::Sender<Option<bool>>,
+) -> Result<Finished, RunError> {
+    let begin = async {
+        let begun = state
+            .store
+            .begin_call(call, |stored| history::new_rows(stored, &history))
+            .await;
+        recorded.send_replace(Some(matches!(begun, Ok(true))));
+        match begun {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(RunError::ChatGone),
+            Err(e) => Err(RunError::NotRecorded(e)),
+        }
+    };
+    let run = completion.run(sink);
+    tokio::pin!(begin, run);
+    let (mut begun, mut finished) = (false, None);
+    while !begun || finished.is_none() {
+        tokio::select! {
+            b = &mut begin, if !begun => {
+                b?;
+                begun = true;
+            }
+            r = &mut run, if finished.is_none() => finished = Some(r),
+        }
+    }
+    Ok(finished.expect("the loop ends with the run finished")?)
+}
+
+/// The pieces of a run that write to a chat: the sink's chat log and the record's signal.
+fn chat_log(
+    state: &AppState,
+    chat_id: Option<&str>,
+) -> (Option<ChatLog>, watch::Sender<Option<bool>>) {
+    let (tx, rx) = watch::channel(None);
+    let log = chat_id.map(|id| ChatLog {
+        store: state.store.clone(),
+        chat_id: id.to_string(),
+        recorded: rx,
+    });
+    (log, tx)
 }
 
 async fn prepare(
@@ -137,16 +225,17 @@ async fn prepare(
             )
         })
         .collect::<ApiResult<Vec<_>>>()?;
-    let (chat, stored) = match &body.chat_id {
-        Some(id) => {
-            let (chat, stored) = state
+    // Only the chat's settings are needed now; its transcript is read when the call is recorded,
+    // beside the first model turn.
+    let chat = match &body.chat_id {
+        Some(id) => Some(
+            state
                 .store
-                .get_chat_with_messages(id)
+                .get_chat(id)
                 .await?
-                .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?;
-            (Some(chat), stored)
-        }
-        None => (None, Vec::new()),
+                .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?,
+        ),
+        None => None,
     };
     let snapshot = state.plugins.snapshot();
     let plugin = snapshot
@@ -190,12 +279,11 @@ async fn prepare(
         system.push(prompt);
     }
     let messages = history::to_provider(&system, &history);
-    let new_messages = history::new_rows(&stored, &history);
     Ok(Prepared {
         provider: body.provider,
         model: model.clone(),
         chat_id: body.chat_id,
-        new_messages,
+        history,
         completion: Completion {
             provider: body.provider,
             model,
@@ -216,7 +304,7 @@ async fn record(
     state: &AppState,
     call_id: &str,
     chat_id: Option<&str>,
-    outcome: &Result<Finished, CompletionError>,
+    outcome: &Result<Finished, RunError>,
     started: Instant,
 ) -> Result<(), String> {
     let latency = started.elapsed().as_millis() as u64;
@@ -239,6 +327,8 @@ async fn record(
                 )
                 .await
         }
+        // Nothing was recorded: there is no call row to mark.
+        Err(RunError::ChatGone | RunError::NotRecorded(_)) => Ok(()),
         Err(error) => {
             state
                 .store
@@ -267,56 +357,50 @@ pub async fn complete(
 ) -> ApiResult<Json<CompletionResponse>> {
     let prepared = prepare(&state, body, false).await?;
     let started = Instant::now();
-    let call_id = state
-        .store
-        .begin_call(NewCall {
-            chat_id: prepared.chat_id.clone(),
-            provider: prepared.provider,
-            model: prepared.model.clone(),
-            new_messages: prepared.new_messages,
-        })
-        .await?
-        .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?;
+    let call = NewCall {
+        id: new_id(),
+        chat_id: prepared.chat_id.clone(),
+        provider: prepared.provider,
+        model: prepared.model.clone(),
+    };
+    let (chat, recorded) = chat_log(&state, call.chat_id.as_deref());
+    let sink = Sink { log: None, chat };
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let chat_id = prepared.chat_id.clone();
-    let (work_state, work_call, work_chat) = (state.clone(), call_id.clone(), chat_id.clone());
-    let (stop_state, stop_call) = (state.clone(), call_id.clone());
+    let (work_state, work_call, stop_state, stop_call) =
+        (state.clone(), call.clone(), state.clone(), call.clone());
+    let (history, stop_history) = (prepared.history.clone(), prepared.history);
+    let completion = prepared.completion;
     // A task of its own: a client that hangs up does not lose the reply.
     state.runs.spawn(
         async move {
-            let sink = Sink {
-                log: None,
-                chat: work_chat.clone().map(|id| (work_state.store.clone(), id)),
-            };
-            let outcome = prepared.completion.run(&sink).await;
+            let outcome = run_recorded(
+                &work_state,
+                work_call.clone(),
+                history,
+                completion,
+                &sink,
+                recorded,
+            )
+            .await;
             let stored = record(
                 &work_state,
-                &work_call,
-                work_chat.as_deref(),
+                &work_call.id,
+                work_call.chat_id.as_deref(),
                 &outcome,
                 started,
             )
             .await;
             let _ = tx.send((outcome, stored));
         },
-        async move {
-            let latency = started.elapsed().as_millis() as u64;
-            let _ = stop_state
-                .store
-                .fail_call(&stop_call, SHUTDOWN_ERROR, None, latency)
-                .await;
-        },
+        async move { record_stopped(&stop_state, stop_call, &stop_history, started).await },
     );
     let (outcome, stored) = rx
         .await
         .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, SHUTDOWN_ERROR))?;
-    let finished = outcome.map_err(|e| match e {
-        CompletionError::Provider { .. } => ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()),
-        CompletionError::Store(e) => ApiError::internal(e),
-    })?;
+    let finished = outcome.map_err(RunError::into_api)?;
     stored.map_err(ApiError::internal)?;
     Ok(Json(CompletionResponse {
-        chat_id,
+        chat_id: call.chat_id,
         provider: prepared.provider,
         model: prepared.model,
         message: AssistantMessage {
@@ -328,6 +412,29 @@ pub async fn complete(
             .raw
             .unwrap_or_else(|| Value::Object(Default::default())),
     }))
+}
+
+/// A run stopped by shutdown: its call (and the history rows, should the stop have come before
+/// they were written: an accepted message is never lost) recorded with the shutdown error.
+async fn record_stopped(state: &AppState, call: NewCall, history: &[NewMessage], started: Instant) {
+    let latency = started.elapsed().as_millis() as u64;
+    let id = call.id.clone();
+    let result = async {
+        if state.store.get_call(&id).await?.is_none() {
+            state
+                .store
+                .begin_call(call, |stored| history::new_rows(stored, history))
+                .await?;
+        }
+        state
+            .store
+            .fail_call(&id, SHUTDOWN_ERROR, None, latency)
+            .await
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::error!(call_id = %id, error = %e, "could not record a run stopped by shutdown");
+    }
 }
 
 #[utoipa::path(post, path = "/chat-completions/stream", tag = "chats", request_body = CompletionRequest,
@@ -344,7 +451,7 @@ pub async fn stream(
             "chatId: must be omitted when persist is false",
         ));
     }
-    let mut prepared = prepare(&state, body, true).await?;
+    let prepared = prepare(&state, body, true).await?;
     if !persist {
         return Ok(ephemeral(&state, prepared));
     }
@@ -369,44 +476,41 @@ pub async fn stream(
             "a stream is already running for this chat: attach to it with POST /v1/chats/:chatId/stream/attach",
         )
     })?;
-    let call_id = state
-        .store
-        .begin_call(NewCall {
-            chat_id: Some(chat_id.clone()),
-            provider: prepared.provider,
-            model: prepared.model.clone(),
-            new_messages: std::mem::take(&mut prepared.new_messages),
-        })
-        .await?
-        .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?;
+    let call = NewCall {
+        id: new_id(),
+        chat_id: Some(chat_id.clone()),
+        provider: prepared.provider,
+        model: prepared.model.clone(),
+    };
     let log = guard.log().clone();
+    let (chat, recorded) = chat_log(&state, Some(&chat_id));
     let sink = Sink {
         log: Some(log.clone()),
-        chat: Some((state.store.clone(), chat_id.clone())),
+        chat,
     };
     sink.emit(&ChatEvent::Meta {
         chat_id: Some(chat_id.clone()),
-        call_id: Some(call_id.clone()),
+        call_id: Some(call.id.clone()),
         provider: prepared.provider,
         model: prepared.model.clone(),
     });
     let reader = log.reader(0);
-    let (work_state, work_call) = (state.clone(), call_id.clone());
-    let (stop_state, stop_log) = (state.clone(), log.clone());
+    let (work_state, stop_state, stop_call, stop_log) =
+        (state.clone(), state.clone(), call.clone(), log.clone());
+    let (history, stop_history) = (prepared.history.clone(), prepared.history);
+    let completion = prepared.completion;
     state.runs.spawn(
         async move {
-            let outcome = prepared.completion.run(&sink).await;
-            let stored = record(&work_state, &work_call, Some(&chat_id), &outcome, started).await;
+            let call_id = call.id.clone();
+            let outcome =
+                run_recorded(&work_state, call, history, completion, &sink, recorded).await;
+            let stored = record(&work_state, &call_id, Some(&chat_id), &outcome, started).await;
             // Persisted, then out of the registry, then the terminal event.
             let log = guard.finish();
             log_end(&log, outcome, stored);
         },
         async move {
-            let latency = started.elapsed().as_millis() as u64;
-            let _ = stop_state
-                .store
-                .fail_call(&call_id, SHUTDOWN_ERROR, None, latency)
-                .await;
+            record_stopped(&stop_state, stop_call, &stop_history, started).await;
             push(&stop_log, &ChatEvent::Error(SHUTDOWN_ERROR.into()));
         },
     );
@@ -431,7 +535,7 @@ fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
     let stop_log = log.clone();
     let task = state.runs.spawn(
         async move {
-            let outcome = prepared.completion.run(&sink).await;
+            let outcome = prepared.completion.run(&sink).await.map_err(RunError::from);
             log_end(&log, outcome, Ok(()));
         },
         async move { push(&stop_log, &ChatEvent::Error(SHUTDOWN_ERROR.into())) },
@@ -444,7 +548,7 @@ fn push(log: &RunLog, event: &ChatEvent) {
 }
 
 /// The terminal event of a run.
-fn log_end(log: &RunLog, outcome: Result<Finished, CompletionError>, stored: Result<(), String>) {
+fn log_end(log: &RunLog, outcome: Result<Finished, RunError>, stored: Result<(), String>) {
     let event = match (outcome, stored) {
         (Ok(finished), Ok(())) => ChatEvent::Done {
             text: finished.text,

@@ -5,9 +5,9 @@
 
 use sqlx::Row;
 
-use super::chats::{fetch_chat, insert_message, next_updated_at};
-use super::{ChatRecord, NewMessage, Result, Store};
-use crate::model::{Provider, new_id, now};
+use super::chats::{fetch_chat, insert_message, load_messages, next_updated_at};
+use super::{ChatRecord, MessageRecord, NewMessage, Result, Store};
+use crate::model::{Provider, now};
 
 /// Token accounting of a call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -17,15 +17,15 @@ pub struct CallUsage {
     pub total_tokens: u64,
 }
 
-/// A call about to go to a provider.
+/// A call going to a provider.
 #[derive(Clone, Debug)]
 pub struct NewCall {
+    /// Chosen by the caller, which announces it (`meta.callId`) before this is stored.
+    pub id: String,
     /// The chat it belongs to, if any (a non-streaming completion without `chatId` has none).
     pub chat_id: Option<String>,
     pub provider: Provider,
     pub model: String,
-    /// History rows the chat does not have yet, stored before the call.
-    pub new_messages: Vec<NewMessage>,
 }
 
 /// A stored call, as tests and operators read it.
@@ -43,15 +43,19 @@ pub struct CallRecord {
 }
 
 impl Store {
-    /// Starts a call: stores `new_messages`, sets the chat's last-used provider and model (and
-    /// the initiated ones if unset), and records the call. Returns the call id; `None` when the
-    /// chat does not exist (deleted meanwhile).
-    pub async fn begin_call(&self, call: NewCall) -> Result<Option<String>> {
-        let id = new_id();
+    /// Starts a call, in one transaction: stores the rows `new_rows` picks from the chat's
+    /// transcript as it is now (so two calls with the same history cannot both store it), sets
+    /// the chat's last-used provider and model (and the initiated ones if unset), and records the
+    /// call. `false` when the chat does not exist (deleted meanwhile).
+    pub async fn begin_call(
+        &self,
+        call: NewCall,
+        new_rows: impl FnOnce(&[MessageRecord]) -> Vec<NewMessage>,
+    ) -> Result<bool> {
         let mut tx = self.write_tx().await?;
         if let Some(chat_id) = &call.chat_id {
             let Some(at) = next_updated_at(&mut tx, chat_id).await? else {
-                return Ok(None);
+                return Ok(false);
             };
             // Every right-hand side reads the row as it was, so `initiated_model` is set exactly
             // when `initiated_provider` was still unset.
@@ -68,14 +72,15 @@ impl Store {
             .bind(chat_id)
             .execute(&mut *tx)
             .await?;
-            for message in &call.new_messages {
+            let stored = load_messages(&mut tx, chat_id).await?;
+            for message in &new_rows(&stored) {
                 insert_message(&mut tx, chat_id, message, &at).await?;
             }
         }
         sqlx::query(
             "INSERT INTO llm_calls (id, chat_id, provider, model, created_at) VALUES (?, ?, ?, ?, ?)",
         )
-        .bind(&id)
+        .bind(&call.id)
         .bind(&call.chat_id)
         .bind(call.provider.as_str())
         .bind(&call.model)
@@ -83,7 +88,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(Some(id))
+        Ok(true)
     }
 
     /// Ends a call that succeeded: its assistant message (when it has a chat) and its usage and

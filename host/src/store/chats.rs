@@ -90,6 +90,20 @@ pub(super) fn chat_from_row(row: &SqliteRow) -> Result<ChatRecord> {
     })
 }
 
+const SELECT_MESSAGES: &str = "SELECT id, created_at, role, content, name, metadata FROM messages WHERE chat_id = ? ORDER BY seq";
+
+/// A chat's transcript, inside a transaction.
+pub(super) async fn load_messages(
+    tx: &mut Transaction<'_, Sqlite>,
+    chat_id: &str,
+) -> Result<Vec<MessageRecord>> {
+    let rows = sqlx::query(SELECT_MESSAGES)
+        .bind(chat_id)
+        .fetch_all(&mut **tx)
+        .await?;
+    rows.iter().map(message_from_row).collect()
+}
+
 fn message_from_row(row: &SqliteRow) -> Result<MessageRecord> {
     Ok(MessageRecord {
         id: row.try_get("id")?,
@@ -168,12 +182,10 @@ impl Store {
         let Some(chat) = self.get_chat(id).await? else {
             return Ok(None);
         };
-        let rows = sqlx::query(
-            "SELECT id, created_at, role, content, name, metadata FROM messages WHERE chat_id = ? ORDER BY seq",
-        )
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sqlx::query(SELECT_MESSAGES)
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
         let messages = rows.iter().map(message_from_row).collect::<Result<_>>()?;
         Ok(Some((chat, messages)))
     }
