@@ -771,3 +771,73 @@ async fn shutdown_lets_runs_finish_in_the_grace_period_then_stops_the_rest_with_
         Some("the server shut down before the reply was finished")
     );
 }
+
+#[tokio::test]
+async fn a_malformed_stream_and_a_plugin_over_its_time_limit_fail_the_call_not_the_server() {
+    let gate = Gate::new();
+    let upstream = ScriptedUpstream::start([
+        (ROUTE, Reply::sse("data: {\"choices\": [oops\n\n")),
+        // Never answered: the plugin's limit ends the call.
+        (ROUTE, Reply::sse(TEXT_STREAM).after(&gate)),
+        (ROUTE, Reply::text(200, "application/json", TEXT_BODY)),
+    ])
+    .await;
+    // The bundled provider_c, replaced through PLUGINS_DIR by the same component with a 500 ms
+    // limit: an operator's override by id.
+    let plugins = tempfile::tempdir().unwrap();
+    let (manifest, wasm) = chatd::plugins::bundled::BUNDLED
+        .iter()
+        .find(|(manifest, _)| manifest.contains("\"provider_c\""))
+        .unwrap();
+    let mut manifest: Value = serde_json::from_str(manifest).unwrap();
+    manifest["limits"]["timeoutMs"] = json!(500);
+    std::fs::write(plugins.path().join("provider_c.json"), manifest.to_string()).unwrap();
+    std::fs::write(plugins.path().join("provider_c.wasm"), wasm).unwrap();
+    let url = upstream.url();
+    let server = TestServer::start_with(Options {
+        plugins_dir: Some(plugins.path().to_path_buf()),
+        args: ["--provider-c-base-url", &url, "--provider-c-api-key", "k"]
+            .map(String::from)
+            .to_vec(),
+        ..Options::default()
+    })
+    .await;
+    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
+    let history = json!([{"role": "user", "content": "hi"}]);
+    let events = server
+        .stream(body(Some(&chat_id), history.clone()))
+        .await
+        .rest()
+        .await;
+    let message = events.last().unwrap().data["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.starts_with("provider_c: malformed upstream response"),
+        "{message}"
+    );
+
+    let (status, error) = server
+        .post(
+            "/v1/chat-completions",
+            body(Some(&chat_id), history.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("provider_c: no answer within"),
+        "{message}"
+    );
+
+    let (status, reply) = server
+        .post("/v1/chat-completions", body(Some(&chat_id), history))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(
+        reply["message"]["content"],
+        "Hello! How can I assist you today?"
+    );
+    gate.open();
+}

@@ -45,3 +45,25 @@ fn the_vendored_recordings_match_the_shared_ones() {
         );
     }
 }
+
+#[test]
+fn every_recording_is_replayed_by_some_test() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    // The tests that replay recordings: black-box, provider suite, and the plugins' unit tests.
+    let mut sources = String::new();
+    for dir in ["tests", "plugins"] {
+        for file in files(&root.join(dir)) {
+            let path = root.join(dir).join(&file);
+            if path.extension().is_some_and(|e| e == "rs") {
+                sources.push_str(&std::fs::read_to_string(path).unwrap());
+            }
+        }
+    }
+    let unused: Vec<String> = files(&root.join("tests/fixtures/upstream"))
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e != "md"))
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .filter(|name| !sources.contains(name.as_str()))
+        .collect();
+    assert!(unused.is_empty(), "recordings no test replays: {unused:?}");
+}

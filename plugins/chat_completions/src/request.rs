@@ -419,4 +419,143 @@ mod tests {
         assert_eq!(body["max_tokens"], json!(256));
         assert_eq!(body.to_string().matches("0.7").count(), 1);
     }
+
+    /// A recorded request's transcript and tools as the host would hand them over: user text,
+    /// assistant tool calls (`tool_calls`, or the legacy `function_call`), tool results (`tool`,
+    /// or the legacy `function` role), and `tools` (or the legacy `functions`).
+    fn from_recording(recorded: &Value) -> TurnRequest {
+        let mut messages = Vec::new();
+        let mut last_call = String::new();
+        for m in recorded["messages"].as_array().unwrap() {
+            let content = m["content"].as_str().unwrap_or("");
+            match m["role"].as_str().unwrap() {
+                "user" => messages.push(text(Role::User, content)),
+                "assistant" => {
+                    let mut calls: Vec<ToolCall> = m["tool_calls"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| ToolCall {
+                            id: c["id"].as_str().unwrap().into(),
+                            name: c["function"]["name"].as_str().unwrap().into(),
+                            arguments_json: c["function"]["arguments"].as_str().unwrap().into(),
+                        })
+                        .collect();
+                    if let Some(f) = m.get("function_call") {
+                        calls.push(ToolCall {
+                            id: "call_0".into(),
+                            name: f["name"].as_str().unwrap().into(),
+                            arguments_json: f["arguments"].as_str().unwrap().into(),
+                        });
+                    }
+                    last_call = calls.last().map(|c| c.id.clone()).unwrap_or_default();
+                    messages.push(Message {
+                        role: Role::Assistant,
+                        content: Vec::new(),
+                        tool_calls: calls,
+                        tool_result: None,
+                    });
+                }
+                "tool" | "function" => messages.push(Message {
+                    role: Role::Tool,
+                    content: Vec::new(),
+                    tool_calls: Vec::new(),
+                    tool_result: Some(ToolResult {
+                        call_id: m["tool_call_id"].as_str().unwrap_or(&last_call).into(),
+                        name: m["name"].as_str().unwrap_or("").into(),
+                        output: content.into(),
+                        is_error: false,
+                    }),
+                }),
+                other => panic!("unexpected role {other}"),
+            }
+        }
+        let functions: Vec<Value> = match recorded.get("tools") {
+            Some(tools) => tools
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["function"].clone())
+                .collect(),
+            None => recorded["functions"].as_array().unwrap().clone(),
+        };
+        let mut request = request(messages);
+        request.tools = functions
+            .iter()
+            .map(|f| ToolSpec {
+                name: f["name"].as_str().unwrap().into(),
+                description: f["description"].as_str().unwrap_or("").into(),
+                parameters_schema_json: f["parameters"].to_string(),
+            })
+            .collect();
+        request.streaming = recorded["stream"] == true;
+        request
+    }
+
+    #[test]
+    fn the_recorded_tool_requests_are_rebuilt() {
+        for recorded in [
+            include_str!(
+                "../../../tests/fixtures/upstream/openai_chat/01_stream_tool_call_include_usage.request.json"
+            ),
+            include_str!(
+                "../../../tests/fixtures/upstream/openai_chat/03_stream_parallel_tool_calls.request.json"
+            ),
+            include_str!(
+                "../../../tests/fixtures/upstream/openai_chat/06_nonstream_parallel_tool_calls.request.json"
+            ),
+        ] {
+            let recorded: Value = serde_json::from_str(recorded).unwrap();
+            let built = body(&from_recording(&recorded), Flavor::Standard).unwrap();
+            assert_eq!(built["messages"], recorded["messages"]);
+            // `strict` is the recording client's choice; a WIT tool spec has no such flag.
+            let functions = |v: &Value| -> Vec<Value> {
+                v["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| {
+                        let mut f = t["function"].clone();
+                        f.as_object_mut().unwrap().remove("strict");
+                        f
+                    })
+                    .collect()
+            };
+            assert_eq!(functions(&built), functions(&recorded));
+            assert_eq!(built.get("stream_options"), recorded.get("stream_options"));
+        }
+    }
+
+    #[test]
+    fn the_legacy_function_requests_become_tools_and_tool_messages() {
+        // 05a/05b were recorded with the legacy `functions` API; chatd sends the same call and
+        // result in today's shape.
+        for recorded in [
+            include_str!(
+                "../../../tests/fixtures/upstream/openai_chat/05a_nonstream_tool_calls.request.json"
+            ),
+            include_str!(
+                "../../../tests/fixtures/upstream/openai_chat/05b_nonstream_after_tool_result.request.json"
+            ),
+        ] {
+            let recorded: Value = serde_json::from_str(recorded).unwrap();
+            let built = body(&from_recording(&recorded), Flavor::Standard).unwrap();
+            let tools = built["tools"].as_array().unwrap();
+            assert_eq!(tools.len(), recorded["functions"].as_array().unwrap().len());
+            assert_eq!(tools[0]["type"], "function");
+            assert_eq!(
+                tools[0]["function"]["name"],
+                recorded["functions"][0]["name"]
+            );
+            assert_eq!(built["messages"][0], recorded["messages"][0]);
+            if let Some(result) = built["messages"].as_array().unwrap().get(2) {
+                assert_eq!(result["role"], "tool");
+                assert_eq!(result["content"], "chartreuse");
+                assert_eq!(
+                    result["tool_call_id"],
+                    built["messages"][1]["tool_calls"][0]["id"]
+                );
+            }
+        }
+    }
 }
