@@ -126,25 +126,33 @@ impl ActiveRuns {
     }
 
     /// Runs `work` as a backend-owned task: it goes on when the client leaves, and shutdown
-    /// waits for it. If the shutdown grace period ends first, `work` is dropped (cancelling its
-    /// upstream call) and `stopped` runs instead, to record the failure.
-    pub fn spawn<W, S>(self: &Arc<Self>, work: W, stopped: S) -> tokio::task::JoinHandle<()>
+    /// waits for it. If the shutdown grace period ends first, or `work` panics, `work` is dropped
+    /// (cancelling its upstream call) and `stopped` runs instead, to record the failure and end
+    /// the run's stream: no reader is left waiting for a terminal event that never comes.
+    pub fn spawn<W, S, F>(self: &Arc<Self>, work: W, stopped: S) -> tokio::task::JoinHandle<()>
     where
         W: Future<Output = ()> + Send + 'static,
-        S: Future<Output = ()> + Send + 'static,
+        S: FnOnce(Stopped) -> F + Send + 'static,
+        F: Future<Output = ()> + Send + 'static,
     {
+        use futures::FutureExt;
         let live = LiveTask::new(self.clone());
         let mut stop = self.stop.subscribe();
         tokio::spawn(async move {
             let _live = live;
-            // `work` is dropped (its upstream call cancelled, its registration released) before
-            // `stopped` runs.
-            let stopped_early = tokio::select! {
-                () = work => false,
-                seen = stop.wait_for(|stop| *stop) => seen.is_ok(),
+            let why = tokio::select! {
+                // Unwind safety: on a panic `work`'s state is dropped, never used again.
+                done = std::panic::AssertUnwindSafe(work).catch_unwind() => match done {
+                    Ok(()) => None,
+                    Err(_) => {
+                        tracing::error!("a run panicked; its failure is recorded");
+                        Some(Stopped::Panicked)
+                    }
+                },
+                seen = stop.wait_for(|stop| *stop) => seen.is_ok().then_some(Stopped::Shutdown),
             };
-            if stopped_early {
-                stopped.await;
+            if let Some(why) = why {
+                stopped(why).await;
             }
         })
     }
@@ -170,6 +178,27 @@ impl ActiveRuns {
     /// Whether the grace period is over (runs started now stop at once).
     pub fn stopping(&self) -> bool {
         *self.stop.borrow()
+    }
+}
+
+/// Why a run ended without finishing its work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// The shutdown grace period ended.
+    Shutdown,
+    /// A bug: the run panicked.
+    Panicked,
+}
+
+impl Stopped {
+    /// What the run's record and its `error` event say.
+    pub fn message(self) -> &'static str {
+        match self {
+            Stopped::Shutdown => "the server shut down before the reply was finished",
+            Stopped::Panicked => {
+                "the reply failed inside the server (the server log has the cause)"
+            }
+        }
     }
 }
 
@@ -248,11 +277,19 @@ impl RunReader {
     /// The next frames (all logged since the last call), or `None` after the terminal event.
     pub async fn next(&mut self) -> Option<Vec<Bytes>> {
         let cursor = self.cursor;
-        let (len, _) = match self.len.wait_for(|(len, _)| *len > cursor).await {
+        // A new event, or the end (a resumed reader may already be past the last event).
+        let (len, _) = match self
+            .len
+            .wait_for(|(len, terminal)| *len > cursor || *terminal)
+            .await
+        {
             Ok(seen) => *seen,
             // The log was dropped with its run: nothing more will come.
             Err(_) => return None,
         };
+        if len <= cursor {
+            return None;
+        }
         let frames = {
             let events = self.log.events.lock().unwrap_or_else(|e| e.into_inner());
             events[cursor.min(events.len())..len.min(events.len())].to_vec()
@@ -323,12 +360,26 @@ mod tests {
     #[tokio::test]
     async fn shutdown_waits_for_runs_then_stops_the_rest() {
         let runs = Arc::new(ActiveRuns::default());
-        let (tx, rx) = tokio::sync::oneshot::channel::<&str>();
-        runs.spawn(std::future::pending(), async move {
-            let _ = tx.send("stopped");
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        runs.spawn(std::future::pending(), move |why| async move {
+            let _ = tx.send(why);
         });
+        let (tx2, rx2) = tokio::sync::oneshot::channel();
+        runs.spawn(async { panic!("a bug") }, move |why| async move {
+            let _ = tx2.send(why);
+        });
+        assert_eq!(rx2.await.unwrap(), Stopped::Panicked);
         runs.shut_down(Duration::from_millis(20)).await;
-        assert_eq!(rx.await.unwrap(), "stopped");
+        assert_eq!(rx.await.unwrap(), Stopped::Shutdown);
         assert_eq!(*runs.live.borrow(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_reader_resumed_past_the_end_ends_at_once() {
+        let log = Arc::new(RunLog::default());
+        log.push("meta", "{}", false);
+        log.push("done", "{}", true);
+        let mut reader = log.reader(5);
+        assert!(reader.next().await.is_none());
     }
 }

@@ -141,6 +141,12 @@ impl Response {
         }
         Ok(body)
     }
+    /// The whole body as UTF-8 text (a body that is not UTF-8 is a malformed response).
+    pub fn text(self) -> Result<String, PluginError> {
+        let bytes = self.bytes().map_err(crate::transport_error)?;
+        String::from_utf8(bytes)
+            .map_err(|_| PluginError::MalformedResponse("the response body is not UTF-8".into()))
+    }
     /// `Ok(self)` for a 2xx status; otherwise the body is read (up to 64 KiB) and becomes a
     /// [`PluginError::Upstream`] carrying the status and the upstream's own message: the first
     /// string at `/error/message`, `/error`, `/message` or `/detail` of a JSON body, else the

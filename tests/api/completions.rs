@@ -841,3 +841,24 @@ async fn a_malformed_stream_and_a_plugin_over_its_time_limit_fail_the_call_not_t
     );
     gate.open();
 }
+
+#[tokio::test]
+async fn a_tool_call_when_no_tools_were_offered_ends_the_turn_without_tool_events() {
+    let upstream = ScriptedUpstream::start([(ROUTE, Reply::sse(TOOL_STREAM))]).await;
+    let server = server_for(&upstream, &[]).await;
+    let events = server
+        .stream(
+            json!({"provider": "provider_c", "model": "m", "enabledTools": [],
+                       "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .await
+        .rest()
+        .await;
+    assert_eq!(names(&events), ["meta", "done"]);
+    assert_eq!(events[1].data["text"], "");
+    assert_eq!(completion_bodies(&upstream).len(), 1);
+    // The chat this stream created keeps the request's (empty) tool choice.
+    let chat_id = events[0].data["chatId"].as_str().unwrap();
+    let (_, chat) = server.get(&format!("/v1/chats/{chat_id}")).await;
+    assert_eq!(chat["chat"]["enabledTools"], json!([]));
+}

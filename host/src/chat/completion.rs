@@ -390,7 +390,10 @@ impl Turn {
                 }
                 self.pieces.push(text);
             }
-            TurnEvent::ToolCall(call) => self.calls.push(call),
+            // Without tools offered, a call is the model's own mistake: the turn stays final (its
+            // text already went out as deltas, and the order is meta → tool_call* → delta*).
+            TurnEvent::ToolCall(call) if hold_text => self.calls.push(call),
+            TurnEvent::ToolCall(_) => {}
             // The last report of a turn counts.
             TurnEvent::Usage(u) => {
                 self.usage = Some(Usage {

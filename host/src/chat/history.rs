@@ -16,11 +16,29 @@ use crate::store::{MessageRecord, NewMessage};
 /// The rows of `supplied` the chat does not have yet, in order. Assistant rows are never taken
 /// from a client (the chat's assistant rows are the ones the service wrote).
 ///
-/// A supplied row is already stored when it matches (role and content) a stored non-assistant
-/// row after the previous match: stored rows the client left out (tool logs, say) are skipped
-/// over, a resent history matches row for row, and the same words sent again as a new turn
-/// come after the last match, so they are new.
+/// The supplied history is anchored on its last assistant row, found among the stored replies
+/// (from the newest): only what follows it can be new, so a client that sends a window of the
+/// transcript, or the same words twice, is read right. Without an anchor (no reply yet, or one
+/// the chat does not have) the whole history is compared. In the compared part, a supplied row
+/// is already stored when it matches (role and content) a stored non-assistant row after the
+/// previous match: stored rows the client left out (tool logs, say) are skipped over, a resent
+/// history matches row for row, and the same words sent again as a new turn come after the last
+/// match, so they are new.
 pub fn new_rows(stored: &[MessageRecord], supplied: &[NewMessage]) -> Vec<NewMessage> {
+    let anchor = supplied
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .and_then(|i| {
+            let reply = &supplied[i];
+            let at = stored
+                .iter()
+                .rposition(|s| s.role == Role::Assistant && s.content == reply.content)?;
+            Some((i + 1, at + 1))
+        });
+    let (supplied, stored) = match anchor {
+        Some((from, after)) => (&supplied[from..], &stored[after..]),
+        None => (supplied, stored),
+    };
     let stored: Vec<&MessageRecord> = stored
         .iter()
         .filter(|m| m.role != Role::Assistant)
@@ -173,6 +191,25 @@ mod tests {
             )),
             ["a", "a"]
         );
+    }
+
+    #[test]
+    fn a_window_of_the_transcript_is_anchored_on_its_last_reply() {
+        let db = [
+            stored(Role::User, "continue"),
+            stored(Role::Assistant, "one"),
+            stored(Role::User, "continue"),
+            stored(Role::Assistant, "two"),
+        ];
+        let window = [
+            sent(Role::User, "continue"),
+            sent(Role::Assistant, "two"),
+            sent(Role::User, "continue"),
+        ];
+        assert_eq!(contents(new_rows(&db, &window)), ["continue"]);
+        // The whole transcript again: nothing new.
+        let all: Vec<NewMessage> = db.iter().map(|m| sent(m.role, &m.content)).collect();
+        assert!(new_rows(&db, &all).is_empty());
     }
 
     #[test]

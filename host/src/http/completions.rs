@@ -28,15 +28,13 @@ use crate::chat::completion::{ChatLog, Completion, CompletionError, EnabledTool,
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::model::{Provider, Role, new_id, trimmed_or_none};
-use crate::runs::{RunKind, RunLog, RunReader};
+use crate::runs::{RunGuard, RunKind, RunLog, RunReader, Stopped};
 use crate::store::{NewCall, NewChat, NewMessage};
 
 pub const ACTIVE_STREAM_NOT_FOUND: &str = "active chat stream not found";
 /// How often an idle stream sends an SSE comment, so proxies keep it open through long tool
 /// calls.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
-/// The error recorded on runs stopped by shutdown.
-const SHUTDOWN_ERROR: &str = "the server shut down before the reply was finished";
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -86,6 +84,8 @@ struct Prepared {
     chat_id: Option<String>,
     /// The supplied history; its new rows are stored when the call is recorded.
     history: Vec<NewMessage>,
+    /// `enabledTools` for a chat this request creates: the request's, else every tool.
+    new_chat_tools: Vec<String>,
     completion: Completion,
 }
 
@@ -284,6 +284,10 @@ async fn prepare(
         model: model.clone(),
         chat_id: body.chat_id,
         history,
+        new_chat_tools: match &body.enabled_tools {
+            Some(requested) => state.tools.keep_known(requested),
+            None => state.tools.names(),
+        },
         completion: Completion {
             provider: body.provider,
             model,
@@ -341,10 +345,14 @@ async fn record(
                 .await
         }
     };
-    stored.map_err(|e| {
-        tracing::error!(call_id, error = %e, "could not store the end of a completion");
-        "the reply could not be stored".to_string()
-    })
+    let Err(e) = stored else { return Ok(()) };
+    tracing::error!(call_id, error = %e, "could not store the end of a completion");
+    let why = "the reply could not be stored";
+    if outcome.is_ok() {
+        // The reply is lost; its call says so, if the store still takes a write.
+        let _ = state.store.fail_call(call_id, why, None, latency).await;
+    }
+    Err(why.to_string())
 }
 
 #[utoipa::path(post, path = "/chat-completions", tag = "chats", request_body = CompletionRequest,
@@ -392,11 +400,17 @@ pub async fn complete(
             .await;
             let _ = tx.send((outcome, stored));
         },
-        async move { record_stopped(&stop_state, stop_call, &stop_history, started).await },
+        move |why| async move {
+            record_stopped(&stop_state, stop_call, &stop_history, started, why).await
+        },
     );
-    let (outcome, stored) = rx
-        .await
-        .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, SHUTDOWN_ERROR))?;
+    let (outcome, stored) = rx.await.map_err(|_| {
+        if state.runs.stopping() {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, Stopped::Shutdown.message())
+        } else {
+            ApiError::internal(Stopped::Panicked.message())
+        }
+    })?;
     let finished = outcome.map_err(RunError::into_api)?;
     stored.map_err(ApiError::internal)?;
     Ok(Json(CompletionResponse {
@@ -414,9 +428,16 @@ pub async fn complete(
     }))
 }
 
-/// A run stopped by shutdown: its call (and the history rows, should the stop have come before
-/// they were written: an accepted message is never lost) recorded with the shutdown error.
-async fn record_stopped(state: &AppState, call: NewCall, history: &[NewMessage], started: Instant) {
+/// A run stopped before its end (shutdown, a panic): its call (and the history rows, should the
+/// stop have come before they were written: an accepted message is never lost) recorded with
+/// the reason.
+async fn record_stopped(
+    state: &AppState,
+    call: NewCall,
+    history: &[NewMessage],
+    started: Instant,
+    why: Stopped,
+) {
     let latency = started.elapsed().as_millis() as u64;
     let id = call.id.clone();
     let result = async {
@@ -428,12 +449,12 @@ async fn record_stopped(state: &AppState, call: NewCall, history: &[NewMessage],
         }
         state
             .store
-            .fail_call(&id, SHUTDOWN_ERROR, None, latency)
+            .fail_call(&id, why.message(), None, latency)
             .await
     }
     .await;
     if let Err(e) = result {
-        tracing::error!(call_id = %id, error = %e, "could not record a run stopped by shutdown");
+        tracing::error!(call_id = %id, error = %e, "could not record a stopped run");
     }
 }
 
@@ -459,10 +480,11 @@ pub async fn stream(
     let chat_id = match prepared.chat_id.clone() {
         Some(id) => id,
         None => {
+            // The new chat keeps the tools this request chose (all of them when it said nothing).
             let chat = state
                 .store
                 .create_chat(NewChat {
-                    enabled_tools: state.tools.names(),
+                    enabled_tools: prepared.new_chat_tools.clone(),
                     ..NewChat::default()
                 })
                 .await?;
@@ -495,23 +517,27 @@ pub async fn stream(
         model: prepared.model.clone(),
     });
     let reader = log.reader(0);
-    let (work_state, stop_state, stop_call, stop_log) =
-        (state.clone(), state.clone(), call.clone(), log.clone());
+    let stop_log = log.clone();
+    let (work_state, stop_state, stop_call) = (state.clone(), state.clone(), call.clone());
     let (history, stop_history) = (prepared.history.clone(), prepared.history);
     let completion = prepared.completion;
+    // Whichever way the run ends owns the registration: it is released after the final write
+    // and before the terminal event, on the stop path too.
+    let registration = Arc::new(std::sync::Mutex::new(Some(guard)));
+    let stop_registration = registration.clone();
     state.runs.spawn(
         async move {
             let call_id = call.id.clone();
             let outcome =
                 run_recorded(&work_state, call, history, completion, &sink, recorded).await;
             let stored = record(&work_state, &call_id, Some(&chat_id), &outcome, started).await;
-            // Persisted, then out of the registry, then the terminal event.
-            let log = guard.finish();
+            release(&registration);
             log_end(&log, outcome, stored);
         },
-        async move {
-            record_stopped(&stop_state, stop_call, &stop_history, started).await;
-            push(&stop_log, &ChatEvent::Error(SHUTDOWN_ERROR.into()));
+        move |why| async move {
+            record_stopped(&stop_state, stop_call, &stop_history, started, why).await;
+            release(&stop_registration);
+            push(&stop_log, &ChatEvent::Error(why.message().into()));
         },
     );
     Ok(sse(reader, None))
@@ -538,9 +564,19 @@ fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
             let outcome = prepared.completion.run(&sink).await.map_err(RunError::from);
             log_end(&log, outcome, Ok(()));
         },
-        async move { push(&stop_log, &ChatEvent::Error(SHUTDOWN_ERROR.into())) },
+        move |why| async move { push(&stop_log, &ChatEvent::Error(why.message().into())) },
     );
     sse(reader, Some(AbortOnDrop(task)))
+}
+
+/// Takes a run out of the registry (`GET /v1/active-runs`, attach).
+fn release(registration: &std::sync::Mutex<Option<RunGuard>>) {
+    drop(
+        registration
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(),
+    );
 }
 
 fn push(log: &RunLog, event: &ChatEvent) {

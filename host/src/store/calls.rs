@@ -78,7 +78,8 @@ impl Store {
             }
         }
         sqlx::query(
-            "INSERT INTO llm_calls (id, chat_id, provider, model, created_at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO llm_calls (id, chat_id, provider, model, created_at) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT (id) DO NOTHING",
         )
         .bind(&call.id)
         .bind(&call.chat_id)
@@ -128,7 +129,8 @@ impl Store {
         Ok(())
     }
 
-    /// Ends a call that failed: its error and latency (and whatever usage was reported).
+    /// Ends a call that failed: its error and latency (and whatever usage was reported). A call
+    /// that already ended keeps its outcome (a run stopped while its success was committing).
     pub async fn fail_call(
         &self,
         call_id: &str,
@@ -138,7 +140,7 @@ impl Store {
     ) -> Result<()> {
         sqlx::query(
             "UPDATE llm_calls SET completed_at = ?, error = ?, input_tokens = ?, output_tokens = ?, \
-             total_tokens = ?, latency_ms = ? WHERE id = ?",
+             total_tokens = ?, latency_ms = ? WHERE id = ? AND completed_at IS NULL",
         )
         .bind(now())
         .bind(error)

@@ -80,10 +80,7 @@ pub fn turn(
         return stream::drive(response.events(), flavor, emit);
     }
     // Not streaming, or a server that ignored `stream: true` and answered one JSON body.
-    let bytes = response.bytes().map_err(transport_error)?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        PluginError::MalformedResponse("the chat completion response is not UTF-8".into())
-    })?;
+    let text = response.text()?;
     let (events, finish) = response::parse(&text, flavor)?;
     for event in &events {
         if !emit(event) {

@@ -2,6 +2,7 @@
 //! Pure: no host call, unit-tested below.
 
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
+use chatd_plugin_sdk::provider::json_number;
 use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
 use serde_json::{Map, Value, json};
 
@@ -26,7 +27,7 @@ pub fn body(request: &TurnRequest, flavor: Flavor) -> Result<Value, PluginError>
             .collect::<Result<Vec<_>, _>>()?;
         body.insert("tools".into(), Value::Array(tools));
     }
-    if let Some(temperature) = request.temperature.and_then(number) {
+    if let Some(temperature) = request.temperature.and_then(json_number) {
         body.insert("temperature".into(), temperature);
     }
     if let Some(max_tokens) = request.max_tokens {
@@ -140,13 +141,6 @@ fn tool(spec: &ToolSpec) -> Result<Value, PluginError> {
             "parameters": parameters
         }
     }))
-}
-
-/// An `f32` as the JSON number it was written as (`0.7`, not `0.699999988079071`); none for NaN
-/// or infinity, which JSON cannot carry.
-fn number(value: f32) -> Option<Value> {
-    let value = value.to_string().parse::<f64>().ok()?;
-    serde_json::Number::from_f64(value).map(Value::Number)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! go out whole, in index order, when the choice's `finish_reason` arrives or at `[DONE]`. The
 //! usage chunk (`choices: []`, asked with `stream_options.include_usage`) becomes a usage event.
 
+use chatd_plugin_sdk::provider::TurnStream;
 use std::collections::BTreeMap;
 
 use chatd_plugin_sdk::host::{HttpError, PluginError, ToolCall, UpstreamError};
@@ -25,27 +26,9 @@ pub const CUT: &str = "the stream ended before the response was complete";
 pub fn drive(
     events: impl IntoIterator<Item = Result<Event, HttpError>>,
     flavor: Flavor,
-    mut emit: impl FnMut(&TurnEvent) -> bool,
+    emit: impl FnMut(&TurnEvent) -> bool,
 ) -> Result<TurnOutcome, PluginError> {
-    let mut stream = Stream::new(flavor);
-    for event in events {
-        let event = event.map_err(chatd_plugin_sdk::transport_error)?;
-        for turn_event in stream.push(&event)? {
-            if !emit(&turn_event) {
-                return Ok(TurnOutcome {
-                    finish: FinishReason::Other,
-                    raw_json: None,
-                });
-            }
-        }
-        if stream.is_done() {
-            break;
-        }
-    }
-    Ok(TurnOutcome {
-        finish: stream.finish()?,
-        raw_json: None,
-    })
+    chatd_plugin_sdk::provider::relay(events, Stream::new(flavor), emit)
 }
 
 /// The state of one streamed response.
@@ -238,6 +221,28 @@ fn in_stream_error(data: &[u8]) -> PluginError {
         message: chatd_plugin_sdk::host::error_message(data)
             .unwrap_or_else(|| "the upstream reported an error in the stream".into()),
     })
+}
+
+impl TurnStream for Stream {
+    fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
+        Stream::push(self, event)
+    }
+
+    /// At `[DONE]` with every call complete; a `[DONE]` with calls still open reads on to the
+    /// end of the body, where [`Stream::finish`] calls the stream cut.
+    fn finished(&self) -> Option<FinishReason> {
+        (self.done && self.calls.is_empty()).then(|| {
+            crate::finish_reason(
+                self.finish_reason.as_deref(),
+                self.emitted_calls > 0,
+                self.flavor,
+            )
+        })
+    }
+
+    fn end(&mut self) -> Result<FinishReason, PluginError> {
+        self.finish()
+    }
 }
 
 #[cfg(test)]

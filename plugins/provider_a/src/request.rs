@@ -15,6 +15,7 @@
 
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
 use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
+use chatd_plugin_sdk::provider::{json_number, tool_schema};
 use serde_json::{Map, Value, json};
 
 /// The JSON body for `request`.
@@ -32,7 +33,7 @@ pub fn body(request: &TurnRequest) -> Result<Value, PluginError> {
     if !request.tools.is_empty() {
         body.insert("tools".into(), tools(&request.tools)?);
     }
-    if let Some(temperature) = request.temperature.and_then(number) {
+    if let Some(temperature) = request.temperature.and_then(json_number) {
         body.insert("temperature".into(), temperature);
     }
     if let Some(max) = request.max_tokens {
@@ -143,32 +144,12 @@ fn tools(tools: &[ToolSpec]) -> Result<Value, PluginError> {
                 "type": "function",
                 "name": tool.name,
                 "description": tool.description,
-                "parameters": schema(tool)?,
+                "parameters": tool_schema(tool)?,
                 "strict": false,
             }))
         })
         .collect::<Result<Vec<_>, PluginError>>()
         .map(Value::Array)
-}
-
-/// A tool's parameter schema as JSON (an empty text means "no parameters").
-pub fn schema(tool: &ToolSpec) -> Result<Value, PluginError> {
-    if tool.parameters_schema_json.trim().is_empty() {
-        return Ok(json!({"type": "object", "properties": {}}));
-    }
-    serde_json::from_str(&tool.parameters_schema_json).map_err(|e| {
-        PluginError::InvalidInput(format!(
-            "tool {}: the parameters schema is not valid JSON: {e}",
-            tool.name
-        ))
-    })
-}
-
-/// A temperature as the client wrote it (`0.7`, not the `0.699999988…` of a widened `f32`);
-/// `None` when it is not a finite number.
-fn number(value: f32) -> Option<Value> {
-    let widened: f64 = value.to_string().parse().ok()?;
-    serde_json::Number::from_f64(widened).map(Value::Number)
 }
 
 #[cfg(test)]

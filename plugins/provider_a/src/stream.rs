@@ -13,7 +13,9 @@
 //! * Everything else (created/in_progress, reasoning, content parts, argument deltas) is ignored.
 
 use chatd_plugin_sdk::host::{PluginError, ToolCall, UpstreamError, Usage};
+use chatd_plugin_sdk::provider::TurnStream;
 use chatd_plugin_sdk::provider::{FinishReason, TurnEvent};
+use chatd_plugin_sdk::sse::Event;
 use serde_json::Value;
 
 use crate::wire;
@@ -85,6 +87,18 @@ impl Stream {
         self.finish.ok_or_else(|| {
             PluginError::Transport("the stream ended before the response was complete".into())
         })
+    }
+}
+
+impl TurnStream for Stream {
+    fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
+        self.feed(&event.event, &event.data)
+    }
+    fn finished(&self) -> Option<FinishReason> {
+        Stream::finished(self)
+    }
+    fn end(&mut self) -> Result<FinishReason, PluginError> {
+        Stream::end(self)
     }
 }
 

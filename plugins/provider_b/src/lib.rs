@@ -22,7 +22,7 @@ mod stream;
 mod wire;
 
 use chatd_plugin_sdk::host::{PluginError, Request, Response};
-use chatd_plugin_sdk::provider::{FinishReason, Provider, TurnOutcome, TurnRequest, emit};
+use chatd_plugin_sdk::provider::{Provider, TurnOutcome, TurnRequest, deliver, emit, relay};
 use chatd_plugin_sdk::transport_error;
 
 /// The API version every request names.
@@ -60,62 +60,18 @@ impl Provider for Plugin {
             .map_err(transport_error)?
             .error_for_status()?;
         if request.streaming {
-            relay(response)
+            relay(response.events(), stream::Stream::new(), emit)
         } else {
             whole(response)
         }
     }
 }
 
-/// Streams: each event goes to the host as soon as it is parsed.
-fn relay(response: Response) -> Result<TurnOutcome, PluginError> {
-    let mut stream = stream::Stream::new();
-    for event in response.events() {
-        let event = event.map_err(transport_error)?;
-        for turn_event in stream.feed(&event.event, &event.data)? {
-            if !emit(&turn_event) {
-                return Ok(cancelled());
-            }
-        }
-        if let Some(finish) = stream.finished() {
-            return Ok(TurnOutcome {
-                finish,
-                raw_json: None,
-            });
-        }
-    }
-    let finish = stream.end()?;
-    Ok(TurnOutcome {
-        finish,
-        raw_json: None,
-    })
-}
-
 /// Not streaming: the whole body is parsed, then its events go to the host.
 fn whole(response: Response) -> Result<TurnOutcome, PluginError> {
-    let bytes = response.bytes().map_err(transport_error)?;
-    let body = String::from_utf8(bytes).map_err(|_| {
-        PluginError::MalformedResponse("provider_b: the response body is not UTF-8".into())
-    })?;
+    let body = response.text()?;
     let (events, finish) = stream::parse_message(&body)?;
-    for event in &events {
-        if !emit(event) {
-            return Ok(cancelled());
-        }
-    }
-    Ok(TurnOutcome {
-        finish,
-        raw_json: Some(body),
-    })
-}
-
-/// The outcome returned when the host cancelled the run (`emit` answered `false`): nobody reads
-/// it, the upstream is simply no longer read.
-fn cancelled() -> TurnOutcome {
-    TurnOutcome {
-        finish: FinishReason::Other,
-        raw_json: None,
-    }
+    Ok(deliver(&events, finish, body, emit))
 }
 
 chatd_plugin_sdk::export_provider!(Plugin);

@@ -18,6 +18,8 @@
 //! * Thinking, server tools and their results, `ping` and unknown events are ignored. A stream
 //!   that ends before `message_stop` was cut.
 
+use chatd_plugin_sdk::provider::TurnStream;
+use chatd_plugin_sdk::sse::Event;
 use std::collections::BTreeMap;
 
 use chatd_plugin_sdk::host::{PluginError, ToolCall, UpstreamError, Usage};
@@ -158,6 +160,18 @@ impl Stream {
         self.finish.ok_or_else(|| {
             PluginError::Transport("the stream ended before the response was complete".into())
         })
+    }
+}
+
+impl TurnStream for Stream {
+    fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
+        self.feed(&event.event, &event.data)
+    }
+    fn finished(&self) -> Option<FinishReason> {
+        Stream::finished(self)
+    }
+    fn end(&mut self) -> Result<FinishReason, PluginError> {
+        Stream::end(self)
     }
 }
 

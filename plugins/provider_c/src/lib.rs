@@ -8,7 +8,7 @@
 //! and exports the provider.
 
 use chat_completions::Flavor;
-use chatd_plugin_sdk::host::{PluginError, config};
+use chatd_plugin_sdk::host::PluginError;
 use chatd_plugin_sdk::provider::{Provider, TurnOutcome, TurnRequest};
 
 /// The config key the host gives the granted base URL under.
@@ -28,14 +28,7 @@ impl Provider for ProviderC {
 
 /// The base URL without a trailing `/`; missing when the operator did not configure the service.
 fn base_url() -> Result<String, PluginError> {
-    config::get(BASE_URL)
-        .map(|url| url.trim_end_matches('/').to_string())
-        .filter(|url| !url.is_empty())
-        .ok_or_else(|| {
-            PluginError::InvalidInput(format!(
-                "{BASE_URL} is not configured (PROVIDER_C_BASE_URL)"
-            ))
-        })
+    chatd_plugin_sdk::provider::base_url(BASE_URL, "PROVIDER_C_BASE_URL")
 }
 
 chatd_plugin_sdk::export_provider!(ProviderC);
