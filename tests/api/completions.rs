@@ -202,7 +202,9 @@ async fn non_streaming_stores_new_rows_once_and_records_the_call() {
     assert_eq!(chat["chat"]["initiatedProvider"], "provider_c");
     assert_eq!(chat["chat"]["lastUsedModel"], "grok-4");
     let mut conn = server.raw_db().await;
-    let calls: Vec<(String, Option<i64>, Option<i64>, Option<String>)> = sqlx::query_as(
+    // chat_id, total_tokens, latency_ms, error
+    type CallRow = (String, Option<i64>, Option<i64>, Option<String>);
+    let calls: Vec<CallRow> = sqlx::query_as(
         "SELECT chat_id, total_tokens, latency_ms, error FROM llm_calls ORDER BY created_at",
     )
     .fetch_all(&mut conn)

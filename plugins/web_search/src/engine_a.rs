@@ -16,7 +16,7 @@ pub fn search(base: &str, query: &str, count: u32) -> Result<Found, PluginError>
         .send()
         .map_err(chatd_plugin_sdk::transport_error)?
         .error_for_status()
-        .map_err(|e| name_engine(e))?;
+        .map_err(name_engine)?;
     let body = response.json()?;
     parse(body, count)
 }
