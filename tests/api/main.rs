@@ -12,6 +12,7 @@ mod lifecycle;
 mod models_titles;
 mod plugins;
 mod plugins_cli;
+mod runs;
 mod searches;
 mod support;
 mod workspace;

@@ -1,0 +1,167 @@
+//! Backend-owned chat runs, black-box: a second stream is refused while one runs, attach replays
+//! and follows (and resumes with `Last-Event-ID`), a client that leaves does not stop the run,
+//! and shutdown lets runs finish within the grace period before stopping the rest.
+
+use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::completions::{
+    ROUTE, TEXT_STREAM, TEXT_STREAM_TEXT, body, deltas, names, pairs, server_for, transcript,
+};
+use crate::support::{Events, TestServer};
+
+/// A stream whose upstream holds its answer until `gate` opens.
+async fn gated(gate: &Gate) -> (ScriptedUpstream, TestServer) {
+    let upstream = ScriptedUpstream::start([(ROUTE, Reply::sse(TEXT_STREAM).after(gate))]).await;
+    let server = server_for(&upstream, &[]).await;
+    (upstream, server)
+}
+
+#[tokio::test]
+async fn a_second_stream_gets_409_then_attach_replays_and_follows() {
+    let gate = Gate::new();
+    let (_upstream, server) = gated(&gate).await;
+    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
+    let request = body(Some(&chat_id), json!([{"role": "user", "content": "hi"}]));
+    let mut first = server.stream(request.clone()).await;
+    let meta = first.expect("meta").await;
+
+    let second = server
+        .open("/v1/chat-completions/stream", Some(request), &[])
+        .await;
+    assert_eq!(second.status(), StatusCode::CONFLICT);
+    assert!(second.json::<Value>().await.unwrap()["message"].is_string());
+
+    let (_, runs) = server.get("/v1/active-runs").await;
+    assert_eq!(runs["chats"], json!([chat_id]));
+
+    let attach_path = format!("/v1/chats/{chat_id}/stream/attach");
+    let mut attached = Events::of(server.open(&attach_path, None, &[]).await).await;
+    let replayed = attached.expect("meta").await;
+    assert_eq!(replayed.data, meta.data);
+    assert_eq!(replayed.id, "1");
+    // Resume after event 1: the next event the client sees is a new one.
+    let resumed = Events::of(
+        server
+            .open(&attach_path, None, &[("Last-Event-ID", "1")])
+            .await,
+    );
+
+    gate.open();
+    let original = first.rest().await;
+    let follow = attached.rest().await;
+    assert_eq!(names(&original), names(&follow));
+    assert_eq!(deltas(&follow), TEXT_STREAM_TEXT);
+    let resumed = resumed.await.rest().await;
+    assert_eq!(resumed[0].id, "2");
+    assert_eq!(resumed.len(), original.len());
+
+    // Done: the run is gone.
+    let res = server.open(&attach_path, None, &[]).await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        res.json::<Value>().await.unwrap(),
+        json!({"message": "active chat stream not found"})
+    );
+    let (_, runs) = server.get("/v1/active-runs").await;
+    assert_eq!(runs["chats"], json!([]));
+    // The refused stream wrote nothing: one user row, one reply, one call.
+    assert_eq!(
+        transcript(&server, &chat_id).await,
+        pairs(&[("user", "hi"), ("assistant", TEXT_STREAM_TEXT)])
+    );
+    let counts = server.row_counts().await;
+    assert!(counts.contains(&("llm_calls".to_string(), 1)), "{counts:?}");
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_does_not_stop_the_run() {
+    let gate = Gate::new();
+    let (_upstream, server) = gated(&gate).await;
+    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
+    let mut stream = server
+        .stream(body(
+            Some(&chat_id),
+            json!([{"role": "user", "content": "hi"}]),
+        ))
+        .await;
+    stream.expect("meta").await;
+    drop(stream);
+    gate.open();
+    // Follow the run to its end through attach (the run may even have ended already).
+    let path = format!("/v1/chats/{chat_id}/stream/attach");
+    let res = server.open(&path, None, &[]).await;
+    if res.status() == StatusCode::OK {
+        let events = Events::of(res).await.rest().await;
+        assert_eq!(events.last().unwrap().name, "done");
+    }
+    assert_eq!(
+        transcript(&server, &chat_id).await,
+        pairs(&[("user", "hi"), ("assistant", TEXT_STREAM_TEXT)])
+    );
+}
+
+#[tokio::test]
+async fn shutdown_lets_runs_finish_in_the_grace_period_then_stops_the_rest_with_an_error() {
+    let (finishes, hangs) = (Gate::new(), Gate::new());
+    let upstream = ScriptedUpstream::start([
+        (ROUTE, Reply::sse(TEXT_STREAM).after(&finishes)),
+        (ROUTE, Reply::sse(TEXT_STREAM).after(&hangs)),
+    ])
+    .await;
+    let server = server_for(&upstream, &["--chatd-shutdown-grace-secs", "1"]).await;
+    // The model listing at startup is one upstream request; the endpoint waits for it.
+    server.get("/v1/models").await;
+    let before = upstream.requests().len();
+    let (one, two) = (
+        server.new_chat(json!({"enabledTools": []})).await,
+        server.new_chat(json!({"enabledTools": []})).await,
+    );
+    let history = json!([{"role": "user", "content": "hi"}]);
+    let mut first = server.stream(body(Some(&one), history.clone())).await;
+    first.expect("meta").await;
+    upstream.received(before + 1).await;
+    let mut second = server.stream(body(Some(&two), history)).await;
+    let meta = second.expect("meta").await;
+    upstream.received(before + 2).await;
+
+    let (db, _dir) = (server.db_path(), server.dir.clone());
+    let stopping = tokio::spawn(server.stop());
+    finishes.open();
+    let done = first.rest().await;
+    assert_eq!(done.last().unwrap().name, "done");
+    let stopped = second.rest().await;
+    let last = stopped.last().unwrap();
+    assert_eq!(last.name, "error");
+    assert_eq!(
+        last.data["message"],
+        "the server shut down before the reply was finished"
+    );
+    stopping.await.unwrap();
+
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .unwrap();
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT chat_id, role FROM messages ORDER BY chat_id, seq")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    assert!(rows.contains(&(one.clone(), "assistant".into())));
+    assert!(
+        rows.contains(&(two.clone(), "user".into())),
+        "the accepted message is kept"
+    );
+    assert!(!rows.contains(&(two.clone(), "assistant".into())));
+    let error: Option<String> = sqlx::query_scalar("SELECT error FROM llm_calls WHERE id = ?")
+        .bind(meta.data["callId"].as_str().unwrap())
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        error.as_deref(),
+        Some("the server shut down before the reply was finished")
+    );
+}
