@@ -48,8 +48,9 @@ pub enum RunKind {
     Search,
 }
 
-/// Proof that a run is registered. [`RunGuard::finish`] (or dropping it, whatever ended the
-/// run: an error, a panic) takes it out of the registry.
+/// Proof that a run is registered; dropping it takes the run out of the registry. The owner
+/// drops it in the contract's order: the run's final state is persisted, the run leaves
+/// `GET /v1/active-runs` (so an attach now answers 404), then the terminal event goes out.
 #[derive(Debug)]
 pub struct RunGuard {
     runs: Arc<ActiveRuns>,
@@ -61,13 +62,6 @@ pub struct RunGuard {
 impl RunGuard {
     pub fn log(&self) -> &Arc<RunLog> {
         &self.log
-    }
-
-    /// Unregisters the run, keeping its log for the last event. The contract's order: the run's
-    /// final state is persisted, the run leaves `GET /v1/active-runs` (so an attach now answers
-    /// 404), then the terminal event goes out.
-    pub fn finish(self) -> Arc<RunLog> {
-        self.log.clone()
     }
 }
 
