@@ -174,7 +174,13 @@ impl Completion {
         loop {
             let request = TurnRequest {
                 model: self.model.clone(),
-                messages: self.messages.clone(),
+                // Without tools this is the only round: the transcript (attachments included)
+                // moves into the request instead of being copied.
+                messages: if specs.is_empty() {
+                    std::mem::take(&mut self.messages)
+                } else {
+                    self.messages.clone()
+                },
                 tools: specs.clone(),
                 temperature: self.temperature,
                 max_tokens: self.max_tokens,

@@ -28,6 +28,8 @@ use crate::chat::completion::{ChatLog, Completion, CompletionError, EnabledTool,
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::model::{Provider, Role, new_id, trimmed_or_none};
+use crate::plugins::load::Plugin;
+use crate::plugins::registry::Snapshot;
 use crate::runs::{RunGuard, RunKind, RunLog, RunReader, Stopped};
 use crate::store::{NewCall, NewChat, NewMessage};
 
@@ -238,16 +240,7 @@ async fn prepare(
         None => None,
     };
     let snapshot = state.plugins.snapshot();
-    let plugin = snapshot
-        .plugin(body.provider.as_str())
-        .filter(|p| p.as_provider().is_some())
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("{}: no provider plugin is loaded", body.provider.as_str()),
-            )
-        })?;
+    let plugin = provider_plugin(&snapshot, body.provider)?;
     let tool_names = match (&body.enabled_tools, &chat) {
         _ if body.provider == Provider::ProviderAgent => Vec::new(),
         (Some(requested), _) => state.tools.keep_known(requested),
@@ -300,6 +293,20 @@ async fn prepare(
             max_rounds: state.chat.max_tool_rounds,
         },
     })
+}
+
+/// The loaded plugin serving `provider`; 503 when the operator has none loaded.
+pub(super) fn provider_plugin(snapshot: &Snapshot, provider: Provider) -> ApiResult<Arc<Plugin>> {
+    snapshot
+        .plugin(provider.as_str())
+        .filter(|p| p.as_provider().is_some())
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("{}: no provider plugin is loaded", provider.as_str()),
+            )
+        })
 }
 
 /// A completion's bookkeeping once it ends: the call record, and on success the assistant

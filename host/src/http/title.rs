@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::chats::{CHAT_NOT_FOUND, ChatResponse};
+use super::completions::provider_plugin;
 use super::error::{ApiError, ApiJson, ApiResult, ErrorBody};
 use crate::chat::title;
 use crate::model::Provider;
@@ -40,19 +41,7 @@ pub async fn suggest_title(
     if chat.title.as_deref().is_some_and(|t| !t.trim().is_empty()) {
         return Ok(Json(ChatResponse { chat: chat.into() }));
     }
-    let provider = Provider::ProviderA.as_str();
-    let plugin = state
-        .plugins
-        .snapshot()
-        .plugin(provider)
-        .filter(|p| p.as_provider().is_some())
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("{provider}: no provider plugin is loaded"),
-            )
-        })?;
+    let plugin = provider_plugin(&state.plugins.snapshot(), Provider::ProviderA)?;
     let suggested = title::suggest(plugin, &state.chat.title_model, &body.content)
         .await
         .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()))?;

@@ -66,11 +66,6 @@ impl Stream {
         }
     }
 
-    /// `[DONE]` arrived: nothing more is expected.
-    pub fn is_done(&self) -> bool {
-        self.done
-    }
-
     /// Takes one event; returns the turn events it completed, in order.
     pub fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
         if event.event == "error" {
