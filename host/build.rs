@@ -26,6 +26,7 @@ const BUNDLED: &[&str] = &[
     "provider_b",
     "provider_c",
     "provider_agent",
+    "search_engine_a",
 ];
 
 fn main() {

@@ -45,6 +45,7 @@ pub mod http;
 pub mod model;
 pub mod plugins;
 pub mod runs;
+pub mod search;
 pub mod server;
 pub mod store;
 pub mod tools;

@@ -13,6 +13,7 @@ mod models_titles;
 mod plugins;
 mod plugins_cli;
 mod runs;
+mod search_runs;
 mod searches;
 mod support;
 mod workspace;

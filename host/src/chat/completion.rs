@@ -151,7 +151,8 @@ pub fn describe_plugin_error(error: &PluginError) -> String {
     }
 }
 
-fn describe_call_error(error: &CallError) -> String {
+/// The words for a plugin call that trapped or ran out of time.
+pub fn describe_call_error(error: &CallError) -> String {
     match error {
         CallError::Trap { reason, .. } => format!("the plugin failed: {reason}"),
         CallError::Timeout { after, .. } => {

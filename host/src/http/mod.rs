@@ -11,6 +11,7 @@ pub mod completions;
 pub mod error;
 pub mod meta;
 pub mod middleware;
+pub mod search_runs;
 pub mod searches;
 pub mod title;
 
@@ -99,6 +100,10 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(searches::list_searches, searches::create_search))
         .routes(routes!(searches::get_search, searches::delete_search))
         .routes(routes!(searches::star_search))
+        .routes(routes!(search_runs::run_search))
+        .routes(routes!(search_runs::stream_search))
+        .routes(routes!(search_runs::attach_search))
+        .routes(routes!(search_runs::chat_from_search))
 }
 
 /// The routes and the OpenAPI document generated from them.

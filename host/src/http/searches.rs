@@ -1,5 +1,5 @@
 //! Search routes that need no search engine: list, create (with reuseByQuery and cacheHit), read,
-//! star and delete. Running a search arrives with the search plugin.
+//! star and delete. Running a search and starting a chat from one are in `search_runs`.
 
 use axum::Json;
 use axum::extract::State;
@@ -63,12 +63,12 @@ pub struct SearchDetail {
     pub error: Option<String>,
     pub answer_text: Option<String>,
     pub answer_request_id: Option<String>,
-    /// Citation items as the search engine returned them (url, title, …).
-    #[schema(value_type = Vec<Object>)]
+    /// The answer's sources (url, title, …; see SearchResultItem).
+    #[schema(value_type = Vec<super::search_runs::SearchResultItem>)]
     pub answer_citations: Vec<Value>,
     pub answer_error: Option<String>,
-    /// Ranked result items as the search engine returned them (url, title, score, text, …).
-    #[schema(value_type = Vec<Object>)]
+    /// Ranked results, best first.
+    #[schema(value_type = Vec<super::search_runs::SearchResultItem>)]
     pub results: Vec<Value>,
 }
 

@@ -338,11 +338,11 @@ impl PluginHost {
         let mut tools: BTreeMap<String, Arc<Plugin>> = BTreeMap::new();
         // Position in `plugins` → what serves there instead (`None`: nothing).
         let mut replaced: Vec<(usize, Option<Arc<Plugin>>)> = Vec::new();
-        let (first, later): (Vec<(usize, &Arc<Plugin>)>, Vec<(usize, &Arc<Plugin>)>) =
-            plugins.iter().enumerate().partition(|(_, p)| {
-                p.source == super::load::Source::Bundled
-                    || self.bundled.iter().any(|b| b.id() == p.id())
-            });
+        type Placed<'a> = Vec<(usize, &'a Arc<Plugin>)>;
+        let (first, later): (Placed, Placed) = plugins.iter().enumerate().partition(|(_, p)| {
+            p.source == super::load::Source::Bundled
+                || self.bundled.iter().any(|b| b.id() == p.id())
+        });
         let free = |tools: &BTreeMap<String, Arc<Plugin>>, plugin: &Plugin| {
             plugin.tools.iter().find_map(|t| {
                 tools

@@ -1,0 +1,442 @@
+//! Search routes that use the search engine: run (wait for the outcome), run/stream (a
+//! backend-owned run, or the one already running), attach, and a chat started from a search.
+//!
+//! A run's parts and their failures are [`crate::search`]'s; this module validates the body,
+//! owns the run's registration and log, persists the outcome, and sends the terminal event in
+//! the contract's order: outcome stored, run out of `GET /v1/active-runs`, then `done`.
+
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::chats::ChatResponse;
+use super::completions::{last_event_id, sse};
+use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
+use crate::model::{Role, trimmed_or_none};
+use crate::plugins::load::Plugin;
+use crate::runs::{RunGuard, RunKind, RunLog};
+use crate::search::{self, RunRequest, SEARCH_PLUGIN, SearchType, events, seed};
+use crate::store::{NewChat, NewMessage, SearchDetailRecord};
+
+pub const ACTIVE_SEARCH_NOT_FOUND: &str = "active search stream not found";
+
+/// The most results a run may ask for.
+pub const MAX_RESULTS: i64 = 100;
+/// The most domains in each of `includeDomains` and `excludeDomains`.
+pub const MAX_DOMAINS: usize = 100;
+
+/// The run body: every field optional.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSearchRequest {
+    /// Searches for this instead of the stored query, and stores it as the query.
+    pub query: Option<String>,
+    /// Stores this as the search's title.
+    pub title: Option<String>,
+    /// How hard the engine searches (default `auto`).
+    #[serde(rename = "type")]
+    pub search_type: Option<SearchType>,
+    /// How many results, 1 to 100 (default 10).
+    pub num_results: Option<i64>,
+    /// Only results from these domains (up to 100).
+    pub include_domains: Option<Vec<String>>,
+    /// No results from these domains (up to 100).
+    pub exclude_domains: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct SearchChatRequest {
+    /// The chat's title; default `Search: <query or title>`.
+    pub title: Option<String>,
+}
+
+/// A ranked result or an answer citation as search mode stores and returns it (engine_a's
+/// fields; only `id`, `url` and `title` are always there, and citations carry fewer).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // documents the shape of `results`; the items are stored as the plugin made them
+pub struct SearchResultItem {
+    /// The engine's id for the result (its URL when the engine gives none).
+    pub id: String,
+    pub url: String,
+    pub title: Option<String>,
+    pub published_date: Option<String>,
+    pub author: Option<String>,
+    /// Relevance, 0 to 1.
+    pub score: Option<f64>,
+    /// The page's text, up to 2,000 characters.
+    pub text: Option<String>,
+    /// Passages of the page most relevant to the query.
+    pub highlights: Option<Vec<String>>,
+    /// A summary of the page.
+    pub summary: Option<String>,
+    /// An image URL of the page.
+    pub image: Option<String>,
+    /// The site's icon URL.
+    pub favicon: Option<String>,
+}
+
+fn not_found() -> ApiError {
+    ApiError::not_found(SEARCH_NOT_FOUND)
+}
+
+/// The body, validated against the stored search (which gives the query when the body does not).
+fn run_request(body: RunSearchRequest, stored_query: Option<&str>) -> ApiResult<RunRequest> {
+    let non_blank = |value: Option<String>, field: &str| match value {
+        None => Ok(None),
+        Some(v) => trimmed_or_none(Some(&v))
+            .map(Some)
+            .ok_or_else(|| ApiError::bad_request(format!("{field}: must be a non-blank string"))),
+    };
+    let query_override = non_blank(body.query, "query")?;
+    let title = non_blank(body.title, "title")?;
+    let num_results = match body.num_results {
+        None => None,
+        Some(n @ 1..=MAX_RESULTS) => Some(n as u32),
+        Some(_) => {
+            return Err(ApiError::bad_request(format!(
+                "numResults: must be an integer from 1 to {MAX_RESULTS}"
+            )));
+        }
+    };
+    let include_domains = domains(body.include_domains, "includeDomains")?;
+    let exclude_domains = domains(body.exclude_domains, "excludeDomains")?;
+    let query = query_override
+        .clone()
+        .or_else(|| trimmed_or_none(stored_query))
+        .ok_or_else(|| {
+            ApiError::bad_request("query: the search has no query; give one in the run body")
+        })?;
+    Ok(RunRequest {
+        query,
+        title,
+        query_override,
+        search_type: body.search_type,
+        num_results,
+        include_domains,
+        exclude_domains,
+    })
+}
+
+fn domains(list: Option<Vec<String>>, field: &str) -> ApiResult<Vec<String>> {
+    let list = list.unwrap_or_default();
+    if list.len() > MAX_DOMAINS {
+        return Err(ApiError::bad_request(format!(
+            "{field}: at most {MAX_DOMAINS} domains"
+        )));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, d)| {
+            trimmed_or_none(Some(d)).ok_or_else(|| {
+                ApiError::bad_request(format!("{field}[{i}]: must be a non-blank domain"))
+            })
+        })
+        .collect()
+}
+
+/// The search plugin serving now; 503 when the operator has none loaded.
+fn search_plugin(state: &AppState) -> ApiResult<Arc<Plugin>> {
+    state
+        .plugins
+        .snapshot()
+        .plugin(SEARCH_PLUGIN)
+        .filter(|p| p.as_search().is_some())
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "search mode is unavailable: the search plugin {SEARCH_PLUGIN} is not loaded"
+                ),
+            )
+        })
+}
+
+/// Validates a run against the stored search: 404, 400, 503 before anything starts.
+async fn prepare(
+    state: &AppState,
+    search_id: &str,
+    body: RunSearchRequest,
+) -> ApiResult<(RunRequest, Arc<Plugin>)> {
+    let search = state
+        .store
+        .get_search(search_id)
+        .await?
+        .ok_or_else(not_found)?;
+    let request = run_request(body, search.search.query.as_deref())?;
+    Ok((request, search_plugin(state)?))
+}
+
+/// A run's end, for the terminal event or the response.
+enum Ended {
+    Stored(Box<SearchDetailRecord>),
+    /// Both parts failed: nothing stored.
+    Failed(search::BothFailed),
+    /// The search was deleted during the run.
+    Gone,
+    /// The outcome could not be stored.
+    NotStored(String),
+}
+
+/// Runs and persists one run of `search_id`, reporting its part events to `report`.
+async fn run_and_store(
+    state: &AppState,
+    search_id: &str,
+    plugin: &Plugin,
+    request: &RunRequest,
+    report: &(dyn Fn(&search::SearchEvent) + Sync),
+) -> Ended {
+    let search = plugin.as_search().expect("checked by search_plugin");
+    let outcome = match search::run(search, request, report).await {
+        Ok(outcome) => outcome,
+        Err(both) => return Ended::Failed(both),
+    };
+    match state.store.record_search_run(search_id, outcome).await {
+        Ok(Some(detail)) => Ended::Stored(Box::new(detail)),
+        Ok(None) => Ended::Gone,
+        Err(e) => Ended::NotStored(format!("the search outcome could not be stored: {e}")),
+    }
+}
+
+/// What a run that stopped early (shutdown, a panic) says.
+fn stopped_message(state: &AppState) -> &'static str {
+    if state.runs.stopping() {
+        "the server shut down before the search was finished"
+    } else {
+        "the search failed inside the server (the server log has the cause)"
+    }
+}
+
+#[utoipa::path(post, path = "/searches/{searchId}/run", tag = "searches",
+    params(("searchId" = String, Path)), request_body = RunSearchRequest,
+    responses((status = 200, body = SearchDetailResponse, description = "the run's outcome, persisted; a failed part has its error field set"),
+              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 502, body = ErrorBody, description = "both the search and the answer failed; nothing was persisted"),
+              (status = 503, body = ErrorBody, description = "the search plugin is not loaded, or the server is shutting down")))]
+pub async fn run_search(
+    State(state): State<AppState>,
+    ApiPath(search_id): ApiPath<String>,
+    ApiJson(body): ApiJson<RunSearchRequest>,
+) -> ApiResult<Json<SearchDetailResponse>> {
+    let (request, plugin) = prepare(&state, &search_id, body).await?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let work_state = state.clone();
+    // A task of its own: a client that hangs up does not lose the outcome.
+    state.runs.spawn(
+        async move {
+            let ended = run_and_store(&work_state, &search_id, &plugin, &request, &|_| {}).await;
+            let _ = tx.send(ended);
+        },
+        |_| async {},
+    );
+    let ended = rx
+        .await
+        .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, stopped_message(&state)))?;
+    match ended {
+        Ended::Stored(detail) => Ok(Json(SearchDetailResponse {
+            search: (*detail).into(),
+        })),
+        Ended::Failed(both) => Err(ApiError::new(StatusCode::BAD_GATEWAY, both.to_string())),
+        Ended::Gone => Err(not_found()),
+        Ended::NotStored(why) => Err(ApiError::internal(why)),
+    }
+}
+
+#[utoipa::path(post, path = "/searches/{searchId}/run/stream", tag = "searches",
+    params(("searchId" = String, Path)), request_body = RunSearchRequest,
+    responses((status = 200, content_type = "text/event-stream", description = "search_results or search_error, answer or answer_error (in the order they end), then done `{ search }` or error `{ message }`; attaches to the run already streaming for this search, if any"),
+              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 503, body = ErrorBody, description = "the search plugin is not loaded")))]
+pub async fn stream_search(
+    State(state): State<AppState>,
+    ApiPath(search_id): ApiPath<String>,
+    ApiJson(body): ApiJson<RunSearchRequest>,
+) -> ApiResult<Response> {
+    let (request, plugin) = prepare(&state, &search_id, body).await?;
+    // Start a run, or join the one running. Between a failed start and the lookup the running
+    // one may end; then this call starts the next one.
+    let guard = loop {
+        if let Some(guard) = state.runs.start(RunKind::Search, &search_id) {
+            break guard;
+        }
+        if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
+            return Ok(sse(log.reader(0), None));
+        }
+        tokio::task::yield_now().await;
+    };
+    let log = guard.log().clone();
+    let reader = log.reader(0);
+    let registration = Arc::new(Mutex::new(Some(guard)));
+    let (work_state, stop_state) = (state.clone(), state.clone());
+    let (work_log, stop_log) = (log.clone(), log);
+    let stop_registration = registration.clone();
+    state.runs.spawn(
+        async move {
+            let report = |event: &search::SearchEvent| {
+                work_log.push(event.name(), &event.data(), false);
+            };
+            let ended = run_and_store(&work_state, &search_id, &plugin, &request, &report).await;
+            release(&registration);
+            match ended {
+                Ended::Stored(detail) => {
+                    let done = json!({ "search": SearchDetail::from(*detail) }).to_string();
+                    work_log.push("done", &done, true);
+                }
+                Ended::Failed(both) => end_with_error(&work_log, &both.to_string()),
+                Ended::Gone => end_with_error(&work_log, SEARCH_NOT_FOUND),
+                Ended::NotStored(why) => end_with_error(&work_log, &why),
+            }
+        },
+        move |_| async move {
+            release(&stop_registration);
+            end_with_error(&stop_log, stopped_message(&stop_state));
+        },
+    );
+    Ok(sse(reader, None))
+}
+
+/// Takes a run out of the registry (`GET /v1/active-runs`, attach, cacheHit).
+fn release(registration: &Mutex<Option<RunGuard>>) {
+    drop(
+        registration
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take(),
+    );
+}
+
+fn end_with_error(log: &RunLog, message: &str) {
+    log.push("error", &events::error_data(message), true);
+}
+
+#[utoipa::path(post, path = "/searches/{searchId}/run/stream/attach", tag = "searches",
+    params(("searchId" = String, Path), ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event id")),
+    responses((status = 200, content_type = "text/event-stream", description = "the run's events so far, then new ones until done or error"),
+              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody, description = "active search stream not found")))]
+pub async fn attach_search(
+    State(state): State<AppState>,
+    ApiPath(search_id): ApiPath<String>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    let skip = last_event_id(&headers)?;
+    let log = state
+        .runs
+        .log(RunKind::Search, &search_id)
+        .ok_or_else(|| ApiError::not_found(ACTIVE_SEARCH_NOT_FOUND))?;
+    Ok(sse(log.reader(skip), None))
+}
+
+#[utoipa::path(post, path = "/searches/{searchId}/chat", tag = "searches",
+    params(("searchId" = String, Path)), request_body = SearchChatRequest,
+    responses((status = 200, body = ChatResponse, description = "a new chat seeded with one hidden system message (metadata `{ hidden: true, kind: \"search_context\", searchId }`) holding the query, the answer, its citations and the top results"),
+              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn chat_from_search(
+    State(state): State<AppState>,
+    ApiPath(search_id): ApiPath<String>,
+    ApiJson(body): ApiJson<SearchChatRequest>,
+) -> ApiResult<Json<ChatResponse>> {
+    let title = match body.title {
+        None => None,
+        Some(title) => Some(
+            trimmed_or_none(Some(&title))
+                .ok_or_else(|| ApiError::bad_request("title: must be a non-blank string"))?,
+        ),
+    };
+    let search = state
+        .store
+        .get_search(&search_id)
+        .await?
+        .ok_or_else(not_found)?;
+    let title = title.unwrap_or_else(|| {
+        let about = search
+            .search
+            .query
+            .as_deref()
+            .or(search.search.title.as_deref())
+            .unwrap_or("untitled");
+        format!("Search: {about}")
+    });
+    let seed = NewMessage {
+        role: Role::System,
+        content: seed::seed_text(&search),
+        name: None,
+        metadata: Some(json!({
+            "hidden": true,
+            "kind": seed::SEED_KIND,
+            "searchId": search_id,
+        })),
+    };
+    let chat = state
+        .store
+        .create_chat(NewChat {
+            title: Some(title),
+            provider_model: None,
+            additional_system_prompt: None,
+            enabled_tools: state.tools.names(),
+            messages: vec![seed],
+        })
+        .await?;
+    Ok(Json(ChatResponse { chat: chat.into() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(value: serde_json::Value) -> RunSearchRequest {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn the_body_is_checked_field_by_field() {
+        let ok = run_request(
+            body(
+                json!({"query": " q ", "title": "t", "type": "deep", "numResults": 100,
+                        "includeDomains": ["a.com"], "excludeDomains": []}),
+            ),
+            None,
+        )
+        .unwrap();
+        assert_eq!(ok.query, "q");
+        assert_eq!(ok.query_override.as_deref(), Some("q"));
+        assert_eq!(ok.search_type, Some(SearchType::Deep));
+        assert_eq!(ok.num_results, Some(100));
+        assert_eq!(ok.include_domains, vec!["a.com".to_string()]);
+
+        let stored = run_request(body(json!({})), Some("stored")).unwrap();
+        assert_eq!(
+            (stored.query.as_str(), stored.query_override),
+            ("stored", None)
+        );
+
+        let message = |v, stored: Option<&str>| {
+            run_request(body(v), stored)
+                .unwrap_err()
+                .message()
+                .to_string()
+        };
+        assert!(message(json!({"numResults": 0}), Some("q")).starts_with("numResults:"));
+        assert!(message(json!({"numResults": 101}), Some("q")).contains("1 to 100"));
+        assert!(message(json!({"query": "  "}), Some("q")).starts_with("query: must be"));
+        assert!(message(json!({"title": ""}), Some("q")).starts_with("title:"));
+        assert!(message(json!({}), None).starts_with("query: the search has no query"));
+        assert!(
+            message(json!({"includeDomains": ["a", " "]}), Some("q"))
+                .starts_with("includeDomains[1]:")
+        );
+        let many: Vec<String> = (0..101).map(|i| format!("d{i}.com")).collect();
+        assert!(
+            message(json!({"excludeDomains": many}), Some("q"))
+                .starts_with("excludeDomains: at most")
+        );
+    }
+}

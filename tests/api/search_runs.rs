@@ -1,0 +1,701 @@
+//! Search runs, black-box, with the bundled `search_engine_a` plugin against a mock engine_a:
+//! run (persisted, replacing the last run; partial and total failures; validation), run/stream
+//! (events, one upstream request for two concurrent calls, attach and `Last-Event-ID`, a client
+//! that leaves, cacheHit during a run), and a chat started from a search.
+
+use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Event, Events, Options, TestServer};
+
+const KEY: &str = "exa-test-key";
+
+/// engine_a's search answer as its SDKs document it, with every field search mode keeps and a
+/// few it drops.
+fn exa_results(n: usize) -> Value {
+    let results: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({
+                "id": format!("doc-{i}"),
+                "url": format!("https://site{i}.example/page"),
+                "title": format!("Result {i}"),
+                "publishedDate": "2026-01-02T00:00:00.000Z",
+                "author": "Ann Author",
+                "score": 0.5,
+                "text": format!("Full text of result {i}."),
+                "highlights": [format!("Highlight of result {i}")],
+                "highlightScores": [0.7],
+                "summary": format!("Summary of result {i}."),
+                "image": "https://site.example/image.png",
+                "favicon": "https://site.example/favicon.ico",
+                "subpages": [],
+                "extras": {"links": []}
+            })
+        })
+        .collect();
+    json!({
+        "requestId": "search-req-1",
+        "resolvedSearchType": "neural",
+        "results": results,
+        "costDollars": {"total": 0.005}
+    })
+}
+
+fn exa_answer() -> Value {
+    json!({
+        "requestId": "answer-req-1",
+        "answer": "Tokio is an asynchronous runtime for Rust.",
+        "citations": [
+            {"id": "https://tokio.rs/", "url": "https://tokio.rs/", "title": "Tokio",
+             "author": null, "publishedDate": "2025-05-01"}
+        ],
+        "costDollars": {"total": 0.005}
+    })
+}
+
+async fn server_for(upstream: &ScriptedUpstream) -> TestServer {
+    TestServer::start_with(Options {
+        args: vec![
+            "--engine-a-base-url".into(),
+            upstream.url(),
+            "--engine-a-api-key".into(),
+            KEY.into(),
+        ],
+        ..Default::default()
+    })
+    .await
+}
+
+async fn engine(search: Reply, answer: Reply) -> (ScriptedUpstream, TestServer) {
+    let upstream =
+        ScriptedUpstream::start([("POST /search", search), ("POST /answer", answer)]).await;
+    let server = server_for(&upstream).await;
+    (upstream, server)
+}
+
+fn names(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.name.as_str()).collect()
+}
+
+async fn open_stream(server: &TestServer, id: &str, body: Value) -> Events {
+    Events::of(
+        server
+            .open(&format!("/v1/searches/{id}/run/stream"), Some(body), &[])
+            .await,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_run_persists_results_answer_and_citations_and_the_next_run_replaces_them() {
+    let upstream = ScriptedUpstream::start([
+        ("POST /search", Reply::json(200, exa_results(2))),
+        ("POST /search", Reply::json(200, exa_results(1))),
+        ("POST /answer", Reply::json(200, exa_answer())),
+    ])
+    .await;
+    let server = server_for(&upstream).await;
+    let id = server.new_search(json!({"query": "Rust async"})).await;
+
+    let (status, body) = server
+        .post(
+            &format!("/v1/searches/{id}/run"),
+            json!({"type": "deep", "numResults": 5, "includeDomains": ["tokio.rs"],
+                   "excludeDomains": ["spam.example"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let search = &body["search"];
+    assert_eq!(search["requestId"], "search-req-1");
+    assert!(search["latencyMs"].as_i64().unwrap() >= 0);
+    assert_eq!(search["error"], Value::Null);
+    assert_eq!(
+        search["answerText"],
+        "Tokio is an asynchronous runtime for Rust."
+    );
+    assert_eq!(search["answerRequestId"], "answer-req-1");
+    assert_eq!(search["answerError"], Value::Null);
+    assert_eq!(
+        search["answerCitations"],
+        json!([{"id": "https://tokio.rs/", "url": "https://tokio.rs/", "title": "Tokio",
+                "publishedDate": "2025-05-01"}])
+    );
+    // Every useful field kept, the engine's bookkeeping dropped.
+    assert_eq!(
+        search["results"][0],
+        json!({
+            "id": "doc-0", "url": "https://site0.example/page", "title": "Result 0",
+            "publishedDate": "2026-01-02T00:00:00.000Z", "author": "Ann Author", "score": 0.5,
+            "text": "Full text of result 0.", "highlights": ["Highlight of result 0"],
+            "summary": "Summary of result 0.", "image": "https://site.example/image.png",
+            "favicon": "https://site.example/favicon.ico"
+        })
+    );
+    assert_eq!(search["results"].as_array().unwrap().len(), 2);
+    assert_eq!(server.get(&format!("/v1/searches/{id}")).await.1, body);
+
+    // What engine_a received: the documented request, with the operator's key added by the host.
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = requests.iter().find(|r| r.path == "/search").unwrap();
+    assert_eq!(sent.header("x-api-key"), Some(KEY));
+    let sent = sent.json();
+    assert_eq!(sent["query"], "Rust async");
+    assert_eq!(sent["type"], "deep");
+    assert_eq!(sent["numResults"], 5);
+    assert_eq!(sent["includeDomains"], json!(["tokio.rs"]));
+    assert_eq!(sent["excludeDomains"], json!(["spam.example"]));
+    assert_eq!(sent["contents"]["summary"], true);
+    let asked = requests.iter().find(|r| r.path == "/answer").unwrap();
+    assert_eq!(asked.header("x-api-key"), Some(KEY));
+    assert_eq!(asked.json()["query"], "Rust async");
+
+    // The next run, with overrides, replaces the outcome and stores the new query and title.
+    let (status, body) = server
+        .post(
+            &format!("/v1/searches/{id}/run"),
+            json!({"query": "tokio runtime", "title": "Runtimes"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["search"]["results"].as_array().unwrap().len(), 1);
+    assert_eq!(body["search"]["query"], "tokio runtime");
+    assert_eq!(body["search"]["title"], "Runtimes");
+    let sent = upstream.requests()[2..]
+        .iter()
+        .find(|r| r.path == "/search")
+        .unwrap()
+        .json();
+    assert_eq!(sent["query"], "tokio runtime");
+    assert_eq!(sent["type"], "auto", "the default type");
+    assert!(sent.get("includeDomains").is_none());
+    // The new query is the one reuseByQuery finds.
+    let (_, reused) = server
+        .post(
+            "/v1/searches",
+            json!({"query": " Tokio Runtime ", "reuseByQuery": true}),
+        )
+        .await;
+    assert_eq!(reused["search"]["id"], json!(id));
+    assert_eq!(reused["cacheHit"], true);
+}
+
+#[tokio::test]
+async fn one_failing_part_leaves_the_other_persisted_with_its_error_set() {
+    let upstream = ScriptedUpstream::start([
+        (
+            "POST /search",
+            Reply::json(
+                500,
+                json!({"requestId": "x", "error": "index unavailable", "tag": "INTERNAL"}),
+            ),
+        ),
+        ("POST /search", Reply::json(200, exa_results(3))),
+        ("POST /answer", Reply::json(200, exa_answer())),
+        (
+            "POST /answer",
+            Reply::json(429, json!({"error": "rate limited"})),
+        ),
+    ])
+    .await;
+    let server = server_for(&upstream).await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    let path = format!("/v1/searches/{id}/run");
+
+    let (status, body) = server.post(&path, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let error = body["search"]["error"].as_str().unwrap();
+    assert!(
+        error.contains("500") && error.contains("engine_a: index unavailable"),
+        "{error}"
+    );
+    assert_eq!(body["search"]["results"], json!([]));
+    assert_eq!(body["search"]["requestId"], "");
+    assert_eq!(
+        body["search"]["answerText"],
+        "Tokio is an asynchronous runtime for Rust."
+    );
+
+    let (status, body) = server.post(&path, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["search"]["error"], Value::Null);
+    assert_eq!(body["search"]["results"].as_array().unwrap().len(), 3);
+    let answer_error = body["search"]["answerError"].as_str().unwrap();
+    assert!(
+        answer_error.contains("429") && answer_error.contains("rate limited"),
+        "{answer_error}"
+    );
+    assert_eq!(body["search"]["answerText"], Value::Null);
+    assert_eq!(body["search"]["answerCitations"], json!([]));
+    assert_eq!(server.get(&format!("/v1/searches/{id}")).await.1, body);
+}
+
+#[tokio::test]
+async fn both_parts_failing_is_a_502_and_the_last_outcome_stays() {
+    let upstream = ScriptedUpstream::start([
+        ("POST /search", Reply::json(200, exa_results(2))),
+        (
+            "POST /search",
+            Reply::json(401, json!({"error": "Invalid API key"})),
+        ),
+        ("POST /answer", Reply::json(200, exa_answer())),
+        (
+            "POST /answer",
+            Reply::text(200, "application/json", "{\"answer\": "),
+        ),
+    ])
+    .await;
+    let server = server_for(&upstream).await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    let path = format!("/v1/searches/{id}/run");
+    let (status, first) = server.post(&path, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+
+    let (status, body) = server.post(&path, json!({})).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("search: upstream answered 401: engine_a: Invalid API key"),
+        "{message}"
+    );
+    assert!(
+        message.contains("answer: malformed upstream response"),
+        "{message}"
+    );
+    assert_eq!(server.get(&format!("/v1/searches/{id}")).await.1, first);
+    // The server goes on serving.
+    assert_eq!(server.get("/health").await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn bad_run_bodies_are_400s_naming_the_field_and_reach_no_engine() {
+    let (upstream, server) = engine(
+        Reply::json(200, exa_results(1)),
+        Reply::json(200, exa_answer()),
+    )
+    .await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    let untitled = server.new_search(json!({})).await;
+    let before = server.row_counts().await;
+    for (search, body, starts) in [
+        (&id, json!({"type": "slow"}), "type: unknown variant `slow`"),
+        (
+            &id,
+            json!({"numResults": 0}),
+            "numResults: must be an integer from 1 to 100",
+        ),
+        (
+            &id,
+            json!({"numResults": 101}),
+            "numResults: must be an integer from 1 to 100",
+        ),
+        (&id, json!({"numResults": "5"}), "numResults: invalid type"),
+        (
+            &id,
+            json!({"includeDomains": [1]}),
+            "includeDomains[0]: invalid type",
+        ),
+        (
+            &id,
+            json!({"excludeDomains": "a.com"}),
+            "excludeDomains: invalid type",
+        ),
+        (
+            &id,
+            json!({"includeDomains": ["a.com", ""]}),
+            "includeDomains[1]: must be a non-blank domain",
+        ),
+        (
+            &id,
+            json!({"query": " "}),
+            "query: must be a non-blank string",
+        ),
+        (
+            &id,
+            json!({"title": ""}),
+            "title: must be a non-blank string",
+        ),
+        (&untitled, json!({}), "query: the search has no query"),
+    ] {
+        for path in [
+            format!("/v1/searches/{search}/run"),
+            format!("/v1/searches/{search}/run/stream"),
+        ] {
+            let res = server.open(&path, Some(body.clone()), &[]).await;
+            assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{path} {body}");
+            let message = res.json::<Value>().await.unwrap()["message"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(message.starts_with(starts), "{body}: {message}");
+        }
+    }
+    for path in [
+        "/v1/searches/nope/run",
+        "/v1/searches/nope/run/stream",
+        "/v1/searches/nope/chat",
+    ] {
+        let (status, body) = server.post(path, json!({})).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(body, json!({"message": "search not found"}));
+    }
+    assert_eq!(server.row_counts().await, before);
+    assert!(upstream.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_stream_sends_each_part_as_it_ends_then_done_with_the_stored_search() {
+    let gate = Gate::new();
+    let (_upstream, server) = engine(
+        Reply::json(200, exa_results(2)),
+        Reply::json(200, exa_answer()).after(&gate),
+    )
+    .await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    let mut events = open_stream(&server, &id, json!({"numResults": 2})).await;
+    let results = events.expect("search_results").await;
+    assert_eq!(results.id, "1");
+    assert_eq!(results.data["requestId"], "search-req-1");
+    assert_eq!(results.data["results"].as_array().unwrap().len(), 2);
+    gate.open();
+    let answer = events.expect("answer").await;
+    assert_eq!(
+        answer.data,
+        json!({
+            "answerText": "Tokio is an asynchronous runtime for Rust.",
+            "answerRequestId": "answer-req-1",
+            "answerCitations": exa_answer()["citations"].as_array().unwrap().iter()
+                .map(|c| { let mut c = c.clone(); c.as_object_mut().unwrap().remove("author"); c })
+                .collect::<Vec<_>>()
+        })
+    );
+    let done = events.expect("done").await;
+    assert_eq!(done.id, "3");
+    assert!(events.next().await.is_none(), "done is terminal");
+    let (_, stored) = server.get(&format!("/v1/searches/{id}")).await;
+    assert_eq!(done.data, stored);
+    assert_eq!(stored["search"]["results"], results.data["results"]);
+    assert_eq!(
+        server.get("/v1/active-runs").await.1,
+        json!({"chats": [], "searches": []})
+    );
+}
+
+#[tokio::test]
+async fn two_concurrent_streams_share_one_run_and_one_upstream_request() {
+    let gate = Gate::new();
+    let (upstream, server) = engine(
+        Reply::json(200, exa_results(2)).after(&gate),
+        Reply::json(200, exa_answer()).after(&gate),
+    )
+    .await;
+    let id = server.new_search(json!({"query": "Shared"})).await;
+    let first = open_stream(&server, &id, json!({})).await;
+    upstream.received(2).await;
+    // The second call (even with another body) attaches to the running one.
+    let second = open_stream(&server, &id, json!({"type": "fast"})).await;
+
+    assert_eq!(
+        server.get("/v1/active-runs").await.1,
+        json!({"chats": [], "searches": [id]})
+    );
+    let (_, reused) = server
+        .post(
+            "/v1/searches",
+            json!({"query": "shared", "reuseByQuery": true}),
+        )
+        .await;
+    assert_eq!(reused["reused"], true);
+    assert_eq!(
+        reused["cacheHit"], false,
+        "not a cache hit while it streams"
+    );
+
+    gate.open();
+    let (first, second) = futures::join!(first.rest(), second.rest());
+    assert_eq!(names(&first).last(), Some(&"done"));
+    let data = |events: &[Event]| {
+        events
+            .iter()
+            .map(|e| (e.id.clone(), e.data.clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(data(&first), data(&second));
+    assert_eq!(upstream.requests().len(), 2, "one /search and one /answer");
+    let (_, reused) = server
+        .post(
+            "/v1/searches",
+            json!({"query": "shared", "reuseByQuery": true}),
+        )
+        .await;
+    assert_eq!(reused["cacheHit"], true);
+}
+
+#[tokio::test]
+async fn attach_replays_then_follows_and_is_404_when_nothing_runs() {
+    let gate = Gate::new();
+    let (_upstream, server) = engine(
+        Reply::json(200, exa_results(1)),
+        Reply::json(200, exa_answer()).after(&gate),
+    )
+    .await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    let attach = format!("/v1/searches/{id}/run/stream/attach");
+    let (status, body) = server.post(&attach, json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body, json!({"message": "active search stream not found"}));
+
+    let mut first = open_stream(&server, &id, json!({})).await;
+    let results = first.expect("search_results").await;
+    let mut attached = Events::of(server.open(&attach, None, &[]).await).await;
+    let replayed = attached.expect("search_results").await;
+    assert_eq!((replayed.id.as_str(), &replayed.data), ("1", &results.data));
+    let resumed = Events::of(server.open(&attach, None, &[("Last-Event-ID", "1")]).await).await;
+
+    gate.open();
+    let follow = attached.rest().await;
+    assert_eq!(names(&follow), ["answer", "done"]);
+    let resumed = resumed.rest().await;
+    assert_eq!(names(&resumed), ["answer", "done"]);
+    assert_eq!(resumed[0].id, "2");
+    assert_eq!(names(&first.rest().await), ["answer", "done"]);
+
+    let (status, body) = server.post(&attach, json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body, json!({"message": "active search stream not found"}));
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_does_not_stop_the_run_and_its_outcome_is_persisted() {
+    let gate = Gate::new();
+    let (upstream, server) = engine(
+        Reply::json(200, exa_results(4)).after(&gate),
+        Reply::json(200, exa_answer()).after(&gate),
+    )
+    .await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    let res = server
+        .open(
+            &format!("/v1/searches/{id}/run/stream"),
+            Some(json!({})),
+            &[],
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    upstream.received(2).await;
+    drop(res);
+
+    // Still running without its client; a new client follows it to the end.
+    let attach = format!("/v1/searches/{id}/run/stream/attach");
+    let attached = Events::of(server.open(&attach, None, &[]).await).await;
+    assert_eq!(
+        server.get("/v1/active-runs").await.1["searches"],
+        json!([id])
+    );
+    gate.open();
+    let events = attached.rest().await;
+    assert_eq!(names(&events).last(), Some(&"done"));
+    let (_, stored) = server.get(&format!("/v1/searches/{id}")).await;
+    assert_eq!(stored["search"]["results"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        stored["search"]["answerText"],
+        "Tokio is an asynchronous runtime for Rust."
+    );
+}
+
+#[tokio::test]
+async fn stream_failures_are_events_and_a_total_failure_stores_nothing() {
+    let upstream = ScriptedUpstream::start([
+        ("POST /search", Reply::json(503, json!({"error": "busy"}))),
+        ("POST /search", Reply::json(503, json!({"error": "busy"}))),
+        ("POST /answer", Reply::json(200, exa_answer())),
+        ("POST /answer", Reply::json(500, json!({"error": "down"}))),
+    ])
+    .await;
+    let server = server_for(&upstream).await;
+    let id = server.new_search(json!({"query": "q"})).await;
+
+    let events = open_stream(&server, &id, json!({})).await.rest().await;
+    let mut seen = names(&events);
+    seen.sort();
+    assert_eq!(seen, ["answer", "done", "search_error"]);
+    let search_error = events.iter().find(|e| e.name == "search_error").unwrap();
+    assert!(
+        search_error.data["error"].as_str().unwrap().contains("503"),
+        "{:?}",
+        search_error.data
+    );
+    let done = events.last().unwrap();
+    assert_eq!(done.name, "done");
+    assert_eq!(done.data["search"]["error"], search_error.data["error"]);
+    assert_eq!(
+        done.data["search"]["answerText"],
+        "Tokio is an asynchronous runtime for Rust."
+    );
+
+    let events = open_stream(&server, &id, json!({})).await.rest().await;
+    let last = events.last().unwrap();
+    assert_eq!(last.name, "error");
+    let message = last.data["message"].as_str().unwrap();
+    assert!(
+        message.contains("search:") && message.contains("answer:"),
+        "{message}"
+    );
+    assert_eq!(
+        last.data.as_object().unwrap().len(),
+        1,
+        "{{ message }} only"
+    );
+    assert_eq!(events.len(), 3, "search_error, answer_error, error");
+    // The first run's outcome stays; the run is over.
+    assert_eq!(
+        server.get(&format!("/v1/searches/{id}")).await.1,
+        json!({"search": done.data["search"]})
+    );
+    assert_eq!(server.get("/v1/active-runs").await.1["searches"], json!([]));
+}
+
+#[tokio::test]
+async fn a_search_deleted_during_its_run_ends_with_an_error() {
+    let gate = Gate::new();
+    let (upstream, server) = engine(
+        Reply::json(200, exa_results(1)).after(&gate),
+        Reply::json(200, exa_answer()).after(&gate),
+    )
+    .await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    let events = open_stream(&server, &id, json!({})).await;
+    upstream.received(2).await;
+    assert_eq!(
+        server.delete(&format!("/v1/searches/{id}")).await.0,
+        StatusCode::OK
+    );
+    gate.open();
+    let events = events.rest().await;
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last.name.as_str(), &last.data),
+        ("error", &json!({"message": "search not found"}))
+    );
+    assert_eq!(
+        server.get(&format!("/v1/searches/{id}")).await.0,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn cache_hit_is_false_once_the_window_passes_and_true_after_a_new_run() {
+    let (_upstream, server) = engine(
+        Reply::json(200, exa_results(1)),
+        Reply::json(200, exa_answer()),
+    )
+    .await;
+    let id = server.new_search(json!({"query": "Window"})).await;
+    let reuse = || {
+        server.post(
+            "/v1/searches",
+            json!({"query": "window", "reuseByQuery": true}),
+        )
+    };
+    assert_eq!(reuse().await.1["cacheHit"], false, "never run");
+    assert_eq!(
+        server
+            .post(&format!("/v1/searches/{id}/run"), json!({}))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(reuse().await.1["cacheHit"], true);
+
+    let aged = (chrono::Utc::now() - chrono::TimeDelta::hours(25))
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string();
+    let mut db = server.raw_db().await;
+    sqlx::query("UPDATE searches SET updated_at = ? WHERE id = ?")
+        .bind(&aged)
+        .bind(&id)
+        .execute(&mut db)
+        .await
+        .unwrap();
+    assert_eq!(reuse().await.1["cacheHit"], false, "older than 24 hours");
+    assert_eq!(
+        server
+            .post(&format!("/v1/searches/{id}/run"), json!({}))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(reuse().await.1["cacheHit"], true, "the re-run refreshed it");
+}
+
+#[tokio::test]
+async fn a_chat_from_a_search_is_seeded_with_one_hidden_bounded_system_message() {
+    let mut big = exa_results(40);
+    for result in big["results"].as_array_mut().unwrap() {
+        result["summary"] = json!("long ".repeat(2_000));
+    }
+    let (_upstream, server) = engine(Reply::json(200, big), Reply::json(200, exa_answer())).await;
+    let id = server
+        .new_search(json!({"query": "Rust async", "title": "My search"}))
+        .await;
+    assert_eq!(
+        server
+            .post(&format!("/v1/searches/{id}/run"), json!({}))
+            .await
+            .0,
+        StatusCode::OK
+    );
+
+    let (status, body) = server
+        .post(&format!("/v1/searches/{id}/chat"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["chat"]["title"], "Search: Rust async");
+    let chat_id = body["chat"]["id"].as_str().unwrap();
+    let (_, chat) = server.get(&format!("/v1/chats/{chat_id}")).await;
+    let messages = chat["chat"]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1);
+    let seed = &messages[0];
+    assert_eq!(seed["role"], "system");
+    assert_eq!(
+        seed["metadata"],
+        json!({"hidden": true, "kind": "search_context", "searchId": id})
+    );
+    let content = seed["content"].as_str().unwrap();
+    assert!(content.contains("Query: Rust async"), "{content}");
+    assert!(content.contains("Tokio is an asynchronous runtime for Rust."));
+    assert!(content.contains("- Tokio — https://tokio.rs/"));
+    assert!(content.contains("1. Result 0 — https://site0.example/page"));
+    assert!(content.contains("8. Result 7"), "the top results");
+    assert!(
+        !content.contains("9. Result 8"),
+        "no more than the top eight"
+    );
+    assert!(
+        content.chars().count() <= 16_000,
+        "{}",
+        content.chars().count()
+    );
+
+    let (status, body) = server
+        .post(
+            &format!("/v1/searches/{id}/chat"),
+            json!({"title": " Follow-up "}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["chat"]["title"], "Follow-up");
+    let (status, body) = server
+        .post(&format!("/v1/searches/{id}/chat"), json!({"title": "  "}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body["message"].as_str().unwrap().starts_with("title:"));
+
+    // Without a query, the title is used.
+    let titled = server.new_search(json!({"title": "Only a title"})).await;
+    let (_, body) = server
+        .post(&format!("/v1/searches/{titled}/chat"), json!({}))
+        .await;
+    assert_eq!(body["chat"]["title"], "Search: Only a title");
+}
