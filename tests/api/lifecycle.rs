@@ -395,6 +395,10 @@ async fn openapi_document_covers_every_route() {
         ("/v1/searches", &["get", "post"]),
         ("/v1/searches/{searchId}", &["get", "delete"]),
         ("/v1/searches/{searchId}/star", &["patch"]),
+        ("/v1/searches/{searchId}/run", &["post"]),
+        ("/v1/searches/{searchId}/run/stream", &["post"]),
+        ("/v1/searches/{searchId}/run/stream/attach", &["post"]),
+        ("/v1/searches/{searchId}/chat", &["post"]),
     ];
     let paths = doc["paths"].as_object().unwrap();
     assert_eq!(
@@ -431,11 +435,30 @@ async fn openapi_document_covers_every_route() {
         "Message",
         "SearchSummary",
         "SearchDetail",
+        "SearchResultItem",
+        "RunSearchRequest",
         "WorkspaceItem",
         "ErrorBody",
         "AttachmentInput",
     ] {
         assert!(schemas.contains_key(schema), "{schema} is in components");
+    }
+    // Result items and citations are documented field by field (the contract leaves them open).
+    let item = &schemas["SearchResultItem"]["properties"];
+    for field in [
+        "id",
+        "url",
+        "title",
+        "publishedDate",
+        "author",
+        "score",
+        "text",
+        "highlights",
+        "summary",
+        "image",
+        "favicon",
+    ] {
+        assert!(item.get(field).is_some(), "SearchResultItem.{field}");
     }
     assert_eq!(server.get("/api/openapi.json").await.1, doc);
 }
