@@ -14,6 +14,8 @@
 //! - [`tools`]: the tool catalogue, the one answer to "which tools exist".
 //! - [`chat`]: chat completions: the model↔tool loop, the transcript rules, the stream's events,
 //!   model lists, title suggestion.
+//! - [`search`]: search mode: one run of the search plugin's search and answer side by side,
+//!   its stream events, the seed message of a chat started from a search.
 //! - [`runs`]: backend-owned runs: the registry behind `GET /v1/active-runs` and attach, each
 //!   run's event log, the shutdown grace period.
 //! - [`plugins`]: the plugin host: wasmtime components, their grants, the HTTP capability,
@@ -22,8 +24,8 @@
 //! # Invariants
 //!
 //! - The store is the only module with SQL; the HTTP layer is the only one with JSON DTOs, with
-//!   one exception: [`chat::events`], the stream's events, serialized by the run that outlives
-//!   its request.
+//!   one exception: [`chat::events`] and [`search::events`], the streams' events, serialized by
+//!   the run that outlives its request.
 //! - A run's effects happen in the contract's order: a tool message is stored before its
 //!   terminal event, the reply and its usage are one transaction before `done`, a failure is
 //!   recorded before `error`.
@@ -36,7 +38,9 @@
 //!   `Debug` is redacted.
 //! - The host never parses or builds a vendor payload; those live in plugins (`/plugins`), and
 //!   a plugin reaches only what [`plugins::grants`] decided, through host functions.
-//! - Deliberately absent so far: search runs and the devbox (SSH) tools.
+//! - A search run stores its outcome only when at least one of its parts succeeded: a run
+//!   whose search and answer both fail leaves the previous run's outcome in place.
+//! - Deliberately absent so far: the devbox (SSH) tools.
 
 pub mod attachments;
 pub mod chat;
