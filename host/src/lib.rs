@@ -24,7 +24,7 @@
 //! # Invariants
 //!
 //! - The store is the only module with SQL; the HTTP layer is the only one with JSON DTOs, with
-//!   one exception: [`chat::events`] and [`search::events`], the streams' events, serialized by
+//!   two exceptions: [`chat::events`] and [`search::events`], the streams' events, serialized by
 //!   the run that outlives its request.
 //! - A run's effects happen in the contract's order: a tool message is stored before its
 //!   terminal event, the reply and its usage are one transaction before `done`, a failure is
