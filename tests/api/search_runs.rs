@@ -316,6 +316,16 @@ async fn bad_run_bodies_are_400s_naming_the_field_and_reach_no_engine() {
             json!({"title": ""}),
             "title: must be a non-blank string",
         ),
+        (
+            &id,
+            json!({"query": "q".repeat(2_001)}),
+            "query: must be at most 2000 characters",
+        ),
+        (
+            &id,
+            json!({"excludeDomains": ["d".repeat(301)]}),
+            "excludeDomains[0]: must be at most 300",
+        ),
         (&untitled, json!({}), "query: the search has no query"),
     ] {
         for path in [
@@ -430,6 +440,39 @@ async fn two_concurrent_streams_share_one_run_and_one_upstream_request() {
         )
         .await;
     assert_eq!(reused["cacheHit"], true);
+}
+
+#[tokio::test]
+async fn a_second_stream_call_joins_whatever_its_body_says_and_run_meanwhile_is_409() {
+    let gate = Gate::new();
+    let (upstream, server) = engine(
+        Reply::json(200, exa_results(2)).after(&gate),
+        Reply::json(200, exa_answer()).after(&gate),
+    )
+    .await;
+    // No stored query: only the first call's override makes a run possible.
+    let id = server.new_search(json!({"title": "untitled yet"})).await;
+    let first = open_stream(&server, &id, json!({"query": "the override"})).await;
+    upstream.received(2).await;
+    let second = open_stream(&server, &id, json!({})).await;
+    let (status, body) = server
+        .post(&format!("/v1/searches/{id}/run"), json!({"query": "other"}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("run/stream/attach")
+    );
+
+    gate.open();
+    let (first, second) = futures::join!(first.rest(), second.rest());
+    assert_eq!(names(&first), names(&second));
+    let done = second.last().unwrap();
+    assert_eq!(done.name, "done");
+    assert_eq!(done.data["search"]["query"], "the override");
+    assert_eq!(upstream.requests().len(), 2, "one /search and one /answer");
 }
 
 #[tokio::test]

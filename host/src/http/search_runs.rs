@@ -32,6 +32,12 @@ pub const ACTIVE_SEARCH_NOT_FOUND: &str = "active search stream not found";
 pub const MAX_RESULTS: i64 = 100;
 /// The most domains in each of `includeDomains` and `excludeDomains`.
 pub const MAX_DOMAINS: usize = 100;
+/// The longest query override.
+pub const MAX_QUERY_CHARS: usize = 2_000;
+/// The longest title (run override, chat from a search).
+pub const MAX_TITLE_CHARS: usize = 500;
+/// The longest domain entry (a DNS name is at most 253 characters; a path prefix adds a little).
+pub const MAX_DOMAIN_CHARS: usize = 300;
 
 /// The run body: every field optional.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -45,6 +51,7 @@ pub struct RunSearchRequest {
     #[serde(rename = "type")]
     pub search_type: Option<SearchType>,
     /// How many results, 1 to 100 (default 10).
+    #[schema(minimum = 1, maximum = 100)]
     pub num_results: Option<i64>,
     /// Only results from these domains (up to 100).
     pub include_domains: Option<Vec<String>>,
@@ -90,14 +97,8 @@ fn not_found() -> ApiError {
 
 /// The body, validated against the stored search (which gives the query when the body does not).
 fn run_request(body: RunSearchRequest, stored_query: Option<&str>) -> ApiResult<RunRequest> {
-    let non_blank = |value: Option<String>, field: &str| match value {
-        None => Ok(None),
-        Some(v) => trimmed_or_none(Some(&v))
-            .map(Some)
-            .ok_or_else(|| ApiError::bad_request(format!("{field}: must be a non-blank string"))),
-    };
-    let query_override = non_blank(body.query, "query")?;
-    let title = non_blank(body.title, "title")?;
+    let query_override = non_blank(body.query, "query", MAX_QUERY_CHARS)?;
+    let title = non_blank(body.title, "title", MAX_TITLE_CHARS)?;
     let num_results = match body.num_results {
         None => None,
         Some(n @ 1..=MAX_RESULTS) => Some(n as u32),
@@ -126,6 +127,21 @@ fn run_request(body: RunSearchRequest, stored_query: Option<&str>) -> ApiResult<
     })
 }
 
+/// An optional string that, when given, must be non-blank and at most `max` characters; trimmed.
+fn non_blank(value: Option<String>, field: &str, max: usize) -> ApiResult<Option<String>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let value = trimmed_or_none(Some(&value))
+        .ok_or_else(|| ApiError::bad_request(format!("{field}: must be a non-blank string")))?;
+    if value.chars().count() > max {
+        return Err(ApiError::bad_request(format!(
+            "{field}: must be at most {max} characters"
+        )));
+    }
+    Ok(Some(value))
+}
+
 fn domains(list: Option<Vec<String>>, field: &str) -> ApiResult<Vec<String>> {
     let list = list.unwrap_or_default();
     if list.len() > MAX_DOMAINS {
@@ -136,9 +152,15 @@ fn domains(list: Option<Vec<String>>, field: &str) -> ApiResult<Vec<String>> {
     list.iter()
         .enumerate()
         .map(|(i, d)| {
-            trimmed_or_none(Some(d)).ok_or_else(|| {
+            let domain = trimmed_or_none(Some(d)).ok_or_else(|| {
                 ApiError::bad_request(format!("{field}[{i}]: must be a non-blank domain"))
-            })
+            })?;
+            if domain.chars().count() > MAX_DOMAIN_CHARS {
+                return Err(ApiError::bad_request(format!(
+                    "{field}[{i}]: must be at most {MAX_DOMAIN_CHARS} characters"
+                )));
+            }
+            Ok(domain)
         })
         .collect()
 }
@@ -161,17 +183,21 @@ fn search_plugin(state: &AppState) -> ApiResult<Arc<Plugin>> {
         })
 }
 
-/// Validates a run against the stored search: 404, 400, 503 before anything starts.
-async fn prepare(
-    state: &AppState,
-    search_id: &str,
-    body: RunSearchRequest,
-) -> ApiResult<(RunRequest, Arc<Plugin>)> {
-    let search = state
+/// The stored search, or 404.
+async fn stored(state: &AppState, search_id: &str) -> ApiResult<SearchDetailRecord> {
+    state
         .store
         .get_search(search_id)
         .await?
-        .ok_or_else(not_found)?;
+        .ok_or_else(not_found)
+}
+
+/// Validates a new run against the stored search: 400 or 503 before anything starts.
+fn prepare(
+    state: &AppState,
+    search: &SearchDetailRecord,
+    body: RunSearchRequest,
+) -> ApiResult<(RunRequest, Arc<Plugin>)> {
     let request = run_request(body, search.search.query.as_deref())?;
     Ok((request, search_plugin(state)?))
 }
@@ -203,16 +229,28 @@ async fn run_and_store(
     match state.store.record_search_run(search_id, outcome).await {
         Ok(Some(detail)) => Ended::Stored(Box::new(detail)),
         Ok(None) => Ended::Gone,
-        Err(e) => Ended::NotStored(format!("the search outcome could not be stored: {e}")),
+        Err(e) => {
+            // The cause is for the log; the client gets words it can act on.
+            tracing::error!(
+                search = search_id,
+                "a search outcome could not be stored: {e}"
+            );
+            Ended::NotStored(
+                "the search outcome could not be stored (the server log has the cause)".into(),
+            )
+        }
     }
 }
 
-/// What a run that stopped early (shutdown, a panic) says.
-fn stopped_message(state: &AppState) -> &'static str {
+/// What a run that stopped early (shutdown, a panic) says, and its status for `/run`.
+fn stopped(state: &AppState) -> ApiError {
     if state.runs.stopping() {
-        "the server shut down before the search was finished"
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server shut down before the search was finished",
+        )
     } else {
-        "the search failed inside the server (the server log has the cause)"
+        ApiError::internal("the search failed inside the server (the server log has the cause)")
     }
 }
 
@@ -227,7 +265,16 @@ pub async fn run_search(
     ApiPath(search_id): ApiPath<String>,
     ApiJson(body): ApiJson<RunSearchRequest>,
 ) -> ApiResult<Json<SearchDetailResponse>> {
-    let (request, plugin) = prepare(&state, &search_id, body).await?;
+    let search = stored(&state, &search_id).await?;
+    // Two runs of one search racing would store whichever ended last; the streaming one is
+    // already doing the work, so this one is refused rather than run twice upstream.
+    if state.runs.is_running(RunKind::Search, &search_id) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "a run of this search is streaming; follow it with POST /v1/searches/{searchId}/run/stream/attach",
+        ));
+    }
+    let (request, plugin) = prepare(&state, &search, body)?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let work_state = state.clone();
     // A task of its own: a client that hangs up does not lose the outcome.
@@ -238,9 +285,7 @@ pub async fn run_search(
         },
         |_| async {},
     );
-    let ended = rx
-        .await
-        .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, stopped_message(&state)))?;
+    let ended = rx.await.map_err(|_| stopped(&state))?;
     match ended {
         Ended::Stored(detail) => Ok(Json(SearchDetailResponse {
             search: (*detail).into(),
@@ -261,9 +306,15 @@ pub async fn stream_search(
     ApiPath(search_id): ApiPath<String>,
     ApiJson(body): ApiJson<RunSearchRequest>,
 ) -> ApiResult<Response> {
-    let (request, plugin) = prepare(&state, &search_id, body).await?;
-    // Start a run, or join the one running. Between a failed start and the lookup the running
-    // one may end; then this call starts the next one.
+    let search = stored(&state, &search_id).await?;
+    // A run in progress is joined whatever this call's body says (the contract: a second call
+    // attaches), so only a call that starts a run needs a query and the plugin.
+    if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
+        return Ok(sse(log.reader(0), None));
+    }
+    let (request, plugin) = prepare(&state, &search, body)?;
+    // Start a run, or join one that started meanwhile. Between a failed start and the lookup
+    // that run may end; then this call starts the next one.
     let guard = loop {
         if let Some(guard) = state.runs.start(RunKind::Search, &search_id) {
             break guard;
@@ -298,7 +349,7 @@ pub async fn stream_search(
         },
         move |_| async move {
             release(&stop_registration);
-            end_with_error(&stop_log, stopped_message(&stop_state));
+            end_with_error(&stop_log, stopped(&stop_state).message());
         },
     );
     Ok(sse(reader, None))
@@ -344,18 +395,8 @@ pub async fn chat_from_search(
     ApiPath(search_id): ApiPath<String>,
     ApiJson(body): ApiJson<SearchChatRequest>,
 ) -> ApiResult<Json<ChatResponse>> {
-    let title = match body.title {
-        None => None,
-        Some(title) => Some(
-            trimmed_or_none(Some(&title))
-                .ok_or_else(|| ApiError::bad_request("title: must be a non-blank string"))?,
-        ),
-    };
-    let search = state
-        .store
-        .get_search(&search_id)
-        .await?
-        .ok_or_else(not_found)?;
+    let title = non_blank(body.title, "title", MAX_TITLE_CHARS)?;
+    let search = stored(&state, &search_id).await?;
     let title = title.unwrap_or_else(|| {
         let about = search
             .search
@@ -363,6 +404,8 @@ pub async fn chat_from_search(
             .as_deref()
             .or(search.search.title.as_deref())
             .unwrap_or("untitled");
+        // A stored query can be long; a title is for a list.
+        let about: String = about.chars().take(MAX_TITLE_CHARS).collect();
         format!("Search: {about}")
     });
     let seed = NewMessage {
