@@ -27,6 +27,8 @@ const BUNDLED: &[&str] = &[
     "provider_c",
     "provider_agent",
     "search_engine_a",
+    "shell_exec",
+    "coding_exec",
 ];
 
 fn main() {

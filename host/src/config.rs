@@ -265,6 +265,28 @@ impl Config {
                 )));
             }
         }
+        // The key is checked when a devbox tool will use it, so a bad deployment fails at once
+        // rather than at the model's first command.
+        if self.chat_coding_tool_enabled || self.chat_shell_tool_enabled {
+            if let Some(path) = &self.chat_coding_ssh_key_path
+                && let Err(e) = std::fs::File::open(path)
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "CHAT_CODING_SSH_KEY_PATH: cannot read {}: {e}",
+                    path.display()
+                )));
+            }
+            if let Some(b64) = &self.chat_coding_ssh_private_key_b64 {
+                use base64::Engine as _;
+                let decoded = base64::engine::general_purpose::STANDARD.decode(b64.0.trim());
+                if decoded.map_or(true, |key| key.is_empty()) {
+                    return Err(ConfigError::Invalid(
+                        "CHAT_CODING_SSH_PRIVATE_KEY_B64: must be a base64-encoded private key"
+                            .into(),
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 

@@ -40,7 +40,6 @@
 //!   a plugin reaches only what [`plugins::grants`] decided, through host functions.
 //! - A search run stores its outcome only when at least one of its parts succeeded: a run
 //!   whose search and answer both fail leaves the previous run's outcome in place.
-//! - Deliberately absent so far: the devbox (SSH) tools.
 
 pub mod attachments;
 pub mod chat;

@@ -123,7 +123,8 @@ async fn binary_starts_with_no_environment() {
     // Only PORT=0 is set, so parallel tests cannot collide on 8787; everything else is default.
     let process = Process::start(dir.path(), &[("PORT", "0")]);
     let loaded = process.line_with("plugins loaded");
-    let bundled = chatd::plugins::bundled::BUNDLED.len();
+    // The devbox tools are bundled but, not enabled here, neither compiled nor served.
+    let bundled = chatd::plugins::bundled::BUNDLED.len() - 2;
     assert!(
         loaded.contains(&format!("{bundled} plugins loaded in")),
         "{loaded}"
@@ -206,6 +207,26 @@ fn invalid_configuration_stops_startup_with_one_line() {
         (
             &[("CHAT_CODING_TOOL_ENABLED", "true")],
             "CHAT_CODING_TOOL_ENABLED: true requires CHAT_CODING_REMOTE_HOST",
+        ),
+        (
+            &[("CHAT_SHELL_TOOL_ENABLED", "true")],
+            "CHAT_SHELL_TOOL_ENABLED: true requires CHAT_CODING_REMOTE_HOST",
+        ),
+        (
+            &[
+                ("CHAT_SHELL_TOOL_ENABLED", "true"),
+                ("CHAT_CODING_REMOTE_HOST", "devbox.example"),
+                ("CHAT_CODING_SSH_KEY_PATH", "/nonexistent/key"),
+            ],
+            "CHAT_CODING_SSH_KEY_PATH: cannot read /nonexistent/key",
+        ),
+        (
+            &[
+                ("CHAT_CODING_TOOL_ENABLED", "true"),
+                ("CHAT_CODING_REMOTE_HOST", "devbox.example"),
+                ("CHAT_CODING_SSH_PRIVATE_KEY_B64", "not base64!"),
+            ],
+            "CHAT_CODING_SSH_PRIVATE_KEY_B64: must be a base64-encoded private key",
         ),
         (
             &[("CHAT_SHELL_TOOL_ENABLED", "yes")],

@@ -6,6 +6,7 @@ mod auth;
 mod bundled_tools;
 mod chats;
 mod completions;
+mod devbox;
 mod fixtures;
 mod hot_reload;
 mod lifecycle;

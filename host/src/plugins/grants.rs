@@ -12,7 +12,10 @@
 //!   it), its `…_base_url` setting readable, and the host adds the credential to every request to
 //!   that origin. A service whose base URL is unset grants nothing.
 //! - `grants.config`: non-secret settings ([`SETTINGS`]) only. Secrets are never settings.
-//! - `grants.ssh`: not granted by this build; the devbox capability comes with its own issue.
+//! - `grants.ssh`: the devbox ([`super::ssh`]), for the devbox tools only (`coding_exec`,
+//!   `shell_exec`, as tools): any other plugin asking for it does not load. Granted while the
+//!   tool's CHAT_*_ENABLED is true, with the tool's own time limit; the plugin never learns the
+//!   host, the user or the key.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,6 +28,7 @@ use base64::Engine as _;
 
 use super::http::{Clients, Credential, HttpGrant, Origin};
 use super::manifest::{Kind, Manifest};
+use super::ssh::{DEVBOX_TOOLS, Devbox, SshGrant};
 use super::state::Capabilities;
 use crate::config::{Config, Secret, WebSearchEngine};
 
@@ -137,6 +141,10 @@ pub struct HostSettings {
     services: BTreeMap<&'static str, (Option<Url>, Option<Secret>)>,
     settings: BTreeMap<&'static str, String>,
     pub allow_private: bool,
+    /// The devbox, when a devbox tool is enabled.
+    devbox: Option<Arc<Devbox>>,
+    /// Devbox tool id → whether it is enabled, and its time limit.
+    devbox_tools: BTreeMap<&'static str, (bool, Duration)>,
 }
 
 impl HostSettings {
@@ -193,10 +201,48 @@ impl HostSettings {
         if let Some(model) = &config.agent_model {
             settings.insert("agent_model", model.clone());
         }
+        let devbox = match Devbox::from_config(config) {
+            Ok(devbox) => devbox.map(Arc::new),
+            Err(e) => {
+                // Only the B64 key's copy can fail here (the configuration checked the rest);
+                // the tools then answer that SSH is not available, and the log says why.
+                tracing::error!("the devbox key could not be prepared: {e}");
+                None
+            }
+        };
+        let devbox_tools = BTreeMap::from([
+            (
+                "coding_exec",
+                (
+                    config.chat_coding_tool_enabled,
+                    Duration::from_millis(config.chat_coding_exec_timeout_ms),
+                ),
+            ),
+            (
+                "shell_exec",
+                (
+                    config.chat_shell_tool_enabled,
+                    Duration::from_millis(config.chat_shell_exec_timeout_ms),
+                ),
+            ),
+        ]);
         Self {
             services,
             settings,
             allow_private: config.chatd_allow_private_networks,
+            devbox,
+            devbox_tools,
+        }
+    }
+
+    /// Whether the plugin with this id may serve: a devbox tool only while it is enabled.
+    pub fn serves(&self, id: &str) -> Result<(), String> {
+        match (
+            self.devbox_tools.get(id),
+            DEVBOX_TOOLS.iter().find(|(tool, _)| *tool == id),
+        ) {
+            (Some((false, _)), Some((_, var))) => Err(format!("{var} is not true")),
+            _ => Ok(()),
         }
     }
 }
@@ -282,6 +328,22 @@ pub fn resolve(
             trusted.push(origin);
         }
     }
+    let ssh = if grants.ssh {
+        if manifest.kind != Kind::Tool || !host.devbox_tools.contains_key(manifest.id.as_str()) {
+            return Err(refuse(
+                "grants.ssh: only the devbox tools coding_exec and shell_exec may use SSH".into(),
+            ));
+        }
+        match (&host.devbox, host.devbox_tools.get(manifest.id.as_str())) {
+            (Some(devbox), Some((true, limit))) => Some(Arc::new(SshGrant {
+                devbox: devbox.clone(),
+                limit: *limit,
+            })),
+            _ => None,
+        }
+    } else {
+        None
+    };
     for key in &grants.config {
         if !SETTINGS.contains(&key.as_str()) {
             return Err(refuse(format!(
@@ -305,6 +367,7 @@ pub fn resolve(
             max_timeout: Duration::from_millis(manifest.limits.timeout_ms),
         }),
         clients,
+        ssh,
     })
 }
 
@@ -385,8 +448,14 @@ pub fn describe(manifest: &Manifest, caps: &Capabilities) -> Vec<String> {
     for key in &manifest.grants.config {
         lines.push(format!("config {key}"));
     }
-    if manifest.grants.ssh {
-        lines.push("ssh requested: not granted by this build".into());
+    match (&caps.ssh, manifest.grants.ssh) {
+        (Some(grant), _) => lines.push(format!(
+            "ssh to the devbox {} (commands up to {} ms)",
+            grant.devbox.describe(),
+            grant.limit.as_millis()
+        )),
+        (None, true) => lines.push("ssh requested: no devbox (the tool is not enabled)".into()),
+        (None, false) => {}
     }
     lines
 }
@@ -559,5 +628,44 @@ mod tests {
         );
         let open = host(&["--chatd-allow-private-networks", "true"]);
         assert!(resolve(&m, &open, client()).unwrap().http.allow_private);
+    }
+
+    #[test]
+    fn ssh_is_for_the_enabled_devbox_tools_only() {
+        let devbox = [
+            "--chat-shell-tool-enabled",
+            "true",
+            "--chat-coding-remote-host",
+            "devbox.example",
+            "--chat-shell-exec-timeout-ms",
+            "5000",
+        ];
+        let asks = r#"{"ssh":true}"#;
+        let refused = resolve(&manifest("my_tool", asks), &host(&devbox), client()).unwrap_err();
+        assert!(
+            refused.reason.contains("only the devbox tools"),
+            "{refused}"
+        );
+
+        let shell = resolve(&manifest("shell_exec", asks), &host(&devbox), client()).unwrap();
+        let grant = shell.ssh.as_ref().expect("granted while enabled");
+        assert_eq!(grant.limit, Duration::from_millis(5000));
+        assert!(
+            describe(&manifest("shell_exec", asks), &shell)
+                .contains(&"ssh to the devbox devbox.example:22 (commands up to 5000 ms)".into())
+        );
+        // coding_exec is not enabled: it loads, with nothing granted, and does not serve.
+        let coding = resolve(&manifest("coding_exec", asks), &host(&devbox), client()).unwrap();
+        assert!(coding.ssh.is_none());
+        let settings = host(&devbox);
+        assert!(settings.serves("shell_exec").is_ok());
+        assert_eq!(
+            settings.serves("coding_exec").unwrap_err(),
+            "CHAT_CODING_TOOL_ENABLED is not true"
+        );
+        assert!(settings.serves("web_search").is_ok());
+        // Without the manifest asking, nothing.
+        let quiet = resolve(&manifest("shell_exec", "{}"), &host(&devbox), client()).unwrap();
+        assert!(quiet.ssh.is_none());
     }
 }

@@ -77,10 +77,13 @@ impl config::Host for PluginState {
 }
 
 impl ssh::Host for PluginState {
-    async fn exec(&mut self, _request: ssh::ExecRequest) -> Result<ssh::ExecOutput, ssh::SshError> {
-        Err(ssh::SshError::Denied(format!(
-            "SSH is not granted to plugin {}",
-            self.id
-        )))
+    async fn exec(&mut self, request: ssh::ExecRequest) -> Result<ssh::ExecOutput, ssh::SshError> {
+        let Some(grant) = self.caps.ssh.clone() else {
+            return Err(ssh::SshError::Denied(format!(
+                "SSH is not granted to plugin {}",
+                self.id
+            )));
+        };
+        grant.exec(&request.command, request.timeout_ms).await
     }
 }

@@ -14,8 +14,8 @@
 //!
 //! Invariants: a fresh store and instance per call; every call has a memory cap and a
 //! wall-clock deadline; a trap, a timeout or an exhausted limit fails that call only; nothing a
-//! plugin is not granted is reachable (filesystem and sockets are not even linked); SSH is denied
-//! to every plugin until the devbox issue adds the capability.
+//! plugin is not granted is reachable (filesystem and sockets are not even linked); SSH reaches
+//! only the operator's devbox, and only from the devbox tools ([`ssh`]).
 
 pub mod bindings;
 pub mod bundled;
@@ -31,6 +31,7 @@ pub mod manifest;
 pub mod provider;
 pub mod registry;
 pub mod search;
+pub mod ssh;
 pub mod state;
 pub mod testing;
 pub mod tool;
@@ -199,7 +200,13 @@ impl Core {
         let manifest = &self.manifest;
         let mut state = PluginState::new(manifest, self.caps.clone());
         state.events = events;
-        let deadline = Duration::from_millis(manifest.limits.timeout_ms);
+        // A devbox tool waits on its command, whose limit is the operator's, not the manifest's.
+        let deadline = Duration::from_millis(manifest.limits.timeout_ms).max(
+            self.caps
+                .ssh
+                .as_ref()
+                .map_or(Duration::ZERO, |grant| grant.call_deadline()),
+        );
         let mut store = new_store(&self.engine, state);
         let outcome = tokio::time::timeout(deadline, f(&mut store)).await;
         let stderr = store.data().stderr_text();

@@ -10,6 +10,7 @@
 //! plugins with one id, or a plugin providing a tool name another already provides, are refused
 //! (the first one stays; tool names are claimed by the bundled plugins and their replacements
 //! first). A refused replacement leaves the bundled plugin it meant to replace serving. A
+//! devbox tool (bundled or not) serves only while its CHAT_*_ENABLED is true. A
 //! folder plugin that fails to load is refused with a log line, and its last good version, if
 //! any, keeps serving.
 
@@ -138,8 +139,13 @@ impl PluginHost {
                 reason: "PLUGINS_DIR is not a folder".into(),
             });
         }
+        // A devbox tool the operator did not enable is not even compiled.
+        let bundled = bundled.into_iter().filter(|package| {
+            super::manifest::Manifest::parse(&package.manifest_json)
+                .map_or(true, |m| loader.settings.serves(&m.id).is_ok())
+        });
         // Compiling runs on the blocking pool, so loading them together uses every core.
-        let loads = bundled.into_iter().map(|package| {
+        let loads = bundled.map(|package| {
             let loader = loader.clone();
             tokio::spawn(async move { loader.load(package).await })
         });
@@ -305,7 +311,14 @@ impl PluginHost {
 
     /// Bundled plugins, then folder plugins by file name, under the rules of the module docs.
     fn assemble(&self, folder: &mut BTreeMap<PathBuf, FolderEntry>) -> Snapshot {
-        let mut plugins: Vec<Arc<Plugin>> = self.bundled.clone();
+        // A devbox tool serves only while the operator enables it (bundled or not).
+        let settings = &self.loader.settings;
+        let mut plugins: Vec<Arc<Plugin>> = self
+            .bundled
+            .iter()
+            .filter(|p| settings.serves(p.id()).is_ok())
+            .cloned()
+            .collect();
         let mut from_folder: Vec<String> = Vec::new();
         for (path, entry) in folder.iter_mut() {
             entry.conflict = None;
@@ -313,6 +326,10 @@ impl PluginHost {
                 continue;
             };
             let id = plugin.id();
+            if let Err(why) = settings.serves(id) {
+                entry.conflict = Some(format!("plugin {id} is not served: {why}"));
+                continue;
+            }
             if from_folder.iter().any(|taken| taken == id) {
                 let why = format!("another file in PLUGINS_DIR already provides plugin {id}");
                 tracing::error!("plugin file {} refused: {why}", path.display());

@@ -26,6 +26,8 @@ pub struct Capabilities {
     pub http: Arc<HttpGrant>,
     /// The host's shared connection pools.
     pub clients: Clients,
+    /// The devbox, for the devbox tools while they are enabled.
+    pub ssh: Option<Arc<super::ssh::SshGrant>>,
 }
 
 impl Capabilities {
@@ -35,6 +37,7 @@ impl Capabilities {
             config: Arc::default(),
             http: Arc::new(HttpGrant::none()),
             clients: Clients::new(),
+            ssh: None,
         }
     }
 }

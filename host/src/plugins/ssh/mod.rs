@@ -1,0 +1,328 @@
+//! The `ssh` capability: commands on the operator's devbox, for the devbox tools only.
+//!
+//! The devbox is the operator's (CHAT_CODING_REMOTE_*): a plugin chooses the command line, never
+//! the host, user, port or key. Each command is one SSH session through the system OpenSSH
+//! client (the `openssh` crate): key authentication only (`BatchMode`), the devbox's host key
+//! accepted on first contact and pinned in `devbox_known_hosts` beside the database (OpenSSH's
+//! `accept-new`; the contract has no known_hosts setting, and a key that changes later is
+//! refused), stdin closed, stdout and stderr capped, and a time limit the devbox enforces itself
+//! ([`remote`]) with the host's own deadline behind it.
+//!
+//! A key given as CHAT_CODING_SSH_PRIVATE_KEY_B64 is written, mode 0600, into a private
+//! temporary folder (0700) that also holds the SSH control sockets; the folder is removed when
+//! the server stops.
+
+pub mod remote;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use openssh::{KnownHosts, SessionBuilder, Stdio};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::bindings::imports::chatd::plugin::ssh::{ExecOutput, SshError};
+use crate::config::Config;
+
+/// The most of each of stdout and stderr kept per command.
+pub const OUTPUT_CAP: usize = 1024 * 1024;
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Keep-alive probes, so a devbox that vanishes mid-command is noticed.
+const ALIVE_INTERVAL: Duration = Duration::from_secs(15);
+/// How long after the limit the host gives the devbox's own `timeout` (its TERM, then KILL
+/// after 5 s) before it drops the session itself.
+const HOST_GRACE: Duration = Duration::from_secs(10);
+
+/// The devbox tools: plugin id, its enable switch, its timeout.
+pub const DEVBOX_TOOLS: &[(&str, &str)] = &[
+    ("coding_exec", "CHAT_CODING_TOOL_ENABLED"),
+    ("shell_exec", "CHAT_SHELL_TOOL_ENABLED"),
+];
+
+/// The operator's devbox and how to reach it.
+#[derive(Debug)]
+pub struct Devbox {
+    /// `host` or `user@host`, as configured.
+    destination: String,
+    /// CHAT_CODING_REMOTE_USER; a user in the destination wins (it is the more specific).
+    user: Option<String>,
+    port: u16,
+    workdir: Option<String>,
+    /// The private key: the operator's file, or the B64 key's copy in `private`.
+    key: Option<PathBuf>,
+    known_hosts: PathBuf,
+    /// Holds the B64 key's copy and the control sockets; removed on drop.
+    private: tempfile::TempDir,
+}
+
+impl Devbox {
+    /// The devbox when a devbox tool is enabled (the configuration guarantees a host then).
+    pub fn from_config(config: &Config) -> std::io::Result<Option<Self>> {
+        let enabled = config.chat_coding_tool_enabled || config.chat_shell_tool_enabled;
+        let Some(destination) = config.chat_coding_remote_host.clone().filter(|_| enabled) else {
+            return Ok(None);
+        };
+        let private = tempfile::Builder::new().prefix("chatd-devbox-").tempdir()?;
+        let key = match (
+            &config.chat_coding_ssh_key_path,
+            &config.chat_coding_ssh_private_key_b64,
+        ) {
+            (Some(path), _) => Some(path.clone()),
+            (None, Some(b64)) => Some(write_key(private.path(), b64.expose())?),
+            (None, None) => None,
+        };
+        let known_hosts = crate::store::Store::folder(&config.database_url)
+            .map(|folder| folder.join("devbox_known_hosts"))
+            .unwrap_or_else(|| private.path().join("known_hosts"));
+        Ok(Some(Self {
+            destination,
+            user: config.chat_coding_remote_user.clone(),
+            port: config.chat_coding_remote_port,
+            workdir: config.chat_coding_remote_workdir.clone(),
+            key,
+            known_hosts,
+            private,
+        }))
+    }
+
+    /// Where it is, for operators: `user@host:port`.
+    pub fn describe(&self) -> String {
+        match (&self.user, self.destination.contains('@')) {
+            (Some(user), false) => format!("{user}@{}:{}", self.destination, self.port),
+            _ => format!("{}:{}", self.destination, self.port),
+        }
+    }
+
+    /// Runs `command` in the working directory, stdin closed, for at most `limit`.
+    pub async fn exec(&self, command: &str, limit: Duration) -> Result<ExecOutput, SshError> {
+        let started = Instant::now();
+        let mut builder = SessionBuilder::default();
+        builder
+            .port(self.port)
+            .known_hosts_check(KnownHosts::Add)
+            .user_known_hosts_file(&self.known_hosts)
+            .control_directory(self.private.path())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .server_alive_interval(ALIVE_INTERVAL);
+        if let Some(user) = &self.user {
+            builder.user(user.clone());
+        }
+        if let Some(key) = &self.key {
+            builder.keyfile(key);
+        }
+        let session = builder
+            .connect(&self.destination)
+            .await
+            .map_err(connect_error)?;
+        let script = remote::script(command, self.workdir.as_deref(), limit);
+        let outcome = run(&session, &script, limit).await;
+        // Closing here, not in Drop: Drop would run `ssh -O exit` on an executor thread.
+        let _ = session.close().await;
+        let (status, stdout, stderr, host_deadline) = outcome?;
+        let timed_out = host_deadline || status == Some(remote::TIMED_OUT);
+        Ok(ExecOutput {
+            exit_status: if timed_out { None } else { status },
+            stdout: stdout.bytes,
+            stderr: stderr.bytes,
+            stdout_truncated: stdout.truncated,
+            stderr_truncated: stderr.truncated,
+            timed_out,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        })
+    }
+}
+
+type Ran = (Option<i32>, Capture, Capture, bool);
+
+/// Runs the script: its exit status (none when ended by a signal), its output, and whether the
+/// host's deadline ended it.
+async fn run(session: &openssh::Session, script: &str, limit: Duration) -> Result<Ran, SshError> {
+    let mut child = session
+        .raw_command(script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .await
+        .map_err(|e| SshError::Failed(format!("cannot start the command: {}", chain(&e))))?;
+    let (stdout, stderr) = (child.stdout().take(), child.stderr().take());
+    let (mut out, mut err) = (Capture::default(), Capture::default());
+    let waited = tokio::time::timeout(limit + HOST_GRACE, async {
+        tokio::join!(out.read(stdout), err.read(stderr));
+        child.wait().await
+    })
+    .await;
+    match waited {
+        Ok(Ok(status)) => Ok((status.code(), out, err, false)),
+        // Ended by a signal (or, OpenSSH cannot tell, the connection dropped).
+        Ok(Err(openssh::Error::RemoteProcessTerminated)) => Ok((None, out, err, false)),
+        Ok(Err(openssh::Error::Disconnected)) => Err(SshError::Failed(
+            "the SSH connection dropped (or the command exited with status 255)".into(),
+        )),
+        Ok(Err(e)) => Err(SshError::Failed(chain(&e))),
+        // The devbox did not end it in time: dropping the child closes the session.
+        Err(_) => Ok((None, out, err, true)),
+    }
+}
+
+/// Up to [`OUTPUT_CAP`] bytes of one stream; the rest is read and dropped, so a chatty command
+/// never blocks on a full pipe.
+#[derive(Default)]
+struct Capture {
+    bytes: Vec<u8>,
+    truncated: bool,
+}
+
+impl Capture {
+    async fn read(&mut self, stream: Option<impl AsyncRead + Unpin>) {
+        let Some(mut stream) = stream else { return };
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    let room = OUTPUT_CAP - self.bytes.len();
+                    if n > room {
+                        self.truncated = true;
+                    }
+                    self.bytes.extend_from_slice(&buf[..n.min(room)]);
+                }
+            }
+        }
+    }
+}
+
+/// What a failed connection means to the tool: the key refused, the host not reached, or else.
+fn connect_error(error: openssh::Error) -> SshError {
+    let text = chain(&error);
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("permission denied") || lower.contains("no more authentication methods") {
+        SshError::Authentication(text)
+    } else if lower.contains("host key verification failed")
+        || lower.contains("remote host identification has changed")
+    {
+        SshError::Failed(format!(
+            "{text} (the devbox's host key is not the one pinned in devbox_known_hosts)"
+        ))
+    } else if [
+        "connection refused",
+        "could not resolve",
+        "timed out",
+        "unreachable",
+        "no route",
+        "connection closed",
+        "connection reset",
+    ]
+    .iter()
+    .any(|sign| lower.contains(sign))
+    {
+        SshError::Unreachable(text)
+    } else {
+        SshError::Failed(text)
+    }
+}
+
+/// An error with its causes, on one line (OpenSSH's own words are in the innermost).
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let words = cause.to_string();
+        if !words.trim().is_empty() {
+            text.push_str(": ");
+            text.push_str(words.trim());
+        }
+        source = cause.source();
+    }
+    text.replace('\n', " ")
+}
+
+/// Writes a base64 key, 0600, into `dir`.
+fn write_key(dir: &Path, b64: &str) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64.trim())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let path = dir.join("devbox_key");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    file.write_all(&bytes)?;
+    // ssh refuses a key without its final newline in some formats.
+    if !bytes.ends_with(b"\n") {
+        file.write_all(b"\n")?;
+    }
+    Ok(path)
+}
+
+/// The `ssh` grant of one devbox tool: the devbox and the tool's time limit.
+#[derive(Clone, Debug)]
+pub struct SshGrant {
+    pub devbox: Arc<Devbox>,
+    pub limit: Duration,
+}
+
+impl SshGrant {
+    /// Runs a plugin's request: its time limit is capped by the operator's.
+    pub async fn exec(&self, command: &str, requested_ms: u32) -> Result<ExecOutput, SshError> {
+        let limit = self
+            .limit
+            .min(Duration::from_millis(u64::from(requested_ms)));
+        self.devbox.exec(command, limit).await
+    }
+
+    /// How long a call of the plugin may take: the command's limit and the host's grace, plus
+    /// connecting.
+    pub fn call_deadline(&self) -> Duration {
+        self.limit + HOST_GRACE + CONNECT_TIMEOUT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_b64_key_is_written_0600_and_removed_with_its_folder() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD.encode("KEY MATERIAL");
+        let path = write_key(dir.path(), &b64).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(std::fs::read(&path).unwrap(), b"KEY MATERIAL\n");
+        drop(dir);
+        assert!(!path.exists());
+        assert!(write_key(tempfile::tempdir().unwrap().path(), "not base64!").is_err());
+    }
+
+    #[test]
+    fn connection_failures_are_told_apart() {
+        let connect = |text: &str| {
+            connect_error(openssh::Error::Connect(std::io::Error::other(
+                text.to_string(),
+            )))
+        };
+        assert!(matches!(
+            connect("root@127.0.0.1: Permission denied (publickey)."),
+            SshError::Authentication(_)
+        ));
+        assert!(matches!(
+            connect("connect to host 127.0.0.1 port 1: Connection refused"),
+            SshError::Unreachable(_)
+        ));
+        assert!(matches!(
+            connect("Could not resolve hostname nowhere.invalid: Name or service not known"),
+            SshError::Unreachable(_)
+        ));
+        match connect("Host key verification failed.") {
+            SshError::Failed(m) => assert!(m.contains("devbox_known_hosts"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
