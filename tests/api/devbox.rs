@@ -313,6 +313,32 @@ async fn a_non_zero_exit_is_a_failed_call_with_its_output() {
     assert!(message.contains("stderr:\nerr"), "{message}");
 }
 
+#[tokio::test]
+async fn output_is_capped_and_marked() {
+    let Some(sshd) = Sshd::start(false) else {
+        return;
+    };
+    let tool = sshd.tool("shell_exec", &[]).await;
+    // 2 MiB on stdout: past the host's 1 MiB cap and the model's 16 KiB.
+    let out = call(
+        &tool,
+        shell("head -c 2097152 /dev/zero | tr '\\0' a; echo done >&2"),
+    )
+    .await
+    .unwrap();
+    assert!(out.content.len() < 64 * 1024, "{}", out.content.len());
+    assert!(
+        out.content
+            .contains("[stdout cut: the command printed more]"),
+        "{}",
+        &out.content[out.content.len() - 200..]
+    );
+    assert!(
+        out.content.contains("stderr:\ndone"),
+        "the rest still arrives"
+    );
+}
+
 /// Whether a process whose command line holds `needle` runs on this machine (the devbox).
 fn running(needle: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {

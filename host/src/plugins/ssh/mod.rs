@@ -197,6 +197,13 @@ impl Capture {
 
 /// What a failed connection means to the tool: the key refused, the host not reached, or else.
 fn connect_error(error: openssh::Error) -> SshError {
+    if let openssh::Error::Connect(io) = &error
+        && io.kind() == std::io::ErrorKind::NotFound
+    {
+        return SshError::Failed(
+            "the ssh client is not installed on the chatd host (install openssh-client)".into(),
+        );
+    }
     let text = chain(&error);
     let lower = text.to_ascii_lowercase();
     if lower.contains("permission denied") || lower.contains("no more authentication methods") {
