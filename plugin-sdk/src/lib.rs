@@ -101,6 +101,19 @@ pub fn transport_error(error: HttpError) -> PluginError {
     }
 }
 
+/// An upstream's error with the upstream's name before its message (`engine_a: Invalid API
+/// key`): messages reach clients and models, and they should say who answered. Other errors
+/// pass unchanged.
+pub fn name_upstream(error: PluginError, name: &str) -> PluginError {
+    match error {
+        PluginError::Upstream(mut e) => {
+            e.message = format!("{name}: {}", e.message);
+            PluginError::Upstream(e)
+        }
+        other => other,
+    }
+}
+
 /// The default answer of trait methods a plugin does not implement.
 pub fn unsupported(what: &str) -> PluginError {
     PluginError::Unsupported(format!("this plugin does not support {what}"))

@@ -23,7 +23,11 @@ async fn bundled(id: &str, args: &[&str]) -> Plugin {
         .unwrap_or_else(|e| panic!("{id} loads: {e}"))
 }
 
-async fn call(plugin: &Plugin, args: serde_json::Value) -> Result<ToolOutput, PluginError> {
+/// Invokes a tool plugin's (first) tool with `args`.
+pub(crate) async fn call(
+    plugin: &Plugin,
+    args: serde_json::Value,
+) -> Result<ToolOutput, PluginError> {
     let name = plugin.tools[0].name.clone();
     plugin
         .as_tool()

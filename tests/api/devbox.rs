@@ -16,10 +16,22 @@ use chatd::plugins::testing::{Reply, ScriptedUpstream, TestHost};
 use chatd::plugins::tool::{PluginError, ToolOutput};
 use serde_json::{Value, json};
 
+use crate::bundled_tools::call;
 use crate::completions::{ROUTE, TEXT_STREAM, body, server_for};
 use crate::support::plugin_cache_dir;
 
 const SSHD: &str = "/usr/sbin/sshd";
+
+/// What the remote PATH holds.
+#[derive(Clone, Copy, PartialEq)]
+enum RemotePath {
+    /// The system's, with the fake `codex` first.
+    Full,
+    /// `sh` and a few tools, no `bash`.
+    NoBash,
+    /// `bash`, `sh` and a few tools, no `timeout`.
+    NoTimeout,
+}
 
 /// A throwaway OpenSSH server for the current user.
 struct Sshd {
@@ -54,8 +66,8 @@ fn write_executable(path: &Path, text: &str) {
 
 impl Sshd {
     /// Starts one; `None` (after saying why) when this machine has no sshd and CI does not
-    /// require it. `no_bash`: the session's PATH has `sh` but no `bash`.
-    fn start(no_bash: bool) -> Option<Self> {
+    /// require it.
+    fn start(remote_path: RemotePath) -> Option<Self> {
         if !Path::new(SSHD).exists() {
             assert!(
                 std::env::var_os("CHATD_REQUIRE_SSHD").is_none(),
@@ -84,11 +96,15 @@ impl Sshd {
                 cwd = d.join("codex-cwd").display(),
             ),
         );
-        let path = if no_bash {
-            // What the wrapper and `sh -lc` need, and no bash.
-            let nobash = d.join("nobash");
+        let path = if remote_path != RemotePath::Full {
+            // What the wrapper and `sh -lc` need, less bash or timeout.
+            let nobash = d.join("limited");
             std::fs::create_dir(&nobash).unwrap();
-            for tool in ["sh", "mkdir", "timeout", "sleep", "cat"] {
+            let tools: &[&str] = match remote_path {
+                RemotePath::NoBash => &["sh", "mkdir", "timeout", "sleep", "cat"],
+                _ => &["sh", "bash", "mkdir", "sleep", "cat"],
+            };
+            for tool in tools {
                 let target = ["/usr/bin", "/bin"]
                     .iter()
                     .map(|dir| Path::new(dir).join(tool))
@@ -219,16 +235,6 @@ impl Sshd {
     }
 }
 
-async fn call(plugin: &Plugin, args: Value) -> Result<ToolOutput, PluginError> {
-    let name = plugin.tools[0].name.clone();
-    plugin
-        .as_tool()
-        .expect("a tool plugin")
-        .invoke(&name, &args.to_string())
-        .await
-        .expect("the call finishes in the sandbox")
-}
-
 fn shell(command: &str) -> Value {
     json!({ "command": command })
 }
@@ -245,7 +251,7 @@ fn failure(result: Result<ToolOutput, PluginError>) -> String {
 
 #[tokio::test]
 async fn shell_exec_runs_with_bash_in_the_created_workdir() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     assert!(!sshd.workdir().exists());
@@ -278,7 +284,7 @@ async fn shell_exec_runs_with_bash_in_the_created_workdir() {
 
 #[tokio::test]
 async fn shell_exec_falls_back_to_sh_without_bash() {
-    let Some(sshd) = Sshd::start(true) else {
+    let Some(sshd) = Sshd::start(RemotePath::NoBash) else {
         return;
     };
     let tool = sshd.tool("shell_exec", &[]).await;
@@ -288,7 +294,7 @@ async fn shell_exec_falls_back_to_sh_without_bash() {
 
 #[tokio::test]
 async fn stdin_is_closed_so_a_command_reading_it_ends_at_once() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     // A limit long enough that a command waiting on stdin would visibly time out instead.
@@ -303,7 +309,7 @@ async fn stdin_is_closed_so_a_command_reading_it_ends_at_once() {
 
 #[tokio::test]
 async fn a_non_zero_exit_is_a_failed_call_with_its_output() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     let tool = sshd.tool("shell_exec", &[]).await;
@@ -315,7 +321,7 @@ async fn a_non_zero_exit_is_a_failed_call_with_its_output() {
 
 #[tokio::test]
 async fn output_is_capped_and_marked() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     let tool = sshd.tool("shell_exec", &[]).await;
@@ -339,6 +345,62 @@ async fn output_is_capped_and_marked() {
     );
 }
 
+#[tokio::test]
+async fn a_missing_program_is_exit_127_with_its_message() {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+        return;
+    };
+    let tool = sshd.tool("shell_exec", &[]).await;
+    let message = failure(call(&tool, shell("no-such-program-4711")).await);
+    assert!(message.starts_with("exit status 127 after"), "{message}");
+    assert!(message.contains("no-such-program-4711"), "{message}");
+    assert!(message.contains("not found"), "{message}");
+}
+
+#[tokio::test]
+async fn a_user_in_the_host_wins_over_the_user_setting() {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+        return;
+    };
+    let host = format!("{}@127.0.0.1", sshd.user);
+    let args = sshd.args_with(&[
+        ("--chat-coding-remote-host", &host),
+        ("--chat-coding-remote-user", "nobody-such-user"),
+    ]);
+    let tool = sshd.tool_from("shell_exec", args).await;
+    let out = call(&tool, shell("id -un")).await.unwrap();
+    assert!(
+        out.content.contains(&format!("\n{}", sshd.user)),
+        "{}",
+        out.content
+    );
+}
+
+#[tokio::test]
+async fn a_command_ignoring_term_is_killed_and_reported_as_timed_out() {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+        return;
+    };
+    let tool = sshd
+        .tool("shell_exec", &["--chat-shell-exec-timeout-ms", "1000"])
+        .await;
+    let message = failure(call(&tool, shell("trap '' TERM; sleep 30.5813")).await);
+    assert!(message.starts_with("timed out after"), "{message}");
+    assert!(!running("sleep 30.5813"), "killed after TERM was ignored");
+}
+
+#[tokio::test]
+async fn a_devbox_without_timeout_refuses_to_run_commands() {
+    let Some(sshd) = Sshd::start(RemotePath::NoTimeout) else {
+        return;
+    };
+    let tool = sshd.tool("shell_exec", &[]).await;
+    let message = failure(call(&tool, shell("echo should-not-run")).await);
+    assert!(message.starts_with("exit status 126"), "{message}");
+    assert!(message.contains("no `timeout` command"), "{message}");
+    assert!(!message.contains("should-not-run\n"), "{message}");
+}
+
 /// Whether a process whose command line holds `needle` runs on this machine (the devbox).
 fn running(needle: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
@@ -354,7 +416,7 @@ fn running(needle: &str) -> bool {
 
 #[tokio::test]
 async fn the_timeout_fails_the_call_and_ends_the_remote_process() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     let tool = sshd
@@ -377,7 +439,7 @@ async fn the_timeout_fails_the_call_and_ends_the_remote_process() {
 
 #[tokio::test]
 async fn an_unreachable_devbox_and_a_wrong_key_are_failed_calls() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     let closed_port = {
@@ -398,7 +460,7 @@ async fn an_unreachable_devbox_and_a_wrong_key_are_failed_calls() {
 
 #[tokio::test]
 async fn a_base64_key_works_like_a_key_file() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     let key = std::fs::read(sshd.path("client_key")).unwrap();
@@ -412,7 +474,7 @@ async fn a_base64_key_works_like_a_key_file() {
 
 #[tokio::test]
 async fn coding_exec_runs_codex_non_interactively_in_the_workdir() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     let tool = sshd.tool("coding_exec", &[]).await;
@@ -453,7 +515,7 @@ async fn coding_exec_runs_codex_non_interactively_in_the_workdir() {
 
 #[tokio::test]
 async fn a_chat_turn_runs_shell_exec_over_ssh_and_the_model_sees_the_output() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     let shell_call = include_str!(
@@ -542,7 +604,7 @@ async fn a_chat_turn_runs_shell_exec_over_ssh_and_the_model_sees_the_output() {
 
 #[tokio::test]
 async fn a_devbox_tool_is_listed_only_while_enabled() {
-    let Some(sshd) = Sshd::start(false) else {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
         return;
     };
     let upstream = ScriptedUpstream::start(Vec::<(&str, Reply)>::new()).await;

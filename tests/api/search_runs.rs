@@ -74,6 +74,17 @@ async fn engine(search: Reply, answer: Reply) -> (ScriptedUpstream, TestServer) 
     (upstream, server)
 }
 
+/// An engine whose search (`n` results) and answer both wait for the returned gate.
+async fn held_engine(n: usize) -> (Gate, ScriptedUpstream, TestServer) {
+    let gate = Gate::new();
+    let (upstream, server) = engine(
+        Reply::json(200, exa_results(n)).after(&gate),
+        Reply::json(200, exa_answer()).after(&gate),
+    )
+    .await;
+    (gate, upstream, server)
+}
+
 fn names(events: &[Event]) -> Vec<&str> {
     events.iter().map(|e| e.name.as_str()).collect()
 }
@@ -394,12 +405,7 @@ async fn a_stream_sends_each_part_as_it_ends_then_done_with_the_stored_search() 
 
 #[tokio::test]
 async fn two_concurrent_streams_share_one_run_and_one_upstream_request() {
-    let gate = Gate::new();
-    let (upstream, server) = engine(
-        Reply::json(200, exa_results(2)).after(&gate),
-        Reply::json(200, exa_answer()).after(&gate),
-    )
-    .await;
+    let (gate, upstream, server) = held_engine(2).await;
     let id = server.new_search(json!({"query": "Shared"})).await;
     let first = open_stream(&server, &id, json!({})).await;
     upstream.received(2).await;
@@ -444,12 +450,7 @@ async fn two_concurrent_streams_share_one_run_and_one_upstream_request() {
 
 #[tokio::test]
 async fn a_second_stream_call_joins_whatever_its_body_says_and_run_meanwhile_is_409() {
-    let gate = Gate::new();
-    let (upstream, server) = engine(
-        Reply::json(200, exa_results(2)).after(&gate),
-        Reply::json(200, exa_answer()).after(&gate),
-    )
-    .await;
+    let (gate, upstream, server) = held_engine(2).await;
     // No stored query: only the first call's override makes a run possible.
     let id = server.new_search(json!({"title": "untitled yet"})).await;
     let first = open_stream(&server, &id, json!({"query": "the override"})).await;
@@ -511,12 +512,7 @@ async fn attach_replays_then_follows_and_is_404_when_nothing_runs() {
 
 #[tokio::test]
 async fn a_client_that_leaves_does_not_stop_the_run_and_its_outcome_is_persisted() {
-    let gate = Gate::new();
-    let (upstream, server) = engine(
-        Reply::json(200, exa_results(4)).after(&gate),
-        Reply::json(200, exa_answer()).after(&gate),
-    )
-    .await;
+    let (gate, upstream, server) = held_engine(4).await;
     let id = server.new_search(json!({"query": "q"})).await;
     let res = server
         .open(
@@ -601,12 +597,7 @@ async fn stream_failures_are_events_and_a_total_failure_stores_nothing() {
 
 #[tokio::test]
 async fn a_search_deleted_during_its_run_ends_with_an_error() {
-    let gate = Gate::new();
-    let (upstream, server) = engine(
-        Reply::json(200, exa_results(1)).after(&gate),
-        Reply::json(200, exa_answer()).after(&gate),
-    )
-    .await;
+    let (gate, upstream, server) = held_engine(1).await;
     let id = server.new_search(json!({"query": "q"})).await;
     let events = open_stream(&server, &id, json!({})).await;
     upstream.received(2).await;
@@ -651,16 +642,7 @@ async fn cache_hit_is_false_once_the_window_passes_and_true_after_a_new_run() {
     );
     assert_eq!(reuse().await.1["cacheHit"], true);
 
-    let aged = (chrono::Utc::now() - chrono::TimeDelta::hours(25))
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string();
-    let mut db = server.raw_db().await;
-    sqlx::query("UPDATE searches SET updated_at = ? WHERE id = ?")
-        .bind(&aged)
-        .bind(&id)
-        .execute(&mut db)
-        .await
-        .unwrap();
+    server.age_search(&id, 25).await;
     assert_eq!(reuse().await.1["cacheHit"], false, "older than 24 hours");
     assert_eq!(
         server

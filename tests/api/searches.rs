@@ -199,16 +199,7 @@ async fn cache_hit_needs_output_no_stream_and_24_hours() {
     );
 
     // Older than the 24-hour window: reused, but not a hit.
-    let aged = (chrono::Utc::now() - chrono::TimeDelta::hours(25))
-        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
-        .to_string();
-    let mut db = server.raw_db().await;
-    sqlx::query("UPDATE searches SET updated_at = ? WHERE id = ?")
-        .bind(&aged)
-        .bind(&id)
-        .execute(&mut db)
-        .await
-        .unwrap();
+    server.age_search(&id, 25).await;
     let (_, body) = reuse().await;
     assert_eq!(body["reused"], true);
     assert_eq!(body["cacheHit"], false);

@@ -251,6 +251,20 @@ impl TestServer {
         counts
     }
 
+    /// Moves a search's `updatedAt` `hours` into the past (the cache window is 24 hours).
+    pub async fn age_search(&self, id: &str, hours: i64) {
+        let aged = (chrono::Utc::now() - chrono::TimeDelta::hours(hours))
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string();
+        let mut db = self.raw_db().await;
+        sqlx::query("UPDATE searches SET updated_at = ? WHERE id = ?")
+            .bind(&aged)
+            .bind(id)
+            .execute(&mut db)
+            .await
+            .unwrap();
+    }
+
     /// A separate connection to the server's database file, for what only time can do (aging a row).
     pub async fn raw_db(&self) -> sqlx::SqliteConnection {
         use sqlx::Connection;

@@ -326,8 +326,18 @@ impl PluginHost {
                 continue;
             };
             let id = plugin.id();
-            if let Err(why) = settings.serves(id) {
-                entry.conflict = Some(format!("plugin {id} is not served: {why}"));
+            // By id and by tool name: a plugin under another id cannot list a disabled
+            // devbox tool either.
+            let serves = settings.serves(id).and_then(|()| {
+                plugin
+                    .tools
+                    .iter()
+                    .try_for_each(|tool| settings.serves(&tool.name))
+            });
+            if let Err(why) = serves {
+                let why = format!("plugin {id} is not served: {why}");
+                tracing::error!("plugin file {} refused: {why}", path.display());
+                entry.conflict = Some(why);
                 continue;
             }
             if from_folder.iter().any(|taken| taken == id) {

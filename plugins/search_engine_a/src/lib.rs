@@ -42,7 +42,7 @@ fn post(path: &str, body: &Value) -> Result<Vec<u8>, PluginError> {
         .send()
         .map_err(chatd_plugin_sdk::transport_error)?
         .error_for_status()
-        .map_err(name_engine)?
+        .map_err(|e| chatd_plugin_sdk::name_upstream(e, "engine_a"))?
         .bytes()
         .map_err(chatd_plugin_sdk::transport_error)
 }
@@ -57,17 +57,6 @@ fn base_url() -> Result<String, PluginError> {
     })
 }
 
-/// Upstream errors reach the client as they are, so they say which engine answered.
-fn name_engine(error: PluginError) -> PluginError {
-    match error {
-        PluginError::Upstream(mut e) => {
-            e.message = format!("engine_a: {}", e.message);
-            PluginError::Upstream(e)
-        }
-        other => other,
-    }
-}
-
 chatd_plugin_sdk::export_search!(SearchEngineA);
 
 #[cfg(test)]
@@ -78,10 +67,13 @@ mod tests {
     #[test]
     fn upstream_errors_name_the_engine() {
         // The message error_for_status takes from an Exa error body's `error`.
-        let named = name_engine(PluginError::Upstream(UpstreamError {
-            status: 401,
-            message: "Invalid API key".into(),
-        }));
+        let named = chatd_plugin_sdk::name_upstream(
+            PluginError::Upstream(UpstreamError {
+                status: 401,
+                message: "Invalid API key".into(),
+            }),
+            "engine_a",
+        );
         match named {
             PluginError::Upstream(e) => {
                 assert_eq!(e.status, 401);
@@ -93,7 +85,7 @@ mod tests {
 
     #[test]
     fn other_errors_are_left_alone() {
-        match name_engine(PluginError::Transport("reset".into())) {
+        match chatd_plugin_sdk::name_upstream(PluginError::Transport("reset".into()), "engine_a") {
             PluginError::Transport(why) => assert_eq!(why, "reset"),
             other => panic!("{other:?}"),
         }

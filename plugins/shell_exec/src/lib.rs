@@ -52,8 +52,8 @@ impl Tool for ShellExec {
     }
 }
 
-/// The remote command line. The remote user's login shell may be anything (fish, csh…), so the
-/// line sticks to what every POSIX-ish shell parses, and picks bash when the devbox has it:
+/// The remote command line (the host runs it under `sh -c`, in the working directory): it picks
+/// bash when the devbox has it:
 /// `-l` for the user's login environment (PATH from their profile), `-c` for the command as one
 /// quoted word; `exec` so the shell does not linger as a parent (the host's timeout ends the
 /// command itself).

@@ -16,7 +16,7 @@ pub fn search(base: &str, query: &str, count: u32) -> Result<Found, PluginError>
         .send()
         .map_err(chatd_plugin_sdk::transport_error)?
         .error_for_status()
-        .map_err(name_engine)?;
+        .map_err(|e| chatd_plugin_sdk::name_upstream(e, "engine_a"))?;
     let body = response.json()?;
     parse(body, count)
 }
@@ -95,16 +95,6 @@ pub fn parse(body: serde_json::Value, count: u32) -> Result<Found, PluginError> 
         hits,
         ..Found::default()
     })
-}
-
-fn name_engine(error: PluginError) -> PluginError {
-    match error {
-        PluginError::Upstream(mut e) => {
-            e.message = format!("engine_a: {}", e.message);
-            PluginError::Upstream(e)
-        }
-        other => other,
-    }
 }
 
 #[cfg(test)]

@@ -21,13 +21,9 @@ pub fn search(base: &str, query: &str, count: u32) -> Result<Found, PluginError>
                 .into(),
         }));
     }
-    let response = response.error_for_status().map_err(|e| match e {
-        PluginError::Upstream(mut e) => {
-            e.message = format!("engine_b: {}", e.message);
-            PluginError::Upstream(e)
-        }
-        other => other,
-    })?;
+    let response = response
+        .error_for_status()
+        .map_err(|e| chatd_plugin_sdk::name_upstream(e, "engine_b"))?;
     parse(response.json()?, count)
 }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use openssh::{KnownHosts, SessionBuilder, Stdio};
+use openssh::{ControlPersist, KnownHosts, SessionBuilder, Stdio};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::bindings::imports::chatd::plugin::ssh::{ExecOutput, SshError};
@@ -35,6 +35,12 @@ const ALIVE_INTERVAL: Duration = Duration::from_secs(15);
 /// How long after the limit the host gives the devbox's own `timeout` (its TERM, then KILL
 /// after 5 s) before it drops the session itself.
 const HOST_GRACE: Duration = Duration::from_secs(10);
+/// How long an SSH master left behind (a cancelled call) lingers before it exits by itself.
+const MASTER_IDLE: std::num::NonZeroUsize = std::num::NonZeroUsize::new(60).unwrap();
+/// The SSH client's whole configuration: no agent or X11 forwarding, no port forwarding, no
+/// local commands, whatever the operator's own files say.
+const CLIENT_CONFIG: &str = "ForwardAgent no\nForwardX11 no\nClearAllForwardings yes\n\
+                             PermitLocalCommand no\nRequestTTY no\n";
 
 /// The devbox tools: plugin id, its enable switch, its timeout.
 pub const DEVBOX_TOOLS: &[(&str, &str)] = &[
@@ -47,14 +53,18 @@ pub const DEVBOX_TOOLS: &[(&str, &str)] = &[
 pub struct Devbox {
     /// `host` or `user@host`, as configured.
     destination: String,
-    /// CHAT_CODING_REMOTE_USER; a user in the destination wins (it is the more specific).
+    /// CHAT_CODING_REMOTE_USER, used only when the destination names no user (the contract:
+    /// "omitted if the host already has a user"; ssh's `-l` would otherwise win over it).
     user: Option<String>,
     port: u16,
     workdir: Option<String>,
     /// The private key: the operator's file, or the B64 key's copy in `private`.
     key: Option<PathBuf>,
     known_hosts: PathBuf,
-    /// Holds the B64 key's copy and the control sockets; removed on drop.
+    /// [`CLIENT_CONFIG`], written into `private`.
+    client_config: PathBuf,
+    /// Holds the B64 key's copy, the client configuration and the control sockets; removed on
+    /// drop.
     private: tempfile::TempDir,
 }
 
@@ -74,6 +84,8 @@ impl Devbox {
             (None, Some(b64)) => Some(write_key(private.path(), b64.expose())?),
             (None, None) => None,
         };
+        let client_config = private.path().join("ssh_config");
+        std::fs::write(&client_config, CLIENT_CONFIG)?;
         let known_hosts = crate::store::Store::folder(&config.database_url)
             .map(|folder| folder.join("devbox_known_hosts"))
             .unwrap_or_else(|| private.path().join("known_hosts"));
@@ -84,6 +96,7 @@ impl Devbox {
             workdir: config.chat_coding_remote_workdir.clone(),
             key,
             known_hosts,
+            client_config,
             private,
         }))
     }
@@ -107,22 +120,49 @@ impl Devbox {
             .control_directory(self.private.path())
             .connect_timeout(CONNECT_TIMEOUT)
             .server_alive_interval(ALIVE_INTERVAL);
-        if let Some(user) = &self.user {
+        if let Some(user) = self
+            .user
+            .as_ref()
+            .filter(|_| !self.destination.contains('@'))
+        {
             builder.user(user.clone());
         }
         if let Some(key) = &self.key {
             builder.keyfile(key);
         }
-        let session = builder
-            .connect(&self.destination)
-            .await
-            .map_err(connect_error)?;
+        // Only chatd's settings, not the operator's ~/.ssh/config (agent forwarding there would
+        // hand the model's commands the operator's agent); a master left behind exits when idle.
+        builder
+            .config_file(&self.client_config)
+            .control_persist(ControlPersist::IdleFor(MASTER_IDLE));
+        let session = Open(Some(
+            builder
+                .connect(&self.destination)
+                .await
+                .map_err(connect_error)?,
+        ));
+        // A limit of 0 would turn the remote `timeout` off.
+        let limit = limit.max(Duration::from_millis(1));
         let script = remote::script(command, self.workdir.as_deref(), limit);
-        let outcome = run(&session, &script, limit).await;
-        // Closing here, not in Drop: Drop would run `ssh -O exit` on an executor thread.
-        let _ = session.close().await;
+        let outcome = run(session.get(), &script, limit).await;
+        // Ended by a signal before its limit, or OpenSSH lost the connection: it cannot tell
+        // which, the session can.
+        let dropped = matches!(outcome, Ok((None, _, _, false)))
+            && started.elapsed() < limit
+            && session.get().check().await.is_err();
+        let outcome = if dropped {
+            Err(SshError::Failed(
+                "the SSH connection to the devbox dropped during the command".into(),
+            ))
+        } else {
+            outcome
+        };
+        session.close().await;
         let (status, stdout, stderr, host_deadline) = outcome?;
-        let timed_out = host_deadline || status == Some(remote::TIMED_OUT);
+        // Status 124 or a kill is the remote `timeout`'s doing only once the limit has passed
+        // (a command may exit 124 by itself, or be killed by someone else).
+        let timed_out = host_deadline
+            || (matches!(status, None | Some(remote::TIMED_OUT)) && started.elapsed() >= limit);
         Ok(ExecOutput {
             exit_status: if timed_out { None } else { status },
             stdout: stdout.bytes,
@@ -132,6 +172,34 @@ impl Devbox {
             timed_out,
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         })
+    }
+}
+
+/// A session closed on every path. Dropping an `openssh::Session` runs `ssh -O exit` and waits
+/// for it, which must not happen on an executor thread; a call cancelled mid-command (its chat
+/// run stopped) drops this instead, and the exit runs on the blocking pool. The remote command
+/// itself then ends at its time limit, by the devbox's `timeout`.
+struct Open(Option<openssh::Session>);
+
+impl Open {
+    fn get(&self) -> &openssh::Session {
+        self.0.as_ref().expect("open until closed")
+    }
+
+    async fn close(mut self) {
+        if let Some(session) = self.0.take() {
+            let _ = session.close().await;
+        }
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        if let Some(session) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn_blocking(move || drop(session));
+        }
     }
 }
 
@@ -157,11 +225,15 @@ async fn run(session: &openssh::Session, script: &str, limit: Duration) -> Resul
     .await;
     match waited {
         Ok(Ok(status)) => Ok((status.code(), out, err, false)),
-        // Ended by a signal (or, OpenSSH cannot tell, the connection dropped).
-        Ok(Err(openssh::Error::RemoteProcessTerminated)) => Ok((None, out, err, false)),
-        Ok(Err(openssh::Error::Disconnected)) => Err(SshError::Failed(
-            "the SSH connection dropped (or the command exited with status 255)".into(),
-        )),
+        // Ended by a signal (or the connection dropped: the caller asks the session).
+        Ok(Err(openssh::Error::RemoteProcessTerminated | openssh::Error::Disconnected)) => {
+            Ok((None, out, err, false))
+        }
+        // openssh reads exit status 127 as "remote command not found"; it is the command's own
+        // status (a missing program), with output worth showing.
+        Ok(Err(openssh::Error::Remote(e))) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok((Some(127), out, err, false))
+        }
         Ok(Err(e)) => Err(SshError::Failed(chain(&e))),
         // The devbox did not end it in time: dropping the child closes the session.
         Err(_) => Ok((None, out, err, true)),
@@ -197,14 +269,14 @@ impl Capture {
 
 /// What a failed connection means to the tool: the key refused, the host not reached, or else.
 fn connect_error(error: openssh::Error) -> SshError {
+    let text = chain(&error);
     if let openssh::Error::Connect(io) = &error
         && io.kind() == std::io::ErrorKind::NotFound
     {
-        return SshError::Failed(
-            "the ssh client is not installed on the chatd host (install openssh-client)".into(),
-        );
+        return SshError::Failed(format!(
+            "{text} (is the ssh client, openssh-client, installed on the chatd host?)"
+        ));
     }
-    let text = chain(&error);
     let lower = text.to_ascii_lowercase();
     if lower.contains("permission denied") || lower.contains("no more authentication methods") {
         SshError::Authentication(text)

@@ -3,8 +3,9 @@
 //! that outlives its limit is ended on the devbox itself. Closing the SSH channel would not end
 //! it: without a terminal, the remote process gets no hangup and runs on.
 //!
-//! The script is POSIX `sh`, interpreted by the remote user's login shell (`sh`, `bash`, `dash`
-//! and `zsh` all read it the same way); the plugin's command runs under `sh -c`.
+//! The script is POSIX `sh`, interpreted by the remote user's login shell, which must therefore
+//! be a POSIX shell (`sh`, `bash`, `dash`, `ksh`, `zsh`; not `fish` or `csh`); the plugin's
+//! command runs under `sh -c`.
 
 use std::time::Duration;
 
@@ -15,6 +16,11 @@ const KILL_AFTER_SECS: u32 = 5;
 pub const WORKDIR_FAILED: i32 = 125;
 /// Exit status of the remote `timeout` when the time limit ended the command.
 pub const TIMED_OUT: i32 = 124;
+/// Exit status of the script when the devbox has no `timeout` command.
+pub const NO_TIMEOUT_STATUS: i32 = 126;
+/// What the script says then.
+pub const NO_TIMEOUT: &str = "chatd: the devbox has no `timeout` command (coreutils or busybox); \
+     commands are not run without a time limit";
 
 /// The script for `command` in `workdir` (none: the login directory) with `limit`.
 pub fn script(command: &str, workdir: Option<&str>, limit: Duration) -> String {
@@ -26,11 +32,14 @@ pub fn script(command: &str, workdir: Option<&str>, limit: Duration) -> String {
         ));
     }
     let command = quote(command);
-    // `timeout` is coreutils' (and busybox's); a devbox without it still runs the command, and
-    // the host's own deadline then ends the session.
+    // `timeout` is coreutils' (and busybox's). Without it nothing on the devbox could end the
+    // command (closing the session does not: there is no terminal to hang up), so the script
+    // refuses to run it rather than run it without a limit.
     script.push_str(&format!(
-        "if command -v timeout >/dev/null 2>&1; then exec timeout -k {KILL_AFTER_SECS} {secs} sh -c {command}; else exec sh -c {command}; fi",
+        "if command -v timeout >/dev/null 2>&1; then exec timeout -k {KILL_AFTER_SECS} {secs} sh -c {command}; \
+         else echo {NO_TIMEOUT} >&2; exit {NO_TIMEOUT_STATUS}; fi",
         secs = seconds(limit),
+        NO_TIMEOUT = quote(NO_TIMEOUT),
     ));
     script
 }
@@ -69,7 +78,7 @@ mod tests {
             s,
             "mkdir -p -- '/srv/work dir' && cd -- '/srv/work dir' || exit 125\n\
              if command -v timeout >/dev/null 2>&1; then exec timeout -k 5 1.500s sh -c 'echo '\\''hi'\\'' $HOME'; \
-             else exec sh -c 'echo '\\''hi'\\'' $HOME'; fi"
+             else echo 'chatd: the devbox has no `timeout` command (coreutils or busybox); commands are not run without a time limit' >&2; exit 126; fi"
         );
     }
 
