@@ -724,3 +724,101 @@ async fn a_chat_from_a_search_is_seeded_with_one_hidden_bounded_system_message()
         .await;
     assert_eq!(body["chat"]["title"], "Search: Only a title");
 }
+
+#[tokio::test]
+async fn shutdown_past_the_grace_period_ends_a_search_stream_with_an_error() {
+    let gate = Gate::new(); // never opened: the answer outlives the grace period
+    let upstream = ScriptedUpstream::start([
+        ("POST /search", Reply::json(200, exa_results(1))),
+        ("POST /answer", Reply::json(200, exa_answer()).after(&gate)),
+    ])
+    .await;
+    let server = TestServer::start_with(Options {
+        args: vec![
+            "--engine-a-base-url".into(),
+            upstream.url(),
+            "--chatd-shutdown-grace-secs".into(),
+            "1".into(),
+        ],
+        ..Default::default()
+    })
+    .await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    let mut events = open_stream(&server, &id, json!({})).await;
+    events.expect("search_results").await;
+    let stopping = tokio::spawn(server.stop());
+    let rest = events.rest().await;
+    let last = rest.last().unwrap();
+    assert_eq!(
+        (last.name.as_str(), &last.data),
+        (
+            "error",
+            &json!({"message": "the server shut down before the search was finished"})
+        )
+    );
+    stopping.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_run_whose_client_hangs_up_still_stores_its_outcome() {
+    let (gate, upstream, server) = held_engine(3).await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    let request = server
+        .client
+        .post(format!("{}/v1/searches/{id}/run", server.base))
+        .json(&json!({}))
+        .send();
+    let hung_up = tokio::spawn(request);
+    upstream.received(2).await;
+    hung_up.abort();
+    gate.open();
+    // The run is a task of its own: its outcome arrives in the store without the client.
+    let stored = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        loop {
+            let (_, body) = server.get(&format!("/v1/searches/{id}")).await;
+            if body["search"]["answerText"].is_string() {
+                return body;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the outcome is stored");
+    assert_eq!(stored["search"]["results"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn without_a_search_plugin_runs_are_503() {
+    // An operator's plugin under the search plugin's id that is not a search backend.
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(
+        folder.path().join("search_engine_a.json"),
+        r#"{"id":"search_engine_a","kind":"tool","wit":"chatd:plugin@0.1.0"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        folder.path().join("search_engine_a.wasm"),
+        crate::support::test_component("test-plugin-hostile"),
+    )
+    .unwrap();
+    let server = TestServer::start_with(Options {
+        plugins_dir: Some(folder.path().to_path_buf()),
+        ..Default::default()
+    })
+    .await;
+    let id = server.new_search(json!({"query": "q"})).await;
+    for path in [
+        format!("/v1/searches/{id}/run"),
+        format!("/v1/searches/{id}/run/stream"),
+    ] {
+        let (status, body) = server.post(&path, json!({})).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("the search plugin search_engine_a is not loaded"),
+            "{body}"
+        );
+    }
+}
