@@ -258,6 +258,7 @@ fn stopped(state: &AppState) -> ApiError {
     params(("searchId" = String, Path)), request_body = RunSearchRequest,
     responses((status = 200, body = SearchDetailResponse, description = "the run's outcome, persisted; a failed part has its error field set"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody, description = "a streamed run of this search is going; follow it with run/stream/attach"),
               (status = 502, body = ErrorBody, description = "both the search and the answer failed; nothing was persisted"),
               (status = 503, body = ErrorBody, description = "the search plugin is not loaded, or the server is shutting down")))]
 pub async fn run_search(
