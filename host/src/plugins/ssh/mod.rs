@@ -75,7 +75,11 @@ impl Devbox {
         let Some(destination) = config.chat_coding_remote_host.clone().filter(|_| enabled) else {
             return Ok(None);
         };
-        let private = tempfile::Builder::new().prefix("chatd-devbox-").tempdir()?;
+        // 0700: the key's copy and the control sockets are the server user's alone.
+        let private = tempfile::Builder::new()
+            .prefix("chatd-devbox-")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()?;
         let key = match (
             &config.chat_coding_ssh_key_path,
             &config.chat_coding_ssh_private_key_b64,
@@ -365,6 +369,41 @@ impl SshGrant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_private_folder_is_0700_and_holds_the_key_and_the_client_settings() {
+        use std::os::unix::fs::PermissionsExt;
+        let b64 = base64::engine::general_purpose::STANDARD.encode("KEY");
+        let config = Config::from_args([
+            "chatd",
+            "--chat-shell-tool-enabled",
+            "true",
+            "--chat-coding-remote-host",
+            "devbox.example",
+            "--chat-coding-ssh-private-key-b64",
+            &b64,
+            "--database-url",
+            "sqlite::memory:",
+        ])
+        .unwrap();
+        let devbox = Devbox::from_config(&config).unwrap().unwrap();
+        let folder = devbox.private.path().to_path_buf();
+        let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        assert_eq!(
+            devbox.key.as_deref(),
+            Some(folder.join("devbox_key").as_path())
+        );
+        let settings = std::fs::read_to_string(&devbox.client_config).unwrap();
+        assert!(settings.contains("ForwardAgent no"), "{settings}");
+        assert_eq!(
+            devbox.known_hosts,
+            folder.join("known_hosts"),
+            "in-memory database"
+        );
+        drop(devbox);
+        assert!(!folder.exists(), "removed with the devbox");
+    }
 
     #[test]
     fn a_b64_key_is_written_0600_and_removed_with_its_folder() {
