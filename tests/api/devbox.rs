@@ -401,6 +401,22 @@ async fn a_devbox_without_timeout_refuses_to_run_commands() {
     assert!(!message.contains("should-not-run\n"), "{message}");
 }
 
+#[tokio::test]
+async fn a_command_line_too_long_for_ssh_is_refused_with_the_reason() {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+        return;
+    };
+    let tool = sshd.tool("coding_exec", &[]).await;
+    // Quotes grow fourfold at each of the two quoting layers: 20,000 of them pass the tool's
+    // own limit and still make a command line no Linux shell would accept as one argument.
+    let message = failure(call(&tool, json!({ "prompt": "'".repeat(20_000) })).await);
+    assert!(
+        message.contains("too long for one SSH command"),
+        "{message}"
+    );
+    assert!(!sshd.path("codex-argv").exists(), "nothing ran");
+}
+
 /// Whether a process whose command line holds `needle` runs on this machine (the devbox).
 fn running(needle: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {

@@ -10,8 +10,9 @@ use chatd_plugin_sdk::tool::{Tool, ToolOutput};
 
 /// The tool's name.
 const NAME: &str = "coding_exec";
-/// The longest prompt passed on, in characters.
-const MAX_PROMPT_CHARS: usize = 100_000;
+/// The longest prompt passed on, in characters. The prompt travels inside the SSH command line,
+/// which the devbox's shell receives as one argument (Linux caps one at 128 KiB, quoting included).
+const MAX_PROMPT_CHARS: usize = 20_000;
 /// The UI summary's label.
 const LABEL: &str = "codex";
 
@@ -144,7 +145,7 @@ mod tests {
         let long = serde_json::json!({ "prompt": "x".repeat(MAX_PROMPT_CHARS + 1) });
         assert_eq!(
             invalid(&long.to_string()),
-            "prompt: must be at most 100000 characters"
+            "prompt: must be at most 20000 characters"
         );
         assert!(matches!(
             CodingExec::invoke("shell_exec".into(), "{}".into()),

@@ -116,6 +116,17 @@ impl Devbox {
     /// Runs `command` in the working directory, stdin closed, for at most `limit`.
     pub async fn exec(&self, command: &str, limit: Duration) -> Result<ExecOutput, SshError> {
         let started = Instant::now();
+        // A limit of 0 would turn the remote `timeout` off.
+        let limit = limit.max(Duration::from_millis(1));
+        let script = remote::script(command, self.workdir.as_deref(), limit);
+        if script.len() > remote::MAX_SCRIPT_BYTES {
+            return Err(SshError::Failed(format!(
+                "the command line is too long for one SSH command: {} bytes after quoting, at \
+                 most {}",
+                script.len(),
+                remote::MAX_SCRIPT_BYTES
+            )));
+        }
         let mut builder = SessionBuilder::default();
         builder
             .port(self.port)
@@ -145,9 +156,6 @@ impl Devbox {
                 .await
                 .map_err(connect_error)?,
         ));
-        // A limit of 0 would turn the remote `timeout` off.
-        let limit = limit.max(Duration::from_millis(1));
-        let script = remote::script(command, self.workdir.as_deref(), limit);
         let outcome = run(session.get(), &script, limit).await;
         // Ended by a signal before its limit, or OpenSSH lost the connection: it cannot tell
         // which, the session can.

@@ -16,6 +16,10 @@ const KILL_AFTER_SECS: u32 = 5;
 pub const WORKDIR_FAILED: i32 = 125;
 /// Exit status of the remote `timeout` when the time limit ended the command.
 pub const TIMED_OUT: i32 = 124;
+/// The longest script sent: the devbox's shell gets it as one argument, and Linux refuses an
+/// argument over 128 KiB (MAX_ARG_STRLEN) with an error that would say nothing of why.
+pub const MAX_SCRIPT_BYTES: usize = 120 * 1024;
+
 /// Exit status of the script when the devbox has no `timeout` command.
 pub const NO_TIMEOUT_STATUS: i32 = 126;
 /// What the script says then.
