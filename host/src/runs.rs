@@ -151,21 +151,22 @@ impl ActiveRuns {
         })
     }
 
+    /// Waits until no run task is alive (tests and tools await it instead of polling).
+    pub async fn settled(&self) {
+        let _ = self.live.subscribe().wait_for(|n| *n == 0).await;
+    }
+
     /// Shutdown, after the listener closed: waits up to `grace` for runs to finish, then tells
     /// the rest to stop and waits for them to record their error.
     pub async fn shut_down(&self, grace: Duration) {
-        let mut live = self.live.subscribe();
-        if tokio::time::timeout(grace, live.wait_for(|n| *n == 0))
-            .await
-            .is_err()
-        {
-            let left = *live.borrow();
+        if tokio::time::timeout(grace, self.settled()).await.is_err() {
+            let left = *self.live.borrow();
             tracing::warn!(
                 runs = left,
                 "grace period over: stopping the runs still going"
             );
             self.stop.send_replace(true);
-            let _ = live.wait_for(|n| *n == 0).await;
+            self.settled().await;
         }
     }
 

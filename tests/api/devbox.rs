@@ -235,6 +235,14 @@ impl Sshd {
     }
 }
 
+/// A devbox with the full PATH and its `shell_exec` tool with `extra` flags; `None` as
+/// [`Sshd::start`].
+async fn shell_tool(extra: &[&str]) -> Option<(Sshd, Plugin)> {
+    let sshd = Sshd::start(RemotePath::Full)?;
+    let tool = sshd.tool("shell_exec", extra).await;
+    Some((sshd, tool))
+}
+
 fn shell(command: &str) -> Value {
     json!({ "command": command })
 }
@@ -309,10 +317,9 @@ async fn stdin_is_closed_so_a_command_reading_it_ends_at_once() {
 
 #[tokio::test]
 async fn a_non_zero_exit_is_a_failed_call_with_its_output() {
-    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+    let Some((_sshd, tool)) = shell_tool(&[]).await else {
         return;
     };
-    let tool = sshd.tool("shell_exec", &[]).await;
     let message = failure(call(&tool, shell("echo out; echo err >&2; exit 3")).await);
     assert!(message.starts_with("exit status 3 after"), "{message}");
     assert!(message.contains("stdout:\nout\n"), "{message}");
@@ -321,10 +328,9 @@ async fn a_non_zero_exit_is_a_failed_call_with_its_output() {
 
 #[tokio::test]
 async fn output_is_capped_and_marked() {
-    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+    let Some((_sshd, tool)) = shell_tool(&[]).await else {
         return;
     };
-    let tool = sshd.tool("shell_exec", &[]).await;
     // 2 MiB on stdout: past the host's 1 MiB cap and the model's 16 KiB.
     let out = call(
         &tool,
@@ -347,10 +353,9 @@ async fn output_is_capped_and_marked() {
 
 #[tokio::test]
 async fn a_missing_program_is_exit_127_with_its_message() {
-    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+    let Some((_sshd, tool)) = shell_tool(&[]).await else {
         return;
     };
-    let tool = sshd.tool("shell_exec", &[]).await;
     let message = failure(call(&tool, shell("no-such-program-4711")).await);
     assert!(message.starts_with("exit status 127 after"), "{message}");
     assert!(message.contains("no-such-program-4711"), "{message}");
@@ -378,12 +383,9 @@ async fn a_user_in_the_host_wins_over_the_user_setting() {
 
 #[tokio::test]
 async fn a_command_ignoring_term_is_killed_and_reported_as_timed_out() {
-    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+    let Some((_sshd, tool)) = shell_tool(&["--chat-shell-exec-timeout-ms", "1000"]).await else {
         return;
     };
-    let tool = sshd
-        .tool("shell_exec", &["--chat-shell-exec-timeout-ms", "1000"])
-        .await;
     let message = failure(call(&tool, shell("trap '' TERM; sleep 30.5813")).await);
     assert!(message.starts_with("timed out after"), "{message}");
     assert!(!running("sleep 30.5813"), "killed after TERM was ignored");
@@ -432,12 +434,9 @@ fn running(needle: &str) -> bool {
 
 #[tokio::test]
 async fn the_timeout_fails_the_call_and_ends_the_remote_process() {
-    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+    let Some((_sshd, tool)) = shell_tool(&["--chat-shell-exec-timeout-ms", "1500"]).await else {
         return;
     };
-    let tool = sshd
-        .tool("shell_exec", &["--chat-shell-exec-timeout-ms", "1500"])
-        .await;
     let started = std::time::Instant::now();
     let message = failure(call(&tool, shell("echo started; sleep 30.4317; echo never")).await);
     assert!(message.starts_with("timed out after"), "{message}");

@@ -85,6 +85,18 @@ async fn held_engine(n: usize) -> (Gate, ScriptedUpstream, TestServer) {
     (gate, upstream, server)
 }
 
+/// An engine whose search answers at once with `n` results and whose answer waits for the
+/// returned gate.
+async fn held_answer(n: usize) -> (Gate, ScriptedUpstream, TestServer) {
+    let gate = Gate::new();
+    let (upstream, server) = engine(
+        Reply::json(200, exa_results(n)),
+        Reply::json(200, exa_answer()).after(&gate),
+    )
+    .await;
+    (gate, upstream, server)
+}
+
 fn names(events: &[Event]) -> Vec<&str> {
     events.iter().map(|e| e.name.as_str()).collect()
 }
@@ -367,12 +379,7 @@ async fn bad_run_bodies_are_400s_naming_the_field_and_reach_no_engine() {
 
 #[tokio::test]
 async fn a_stream_sends_each_part_as_it_ends_then_done_with_the_stored_search() {
-    let gate = Gate::new();
-    let (_upstream, server) = engine(
-        Reply::json(200, exa_results(2)),
-        Reply::json(200, exa_answer()).after(&gate),
-    )
-    .await;
+    let (gate, _upstream, server) = held_answer(2).await;
     let id = server.new_search(json!({"query": "q"})).await;
     let mut events = open_stream(&server, &id, json!({"numResults": 2})).await;
     let results = events.expect("search_results").await;
@@ -478,12 +485,7 @@ async fn a_second_stream_call_joins_whatever_its_body_says_and_run_meanwhile_is_
 
 #[tokio::test]
 async fn attach_replays_then_follows_and_is_404_when_nothing_runs() {
-    let gate = Gate::new();
-    let (_upstream, server) = engine(
-        Reply::json(200, exa_results(1)),
-        Reply::json(200, exa_answer()).after(&gate),
-    )
-    .await;
+    let (gate, _upstream, server) = held_answer(1).await;
     let id = server.new_search(json!({"query": "q"})).await;
     let attach = format!("/v1/searches/{id}/run/stream/attach");
     let (status, body) = server.post(&attach, json!({})).await;
@@ -772,18 +774,14 @@ async fn a_run_whose_client_hangs_up_still_stores_its_outcome() {
     upstream.received(2).await;
     hung_up.abort();
     gate.open();
-    // The run is a task of its own: its outcome arrives in the store without the client.
-    let stored = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        loop {
-            let (_, body) = server.get(&format!("/v1/searches/{id}")).await;
-            if body["search"]["answerText"].is_string() {
-                return body;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
+    // The run is a task of its own: it ends, and stores its outcome, without the client.
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        server.state.runs.settled(),
+    )
     .await
-    .expect("the outcome is stored");
+    .expect("the run ends");
+    let (_, stored) = server.get(&format!("/v1/searches/{id}")).await;
     assert_eq!(stored["search"]["results"].as_array().unwrap().len(), 3);
 }
 
