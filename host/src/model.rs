@@ -109,16 +109,6 @@ pub fn now() -> String {
     format_micros(next_micros(i64::MIN))
 }
 
-/// A stored timestamp whose millisecond (what clients see) is later than `previous`'s: now, or
-/// the next millisecond when the clock has not moved past it. Keeps `updatedAt` visibly
-/// increasing on every update.
-pub fn now_after(previous: &str) -> String {
-    let floor = chrono::DateTime::parse_from_rfc3339(previous)
-        .map(|t| (t.timestamp_millis() + 1) * 1000)
-        .unwrap_or(i64::MIN);
-    format_micros(next_micros(floor))
-}
-
 /// A stored timestamp as the contract shows it: milliseconds and `Z`.
 pub fn to_millis(stored: &str) -> String {
     // Fast path for the stored shape `YYYY-MM-DDTHH:MM:SS.ffffffZ`: keep the first three
@@ -181,15 +171,6 @@ mod tests {
             to_millis("2026-11-22T01:02:03.004567Z"),
             "2026-11-22T01:02:03.004Z"
         );
-    }
-
-    #[test]
-    fn now_after_is_strictly_later() {
-        // A previous stamp slightly ahead of the clock: the result is in a later millisecond.
-        let ahead = format_micros(chrono::Utc::now().timestamp_micros() + 2_000);
-        assert!(to_millis(&now_after(&ahead)) > to_millis(&ahead));
-        let past = "2000-01-01T00:00:00.000Z";
-        assert!(now_after(past).as_str() > past);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 
 use sqlx::Row;
 
-use super::chats::{fetch_chat, insert_message, load_messages, next_updated_at};
+use super::batch::Batch;
+use super::chats::{SELECT_CHAT_BY_ID, TOUCH_CHAT, chat_from_row, load_messages, push_message};
 use super::{ChatRecord, MessageRecord, NewMessage, Result, Store};
 use crate::model::{Provider, now};
 
@@ -44,50 +45,38 @@ pub struct CallRecord {
 
 impl Store {
     /// Starts a call, in one transaction: stores the rows `new_rows` picks from the chat's
-    /// transcript as it is now (so two calls with the same history cannot both store it), sets
-    /// the chat's last-used provider and model (and the initiated ones if unset), and records the
-    /// call. `false` when the chat does not exist (deleted meanwhile).
+    /// transcript (so two calls with the same history cannot both store it), sets the chat's
+    /// last-used provider and model (and the initiated ones if unset), and records the call.
+    /// `false` when the chat does not exist (deleted meanwhile).
+    ///
+    /// Two round trips in the usual case: the transcript is read outside any transaction, and the
+    /// writes are made in one, on condition that the transcript has not grown in between
+    /// (messages are only ever appended, so its length is its last `seq`). When it has, the
+    /// transcript is read again under the write lock and `new_rows` asked again.
     pub async fn begin_call(
         &self,
         call: NewCall,
-        new_rows: impl FnOnce(&[MessageRecord]) -> Vec<NewMessage>,
+        new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
     ) -> Result<bool> {
-        let mut tx = self.write_tx().await?;
-        if let Some(chat_id) = &call.chat_id {
-            let Some(at) = next_updated_at(&mut tx, chat_id).await? else {
-                return Ok(false);
-            };
-            // Every right-hand side reads the row as it was, so `initiated_model` is set exactly
-            // when `initiated_provider` was still unset.
-            sqlx::query(
-                "UPDATE chats SET updated_at = ?, last_used_provider = ?, last_used_model = ?, \
-                 initiated_model = CASE WHEN initiated_provider IS NULL THEN ? ELSE initiated_model END, \
-                 initiated_provider = COALESCE(initiated_provider, ?) WHERE id = ?",
-            )
-            .bind(&at)
-            .bind(call.provider.as_str())
-            .bind(&call.model)
-            .bind(&call.model)
-            .bind(call.provider.as_str())
-            .bind(chat_id)
-            .execute(&mut *tx)
+        let Some(chat_id) = &call.chat_id else {
+            self.commit(call_batch(&call, &[], None)?).await?;
+            return Ok(true);
+        };
+        let read = self.get_messages(chat_id).await?;
+        let after = read.len() as i64;
+        let touched = self
+            .commit(call_batch(&call, &new_rows(&read), Some(after))?)
             .await?;
-            let stored = load_messages(&mut tx, chat_id).await?;
-            for message in &new_rows(&stored) {
-                insert_message(&mut tx, chat_id, message, &at).await?;
-            }
+        if !touched.is_empty() {
+            return Ok(true);
         }
-        sqlx::query(
-            "INSERT INTO llm_calls (id, chat_id, provider, model, created_at) VALUES (?, ?, ?, ?, ?) \
-             ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(&call.id)
-        .bind(&call.chat_id)
-        .bind(call.provider.as_str())
-        .bind(&call.model)
-        .bind(now())
-        .execute(&mut *tx)
-        .await?;
+        let mut tx = self.write_tx().await?;
+        let rows = new_rows(&load_messages(&mut tx, chat_id).await?);
+        let touched = call_batch(&call, &rows, None)?.run(&mut tx).await?;
+        if touched.is_empty() {
+            // The chat does not exist (deleted meanwhile): nothing is kept.
+            return Ok(false);
+        }
         tx.commit().await?;
         Ok(true)
     }
@@ -102,30 +91,24 @@ impl Store {
         usage: Option<CallUsage>,
         latency_ms: u64,
     ) -> Result<()> {
-        let mut tx = self.write_tx().await?;
-        if let (Some(chat_id), Some(message)) = (chat_id, assistant)
-            && let Some(at) = next_updated_at(&mut tx, chat_id).await?
-        {
-            sqlx::query("UPDATE chats SET updated_at = ? WHERE id = ?")
-                .bind(&at)
-                .bind(chat_id)
-                .execute(&mut *tx)
-                .await?;
-            insert_message(&mut tx, chat_id, &message, &at).await?;
+        let mut batch = Batch::new();
+        if let (Some(chat_id), Some(message)) = (chat_id, &assistant) {
+            // A chat deleted meanwhile gets nothing; the call is still completed.
+            batch.push(TOUCH_CHAT).bind(now()).bind(chat_id.to_string());
+            push_message(&mut batch, chat_id, message, None)?;
         }
-        sqlx::query(
-            "UPDATE llm_calls SET completed_at = ?, input_tokens = ?, output_tokens = ?, \
-             total_tokens = ?, latency_ms = ? WHERE id = ?",
-        )
-        .bind(now())
-        .bind(usage.map(|u| u.input_tokens as i64))
-        .bind(usage.map(|u| u.output_tokens as i64))
-        .bind(usage.map(|u| u.total_tokens as i64))
-        .bind(latency_ms as i64)
-        .bind(call_id)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
+        batch
+            .push(
+                "UPDATE llm_calls SET completed_at = ?, input_tokens = ?, output_tokens = ?, \
+                 total_tokens = ?, latency_ms = ? WHERE id = ?",
+            )
+            .bind(now())
+            .bind(usage.map(|u| u.input_tokens as i64))
+            .bind(usage.map(|u| u.output_tokens as i64))
+            .bind(usage.map(|u| u.total_tokens as i64))
+            .bind(latency_ms as i64)
+            .bind(call_id.to_string());
+        self.commit(batch).await?;
         Ok(())
     }
 
@@ -198,20 +181,73 @@ impl Store {
         chat_id: &str,
         title: &str,
     ) -> Result<Option<ChatRecord>> {
-        let mut tx = self.write_tx().await?;
-        let Some(at) = next_updated_at(&mut tx, chat_id).await? else {
-            return Ok(None);
-        };
-        sqlx::query(
-            "UPDATE chats SET title = ?, updated_at = ? WHERE id = ? AND (title IS NULL OR TRIM(title) = '')",
-        )
-        .bind(title)
-        .bind(&at)
-        .bind(chat_id)
-        .execute(&mut *tx)
-        .await?;
-        let chat = fetch_chat(&mut tx, chat_id).await?;
-        tx.commit().await?;
-        Ok(chat)
+        let mut batch = Batch::new();
+        batch
+            .push(concat!(
+                "UPDATE chats SET title = ?, updated_at = ",
+                next_updated_at!(),
+                " WHERE id = ? AND (title IS NULL OR TRIM(title) = '')"
+            ))
+            .bind(title.to_string())
+            .bind(now())
+            .bind(chat_id.to_string());
+        batch.push(SELECT_CHAT_BY_ID).bind(chat_id.to_string());
+        let rows = self.commit(batch).await?;
+        rows.first().map(chat_from_row).transpose()
     }
+}
+
+/// The writes that start `call`: with a chat, its update (`RETURNING` a row when it was made)
+/// and `rows` appended to its transcript; then the call's record. With `after`, each is made
+/// only if the transcript's last `seq` is still `after` (the message inserts: `after` plus those
+/// before them), so that a transcript that grew meanwhile gets none of them.
+fn call_batch(call: &NewCall, rows: &[NewMessage], after: Option<i64>) -> Result<Batch> {
+    let mut batch = Batch::new();
+    if let Some(chat_id) = &call.chat_id {
+        // Every right-hand side reads the row as it was, so `initiated_model` is set exactly
+        // when `initiated_provider` was still unset.
+        batch
+            .push(concat!(
+                "UPDATE chats SET updated_at = ",
+                next_updated_at!(),
+                ", last_used_provider = ?, last_used_model = ?, \
+                 initiated_model = CASE WHEN initiated_provider IS NULL THEN ? ELSE initiated_model END, \
+                 initiated_provider = COALESCE(initiated_provider, ?) WHERE id = ? \
+                 AND (? IS NULL OR (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id = ?) = ?) \
+                 RETURNING updated_at"
+            ))
+            .bind(now())
+            .bind(call.provider.as_str())
+            .bind(call.model.clone())
+            .bind(call.model.clone())
+            .bind(call.provider.as_str())
+            .bind(chat_id.clone())
+            .bind(after)
+            .bind(chat_id.clone())
+            .bind(after);
+        for (i, message) in rows.iter().enumerate() {
+            push_message(&mut batch, chat_id, message, after.map(|a| a + i as i64))?;
+        }
+    }
+    // Not for a chat that does not exist (its foreign key would fail the whole batch), nor for
+    // one whose transcript grew meanwhile.
+    let last = after.map(|a| a + rows.len() as i64);
+    batch
+        .push(
+            "INSERT INTO llm_calls (id, chat_id, provider, model, created_at) \
+             SELECT ?, ?, ?, ?, ? WHERE ? IS NULL OR (EXISTS (SELECT 1 FROM chats WHERE id = ?) \
+             AND (? IS NULL OR (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id = ?) = ?)) \
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(call.id.clone())
+        .bind(call.chat_id.clone())
+        .bind(call.provider.as_str())
+        .bind(call.model.clone())
+        .bind(now())
+        .bind(call.chat_id.clone())
+        .bind(call.chat_id.clone())
+        .bind(last)
+        .bind(call.chat_id.clone())
+        .bind(last);
+    Ok(batch)
 }

@@ -7,8 +7,9 @@ use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
+use super::batch::Batch;
 use super::{Member, Result, Store, json, set_membership};
-use crate::model::{Provider, Role, new_id, now, now_after};
+use crate::model::{Provider, Role, new_id, now};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatRecord {
@@ -63,10 +64,23 @@ pub struct ChatPatch {
     pub enabled_tools: Option<Vec<String>>,
 }
 
-pub(super) const SELECT_CHAT: &str = "SELECT c.id, c.title, c.created_at, c.updated_at, s.created_at AS starred_at, \
-     c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model, \
-     c.additional_system_prompt, c.enabled_tools \
-     FROM chats c LEFT JOIN project_chats s ON s.chat_id = c.id AND s.project_id = 'starred'";
+macro_rules! select_chat {
+    () => {
+        "SELECT c.id, c.title, c.created_at, c.updated_at, s.created_at AS starred_at, \
+         c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model, \
+         c.additional_system_prompt, c.enabled_tools \
+         FROM chats c LEFT JOIN project_chats s ON s.chat_id = c.id AND s.project_id = 'starred'"
+    };
+}
+pub(super) const SELECT_CHAT_BY_ID: &str = concat!(select_chat!(), " WHERE c.id = ?");
+
+/// Bumps a chat's `updatedAt` and returns the new value; no row when the chat does not exist.
+/// Binds: now, the chat's id.
+pub(super) const TOUCH_CHAT: &str = concat!(
+    "UPDATE chats SET updated_at = ",
+    next_updated_at!(),
+    " WHERE id = ? RETURNING updated_at"
+);
 
 pub(super) fn chat_from_row(row: &SqliteRow) -> Result<ChatRecord> {
     let provider = |column: &str| -> Result<Option<Provider>> {
@@ -90,7 +104,12 @@ pub(super) fn chat_from_row(row: &SqliteRow) -> Result<ChatRecord> {
     })
 }
 
-const SELECT_MESSAGES: &str = "SELECT id, created_at, role, content, name, metadata FROM messages WHERE chat_id = ? ORDER BY seq";
+macro_rules! select_messages {
+    () => {
+        "SELECT id, created_at, role, content, name, metadata FROM messages WHERE chat_id = ? ORDER BY seq"
+    };
+}
+const SELECT_MESSAGES: &str = select_messages!();
 
 /// A chat's transcript, inside a transaction.
 pub(super) async fn load_messages(
@@ -122,42 +141,40 @@ impl Store {
     pub async fn create_chat(&self, chat: NewChat) -> Result<ChatRecord> {
         let id = new_id();
         let at = now();
-        let (provider, model) = match &chat.provider_model {
-            Some((p, m)) => (Some(p.as_str()), Some(m.as_str())),
+        let (provider, model) = match chat.provider_model {
+            Some((p, m)) => (Some(p.as_str()), Some(m)),
             None => (None, None),
         };
-        let mut tx = self.write_tx().await?;
-        sqlx::query(
-            "INSERT INTO chats (id, title, created_at, updated_at, initiated_provider, initiated_model, \
-             last_used_provider, last_used_model, additional_system_prompt, enabled_tools) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&id)
-        .bind(&chat.title)
-        .bind(&at)
-        .bind(&at)
-        .bind(provider)
-        .bind(model)
-        .bind(provider)
-        .bind(model)
-        .bind(&chat.additional_system_prompt)
-        .bind(serde_json::to_string(&chat.enabled_tools)?)
-        .execute(&mut *tx)
-        .await?;
+        let mut batch = Batch::new();
+        batch
+            .push(
+                "INSERT INTO chats (id, title, created_at, updated_at, initiated_provider, initiated_model, \
+                 last_used_provider, last_used_model, additional_system_prompt, enabled_tools) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(id.clone())
+            .bind(chat.title)
+            .bind(at.clone())
+            .bind(at)
+            .bind(provider)
+            .bind(model.clone())
+            .bind(provider)
+            .bind(model)
+            .bind(chat.additional_system_prompt)
+            .bind(serde_json::to_string(&chat.enabled_tools)?);
         for message in &chat.messages {
-            insert_message(&mut tx, &id, message, &at).await?;
+            push_message(&mut batch, &id, message, None)?;
         }
-        let record = fetch_chat(&mut tx, &id)
-            .await?
-            .expect("inserted in this transaction");
-        tx.commit().await?;
-        Ok(record)
+        batch.push(SELECT_CHAT_BY_ID).bind(id);
+        let rows = self.commit(batch).await?;
+        chat_from_row(rows.last().expect("inserted in this transaction"))
     }
 
     /// All chats, most recently updated first.
     pub async fn list_chats(&self) -> Result<Vec<ChatRecord>> {
-        let rows = sqlx::query(&format!(
-            "{SELECT_CHAT} ORDER BY c.updated_at DESC, c.id DESC"
+        let rows = sqlx::query(concat!(
+            select_chat!(),
+            " ORDER BY c.updated_at DESC, c.id DESC"
         ))
         .fetch_all(&self.pool)
         .await?;
@@ -165,37 +182,51 @@ impl Store {
     }
 
     pub async fn get_chat(&self, id: &str) -> Result<Option<ChatRecord>> {
-        let row = sqlx::query(&format!("{SELECT_CHAT} WHERE c.id = ?"))
+        let row = sqlx::query(SELECT_CHAT_BY_ID)
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
         row.as_ref().map(chat_from_row).transpose()
     }
 
-    /// The chat and its transcript. Two reads without a transaction (each a round trip to the
-    /// database thread): a message appended in between shows up with the chat's older
-    /// `updatedAt`, which no reader can tell from a slightly earlier read.
+    /// A chat's transcript, read outside any transaction; empty when the chat does not exist.
+    pub(super) async fn get_messages(&self, chat_id: &str) -> Result<Vec<MessageRecord>> {
+        let rows = sqlx::query(SELECT_MESSAGES)
+            .bind(chat_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    /// The chat and its transcript, in one round trip: two reads sent as one query, without a
+    /// transaction. A message appended in between shows up with the chat's older `updatedAt`,
+    /// which no reader can tell from a slightly earlier read.
     pub async fn get_chat_with_messages(
         &self,
         id: &str,
     ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
-        let Some(chat) = self.get_chat(id).await? else {
+        let rows = sqlx::query(concat!(
+            select_chat!(),
+            " WHERE c.id = ?;\n",
+            select_messages!()
+        ))
+        .bind(id)
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        // The chat's row comes first; a chat that does not exist has no messages either.
+        let Some((chat, messages)) = rows.split_first() else {
             return Ok(None);
         };
-        let rows = sqlx::query(SELECT_MESSAGES)
-            .bind(id)
-            .fetch_all(&self.pool)
-            .await?;
-        let messages = rows.iter().map(message_from_row).collect::<Result<_>>()?;
-        Ok(Some((chat, messages)))
+        let messages = messages
+            .iter()
+            .map(message_from_row)
+            .collect::<Result<_>>()?;
+        Ok(Some((chat_from_row(chat)?, messages)))
     }
 
     /// Applies a settings update and bumps `updatedAt`. `None` when the chat does not exist.
     pub async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {
-        let mut tx = self.write_tx().await?;
-        let Some(updated_at) = next_updated_at(&mut tx, id).await? else {
-            return Ok(None);
-        };
         let (set_prompt, prompt) = match patch.additional_system_prompt {
             Some(p) => (true, p),
             None => (false, None),
@@ -205,22 +236,24 @@ impl Store {
             .as_ref()
             .map(serde_json::to_string)
             .transpose()?;
-        sqlx::query(
-            "UPDATE chats SET updated_at = ?, title = COALESCE(?, title), \
-             additional_system_prompt = CASE WHEN ? THEN ? ELSE additional_system_prompt END, \
-             enabled_tools = COALESCE(?, enabled_tools) WHERE id = ?",
-        )
-        .bind(updated_at)
-        .bind(&patch.title)
-        .bind(set_prompt)
-        .bind(prompt)
-        .bind(tools)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        let record = fetch_chat(&mut tx, id).await?;
-        tx.commit().await?;
-        Ok(record)
+        let mut batch = Batch::new();
+        batch
+            .push(concat!(
+                "UPDATE chats SET updated_at = ",
+                next_updated_at!(),
+                ", title = COALESCE(?, title), \
+                 additional_system_prompt = CASE WHEN ? THEN ? ELSE additional_system_prompt END, \
+                 enabled_tools = COALESCE(?, enabled_tools) WHERE id = ?"
+            ))
+            .bind(now())
+            .bind(patch.title)
+            .bind(set_prompt)
+            .bind(prompt)
+            .bind(tools)
+            .bind(id.to_string());
+        batch.push(SELECT_CHAT_BY_ID).bind(id.to_string());
+        let rows = self.commit(batch).await?;
+        rows.first().map(chat_from_row).transpose()
     }
 
     /// Stars or unstars; never touches `updatedAt` or the transcript. Starring twice keeps the
@@ -251,18 +284,16 @@ impl Store {
         chat_id: &str,
         message: NewMessage,
     ) -> Result<Option<MessageRecord>> {
-        let mut tx = self.write_tx().await?;
-        let Some(at) = next_updated_at(&mut tx, chat_id).await? else {
+        let mut batch = Batch::new();
+        batch.push(TOUCH_CHAT).bind(now()).bind(chat_id.to_string());
+        let id = push_message(&mut batch, chat_id, &message, None)?;
+        let rows = self.commit(batch).await?;
+        // No row: the chat does not exist, and the insert inserted nothing.
+        let Some(touched) = rows.first() else {
             return Ok(None);
         };
-        sqlx::query("UPDATE chats SET updated_at = ? WHERE id = ?")
-            .bind(&at)
-            .bind(chat_id)
-            .execute(&mut *tx)
-            .await?;
-        let record = insert_message(&mut tx, chat_id, &message, &at).await?;
-        tx.commit().await?;
-        Ok(Some(record))
+        let at: String = touched.try_get("updated_at")?;
+        Ok(Some(stored_message(id, at, message)))
     }
 }
 
@@ -270,57 +301,56 @@ pub(super) async fn fetch_chat(
     tx: &mut Transaction<'_, Sqlite>,
     id: &str,
 ) -> Result<Option<ChatRecord>> {
-    let row = sqlx::query(&format!("{SELECT_CHAT} WHERE c.id = ?"))
+    let row = sqlx::query(SELECT_CHAT_BY_ID)
         .bind(id)
         .fetch_optional(&mut **tx)
         .await?;
     row.as_ref().map(chat_from_row).transpose()
 }
 
-/// The chat's next `updatedAt` (strictly later than the current one); `None` when it does not exist.
-pub(super) async fn next_updated_at(
-    tx: &mut Transaction<'_, Sqlite>,
-    id: &str,
-) -> Result<Option<String>> {
-    let current: Option<String> = sqlx::query_scalar("SELECT updated_at FROM chats WHERE id = ?")
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await?;
-    Ok(current.as_deref().map(now_after))
-}
-
-pub(super) async fn insert_message(
-    tx: &mut Transaction<'_, Sqlite>,
+/// Adds the insert of `message` to `batch`, at the end of the chat's transcript and stamped with
+/// the chat's `updated_at` as the batch has left it (after [`TOUCH_CHAT`], the new one). Inserts
+/// nothing when the chat does not exist, nor, with `after`, unless the transcript's last `seq` is
+/// still that. Returns the new message's id.
+pub(super) fn push_message(
+    batch: &mut Batch,
     chat_id: &str,
     message: &NewMessage,
-    at: &str,
-) -> Result<MessageRecord> {
+    after: Option<i64>,
+) -> Result<String> {
     let id = new_id();
     let metadata = message
         .metadata
         .as_ref()
         .map(serde_json::to_string)
         .transpose()?;
-    sqlx::query(
-        "INSERT INTO messages (id, chat_id, seq, created_at, role, content, name, metadata) \
-         SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ?, ? FROM messages WHERE chat_id = ?",
-    )
-    .bind(&id)
-    .bind(chat_id)
-    .bind(at)
-    .bind(message.role.as_str())
-    .bind(&message.content)
-    .bind(&message.name)
-    .bind(metadata)
-    .bind(chat_id)
-    .execute(&mut **tx)
-    .await?;
-    Ok(MessageRecord {
+    batch
+        .push(
+            "INSERT INTO messages (id, chat_id, seq, created_at, role, content, name, metadata) \
+             SELECT ?, c.id, t.last + 1, c.updated_at, ?, ?, ?, ? \
+             FROM chats c, (SELECT COALESCE(MAX(seq), 0) AS last FROM messages WHERE chat_id = ?) t \
+             WHERE c.id = ? AND (? IS NULL OR t.last = ?)",
+        )
+        .bind(id.clone())
+        .bind(message.role.as_str())
+        .bind(message.content.clone())
+        .bind(message.name.clone())
+        .bind(metadata)
+        .bind(chat_id.to_string())
+        .bind(chat_id.to_string())
+        .bind(after)
+        .bind(after);
+    Ok(id)
+}
+
+/// The record of a message stored by [`push_message`] at `at`.
+pub(super) fn stored_message(id: String, at: String, message: NewMessage) -> MessageRecord {
+    MessageRecord {
         id,
-        created_at: at.to_string(),
+        created_at: at,
         role: message.role,
-        content: message.content.clone(),
-        name: message.name.clone(),
-        metadata: message.metadata.clone(),
-    })
+        content: message.content,
+        name: message.name,
+        metadata: message.metadata,
+    }
 }

@@ -1,11 +1,30 @@
-//! The store: the only module with SQL. It owns the connection pool, the embedded migrations
-//! (`/migrations`), and one file per table family. Callers get plain records, never rows.
+//! The store: the only module with SQL. It owns the connection pool, the writer connection, the
+//! embedded migrations (`/migrations`), and one file per table family. Callers get plain records,
+//! never rows.
+//!
+//! Each statement is a round trip to a connection's own thread (sqlx), and on two cores those
+//! hops, not SQLite, were most of a write's time. So a write is a [`batch::Batch`] of statements
+//! where it can be: one round trip, through the one writer connection, with its conditions in
+//! the SQL (`batch.rs`). Reads, and the writes that must read in the middle, use the pool.
 //!
 //! SQLite settings, and why: WAL so readers never wait for the writer; `synchronous = NORMAL`,
 //! which in WAL mode loses no committed transaction on a process crash (only on power loss, the
 //! usual trade for servers); foreign keys on, because deletes rely on ON DELETE CASCADE; a busy
 //! timeout so concurrent writers queue instead of failing with SQLITE_BUSY.
 
+/// The next `updated_at` of a row being updated, as a SQL expression with one placeholder, bound
+/// to [`crate::model::now`]: now, or the first microsecond of the millisecond after the stored
+/// value when the clock has not moved past it, so that `updatedAt` (milliseconds, as clients see
+/// it) increases on every update. Computed inside the statement rather than read first, so that an
+/// update is one statement. Stored stamps are fixed-width text, so `MAX` compares them in time
+/// order. A macro, not a `const`, so `concat!` can build statements from it.
+macro_rules! next_updated_at {
+    () => {
+        "MAX(?, strftime('%Y-%m-%dT%H:%M:%f', substr(updated_at, 1, 23), '+0.001 seconds') || '000Z')"
+    };
+}
+
+mod batch;
 mod calls;
 mod chats;
 mod searches;
@@ -26,6 +45,7 @@ pub use searches::{
 pub use workspace::WorkspaceRecord;
 
 use crate::config::DatabaseUrl;
+use batch::Writer;
 
 /// The id of the reserved project whose members are the starred chats and searches.
 pub const STARRED_PROJECT: &str = "starred";
@@ -54,6 +74,7 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: SqlitePool,
+    writer: Writer,
 }
 
 impl Store {
@@ -94,15 +115,26 @@ impl Store {
         }
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
-            .connect_with(options)
+            // sqlx pings a connection before lending it out, by default: one more round trip to
+            // the connection's worker thread per query or transaction, which was a fifth of a
+            // persisted completion's database hops. A SQLite connection is a file handle in this
+            // process; it does not go stale the way a network connection does.
+            .test_before_acquire(false)
+            .connect_with(options.clone())
             .await
             .map_err(|source| StoreError::Open {
                 url: raw.clone(),
                 source,
             })?;
         sqlx::migrate!("../migrations").run(&pool).await?;
+        let writer = Writer::open(options)
+            .await
+            .map_err(|source| StoreError::Open {
+                url: raw.clone(),
+                source,
+            })?;
         tokio::spawn(checkpoints(pool.clone()));
-        Ok(Self { pool })
+        Ok(Self { pool, writer })
     }
 
     /// A write transaction. `BEGIN IMMEDIATE` takes SQLite's write lock up front: a deferred
@@ -114,6 +146,7 @@ impl Store {
 
     /// Closes the pool, waiting for connections in use; the WAL is checkpointed on close.
     pub async fn close(&self) {
+        self.writer.close().await;
         self.pool.close().await;
     }
 }

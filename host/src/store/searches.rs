@@ -7,8 +7,9 @@ use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
+use super::batch::Batch;
 use super::{Member, Result, Store, json, set_membership};
-use crate::model::{new_id, now, now_after};
+use crate::model::{new_id, now};
 
 /// A search without its results (what lists show).
 #[derive(Clone, Debug, PartialEq)]
@@ -171,43 +172,34 @@ impl Store {
         id: &str,
         outcome: SearchRunOutcome,
     ) -> Result<Option<SearchDetailRecord>> {
-        let mut tx = self.write_tx().await?;
-        let current: Option<String> =
-            sqlx::query_scalar("SELECT updated_at FROM searches WHERE id = ?")
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some(updated_at) = current.as_deref().map(now_after) else {
-            return Ok(None);
-        };
-        sqlx::query(
-            "UPDATE searches SET updated_at = ?, title = COALESCE(?, title), query = COALESCE(?, query), \
-             normalized_query = COALESCE(?, normalized_query), request_id = ?, latency_ms = ?, error = ?, \
-             results = ?, answer_text = ?, answer_request_id = ?, answer_citations = ?, answer_error = ? \
-             WHERE id = ?",
-        )
-        .bind(updated_at)
-        .bind(&outcome.title)
-        .bind(&outcome.query)
-        .bind(outcome.query.as_deref().map(normalize_query))
-        .bind(&outcome.request_id)
-        .bind(outcome.latency_ms)
-        .bind(&outcome.error)
-        .bind(serde_json::to_string(&outcome.results)?)
-        .bind(&outcome.answer_text)
-        .bind(&outcome.answer_request_id)
-        .bind(serde_json::to_string(&outcome.answer_citations)?)
-        .bind(&outcome.answer_error)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        let row = sqlx::query(&format!("{SELECT_SEARCH_DETAIL} WHERE s.id = ?"))
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await?;
-        let record = detail_from_row(&row)?;
-        tx.commit().await?;
-        Ok(Some(record))
+        let detail = format!("{SELECT_SEARCH_DETAIL} WHERE s.id = ?");
+        let mut batch = Batch::new();
+        batch
+            .push(concat!(
+                "UPDATE searches SET updated_at = ",
+                next_updated_at!(),
+                ", title = COALESCE(?, title), query = COALESCE(?, query), \
+                 normalized_query = COALESCE(?, normalized_query), request_id = ?, latency_ms = ?, \
+                 error = ?, results = ?, answer_text = ?, answer_request_id = ?, \
+                 answer_citations = ?, answer_error = ? WHERE id = ?"
+            ))
+            .bind(now())
+            .bind(outcome.title)
+            .bind(outcome.query.clone())
+            .bind(outcome.query.as_deref().map(normalize_query))
+            .bind(outcome.request_id)
+            .bind(outcome.latency_ms)
+            .bind(outcome.error)
+            .bind(serde_json::to_string(&outcome.results)?)
+            .bind(outcome.answer_text)
+            .bind(outcome.answer_request_id)
+            .bind(serde_json::to_string(&outcome.answer_citations)?)
+            .bind(outcome.answer_error)
+            .bind(id.to_string());
+        batch.push(&detail).bind(id.to_string());
+        let rows = self.commit(batch).await?;
+        // No row: the search does not exist.
+        rows.first().map(detail_from_row).transpose()
     }
 
     /// Stars or unstars; never touches `updatedAt` or the results.

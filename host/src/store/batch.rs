@@ -1,0 +1,358 @@
+//! Several statements sent to the database as one query.
+//!
+//! sqlx gives each SQLite connection a worker thread of its own, and every query is a round trip
+//! to it: a channel send, a thread wake-up, and a wake-up back. On the 2-core machine that hop
+//! cost more than the statements themselves (BENCHMARKS.md: recording a completion's start took
+//! about half a millisecond in eight hops). sqlx runs every statement of a query string in turn
+//! on that thread, binding the arguments across them in order, so a batch is one hop whatever its
+//! length, and [`Store::commit`] makes it a transaction in that same hop.
+
+use std::sync::Arc;
+
+use sqlx::sqlite::{SqliteArguments, SqliteConnectOptions, SqliteConnection, SqliteRow};
+use sqlx::{Arguments, ConnectOptions, Connection, Encode, Sqlite, Transaction, Type};
+
+use super::{Result, Store, StoreError};
+
+/// Statements and their arguments. Arguments are owned (`'static`): sqlx copies borrowed ones
+/// for its worker thread anyway, and [`Store::commit`] hands the batch to a task of its own.
+#[derive(Default)]
+pub(super) struct Batch {
+    sql: String,
+    args: SqliteArguments<'static>,
+    /// The first argument that could not be encoded; reported when the batch runs.
+    refused: Option<sqlx::error::BoxDynError>,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a statement; its `?` placeholders take the next [`Batch::bind`] values in order.
+    pub fn push(&mut self, statement: &str) -> &mut Self {
+        self.sql.push_str(statement);
+        self.sql.push_str(";\n");
+        self
+    }
+
+    pub fn bind<T>(&mut self, value: T) -> &mut Self
+    where
+        T: Encode<'static, Sqlite> + Type<Sqlite> + 'static,
+    {
+        if let Err(e) = self.args.add(value) {
+            self.refused.get_or_insert(e);
+        }
+        self
+    }
+
+    fn into_parts(self) -> Result<(String, SqliteArguments<'static>)> {
+        match self.refused {
+            Some(e) => Err(sqlx::Error::Encode(e).into()),
+            None => Ok((self.sql, self.args)),
+        }
+    }
+
+    /// Runs the statements in order inside `tx` and returns the rows they produced, in order
+    /// (`SELECT`s and `RETURNING` clauses). A statement that fails ends the batch there.
+    pub async fn run(self, tx: &mut Transaction<'_, Sqlite>) -> Result<Vec<SqliteRow>> {
+        let (sql, args) = self.into_parts()?;
+        Ok(sqlx::query_with(&sql, args).fetch_all(&mut **tx).await?)
+    }
+}
+
+/// The connection [`Store::commit`] writes through: one, outside the pool. SQLite lets one
+/// writer in at a time, so more would only queue on its lock; and a pooled connection costs a
+/// round trip more each time (sqlx pings every connection given back to its pool), which
+/// measured as a tenth of a persisted completion's added latency.
+#[derive(Clone, Debug)]
+pub(super) struct Writer {
+    options: SqliteConnectOptions,
+    /// A tokio mutex, not a std one: it is held across the write's round trip.
+    slot: Arc<tokio::sync::Mutex<Slot>>,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    /// `None` once a connection was given up (the next write opens another) or closed.
+    conn: Option<SqliteConnection>,
+    closed: bool,
+}
+
+impl Writer {
+    pub async fn open(options: SqliteConnectOptions) -> sqlx::Result<Self> {
+        let conn = options.connect().await?;
+        Ok(Self {
+            options,
+            slot: Arc::new(tokio::sync::Mutex::new(Slot {
+                conn: Some(conn),
+                closed: false,
+            })),
+        })
+    }
+
+    /// Waits for a write in progress, then closes the connection; later writes fail.
+    pub async fn close(&self) {
+        let mut slot = self.slot.lock().await;
+        slot.closed = true;
+        if let Some(conn) = slot.conn.take() {
+            let _ = conn.close().await;
+        }
+    }
+}
+
+impl Store {
+    /// Runs `batch` as one write transaction in one round trip: `BEGIN IMMEDIATE`, the
+    /// statements, `COMMIT`, sent as one query. For writes that need no answer from the database
+    /// in the middle: a condition goes into the statements themselves (`WHERE EXISTS …`), and
+    /// their `RETURNING` rows tell the caller what happened.
+    ///
+    /// sqlx's `Transaction` cannot be used here (its `BEGIN` and `COMMIT` are hops of their
+    /// own), so this does what it would: a batch that fails halfway is rolled back before the
+    /// next write. And it runs in a task of its own, because a caller dropped mid-batch would
+    /// otherwise stop sqlx's worker between two statements and leave the transaction open,
+    /// holding SQLite's write lock.
+    pub(super) async fn commit(&self, batch: Batch) -> Result<Vec<SqliteRow>> {
+        let (sql, args) = batch.into_parts()?;
+        let writer = self.writer.clone();
+        let task = tokio::spawn(async move {
+            let mut slot = writer.slot.lock().await;
+            if slot.closed {
+                return Err(sqlx::Error::PoolClosed);
+            }
+            let conn = match &mut slot.conn {
+                Some(conn) => conn,
+                none => none.insert(writer.options.connect().await?),
+            };
+            let sql = format!("BEGIN IMMEDIATE;\n{sql}COMMIT;");
+            let result = sqlx::query_with(&sql, args).fetch_all(&mut *conn).await;
+            // The statements after the failing one did not run, `COMMIT` among them. When the
+            // rollback fails too (`BEGIN` itself failed, or the connection is broken), the
+            // connection is given up.
+            if result.is_err() && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
+                slot.conn = None;
+            }
+            result
+        });
+        match task.await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(StoreError::Sql(sqlx::Error::WorkerCrashed)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DatabaseUrl;
+    use crate::model::Role;
+    use crate::store::{MessageRecord, NewCall, NewChat, NewMessage, Store};
+
+    async fn store() -> Store {
+        Store::open(&DatabaseUrl::Sqlite("sqlite::memory:".into()))
+            .await
+            .unwrap()
+    }
+
+    /// What [`next_updated_at!`] makes of a stored stamp, given the `now` it is bound to.
+    async fn next(store: &Store, stored: &str, now: &str) -> String {
+        let mut tx = store.write_tx().await.unwrap();
+        let mut batch = Batch::new();
+        batch
+            .push(concat!(
+                "SELECT ",
+                next_updated_at!(),
+                " AS next FROM (SELECT ? AS updated_at)"
+            ))
+            .bind(now.to_string())
+            .bind(stored.to_string());
+        let rows = batch.run(&mut tx).await.unwrap();
+        sqlx::Row::get(&rows[0], "next")
+    }
+
+    #[tokio::test]
+    async fn next_updated_at_is_now_or_the_next_millisecond() {
+        let store = store().await;
+        // The clock has moved on: now.
+        let (stored, now) = ("2026-11-22T10:00:00.123456Z", "2026-11-22T10:00:00.200001Z");
+        assert_eq!(next(&store, stored, now).await, now);
+        // The same millisecond, or a stored stamp ahead of the clock: the next millisecond.
+        let now = "2026-11-22T10:00:00.123999Z";
+        assert_eq!(
+            next(&store, stored, now).await,
+            "2026-11-22T10:00:00.124000Z"
+        );
+        let now = "2026-11-22T09:59:58.000000Z";
+        assert_eq!(
+            next(&store, stored, now).await,
+            "2026-11-22T10:00:00.124000Z"
+        );
+        // Carries into the seconds, the day and the year.
+        let stored = "2026-12-31T23:59:59.999999Z";
+        assert_eq!(
+            next(&store, stored, now).await,
+            "2027-01-01T00:00:00.000000Z"
+        );
+        // A stamp with milliseconds only (the shape clients send back) is read the same way.
+        let stored = "2026-11-22T10:00:00.123Z";
+        assert_eq!(
+            next(&store, stored, now).await,
+            "2026-11-22T10:00:00.124000Z"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_batch_binds_its_arguments_across_statements_in_order() {
+        let store = store().await;
+        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        let message = |content: &str| NewMessage {
+            role: Role::User,
+            content: content.into(),
+            name: None,
+            metadata: None,
+        };
+        let call = NewCall {
+            id: "call-1".into(),
+            chat_id: Some(chat.id.clone()),
+            provider: crate::model::Provider::ProviderC,
+            model: "m".into(),
+        };
+        // One batch: the chat's update, three inserts and the call's insert.
+        let begun = store
+            .begin_call(call, |_| vec![message("a"), message("b"), message("c")])
+            .await
+            .unwrap();
+        assert!(begun);
+        let (after, messages) = store
+            .get_chat_with_messages(&chat.id)
+            .await
+            .unwrap()
+            .unwrap();
+        let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(contents, ["a", "b", "c"]);
+        assert!(messages.iter().all(|m| m.created_at == after.updated_at));
+        assert!(
+            crate::model::to_millis(&after.updated_at) > crate::model::to_millis(&chat.updated_at)
+        );
+        assert_eq!(after.last_used_model.as_deref(), Some("m"));
+        assert_eq!(store.get_call("call-1").await.unwrap().unwrap().model, "m");
+    }
+
+    #[tokio::test]
+    async fn a_batch_for_a_missing_chat_keeps_nothing() {
+        let store = store().await;
+        let call = NewCall {
+            id: "call-2".into(),
+            chat_id: Some("no-such-chat".into()),
+            provider: crate::model::Provider::ProviderC,
+            model: "m".into(),
+        };
+        {
+            let begun = store
+                .begin_call(call.clone(), |_| {
+                    vec![NewMessage {
+                        role: Role::User,
+                        content: "lost".into(),
+                        name: None,
+                        metadata: None,
+                    }]
+                })
+                .await
+                .unwrap();
+            assert!(!begun);
+            assert!(store.get_call("call-2").await.unwrap().is_none());
+        }
+    }
+
+    /// The history a client sends, stored without the turns the transcript already has.
+    fn new_turns<'a>(history: &'a [&'a str]) -> impl Fn(&[MessageRecord]) -> Vec<NewMessage> + 'a {
+        move |stored| {
+            history
+                .iter()
+                .filter(|turn| !stored.iter().any(|m| m.content == **turn))
+                .map(|turn| NewMessage {
+                    role: Role::User,
+                    content: turn.to_string(),
+                    name: None,
+                    metadata: None,
+                })
+                .collect()
+        }
+    }
+
+    /// Two workers: the test blocks one while the other serves a concurrent write.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transcript_that_grew_since_it_was_read_is_read_again() {
+        let store = store().await;
+        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        let call = NewCall {
+            id: "call-3".into(),
+            chat_id: Some(chat.id.clone()),
+            provider: crate::model::Provider::ProviderC,
+            model: "m".into(),
+        };
+        let history = ["a", "b"];
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let runtime = tokio::runtime::Handle::current();
+        let new_rows = |stored: &[MessageRecord]| {
+            if asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                // Between this call's read and its write, another request stores "a".
+                let (store, chat_id, runtime) = (store.clone(), chat.id.clone(), runtime.clone());
+                let other = std::thread::spawn(move || {
+                    runtime
+                        .block_on(store.append_message(&chat_id, new_turns(&["a"])(&[]).remove(0)))
+                });
+                assert!(other.join().unwrap().unwrap().is_some());
+            }
+            new_turns(&history)(stored)
+        };
+        assert!(store.begin_call(call, new_rows).await.unwrap());
+        assert_eq!(asked.into_inner(), 2, "the rows were picked again");
+        let (_, messages) = store
+            .get_chat_with_messages(&chat.id)
+            .await
+            .unwrap()
+            .unwrap();
+        let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(contents, ["a", "b"], "stored once each");
+        assert!(store.get_call("call-3").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_failing_statement_rolls_the_whole_batch_back() {
+        let store = store().await;
+        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        let mut batch = Batch::new();
+        batch
+            .push("UPDATE chats SET title = ? WHERE id = ?")
+            .bind("changed")
+            .bind(chat.id.clone());
+        // Fails: `role` may not be NULL.
+        batch
+            .push("INSERT INTO messages (id, chat_id, seq, created_at, role, content) VALUES (?, ?, 1, ?, NULL, '')")
+            .bind("m1")
+            .bind(chat.id.clone())
+            .bind("2026-11-22T10:00:00.000000Z");
+        assert!(store.commit(batch).await.is_err());
+        let after = store.get_chat(&chat.id).await.unwrap().unwrap();
+        assert_eq!(after.title, None);
+        // The write lock was released: the next write does not wait out the busy timeout.
+        let next = NewMessage {
+            role: Role::User,
+            content: "after".into(),
+            name: None,
+            metadata: None,
+        };
+        let written = tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            store.append_message(&chat.id, next),
+        );
+        assert!(written.await.unwrap().unwrap().is_some());
+        // Nor does a write through another connection.
+        let starred = tokio::time::timeout(
+            std::time::Duration::from_secs(2),
+            store.set_chat_starred(&chat.id, true),
+        );
+        assert!(starred.await.unwrap().unwrap().is_some());
+    }
+}
