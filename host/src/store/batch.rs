@@ -148,6 +148,24 @@ mod tests {
     use crate::model::Role;
     use crate::store::{MessageRecord, NewCall, NewChat, NewMessage, Store};
 
+    fn user(content: &str) -> NewMessage {
+        NewMessage {
+            role: Role::User,
+            content: content.into(),
+            name: None,
+            metadata: None,
+        }
+    }
+
+    fn call(id: &str, chat_id: &str) -> NewCall {
+        NewCall {
+            id: id.into(),
+            chat_id: Some(chat_id.into()),
+            provider: crate::model::Provider::ProviderC,
+            model: "m".into(),
+        }
+    }
+
     async fn store() -> Store {
         Store::open(&DatabaseUrl::Sqlite("sqlite::memory:".into()))
             .await
@@ -173,53 +191,53 @@ mod tests {
     #[tokio::test]
     async fn next_updated_at_is_now_or_the_next_millisecond() {
         let store = store().await;
-        // The clock has moved on: now.
-        let (stored, now) = ("2026-11-22T10:00:00.123456Z", "2026-11-22T10:00:00.200001Z");
-        assert_eq!(next(&store, stored, now).await, now);
-        // The same millisecond, or a stored stamp ahead of the clock: the next millisecond.
-        let now = "2026-11-22T10:00:00.123999Z";
-        assert_eq!(
-            next(&store, stored, now).await,
-            "2026-11-22T10:00:00.124000Z"
-        );
-        let now = "2026-11-22T09:59:58.000000Z";
-        assert_eq!(
-            next(&store, stored, now).await,
-            "2026-11-22T10:00:00.124000Z"
-        );
-        // Carries into the seconds, the day and the year.
-        let stored = "2026-12-31T23:59:59.999999Z";
-        assert_eq!(
-            next(&store, stored, now).await,
-            "2027-01-01T00:00:00.000000Z"
-        );
-        // A stamp with milliseconds only (the shape clients send back) is read the same way.
-        let stored = "2026-11-22T10:00:00.123Z";
-        assert_eq!(
-            next(&store, stored, now).await,
-            "2026-11-22T10:00:00.124000Z"
-        );
+        let cases = [
+            // (stored, now, next, why)
+            (
+                "2026-11-22T10:00:00.123456Z",
+                "2026-11-22T10:00:00.200001Z",
+                "2026-11-22T10:00:00.200001Z",
+                "the clock has moved on: now",
+            ),
+            (
+                "2026-11-22T10:00:00.123456Z",
+                "2026-11-22T10:00:00.123999Z",
+                "2026-11-22T10:00:00.124000Z",
+                "the same millisecond: the next one",
+            ),
+            (
+                "2026-11-22T10:00:00.123456Z",
+                "2026-11-22T09:59:58.000000Z",
+                "2026-11-22T10:00:00.124000Z",
+                "a stored stamp ahead of the clock: the millisecond after it",
+            ),
+            (
+                "2026-12-31T23:59:59.999999Z",
+                "2026-11-22T09:59:58.000000Z",
+                "2027-01-01T00:00:00.000000Z",
+                "carries into the seconds, the day and the year",
+            ),
+            (
+                "2026-11-22T10:00:00.123Z",
+                "2026-11-22T09:59:58.000000Z",
+                "2026-11-22T10:00:00.124000Z",
+                "a stamp with milliseconds only is read the same way",
+            ),
+        ];
+        for (stored, now, expected, why) in cases {
+            assert_eq!(next(&store, stored, now).await, expected, "{why}");
+        }
     }
 
     #[tokio::test]
     async fn a_batch_binds_its_arguments_across_statements_in_order() {
         let store = store().await;
         let chat = store.create_chat(NewChat::default()).await.unwrap();
-        let message = |content: &str| NewMessage {
-            role: Role::User,
-            content: content.into(),
-            name: None,
-            metadata: None,
-        };
-        let call = NewCall {
-            id: "call-1".into(),
-            chat_id: Some(chat.id.clone()),
-            provider: crate::model::Provider::ProviderC,
-            model: "m".into(),
-        };
         // One batch: the chat's update, three inserts and the call's insert.
         let begun = store
-            .begin_call(call, |_| vec![message("a"), message("b"), message("c")])
+            .begin_call(call("call-1", &chat.id), |_| {
+                vec![user("a"), user("b"), user("c")]
+            })
             .await
             .unwrap();
         assert!(begun);
@@ -241,27 +259,14 @@ mod tests {
     #[tokio::test]
     async fn a_batch_for_a_missing_chat_keeps_nothing() {
         let store = store().await;
-        let call = NewCall {
-            id: "call-2".into(),
-            chat_id: Some("no-such-chat".into()),
-            provider: crate::model::Provider::ProviderC,
-            model: "m".into(),
-        };
-        {
-            let begun = store
-                .begin_call(call.clone(), |_| {
-                    vec![NewMessage {
-                        role: Role::User,
-                        content: "lost".into(),
-                        name: None,
-                        metadata: None,
-                    }]
-                })
-                .await
-                .unwrap();
-            assert!(!begun);
-            assert!(store.get_call("call-2").await.unwrap().is_none());
-        }
+        let begun = store
+            .begin_call(call("call-2", "no-such-chat"), |_| vec![user("lost")])
+            .await
+            .unwrap();
+        assert!(!begun);
+        // The call's insert is conditional too: a foreign key failure would have failed the
+        // whole batch.
+        assert!(store.get_call("call-2").await.unwrap().is_none());
     }
 
     /// The history a client sends, stored without the turns the transcript already has.
@@ -270,12 +275,7 @@ mod tests {
             history
                 .iter()
                 .filter(|turn| !stored.iter().any(|m| m.content == **turn))
-                .map(|turn| NewMessage {
-                    role: Role::User,
-                    content: turn.to_string(),
-                    name: None,
-                    metadata: None,
-                })
+                .map(|turn| user(turn))
                 .collect()
         }
     }
@@ -285,28 +285,22 @@ mod tests {
     async fn a_transcript_that_grew_since_it_was_read_is_read_again() {
         let store = store().await;
         let chat = store.create_chat(NewChat::default()).await.unwrap();
-        let call = NewCall {
-            id: "call-3".into(),
-            chat_id: Some(chat.id.clone()),
-            provider: crate::model::Provider::ProviderC,
-            model: "m".into(),
-        };
-        let history = ["a", "b"];
+        let history = ["x", "y"];
         let asked = std::sync::atomic::AtomicUsize::new(0);
         let runtime = tokio::runtime::Handle::current();
         let new_rows = |stored: &[MessageRecord]| {
             if asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-                // Between this call's read and its write, another request stores "a".
+                // Between this call's read and its write, another request stores "z".
                 let (store, chat_id, runtime) = (store.clone(), chat.id.clone(), runtime.clone());
                 let other = std::thread::spawn(move || {
-                    runtime
-                        .block_on(store.append_message(&chat_id, new_turns(&["a"])(&[]).remove(0)))
+                    runtime.block_on(store.append_message(&chat_id, user("z")))
                 });
                 assert!(other.join().unwrap().unwrap().is_some());
             }
             new_turns(&history)(stored)
         };
-        assert!(store.begin_call(call, new_rows).await.unwrap());
+        let begun = store.begin_call(call("call-3", &chat.id), new_rows);
+        assert!(begun.await.unwrap());
         assert_eq!(asked.into_inner(), 2, "the rows were picked again");
         let (_, messages) = store
             .get_chat_with_messages(&chat.id)
@@ -314,8 +308,45 @@ mod tests {
             .unwrap()
             .unwrap();
         let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
-        assert_eq!(contents, ["a", "b"], "stored once each");
+        // None of the first write landed (not even "y", whose own position was free after
+        // "z"): all of this call's rows come after the other request's, in order, once.
+        assert_eq!(contents, ["z", "x", "y"]);
         assert!(store.get_call("call-3").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_call_that_failed_meanwhile_keeps_its_outcome_and_gets_no_reply() {
+        let store = store().await;
+        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        assert!(
+            store
+                .begin_call(call("call-4", &chat.id), |_| vec![user("q")])
+                .await
+                .unwrap()
+        );
+        // A shutdown recorded the run as stopped; then its success reaches the writer.
+        let reply = NewMessage {
+            role: Role::Assistant,
+            ..user("late reply")
+        };
+        store
+            .fail_call("call-4", "shutdown", None, 5)
+            .await
+            .unwrap();
+        store
+            .finish_call("call-4", Some(&chat.id), Some(reply), None, 9)
+            .await
+            .unwrap();
+        let (_, messages) = store
+            .get_chat_with_messages(&chat.id)
+            .await
+            .unwrap()
+            .unwrap();
+        let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(contents, ["q"]);
+        let record = store.get_call("call-4").await.unwrap().unwrap();
+        assert_eq!(record.error.as_deref(), Some("shutdown"));
+        assert_eq!(record.latency_ms, Some(5));
     }
 
     #[tokio::test]
@@ -337,15 +368,9 @@ mod tests {
         let after = store.get_chat(&chat.id).await.unwrap().unwrap();
         assert_eq!(after.title, None);
         // The write lock was released: the next write does not wait out the busy timeout.
-        let next = NewMessage {
-            role: Role::User,
-            content: "after".into(),
-            name: None,
-            metadata: None,
-        };
         let written = tokio::time::timeout(
             std::time::Duration::from_secs(2),
-            store.append_message(&chat.id, next),
+            store.append_message(&chat.id, user("after")),
         );
         assert!(written.await.unwrap().unwrap().is_some());
         // Nor does a write through another connection.

@@ -6,7 +6,9 @@
 use sqlx::Row;
 
 use super::batch::Batch;
-use super::chats::{SELECT_CHAT_BY_ID, TOUCH_CHAT, chat_from_row, load_messages, push_message};
+use super::chats::{
+    Condition, SELECT_CHAT_BY_ID, chat_from_row, load_messages, push_message, touch_chat,
+};
 use super::{ChatRecord, MessageRecord, NewMessage, Result, Store};
 use crate::model::{Provider, now};
 
@@ -93,14 +95,17 @@ impl Store {
     ) -> Result<()> {
         let mut batch = Batch::new();
         if let (Some(chat_id), Some(message)) = (chat_id, &assistant) {
-            // A chat deleted meanwhile gets nothing; the call is still completed.
-            batch.push(TOUCH_CHAT).bind(now()).bind(chat_id.to_string());
-            push_message(&mut batch, chat_id, message, None)?;
+            // A chat deleted meanwhile gets nothing; the call is still completed. A call that
+            // ended meanwhile (a run stopped at shutdown, recorded as failed while this waited
+            // for the writer) keeps that outcome, and gets no reply.
+            let open = || Condition::CallOpen(call_id.to_string());
+            touch_chat(&mut batch, chat_id, open());
+            push_message(&mut batch, chat_id, message, open())?;
         }
         batch
             .push(
                 "UPDATE llm_calls SET completed_at = ?, input_tokens = ?, output_tokens = ?, \
-                 total_tokens = ?, latency_ms = ? WHERE id = ?",
+                 total_tokens = ?, latency_ms = ? WHERE id = ? AND completed_at IS NULL",
             )
             .bind(now())
             .bind(usage.map(|u| u.input_tokens as i64))
@@ -198,56 +203,67 @@ impl Store {
 }
 
 /// The writes that start `call`: with a chat, its update (`RETURNING` a row when it was made)
-/// and `rows` appended to its transcript; then the call's record. With `after`, each is made
-/// only if the transcript's last `seq` is still `after` (the message inserts: `after` plus those
-/// before them), so that a transcript that grew meanwhile gets none of them.
+/// and `rows` appended to its transcript; then the call's record.
+///
+/// With `after`, all of them or none: only if the transcript's last `seq` is still `after`. The
+/// chat's update and the first row check that; each later row checks that the one before it
+/// was stored, and the call's record that the last one was (or, without rows, the `seq` again),
+/// so a transcript that grew meanwhile gets none of them, and they never land out of order.
 fn call_batch(call: &NewCall, rows: &[NewMessage], after: Option<i64>) -> Result<Batch> {
     let mut batch = Batch::new();
+    let unchanged = |chat_id: &str| match after {
+        Some(last) => Condition::LastSeq {
+            chat_id: chat_id.to_string(),
+            last,
+        },
+        None => Condition::Always,
+    };
+    // What the call's record waits for: the chat's last write in this batch.
+    let mut recorded = Condition::Always;
     if let Some(chat_id) = &call.chat_id {
         // Every right-hand side reads the row as it was, so `initiated_model` is set exactly
         // when `initiated_provider` was still unset.
         batch
-            .push(concat!(
-                "UPDATE chats SET updated_at = ",
-                next_updated_at!(),
-                ", last_used_provider = ?, last_used_model = ?, \
-                 initiated_model = CASE WHEN initiated_provider IS NULL THEN ? ELSE initiated_model END, \
-                 initiated_provider = COALESCE(initiated_provider, ?) WHERE id = ? \
-                 AND (? IS NULL OR (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id = ?) = ?) \
-                 RETURNING updated_at"
-            ))
             .bind(now())
             .bind(call.provider.as_str())
             .bind(call.model.clone())
             .bind(call.model.clone())
             .bind(call.provider.as_str())
-            .bind(chat_id.clone())
-            .bind(after)
-            .bind(chat_id.clone())
-            .bind(after);
-        for (i, message) in rows.iter().enumerate() {
-            push_message(&mut batch, chat_id, message, after.map(|a| a + i as i64))?;
+            .bind(chat_id.clone());
+        unchanged(chat_id).push(
+            &mut batch,
+            concat!(
+                "UPDATE chats SET updated_at = ",
+                next_updated_at!(),
+                ", last_used_provider = ?, last_used_model = ?, \
+                 initiated_model = CASE WHEN initiated_provider IS NULL THEN ? ELSE initiated_model END, \
+                 initiated_provider = COALESCE(initiated_provider, ?) WHERE id = ?"
+            ),
+            " RETURNING updated_at",
+        );
+        recorded = unchanged(chat_id);
+        for message in rows {
+            let only = std::mem::replace(&mut recorded, Condition::Always);
+            let id = push_message(&mut batch, chat_id, message, only)?;
+            if after.is_some() {
+                recorded = Condition::Stored(id);
+            }
         }
     }
-    // Not for a chat that does not exist (its foreign key would fail the whole batch), nor for
-    // one whose transcript grew meanwhile.
-    let last = after.map(|a| a + rows.len() as i64);
+    // Not for a chat that does not exist: its foreign key would fail the whole batch.
     batch
-        .push(
-            "INSERT INTO llm_calls (id, chat_id, provider, model, created_at) \
-             SELECT ?, ?, ?, ?, ? WHERE ? IS NULL OR (EXISTS (SELECT 1 FROM chats WHERE id = ?) \
-             AND (? IS NULL OR (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id = ?) = ?)) \
-             ON CONFLICT (id) DO NOTHING",
-        )
         .bind(call.id.clone())
         .bind(call.chat_id.clone())
         .bind(call.provider.as_str())
         .bind(call.model.clone())
         .bind(now())
         .bind(call.chat_id.clone())
-        .bind(call.chat_id.clone())
-        .bind(last)
-        .bind(call.chat_id.clone())
-        .bind(last);
+        .bind(call.chat_id.clone());
+    recorded.push(
+        &mut batch,
+        "INSERT INTO llm_calls (id, chat_id, provider, model, created_at) \
+         SELECT ?, ?, ?, ?, ? WHERE (? IS NULL OR EXISTS (SELECT 1 FROM chats WHERE id = ?))",
+        " ON CONFLICT (id) DO NOTHING",
+    );
     Ok(batch)
 }

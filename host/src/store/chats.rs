@@ -74,13 +74,65 @@ macro_rules! select_chat {
 }
 pub(super) const SELECT_CHAT_BY_ID: &str = concat!(select_chat!(), " WHERE c.id = ?");
 
-/// Bumps a chat's `updatedAt` and returns the new value; no row when the chat does not exist.
-/// Binds: now, the chat's id.
-pub(super) const TOUCH_CHAT: &str = concat!(
-    "UPDATE chats SET updated_at = ",
-    next_updated_at!(),
-    " WHERE id = ? RETURNING updated_at"
-);
+/// What must hold, besides the chat existing, for a batch's write to a chat to be made.
+pub(super) enum Condition {
+    Always,
+    /// The transcript's last `seq` is this one: nothing was appended since it was read.
+    LastSeq {
+        chat_id: String,
+        last: i64,
+    },
+    /// The message with this id is stored: the one before, in the same batch, was written.
+    Stored(String),
+    /// The call with this id has not ended: a call that failed meanwhile gets no reply.
+    CallOpen(String),
+}
+
+impl Condition {
+    /// The condition as a `WHERE` clause's continuation (`AND …`).
+    fn sql(&self) -> &'static str {
+        match self {
+            Condition::Always => "",
+            Condition::LastSeq { .. } => {
+                " AND (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE chat_id = ?) = ?"
+            }
+            Condition::Stored(_) => " AND EXISTS (SELECT 1 FROM messages WHERE id = ?)",
+            Condition::CallOpen(_) => {
+                " AND EXISTS (SELECT 1 FROM llm_calls WHERE id = ? AND completed_at IS NULL)"
+            }
+        }
+    }
+
+    /// Appends `statement` with this condition after its `WHERE` clause, then `tail`, and binds
+    /// the condition's arguments: the statement's own must be bound before.
+    pub fn push(self, batch: &mut Batch, statement: &str, tail: &str) {
+        batch.push(&format!("{statement}{}{tail}", self.sql()));
+        match self {
+            Condition::Always => {}
+            Condition::LastSeq { chat_id, last } => {
+                batch.bind(chat_id).bind(last);
+            }
+            Condition::Stored(id) | Condition::CallOpen(id) => {
+                batch.bind(id);
+            }
+        }
+    }
+}
+
+/// Adds to `batch` the bump of a chat's `updatedAt`, `RETURNING` the new value: no row when the
+/// chat does not exist or `only` does not hold.
+pub(super) fn touch_chat(batch: &mut Batch, chat_id: &str, only: Condition) {
+    batch.bind(now()).bind(chat_id.to_string());
+    only.push(
+        batch,
+        concat!(
+            "UPDATE chats SET updated_at = ",
+            next_updated_at!(),
+            " WHERE id = ?"
+        ),
+        " RETURNING updated_at",
+    );
+}
 
 pub(super) fn chat_from_row(row: &SqliteRow) -> Result<ChatRecord> {
     let provider = |column: &str| -> Result<Option<Provider>> {
@@ -163,7 +215,7 @@ impl Store {
             .bind(chat.additional_system_prompt)
             .bind(serde_json::to_string(&chat.enabled_tools)?);
         for message in &chat.messages {
-            push_message(&mut batch, &id, message, None)?;
+            push_message(&mut batch, &id, message, Condition::Always)?;
         }
         batch.push(SELECT_CHAT_BY_ID).bind(id);
         let rows = self.commit(batch).await?;
@@ -285,8 +337,8 @@ impl Store {
         message: NewMessage,
     ) -> Result<Option<MessageRecord>> {
         let mut batch = Batch::new();
-        batch.push(TOUCH_CHAT).bind(now()).bind(chat_id.to_string());
-        let id = push_message(&mut batch, chat_id, &message, None)?;
+        touch_chat(&mut batch, chat_id, Condition::Always);
+        let id = push_message(&mut batch, chat_id, &message, Condition::Always)?;
         let rows = self.commit(batch).await?;
         // No row: the chat does not exist, and the insert inserted nothing.
         let Some(touched) = rows.first() else {
@@ -309,14 +361,13 @@ pub(super) async fn fetch_chat(
 }
 
 /// Adds the insert of `message` to `batch`, at the end of the chat's transcript and stamped with
-/// the chat's `updated_at` as the batch has left it (after [`TOUCH_CHAT`], the new one). Inserts
-/// nothing when the chat does not exist, nor, with `after`, unless the transcript's last `seq` is
-/// still that. Returns the new message's id.
+/// the chat's `updated_at` as the batch has left it (after [`touch_chat`], the new one). Inserts
+/// nothing when the chat does not exist or `only` does not hold. Returns the new message's id.
 pub(super) fn push_message(
     batch: &mut Batch,
     chat_id: &str,
     message: &NewMessage,
-    after: Option<i64>,
+    only: Condition,
 ) -> Result<String> {
     let id = new_id();
     let metadata = message
@@ -325,21 +376,21 @@ pub(super) fn push_message(
         .map(serde_json::to_string)
         .transpose()?;
     batch
-        .push(
-            "INSERT INTO messages (id, chat_id, seq, created_at, role, content, name, metadata) \
-             SELECT ?, c.id, t.last + 1, c.updated_at, ?, ?, ?, ? \
-             FROM chats c, (SELECT COALESCE(MAX(seq), 0) AS last FROM messages WHERE chat_id = ?) t \
-             WHERE c.id = ? AND (? IS NULL OR t.last = ?)",
-        )
         .bind(id.clone())
         .bind(message.role.as_str())
         .bind(message.content.clone())
         .bind(message.name.clone())
         .bind(metadata)
         .bind(chat_id.to_string())
-        .bind(chat_id.to_string())
-        .bind(after)
-        .bind(after);
+        .bind(chat_id.to_string());
+    only.push(
+        batch,
+        "INSERT INTO messages (id, chat_id, seq, created_at, role, content, name, metadata) \
+         SELECT ?, c.id, t.last + 1, c.updated_at, ?, ?, ?, ? \
+         FROM chats c, (SELECT COALESCE(MAX(seq), 0) AS last FROM messages WHERE chat_id = ?) t \
+         WHERE c.id = ?",
+        "",
+    );
     Ok(id)
 }
 
