@@ -166,6 +166,16 @@ mod tests {
         }
     }
 
+    /// The contents of a chat's messages, in order.
+    async fn transcript(store: &Store, chat_id: &str) -> Vec<String> {
+        let (_, messages) = store
+            .get_chat_with_messages(chat_id)
+            .await
+            .unwrap()
+            .unwrap();
+        messages.into_iter().map(|m| m.content).collect()
+    }
+
     async fn store() -> Store {
         Store::open(&DatabaseUrl::Sqlite("sqlite::memory:".into()))
             .await
@@ -302,12 +312,7 @@ mod tests {
         let begun = store.begin_call(call("call-3", &chat.id), new_rows);
         assert!(begun.await.unwrap());
         assert_eq!(asked.into_inner(), 2, "the rows were picked again");
-        let (_, messages) = store
-            .get_chat_with_messages(&chat.id)
-            .await
-            .unwrap()
-            .unwrap();
-        let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+        let contents = transcript(&store, &chat.id).await;
         // None of the first write landed (not even "y", whose own position was free after
         // "z"): all of this call's rows come after the other request's, in order, once.
         assert_eq!(contents, ["z", "x", "y"]);
@@ -337,12 +342,7 @@ mod tests {
             .finish_call("call-4", Some(&chat.id), Some(reply), None, 9)
             .await
             .unwrap();
-        let (_, messages) = store
-            .get_chat_with_messages(&chat.id)
-            .await
-            .unwrap()
-            .unwrap();
-        let contents: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+        let contents = transcript(&store, &chat.id).await;
         assert_eq!(contents, ["q"]);
         let record = store.get_call("call-4").await.unwrap().unwrap();
         assert_eq!(record.error.as_deref(), Some("shutdown"));
