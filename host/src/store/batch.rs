@@ -29,7 +29,8 @@ impl Batch {
         Self::default()
     }
 
-    /// Appends a statement; its `?` placeholders take the next [`Batch::bind`] values in order.
+    /// Appends a statement. The batch's `?` placeholders, across all its statements, take the
+    /// [`Batch::bind`] values in order, whether they were bound before or after the push.
     pub fn push(&mut self, statement: &str) -> &mut Self {
         self.sql.push_str(statement);
         self.sql.push_str(";\n");
