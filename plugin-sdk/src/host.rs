@@ -100,6 +100,11 @@ impl Request {
         self.inner.follow_redirects = Some(follow);
         self
     }
+    /// The request as the WIT record, for a host that sends it itself (the `turn-codec`
+    /// interface's `start`).
+    pub fn into_wit(self) -> wit_http::Request {
+        self.inner
+    }
     /// Sends it; returns when the status and headers are in.
     pub fn send(self) -> Result<Response, HttpError> {
         wit_http::send(&self.inner).map(|inner| Response { inner })

@@ -7,6 +7,12 @@
 //! (the host checks every request against the plugin's grant and adds credentials itself),
 //! [`host::ssh`], [`host::log`] and [`host::config`].
 //!
+//! A provider has two worlds to choose from, both under the `provider` feature:
+//! `codec::Codec` (`export_codec_provider!`), which builds a turn's request and decodes its
+//! answer while the host sends and reads, so a live stream holds no instance waiting on the
+//! upstream (chatd's own providers are codecs); or `provider::Provider` (`export_provider!`),
+//! which runs the whole turn itself through the `http` import.
+//!
 //! # Example: a tool
 //!
 //! ```ignore
@@ -79,6 +85,8 @@ pub mod host;
 pub mod json;
 pub mod sse;
 
+#[cfg(feature = "provider")]
+pub mod codec;
 #[cfg(feature = "provider")]
 pub mod provider;
 #[cfg(feature = "search")]

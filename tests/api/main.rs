@@ -5,6 +5,7 @@ mod attachments;
 mod auth;
 mod bundled_tools;
 mod chats;
+mod codec;
 mod completions;
 mod devbox;
 mod fixtures;

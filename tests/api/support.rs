@@ -33,6 +33,8 @@ pub fn test_component(crate_name: &str) -> Vec<u8> {
                 "-p",
                 "test-plugin-hostile",
                 "-p",
+                "test-plugin-hostile-provider",
+                "-p",
                 "test-plugin-reads-files",
                 "--target-dir",
             ])

@@ -26,14 +26,32 @@ use crate::wire::{Absent, Call, Support, Wire};
 struct Setup {
     upstream: ScriptedUpstream,
     plugin: Plugin,
+    plugin_driven: bool,
 }
 
-async fn setup<W: Wire>(replies: Vec<Reply>) -> Setup {
+/// Who drives a turn: the host, through the plugin's `turn-codec` (how chatd runs its bundled
+/// providers), or the plugin itself, through the `provider` world's `turn` (how a host that
+/// knows only that world runs them). Every scenario runs both ways.
+pub trait Driver {
+    const PLUGIN_DRIVEN: bool;
+}
+
+pub struct HostDriven;
+impl Driver for HostDriven {
+    const PLUGIN_DRIVEN: bool = false;
+}
+
+pub struct PluginDriven;
+impl Driver for PluginDriven {
+    const PLUGIN_DRIVEN: bool = true;
+}
+
+async fn setup<W: Wire, D: Driver>(replies: Vec<Reply>) -> Setup {
     let route = format!("POST {}", W::TURN_PATH);
-    setup_routes::<W>(replies.into_iter().map(|r| (route.clone(), r)).collect()).await
+    setup_routes::<W, D>(replies.into_iter().map(|r| (route.clone(), r)).collect()).await
 }
 
-async fn setup_routes<W: Wire>(routes: Vec<(String, Reply)>) -> Setup {
+async fn setup_routes<W: Wire, D: Driver>(routes: Vec<(String, Reply)>) -> Setup {
     let upstream = ScriptedUpstream::start(
         routes
             .iter()
@@ -41,12 +59,21 @@ async fn setup_routes<W: Wire>(routes: Vec<(String, Reply)>) -> Setup {
     )
     .await;
     let plugin = load(W::PLUGIN, &W::flags(&format!("{}/v1", upstream.url()))).await;
-    Setup { upstream, plugin }
+    Setup {
+        upstream,
+        plugin,
+        plugin_driven: D::PLUGIN_DRIVEN,
+    }
 }
 
 impl Setup {
     async fn turn(&self, request: TurnRequest) -> Turn {
-        run(provider(&self.plugin), request).await
+        let provider = provider(&self.plugin);
+        assert!(
+            provider.host_driven(),
+            "a bundled provider is a codec provider"
+        );
+        run(provider, request, self.plugin_driven).await
     }
 
     /// Request `n` (0-based) to the turn route, checked like every turn request.
@@ -65,9 +92,9 @@ impl Setup {
 }
 
 /// 1. A whole answer: its text, `Stop`, the upstream's body as `raw_json`, the usage.
-pub async fn text_whole<W: Wire>() {
+pub async fn text_whole<W: Wire, D: Driver>() {
     let canned = W::text_whole();
-    let s = setup::<W>(vec![canned.reply(false)]).await;
+    let s = setup::<W, D>(vec![canned.reply(false)]).await;
     let turn = s
         .turn(request(W::MODEL, vec![user_text("Hello!")], false))
         .await;
@@ -89,9 +116,9 @@ pub async fn text_whole<W: Wire>() {
 }
 
 /// 2. A streamed answer: several deltas that make the text, the usage, `Stop`, no raw_json.
-pub async fn text_stream<W: Wire>() {
+pub async fn text_stream<W: Wire, D: Driver>() {
     let canned = W::text_stream();
-    let s = setup::<W>(vec![canned.reply(true)]).await;
+    let s = setup::<W, D>(vec![canned.reply(true)]).await;
     let turn = s
         .turn(request(W::MODEL, vec![user_text("Hello!")], true))
         .await;
@@ -132,8 +159,8 @@ fn tool_named(name: &str) -> ToolSpec {
 
 /// What a provider without tool calls does with an answer that has some: never asks for tools,
 /// passes no call on, and does not finish with `ToolCalls`.
-async fn assert_absent<W: Wire>(absent: Absent) {
-    let s = setup::<W>(vec![absent.reply]).await;
+async fn assert_absent<W: Wire, D: Driver>(absent: Absent) {
+    let s = setup::<W, D>(vec![absent.reply]).await;
     let mut turn_request = request(W::MODEL, vec![user_text("Use the tool.")], absent.streaming);
     turn_request.tools = vec![tool_named("get_capital"), tool_named("get_weather")];
     turn_request.may_continue = true;
@@ -151,12 +178,12 @@ async fn assert_absent<W: Wire>(absent: Absent) {
 }
 
 /// 3. A tool loop: the call, then its result sent back in the vendor's shape, then the answer.
-pub async fn tool_round_trip<W: Wire>() {
+pub async fn tool_round_trip<W: Wire, D: Driver>() {
     let tool_loop = match W::tool_loop() {
         Support::Present(tool_loop) => tool_loop,
-        Support::Absent(absent) => return assert_absent::<W>(absent).await,
+        Support::Absent(absent) => return assert_absent::<W, D>(absent).await,
     };
-    let s = setup::<W>(vec![
+    let s = setup::<W, D>(vec![
         Reply::sse(&tool_loop.first),
         tool_loop.second.reply(true),
     ])
@@ -208,12 +235,12 @@ pub async fn tool_round_trip<W: Wire>() {
 }
 
 /// 4. Several calls in one answer, passed on in order.
-pub async fn parallel_tool_calls<W: Wire>() {
+pub async fn parallel_tool_calls<W: Wire, D: Driver>() {
     let parallel = match W::parallel_calls() {
         Support::Present(parallel) => parallel,
-        Support::Absent(absent) => return assert_absent::<W>(absent).await,
+        Support::Absent(absent) => return assert_absent::<W, D>(absent).await,
     };
-    let s = setup::<W>(vec![parallel.reply]).await;
+    let s = setup::<W, D>(vec![parallel.reply]).await;
     let mut turn_request = request(W::MODEL, vec![user_text("Call both.")], parallel.streaming);
     let mut names: Vec<&str> = parallel.calls.iter().map(|c| c.name).collect();
     names.dedup();
@@ -230,9 +257,9 @@ pub async fn parallel_tool_calls<W: Wire>() {
 const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 /// 5. An image and a text file in a user message reach the upstream in the vendor's shape.
-pub async fn attachments<W: Wire>() {
+pub async fn attachments<W: Wire, D: Driver>() {
     let canned = W::text_whole();
-    let s = setup::<W>(vec![canned.reply(false)]).await;
+    let s = setup::<W, D>(vec![canned.reply(false)]).await;
     let image = Image {
         mime_type: "image/png".into(),
         data_base64: PNG_BASE64.into(),
@@ -256,9 +283,9 @@ pub async fn attachments<W: Wire>() {
 }
 
 /// 6. Usage, whole and streamed: the recorded input, output and total.
-pub async fn usage<W: Wire>() {
+pub async fn usage<W: Wire, D: Driver>() {
     for (canned, streaming) in [(W::text_whole(), false), (W::text_stream(), true)] {
-        let s = setup::<W>(vec![canned.reply(streaming)]).await;
+        let s = setup::<W, D>(vec![canned.reply(streaming)]).await;
         let turn = s
             .turn(request(W::MODEL, vec![user_text("Hello!")], streaming))
             .await;
@@ -281,7 +308,7 @@ pub async fn usage<W: Wire>() {
 }
 
 /// 7. An error status before any output: `Upstream` with that status and the upstream's message.
-pub async fn http_errors<W: Wire>() {
+pub async fn http_errors<W: Wire, D: Driver>() {
     let cases = [(401, false), (401, true), (429, true), (500, false)];
     let errors: Vec<_> = cases
         .iter()
@@ -292,7 +319,7 @@ pub async fn http_errors<W: Wire>() {
         .zip(&errors)
         .map(|((status, _), error)| Reply::text(*status, "application/json", &error.body))
         .collect();
-    let s = setup::<W>(replies).await;
+    let s = setup::<W, D>(replies).await;
     for (n, ((status, streaming), error)) in cases.iter().zip(&errors).enumerate() {
         let turn = s
             .turn(request(W::MODEL, vec![user_text("Hello!")], *streaming))
@@ -310,9 +337,9 @@ pub async fn http_errors<W: Wire>() {
 }
 
 /// 8. An error inside the stream: the text before it delivered, then `Upstream` with status 0.
-pub async fn mid_stream_error<W: Wire>() {
+pub async fn mid_stream_error<W: Wire, D: Driver>() {
     for case in W::mid_stream_errors() {
-        let s = setup::<W>(vec![Reply::sse(&case.sse)]).await;
+        let s = setup::<W, D>(vec![Reply::sse(&case.sse)]).await;
         let turn = s
             .turn(request(W::MODEL, vec![user_text("Hello!")], true))
             .await;
@@ -331,13 +358,13 @@ pub async fn mid_stream_error<W: Wire>() {
 /// closed before any answer (checked too: also `Transport`, with nothing delivered). With a
 /// pause after each piece the body is pending there, and hyper writes out what it has before
 /// the cut: the pause orders the writes, the outcome does not depend on its length.
-pub async fn connection_cut<W: Wire>() {
+pub async fn connection_cut<W: Wire, D: Driver>() {
     let cut = W::cut();
     // The whole events, then the event the cut falls in.
     let whole = cut.sse.rfind("\n\n").map_or(0, |end| end + 2);
     let (events, partial) = cut.sse.split_at(whole);
     let pieces = vec![events.as_bytes().to_vec(), partial.as_bytes().to_vec()];
-    let s = setup::<W>(vec![
+    let s = setup::<W, D>(vec![
         Reply::sse(&cut.sse)
             .paced(pieces, Duration::from_millis(5))
             .cut(),
@@ -369,10 +396,10 @@ pub async fn connection_cut<W: Wire>() {
 }
 
 /// 10. The model list.
-pub async fn list_models<W: Wire>() {
+pub async fn list_models<W: Wire, D: Driver>() {
     let models = W::models();
     let route = format!("GET {}", W::MODELS_PATH);
-    let s = setup_routes::<W>(vec![(
+    let s = setup_routes::<W, D>(vec![(
         route,
         Reply::text(200, "application/json", &models.body),
     )])
@@ -392,51 +419,64 @@ pub async fn list_models<W: Wire>() {
     assert_eq!(ids, models.ids);
 }
 
-/// One test per scenario for each `module => wire` pair.
+/// One test per scenario and driver for each `module => wire` pair.
 macro_rules! every_scenario {
     ($($module:ident => $wire:ty),* $(,)?) => {$(
         mod $module {
-            #[tokio::test]
-            async fn text_non_streaming() {
-                crate::suite::text_whole::<$wire>().await
+            mod host_driven {
+                crate::suite::scenarios!($wire, crate::suite::HostDriven);
             }
-            #[tokio::test]
-            async fn text_streaming() {
-                crate::suite::text_stream::<$wire>().await
-            }
-            #[tokio::test]
-            async fn tool_call_round_trip() {
-                crate::suite::tool_round_trip::<$wire>().await
-            }
-            #[tokio::test]
-            async fn parallel_tool_calls() {
-                crate::suite::parallel_tool_calls::<$wire>().await
-            }
-            #[tokio::test]
-            async fn image_and_text_file_attachments() {
-                crate::suite::attachments::<$wire>().await
-            }
-            #[tokio::test]
-            async fn usage() {
-                crate::suite::usage::<$wire>().await
-            }
-            #[tokio::test]
-            async fn error_status_before_the_stream() {
-                crate::suite::http_errors::<$wire>().await
-            }
-            #[tokio::test]
-            async fn error_inside_the_stream() {
-                crate::suite::mid_stream_error::<$wire>().await
-            }
-            #[tokio::test]
-            async fn connection_cut() {
-                crate::suite::connection_cut::<$wire>().await
-            }
-            #[tokio::test]
-            async fn list_models() {
-                crate::suite::list_models::<$wire>().await
+            mod plugin_driven {
+                crate::suite::scenarios!($wire, crate::suite::PluginDriven);
             }
         }
     )*};
 }
 pub(crate) use every_scenario;
+
+/// The scenario tests for one wire and driver.
+macro_rules! scenarios {
+    ($wire:ty, $driver:ty) => {
+        #[tokio::test]
+        async fn text_non_streaming() {
+            crate::suite::text_whole::<$wire, $driver>().await
+        }
+        #[tokio::test]
+        async fn text_streaming() {
+            crate::suite::text_stream::<$wire, $driver>().await
+        }
+        #[tokio::test]
+        async fn tool_call_round_trip() {
+            crate::suite::tool_round_trip::<$wire, $driver>().await
+        }
+        #[tokio::test]
+        async fn parallel_tool_calls() {
+            crate::suite::parallel_tool_calls::<$wire, $driver>().await
+        }
+        #[tokio::test]
+        async fn image_and_text_file_attachments() {
+            crate::suite::attachments::<$wire, $driver>().await
+        }
+        #[tokio::test]
+        async fn usage() {
+            crate::suite::usage::<$wire, $driver>().await
+        }
+        #[tokio::test]
+        async fn error_status_before_the_stream() {
+            crate::suite::http_errors::<$wire, $driver>().await
+        }
+        #[tokio::test]
+        async fn error_inside_the_stream() {
+            crate::suite::mid_stream_error::<$wire, $driver>().await
+        }
+        #[tokio::test]
+        async fn connection_cut() {
+            crate::suite::connection_cut::<$wire, $driver>().await
+        }
+        #[tokio::test]
+        async fn list_models() {
+            crate::suite::list_models::<$wire, $driver>().await
+        }
+    };
+}
+pub(crate) use scenarios;

@@ -42,10 +42,17 @@ pub struct Turn {
 }
 
 /// Runs one turn, reading its events while it runs: the channel is bounded, so a reader that
-/// waited for the end would hold the plugin back forever.
-pub async fn run(provider: &ProviderPlugin, request: TurnRequest) -> Turn {
+/// waited for the end would hold the turn back forever. `plugin_driven`: through the `provider`
+/// world's `turn` rather than the host's driver.
+pub async fn run(provider: &ProviderPlugin, request: TurnRequest, plugin_driven: bool) -> Turn {
     let (sender, mut receiver) = mpsc::channel(4);
-    let call = provider.turn(request, sender);
+    let call = async {
+        if plugin_driven {
+            provider.plugin_driven_turn(request, sender).await
+        } else {
+            provider.turn(request, sender).await
+        }
+    };
     tokio::pin!(call);
     let mut events = Vec::new();
     let outcome = loop {

@@ -50,6 +50,24 @@ pub mod provider {
     });
 }
 
+/// The `codec-provider` world: the `provider` world plus the `turn-codec` export.
+pub mod codec_provider {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "chatd:plugin/codec-provider@0.1.0",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "chatd:plugin/types": super::imports::chatd::plugin::types,
+            "chatd:plugin/http": super::imports::chatd::plugin::http,
+            "chatd:plugin/log": super::imports::chatd::plugin::log,
+            "chatd:plugin/config": super::imports::chatd::plugin::config,
+            "chatd:plugin/provider-types": super::provider::chatd::plugin::provider_types,
+            "chatd:plugin/turn-events": super::provider::chatd::plugin::turn_events,
+        },
+    });
+}
+
 /// The `search` world.
 pub mod search {
     wasmtime::component::bindgen!({

@@ -10,6 +10,7 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::cache::{self, CompileCache};
+use super::codec::Instances;
 use super::grants::{self, HostSettings};
 use super::manifest::{Kind, Manifest};
 use super::provider::ProviderPlugin;
@@ -168,7 +169,12 @@ impl Loader {
                 (Instance::Tool(tool), tools)
             }
             Kind::Provider => {
-                let provider = ProviderPlugin::new(engine, manifest, &component, caps)?;
+                // Only chatd's own providers decode turns in shared instances.
+                let sharing = match &package.source {
+                    Source::Bundled => Instances::Shared,
+                    Source::File(_) => Instances::PerTurn,
+                };
+                let provider = ProviderPlugin::new(engine, manifest, &component, caps, sharing)?;
                 (Instance::Provider(provider), Vec::new())
             }
             Kind::Search => {

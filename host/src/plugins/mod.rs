@@ -6,20 +6,24 @@
 //!
 //! Running: [`tool`], [`provider`], [`search`] are loaded components of each world; every call
 //! goes through `Core`: a fresh store ([`state`]) and instance from the shared [`engine`],
-//! the manifest's memory cap and deadline. The host's side of the imports is [`imports`]; the
-//! HTTP capability it rests on is [`http`].
+//! the manifest's memory cap and deadline. The one exception is [`codec`]: the host drives a
+//! `codec-provider`'s turns itself, and chatd's own providers decode them in a few shared
+//! instances. The host's side of the imports is [`imports`]; the HTTP capability it rests on is
+//! [`http`].
 //!
 //! Operators and authors: [`commands`] (`chatd plugins list|check`), [`testing`] (a component in
 //! the real host against a scripted upstream).
 //!
-//! Invariants: a fresh store and instance per call; every call has a memory cap and a
-//! wall-clock deadline; a trap, a timeout or an exhausted limit fails that call only; nothing a
-//! plugin is not granted is reachable (filesystem and sockets are not even linked); SSH reaches
-//! only the operator's devbox, and only from the devbox tools ([`ssh`]).
+//! Invariants: a fresh store and instance per call, except the decoding of bundled providers'
+//! turns ([`codec`]); every call has a memory cap and a wall-clock deadline; a trap, a timeout
+//! or an exhausted limit fails that call only (in a shared decoding instance: the turns decoding
+//! in it); nothing a plugin is not granted is reachable (filesystem and sockets are not even
+//! linked); SSH reaches only the operator's devbox, and only from the devbox tools ([`ssh`]).
 
 pub mod bindings;
 pub mod bundled;
 pub mod cache;
+pub mod codec;
 pub mod commands;
 pub mod engine;
 pub mod grants;

@@ -1,13 +1,22 @@
-//! A loaded `provider` component: list models, run a model turn. The turn's events
-//! (`turn-events.emit`) go to a bounded channel the caller reads: a slow reader holds the guest
-//! back, and a dropped receiver makes `emit` answer `false`, so the plugin stops reading its
-//! upstream. Each call gets a fresh store and instance, the memory cap and the deadline.
+//! A loaded `provider` component: list models, run a model turn. The turn's events go to a
+//! bounded channel the caller reads: a slow reader holds the turn back, and a dropped receiver
+//! stops it reading its upstream.
+//!
+//! Two ways to run a turn, chosen at load by what the component exports:
+//! * a `codec-provider` component's turns are driven by the host ([`super::codec`]): the plugin
+//!   encodes and decodes, in instances shared by many turns;
+//! * a `provider` component drives its own turn: a fresh store and instance per turn, its
+//!   events through `turn-events.emit` (which answers `false` once the receiver is gone).
+//!
+//! Listing models is always a call of its own, in a fresh store and instance.
 
 use tokio::sync::mpsc;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use super::bindings::codec_provider::CodecProviderPre;
 use super::bindings::provider::ProviderPre;
+use super::codec::{Codecs, Instances};
 use super::manifest::{Kind, Manifest};
 use super::state::{Capabilities, PluginState};
 use super::{CallError, Core, LoadError, linker};
@@ -23,27 +32,42 @@ pub use super::bindings::provider::chatd::plugin::provider_types::{
 pub struct ProviderPlugin {
     core: Core,
     pre: ProviderPre<PluginState>,
+    /// Present when the component exports `turn-codec`: its turns are host-driven.
+    codecs: Option<Codecs>,
 }
 
 impl ProviderPlugin {
-    /// Links a compiled component against the `provider` world.
+    /// Links a compiled component against the `provider` world, and the `codec-provider` world
+    /// when it exports `turn-codec`; `sharing` says whether its turns may share instances.
     pub fn new(
         engine: &Engine,
         manifest: Manifest,
         component: &Component,
         caps: Capabilities,
+        sharing: Instances,
     ) -> Result<Self, LoadError> {
         let linker = linker::provider(engine);
-        let (core, pre) = Core::link(
+        let (core, (pre, codecs)) = Core::link(
             engine,
             manifest,
             Kind::Provider,
             linker,
             component,
             caps,
-            ProviderPre::new,
+            |instance_pre| {
+                // The codec world includes the provider world, so every provider links as one.
+                let codecs = CodecProviderPre::new(instance_pre.clone())
+                    .ok()
+                    .map(|pre| Codecs::new(pre, sharing));
+                Ok((ProviderPre::new(instance_pre)?, codecs))
+            },
         )?;
-        Ok(Self { core, pre })
+        Ok(Self { core, pre, codecs })
+    }
+
+    /// Whether the host drives this provider's turns (`codec-provider`).
+    pub fn host_driven(&self) -> bool {
+        self.codecs.is_some()
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -63,8 +87,20 @@ impl ProviderPlugin {
             .await
     }
 
-    /// Runs one turn; its events arrive on `events` as the plugin emits them.
+    /// Runs one turn; its events arrive on `events` as they are decoded.
     pub async fn turn(
+        &self,
+        request: TurnRequest,
+        events: mpsc::Sender<TurnEvent>,
+    ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
+        match &self.codecs {
+            Some(codecs) => codecs.turn(&self.core, request, events).await,
+            None => self.plugin_driven_turn(request, events).await,
+        }
+    }
+
+    /// A turn the plugin drives itself, through the `http` import and `turn-events.emit`.
+    pub async fn plugin_driven_turn(
         &self,
         request: TurnRequest,
         events: mpsc::Sender<TurnEvent>,

@@ -315,13 +315,13 @@ impl TestHost {
         self
     }
 
-    /// Loads a component with its manifest, exactly as the server would.
+    /// Loads a component with its manifest, exactly as the server loads one from PLUGINS_DIR.
     pub async fn load(&self, wasm: &[u8], manifest_json: &str) -> Result<Plugin, LoadError> {
         self.loader
             .load(Package {
                 manifest_json: manifest_json.to_string(),
                 wasm: wasm.into(),
-                source: Source::Bundled,
+                source: Source::File("plugin-under-test.wasm".into()),
             })
             .await
     }

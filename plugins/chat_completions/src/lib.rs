@@ -1,14 +1,14 @@
 //! The OpenAI-compatible chat completions wire format (`POST {base}/chat/completions`,
 //! `GET {base}/models`), shared by two bundled provider plugins: `provider_c` (a model API, xAI
 //! by default) and `provider_agent` (an agent server such as Hermes Agent). A library, not a
-//! plugin: each plugin reads its own base URL and calls [`turn`] and [`list_models`] with its
+//! plugin: each plugin reads its own base URL and calls [`start`] and [`list_models`] with its
 //! [`Flavor`].
 //!
 //! Anatomy: [`request`] builds the body from the host's turn request, [`wire`] holds the private
 //! serde types (every field optional, unknown ones ignored), [`stream`] is the state machine of a
 //! streamed answer, [`response`] reads a whole one, [`models`] the model list. All of it is pure
-//! and tested natively on the recordings in `tests/fixtures/upstream/openai_chat/`; only the two
-//! functions below talk to the host. Credentials are never set here: the host adds the key to
+//! and tested natively on the recordings in `tests/fixtures/upstream/openai_chat/`; only
+//! [`list_models`] talks to the host (a turn's request is sent by the host itself). Credentials are never set here: the host adds the key to
 //! requests to the granted base URL.
 
 pub mod models;
@@ -17,8 +17,9 @@ pub mod response;
 pub mod stream;
 mod wire;
 
+use chatd_plugin_sdk::codec::Decoder;
 use chatd_plugin_sdk::host::{PluginError, Request, Usage};
-use chatd_plugin_sdk::provider::{FinishReason, TurnOutcome, TurnRequest, emit};
+use chatd_plugin_sdk::provider::{FinishReason, TurnRequest};
 use chatd_plugin_sdk::transport_error;
 
 /// What kind of server is behind the base URL.
@@ -54,43 +55,29 @@ impl Flavor {
     }
 }
 
-/// Runs one turn against `{base_url}/chat/completions`, emitting its events to the host as they
-/// arrive (streaming) or once the whole answer is in. Stops early when the host cancels the run.
-pub fn turn(
+/// The request of one turn to `{base_url}/chat/completions` and the decoder of its answer:
+/// streamed server-sent events through [`stream::Stream`], or one JSON body through
+/// [`response::parse`] (a turn that did not stream, or a server that ignored `stream: true`).
+pub fn start(
     base_url: &str,
     request: &TurnRequest,
     flavor: Flavor,
-) -> Result<TurnOutcome, PluginError> {
+) -> Result<(Request, Decoder), PluginError> {
     let body = request::body(request, flavor)?;
     let accept = if request.streaming {
         "text/event-stream"
     } else {
         "application/json"
     };
-    let response = Request::post(format!("{base_url}/chat/completions"))
+    let upstream = Request::post(format!("{base_url}/chat/completions"))
         .header("accept", accept)
-        .json(&body)
-        .send()
-        .map_err(transport_error)?
-        .error_for_status()?;
-    let answered_json = response
-        .header("content-type")
-        .is_some_and(|t| t.to_ascii_lowercase().contains("application/json"));
-    if request.streaming && !answered_json {
-        return stream::drive(response.events(), flavor, emit);
-    }
-    // Not streaming, or a server that ignored `stream: true` and answered one JSON body.
-    let text = response.text()?;
-    let (events, finish) = response::parse(&text, flavor)?;
-    for event in &events {
-        if !emit(event) {
-            break;
-        }
-    }
-    Ok(TurnOutcome {
-        finish,
-        raw_json: (!request.streaming).then_some(text),
-    })
+        .json(&body);
+    let decoder = Decoder::new(
+        request.streaming,
+        stream::Stream::new(flavor),
+        move |body| response::parse(body, flavor),
+    );
+    Ok((upstream, decoder))
 }
 
 /// The model ids of `GET {base_url}/models`, sorted.

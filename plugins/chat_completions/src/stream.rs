@@ -1,7 +1,7 @@
 //! A streamed response: a state machine fed one server-sent event at a time ([`Stream::push`]),
 //! giving the turn events that event completed, then the turn's finish ([`Stream::finish`]).
-//! [`drive`] runs it over a response's events and hands each turn event on; everything here is
-//! pure, so the recordings are replayed natively in the tests below.
+//! The SDK's `Decoder` feeds it a response's events; everything here is pure, so the recordings
+//! are replayed natively in the tests below.
 //!
 //! Text goes out as it arrives. Tool calls are assembled by `index` across chunks (the first
 //! piece of an index has `id` and `function.name`, the others `function.arguments` pieces) and
@@ -11,8 +11,8 @@
 use chatd_plugin_sdk::provider::TurnStream;
 use std::collections::BTreeMap;
 
-use chatd_plugin_sdk::host::{HttpError, PluginError, ToolCall, UpstreamError};
-use chatd_plugin_sdk::provider::{FinishReason, TurnEvent, TurnOutcome};
+use chatd_plugin_sdk::host::{PluginError, ToolCall, UpstreamError};
+use chatd_plugin_sdk::provider::{FinishReason, TurnEvent};
 use chatd_plugin_sdk::sse::Event;
 
 use crate::Flavor;
@@ -20,16 +20,6 @@ use crate::wire::{self, Chunk, ToolCallDelta};
 
 /// The error a stream cut before its end gives.
 pub const CUT: &str = "the stream ended before the response was complete";
-
-/// Runs a stream: each event through a [`Stream`], each turn event to `emit` (which answers
-/// `false` when the run was cancelled: reading stops there). Stops reading at `[DONE]`.
-pub fn drive(
-    events: impl IntoIterator<Item = Result<Event, HttpError>>,
-    flavor: Flavor,
-    emit: impl FnMut(&TurnEvent) -> bool,
-) -> Result<TurnOutcome, PluginError> {
-    chatd_plugin_sdk::provider::relay(events, Stream::new(flavor), emit)
-}
 
 /// The state of one streamed response.
 #[derive(Debug)]
@@ -244,7 +234,7 @@ impl TurnStream for Stream {
 mod tests {
     use super::*;
     use crate::test_support::{Ev, evs};
-    use chatd_plugin_sdk::sse::Parser;
+    use chatd_plugin_sdk::provider::TurnOutcome;
 
     const TOOL_CALL: &str = include_str!(
         "../../../tests/fixtures/upstream/openai_chat/01_stream_tool_call_include_usage.response.sse"
@@ -256,26 +246,35 @@ mod tests {
         "../../../tests/fixtures/upstream/openai_chat/03_stream_parallel_tool_calls.response.sse"
     );
 
-    /// Replays a body through [`drive`] as the host would deliver it, in `split`-byte chunks.
+    /// Replays a body through the SDK's decoder as the host feeds it, in `split`-byte chunks,
+    /// up to the outcome.
     fn replay_split(
         body: &str,
         flavor: Flavor,
         split: usize,
     ) -> (Vec<Ev>, Result<TurnOutcome, PluginError>) {
-        let mut parser = Parser::new();
-        let mut events: Vec<Result<Event, HttpError>> = body
-            .as_bytes()
-            .chunks(split)
-            .flat_map(|c| parser.push(c))
-            .map(Ok)
-            .collect();
-        parser.finish();
-        events.extend(parser.push(b"").into_iter().map(Ok));
-        let mut seen = Vec::new();
-        let outcome = drive(events, flavor, |e| {
-            seen.push(e.clone());
-            true
+        let mut decoder = chatd_plugin_sdk::codec::Decoder::new(true, Stream::new(flavor), |_| {
+            unreachable!("a stream is not parsed whole")
         });
+        decoder.head(
+            200,
+            &[chatd_plugin_sdk::host::Header {
+                name: "content-type".into(),
+                value: "text/event-stream".into(),
+            }],
+        );
+        let mut seen = Vec::new();
+        let mut chunks = body.as_bytes().chunks(split);
+        let outcome = loop {
+            let decoded = match chunks.next() {
+                Some(chunk) => decoder.feed(chunk),
+                None => decoder.finish(),
+            };
+            seen.extend(decoded.events);
+            if let Some(end) = decoded.end {
+                break end;
+            }
+        };
         (evs(&seen), outcome)
     }
 
@@ -501,35 +500,6 @@ mod tests {
             replay(body, Flavor::Standard).1,
             Err(PluginError::MalformedResponse(_))
         ));
-    }
-
-    #[test]
-    fn a_cancelled_run_stops_reading() {
-        let mut parser = Parser::new();
-        let events: Vec<_> = parser.push(TEXT.as_bytes()).into_iter().map(Ok).collect();
-        let mut seen = 0;
-        let outcome = drive(events, Flavor::Standard, |_| {
-            seen += 1;
-            seen < 3
-        })
-        .unwrap();
-        assert_eq!(seen, 3);
-        assert_eq!(outcome.finish, FinishReason::Other);
-    }
-
-    #[test]
-    fn a_broken_connection_is_a_transport_error() {
-        let events = vec![
-            Ok(Event {
-                data: "{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}".into(),
-                ..Event::default()
-            }),
-            Err(HttpError::Connection("connection reset".into())),
-        ];
-        match drive(events, Flavor::Standard, |_| true) {
-            Err(PluginError::Transport(why)) => assert_eq!(why, "connection reset"),
-            other => panic!("{other:?}"),
-        }
     }
 
     /// What an agent server (Hermes Agent's API server) streams: its own tool progress as named

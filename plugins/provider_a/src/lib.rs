@@ -10,7 +10,8 @@
 //! * [`stream`]: the parsers, streamed (one server-sent event at a time) and whole, producing the
 //!   turn's events and finish reason (pure);
 //! * [`models`]: the model list and which ids are kept;
-//! * here: the glue that sends the request and hands each event to the host.
+//! * here: the request of a turn and the decoder of its answer (the host sends the one and
+//!   feeds the other), and the model list's request.
 //!
 //! Tool loops keep their state upstream: a turn that may be continued is stored (`store: true`)
 //! and its response id is emitted as the continuation; the next turn names it as
@@ -22,13 +23,14 @@ mod request;
 mod stream;
 mod wire;
 
-use chatd_plugin_sdk::host::{PluginError, Request, Response};
-use chatd_plugin_sdk::provider::{Provider, TurnOutcome, TurnRequest, deliver, emit, relay};
+use chatd_plugin_sdk::codec::{Codec, Decoder};
+use chatd_plugin_sdk::host::{PluginError, Request};
+use chatd_plugin_sdk::provider::TurnRequest;
 use chatd_plugin_sdk::transport_error;
 
 struct Plugin;
 
-impl Provider for Plugin {
+impl Codec for Plugin {
     fn list_models() -> Result<Vec<String>, PluginError> {
         let base = config::base_url()?;
         let body = Request::get(format!("{base}/models"))
@@ -41,7 +43,7 @@ impl Provider for Plugin {
         models::parse(&body)
     }
 
-    fn turn(request: TurnRequest) -> Result<TurnOutcome, PluginError> {
+    fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
         let base = config::base_url()?;
         let body = request::body(&request)?;
         let accept = if request.streaming {
@@ -49,29 +51,17 @@ impl Provider for Plugin {
         } else {
             "application/json"
         };
-        let response = Request::post(format!("{base}/responses"))
+        let upstream = Request::post(format!("{base}/responses"))
             .header("accept", accept)
-            .json(&body)
-            .send()
-            .map_err(transport_error)?
-            .error_for_status()?;
-        if request.streaming {
-            relay(
-                response.events(),
-                stream::Stream::new(request.may_continue),
-                emit,
-            )
-        } else {
-            whole(response, request.may_continue)
-        }
+            .json(&body);
+        let may_continue = request.may_continue;
+        let decoder = Decoder::new(
+            request.streaming,
+            stream::Stream::new(may_continue),
+            move |body| stream::parse_response(body, may_continue),
+        );
+        Ok((upstream, decoder))
     }
 }
 
-/// Not streaming: the whole body is parsed, then its events go to the host.
-fn whole(response: Response, may_continue: bool) -> Result<TurnOutcome, PluginError> {
-    let body = response.text()?;
-    let (events, finish) = stream::parse_response(&body, may_continue)?;
-    Ok(deliver(&events, finish, body, emit))
-}
-
-chatd_plugin_sdk::export_provider!(Plugin);
+chatd_plugin_sdk::export_codec_provider!(Plugin);

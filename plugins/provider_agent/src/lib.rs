@@ -7,24 +7,26 @@
 //! the agent's text (and usage) on: its progress events (`event: hermes.tool.progress` …) and
 //! any tool-call deltas are dropped. The wire format lives in the shared `chat_completions`
 //! library (its [`Agent`](chat_completions::Flavor::Agent) flavor); this crate only reads its
-//! setting and exports the provider.
+//! setting and exports the codec.
 
 use chat_completions::Flavor;
+use chatd_plugin_sdk::codec::{Codec, Decoder};
 use chatd_plugin_sdk::host::PluginError;
-use chatd_plugin_sdk::provider::{Provider, TurnOutcome, TurnRequest};
+use chatd_plugin_sdk::host::Request;
+use chatd_plugin_sdk::provider::TurnRequest;
 
 /// The config key the host gives the granted base URL under.
 const BASE_URL: &str = "agent_api_base_url";
 
 struct ProviderAgent;
 
-impl Provider for ProviderAgent {
+impl Codec for ProviderAgent {
     fn list_models() -> Result<Vec<String>, PluginError> {
         chat_completions::list_models(&base_url()?)
     }
 
-    fn turn(request: TurnRequest) -> Result<TurnOutcome, PluginError> {
-        chat_completions::turn(&base_url()?, &request, Flavor::Agent)
+    fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
+        chat_completions::start(&base_url()?, &request, Flavor::Agent)
     }
 }
 
@@ -33,4 +35,4 @@ fn base_url() -> Result<String, PluginError> {
     chatd_plugin_sdk::provider::base_url(BASE_URL, "AGENT_API_BASE_URL")
 }
 
-chatd_plugin_sdk::export_provider!(ProviderAgent);
+chatd_plugin_sdk::export_codec_provider!(ProviderAgent);

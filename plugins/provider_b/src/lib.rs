@@ -10,7 +10,8 @@
 //! * [`stream`]: the parsers, streamed (one server-sent event at a time) and whole, producing the
 //!   turn's events and finish reason (pure);
 //! * [`models`]: the model list;
-//! * here: the glue that sends the request and hands each event to the host.
+//! * here: the request of a turn and the decoder of its answer (the host sends the one and
+//!   feeds the other), and the model list's request.
 //!
 //! The API keeps no state between calls: every turn sends the whole transcript, tool calls and
 //! results included, so this provider never emits a continuation.
@@ -21,8 +22,9 @@ mod request;
 mod stream;
 mod wire;
 
-use chatd_plugin_sdk::host::{PluginError, Request, Response};
-use chatd_plugin_sdk::provider::{Provider, TurnOutcome, TurnRequest, deliver, emit, relay};
+use chatd_plugin_sdk::codec::{Codec, Decoder};
+use chatd_plugin_sdk::host::{PluginError, Request};
+use chatd_plugin_sdk::provider::TurnRequest;
 use chatd_plugin_sdk::transport_error;
 
 /// The API version every request names.
@@ -30,7 +32,7 @@ const API_VERSION: &str = "2023-06-01";
 
 struct Plugin;
 
-impl Provider for Plugin {
+impl Codec for Plugin {
     fn list_models() -> Result<Vec<String>, PluginError> {
         let base = config::base_url()?;
         let body = Request::get(format!("{base}/models?{}", models::QUERY))
@@ -44,7 +46,7 @@ impl Provider for Plugin {
         models::parse(&body)
     }
 
-    fn turn(request: TurnRequest) -> Result<TurnOutcome, PluginError> {
+    fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
         let base = config::base_url()?;
         let body = request::body(&request)?;
         let accept = if request.streaming {
@@ -52,26 +54,17 @@ impl Provider for Plugin {
         } else {
             "application/json"
         };
-        let response = Request::post(format!("{base}/messages"))
+        let upstream = Request::post(format!("{base}/messages"))
             .header("anthropic-version", API_VERSION)
             .header("accept", accept)
-            .json(&body)
-            .send()
-            .map_err(transport_error)?
-            .error_for_status()?;
-        if request.streaming {
-            relay(response.events(), stream::Stream::new(), emit)
-        } else {
-            whole(response)
-        }
+            .json(&body);
+        let decoder = Decoder::new(
+            request.streaming,
+            stream::Stream::new(),
+            stream::parse_message,
+        );
+        Ok((upstream, decoder))
     }
 }
 
-/// Not streaming: the whole body is parsed, then its events go to the host.
-fn whole(response: Response) -> Result<TurnOutcome, PluginError> {
-    let body = response.text()?;
-    let (events, finish) = stream::parse_message(&body)?;
-    Ok(deliver(&events, finish, body, emit))
-}
-
-chatd_plugin_sdk::export_provider!(Plugin);
+chatd_plugin_sdk::export_codec_provider!(Plugin);

@@ -5,24 +5,26 @@
 //!
 //! The wire format lives in the shared `chat_completions` library (its
 //! [`Standard`](chat_completions::Flavor::Standard) flavor); this crate only reads its setting
-//! and exports the provider.
+//! and exports the codec.
 
 use chat_completions::Flavor;
+use chatd_plugin_sdk::codec::{Codec, Decoder};
 use chatd_plugin_sdk::host::PluginError;
-use chatd_plugin_sdk::provider::{Provider, TurnOutcome, TurnRequest};
+use chatd_plugin_sdk::host::Request;
+use chatd_plugin_sdk::provider::TurnRequest;
 
 /// The config key the host gives the granted base URL under.
 const BASE_URL: &str = "provider_c_base_url";
 
 struct ProviderC;
 
-impl Provider for ProviderC {
+impl Codec for ProviderC {
     fn list_models() -> Result<Vec<String>, PluginError> {
         chat_completions::list_models(&base_url()?)
     }
 
-    fn turn(request: TurnRequest) -> Result<TurnOutcome, PluginError> {
-        chat_completions::turn(&base_url()?, &request, Flavor::Standard)
+    fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
+        chat_completions::start(&base_url()?, &request, Flavor::Standard)
     }
 }
 
@@ -31,4 +33,4 @@ fn base_url() -> Result<String, PluginError> {
     chatd_plugin_sdk::provider::base_url(BASE_URL, "PROVIDER_C_BASE_URL")
 }
 
-chatd_plugin_sdk::export_provider!(ProviderC);
+chatd_plugin_sdk::export_codec_provider!(ProviderC);

@@ -10,6 +10,10 @@ use super::{Incoming, Outgoing, Refusal};
 use crate::plugins::bindings::imports::chatd::plugin::http;
 use crate::plugins::state::PluginState;
 
+pub use crate::plugins::bindings::imports::chatd::plugin::http::{
+    Header as WitHeader, Request as WitRequest,
+};
+
 /// Responses one call may hold open at once.
 pub const MAX_OPEN_RESPONSES: usize = 16;
 
@@ -18,27 +22,7 @@ impl http::Host for PluginState {
         &mut self,
         request: http::Request,
     ) -> Result<Resource<Incoming>, http::HttpError> {
-        let outgoing = Outgoing {
-            method: match request.method {
-                http::Method::Get => reqwest::Method::GET,
-                http::Method::Post => reqwest::Method::POST,
-                http::Method::Put => reqwest::Method::PUT,
-                http::Method::Patch => reqwest::Method::PATCH,
-                http::Method::Delete => reqwest::Method::DELETE,
-                http::Method::Head => reqwest::Method::HEAD,
-            },
-            url: request.url,
-            headers: request
-                .headers
-                .into_iter()
-                .map(|h| (h.name, h.value))
-                .collect(),
-            body: request.body,
-            timeout: request
-                .timeout_ms
-                .map(|ms| Duration::from_millis(ms.into())),
-            follow_redirects: request.follow_redirects.unwrap_or(true),
-        };
+        let outgoing = outgoing(request);
         if self.open_responses >= MAX_OPEN_RESPONSES {
             return Err(http::HttpError::InvalidRequest(format!(
                 "at most {MAX_OPEN_RESPONSES} responses may be open at once; drop one first"
@@ -99,6 +83,31 @@ impl http::HostResponse for PluginState {
         self.table.delete(this)?;
         self.open_responses = self.open_responses.saturating_sub(1);
         Ok(())
+    }
+}
+
+/// A plugin's request record as the host sends it.
+pub fn outgoing(request: http::Request) -> Outgoing {
+    Outgoing {
+        method: match request.method {
+            http::Method::Get => reqwest::Method::GET,
+            http::Method::Post => reqwest::Method::POST,
+            http::Method::Put => reqwest::Method::PUT,
+            http::Method::Patch => reqwest::Method::PATCH,
+            http::Method::Delete => reqwest::Method::DELETE,
+            http::Method::Head => reqwest::Method::HEAD,
+        },
+        url: request.url,
+        headers: request
+            .headers
+            .into_iter()
+            .map(|h| (h.name, h.value))
+            .collect(),
+        body: request.body,
+        timeout: request
+            .timeout_ms
+            .map(|ms| Duration::from_millis(ms.into())),
+        follow_redirects: request.follow_redirects.unwrap_or(true),
     }
 }
 

@@ -1,0 +1,480 @@
+//! The `codec-provider` world: [`Codec`], [`Decoder`] and
+//! [`export_codec_provider!`](crate::export_codec_provider).
+//!
+//! A codec provider only encodes and decodes: [`Codec::start`] turns a turn request into the
+//! upstream [`Request`] and a [`Decoder`] for its answer. The host sends the request and feeds the
+//! body to the decoder as it arrives, so no instance of the plugin waits on the upstream; one
+//! instance decodes many turns at once. The same two pieces also run the `provider` world's
+//! `turn` (the world includes it) through the `http` import, so a host that drives turns through
+//! the plugin gets the same answers.
+
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)] // generated lifting code
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "chatd:plugin/codec-provider@0.1.0",
+        runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
+        pub_export_macro: true,
+        export_macro_name: "__export_codec_provider_world",
+        default_bindings_module: "chatd_plugin_sdk::codec::bindings",
+        with: {
+            "chatd:plugin/types@0.1.0": crate::host::bindings::chatd::plugin::types,
+            "chatd:plugin/http@0.1.0": crate::host::bindings::chatd::plugin::http,
+            "chatd:plugin/log@0.1.0": crate::host::bindings::chatd::plugin::log,
+            "chatd:plugin/config@0.1.0": crate::host::bindings::chatd::plugin::config,
+            "chatd:plugin/provider-types@0.1.0": crate::provider::bindings::chatd::plugin::provider_types,
+            "chatd:plugin/turn-events@0.1.0": crate::provider::bindings::chatd::plugin::turn_events,
+        },
+    });
+}
+
+use std::cell::RefCell;
+
+pub use bindings::exports::chatd::plugin::turn_codec::Decoded;
+
+use crate::host::{Header, PluginError, Request, UpstreamError};
+use crate::provider::{FinishReason, TurnEvent, TurnOutcome, TurnRequest, TurnStream, emit};
+
+/// A model provider adapter whose turns the host drives. Both methods have defaults, so a plugin
+/// implements what it has.
+pub trait Codec {
+    /// The upstream's model ids.
+    fn list_models() -> Result<Vec<String>, PluginError> {
+        Err(crate::unsupported("listing models"))
+    }
+
+    /// The upstream request for `request`'s turn, and the decoder of its answer.
+    fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
+        let _ = request;
+        Err(crate::unsupported("model turns"))
+    }
+}
+
+/// Parses a whole (non-streamed) answer body into the turn's events and finish.
+type WholeParser = Box<dyn FnMut(&str) -> Result<(Vec<TurnEvent>, FinishReason), PluginError>>;
+
+/// The answer to one turn's request, decoded as its body arrives.
+///
+/// What it does with a response is the same for every provider, so it lives here: an error status
+/// becomes [`PluginError::Upstream`] with the upstream's own message (from up to 64 KiB of the
+/// body); a streamed turn answered with `text/event-stream` goes through the provider's
+/// [`TurnStream`] event by event; anything else (a turn that did not stream, or a server that
+/// ignored `stream: true` and sent one JSON body) is read whole and given to the provider's
+/// whole-body parser. Only a turn that did not ask to stream gets the body as `raw-json`.
+pub struct Decoder {
+    streaming: bool,
+    stream: Box<dyn TurnStream>,
+    whole: WholeParser,
+    read: Read,
+}
+
+enum Read {
+    /// `head` has not come yet.
+    Head,
+    /// Server-sent events, through the provider's stream parser.
+    Events(crate::sse::Parser),
+    /// One body, parsed when it ends.
+    Whole(Vec<u8>),
+    /// An error status; the body is read for the upstream's message.
+    Error { status: u16, body: Vec<u8> },
+    /// The outcome (or an error) was given; nothing more is read.
+    Done,
+}
+
+/// How much of an error body is read to find its message.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+impl Decoder {
+    /// A decoder for a turn that asked to stream (`streaming`) or not, with the provider's
+    /// stream parser and whole-body parser.
+    pub fn new(
+        streaming: bool,
+        stream: impl TurnStream + 'static,
+        whole: impl FnMut(&str) -> Result<(Vec<TurnEvent>, FinishReason), PluginError> + 'static,
+    ) -> Self {
+        Self {
+            streaming,
+            stream: Box::new(stream),
+            whole: Box::new(whole),
+            read: Read::Head,
+        }
+    }
+
+    /// The response's status and headers.
+    pub fn head(&mut self, status: u16, headers: &[Header]) {
+        let event_stream = headers.iter().any(|h| {
+            h.name.eq_ignore_ascii_case("content-type")
+                && h.value.to_ascii_lowercase().contains("text/event-stream")
+        });
+        let json = headers.iter().any(|h| {
+            h.name.eq_ignore_ascii_case("content-type")
+                && h.value.to_ascii_lowercase().contains("application/json")
+        });
+        self.read = if !(200..300).contains(&status) {
+            Read::Error {
+                status,
+                body: Vec::new(),
+            }
+        } else if self.streaming && (event_stream || !json) {
+            Read::Events(crate::sse::Parser::new())
+        } else {
+            Read::Whole(Vec::new())
+        };
+    }
+
+    /// The next piece of the body.
+    pub fn feed(&mut self, chunk: &[u8]) -> Decoded {
+        let mut events = Vec::new();
+        let end = match &mut self.read {
+            Read::Head => Some(Err(PluginError::InvalidInput(
+                "the body came before the response's head".into(),
+            ))),
+            Read::Events(parser) => {
+                let mut end = None;
+                for event in parser.push(chunk) {
+                    // The events before an error still count: they reached the upstream's
+                    // client before the error did.
+                    match self.stream.push(&event) {
+                        Ok(more) => events.extend(more),
+                        Err(e) => {
+                            end = Some(Err(e));
+                            break;
+                        }
+                    }
+                    if let Some(finish) = self.stream.finished() {
+                        end = Some(Ok(TurnOutcome {
+                            finish,
+                            raw_json: None,
+                        }));
+                        break;
+                    }
+                }
+                end
+            }
+            Read::Whole(body) => {
+                body.extend_from_slice(chunk);
+                None
+            }
+            Read::Error { body, .. } => {
+                body.extend_from_slice(chunk);
+                (body.len() >= MAX_ERROR_BODY).then(|| Err(self.upstream_error()))
+            }
+            Read::Done => None,
+        };
+        if end.is_some() {
+            self.read = Read::Done;
+        }
+        Decoded { events, end }
+    }
+
+    /// The body ended: the outcome, or the error of a turn cut short.
+    pub fn finish(&mut self) -> Decoded {
+        let (events, end) = match self.finished() {
+            Ok((events, outcome)) => (events, Ok(outcome)),
+            Err(e) => (Vec::new(), Err(e)),
+        };
+        self.read = Read::Done;
+        Decoded {
+            events,
+            end: Some(end),
+        }
+    }
+
+    fn finished(&mut self) -> Result<(Vec<TurnEvent>, TurnOutcome), PluginError> {
+        match std::mem::replace(&mut self.read, Read::Done) {
+            Read::Head => Err(PluginError::InvalidInput(
+                "the body ended before the response's head".into(),
+            )),
+            Read::Events(_) => Ok((
+                Vec::new(),
+                TurnOutcome {
+                    finish: self.stream.end()?,
+                    raw_json: None,
+                },
+            )),
+            Read::Whole(body) => {
+                let text = String::from_utf8(body).map_err(|_| {
+                    PluginError::MalformedResponse("the response body is not UTF-8".into())
+                })?;
+                let (events, finish) = (self.whole)(&text)?;
+                let raw_json = (!self.streaming).then_some(text);
+                Ok((events, TurnOutcome { finish, raw_json }))
+            }
+            read @ Read::Error { .. } => {
+                self.read = read;
+                Err(self.upstream_error())
+            }
+            Read::Done => Err(PluginError::InvalidInput(
+                "the turn had already ended".into(),
+            )),
+        }
+    }
+
+    fn upstream_error(&mut self) -> PluginError {
+        let Read::Error { status, body } = std::mem::replace(&mut self.read, Read::Done) else {
+            unreachable!("only called while reading an error body");
+        };
+        let cut = &body[..body.len().min(MAX_ERROR_BODY)];
+        PluginError::Upstream(UpstreamError {
+            status,
+            message: crate::host::error_message(cut).unwrap_or_else(|| format!("HTTP {status}")),
+        })
+    }
+}
+
+/// Runs a turn inside the plugin, for the `provider` world's `turn`: sends the request through
+/// the `http` import and feeds the answer to the decoder, handing each event to the host's
+/// [`emit`]. Stops reading when the turn is complete or the host cancels it.
+pub fn drive(request: Request, mut decoder: Decoder) -> Result<TurnOutcome, PluginError> {
+    let mut response = request.send().map_err(crate::transport_error)?;
+    decoder.head(response.status(), &response.headers());
+    loop {
+        let decoded = match response.next_chunk().map_err(crate::transport_error)? {
+            Some(chunk) => decoder.feed(&chunk),
+            None => decoder.finish(),
+        };
+        for event in &decoded.events {
+            if !emit(event) {
+                return Ok(crate::provider::cancelled());
+            }
+        }
+        if let Some(end) = decoded.end {
+            return end;
+        }
+    }
+}
+
+/// The exported `turn-decoder` resource: a [`Decoder`] behind the `&self` the bindings give.
+#[doc(hidden)]
+pub struct DecoderResource(RefCell<Decoder>);
+
+impl DecoderResource {
+    pub fn new(decoder: Decoder) -> Self {
+        Self(RefCell::new(decoder))
+    }
+}
+
+impl bindings::exports::chatd::plugin::turn_codec::GuestTurnDecoder for DecoderResource {
+    fn head(&self, status: u16, headers: Vec<Header>) {
+        self.0.borrow_mut().head(status, &headers)
+    }
+    fn feed(&self, chunk: Vec<u8>) -> Decoded {
+        self.0.borrow_mut().feed(&chunk)
+    }
+    fn finish(&self) -> Decoded {
+        self.0.borrow_mut().finish()
+    }
+}
+
+/// Exports a [`Codec`] implementation as the component's `codec-provider` world (which includes
+/// the `provider` world: its `turn` runs the same codec through [`drive`]).
+#[macro_export]
+macro_rules! export_codec_provider {
+    ($ty:ty) => {
+        #[doc(hidden)]
+        pub struct __ChatdCodecExport;
+
+        impl $crate::codec::bindings::Guest for __ChatdCodecExport {
+            fn list_models()
+            -> ::std::result::Result<::std::vec::Vec<::std::string::String>, $crate::host::PluginError>
+            {
+                <$ty as $crate::codec::Codec>::list_models()
+            }
+            fn turn(
+                request: $crate::provider::TurnRequest,
+            ) -> ::std::result::Result<$crate::provider::TurnOutcome, $crate::host::PluginError> {
+                let (upstream, decoder) = <$ty as $crate::codec::Codec>::start(request)?;
+                $crate::codec::drive(upstream, decoder)
+            }
+        }
+
+        impl $crate::codec::bindings::exports::chatd::plugin::turn_codec::Guest
+            for __ChatdCodecExport
+        {
+            type TurnDecoder = $crate::codec::DecoderResource;
+
+            fn start(
+                request: $crate::provider::TurnRequest,
+            ) -> ::std::result::Result<
+                (
+                    $crate::host::bindings::chatd::plugin::http::Request,
+                    $crate::codec::bindings::exports::chatd::plugin::turn_codec::TurnDecoder,
+                ),
+                $crate::host::PluginError,
+            > {
+                let (upstream, decoder) = <$ty as $crate::codec::Codec>::start(request)?;
+                Ok((
+                    upstream.into_wit(),
+                    $crate::codec::bindings::exports::chatd::plugin::turn_codec::TurnDecoder::new(
+                        $crate::codec::DecoderResource::new(decoder),
+                    ),
+                ))
+            }
+        }
+
+        $crate::codec::bindings::__export_codec_provider_world!(
+            __ChatdCodecExport with_types_in $crate::codec::bindings
+        );
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::Event;
+
+    /// One text delta per event; an event named `end` finishes the turn.
+    struct Echo(bool);
+
+    impl TurnStream for Echo {
+        fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
+            self.0 = event.event == "end";
+            Ok(vec![TurnEvent::TextDelta(event.data.clone())])
+        }
+        fn finished(&self) -> Option<FinishReason> {
+            self.0.then_some(FinishReason::Stop)
+        }
+        fn end(&mut self) -> Result<FinishReason, PluginError> {
+            Err(PluginError::Transport("cut".into()))
+        }
+    }
+
+    fn decoder(streaming: bool) -> Decoder {
+        Decoder::new(streaming, Echo(false), |body| {
+            Ok((
+                vec![TurnEvent::TextDelta(body.into())],
+                FinishReason::Length,
+            ))
+        })
+    }
+
+    fn header(name: &str, value: &str) -> Header {
+        Header {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    fn texts(decoded: &Decoded) -> Vec<&str> {
+        decoded
+            .events
+            .iter()
+            .map(|e| match e {
+                TurnEvent::TextDelta(t) => t.as_str(),
+                _ => "?",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stream_stops_at_its_terminal_event_and_a_cut_is_an_error() {
+        let mut d = decoder(true);
+        d.head(200, &[header("Content-Type", "text/event-stream")]);
+        let first = d.feed(b"data: a\n\nda");
+        assert_eq!(texts(&first), ["a"]);
+        assert!(first.end.is_none());
+        let last = d.feed(b"ta: b\n\nevent: end\ndata: c\n\ndata: unread\n\n");
+        assert_eq!(texts(&last), ["b", "c"]);
+        let outcome = last.end.unwrap().unwrap();
+        assert_eq!(outcome.finish, FinishReason::Stop);
+        assert!(outcome.raw_json.is_none());
+
+        let mut cut = decoder(true);
+        cut.head(200, &[header("content-type", "text/event-stream")]);
+        cut.feed(b"data: a\n\n");
+        assert!(matches!(
+            cut.finish().end,
+            Some(Err(PluginError::Transport(_)))
+        ));
+    }
+
+    #[test]
+    fn events_before_an_error_in_the_same_chunk_are_kept() {
+        let mut d = Decoder::new(true, Failing, |_| unreachable!());
+        d.head(200, &[]);
+        let decoded = d.feed(b"data: a\n\ndata: fail\n\ndata: unread\n\n");
+        assert_eq!(texts(&decoded), ["a"]);
+        assert!(matches!(
+            decoded.end,
+            Some(Err(PluginError::MalformedResponse(_)))
+        ));
+        // Nothing is read after the end.
+        let after = d.feed(b"data: b\n\n");
+        assert!(after.events.is_empty() && after.end.is_none());
+    }
+
+    /// Fails at an event whose data is `fail`.
+    struct Failing;
+
+    impl TurnStream for Failing {
+        fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
+            if event.data == "fail" {
+                return Err(PluginError::MalformedResponse("fail".into()));
+            }
+            Ok(vec![TurnEvent::TextDelta(event.data.clone())])
+        }
+        fn finished(&self) -> Option<FinishReason> {
+            None
+        }
+        fn end(&mut self) -> Result<FinishReason, PluginError> {
+            Ok(FinishReason::Stop)
+        }
+    }
+
+    #[test]
+    fn a_whole_body_is_parsed_at_its_end_and_kept_raw_only_when_not_streaming() {
+        let mut d = decoder(false);
+        d.head(200, &[header("content-type", "application/json")]);
+        assert!(d.feed(b"{\"a\":").events.is_empty());
+        d.feed(b"1}");
+        let end = d.finish();
+        assert_eq!(texts(&end), ["{\"a\":1}"]);
+        let outcome = end.end.unwrap().unwrap();
+        assert_eq!(outcome.finish, FinishReason::Length);
+        assert_eq!(outcome.raw_json.as_deref(), Some("{\"a\":1}"));
+
+        // A server that ignored `stream: true` and answered JSON.
+        let mut json = decoder(true);
+        json.head(
+            200,
+            &[header("content-type", "application/json; charset=utf-8")],
+        );
+        json.feed(b"{}");
+        assert!(json.finish().end.unwrap().unwrap().raw_json.is_none());
+    }
+
+    fn upstream_error(decoded: Decoded) -> UpstreamError {
+        match decoded.end {
+            Some(Err(PluginError::Upstream(e))) => e,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_error_status_becomes_the_upstreams_error() {
+        let mut d = decoder(true);
+        d.head(429, &[header("content-type", "application/json")]);
+        assert!(d.feed(br#"{"error":{"message":"slow"#).end.is_none());
+        d.feed(br#" down"}}"#);
+        let e = upstream_error(d.finish());
+        assert_eq!((e.status, e.message.as_str()), (429, "slow down"));
+
+        let mut empty = decoder(false);
+        empty.head(503, &[]);
+        assert_eq!(upstream_error(empty.finish()).message, "HTTP 503");
+
+        // A huge error body is not read to its end.
+        let mut huge = decoder(false);
+        huge.head(500, &[]);
+        upstream_error(huge.feed(&vec![b'x'; MAX_ERROR_BODY]));
+    }
+
+    #[test]
+    fn a_body_before_the_head_is_refused() {
+        let mut d = decoder(true);
+        assert!(matches!(d.feed(b"data: a\n\n").end, Some(Err(_))));
+        let mut d = decoder(true);
+        assert!(matches!(d.finish().end, Some(Err(_))));
+    }
+}

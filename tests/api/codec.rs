@@ -1,0 +1,326 @@
+//! The host's driver of `codec-provider` turns (`chatd::plugins::codec`) against a real
+//! component, `tests/plugins/hostile-provider`: many turns decoding at once in shared instances,
+//! and what a decoder that panics, spins, or is abandoned does to the turns beside it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use chatd::plugins::CallError;
+use chatd::plugins::codec::Instances;
+use chatd::plugins::http::{HttpGrant, Origin};
+use chatd::plugins::manifest::Manifest;
+use chatd::plugins::provider::{
+    FinishReason, Message, PluginError, ProviderPlugin, Role, TurnEvent, TurnOutcome, TurnRequest,
+};
+use chatd::plugins::state::Capabilities;
+use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
+use chatd::plugins::{compile, engine};
+use tokio::sync::mpsc;
+
+use crate::support::test_component;
+
+fn engine() -> &'static wasmtime::Engine {
+    static ENGINE: OnceLock<wasmtime::Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| engine::new_engine().unwrap())
+}
+
+/// The hostile provider, granted `upstream`, with a time limit of `timeout_ms`; its turns decode
+/// in shared instances (as chatd's own providers do) unless `sharing` says otherwise.
+fn provider_with(
+    upstream: &ScriptedUpstream,
+    timeout_ms: u64,
+    sharing: Instances,
+) -> Arc<ProviderPlugin> {
+    static COMPILED: OnceLock<wasmtime::component::Component> = OnceLock::new();
+    let compiled = COMPILED.get_or_init(|| {
+        let wasm = test_component("test-plugin-hostile-provider");
+        compile(engine(), "hostile_provider", &wasm).unwrap()
+    });
+    let manifest = Manifest::parse(&format!(
+        r#"{{"id":"hostile_provider","kind":"provider","wit":"chatd:plugin@0.1.0",
+            "limits":{{"memoryMib":64,"timeoutMs":{timeout_ms}}}}}"#
+    ))
+    .unwrap();
+    let grant = HttpGrant {
+        trusted: vec![Origin::parse(&upstream.url()).unwrap()],
+        origins: Vec::new(),
+        public_web: false,
+        allow_private: false,
+        credentials: Vec::new(),
+        max_body_bytes: 1024 * 1024,
+        max_timeout: Duration::from_secs(30),
+    };
+    let caps = Capabilities {
+        config: Arc::new(BTreeMap::from([("base_url".to_string(), upstream.url())])),
+        http: Arc::new(grant),
+        ..Capabilities::none()
+    };
+    let plugin = ProviderPlugin::new(engine(), manifest, compiled, caps, sharing).unwrap();
+    assert!(
+        plugin.host_driven(),
+        "a codec provider's turns are host-driven"
+    );
+    Arc::new(plugin)
+}
+
+fn provider(upstream: &ScriptedUpstream, timeout_ms: u64) -> Arc<ProviderPlugin> {
+    provider_with(upstream, timeout_ms, Instances::Shared)
+}
+
+fn request(mode: &str) -> TurnRequest {
+    TurnRequest {
+        model: mode.into(),
+        messages: vec![Message {
+            role: Role::User,
+            content: Vec::new(),
+            tool_calls: Vec::new(),
+            tool_result: None,
+        }],
+        tools: Vec::new(),
+        temperature: None,
+        max_tokens: None,
+        streaming: true,
+        may_continue: false,
+        continuation: None,
+    }
+}
+
+type Outcome = Result<Result<TurnOutcome, PluginError>, CallError>;
+
+/// Runs a turn in a task of its own; its text and outcome come back when it ends.
+fn spawn_turn(
+    plugin: &Arc<ProviderPlugin>,
+    mode: &str,
+) -> tokio::task::JoinHandle<(String, Outcome)> {
+    let (plugin, request) = (plugin.clone(), request(mode));
+    tokio::spawn(async move {
+        let (tx, mut rx) = mpsc::channel(4);
+        let call = plugin.turn(request, tx);
+        tokio::pin!(call);
+        let mut text = String::new();
+        let outcome = loop {
+            tokio::select! {
+                Some(TurnEvent::TextDelta(delta)) = rx.recv() => text.push_str(&delta),
+                outcome = &mut call => break outcome,
+            }
+        };
+        while let Ok(TurnEvent::TextDelta(delta)) = rx.try_recv() {
+            text.push_str(&delta);
+        }
+        (text, outcome)
+    })
+}
+
+const ECHO: &str = "data: hello\n\nevent: end\ndata: world\n\n";
+
+fn assert_echoed((text, outcome): &(String, Outcome)) {
+    assert_eq!(text, "helloworld");
+    match outcome {
+        Ok(Ok(outcome)) => assert_eq!(outcome.finish, FinishReason::Stop),
+        other => panic!("the turn failed: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn many_turns_decode_at_once_in_shared_instances_each_with_its_own_state() {
+    // Every stream split mid-line and mid-field, paced so the turns' chunks interleave in the
+    // few shared instances: a decoder that saw another turn's bytes would garble its text.
+    let pieces = [
+        "da",
+        "ta: hel",
+        "lo\n",
+        "\nevent: e",
+        "nd\ndata: wor",
+        "ld\n\n",
+    ];
+    let reply = Reply::sse("").paced(
+        pieces.iter().map(|p| p.as_bytes().to_vec()).collect(),
+        Duration::from_millis(5),
+    );
+    let upstream = ScriptedUpstream::start([("POST /turn", reply)]).await;
+    let plugin = provider(&upstream, 30_000);
+    let turns: Vec<_> = (0..40).map(|_| spawn_turn(&plugin, "echo")).collect();
+    for turn in turns {
+        assert_echoed(&turn.await.unwrap());
+    }
+    assert_eq!(upstream.requests().len(), 40);
+    assert!(upstream.requests().iter().all(|r| r.body == b"echo"));
+}
+
+#[tokio::test]
+async fn a_panicking_decoder_fails_the_turns_of_its_instance_and_no_others() {
+    // Eight turns wait for their answers with decoders in every shared instance; then a turn
+    // whose decoder panics breaks its instance.
+    let gate = Gate::new();
+    let mut routes: Vec<(&str, Reply)> = (0..8)
+        .map(|_| ("POST /turn", Reply::sse(ECHO).after(&gate)))
+        .collect();
+    routes.push(("POST /turn", Reply::sse("data: boom\n\n")));
+    routes.push(("POST /turn", Reply::sse(ECHO)));
+    let upstream = ScriptedUpstream::start(routes).await;
+    let plugin = provider(&upstream, 30_000);
+    let mut waiting = Vec::new();
+    for n in 1..=8 {
+        waiting.push(spawn_turn(&plugin, "echo"));
+        upstream.received(n).await;
+    }
+
+    let (_, panicked) = spawn_turn(&plugin, "panic").await.unwrap();
+    match panicked {
+        Err(CallError::Trap { reason, .. }) => {
+            assert!(reason.contains("deliberate panic in a decoder"), "{reason}")
+        }
+        other => panic!("expected a trap: {other:?}"),
+    }
+
+    gate.open();
+    let (mut broke, mut echoed) = (0, 0);
+    for turn in waiting {
+        match turn.await.unwrap() {
+            (_, Err(CallError::Trap { reason, .. })) => {
+                assert!(reason.contains("broke in another turn's call"), "{reason}");
+                broke += 1;
+            }
+            done => {
+                assert_echoed(&done);
+                echoed += 1;
+            }
+        }
+    }
+    // The instance that broke had at least one of them; the others had the rest.
+    assert!(
+        broke >= 1,
+        "the panicking turn shared its instance with a waiting one"
+    );
+    assert!(
+        echoed >= 4,
+        "only the broken instance's turns fail: {echoed} of 8 echoed"
+    );
+
+    // New turns get fresh instances.
+    for _ in 0..8 {
+        assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_provider_from_plugins_dir_decodes_each_turn_in_an_instance_of_its_own() {
+    let gate = Gate::new();
+    let mut routes: Vec<(&str, Reply)> = (0..8)
+        .map(|_| ("POST /turn", Reply::sse(ECHO).after(&gate)))
+        .collect();
+    routes.push(("POST /turn", Reply::sse("data: boom\n\n")));
+    let upstream = ScriptedUpstream::start(routes).await;
+    let plugin = provider_with(&upstream, 30_000, Instances::PerTurn);
+    let mut waiting = Vec::new();
+    for n in 1..=8 {
+        waiting.push(spawn_turn(&plugin, "echo"));
+        upstream.received(n).await;
+    }
+    let (_, panicked) = spawn_turn(&plugin, "panic").await.unwrap();
+    assert!(
+        matches!(panicked, Err(CallError::Trap { .. })),
+        "{panicked:?}"
+    );
+    gate.open();
+    for turn in waiting {
+        assert_echoed(&turn.await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_spinning_decoder_is_stopped_at_its_time_limit() {
+    let upstream = ScriptedUpstream::start([
+        ("POST /turn", Reply::sse("data: spin\n\n")),
+        ("POST /turn", Reply::sse(ECHO)),
+    ])
+    .await;
+    let plugin = provider(&upstream, 1_000);
+    let clock = Instant::now();
+    let (_, spun) = spawn_turn(&plugin, "spin").await.unwrap();
+    assert!(matches!(spun, Err(CallError::Timeout { .. })), "{spun:?}");
+    assert!(
+        clock.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        clock.elapsed()
+    );
+    for _ in 0..8 {
+        assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_panic_in_start_is_a_trap_and_the_provider_keeps_working() {
+    let upstream = ScriptedUpstream::start([("POST /turn", Reply::sse(ECHO))]).await;
+    let plugin = provider(&upstream, 30_000);
+    let (_, started) = spawn_turn(&plugin, "panic-at-start").await.unwrap();
+    match started {
+        Err(CallError::Trap { reason, .. }) => {
+            assert!(reason.contains("deliberate panic at start"), "{reason}")
+        }
+        other => panic!("expected a trap: {other:?}"),
+    }
+    assert!(upstream.requests().is_empty(), "nothing was sent");
+    for _ in 0..8 {
+        assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn an_abandoned_turn_leaves_its_instance_usable() {
+    // Turns abandoned while they wait for their body (a run dropped mid-stream) leave decoders
+    // behind, which the instance drops at its next call.
+    let gate = Gate::new();
+    let mut routes: Vec<(&str, Reply)> = (0..8)
+        .map(|_| {
+            let held = Reply::sse("")
+                .paced(
+                    vec![b"data: first\n\n".to_vec(), b"data: never\n\n".to_vec()],
+                    Duration::from_secs(60),
+                )
+                .after(&gate);
+            ("POST /turn", held)
+        })
+        .collect();
+    routes.push(("POST /turn", Reply::sse(ECHO)));
+    let upstream = ScriptedUpstream::start(routes).await;
+    let plugin = provider(&upstream, 30_000);
+    let (mut abandoned, mut firsts) = (Vec::new(), Vec::new());
+    for n in 1..=8 {
+        let (first, got_first) = tokio::sync::oneshot::channel();
+        let (plugin, request) = (plugin.clone(), request("echo"));
+        abandoned.push(tokio::spawn(async move {
+            let (tx, mut rx) = mpsc::channel(4);
+            let call = plugin.turn(request, tx);
+            tokio::pin!(call);
+            let mut first = Some(first);
+            loop {
+                tokio::select! {
+                    Some(_) = rx.recv() => {
+                        if let Some(first) = first.take() {
+                            let _ = first.send(());
+                        }
+                    }
+                    _ = &mut call => break,
+                }
+            }
+        }));
+        firsts.push(got_first);
+        upstream.received(n).await;
+    }
+    gate.open();
+    // Each turn has decoded its first piece and waits for the next: drop them there.
+    for first in firsts {
+        first.await.unwrap();
+    }
+    for turn in &abandoned {
+        turn.abort();
+    }
+    for turn in abandoned {
+        assert!(turn.await.unwrap_err().is_cancelled());
+    }
+    for _ in 0..16 {
+        assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+    }
+}

@@ -1,0 +1,66 @@
+//! Test component for the host's driver of `codec-provider` turns. The turn's model picks how
+//! its decoder behaves on the upstream's server-sent events:
+//!
+//! * `echo`: each event's data is a text delta; an event named `end` ends the turn;
+//! * `panic`: as `echo`, but an event whose data is `boom` panics (a trap);
+//! * `spin`: as `echo`, but an event whose data is `spin` never returns;
+//! * `panic-at-start`: `start` itself panics.
+//!
+//! The request goes to `{base_url}/turn` (the `base_url` setting), its body the model name.
+
+use chatd_plugin_sdk::codec::{Codec, Decoder};
+use chatd_plugin_sdk::host::{PluginError, Request, config};
+use chatd_plugin_sdk::provider::{FinishReason, TurnEvent, TurnRequest, TurnStream};
+use chatd_plugin_sdk::sse::Event;
+
+struct HostileProvider;
+
+impl Codec for HostileProvider {
+    fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
+        let base = config::get("base_url")
+            .ok_or_else(|| PluginError::InvalidInput("base_url is not set".into()))?;
+        let mode = request.model.clone();
+        if mode == "panic-at-start" {
+            panic!("deliberate panic at start");
+        }
+        let upstream = Request::post(format!("{base}/turn")).body(mode.clone().into_bytes());
+        let decoder = Decoder::new(true, Misbehaving { mode, ended: false }, |_| {
+            Err(PluginError::MalformedResponse(
+                "a stream was expected".into(),
+            ))
+        });
+        Ok((upstream, decoder))
+    }
+}
+
+struct Misbehaving {
+    mode: String,
+    ended: bool,
+}
+
+impl TurnStream for Misbehaving {
+    fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
+        match (self.mode.as_str(), event.data.as_str()) {
+            ("panic", "boom") => panic!("deliberate panic in a decoder"),
+            ("spin", "spin") => {
+                let mut n: u64 = 0;
+                loop {
+                    n = std::hint::black_box(n.wrapping_add(1));
+                }
+            }
+            _ => {}
+        }
+        self.ended = event.event == "end";
+        Ok(vec![TurnEvent::TextDelta(event.data.clone())])
+    }
+
+    fn finished(&self) -> Option<FinishReason> {
+        self.ended.then_some(FinishReason::Stop)
+    }
+
+    fn end(&mut self) -> Result<FinishReason, PluginError> {
+        Err(PluginError::Transport("the stream was cut".into()))
+    }
+}
+
+chatd_plugin_sdk::export_codec_provider!(HostileProvider);
