@@ -240,7 +240,9 @@ impl Completion {
             }
             rounds += 1;
             continuation = turn.continuation;
-            let results = self.run_tools(&turn.calls, sink).await?;
+            // Boxed: the tools run between turns, and inline their state would be part of the
+            // run's future, and so of the memory a live stream holds, for the whole run.
+            let results = Box::pin(self.run_tools(&turn.calls, sink)).await?;
             let mut content = Vec::new();
             if !text.is_empty() {
                 content.push(ContentPart::Text(text));

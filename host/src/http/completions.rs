@@ -148,14 +148,18 @@ async fn run_recorded(
             Err(e) => Err(RunError::NotRecorded(e)),
         }
     };
+    // Boxed, and dropped once done: the write takes a moment, the run as long as the upstream
+    // streams, and a future held inline would keep the write's state for the whole run (the
+    // task's size is memory per live stream).
+    let mut begin = Some(Box::pin(begin));
     let run = completion.run(sink);
-    tokio::pin!(begin, run);
-    let (mut begun, mut finished) = (false, None);
-    while !begun || finished.is_none() {
+    tokio::pin!(run);
+    let mut finished = None;
+    while begin.is_some() || finished.is_none() {
         tokio::select! {
-            b = &mut begin, if !begun => {
+            b = async { begin.as_mut().expect("polled only while some").await }, if begin.is_some() => {
                 b?;
-                begun = true;
+                begin = None;
             }
             r = &mut run, if finished.is_none() => finished = Some(r),
         }

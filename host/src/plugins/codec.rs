@@ -147,16 +147,15 @@ impl Codecs {
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let shared = self.pick();
-        let started = shared
-            .call(core, &self.pre, move |store, codec| {
-                Box::pin(async move {
-                    codec
-                        .chatd_plugin_turn_codec()
-                        .call_start(store, &request)
-                        .await
-                })
+        let started = Box::pin(shared.call(core, &self.pre, move |store, codec| {
+            Box::pin(async move {
+                codec
+                    .chatd_plugin_turn_codec()
+                    .call_start(store, &request)
+                    .await
             })
-            .await?;
+        }))
+        .await?;
         let (upstream, decoder) = match started {
             Ok(started) => started,
             Err(e) => return Ok(Err(e)),
@@ -178,11 +177,19 @@ impl Codecs {
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let caps = &core.caps;
-        let mut response =
-            match http::send(&caps.clients, &caps.http, http::host::outgoing(upstream)).await {
-                Ok(response) => response,
-                Err(refusal) => return Ok(Err(transport_error(refusal))),
-            };
+        // Each step that is over in a moment (sending, a call into the guest) is boxed: inline,
+        // its state would sit in the turn's future, and so in the memory of every live stream,
+        // while the turn waits for the upstream's next chunk.
+        let sent = Box::pin(http::send(
+            &caps.clients,
+            &caps.http,
+            http::host::outgoing(upstream),
+        ))
+        .await;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(refusal) => return Ok(Err(transport_error(refusal))),
+        };
         let headers: Vec<_> = response
             .headers
             .iter()
@@ -192,35 +199,31 @@ impl Codecs {
             })
             .collect();
         let (status, handle) = (response.status, decoder.handle());
-        decoder
-            .shared
-            .call(core, &self.pre, move |store, codec| {
-                Box::pin(async move {
-                    codec
-                        .chatd_plugin_turn_codec()
-                        .turn_decoder()
-                        .call_head(store, handle, status, &headers)
-                        .await
-                })
+        Box::pin(decoder.shared.call(core, &self.pre, move |store, codec| {
+            Box::pin(async move {
+                codec
+                    .chatd_plugin_turn_codec()
+                    .turn_decoder()
+                    .call_head(store, handle, status, &headers)
+                    .await
             })
-            .await?;
+        }))
+        .await?;
         loop {
             let chunk = match response.next_chunk().await {
                 Ok(chunk) => chunk,
                 Err(refusal) => return Ok(Err(transport_error(refusal))),
             };
-            let decoded = decoder
-                .shared
-                .call(core, &self.pre, move |store, codec| {
-                    Box::pin(async move {
-                        let decoder = codec.chatd_plugin_turn_codec().turn_decoder();
-                        match chunk {
-                            Some(chunk) => decoder.call_feed(store, handle, &chunk).await,
-                            None => decoder.call_finish(store, handle).await,
-                        }
-                    })
+            let decoded = Box::pin(decoder.shared.call(core, &self.pre, move |store, codec| {
+                Box::pin(async move {
+                    let decoder = codec.chatd_plugin_turn_codec().turn_decoder();
+                    match chunk {
+                        Some(chunk) => decoder.call_feed(store, handle, &chunk).await,
+                        None => decoder.call_finish(store, handle).await,
+                    }
                 })
-                .await?;
+            }))
+            .await?;
             for event in decoded.events {
                 if events.send(event).await.is_err() {
                     // The run stopped listening: stop reading the upstream.
@@ -274,12 +277,10 @@ impl Decoder {
         };
         // A failure to drop it breaks the instance (and says so there); the turn's own outcome
         // is already decided.
-        let _ = self
-            .shared
-            .call(core, pre, move |store, _| {
-                Box::pin(async move { handle.resource_drop_async(store).await })
-            })
-            .await;
+        let _ = Box::pin(self.shared.call(core, pre, move |store, _| {
+            Box::pin(async move { handle.resource_drop_async(store).await })
+        }))
+        .await;
     }
 }
 

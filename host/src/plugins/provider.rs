@@ -95,7 +95,8 @@ impl ProviderPlugin {
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         match &self.codecs {
             Some(codecs) => codecs.turn(&self.core, request, events).await,
-            None => self.plugin_driven_turn(request, events).await,
+            // Boxed: inline, this path's state would be part of every codec turn's future too.
+            None => Box::pin(self.plugin_driven_turn(request, events)).await,
         }
     }
 
