@@ -322,23 +322,8 @@ macro_rules! export_codec_provider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::test_support::Echo;
     use crate::sse::Event;
-
-    /// One text delta per event; an event named `end` finishes the turn.
-    struct Echo(bool);
-
-    impl TurnStream for Echo {
-        fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
-            self.0 = event.event == "end";
-            Ok(vec![TurnEvent::TextDelta(event.data.clone())])
-        }
-        fn finished(&self) -> Option<FinishReason> {
-            self.0.then_some(FinishReason::Stop)
-        }
-        fn end(&mut self) -> Result<FinishReason, PluginError> {
-            Err(PluginError::Transport("cut".into()))
-        }
-    }
 
     fn decoder(streaming: bool) -> Decoder {
         Decoder::new(streaming, Echo(false), |body| {

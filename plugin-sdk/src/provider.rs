@@ -185,13 +185,15 @@ pub fn json_number(value: f32) -> Option<serde_json::Value> {
     serde_json::Number::from_f64(widened).map(serde_json::Value::Number)
 }
 
+/// A stream parser for the SDK's own tests.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_support {
+    use super::{FinishReason, PluginError, TurnEvent, TurnStream};
     use crate::sse::Event;
 
-    /// Yields one text delta per event, and ends at an event named `end`.
-    struct Echo(bool);
+    /// Yields one text delta per event, ends at an event named `end`, and calls a body that
+    /// ends before that a cut (`Transport("cut")`).
+    pub struct Echo(pub bool);
 
     impl TurnStream for Echo {
         fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
@@ -205,6 +207,13 @@ mod tests {
             Err(PluginError::Transport("cut".into()))
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::Echo;
+    use super::*;
+    use crate::sse::Event;
 
     fn event(name: &str, data: &str) -> Result<Event, crate::host::HttpError> {
         Ok(Event {

@@ -148,23 +148,38 @@ async fn many_turns_decode_at_once_in_shared_instances_each_with_its_own_state()
     assert!(upstream.requests().iter().all(|r| r.body == b"echo"));
 }
 
+/// An upstream whose first eight answers wait for `gate`, the ninth panics the `panic` decoder,
+/// and the rest echo.
+async fn gated_then_boom(gate: &Gate) -> ScriptedUpstream {
+    let mut routes: Vec<(&str, Reply)> = (0..8)
+        .map(|_| ("POST /turn", Reply::sse(ECHO).after(gate)))
+        .collect();
+    routes.push(("POST /turn", Reply::sse("data: boom\n\n")));
+    routes.push(("POST /turn", Reply::sse(ECHO)));
+    ScriptedUpstream::start(routes).await
+}
+
+/// Eight echo turns started one after another, each waiting for its answer (its decoder made).
+async fn eight_waiting(
+    plugin: &Arc<ProviderPlugin>,
+    upstream: &ScriptedUpstream,
+) -> Vec<tokio::task::JoinHandle<(String, Outcome)>> {
+    let mut waiting = Vec::new();
+    for n in 1..=8 {
+        waiting.push(spawn_turn(plugin, "echo"));
+        upstream.received(n).await;
+    }
+    waiting
+}
+
 #[tokio::test]
 async fn a_panicking_decoder_fails_the_turns_of_its_instance_and_no_others() {
     // Eight turns wait for their answers with decoders in every shared instance; then a turn
     // whose decoder panics breaks its instance.
     let gate = Gate::new();
-    let mut routes: Vec<(&str, Reply)> = (0..8)
-        .map(|_| ("POST /turn", Reply::sse(ECHO).after(&gate)))
-        .collect();
-    routes.push(("POST /turn", Reply::sse("data: boom\n\n")));
-    routes.push(("POST /turn", Reply::sse(ECHO)));
-    let upstream = ScriptedUpstream::start(routes).await;
+    let upstream = gated_then_boom(&gate).await;
     let plugin = provider(&upstream, 30_000);
-    let mut waiting = Vec::new();
-    for n in 1..=8 {
-        waiting.push(spawn_turn(&plugin, "echo"));
-        upstream.received(n).await;
-    }
+    let waiting = eight_waiting(&plugin, &upstream).await;
 
     let (_, panicked) = spawn_turn(&plugin, "panic").await.unwrap();
     match panicked {
@@ -207,17 +222,9 @@ async fn a_panicking_decoder_fails_the_turns_of_its_instance_and_no_others() {
 #[tokio::test]
 async fn a_provider_from_plugins_dir_decodes_each_turn_in_an_instance_of_its_own() {
     let gate = Gate::new();
-    let mut routes: Vec<(&str, Reply)> = (0..8)
-        .map(|_| ("POST /turn", Reply::sse(ECHO).after(&gate)))
-        .collect();
-    routes.push(("POST /turn", Reply::sse("data: boom\n\n")));
-    let upstream = ScriptedUpstream::start(routes).await;
+    let upstream = gated_then_boom(&gate).await;
     let plugin = provider_with(&upstream, 30_000, Instances::PerTurn);
-    let mut waiting = Vec::new();
-    for n in 1..=8 {
-        waiting.push(spawn_turn(&plugin, "echo"));
-        upstream.received(n).await;
-    }
+    let waiting = eight_waiting(&plugin, &upstream).await;
     let (_, panicked) = spawn_turn(&plugin, "panic").await.unwrap();
     assert!(
         matches!(panicked, Err(CallError::Trap { .. })),
