@@ -146,7 +146,9 @@ impl ActiveRuns {
                 seen = stop.wait_for(|stop| *stop) => seen.is_ok().then_some(Stopped::Shutdown),
             };
             if let Some(why) = why {
-                stopped(why).await;
+                // Boxed: a run's task lives as long as the run, and inline this rare path's
+                // state would be part of every run's memory.
+                Box::pin(stopped(why)).await;
             }
         })
     }

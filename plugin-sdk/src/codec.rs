@@ -230,9 +230,17 @@ pub fn drive(request: Request, mut decoder: Decoder) -> Result<TurnOutcome, Plug
     let mut response = request.send().map_err(crate::transport_error)?;
     decoder.head(response.status(), &response.headers());
     loop {
-        let decoded = match response.next_chunk().map_err(crate::transport_error)? {
-            Some(chunk) => decoder.feed(&chunk),
-            None => decoder.finish(),
+        let decoded = match response.next_chunk() {
+            Ok(Some(chunk)) => decoder.feed(&chunk),
+            Ok(None) => decoder.finish(),
+            // An error status's body cut short still names the upstream's error, which says
+            // more than the cut (the host's driver does the same).
+            Err(e) => {
+                return Err(match decoder.finish().end {
+                    Some(Err(upstream @ PluginError::Upstream(_))) => upstream,
+                    _ => crate::transport_error(e),
+                });
+            }
         };
         for event in &decoded.events {
             if !emit(event) {

@@ -9,9 +9,9 @@
 //!
 //! A provider has two worlds to choose from, both under the `provider` feature:
 //! `codec::Codec` (`export_codec_provider!`), which builds a turn's request and decodes its
-//! answer while the host sends and reads, so a live stream holds no instance waiting on the
-//! upstream (chatd's own providers are codecs); or `provider::Provider` (`export_provider!`),
-//! which runs the whole turn itself through the `http` import.
+//! answer while the host sends and reads, so no plugin code runs while the upstream is slow
+//! (chatd's own providers are codecs); or `provider::Provider` (`export_provider!`), which runs
+//! the whole turn itself through the `http` import.
 //!
 //! # Example: a tool
 //!

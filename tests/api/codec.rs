@@ -243,12 +243,16 @@ async fn a_spinning_decoder_is_stopped_at_its_time_limit() {
         ("POST /turn", Reply::sse(ECHO)),
     ])
     .await;
-    let plugin = provider(&upstream, 1_000);
+    // A turn may take 2 s, one decoder call a quarter of that.
+    let plugin = provider(&upstream, 2_000);
     let clock = Instant::now();
     let (_, spun) = spawn_turn(&plugin, "spin").await.unwrap();
-    assert!(matches!(spun, Err(CallError::Timeout { .. })), "{spun:?}");
+    match spun {
+        Err(CallError::Timeout { after, .. }) => assert_eq!(after, Duration::from_millis(500)),
+        other => panic!("expected the call's time limit: {other:?}"),
+    }
     assert!(
-        clock.elapsed() < Duration::from_secs(5),
+        clock.elapsed() < Duration::from_millis(1_500),
         "{:?}",
         clock.elapsed()
     );
@@ -329,5 +333,49 @@ async fn an_abandoned_turn_leaves_its_instance_usable() {
     }
     for _ in 0..16 {
         assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn only_chatds_own_providers_share_instances() {
+    use chatd::plugins::testing::TestHost;
+    let host = TestHost::new(&[]).with_cache(crate::support::plugin_cache_dir());
+    let bundled = host.load_bundled("provider_c").await.unwrap();
+    let bundled = bundled.as_provider().unwrap();
+    assert_eq!(bundled.sharing(), Some(Instances::Shared));
+
+    // The same component dropped into PLUGINS_DIR.
+    let package = chatd::plugins::bundled::packages()
+        .into_iter()
+        .find(|p| p.manifest_json.contains(r#""provider_c""#))
+        .unwrap();
+    let folder = host
+        .load(&package.wasm, &package.manifest_json)
+        .await
+        .unwrap();
+    assert_eq!(
+        folder.as_provider().unwrap().sharing(),
+        Some(Instances::PerTurn)
+    );
+}
+
+#[tokio::test]
+async fn an_error_status_whose_body_is_cut_still_names_the_upstreams_error() {
+    // Paced, so hyper writes the head and the first piece before the cut (see the provider
+    // suite's `connection_cut`).
+    let pieces = vec![
+        br#"{"error":{"message":"#.to_vec(),
+        br#""slow down"}}"#.to_vec(),
+    ];
+    let reply = Reply::bytes(429, "application/json", Vec::new())
+        .paced(pieces, Duration::from_millis(5))
+        .cut();
+    let upstream = ScriptedUpstream::start([("POST /turn", reply)]).await;
+    let plugin = provider(&upstream, 30_000);
+    match spawn_turn(&plugin, "echo").await.unwrap().1 {
+        Ok(Err(PluginError::Upstream(e))) => {
+            assert_eq!((e.status, e.message.as_str()), (429, "slow down"))
+        }
+        other => panic!("expected the upstream's error: {other:?}"),
     }
 }

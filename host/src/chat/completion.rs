@@ -189,7 +189,7 @@ impl Completion {
                 may_continue: !specs.is_empty(),
                 continuation: continuation.take(),
             };
-            let turn = self.turn(request, hold_text, sink).await;
+            let mut turn = self.turn(request, hold_text, sink).await;
             if let Some(u) = turn.usage {
                 let total = usage.get_or_insert_with(Usage::default);
                 total.input_tokens += u.input_tokens;
@@ -216,12 +216,10 @@ impl Completion {
             if let Some(json) = outcome.raw_json {
                 raw = Some(serde_json::from_str(&json).unwrap_or(Value::String(json)));
             }
-            let text: String = turn.pieces.concat();
+            let text = std::mem::take(&mut turn.text);
             if turn.calls.is_empty() {
-                if hold_text {
-                    for piece in &turn.pieces {
-                        sink.emit(&ChatEvent::Delta(piece.clone()));
-                    }
+                for piece in &turn.held {
+                    sink.emit(&ChatEvent::Delta(piece.clone()));
                 }
                 return Ok(Finished { text, usage, raw });
             }
@@ -379,8 +377,11 @@ impl Completion {
 /// What one provider turn produced.
 #[derive(Default)]
 struct Turn {
-    /// Text pieces, in order.
-    pieces: Vec<String>,
+    /// The turn's text so far.
+    text: String,
+    /// Its pieces, kept only while they are held back (a turn that may call tools sends its
+    /// text once it turns out to be the answer, piece by piece as it came).
+    held: Vec<String>,
     calls: Vec<wit::ToolCall>,
     usage: Option<Usage>,
     continuation: Option<String>,
@@ -394,10 +395,12 @@ impl Turn {
                 if text.is_empty() {
                     return;
                 }
-                if !hold_text {
-                    sink.emit(&ChatEvent::Delta(text.clone()));
+                self.text.push_str(&text);
+                if hold_text {
+                    self.held.push(text);
+                } else {
+                    sink.emit(&ChatEvent::Delta(text));
                 }
-                self.pieces.push(text);
             }
             // Without tools offered, a call is the model's own mistake: the turn stays final (its
             // text already went out as deltas, and the order is meta → tool_call* → delta*).

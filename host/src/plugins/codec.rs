@@ -3,17 +3,22 @@
 //! HTTP grant and feeds the body to the plugin's decoder as it arrives.
 //!
 //! Why: a turn the plugin drives itself holds a whole instance (its memory, a fiber stack
-//! suspended in `next-chunk`) for as long as the upstream streams, which is most of a live
-//! stream's memory. Here a turn holds only its decoder, a resource inside an instance that many
-//! turns share, and touches the instance for the microseconds a chunk takes to decode.
+//! suspended in `next-chunk`) for as long as the upstream streams, which was most of a live
+//! stream's memory. Here a streaming turn of a bundled provider holds only its decoder, a
+//! resource inside an instance that many turns share, and touches the instance for the
+//! microseconds a chunk takes to decode.
 //!
-//! Sharing is for chatd's own (bundled) providers only ([`Instances::Shared`]); a provider from
-//! PLUGINS_DIR gets a fresh instance per turn ([`Instances::PerTurn`]), so no state of one chat's
-//! turn can reach another's, as for every other plugin call. The trade sharing makes, documented
-//! in ARCHITECTURE.md: a decoder call that traps, runs past its time limit ([`CALL_LIMIT`] at
-//! most), or is abandoned mid-call breaks its instance, and every turn decoding in that instance
-//! ends with the trap's error. New turns get a fresh instance. Each shared provider has
-//! [`instances`] instances, and a turn stays on the one it started on.
+//! Sharing is for chatd's own (bundled) providers only ([`Instances::Shared`]), and for their
+//! streaming turns: a provider from PLUGINS_DIR gets a fresh instance per turn
+//! ([`Instances::PerTurn`]), so no state of one chat's turn can reach another's, as for every
+//! other plugin call; a turn that does not stream gets one too, because its whole answer is
+//! buffered in the guest and must not crowd the others out of a shared memory cap.
+//!
+//! The trade sharing makes, documented in ARCHITECTURE.md: a decoder call that traps or runs
+//! past its time limit breaks its instance, and every turn decoding in that instance ends with
+//! the error. New turns get a fresh instance. A call is never abandoned half-way: it runs in a
+//! task of its own, so a turn dropped mid-call (its client gone, its deadline passed) leaves the
+//! instance sound.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -21,40 +26,38 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-use wasmtime::Store;
+use tokio::sync::{mpsc, oneshot};
 use wasmtime::component::ResourceAny;
+use wasmtime::{Engine, Store};
 
 use super::bindings::codec_provider::{CodecProvider, CodecProviderPre};
 use super::http::{self, Refusal};
+use super::manifest::Manifest;
 use super::provider::{PluginError, TurnEvent, TurnOutcome, TurnRequest};
-use super::state::PluginState;
+use super::state::{Capabilities, PluginState};
 use super::{CallError, Core, log_stderr, new_store};
 
-/// The longest one decoder call (`start`, `head`, `feed`, `finish`) may take, unless the
-/// manifest's time limit is shorter. Decoding a chunk takes microseconds and a whole answer
-/// milliseconds; an instance busy for longer than this holds up every turn that shares it.
+/// The longest one decoder call (`start`, `head`, `feed`, `finish`) may take. Decoding a chunk
+/// takes microseconds and a whole answer milliseconds; an instance busy for longer holds up every
+/// turn that shares it. A quarter of the manifest's time limit when that is shorter, so a turn
+/// always has time left for the upstream.
 pub const CALL_LIMIT: Duration = Duration::from_secs(10);
-
-fn call_limit(core: &Core) -> Duration {
-    CALL_LIMIT.min(Duration::from_millis(core.manifest.limits.timeout_ms))
-}
 
 /// Guest stderr an instance may collect before it is retired (its pipe would fill, and a later
 /// panic message would be lost). New turns go to a fresh instance; the old one ends with its
 /// last turn.
 const RETIRE_AT_STDERR: usize = 32 * 1024;
 
-/// How many instances of one provider decode turns: enough that the workers do not queue on one,
-/// few enough that an idle provider costs little.
-fn instances() -> usize {
+/// How many instances of one provider decode its streaming turns: enough that the workers do
+/// not queue on one, few enough that an idle provider costs little.
+fn shared_instances() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
 }
 
 /// Whether turns of a provider decode in shared instances.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Instances {
-    /// A few instances, each decoding many turns: chatd's own providers.
+    /// A few instances, each decoding many streaming turns: chatd's own providers.
     Shared,
     /// A fresh instance per turn: providers from PLUGINS_DIR, whose code chatd does not vouch
     /// for.
@@ -63,23 +66,32 @@ pub enum Instances {
 
 /// The instances of one `codec-provider` component that decode its turns.
 pub struct Codecs {
-    pre: CodecProviderPre<PluginState>,
+    context: Arc<Context>,
+    sharing: Instances,
     /// Empty for [`Instances::PerTurn`].
     slots: Vec<Mutex<Arc<Shared>>>,
     next: AtomicUsize,
 }
 
-/// One instance that many turns decode in, created at its first call.
+/// What a call needs of its plugin, owned, so the call can run in a task of its own.
+struct Context {
+    pre: CodecProviderPre<PluginState>,
+    engine: Engine,
+    manifest: Manifest,
+    caps: Capabilities,
+    call_limit: Duration,
+}
+
+/// One instance that turns decode in, created at its first call.
 struct Shared {
     // A tokio Mutex, not a std one: a call into the guest is awaited (it yields at epoch ticks).
     live: tokio::sync::Mutex<Option<Live>>,
     /// Set when a call broke the instance: its decoders are gone.
     broken: AtomicBool,
-    /// Set when new turns should go elsewhere (its stderr is filling up).
+    /// Set when new turns should go elsewhere (its stderr or its memory is filling up).
     retired: AtomicBool,
-    /// Decoders of turns that ended without dropping theirs (the turn was abandoned); dropped
-    /// in the guest at the next call.
-    orphans: Mutex<Vec<ResourceAny>>,
+    /// Decoders of turns that have ended, dropped in the guest at the next call.
+    ended: Mutex<Vec<ResourceAny>>,
 }
 
 struct Live {
@@ -89,17 +101,45 @@ struct Live {
     logged: usize,
 }
 
-/// The body of one call into a shared instance.
+/// Why a call into a shared instance did not give its value.
+enum Failure {
+    /// The instance had already broken in another turn's call.
+    AlreadyBroken,
+    /// This call trapped or ran out of time (and broke the instance).
+    Failed(CallError),
+}
+
+impl Failure {
+    fn into_call_error(self, id: &str) -> CallError {
+        match self {
+            Failure::AlreadyBroken => CallError::Trap {
+                id: id.to_string(),
+                reason: "the instance this turn was decoded in broke in another turn's call".into(),
+            },
+            Failure::Failed(error) => error,
+        }
+    }
+}
+
+/// The body of one call into an instance.
 type Call<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
 
 impl Codecs {
-    pub fn new(pre: CodecProviderPre<PluginState>, sharing: Instances) -> Self {
+    pub(crate) fn new(pre: CodecProviderPre<PluginState>, sharing: Instances, core: &Core) -> Self {
+        let limit = Duration::from_millis(core.manifest.limits.timeout_ms);
         let slots = match sharing {
-            Instances::Shared => instances(),
+            Instances::Shared => shared_instances(),
             Instances::PerTurn => 0,
         };
         Self {
-            pre,
+            context: Arc::new(Context {
+                pre,
+                engine: core.engine.clone(),
+                manifest: core.manifest.clone(),
+                caps: core.caps.clone(),
+                call_limit: CALL_LIMIT.min(limit / 4),
+            }),
+            sharing,
             slots: (0..slots)
                 .map(|_| Mutex::new(Arc::new(Shared::new())))
                 .collect(),
@@ -107,10 +147,15 @@ impl Codecs {
         }
     }
 
-    /// The instance a new turn decodes in: a fresh one when turns do not share, else the next
-    /// one round the slots, replaced first if it broke or was retired.
-    fn pick(&self) -> Arc<Shared> {
-        if self.slots.is_empty() {
+    pub fn sharing(&self) -> Instances {
+        self.sharing
+    }
+
+    /// The instance a new turn decodes in: a fresh one for a turn that does not stream or
+    /// a provider whose turns do not share, else the next one round the slots, replaced first if
+    /// it broke or was retired.
+    fn pick(&self, streaming: bool) -> Arc<Shared> {
+        if self.slots.is_empty() || !streaming {
             return Arc::new(Shared::new());
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
@@ -126,60 +171,85 @@ impl Codecs {
     /// manifest's time limit covers the whole turn.
     pub(crate) async fn turn(
         &self,
-        core: &Core,
         request: TurnRequest,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
-        let limit = Duration::from_millis(core.manifest.limits.timeout_ms);
-        match tokio::time::timeout(limit, self.drive(core, request, events)).await {
+        let manifest = &self.context.manifest;
+        let limit = Duration::from_millis(manifest.limits.timeout_ms);
+        let clock = std::time::Instant::now();
+        let out_of_time = || CallError::Timeout {
+            id: manifest.id.clone(),
+            after: limit,
+        };
+        match tokio::time::timeout(limit, self.drive(request, events)).await {
+            // The upstream request's own deadline is the same limit, started a moment later;
+            // when both pass in the same timer tick the request's may be seen first. Either
+            // way the turn ran out of time.
+            Ok(Ok(Err(PluginError::Transport(_)))) if clock.elapsed() >= limit => {
+                Err(out_of_time())
+            }
             Ok(outcome) => outcome,
-            Err(_) => Err(CallError::Timeout {
-                id: core.manifest.id.clone(),
-                after: limit,
-            }),
+            Err(_) => Err(out_of_time()),
         }
     }
 
     async fn drive(
         &self,
-        core: &Core,
         request: TurnRequest,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
-        let shared = self.pick();
-        let started = Box::pin(shared.call(core, &self.pre, move |store, codec| {
-            Box::pin(async move {
-                codec
-                    .chatd_plugin_turn_codec()
-                    .call_start(store, &request)
-                    .await
-            })
-        }))
-        .await?;
+        let id = &self.context.manifest.id;
+        let streaming = request.streaming;
+        let request = Arc::new(request);
+        // Twice at most: a turn that picked an instance just as another turn's call broke it
+        // tries a fresh one.
+        let mut retried = false;
+        let (shared, started) = loop {
+            let shared = self.pick(streaming);
+            let request = request.clone();
+            let started = shared
+                .call(
+                    &self.context,
+                    move |store, codec| {
+                        Box::pin(async move {
+                            codec
+                                .chatd_plugin_turn_codec()
+                                .call_start(store, &request)
+                                .await
+                        })
+                    },
+                    // A decoder made for a turn that is gone by then is dropped like any other.
+                    |started| started.as_ref().ok().map(|(_, decoder)| *decoder),
+                )
+                .await;
+            match started {
+                Err(Failure::AlreadyBroken) if !retried => retried = true,
+                Err(failure) => return Err(failure.into_call_error(id)),
+                Ok(started) => break (shared, started),
+            }
+        };
         let (upstream, decoder) = match started {
             Ok(started) => started,
             Err(e) => return Ok(Err(e)),
         };
         let decoder = Decoder {
             shared,
-            handle: Some(decoder),
+            handle: decoder,
         };
-        let outcome = self.decode(core, &decoder, upstream, events).await;
-        decoder.close(core, &self.pre).await;
-        outcome
+        self.decode(&decoder, upstream, events)
+            .await
+            .map_err(|failure| failure.into_call_error(id))
     }
 
     async fn decode(
         &self,
-        core: &Core,
         decoder: &Decoder,
         upstream: http::host::WitRequest,
         events: mpsc::Sender<TurnEvent>,
-    ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
-        let caps = &core.caps;
-        // Each step that is over in a moment (sending, a call into the guest) is boxed: inline,
-        // its state would sit in the turn's future, and so in the memory of every live stream,
-        // while the turn waits for the upstream's next chunk.
+    ) -> Result<Result<TurnOutcome, PluginError>, Failure> {
+        let caps = &self.context.caps;
+        // Sending is over in a moment: boxed, its state is not part of the turn's future (and
+        // so of the memory of every live stream) while the turn waits for the next chunk.
         let sent = Box::pin(http::send(
             &caps.clients,
             &caps.http,
@@ -198,32 +268,52 @@ impl Codecs {
                 value: value.clone(),
             })
             .collect();
-        let (status, handle) = (response.status, decoder.handle());
-        Box::pin(decoder.shared.call(core, &self.pre, move |store, codec| {
-            Box::pin(async move {
-                codec
-                    .chatd_plugin_turn_codec()
-                    .turn_decoder()
-                    .call_head(store, handle, status, &headers)
-                    .await
-            })
-        }))
-        .await?;
-        loop {
-            let chunk = match response.next_chunk().await {
-                Ok(chunk) => chunk,
-                Err(refusal) => return Ok(Err(transport_error(refusal))),
-            };
-            let decoded = Box::pin(decoder.shared.call(core, &self.pre, move |store, codec| {
-                Box::pin(async move {
-                    let decoder = codec.chatd_plugin_turn_codec().turn_decoder();
-                    match chunk {
-                        Some(chunk) => decoder.call_feed(store, handle, &chunk).await,
-                        None => decoder.call_finish(store, handle).await,
-                    }
-                })
-            }))
+        let (status, handle) = (response.status, decoder.handle);
+        decoder
+            .shared
+            .call(
+                &self.context,
+                move |store, codec| {
+                    Box::pin(async move {
+                        codec
+                            .chatd_plugin_turn_codec()
+                            .turn_decoder()
+                            .call_head(store, handle, status, &headers)
+                            .await
+                    })
+                },
+                |_| None,
+            )
             .await?;
+        loop {
+            let (chunk, refused) = match response.next_chunk().await {
+                Ok(chunk) => (chunk, None),
+                // What was read stands: an error status's body cut short still names the
+                // upstream's error, which says more than the cut.
+                Err(refusal) => (None, Some(refusal)),
+            };
+            let decoded = decoder
+                .shared
+                .call(
+                    &self.context,
+                    move |store, codec| {
+                        Box::pin(async move {
+                            let decoder = codec.chatd_plugin_turn_codec().turn_decoder();
+                            match chunk {
+                                Some(chunk) => decoder.call_feed(store, handle, &chunk).await,
+                                None => decoder.call_finish(store, handle).await,
+                            }
+                        })
+                    },
+                    |_| None,
+                )
+                .await?;
+            if let Some(refusal) = refused {
+                return Ok(match decoded.end {
+                    Some(Err(upstream @ PluginError::Upstream(_))) => Err(upstream),
+                    _ => Err(transport_error(refusal)),
+                });
+            }
             for event in decoded.events {
                 if events.send(event).await.is_err() {
                     // The run stopped listening: stop reading the upstream.
@@ -259,40 +349,21 @@ fn transport_error(refusal: Refusal) -> PluginError {
     }
 }
 
-/// A turn's decoder in its shared instance. Closed explicitly when the turn ends; a turn
-/// abandoned before that leaves it to be dropped at the instance's next call.
+/// A turn's decoder in its instance. When the turn ends, however it ends, the decoder joins the
+/// instance's list of ended ones, dropped in the guest at the next call: the turn's outcome does
+/// not wait for it.
 struct Decoder {
     shared: Arc<Shared>,
-    handle: Option<ResourceAny>,
-}
-
-impl Decoder {
-    fn handle(&self) -> ResourceAny {
-        self.handle.expect("the decoder is open until closed")
-    }
-
-    async fn close(mut self, core: &Core, pre: &CodecProviderPre<PluginState>) {
-        let Some(handle) = self.handle.take() else {
-            return;
-        };
-        // A failure to drop it breaks the instance (and says so there); the turn's own outcome
-        // is already decided.
-        let _ = Box::pin(self.shared.call(core, pre, move |store, _| {
-            Box::pin(async move { handle.resource_drop_async(store).await })
-        }))
-        .await;
-    }
+    handle: ResourceAny,
 }
 
 impl Drop for Decoder {
     fn drop(&mut self) {
-        if let Some(handle) = self.handle.take() {
-            self.shared
-                .orphans
-                .lock()
-                .expect("orphan list lock")
-                .push(handle);
-        }
+        self.shared
+            .ended
+            .lock()
+            .expect("ended decoders lock")
+            .push(self.handle);
     }
 }
 
@@ -302,37 +373,59 @@ impl Shared {
             live: tokio::sync::Mutex::new(None),
             broken: AtomicBool::new(false),
             retired: AtomicBool::new(false),
-            orphans: Mutex::new(Vec::new()),
+            ended: Mutex::new(Vec::new()),
         }
     }
 
-    /// Runs `f` in the instance, instantiating it at the first call, under [`CALL_LIMIT`].
-    /// A trap or a timeout breaks the instance.
-    async fn call<R>(
+    /// Runs `f` in the instance, in a task of its own: a caller that goes away mid-call does
+    /// not cut the call short, which would leave the instance in a state nothing can trust.
+    /// `made` names a decoder in the call's value; when the caller has gone by the time the call
+    /// returns, that decoder is dropped like an ended turn's.
+    async fn call<R: Send + 'static>(
+        self: &Arc<Self>,
+        context: &Arc<Context>,
+        f: impl for<'a> FnOnce(&'a mut Store<PluginState>, &'a CodecProvider) -> Call<'a, R>
+        + Send
+        + 'static,
+        made: fn(&R) -> Option<ResourceAny>,
+    ) -> Result<R, Failure> {
+        let (shared, context) = (self.clone(), context.clone());
+        let (reply, answer) = oneshot::channel();
+        tokio::spawn(async move {
+            let result = shared.run(&context, f).await;
+            if let Err(Ok(value)) = reply.send(result)
+                && let Some(decoder) = made(&value)
+            {
+                shared
+                    .ended
+                    .lock()
+                    .expect("ended decoders lock")
+                    .push(decoder);
+            }
+        });
+        answer.await.unwrap_or_else(|_| {
+            // The call's task ended without answering: the runtime is shutting down.
+            Err(Failure::AlreadyBroken)
+        })
+    }
+
+    /// The call itself: instantiates at the first call, drops ended decoders, runs `f` under
+    /// the call limit, logs the guest's stderr. A trap or a timeout breaks the instance.
+    async fn run<R>(
         &self,
-        core: &Core,
-        pre: &CodecProviderPre<PluginState>,
-        f: impl for<'a> FnOnce(&'a mut Store<PluginState>, &'a CodecProvider) -> Call<'a, R> + Send,
-    ) -> Result<R, CallError> {
-        let id = &core.manifest.id;
+        context: &Context,
+        f: impl for<'a> FnOnce(&'a mut Store<PluginState>, &'a CodecProvider) -> Call<'a, R>,
+    ) -> Result<R, Failure> {
+        let id = &context.manifest.id;
         let mut live = self.live.lock().await;
         if self.broken.load(Ordering::Acquire) {
-            return Err(CallError::Trap {
-                id: id.clone(),
-                reason: "the instance this turn was decoded in broke in another turn's call".into(),
-            });
+            return Err(Failure::AlreadyBroken);
         }
-        // Dropped while set: the guard below did not run, so a call was abandoned mid-way and
-        // the instance's state cannot be trusted.
-        let mut in_call = Broken(Some(self));
-        let limit = call_limit(core);
-        let outcome = tokio::time::timeout(limit, async {
+        let outcome = tokio::time::timeout(context.call_limit, async {
             if live.is_none() {
-                let mut store = new_store(
-                    &core.engine,
-                    PluginState::new(&core.manifest, core.caps.clone()),
-                );
-                let codec = pre.instantiate_async(&mut store).await?;
+                let state = PluginState::new(&context.manifest, context.caps.clone());
+                let mut store = new_store(&context.engine, state);
+                let codec = context.pre.instantiate_async(&mut store).await?;
                 *live = Some(Live {
                     store,
                     codec,
@@ -340,48 +433,37 @@ impl Shared {
                 });
             }
             let Live { store, codec, .. } = live.as_mut().expect("instantiated above");
-            let orphans = std::mem::take(&mut *self.orphans.lock().expect("orphan list lock"));
-            for orphan in orphans {
-                orphan.resource_drop_async(&mut *store).await?;
+            // The per-call log cap counts this call's lines, not the instance's lifetime.
+            store.data_mut().log_lines = 0;
+            let ended = std::mem::take(&mut *self.ended.lock().expect("ended decoders lock"));
+            for decoder in ended {
+                decoder.resource_drop_async(&mut *store).await?;
             }
             f(store, codec).await
         })
         .await;
-        in_call.0 = None;
-        let stderr = live
-            .as_mut()
-            .map(|live| {
-                let all = live.store.data().stderr_text();
-                let new = all.get(live.logged..).unwrap_or_default().to_string();
-                live.logged = all.len();
-                if all.len() >= RETIRE_AT_STDERR {
+        let stderr = match live.as_mut() {
+            Some(live) => {
+                let (new, total) = live.store.data().stderr_since(live.logged);
+                live.logged = total;
+                if total >= RETIRE_AT_STDERR || live.store.data().limits.more_than_half_used() {
                     self.retired.store(true, Ordering::Release);
                 }
                 new
-            })
-            .unwrap_or_default();
+            }
+            None => String::new(),
+        };
         log_stderr(id, &stderr);
         let failed = match outcome {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(trap)) => CallError::trap(id, trap, &stderr),
             Err(_) => CallError::Timeout {
                 id: id.clone(),
-                after: limit,
+                after: context.call_limit,
             },
         };
         self.broken.store(true, Ordering::Release);
         *live = None;
-        Err(failed)
-    }
-}
-
-/// Marks an instance broken when dropped holding it: the call it guards never finished.
-struct Broken<'a>(Option<&'a Shared>);
-
-impl Drop for Broken<'_> {
-    fn drop(&mut self) {
-        if let Some(shared) = self.0 {
-            shared.broken.store(true, Ordering::Release);
-        }
+        Err(Failure::Failed(failed))
     }
 }

@@ -19,7 +19,8 @@ use super::manifest::MAX_MEMORY_MIB;
 /// How often the epoch advances: the granularity of yields and deadlines.
 pub const TICK: Duration = Duration::from_millis(10);
 
-/// Plugin instances alive at once (each call, model turn or stream holds one).
+/// Plugin instances alive at once (each call and plugin-driven turn holds one; a shared decoding
+/// instance serves many turns).
 pub const MAX_CONCURRENT_INSTANCES: u32 = 2_000;
 /// Core instances a plugin component may contain (Rust components have a handful).
 const CORE_INSTANCES_PER_COMPONENT: u32 = 8;

@@ -47,7 +47,7 @@ impl ProviderPlugin {
         sharing: Instances,
     ) -> Result<Self, LoadError> {
         let linker = linker::provider(engine);
-        let (core, (pre, codecs)) = Core::link(
+        let (core, (pre, codec)) = Core::link(
             engine,
             manifest,
             Kind::Provider,
@@ -56,18 +56,22 @@ impl ProviderPlugin {
             caps,
             |instance_pre| {
                 // The codec world includes the provider world, so every provider links as one.
-                let codecs = CodecProviderPre::new(instance_pre.clone())
-                    .ok()
-                    .map(|pre| Codecs::new(pre, sharing));
-                Ok((ProviderPre::new(instance_pre)?, codecs))
+                let codec = CodecProviderPre::new(instance_pre.clone()).ok();
+                Ok((ProviderPre::new(instance_pre)?, codec))
             },
         )?;
+        let codecs = codec.map(|pre| Codecs::new(pre, sharing, &core));
         Ok(Self { core, pre, codecs })
     }
 
     /// Whether the host drives this provider's turns (`codec-provider`).
     pub fn host_driven(&self) -> bool {
         self.codecs.is_some()
+    }
+
+    /// Whether its streaming turns decode in shared instances (`None`: not a codec).
+    pub fn sharing(&self) -> Option<Instances> {
+        self.codecs.as_ref().map(Codecs::sharing)
     }
 
     pub fn manifest(&self) -> &Manifest {
@@ -94,7 +98,7 @@ impl ProviderPlugin {
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         match &self.codecs {
-            Some(codecs) => codecs.turn(&self.core, request, events).await,
+            Some(codecs) => codecs.turn(request, events).await,
             // Boxed: inline, this path's state would be part of every codec turn's future too.
             None => Box::pin(self.plugin_driven_turn(request, events)).await,
         }

@@ -42,7 +42,8 @@ impl Capabilities {
     }
 }
 
-/// Guest stderr kept per call; writes past it fail (Rust's panic handler ignores that).
+/// Guest stderr kept per store (one call, or a shared decoding instance, which is retired at half
+/// of it); writes past it fail (Rust's panic handler ignores that).
 const STDERR_CAPACITY: usize = 64 * 1024;
 /// Host resources (open HTTP responses…) one call may hold; far above what a plugin needs,
 /// far below what would strain the host.
@@ -50,11 +51,19 @@ const MAX_RESOURCES: usize = 256;
 /// The most elements a table may grow to (Rust components use a few hundred).
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 
-/// One call's limits: the manifest's memory for all of the instance's memories together, table
+/// One store's limits (one call's, or a shared decoding instance's): the manifest's memory for all of the instance's memories together, table
 /// sizes, and counts. Failing to grow traps, with a message that says why.
 pub struct Limiter {
     memory_cap: usize,
     memory_used: usize,
+}
+
+impl Limiter {
+    /// More than half the memory cap is in use: a long-lived instance should make way for a
+    /// fresh one (wasm memory never shrinks).
+    pub fn more_than_half_used(&self) -> bool {
+        self.memory_used > self.memory_cap / 2
+    }
 }
 
 impl wasmtime::ResourceLimiter for Limiter {
@@ -147,6 +156,14 @@ impl PluginState {
     /// The guest's stderr so far, as text.
     pub fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr.contents()).into_owned()
+    }
+
+    /// What the guest wrote to stderr after its first `offset` bytes, as text, and how many
+    /// bytes it has written in all (the offset for next time).
+    pub fn stderr_since(&self, offset: usize) -> (String, usize) {
+        let all = self.stderr.contents();
+        let new = all.get(offset..).unwrap_or_default();
+        (String::from_utf8_lossy(new).into_owned(), all.len())
     }
 }
 

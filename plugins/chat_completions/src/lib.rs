@@ -7,8 +7,8 @@
 //! Anatomy: [`request`] builds the body from the host's turn request, [`wire`] holds the private
 //! serde types (every field optional, unknown ones ignored), [`stream`] is the state machine of a
 //! streamed answer, [`response`] reads a whole one, [`models`] the model list. All of it is pure
-//! and tested natively on the recordings in `tests/fixtures/upstream/openai_chat/`; only
-//! [`list_models`] talks to the host (a turn's request is sent by the host itself). Credentials are never set here: the host adds the key to
+//! and tested natively on the recordings in `tests/fixtures/upstream/openai_chat/`. A turn's
+//! request is sent by the host (or by the SDK's `codec::drive`); [`list_models`] sends its own. Credentials are never set here: the host adds the key to
 //! requests to the granted base URL.
 
 pub mod models;
