@@ -8,17 +8,17 @@
 //! resource inside an instance that many turns share, and touches the instance for the
 //! microseconds a chunk takes to decode.
 //!
-//! Sharing is for chatd's own (bundled) providers only ([`Instances::Shared`]), and for their
-//! streaming turns: a provider from PLUGINS_DIR gets a fresh instance per turn
-//! ([`Instances::PerTurn`]), so no state of one chat's turn can reach another's, as for every
-//! other plugin call; a turn that does not stream gets one too, because its whole answer is
-//! buffered in the guest and must not crowd the others out of a shared memory cap.
+//! Sharing is for chatd's own (bundled) providers only ([`Instances::Shared`]): a provider from
+//! PLUGINS_DIR gets a fresh instance per turn ([`Instances::PerTurn`]), so no state of one
+//! chat's turn can reach another's, as for every other plugin call. A turn that does not stream
+//! has its body gathered by the host and decoded in one call, so a whole answer sits in a shared
+//! instance's memory only while it is decoded (one call at a time per instance).
 //!
 //! The trade sharing makes, documented in ARCHITECTURE.md: a decoder call that traps or runs
 //! past its time limit breaks its instance, and every turn decoding in that instance ends with
-//! the error. New turns get a fresh instance. A call is never abandoned half-way: it runs in a
-//! task of its own, so a turn dropped mid-call (its client gone, its deadline passed) leaves the
-//! instance sound.
+//! the error. New turns get a fresh instance. A call is never abandoned half-way: a turn dropped
+//! mid-call (its client gone, its deadline passed) hands the call to a task that finishes it, so
+//! the instance stays sound.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -26,10 +26,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use wasmtime::component::ResourceAny;
 use wasmtime::{Engine, Store};
 
+use super::bindings::codec_provider::exports::chatd::plugin::turn_codec::Decoded;
 use super::bindings::codec_provider::{CodecProvider, CodecProviderPre};
 use super::http::{self, Refusal};
 use super::manifest::Manifest;
@@ -48,7 +49,7 @@ pub const CALL_LIMIT: Duration = Duration::from_secs(10);
 /// last turn.
 const RETIRE_AT_STDERR: usize = 32 * 1024;
 
-/// How many instances of one provider decode its streaming turns: enough that the workers do
+/// How many instances of one provider decode its turns: enough that the workers do
 /// not queue on one, few enough that an idle provider costs little.
 fn shared_instances() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
@@ -57,7 +58,7 @@ fn shared_instances() -> usize {
 /// Whether turns of a provider decode in shared instances.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Instances {
-    /// A few instances, each decoding many streaming turns: chatd's own providers.
+    /// A few instances, each decoding many turns: chatd's own providers.
     Shared,
     /// A fresh instance per turn: providers from PLUGINS_DIR, whose code chatd does not vouch
     /// for.
@@ -124,6 +125,9 @@ impl Failure {
 /// The body of one call into an instance.
 type Call<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
 
+/// A call on its way, owning all it needs.
+type Pending<R> = Pin<Box<dyn Future<Output = Result<R, Failure>> + Send>>;
+
 impl Codecs {
     pub(crate) fn new(pre: CodecProviderPre<PluginState>, sharing: Instances, core: &Core) -> Self {
         let limit = Duration::from_millis(core.manifest.limits.timeout_ms);
@@ -151,11 +155,10 @@ impl Codecs {
         self.sharing
     }
 
-    /// The instance a new turn decodes in: a fresh one for a turn that does not stream or
-    /// a provider whose turns do not share, else the next one round the slots, replaced first if
-    /// it broke or was retired.
-    fn pick(&self, streaming: bool) -> Arc<Shared> {
-        if self.slots.is_empty() || !streaming {
+    /// The instance a new turn decodes in: a fresh one for a provider whose turns do not
+    /// share, else the next one round the slots, replaced first if it broke or was retired.
+    fn pick(&self) -> Arc<Shared> {
+        if self.slots.is_empty() {
             return Arc::new(Shared::new());
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
@@ -205,7 +208,7 @@ impl Codecs {
         // tries a fresh one.
         let mut retried = false;
         let (shared, started) = loop {
-            let shared = self.pick(streaming);
+            let shared = self.pick();
             let request = request.clone();
             let started = shared
                 .call(
@@ -236,7 +239,7 @@ impl Codecs {
             shared,
             handle: decoder,
         };
-        self.decode(&decoder, upstream, events)
+        self.decode(&decoder, upstream, streaming, events)
             .await
             .map_err(|failure| failure.into_call_error(id))
     }
@@ -245,6 +248,7 @@ impl Codecs {
         &self,
         decoder: &Decoder,
         upstream: http::host::WitRequest,
+        streaming: bool,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, Failure> {
         let caps = &self.context.caps;
@@ -285,26 +289,33 @@ impl Codecs {
                 |_| None,
             )
             .await?;
+        // A whole answer is gathered here and decoded in one call (see the module's docs).
+        let mut whole = (!streaming).then(Vec::new);
         loop {
-            let (chunk, refused) = match response.next_chunk().await {
-                Ok(chunk) => (chunk, None),
+            let (step, refused) = match response.next_chunk().await {
+                Ok(Some(chunk)) => match &mut whole {
+                    Some(body) => {
+                        body.extend_from_slice(&chunk);
+                        continue;
+                    }
+                    None => (Step::Feed(chunk), None),
+                },
+                Ok(None) => match whole.take() {
+                    Some(body) => (Step::FeedAndFinish(body), None),
+                    None => (Step::Finish, None),
+                },
                 // What was read stands: an error status's body cut short still names the
                 // upstream's error, which says more than the cut.
-                Err(refusal) => (None, Some(refusal)),
+                Err(refusal) => match whole.take() {
+                    Some(body) => (Step::FeedAndFinish(body), Some(refusal)),
+                    None => (Step::Finish, Some(refusal)),
+                },
             };
             let decoded = decoder
                 .shared
                 .call(
                     &self.context,
-                    move |store, codec| {
-                        Box::pin(async move {
-                            let decoder = codec.chatd_plugin_turn_codec().turn_decoder();
-                            match chunk {
-                                Some(chunk) => decoder.call_feed(store, handle, &chunk).await,
-                                None => decoder.call_finish(store, handle).await,
-                            }
-                        })
-                    },
+                    move |store, codec| Box::pin(step.run(store, codec, handle)),
                     |_| None,
                 )
                 .await?;
@@ -322,6 +333,39 @@ impl Codecs {
             }
             if let Some(end) = decoded.end {
                 return Ok(end);
+            }
+        }
+    }
+}
+
+/// One decoding call: a piece of the body, its end, or a whole body and its end.
+enum Step {
+    Feed(Vec<u8>),
+    Finish,
+    FeedAndFinish(Vec<u8>),
+}
+
+impl Step {
+    async fn run(
+        self,
+        store: &mut Store<PluginState>,
+        codec: &CodecProvider,
+        handle: ResourceAny,
+    ) -> wasmtime::Result<Decoded> {
+        let decoder = codec.chatd_plugin_turn_codec().turn_decoder();
+        match self {
+            Step::Feed(chunk) => decoder.call_feed(&mut *store, handle, &chunk).await,
+            Step::Finish => decoder.call_finish(&mut *store, handle).await,
+            Step::FeedAndFinish(body) => {
+                let fed = decoder.call_feed(&mut *store, handle, &body).await?;
+                if fed.end.is_some() {
+                    return Ok(fed);
+                }
+                let mut ended = decoder.call_finish(&mut *store, handle).await?;
+                let mut events = fed.events;
+                events.append(&mut ended.events);
+                ended.events = events;
+                Ok(ended)
             }
         }
     }
@@ -346,6 +390,53 @@ fn transport_error(refusal: Refusal) -> PluginError {
         Refusal::TooLarge(cap) => PluginError::Transport(format!(
             "the response is larger than the host's {cap}-byte cap"
         )),
+    }
+}
+
+/// A call into an instance, polled by its caller; dropped unfinished, it goes on in a task of
+/// its own. Boxed either way: the call's state is not part of the turn's future (and so of a
+/// live stream's memory) while the turn waits for the upstream.
+struct InFlight<R: Send + 'static> {
+    call: Option<Pending<R>>,
+    shared: Arc<Shared>,
+    made: fn(&R) -> Option<ResourceAny>,
+}
+
+impl<R: Send + 'static> Future for InFlight<R> {
+    type Output = Result<R, Failure>;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let call = self.call.as_mut().expect("polled after it finished");
+        let done = std::task::ready!(call.as_mut().poll(cx));
+        self.call = None;
+        std::task::Poll::Ready(done)
+    }
+}
+
+impl<R: Send + 'static> Drop for InFlight<R> {
+    fn drop(&mut self) {
+        let Some(call) = self.call.take() else {
+            return;
+        };
+        // Without a runtime (the process is ending) there is nothing left to keep sound.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (shared, made) = (self.shared.clone(), self.made);
+        runtime.spawn(async move {
+            if let Ok(value) = call.await
+                && let Some(decoder) = made(&value)
+            {
+                shared
+                    .ended
+                    .lock()
+                    .expect("ended decoders lock")
+                    .push(decoder);
+            }
+        });
     }
 }
 
@@ -377,36 +468,24 @@ impl Shared {
         }
     }
 
-    /// Runs `f` in the instance, in a task of its own: a caller that goes away mid-call does
-    /// not cut the call short, which would leave the instance in a state nothing can trust.
-    /// `made` names a decoder in the call's value; when the caller has gone by the time the call
-    /// returns, that decoder is dropped like an ended turn's.
-    async fn call<R: Send + 'static>(
+    /// Runs `f` in the instance. The call is never cut short, which would leave the instance
+    /// in a state nothing can trust: a caller that goes away mid-call hands it to a task that
+    /// finishes it ([`InFlight`]). `made` names a decoder in the call's value; when the caller
+    /// has gone by then, that decoder is dropped like an ended turn's.
+    fn call<R: Send + 'static>(
         self: &Arc<Self>,
         context: &Arc<Context>,
         f: impl for<'a> FnOnce(&'a mut Store<PluginState>, &'a CodecProvider) -> Call<'a, R>
         + Send
         + 'static,
         made: fn(&R) -> Option<ResourceAny>,
-    ) -> Result<R, Failure> {
+    ) -> InFlight<R> {
         let (shared, context) = (self.clone(), context.clone());
-        let (reply, answer) = oneshot::channel();
-        tokio::spawn(async move {
-            let result = shared.run(&context, f).await;
-            if let Err(Ok(value)) = reply.send(result)
-                && let Some(decoder) = made(&value)
-            {
-                shared
-                    .ended
-                    .lock()
-                    .expect("ended decoders lock")
-                    .push(decoder);
-            }
-        });
-        answer.await.unwrap_or_else(|_| {
-            // The call's task ended without answering: the runtime is shutting down.
-            Err(Failure::AlreadyBroken)
-        })
+        InFlight {
+            call: Some(Box::pin(async move { shared.run(&context, f).await })),
+            shared: self.clone(),
+            made,
+        }
     }
 
     /// The call itself: instantiates at the first call, drops ended decoders, runs `f` under
