@@ -379,3 +379,50 @@ async fn an_error_status_whose_body_is_cut_still_names_the_upstreams_error() {
         other => panic!("expected the upstream's error: {other:?}"),
     }
 }
+
+// Two workers: B's answer must arrive, and B reach the instance, while A's call runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_dropped_while_waiting_for_its_instance_leaves_it_sound() {
+    // Turn B starts first (the first shared instance), then enough turns to come round to that
+    // instance again with turn A, whose decoder takes 600 ms over its first event. B's answer
+    // arrives during that call, so B waits for the instance, and is dropped there. A's second
+    // piece comes later: it needs the instance again after B is gone.
+    let n = chatd::plugins::codec::shared_instances();
+    let gate = Gate::new();
+    let mut routes = vec![("POST /turn", Reply::sse(ECHO).after(&gate))];
+    routes.extend((1..n).map(|_| ("POST /turn", Reply::sse(ECHO))));
+    let slow = vec![
+        b"data: slow\n\n".to_vec(),
+        b"event: end\ndata: done\n\n".to_vec(),
+    ];
+    routes.push((
+        "POST /turn",
+        Reply::sse("").paced(slow, Duration::from_millis(500)),
+    ));
+    routes.push(("POST /turn", Reply::sse(ECHO)));
+    let upstream = ScriptedUpstream::start(routes).await;
+    let plugin = provider(&upstream, 30_000);
+    let b = spawn_turn(&plugin, "echo");
+    upstream.received(1).await;
+    for _ in 1..n {
+        assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+    }
+    let a = spawn_turn(&plugin, "slow");
+    upstream.received(n + 1).await;
+    // Nothing to await here but time: A's call starts a few milliseconds after its request
+    // arrives and lasts 600 ms; B's answer is let through 100 ms in, and B dropped 250 ms in,
+    // while its call waits for the instance.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    gate.open();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    b.abort();
+    assert!(b.await.unwrap_err().is_cancelled());
+
+    let (text, outcome) = a.await.unwrap();
+    assert_eq!(text, "slowdone");
+    assert!(matches!(outcome, Ok(Ok(_))), "{outcome:?}");
+    // Every instance still decodes, the first one included.
+    for _ in 0..n {
+        assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+    }
+}

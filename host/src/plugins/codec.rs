@@ -16,9 +16,9 @@
 //!
 //! The trade sharing makes, documented in ARCHITECTURE.md: a decoder call that traps or runs
 //! past its time limit breaks its instance, and every turn decoding in that instance ends with
-//! the error. New turns get a fresh instance. A call is never abandoned half-way: a turn dropped
-//! mid-call (its client gone, its deadline passed) hands the call to a task that finishes it, so
-//! the instance stays sound.
+//! the error. New turns get a fresh instance. A turn dropped mid-call (its client gone, its
+//! deadline passed) hands the call to a task that finishes it, so the instance stays sound; only
+//! a call past its own limit is cut short, and its instance is discarded.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -44,14 +44,22 @@ use super::{CallError, Core, log_stderr, new_store};
 /// always has time left for the upstream.
 pub const CALL_LIMIT: Duration = Duration::from_secs(10);
 
+/// The largest whole (non-streaming) answer decoded in a shared instance: one at a time is in
+/// an instance's memory, and with its parse it must fit well inside the manifest's cap. An
+/// answer of a model turn is far smaller.
+const MAX_WHOLE_BODY: usize = 8 * 1024 * 1024;
+
+/// How much of a cut error body goes to the decoder (it reads 64 KiB of one for the message).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
 /// Guest stderr an instance may collect before it is retired (its pipe would fill, and a later
 /// panic message would be lost). New turns go to a fresh instance; the old one ends with its
 /// last turn.
 const RETIRE_AT_STDERR: usize = 32 * 1024;
 
-/// How many instances of one provider decode its turns: enough that the workers do
-/// not queue on one, few enough that an idle provider costs little.
-fn shared_instances() -> usize {
+/// How many instances of one bundled provider decode its turns: enough that the workers do not
+/// queue on one, few enough that an idle provider costs little. Turns take them round robin.
+pub fn shared_instances() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8))
 }
 
@@ -188,7 +196,9 @@ impl Codecs {
             // The upstream request's own deadline is the same limit, started a moment later;
             // when both pass in the same timer tick the request's may be seen first. Either
             // way the turn ran out of time.
-            Ok(Ok(Err(PluginError::Transport(_)))) if clock.elapsed() >= limit => {
+            Ok(Ok(Err(PluginError::Transport(why))))
+                if why == TIMED_OUT && clock.elapsed() >= limit =>
+            {
                 Err(out_of_time())
             }
             Ok(outcome) => outcome,
@@ -294,6 +304,12 @@ impl Codecs {
         loop {
             let (step, refused) = match response.next_chunk().await {
                 Ok(Some(chunk)) => match &mut whole {
+                    Some(body) if body.len() + chunk.len() > MAX_WHOLE_BODY => {
+                        return Ok(Err(PluginError::Transport(format!(
+                            "the answer is larger than the {MAX_WHOLE_BODY}-byte cap of a \
+                             non-streaming turn"
+                        ))));
+                    }
                     Some(body) => {
                         body.extend_from_slice(&chunk);
                         continue;
@@ -304,13 +320,20 @@ impl Codecs {
                     Some(body) => (Step::FeedAndFinish(body), None),
                     None => (Step::Finish, None),
                 },
-                // What was read stands: an error status's body cut short still names the
-                // upstream's error, which says more than the cut.
+                // An error status's body cut short still names the upstream's error, which says
+                // more than the cut; any other body cut short is only the cut.
+                Err(refusal) if status < 400 || matches!(refusal, Refusal::TooLarge(_)) => {
+                    return Ok(Err(transport_error(refusal)));
+                }
                 Err(refusal) => match whole.take() {
-                    Some(body) => (Step::FeedAndFinish(body), Some(refusal)),
+                    Some(mut body) => {
+                        body.truncate(MAX_ERROR_BODY);
+                        (Step::FeedAndFinish(body), Some(refusal))
+                    }
                     None => (Step::Finish, Some(refusal)),
                 },
             };
+            let ends = !matches!(step, Step::Feed(_));
             let decoded = decoder
                 .shared
                 .call(
@@ -331,8 +354,17 @@ impl Codecs {
                     return Ok(Ok(cancelled()));
                 }
             }
-            if let Some(end) = decoded.end {
-                return Ok(end);
+            match decoded.end {
+                Some(end) => return Ok(end),
+                // The protocol says the end of the body ends the turn; a decoder that does not
+                // would have the host wait on a body that has nothing more to give.
+                None if ends => {
+                    return Err(Failure::Failed(CallError::Trap {
+                        id: self.context.manifest.id.clone(),
+                        reason: "its decoder did not end the turn at the end of the body".into(),
+                    }));
+                }
+                None => {}
             }
         }
     }
@@ -379,13 +411,16 @@ fn cancelled() -> TurnOutcome {
     }
 }
 
+/// What a request past its deadline fails with.
+const TIMED_OUT: &str = "the request timed out";
+
 /// A refused or failed upstream request as the plugin's error, in the words the SDK's
 /// `transport_error` gives a plugin that sends it itself.
 fn transport_error(refusal: Refusal) -> PluginError {
     match refusal {
         Refusal::Denied(why) => PluginError::Denied(why),
         Refusal::Invalid(why) => PluginError::InvalidInput(why),
-        Refusal::Timeout => PluginError::Transport("the request timed out".into()),
+        Refusal::Timeout => PluginError::Transport(TIMED_OUT.into()),
         Refusal::Connection(why) => PluginError::Transport(why),
         Refusal::TooLarge(cap) => PluginError::Transport(format!(
             "the response is larger than the host's {cap}-byte cap"
@@ -393,11 +428,13 @@ fn transport_error(refusal: Refusal) -> PluginError {
     }
 }
 
-/// A call into an instance, polled by its caller; dropped unfinished, it goes on in a task of
-/// its own. Boxed either way: the call's state is not part of the turn's future (and so of a
+/// A call into an instance, polled by its caller; dropped once it holds the instance, it goes
+/// on in a task of its own (dropped before, it never runs). Boxed either way: the call's state is not part of the turn's future (and so of a
 /// live stream's memory) while the turn waits for the upstream.
 struct InFlight<R: Send + 'static> {
     call: Option<Pending<R>>,
+    /// The call holds the instance's lock: it must run to its end.
+    entered: Arc<AtomicBool>,
     shared: Arc<Shared>,
     made: fn(&R) -> Option<ResourceAny>,
 }
@@ -421,8 +458,15 @@ impl<R: Send + 'static> Drop for InFlight<R> {
         let Some(call) = self.call.take() else {
             return;
         };
-        // Without a runtime (the process is ending) there is nothing left to keep sound.
+        // Still waiting for the lock (a tokio Mutex's wait is safe to give up): the call never
+        // happens. It must not happen later either: its turn's decoder is being dropped.
+        if !self.entered.load(Ordering::Acquire) {
+            return;
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // No runtime left to finish it (the process is ending): the instance cannot be
+            // trusted any more.
+            self.shared.broken.store(true, Ordering::Release);
             return;
         };
         let (shared, made) = (self.shared.clone(), self.made);
@@ -481,8 +525,13 @@ impl Shared {
         made: fn(&R) -> Option<ResourceAny>,
     ) -> InFlight<R> {
         let (shared, context) = (self.clone(), context.clone());
+        let entered = Arc::new(AtomicBool::new(false));
+        let started = entered.clone();
         InFlight {
-            call: Some(Box::pin(async move { shared.run(&context, f).await })),
+            call: Some(Box::pin(
+                async move { shared.run(&context, &started, f).await },
+            )),
+            entered,
             shared: self.clone(),
             made,
         }
@@ -493,10 +542,13 @@ impl Shared {
     async fn run<R>(
         &self,
         context: &Context,
+        entered: &AtomicBool,
         f: impl for<'a> FnOnce(&'a mut Store<PluginState>, &'a CodecProvider) -> Call<'a, R>,
     ) -> Result<R, Failure> {
         let id = &context.manifest.id;
         let mut live = self.live.lock().await;
+        // Set in the same poll that took the lock: from here on the call is not given up.
+        entered.store(true, Ordering::Release);
         if self.broken.load(Ordering::Acquire) {
             return Err(Failure::AlreadyBroken);
         }

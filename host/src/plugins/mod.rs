@@ -14,8 +14,9 @@
 //! Operators and authors: [`commands`] (`chatd plugins list|check`), [`testing`] (a component in
 //! the real host against a scripted upstream).
 //!
-//! Invariants: a fresh store and instance per call, except the decoding of bundled providers'
-//! turns ([`codec`]); every call has a wall-clock deadline and every store a memory cap
+//! Invariants: a fresh store and instance per call (per turn for a codec provider, whose turn
+//! is several calls), except that bundled providers' turns decode in shared instances
+//! ([`codec`]); every call has a wall-clock deadline and every store a memory cap
 //! (a shared decoding instance's is shared by its turns); a trap, a timeout or an exhausted
 //! limit fails that call only (in a shared decoding instance: the turns decoding in it); nothing a plugin is not granted is reachable (filesystem and sockets are not even
 //! linked); SSH reaches only the operator's devbox, and only from the devbox tools ([`ssh`]).

@@ -4,6 +4,7 @@
 //! * `echo`: each event's data is a text delta; an event named `end` ends the turn;
 //! * `panic`: as `echo`, but an event whose data is `boom` panics (a trap);
 //! * `spin`: as `echo`, but an event whose data is `spin` never returns;
+//! * `slow`: as `echo`, but an event whose data is `slow` takes 600 ms to decode;
 //! * `panic-at-start`: `start` itself panics.
 //!
 //! The request goes to `{base_url}/turn` (the `base_url` setting), its body the model name.
@@ -42,6 +43,12 @@ impl TurnStream for Misbehaving {
     fn push(&mut self, event: &Event) -> Result<Vec<TurnEvent>, PluginError> {
         match (self.mode.as_str(), event.data.as_str()) {
             ("panic", "boom") => panic!("deliberate panic in a decoder"),
+            ("slow", "slow") => {
+                let clock = std::time::Instant::now();
+                while clock.elapsed() < std::time::Duration::from_millis(600) {
+                    std::hint::spin_loop();
+                }
+            }
             ("spin", "spin") => {
                 let mut n: u64 = 0;
                 loop {
