@@ -3,8 +3,8 @@
 //!
 //! A codec provider only encodes and decodes: [`Codec::start`] turns a turn request into the
 //! upstream [`Request`] and a [`Decoder`] for its answer. The host sends the request and feeds the
-//! body to the decoder as it arrives, so no instance of the plugin waits on the upstream; one
-//! instance decodes many turns at once. The same two pieces also run the `provider` world's
+//! body to the decoder as it arrives, so no plugin code runs while the upstream is slow, and a
+//! host may let one instance decode many turns (chatd does for its own providers). The same two pieces also run the `provider` world's
 //! `turn` (the world includes it) through the `http` import, so a host that drives turns through
 //! the plugin gets the same answers.
 
