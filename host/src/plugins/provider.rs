@@ -69,7 +69,7 @@ impl ProviderPlugin {
         self.codecs.is_some()
     }
 
-    /// Whether its streaming turns decode in shared instances (`None`: not a codec).
+    /// Whether its turns decode in shared instances (`None`: not a codec).
     pub fn sharing(&self) -> Option<Instances> {
         self.codecs.as_ref().map(Codecs::sharing)
     }
