@@ -48,7 +48,7 @@ fn provider_with(
         public_web: false,
         allow_private: false,
         credentials: Vec::new(),
-        max_body_bytes: 1024 * 1024,
+        max_body_bytes: 16 * 1024 * 1024,
         max_timeout: Duration::from_secs(30),
     };
     let caps = Capabilities {
@@ -424,5 +424,22 @@ async fn a_turn_dropped_while_waiting_for_its_instance_leaves_it_sound() {
     // Every instance still decodes, the first one included.
     for _ in 0..n {
         assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+    }
+}
+
+#[tokio::test]
+async fn a_whole_answer_past_its_cap_ends_the_turn_before_it_is_decoded() {
+    let body = vec![b' '; 9 * 1024 * 1024];
+    let reply = Reply::bytes(200, "application/json", body);
+    let upstream = ScriptedUpstream::start([("POST /turn", reply)]).await;
+    let plugin = provider(&upstream, 30_000);
+    let mut whole = request("echo");
+    whole.streaming = false;
+    let (tx, _rx) = mpsc::channel(4);
+    match plugin.turn(whole, tx).await {
+        Ok(Err(PluginError::Transport(why))) => {
+            assert!(why.contains("8388608-byte cap"), "{why}")
+        }
+        other => panic!("expected the cap: {other:?}"),
     }
 }

@@ -76,7 +76,6 @@ pub enum Instances {
 /// The instances of one `codec-provider` component that decode its turns.
 pub struct Codecs {
     context: Arc<Context>,
-    sharing: Instances,
     /// Empty for [`Instances::PerTurn`].
     slots: Vec<Mutex<Arc<Shared>>>,
     next: AtomicUsize,
@@ -151,7 +150,6 @@ impl Codecs {
                 caps: core.caps.clone(),
                 call_limit: CALL_LIMIT.min(limit / 4),
             }),
-            sharing,
             slots: (0..slots)
                 .map(|_| Mutex::new(Arc::new(Shared::new())))
                 .collect(),
@@ -160,7 +158,11 @@ impl Codecs {
     }
 
     pub fn sharing(&self) -> Instances {
-        self.sharing
+        if self.slots.is_empty() {
+            Instances::PerTurn
+        } else {
+            Instances::Shared
+        }
     }
 
     /// The instance a new turn decodes in: a fresh one for a provider whose turns do not

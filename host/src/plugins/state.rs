@@ -51,8 +51,8 @@ const MAX_RESOURCES: usize = 256;
 /// The most elements a table may grow to (Rust components use a few hundred).
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 
-/// One store's limits (one call's, or a shared decoding instance's): the manifest's memory for all of the instance's memories together, table
-/// sizes, and counts. Failing to grow traps, with a message that says why.
+/// One store's limits (one call's, or a shared decoding instance's): the manifest's memory for
+/// all of the instance's memories together, table sizes, and counts. Failing to grow traps, with a message that says why.
 pub struct Limiter {
     memory_cap: usize,
     memory_used: usize,
@@ -155,7 +155,7 @@ impl PluginState {
 
     /// The guest's stderr so far, as text.
     pub fn stderr_text(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.contents()).into_owned()
+        self.stderr_since(0).0
     }
 
     /// What the guest wrote to stderr after its first `offset` bytes, as text, and how many
