@@ -115,11 +115,11 @@ fn spawn_turn(
 const ECHO: &str = "data: hello\n\nevent: end\ndata: world\n\n";
 
 fn assert_echoed((text, outcome): &(String, Outcome)) {
-    assert_eq!(text, "helloworld");
     match outcome {
         Ok(Ok(outcome)) => assert_eq!(outcome.finish, FinishReason::Stop),
-        other => panic!("the turn failed: {other:?}"),
+        other => panic!("the turn failed: {other:?} (its text: {text:?})"),
     }
+    assert_eq!(text, "helloworld");
 }
 
 #[tokio::test]

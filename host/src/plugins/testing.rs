@@ -195,6 +195,12 @@ impl ScriptedUpstream {
                 let (routes, log, seen) = (routes.clone(), log.clone(), seen.clone());
                 async move {
                     let route = format!("{method} {}", uri.path());
+                    // The reply is chosen before the arrival is announced: a test that waits
+                    // for request n and then sends request n + 1 knows which replies each gets.
+                    let reply = routes.get(&route).map(|(replies, next)| {
+                        let n = next.fetch_add(1, Ordering::Relaxed).min(replies.len() - 1);
+                        replies[n].clone()
+                    });
                     log.lock().unwrap().push(Recorded {
                         method: method.to_string(),
                         path: uri.path().to_string(),
@@ -203,11 +209,8 @@ impl ScriptedUpstream {
                         body: body.to_vec(),
                     });
                     seen.send_modify(|n| *n += 1);
-                    match routes.get(&route) {
-                        Some((replies, next)) => {
-                            let n = next.fetch_add(1, Ordering::Relaxed).min(replies.len() - 1);
-                            respond(replies[n].clone()).await
-                        }
+                    match reply {
+                        Some(reply) => respond(reply).await,
                         None => axum::response::Response::builder()
                             .status(StatusCode::NOT_FOUND)
                             .header("content-type", "application/json")
