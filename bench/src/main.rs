@@ -185,7 +185,7 @@ fn crud(o: Options) -> anyhow::Result<()> {
     })?;
 
     let _ = stop_tx.send(());
-    server_rt.block_on(served)??;
+    server_rt.block_on(served)?;
     Ok(())
 }
 

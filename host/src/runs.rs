@@ -132,11 +132,16 @@ impl ActiveRuns {
         use futures::FutureExt;
         let live = LiveTask::new(self.clone());
         let mut stop = self.stop.subscribe();
+        // Unwind safety: on a panic `work`'s state is dropped, never used again.
+        // Boxed here, outside the task's block: a block that moves a captured future into a
+        // future of its own (the `select!`) keeps room for both, and `work` is the run's whole
+        // state machine. Measured on a persisted chat run: the task's future was 9.9 KiB; now
+        // it is 0.8 KiB, beside the 4.5 KiB box.
+        let mut work = Box::pin(std::panic::AssertUnwindSafe(work).catch_unwind());
         tokio::spawn(async move {
             let _live = live;
             let why = tokio::select! {
-                // Unwind safety: on a panic `work`'s state is dropped, never used again.
-                done = std::panic::AssertUnwindSafe(work).catch_unwind() => match done {
+                done = &mut work => match done {
                     Ok(()) => None,
                     Err(_) => {
                         tracing::error!("a run panicked; its failure is recorded");

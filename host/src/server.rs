@@ -6,7 +6,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 use crate::chat::ChatSettings;
@@ -111,10 +110,7 @@ impl Server {
     /// Serves until `shutdown` resolves; then stops accepting, lets runs and requests in flight
     /// finish (runs within the grace period, after which they are stopped with an error
     /// recorded), and closes the store.
-    pub async fn run(
-        self,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) {
         let store = self.state.store.clone();
         let runs = self.state.runs.clone();
         let grace = self.grace;
@@ -133,23 +129,11 @@ impl Server {
             shutdown.await;
             let _ = stopping_tx.send(());
         };
-        let app = http::router(self.state);
-        // Small JSON responses: send them now rather than wait for Nagle's algorithm.
-        let listener = self.listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        // `into_make_service`: each connection gets a handle on the one router. Served as is,
-        // a `Router` copies every route with its layers for each new connection (axum prepares
-        // them per connection, not per request): measured, the accepting thread's heap grew by
-        // ~500 KiB per open connection, most of the memory of a live stream.
-        let served = axum::serve(listener, app.into_make_service())
-            .with_graceful_shutdown(shutdown)
-            .await;
+        http::serve::serve(self.listener, http::router(self.state), shutdown).await;
         let _ = drain.await;
         runs.shut_down(grace).await;
         self.refresh.abort();
         store.close().await;
-        served
     }
 }
 

@@ -1,6 +1,6 @@
 //! Backend-owned chat runs, black-box: a second stream is refused while one runs, attach replays
 //! and follows (and resumes with `Last-Event-ID`), a client that leaves does not stop the run,
-//! and shutdown lets runs finish within the grace period before stopping the rest.
+//! one that only closes its sending side still gets the whole stream, and shutdown lets runs finish within the grace period before stopping the rest.
 
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use reqwest::StatusCode;
@@ -100,6 +100,32 @@ async fn a_client_that_disconnects_does_not_stop_the_run() {
         transcript(&server, &chat_id).await,
         pairs(&[("user", "hi"), ("assistant", TEXT_STREAM_TEXT)])
     );
+}
+
+#[tokio::test]
+async fn a_client_that_half_closes_still_gets_the_whole_stream() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let gate = Gate::new();
+    let (_upstream, server) = gated(&gate).await;
+    let request = body(None, json!([{"role": "user", "content": "hi"}])).to_string();
+    let addr = server.base.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /v1/chat-completions/stream HTTP/1.1\r\nhost: {addr}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        request.len()
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    // Nothing more to send: the client says so before the answer has begun.
+    tcp.shutdown().await.unwrap();
+    gate.open();
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("event: done"), "{answer}");
+    // `done` carries the whole text (each SSE frame is one chunk of the chunked body).
+    assert!(answer.contains(TEXT_STREAM_TEXT), "{answer}");
 }
 
 #[tokio::test]

@@ -78,7 +78,7 @@ pub struct TestServer {
     pub dir: Arc<tempfile::TempDir>,
     token: Option<String>,
     shutdown: Option<oneshot::Sender<()>>,
-    task: Option<JoinHandle<std::io::Result<()>>>,
+    task: Option<JoinHandle<()>>,
 }
 
 #[derive(Default)]
@@ -133,7 +133,7 @@ impl TestServer {
             let _ = tx.send(());
         }
         if let Some(task) = self.task.take() {
-            task.await.expect("server task").expect("server ran");
+            task.await.expect("server task");
         }
     }
 

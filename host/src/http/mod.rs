@@ -13,6 +13,7 @@ pub mod meta;
 pub mod middleware;
 pub mod search_runs;
 pub mod searches;
+pub mod serve;
 pub mod title;
 
 use std::sync::Arc;

@@ -266,13 +266,14 @@ impl Codecs {
         let caps = &self.context.caps;
         // Sending is over in a moment: boxed, its state is not part of the turn's future (and
         // so of the memory of every live stream) while the turn waits for the next chunk.
-        let sent = Box::pin(http::send(
+        // Matched in place, not bound first: a moved-from binding keeps its room in the future.
+        let mut response = match Box::pin(http::send(
             &caps.clients,
             &caps.http,
             http::host::outgoing(upstream),
         ))
-        .await;
-        let mut response = match sent {
+        .await
+        {
             Ok(response) => response,
             Err(refusal) => return Ok(Err(transport_error(refusal))),
         };

@@ -68,7 +68,9 @@ impl Batch {
 /// measured as a tenth of a persisted completion's added latency.
 #[derive(Clone, Debug)]
 pub(super) struct Writer {
-    options: SqliteConnectOptions,
+    /// Behind an `Arc`: the options are 320 bytes, and every clone of the store (one in each
+    /// live run's state, twice) would carry them.
+    options: Arc<SqliteConnectOptions>,
     /// A tokio mutex, not a std one: it is held across the write's round trip.
     slot: Arc<tokio::sync::Mutex<Slot>>,
 }
@@ -83,6 +85,7 @@ struct Slot {
 impl Writer {
     pub async fn open(options: SqliteConnectOptions) -> sqlx::Result<Self> {
         let conn = options.connect().await?;
+        let options = Arc::new(options);
         Ok(Self {
             options,
             slot: Arc::new(tokio::sync::Mutex::new(Slot {

@@ -1,0 +1,83 @@
+//! The accept loop: every connection served with hyper's HTTP/1.1 connection, TCP_NODELAY set;
+//! when told to stop, no new connections, and the open ones finish what they are sending.
+//!
+//! Not `axum::serve`, for memory. A live stream is a connection that lasts as long as its run,
+//! so what a connection holds is memory per live stream (BENCHMARKS.md, "Serving HTTP/1.1 by
+//! hand"). `axum::serve` serves through hyper-util's version-sniffing builder, whose connection
+//! task carries an HTTP/2 state machine beside the HTTP/1 one; and hyper, unless half-closed
+//! connections are allowed, keeps reading the socket while a response streams, which takes a
+//! second read buffer while the request still holds the first. Only HTTP/1.1 is served: browsers
+//! speak HTTP/2 only over TLS, which a proxy in front of chatd ends.
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+
+/// How long a connection may take to send a request's head (hyper's default, stated here).
+/// Without it, a client that opens connections and sends nothing holds them, and their
+/// buffers, for ever.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves `app` on `listener` until `shutdown` resolves, then waits for the open connections:
+/// each finishes the response it is sending (a stream, until its run ends) and closes.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // A client that half-closes is not gone: the response still goes out. And without it hyper
+    // reads the socket while a response streams (see the module docs). A client that really
+    // left is seen on the next write, at the latest the stream's keep-alive comment.
+    builder
+        .half_close(true)
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    wait_after_accept_error(e).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Small JSON responses and SSE frames: send them now rather than wait for Nagle.
+        let _ = tcp.set_nodelay(true);
+        // A handle on the one router: cloning it is an `Arc` clone, and it takes hyper's
+        // request body as it is.
+        let service = TowerToHyperService::new(app.clone());
+        let connection = builder.serve_connection(TokioIo::new(tcp), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            // A connection's errors (a client gone mid-request, a bad request line) are the
+            // client's; hyper has answered what it could.
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// A failed accept: the peer's own failure costs nothing; anything else (out of file
+/// descriptors, above all) is waited out for a moment rather than retried in a hot loop.
+async fn wait_after_accept_error(e: std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!(error = %e, "accepting a connection failed; retrying in a second");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
