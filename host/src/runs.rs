@@ -150,6 +150,9 @@ impl ActiveRuns {
                 },
                 seen = stop.wait_for(|stop| *stop) => seen.is_ok().then_some(Stopped::Shutdown),
             };
+            // Before `stopped`: the select only borrowed it, and a stopped run's upstream call
+            // must be cancelled now, not after its failure is recorded.
+            drop(work);
             if let Some(why) = why {
                 // Boxed: a run's task lives as long as the run, and inline this rare path's
                 // state would be part of every run's memory.

@@ -1,6 +1,7 @@
 //! Backend-owned chat runs, black-box: a second stream is refused while one runs, attach replays
 //! and follows (and resumes with `Last-Event-ID`), a client that leaves does not stop the run,
-//! one that only closes its sending side still gets the whole stream, and shutdown lets runs finish within the grace period before stopping the rest.
+//! one that only closes its sending side still gets the whole stream, and shutdown lets runs
+//! finish within the grace period before stopping the rest.
 
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use reqwest::StatusCode;

@@ -1,4 +1,4 @@
-//! The accept loop: every connection served with hyper's HTTP/1.1 connection, TCP_NODELAY set;
+//! The accept loop: every connection served with hyper's HTTP/1 connection, TCP_NODELAY set;
 //! when told to stop, no new connections, and the open ones finish what they are sending.
 //!
 //! Not `axum::serve`, for memory. A live stream is a connection that lasts as long as its run,
@@ -6,8 +6,8 @@
 //! hand"). `axum::serve` serves through hyper-util's version-sniffing builder, whose connection
 //! task carries an HTTP/2 state machine beside the HTTP/1 one; and hyper, unless half-closed
 //! connections are allowed, keeps reading the socket while a response streams, which takes a
-//! second read buffer while the request still holds the first. Only HTTP/1.1 is served: browsers
-//! speak HTTP/2 only over TLS, which a proxy in front of chatd ends.
+//! second read buffer while the request still holds the first. Only HTTP/1.x is served (no h2c):
+//! browsers speak HTTP/2 only over TLS, which a proxy in front of chatd ends.
 
 use std::future::Future;
 use std::time::Duration;
@@ -25,15 +25,13 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves `app` on `listener` until `shutdown` resolves, then waits for the open connections:
 /// each finishes the response it is sending (a stream, until its run ends) and closes.
-pub async fn serve(
-    listener: TcpListener,
-    app: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) {
+pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()> + Send) {
     let mut builder = hyper::server::conn::http1::Builder::new();
     // A client that half-closes is not gone: the response still goes out. And without it hyper
     // reads the socket while a response streams (see the module docs). A client that really
-    // left is seen on the next write, at the latest the stream's keep-alive comment.
+    // left is seen when a write fails: the first write after it left is usually still accepted
+    // (the peer answers it with a reset), so the second event or keep-alive comment, within
+    // about 30 s on an idle stream.
     builder
         .half_close(true)
         .timer(TokioTimer::new())
@@ -45,8 +43,10 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((tcp, _)) => tcp,
                 Err(e) => {
-                    wait_after_accept_error(e).await;
-                    continue;
+                    tokio::select! {
+                        () = wait_after_accept_error(e) => continue,
+                        () = &mut shutdown => break,
+                    }
                 }
             },
             () = &mut shutdown => break,
