@@ -1,6 +1,7 @@
 //! The host's driver of `codec-provider` turns (`chatd::plugins::codec`) against a real
 //! component, `tests/plugins/hostile-provider`: many turns decoding at once in shared instances,
-//! and what a decoder that panics, spins, or is abandoned does to the turns beside it.
+//! what a decoder that panics, spins, or is abandoned does to the turns beside it, and an
+//! instance retired when its stderr fills.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -237,6 +238,17 @@ async fn a_provider_from_plugins_dir_decodes_each_turn_in_an_instance_of_its_own
 }
 
 #[tokio::test]
+async fn a_provider_from_plugins_dir_keeps_no_state_from_one_turn_to_the_next() {
+    let upstream =
+        ScriptedUpstream::start([("POST /turn", Reply::sse("event: end\ndata: x\n\n"))]).await;
+    let plugin = provider_with(&upstream, 30_000, Instances::PerTurn);
+    for _ in 0..3 {
+        // Each turn's instance has started that one turn only.
+        assert_eq!(spawn_turn(&plugin, "count").await.unwrap().0, "1:x");
+    }
+}
+
+#[tokio::test]
 async fn a_spinning_decoder_is_stopped_at_its_time_limit() {
     let upstream = ScriptedUpstream::start([
         ("POST /turn", Reply::sse("data: spin\n\n")),
@@ -425,6 +437,34 @@ async fn a_turn_dropped_while_waiting_for_its_instance_leaves_it_sound() {
     for _ in 0..n {
         assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
     }
+}
+
+#[tokio::test]
+async fn an_instance_past_its_stderr_cap_is_retired_and_its_next_turn_gets_a_fresh_one() {
+    // In `count` mode each delta says how many turns its instance has started, so a fresh
+    // instance shows as a count back at 1.
+    let n = chatd::plugins::codec::shared_instances();
+    let upstream =
+        ScriptedUpstream::start([("POST /turn", Reply::sse("event: end\ndata: x\n\n"))]).await;
+    let plugin = provider(&upstream, 30_000);
+    let mut counts = Vec::new();
+    for _ in 0..n {
+        counts.push(spawn_turn(&plugin, "count").await.unwrap().0);
+    }
+    assert_eq!(counts, vec!["1:x"; n], "one turn in each instance");
+    // Round again to the first instance: this turn writes 40 KiB to stderr, past the 32 KiB
+    // at which an instance is retired. The turn itself ends well.
+    let (text, outcome) = spawn_turn(&plugin, "noisy").await.unwrap();
+    assert!(matches!(outcome, Ok(Ok(_))), "{outcome:?}");
+    assert_eq!(text, "x");
+    // The other instances go on counting; the first one's next turn is in a fresh instance.
+    let mut counts = Vec::new();
+    for _ in 0..n {
+        counts.push(spawn_turn(&plugin, "count").await.unwrap().0);
+    }
+    let mut expected = vec!["2:x"; n - 1];
+    expected.push("1:x");
+    assert_eq!(counts, expected);
 }
 
 #[tokio::test]

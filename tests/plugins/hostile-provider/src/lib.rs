@@ -5,7 +5,10 @@
 //! * `panic`: as `echo`, but an event whose data is `boom` panics (a trap);
 //! * `spin`: as `echo`, but an event whose data is `spin` never returns;
 //! * `slow`: as `echo`, but an event whose data is `slow` takes 600 ms to decode;
-//! * `panic-at-start`: `start` itself panics.
+//! * `panic-at-start`: `start` itself panics;
+//! * `count`: as `echo`, each delta prefixed with how many turns this instance has started
+//!   (`2:data`), so a test sees when an instance is replaced;
+//! * `noisy`: as `echo`, but each event also writes 40 KiB to stderr.
 //!
 //! The request goes to `{base_url}/turn` (the `base_url` setting), its body the model name.
 
@@ -16,8 +19,12 @@ use chatd_plugin_sdk::sse::Event;
 
 struct HostileProvider;
 
+/// Turns started in this instance (a shared decoding instance lives across turns).
+static STARTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 impl Codec for HostileProvider {
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
+        let starts = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let base = config::get("base_url")
             .ok_or_else(|| PluginError::InvalidInput("base_url is not set".into()))?;
         let mode = request.model.clone();
@@ -25,17 +32,26 @@ impl Codec for HostileProvider {
             panic!("deliberate panic at start");
         }
         let upstream = Request::post(format!("{base}/turn")).body(mode.clone().into_bytes());
-        let decoder = Decoder::new(true, Misbehaving { mode, ended: false }, |_| {
-            Err(PluginError::MalformedResponse(
-                "a stream was expected".into(),
-            ))
-        });
+        let decoder = Decoder::new(
+            true,
+            Misbehaving {
+                mode,
+                starts,
+                ended: false,
+            },
+            |_| {
+                Err(PluginError::MalformedResponse(
+                    "a stream was expected".into(),
+                ))
+            },
+        );
         Ok((upstream, decoder))
     }
 }
 
 struct Misbehaving {
     mode: String,
+    starts: u32,
     ended: bool,
 }
 
@@ -54,6 +70,14 @@ impl TurnStream for Misbehaving {
                 loop {
                     n = std::hint::black_box(n.wrapping_add(1));
                 }
+            }
+            ("noisy", _) => eprintln!("{}", "x".repeat(40 * 1024)),
+            ("count", data) => {
+                self.ended = event.event == "end";
+                return Ok(vec![TurnEvent::TextDelta(format!(
+                    "{}:{data}",
+                    self.starts
+                ))]);
             }
             _ => {}
         }
