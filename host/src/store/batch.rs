@@ -68,8 +68,9 @@ impl Batch {
 /// measured as a tenth of a persisted completion's added latency.
 #[derive(Clone, Debug)]
 pub(super) struct Writer {
-    /// Behind an `Arc`: the options are 320 bytes, and every clone of the store (one in each
-    /// live run's state, twice) would carry them.
+    /// Behind an `Arc`: the options are 320 bytes, every clone of the store would carry them,
+    /// and each live run holds several (the app state of its work and of its stop path, its
+    /// chat log).
     options: Arc<SqliteConnectOptions>,
     /// A tokio mutex, not a std one: it is held across the write's round trip.
     slot: Arc<tokio::sync::Mutex<Slot>>,
