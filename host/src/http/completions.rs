@@ -485,7 +485,7 @@ pub async fn stream(
     }
     let prepared = prepare(&state, body, true).await?;
     if !persist {
-        return Ok(ephemeral(&state, prepared));
+        return Ok(ephemeral(&state, prepared).await);
     }
     let started = Instant::now();
     let chat_id = match prepared.chat_id.clone() {
@@ -551,12 +551,13 @@ pub async fn stream(
             push(&stop_log, &ChatEvent::Error(why.message().into()));
         },
     );
+    let_the_run_start().await;
     Ok(sse(reader, None))
 }
 
 /// A `persist: false` stream: nothing stored, nothing registered, and the run ends with its
 /// client (there is nothing to keep, and the upstream call costs).
-fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
+async fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
     let log = Arc::new(RunLog::default());
     let sink = Sink {
         log: Some(log.clone()),
@@ -577,7 +578,19 @@ fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
         },
         move |why| async move { push(&stop_log, &ChatEvent::Error(why.message().into())) },
     );
-    sse(reader, Some(AbortOnDrop(task)))
+    // Owned before the yield: a handler dropped there (its client gone) ends the run with it.
+    let owner = AbortOnDrop(task);
+    let_the_run_start().await;
+    sse(reader, Some(owner))
+}
+
+/// Lets a run just spawned take its first steps, as far as its upstream call, before the handler
+/// returns and hyper writes the response head. The head's write, and the client's wake-up with
+/// it, then overlap the upstream's answer instead of delaying the call. (The run waits in its
+/// worker's next-task slot, which the handler's task, still running, holds up until it yields.)
+/// Measured in BENCHMARKS.md, "The run before the head".
+async fn let_the_run_start() {
+    tokio::task::yield_now().await;
 }
 
 /// Takes a run out of the registry (`GET /v1/active-runs`, attach).
