@@ -17,6 +17,10 @@ use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::store::{Store, StoreError};
 
+/// How long past the shutdown grace period connections may stay open: time for the runs
+/// stopped at its end to send their last events. What is open after that is closed.
+const CLOSE_AFTER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub struct Server {
     listener: TcpListener,
     state: AppState,
@@ -129,7 +133,16 @@ impl Server {
             shutdown.await;
             let _ = stopping_tx.send(());
         };
-        http::serve::serve(self.listener, http::router(self.state), shutdown).await;
+        // After the grace period, stopped runs still write their last events; a connection open
+        // well after that is a client that stopped reading or sending.
+        let close_after = grace + CLOSE_AFTER_GRACE;
+        http::serve::serve(
+            self.listener,
+            http::router(self.state),
+            shutdown,
+            close_after,
+        )
+        .await;
         let _ = drain.await;
         runs.shut_down(grace).await;
         self.refresh.abort();

@@ -1,7 +1,8 @@
 //! Backend-owned chat runs, black-box: a second stream is refused while one runs, attach replays
 //! and follows (and resumes with `Last-Event-ID`), a client that leaves does not stop the run,
-//! one that only closes its sending side still gets the whole stream, and shutdown lets runs
-//! finish within the grace period before stopping the rest.
+//! one that only closes its sending side still gets the whole stream, shutdown lets runs
+//! finish within the grace period before stopping the rest, and a client that stops sending
+//! does not keep the server from stopping.
 
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use reqwest::StatusCode;
@@ -191,4 +192,56 @@ async fn shutdown_lets_runs_finish_in_the_grace_period_then_stops_the_rest_with_
         error.as_deref(),
         Some("the server shut down before the reply was finished")
     );
+}
+
+#[tokio::test]
+async fn a_client_that_stops_sending_its_body_does_not_hold_up_shutdown() {
+    use std::time::{Duration, Instant};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = TestServer::start_with(crate::support::Options {
+        args: vec!["--chatd-shutdown-grace-secs".into(), "1".into()],
+        ..Default::default()
+    })
+    .await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    // A whole request first, so the connection is known to be served.
+    tcp.write_all(format!("GET /health HTTP/1.1\r\nhost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut answer = [0u8; 1024];
+    let n = tcp.read(&mut answer).await.unwrap();
+    assert!(answer[..n].starts_with(b"HTTP/1.1 200"));
+    // Then a request whose body never comes. `expect: 100-continue` makes the server say when
+    // it starts reading the body, so the request is known to be in flight before the signal.
+    tcp.write_all(
+        format!(
+            "POST /v1/chats HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             content-length: 100\r\nexpect: 100-continue\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let n = tcp.read(&mut answer).await.unwrap();
+    assert!(
+        answer[..n].starts_with(b"HTTP/1.1 100"),
+        "{:?}",
+        String::from_utf8_lossy(&answer[..n])
+    );
+    tcp.write_all(b"{\"title\":").await.unwrap();
+
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(30), server.stop())
+        .await
+        .expect("the server stops although the body never came");
+    // The grace period (1 s here) plus the 5 s given to stopped runs' last events.
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "closed too soon"
+    );
+    // The connection was closed (an end of stream or a reset), not left open.
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the connection is still open");
 }

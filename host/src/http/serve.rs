@@ -1,5 +1,6 @@
 //! The accept loop: every connection served with hyper's HTTP/1 connection, TCP_NODELAY set;
-//! when told to stop, no new connections, and the open ones finish what they are sending.
+//! when told to stop, no new connections, and the open ones finish what they are sending, for as
+//! long as the caller allows: then the rest are closed.
 //!
 //! Not `axum::serve`, for memory. A live stream is a connection that lasts as long as its run,
 //! so what a connection holds is memory per live stream (BENCHMARKS.md, "Serving HTTP/1.1 by
@@ -24,8 +25,15 @@ use tokio::net::TcpListener;
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves `app` on `listener` until `shutdown` resolves, then waits for the open connections:
-/// each finishes the response it is sending (a stream, until its run ends) and closes.
-pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()> + Send) {
+/// each finishes the response it is sending (a stream, until its run ends) and closes. Those
+/// still open `close_after` the signal are closed: a client that stopped reading, or stopped
+/// sending a request's body, would otherwise hold the server up for ever.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send,
+    close_after: Duration,
+) {
     let mut builder = hyper::server::conn::http1::Builder::new();
     // A client that half-closes is not gone: the response still goes out. And without it hyper
     // reads the socket while a response streams (see the module docs). A client that really
@@ -37,6 +45,9 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
     let graceful = GracefulShutdown::new();
+    // A watch, not a list of tasks to abort: a connection task holds a receiver, and the
+    // number of receivers is the number of connections still open.
+    let (close, closing) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
     loop {
         let tcp = tokio::select! {
@@ -60,14 +71,34 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
         let service = TowerToHyperService::new(app.clone());
         let connection = builder.serve_connection(TokioIo::new(tcp), service);
         let connection = graceful.watch(connection);
+        let mut closing = closing.clone();
         tokio::spawn(async move {
-            // A connection's errors (a client gone mid-request, a bad request line) are the
-            // client's; hyper has answered what it could.
-            let _ = connection.await;
+            tokio::select! {
+                biased;
+                // A connection's errors (a client gone mid-request, a bad request line) are
+                // the client's; hyper has answered what it could.
+                _ = connection => {}
+                // Dropping the connection closes its socket.
+                _ = closing.wait_for(|close| *close) => {}
+            }
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    drop(closing);
+    if tokio::time::timeout(close_after, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            connections = close.receiver_count(),
+            "closing the connections still open {} s after the signal to stop",
+            close_after.as_secs()
+        );
+        let _ = close.send(true);
+        // Each task drops its connection when it next runs; wait for that, so the caller
+        // (closing the store next) knows no request is left.
+        close.closed().await;
+    }
 }
 
 /// A failed accept: the peer's own failure costs nothing; anything else (out of file
