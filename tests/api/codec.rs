@@ -1,7 +1,7 @@
 //! The host's driver of `codec-provider` turns (`chatd::plugins::codec`) against a real
 //! component, `tests/plugins/hostile-provider`: many turns decoding at once in shared instances,
 //! what a decoder that panics, spins, or is abandoned does to the turns beside it, and an
-//! instance retired when its stderr fills.
+//! instance retired when its stderr or its memory fills.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -439,10 +439,11 @@ async fn a_turn_dropped_while_waiting_for_its_instance_leaves_it_sound() {
     }
 }
 
-#[tokio::test]
-async fn an_instance_past_its_stderr_cap_is_retired_and_its_next_turn_gets_a_fresh_one() {
-    // In `count` mode each delta says how many turns its instance has started, so a fresh
-    // instance shows as a count back at 1.
+/// One turn in `mode` in the first shared instance, which then must be retired: the turn itself
+/// ends well, the other instances go on, and the first one's next turn is in a fresh instance.
+/// (In `count` mode each delta says how many turns its instance has started, so a fresh
+/// instance shows as a count back at 1.)
+async fn assert_retired_after(mode: &str) {
     let n = chatd::plugins::codec::shared_instances();
     let upstream =
         ScriptedUpstream::start([("POST /turn", Reply::sse("event: end\ndata: x\n\n"))]).await;
@@ -452,12 +453,10 @@ async fn an_instance_past_its_stderr_cap_is_retired_and_its_next_turn_gets_a_fre
         counts.push(spawn_turn(&plugin, "count").await.unwrap().0);
     }
     assert_eq!(counts, vec!["1:x"; n], "one turn in each instance");
-    // Round again to the first instance: this turn writes 40 KiB to stderr, past the 32 KiB
-    // at which an instance is retired. The turn itself ends well.
-    let (text, outcome) = spawn_turn(&plugin, "noisy").await.unwrap();
+    // Round again to the first instance.
+    let (text, outcome) = spawn_turn(&plugin, mode).await.unwrap();
     assert!(matches!(outcome, Ok(Ok(_))), "{outcome:?}");
     assert_eq!(text, "x");
-    // The other instances go on counting; the first one's next turn is in a fresh instance.
     let mut counts = Vec::new();
     for _ in 0..n {
         counts.push(spawn_turn(&plugin, "count").await.unwrap().0);
@@ -465,6 +464,18 @@ async fn an_instance_past_its_stderr_cap_is_retired_and_its_next_turn_gets_a_fre
     let mut expected = vec!["2:x"; n - 1];
     expected.push("1:x");
     assert_eq!(counts, expected);
+}
+
+#[tokio::test]
+async fn an_instance_past_its_stderr_cap_is_retired_and_its_next_turn_gets_a_fresh_one() {
+    // 40 KiB of stderr, past the 32 KiB at which an instance is retired.
+    assert_retired_after("noisy").await;
+}
+
+#[tokio::test]
+async fn an_instance_past_half_its_memory_is_retired_and_its_next_turn_gets_a_fresh_one() {
+    // 40 MiB kept, past half of the 64 MiB cap (wasm memory never shrinks).
+    assert_retired_after("hog").await;
 }
 
 #[tokio::test]

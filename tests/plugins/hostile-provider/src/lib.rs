@@ -8,7 +8,9 @@
 //! * `panic-at-start`: `start` itself panics;
 //! * `count`: as `echo`, each delta prefixed with how many turns this instance has started
 //!   (`2:data`), so a test sees when an instance is replaced;
-//! * `noisy`: as `echo`, but each event also writes 40 KiB to stderr.
+//! * `noisy`: as `echo`, but each event also writes 40 KiB to stderr;
+//! * `hog`: as `echo`, but each event also takes 40 MiB of memory that the instance keeps (past
+//!   half of a 64 MiB cap).
 //!
 //! The request goes to `{base_url}/turn` (the `base_url` setting), its body the model name.
 
@@ -72,6 +74,10 @@ impl TurnStream for Misbehaving {
                 }
             }
             ("noisy", _) => eprintln!("{}", "x".repeat(40 * 1024)),
+            // Leaked: kept for the instance's life, as a leak or a cache in a real plugin would be.
+            ("hog", _) => {
+                std::hint::black_box(Vec::leak(vec![0u8; 40 << 20]));
+            }
             ("count", data) => {
                 self.ended = event.event == "end";
                 return Ok(vec![TurnEvent::TextDelta(format!(
