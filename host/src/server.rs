@@ -18,7 +18,8 @@ use crate::runs::ActiveRuns;
 use crate::store::{Store, StoreError};
 
 /// How long past the shutdown grace period connections may stay open: time for the runs
-/// stopped at its end to send their last events. What is open after that is closed.
+/// stopped at its end to send their last events. A connection open after that is a client that
+/// stopped reading or sending, and is closed.
 const CLOSE_AFTER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub struct Server {
@@ -133,9 +134,7 @@ impl Server {
             shutdown.await;
             let _ = stopping_tx.send(());
         };
-        // After the grace period, stopped runs still write their last events; a connection open
-        // well after that is a client that stopped reading or sending.
-        let close_after = grace + CLOSE_AFTER_GRACE;
+        let close_after = grace.saturating_add(CLOSE_AFTER_GRACE);
         http::serve::serve(
             self.listener,
             http::router(self.state),

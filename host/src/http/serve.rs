@@ -74,6 +74,8 @@ pub async fn serve(
         let mut closing = closing.clone();
         tokio::spawn(async move {
             tokio::select! {
+                // The connection first: a response that just finished ends the task as it
+                // should, and no random draw on each of a stream's many polls.
                 biased;
                 // A connection's errors (a client gone mid-request, a bad request line) are
                 // the client's; hyper has answered what it could.

@@ -9,8 +9,8 @@
 //! * `count`: as `echo`, each delta prefixed with how many turns this instance has started
 //!   (`2:data`), so a test sees when an instance is replaced;
 //! * `noisy`: as `echo`, but each event also writes 40 KiB to stderr;
-//! * `hog`: as `echo`, but each event also takes 40 MiB of memory that the instance keeps (past
-//!   half of a 64 MiB cap).
+//! * `hog`: as `echo`, but each event also takes 40 MiB of memory that the instance keeps: one
+//!   event takes an instance past half of a 64 MiB cap (a second would pass the cap).
 //!
 //! The request goes to `{base_url}/turn` (the `base_url` setting), its body the model name.
 
