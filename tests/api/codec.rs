@@ -274,6 +274,39 @@ async fn a_spinning_decoder_is_stopped_at_its_time_limit() {
 }
 
 #[tokio::test]
+async fn a_turn_whose_instance_breaks_while_it_waits_to_start_starts_in_another() {
+    // The first instance is held by a spinning decoder call, which breaks it at its time limit,
+    // when a turn picks it: that turn's `start` waits, finds the instance broken, and starts
+    // again in the next one. In `count` mode its deltas say how many turns that instance has
+    // started: 2 in the next instance (a filler turn ran there), where a turn that picked the
+    // first instance after it broke would get a fresh one and say 1.
+    let n = chatd::plugins::codec::shared_instances();
+    let upstream = ScriptedUpstream::start([
+        ("POST /turn", Reply::sse("data: spin\n\n")),
+        ("POST /turn", Reply::sse(ECHO)),
+    ])
+    .await;
+    // One decoder call may take 2 s (a quarter of the turn's limit): the time the rest of the
+    // test has to pick the spinning instance again.
+    let plugin = provider(&upstream, 8_000);
+    let spinning = spawn_turn(&plugin, "spin");
+    // Its request, then its decoder's word that it spins (an unscripted route, answered 404).
+    upstream.received(2).await;
+    assert_eq!(upstream.requests()[1].path, "/spinning");
+    // Round the other instances, back to the first.
+    for _ in 1..n {
+        assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+    }
+    let (text, outcome) = spawn_turn(&plugin, "count").await.unwrap();
+    assert!(matches!(outcome, Ok(Ok(_))), "{outcome:?}");
+    assert_eq!(text, "2:hello2:world");
+    match spinning.await.unwrap().1 {
+        Err(CallError::Timeout { after, .. }) => assert_eq!(after, Duration::from_secs(2)),
+        other => panic!("expected the call's time limit: {other:?}"),
+    }
+}
+
+#[tokio::test]
 async fn a_panic_in_start_is_a_trap_and_the_provider_keeps_working() {
     let upstream = ScriptedUpstream::start([("POST /turn", Reply::sse(ECHO))]).await;
     let plugin = provider(&upstream, 30_000);
@@ -420,12 +453,12 @@ async fn a_turn_dropped_while_waiting_for_its_instance_leaves_it_sound() {
         assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
     }
     let a = spawn_turn(&plugin, "slow");
-    upstream.received(n + 1).await;
-    // Nothing to await here but time: A's call starts a few milliseconds after its request
-    // arrives and lasts 600 ms; B's answer is let through 100 ms in, and B dropped 250 ms in,
-    // while its call waits for the instance.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A's request, then its decoder's word that its 600 ms call has begun.
+    upstream.received(n + 2).await;
+    assert_eq!(upstream.requests()[n + 1].path, "/slowing");
     gate.open();
+    // The one wait left: nothing says when B's answer has arrived and its call waits for the
+    // instance. B is dropped 150 ms in, with 450 ms of A's call to go.
     tokio::time::sleep(Duration::from_millis(150)).await;
     b.abort();
     assert!(b.await.unwrap_err().is_cancelled());

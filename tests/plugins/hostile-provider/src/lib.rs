@@ -3,8 +3,10 @@
 //!
 //! * `echo`: each event's data is a text delta; an event named `end` ends the turn;
 //! * `panic`: as `echo`, but an event whose data is `boom` panics (a trap);
-//! * `spin`: as `echo`, but an event whose data is `spin` never returns;
-//! * `slow`: as `echo`, but an event whose data is `slow` takes 600 ms to decode;
+//! * `spin`: as `echo`, but an event whose data is `spin` never returns (it first tells the
+//!   upstream, `POST {base_url}/spinning`, so a test knows the call holds its instance);
+//! * `slow`: as `echo`, but an event whose data is `slow` takes 600 ms to decode (after telling
+//!   the upstream, `POST {base_url}/slowing`);
 //! * `panic-at-start`: `start` itself panics;
 //! * `count`: as `echo`, each delta prefixed with how many turns this instance has started
 //!   (`2:data`), so a test sees when an instance is replaced;
@@ -62,12 +64,14 @@ impl TurnStream for Misbehaving {
         match (self.mode.as_str(), event.data.as_str()) {
             ("panic", "boom") => panic!("deliberate panic in a decoder"),
             ("slow", "slow") => {
+                announce("slowing");
                 let clock = std::time::Instant::now();
                 while clock.elapsed() < std::time::Duration::from_millis(600) {
                     std::hint::spin_loop();
                 }
             }
             ("spin", "spin") => {
+                announce("spinning");
                 let mut n: u64 = 0;
                 loop {
                     n = std::hint::black_box(n.wrapping_add(1));
@@ -97,6 +101,14 @@ impl TurnStream for Misbehaving {
 
     fn end(&mut self) -> Result<FinishReason, PluginError> {
         Err(PluginError::Transport("the stream was cut".into()))
+    }
+}
+
+/// Tells the upstream what the decoder is about to do (`POST {base_url}/{what}`), so a test
+/// can await the moment a call holds its instance. The answer does not matter.
+fn announce(what: &str) {
+    if let Some(base) = config::get("base_url") {
+        let _ = Request::post(format!("{base}/{what}")).send();
     }
 }
 
