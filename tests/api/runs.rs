@@ -2,7 +2,8 @@
 //! and follows (and resumes with `Last-Event-ID`), a client that leaves does not stop the run,
 //! one that only closes its sending side still gets the whole stream, shutdown lets runs
 //! finish within the grace period before stopping the rest, and a client that stops sending
-//! does not keep the server from stopping.
+//! does not keep the server from stopping, nor a request body that stops arriving hold its
+//! connection.
 
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use reqwest::StatusCode;
@@ -238,4 +239,57 @@ async fn a_client_that_stops_sending_its_body_does_not_hold_up_shutdown() {
     let mut rest = Vec::new();
     let closed = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut rest)).await;
     assert!(closed.is_ok(), "the connection is still open");
+}
+
+/// A JSON body that arrives in `pieces`, `pause` apart, then (if `stall`) never ends.
+fn trickled(pieces: &[&'static str], pause: std::time::Duration, stall: bool) -> axum::body::Body {
+    use futures::StreamExt;
+    let pieces = futures::stream::iter(pieces.to_vec()).then(move |piece| async move {
+        tokio::time::sleep(pause).await;
+        Ok::<_, std::io::Error>(axum::body::Bytes::from_static(piece.as_bytes()))
+    });
+    let rest = futures::stream::pending().take(usize::from(stall));
+    axum::body::Body::from_stream(pieces.chain(rest))
+}
+
+#[tokio::test]
+async fn a_body_that_stops_arriving_is_refused_and_a_slow_one_is_not() {
+    use std::time::Duration;
+    use tower::ServiceExt;
+    let server = TestServer::start().await;
+    // The real router and state, with a 300 ms limit between pieces of a body.
+    let router = chatd::http::router_with(server.state.clone(), Duration::from_millis(300));
+    let post = |body| {
+        axum::http::Request::post("/v1/chats")
+            .header("content-type", "application/json")
+            .body(body)
+            .unwrap()
+    };
+    let stalled = trickled(&[r#"{"title":"#], Duration::ZERO, true);
+    let res = tokio::time::timeout(
+        Duration::from_secs(10),
+        router.clone().oneshot(post(stalled)),
+    )
+    .await
+    .expect("a stalled body is cut, not waited for")
+    .unwrap();
+    assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
+    let body = axum::body::to_bytes(res.into_body(), 1024).await.unwrap();
+    let message: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        message["message"],
+        "request body: stopped arriving before its end"
+    );
+    // Four pieces 200 ms apart: longer in all than the limit, never that long between two.
+    let pieces = [r#"{"tit"#, r#"le":"#, r#""slow""#, "}"];
+    let slow = trickled(&pieces, Duration::from_millis(200), false);
+    let res = router.oneshot(post(slow)).await.unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    let body = axum::body::to_bytes(res.into_body(), 64 * 1024)
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap()["chat"]["title"],
+        "slow"
+    );
 }

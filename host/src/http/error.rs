@@ -209,12 +209,30 @@ fn body_rejection(rejection: BytesRejection) -> ApiError {
     let status = rejection.status();
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(status, "request body is larger than the 32 MiB limit")
+    } else if stopped_arriving(&rejection) {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request body: stopped arriving before its end",
+        )
     } else {
         ApiError::new(
             status,
             format!("cannot read the request body: {}", rejection.body_text()),
         )
     }
+}
+
+/// Whether the body was cut by the router's idle timeout (`super::BODY_IDLE_TIMEOUT`), which
+/// axum reports as just another body error: its cause is found down the error's sources.
+fn stopped_arriving(rejection: &BytesRejection) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(rejection);
+    while let Some(error) = cause {
+        if error.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod serve;
 pub mod title;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, OriginalUri};
@@ -40,6 +41,12 @@ pub use middleware::TokenDigest;
 
 /// Request bodies, inline attachments included, are capped at 32 MiB (413 above).
 pub const MAX_BODY_BYTES: usize = 32 * MIB;
+
+/// A request body that stops arriving for this long is refused (408): a client that sends a
+/// head and part of a body would otherwise hold its connection and handler for ever (hyper
+/// limits only the time to send the head). Between pieces, not in all: a large attachment on a
+/// slow link still arrives.
+pub const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What every handler can reach. Cheap to clone: handles only.
 #[derive(Clone)]
@@ -117,6 +124,11 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 
 /// The complete application: routes, `/openapi.json`, middleware, mounted at `/` and `/api`.
 pub fn router(state: AppState) -> Router {
+    router_with(state, BODY_IDLE_TIMEOUT)
+}
+
+/// [`router`] with another [`BODY_IDLE_TIMEOUT`] (tests).
+pub fn router_with(state: AppState, body_idle: Duration) -> Router {
     let (routes, openapi) = api();
     let openapi_json: Arc<str> = openapi
         .to_pretty_json()
@@ -134,12 +146,21 @@ pub fn router(state: AppState) -> Router {
         )
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        // Outermost last: log → catch panics → body limit → token check → handler.
+        // Outermost last: log → catch panics → body limit and idle timeout → token check →
+        // handler.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::require_token,
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::map_request(
+            move |req: axum::extract::Request| async move {
+                // Boxed again: the router's routes take axum's body type.
+                req.map(|body| {
+                    axum::body::Body::new(tower_http::timeout::TimeoutBody::new(body_idle, body))
+                })
+            },
+        ))
         .layer(CatchPanicLayer::custom(middleware::panic_response))
         .layer(axum::middleware::from_fn(middleware::log_request));
     Router::new()
