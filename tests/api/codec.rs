@@ -273,7 +273,10 @@ async fn a_spinning_decoder_is_stopped_at_its_time_limit() {
     }
 }
 
-#[tokio::test]
+// Two workers: the spinning call is always ready to run again (it yields at every epoch tick),
+// and on one thread the other turns' network events would be checked only every few dozen of
+// its slices, too seldom to round the instances within its 2 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_whose_instance_breaks_while_it_waits_to_start_starts_in_another() {
     // The first instance is held by a spinning decoder call, which breaks it at its time limit,
     // when a turn picks it: that turn's `start` waits, finds the instance broken, and starts
@@ -297,6 +300,10 @@ async fn a_turn_whose_instance_breaks_while_it_waits_to_start_starts_in_another(
     for _ in 1..n {
         assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
     }
+    assert!(
+        !spinning.is_finished(),
+        "the spinning call ended before the turns came round to its instance"
+    );
     let (text, outcome) = spawn_turn(&plugin, "count").await.unwrap();
     assert!(matches!(outcome, Ok(Ok(_))), "{outcome:?}");
     assert_eq!(text, "2:hello2:world");

@@ -257,8 +257,8 @@ async fn a_body_that_stops_arriving_is_refused_and_a_slow_one_is_not() {
     use std::time::Duration;
     use tower::ServiceExt;
     let server = TestServer::start().await;
-    // The real router and state, with a 300 ms limit between pieces of a body.
-    let router = chatd::http::router_with(server.state.clone(), Duration::from_millis(300));
+    // The real router and state, with a 600 ms limit between pieces of a body.
+    let router = chatd::http::router_with(server.state.clone(), Duration::from_millis(600));
     let post = |body| {
         axum::http::Request::post("/v1/chats")
             .header("content-type", "application/json")
@@ -280,9 +280,9 @@ async fn a_body_that_stops_arriving_is_refused_and_a_slow_one_is_not() {
         message["message"],
         "request body: stopped arriving before its end"
     );
-    // Four pieces 200 ms apart: longer in all than the limit, never that long between two.
-    let pieces = [r#"{"tit"#, r#"le":"#, r#""slow""#, "}"];
-    let slow = trickled(&pieces, Duration::from_millis(200), false);
+    // Six pieces 150 ms apart: longer in all than the limit, never near it between two.
+    let pieces = [r#"{"#, r#""tit"#, r#"le""#, ":", r#""slow""#, "}"];
+    let slow = trickled(&pieces, Duration::from_millis(150), false);
     let res = router.oneshot(post(slow)).await.unwrap();
     assert!(res.status().is_success(), "{}", res.status());
     let body = axum::body::to_bytes(res.into_body(), 64 * 1024)

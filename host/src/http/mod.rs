@@ -153,9 +153,10 @@ pub fn router_with(state: AppState, body_idle: Duration) -> Router {
             middleware::require_token,
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::map_request(
-            move |req: axum::extract::Request| async move {
-                // Boxed again: the router's routes take axum's body type.
+        // Boxed again: the router's routes take axum's body type. (`TimeoutBody` passes on no
+        // size hint; nothing here reads one: the body cap counts what arrives.)
+        .layer(tower::util::MapRequestLayer::new(
+            move |req: axum::extract::Request| {
                 req.map(|body| {
                     axum::body::Body::new(tower_http::timeout::TimeoutBody::new(body_idle, body))
                 })
