@@ -443,10 +443,20 @@ async fn openapi_document_covers_every_route() {
         methods.sort();
         assert_eq!(documented, methods, "{path}");
         for method in methods {
+            let operation = &item[method];
             assert!(
-                item[method]["responses"]["200"].is_object(),
+                operation["responses"]["200"].is_object(),
                 "{method} {path} documents its 200"
             );
+            // The errors of any body: it stopped arriving, is too large, is not JSON.
+            if operation["requestBody"].is_object() {
+                for status in ["400", "408", "413", "415"] {
+                    assert!(
+                        operation["responses"][status].is_object(),
+                        "{method} {path} documents its {status}"
+                    );
+                }
+            }
         }
     }
     let schemas = doc["components"]["schemas"].as_object().unwrap();

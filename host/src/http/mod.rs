@@ -116,10 +116,68 @@ fn v1_routes() -> OpenApiRouter<AppState> {
 
 /// The routes and the OpenAPI document generated from them.
 pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(meta::health))
         .nest("/v1", v1_routes())
-        .split_for_parts()
+        .split_for_parts();
+    document_body_errors(&mut openapi);
+    (router, openapi)
+}
+
+/// Adds to every operation that takes a body the errors `ApiJson` answers for any body, rather
+/// than repeating them on each handler: 408 (it stopped arriving), 413 (past the cap), 415 (it
+/// declares another content type). An operation's own wording of one is kept.
+fn document_body_errors(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let errors = [
+        (
+            "408",
+            format!(
+                "the request body stopped arriving before its end (nothing for {} s)",
+                BODY_IDLE_TIMEOUT.as_secs()
+            ),
+        ),
+        (
+            "413",
+            format!(
+                "the request body is larger than the {} MiB limit",
+                MAX_BODY_BYTES / MIB
+            ),
+        ),
+        (
+            "415",
+            "the request body declares a content type other than JSON".to_string(),
+        ),
+    ];
+    for item in openapi.paths.paths.values_mut() {
+        let operations = [
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+            &mut item.delete,
+        ];
+        for operation in operations.into_iter().flatten() {
+            if operation.request_body.is_none() {
+                continue;
+            }
+            for (status, description) in &errors {
+                let error = ResponseBuilder::new()
+                    .description(description.as_str())
+                    .content(
+                        "application/json",
+                        ContentBuilder::new()
+                            .schema(Some(Ref::from_schema_name("ErrorBody")))
+                            .build(),
+                    )
+                    .build();
+                operation
+                    .responses
+                    .responses
+                    .entry((*status).to_string())
+                    .or_insert_with(|| error.into());
+            }
+        }
+    }
 }
 
 /// The complete application: routes, `/openapi.json`, middleware, mounted at `/` and `/api`.
