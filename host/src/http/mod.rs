@@ -128,25 +128,35 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 /// than repeating them on each handler: 408 (it stopped arriving), 413 (past the cap), 415 (it
 /// declares another content type). An operation's own wording of one is kept.
 fn document_body_errors(openapi: &mut utoipa::openapi::OpenApi) {
-    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
+    let error = |description: String| -> RefOr<Response> {
+        let body = ContentBuilder::new()
+            .schema(Some(Ref::from_schema_name("ErrorBody")))
+            .build();
+        ResponseBuilder::new()
+            .description(description)
+            .content("application/json", body)
+            .build()
+            .into()
+    };
     let errors = [
         (
             "408",
-            format!(
+            error(format!(
                 "the request body stopped arriving before its end (nothing for {} s)",
                 BODY_IDLE_TIMEOUT.as_secs()
-            ),
+            )),
         ),
         (
             "413",
-            format!(
+            error(format!(
                 "the request body is larger than the {} MiB limit",
                 MAX_BODY_BYTES / MIB
-            ),
+            )),
         ),
         (
             "415",
-            "the request body declares a content type other than JSON".to_string(),
+            error("the request body declares a content type other than JSON".into()),
         ),
     ];
     for item in openapi.paths.paths.values_mut() {
@@ -160,21 +170,11 @@ fn document_body_errors(openapi: &mut utoipa::openapi::OpenApi) {
             if operation.request_body.is_none() {
                 continue;
             }
-            for (status, description) in &errors {
-                let error = ResponseBuilder::new()
-                    .description(description.as_str())
-                    .content(
-                        "application/json",
-                        ContentBuilder::new()
-                            .schema(Some(Ref::from_schema_name("ErrorBody")))
-                            .build(),
-                    )
-                    .build();
-                operation
-                    .responses
-                    .responses
+            for (status, response) in &errors {
+                let responses = &mut operation.responses.responses;
+                responses
                     .entry((*status).to_string())
-                    .or_insert_with(|| error.into());
+                    .or_insert_with(|| response.clone());
             }
         }
     }
