@@ -15,6 +15,10 @@
 //! 3. Live streams: N persisted streams at once against the paced mock; every stream must get
 //!    meta, 64 deltas in order, done; RSS of the server at the peak minus before.
 //! 4. Attach to a running stream: time to the first replayed event.
+//!
+//! `--persist-false-only` measures the `persist: false` first delta alone, interleaved only with
+//! direct calls to the mock, and the server's CPU time and voluntary context switches per
+//! stream: what a change to that path costs or saves, without the other phases around it.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -43,10 +47,11 @@ pub struct Options {
     requests: usize,
     streams: usize,
     attaches: usize,
+    persist_false_only: bool,
 }
 
 pub fn usage() -> &'static str {
-    "usage: bench chat [--requests N] [--streams N] [--attaches N]\n\
+    "usage: bench chat [--requests N] [--streams N] [--attaches N] [--persist-false-only]\n\
      needs the release server binary: run `cargo build --release` first\n\
      defaults: 2000 sequential requests per latency figure, 1000 live streams, 1000 attaches"
 }
@@ -56,6 +61,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         requests: 2000,
         streams: 1000,
         attaches: 1000,
+        persist_false_only: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -64,6 +70,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
                 .with_context(|| format!("{flag} needs a value\n{}", usage()))
         };
         match flag.as_str() {
+            "--persist-false-only" => o.persist_false_only = true,
             "--requests" => o.requests = value()?.parse()?,
             "--streams" => o.streams = value()?.parse()?,
             "--attaches" => o.attaches = value()?.parse()?,
@@ -108,6 +115,9 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     // The model lists are loaded before anything is measured.
     check(client.get(format!("{base}/v1/models")).send().await?).await?;
 
+    if o.persist_false_only {
+        return persist_false_alone(&client, &base, &mock_url, pid, o.requests).await;
+    }
     println!("chat completions: chatd (provider_c plugin) vs the mock upstream directly, loopback");
     println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
     non_streaming(&client, &base, &mock_url, o.requests).await?;
@@ -320,6 +330,100 @@ async fn first_delta(
     added("first delta, persisted", p, d);
     added("first delta, persist false", e, d);
     Ok(())
+}
+
+/// `--persist-false-only`: the `persist: false` first delta, each interleaved with a direct call,
+/// and what the server spent on them.
+async fn persist_false_alone(
+    client: &reqwest::Client,
+    base: &str,
+    mock: &str,
+    pid: u32,
+    n: usize,
+) -> anyhow::Result<()> {
+    const WARMUP: usize = 200;
+    let direct_body =
+        json!({"model": "zero", "stream": true, "messages": [{"role": "user", "content": "q"}]});
+    let (mut direct, mut ephemeral) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut before = Cpu::of(pid)?;
+    for i in 0..n + WARMUP {
+        if i == WARMUP {
+            before = Cpu::of(pid)?;
+        }
+        let t = Instant::now();
+        let res = client
+            .post(format!("{mock}/chat/completions"))
+            .json(&direct_body)
+            .send()
+            .await?;
+        let d = time_to(res, b"\"content\":\"", t).await?;
+        let mut body = completion(None, "zero", i);
+        body["persist"] = json!(false);
+        let t = Instant::now();
+        let res = client
+            .post(format!("{base}/v1/chat-completions/stream"))
+            .json(&body)
+            .send()
+            .await?;
+        let e = time_to(res, b"event: delta", t).await?;
+        if i >= WARMUP {
+            direct.push(d);
+            ephemeral.push(e);
+        }
+    }
+    let after = Cpu::of(pid)?;
+    println!("persist: false streams alone, {n} after {WARMUP} warm-up, each after a direct call");
+    println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
+    let d = row("first delta: mock directly", &mut direct);
+    let e = row("first delta: chatd stream, persist false", &mut ephemeral);
+    added("first delta, persist false", e, d);
+    println!(
+        "server, per stream: {:.0} µs of CPU, {:.2} voluntary context switches",
+        (after.seconds - before.seconds) * 1e6 / n as f64,
+        after.switches.saturating_sub(before.switches) as f64 / n as f64
+    );
+    Ok(())
+}
+
+/// A process's CPU time (user and system, all its threads, `/proc/PID/stat`) and its live
+/// threads' voluntary context switches (`/proc/PID/task/*/status`; a thread that ended takes
+/// its count with it).
+struct Cpu {
+    seconds: f64,
+    switches: u64,
+}
+
+impl Cpu {
+    fn of(pid: u32) -> anyhow::Result<Self> {
+        /// Linux reports these times in USER_HZ, 100 on every architecture it runs on.
+        const USER_HZ: f64 = 100.0;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // After the command name, which may hold spaces: state is field 3, utime 14, stime 15.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .context("/proc/PID/stat")?
+            .1
+            .split_whitespace()
+            .collect();
+        let ticks = |i: usize| -> anyhow::Result<f64> {
+            Ok(fields
+                .get(i)
+                .context("/proc/PID/stat fields")?
+                .parse::<f64>()?)
+        };
+        let seconds = (ticks(11)? + ticks(12)?) / USER_HZ;
+        let mut switches = 0;
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+            // A thread may end between the listing and the read.
+            let status = std::fs::read_to_string(task?.path().join("status")).unwrap_or_default();
+            switches += status
+                .lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        Ok(Self { seconds, switches })
+    }
 }
 
 async fn attach(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Result<()> {

@@ -225,8 +225,14 @@ impl Drop for LiveTask {
 
 /// One run's events, in order, each already framed for SSE (`id:`, `event:`, `data:`), so every
 /// reader sends the same bytes without serializing again.
+///
+/// An event's id is `<run>-<position>`: the run's tag, then the event's 1-based position. The tag
+/// is what tells a `Last-Event-ID` of this run from one of an earlier run of the same chat or
+/// search, whose positions would otherwise skip events of this one.
 #[derive(Debug)]
 pub struct RunLog {
+    /// This run's part of its event ids: 8 hex digits, drawn at random.
+    tag: String,
     events: Mutex<Vec<Bytes>>,
     /// The number of events, and whether the last one was terminal.
     len: watch::Sender<(usize, bool)>,
@@ -234,7 +240,12 @@ pub struct RunLog {
 
 impl Default for RunLog {
     fn default() -> Self {
+        use std::hash::BuildHasher;
+        // A time-ordered UUID hashed with the process's random keys: distinct between the runs
+        // of one process (the UUID's counter) and, but for a 1-in-2^32 chance, across restarts.
+        let random = std::collections::hash_map::RandomState::new().hash_one(uuid::Uuid::now_v7());
         Self {
+            tag: format!("{:08x}", random as u32),
             events: Mutex::default(),
             len: watch::Sender::new((0, false)),
         }
@@ -242,12 +253,15 @@ impl Default for RunLog {
 }
 
 impl RunLog {
-    /// Appends an event: `name` and its JSON `data`. Its SSE id is its 1-based position.
+    /// Appends an event: `name` and its JSON `data`. Its SSE id is the run's tag and its 1-based
+    /// position.
     pub fn push(&self, name: &str, data: &str, terminal: bool) {
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         let id = events.len() + 1;
-        let mut frame = String::with_capacity(data.len() + name.len() + 24);
+        let mut frame = String::with_capacity(data.len() + name.len() + self.tag.len() + 32);
         frame.push_str("id: ");
+        frame.push_str(&self.tag);
+        frame.push('-');
         frame.push_str(&id.to_string());
         frame.push_str("\nevent: ");
         frame.push_str(name);
@@ -260,13 +274,49 @@ impl RunLog {
         self.len.send_replace((id, terminal));
     }
 
-    /// A reader positioned after the first `skip` events (`Last-Event-ID`).
-    pub fn reader(self: &Arc<Self>, skip: usize) -> RunReader {
+    /// A reader from the first event.
+    pub fn reader(self: &Arc<Self>) -> RunReader {
+        self.reader_at(0)
+    }
+
+    /// A reader after `last` (a `Last-Event-ID`) when it is one of this run's events; from the
+    /// first event when it is not (it came from an earlier run: all of this one is new to its
+    /// client) or there is none.
+    pub fn reader_after(self: &Arc<Self>, last: Option<&EventId>) -> RunReader {
+        match last {
+            Some(last) if last.run == self.tag => self.reader_at(last.position),
+            _ => self.reader(),
+        }
+    }
+
+    fn reader_at(self: &Arc<Self>, skip: usize) -> RunReader {
         RunReader {
             log: self.clone(),
             len: self.len.subscribe(),
             cursor: skip,
         }
+    }
+}
+
+/// An event id as the `id:` lines give it, `<run>-<position>`: what a client sends back as
+/// `Last-Event-ID` to resume after that event.
+#[derive(Debug, PartialEq, Eq)]
+pub struct EventId {
+    run: String,
+    position: usize,
+}
+
+impl EventId {
+    /// `None` unless `text` is a run tag (hex digits), `-`, and a position.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (run, position) = text.trim().split_once('-')?;
+        if run.is_empty() || !run.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        Some(Self {
+            run: run.to_ascii_lowercase(),
+            position: position.parse().ok()?,
+        })
     }
 }
 
@@ -332,8 +382,9 @@ mod tests {
         let log = Arc::new(RunLog::default());
         log.push("meta", "{}", false);
         log.push("delta", r#"{"text":"a"}"#, false);
-        let mut late = log.reader(0);
-        let mut resumed = log.reader(1);
+        let mut late = log.reader();
+        let first_id = EventId::parse(&format!("{}-1", log.tag)).unwrap();
+        let mut resumed = log.reader_after(Some(&first_id));
         let writer = {
             let log = log.clone();
             tokio::spawn(async move {
@@ -352,14 +403,42 @@ mod tests {
         assert_eq!(seen.len(), 103);
         for (i, frame) in seen.iter().enumerate() {
             let text = std::str::from_utf8(frame).unwrap();
-            assert!(text.starts_with(&format!("id: {}\n", i + 1)), "{text}");
+            let id = format!("id: {}-{}\n", log.tag, i + 1);
+            assert!(text.starts_with(&id), "{text}");
         }
         let first = resumed.next().await.unwrap();
-        assert!(
-            std::str::from_utf8(&first[0])
-                .unwrap()
-                .starts_with("id: 2\n")
-        );
+        let id = format!("id: {}-2\n", log.tag);
+        assert!(std::str::from_utf8(&first[0]).unwrap().starts_with(&id));
+    }
+
+    #[test]
+    fn event_ids_parse_as_the_id_lines_give_them() {
+        let id = EventId::parse(" 0a1B2c3d-12 ").unwrap();
+        assert_eq!((id.run.as_str(), id.position), ("0a1b2c3d", 12));
+        for bad in [
+            "",
+            "12",
+            "-12",
+            "0a1b2c3d-",
+            "0a1b2c3d-x",
+            "0a1b2c3d--1",
+            "zz-1",
+        ] {
+            assert_eq!(EventId::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_id_from_another_run_replays_this_one_from_the_start() {
+        let (earlier, log) = (RunLog::default(), Arc::new(RunLog::default()));
+        assert_ne!(earlier.tag, log.tag);
+        log.push("meta", "{}", false);
+        log.push("delta", "{}", false);
+        let stale = EventId::parse(&format!("{}-1", earlier.tag)).unwrap();
+        let frames = log.reader_after(Some(&stale)).next().await.unwrap();
+        assert_eq!(frames.len(), 2);
+        let own = EventId::parse(&format!("{}-1", log.tag)).unwrap();
+        assert_eq!(log.reader_after(Some(&own)).next().await.unwrap().len(), 1);
     }
 
     #[tokio::test]
@@ -384,7 +463,7 @@ mod tests {
         let log = Arc::new(RunLog::default());
         log.push("meta", "{}", false);
         log.push("done", "{}", true);
-        let mut reader = log.reader(5);
+        let mut reader = log.reader_after(EventId::parse(&format!("{}-5", log.tag)).as_ref());
         assert!(reader.next().await.is_none());
     }
 }

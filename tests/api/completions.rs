@@ -248,8 +248,9 @@ async fn a_stream_is_meta_then_deltas_then_done_with_their_text_and_ids() {
         last.data["usage"],
         json!({"inputTokens": 78, "outputTokens": 9, "totalTokens": 87})
     );
+    let run = events[0].run_and_position().0;
     for (i, event) in events.iter().enumerate() {
-        assert_eq!(event.id, (i + 1).to_string());
+        assert_eq!(event.run_and_position(), (run, i + 1));
     }
     // Persisted before `done`: the chat was created with the user row and the reply.
     assert_eq!(

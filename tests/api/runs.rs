@@ -43,11 +43,12 @@ async fn a_second_stream_gets_409_then_attach_replays_and_follows() {
     let mut attached = Events::of(server.open(&attach_path, None, &[]).await).await;
     let replayed = attached.expect("meta").await;
     assert_eq!(replayed.data, meta.data);
-    assert_eq!(replayed.id, "1");
+    assert_eq!(replayed.id, meta.id);
+    assert_eq!(replayed.run_and_position().1, 1);
     // Resume after event 1: the next event the client sees is a new one.
     let resumed = Events::of(
         server
-            .open(&attach_path, None, &[("Last-Event-ID", "1")])
+            .open(&attach_path, None, &[("Last-Event-ID", meta.id.as_str())])
             .await,
     );
 
@@ -57,7 +58,10 @@ async fn a_second_stream_gets_409_then_attach_replays_and_follows() {
     assert_eq!(names(&original), names(&follow));
     assert_eq!(deltas(&follow), TEXT_STREAM_TEXT);
     let resumed = resumed.await.rest().await;
-    assert_eq!(resumed[0].id, "2");
+    assert_eq!(
+        resumed[0].run_and_position(),
+        (meta.run_and_position().0, 2)
+    );
     assert_eq!(resumed.len(), original.len());
 
     // Done: the run is gone.
@@ -76,6 +80,78 @@ async fn a_second_stream_gets_409_then_attach_replays_and_follows() {
     );
     let counts = server.row_counts().await;
     assert!(counts.contains(&("llm_calls".to_string(), 1)), "{counts:?}");
+}
+
+#[tokio::test]
+async fn an_event_id_from_an_earlier_run_of_the_chat_replays_the_new_run_from_its_start() {
+    let gate = Gate::new();
+    let upstream = ScriptedUpstream::start([
+        (ROUTE, Reply::sse(TEXT_STREAM)),
+        (ROUTE, Reply::sse(TEXT_STREAM).after(&gate)),
+    ])
+    .await;
+    let server = server_for(&upstream, &[]).await;
+    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
+    let hi = json!({"role": "user", "content": "hi"});
+    let earlier = server
+        .stream(body(Some(&chat_id), json!([hi])))
+        .await
+        .rest()
+        .await;
+    // The earlier run's last id: its position is past every event of a run as long.
+    let stale = earlier.last().unwrap().id.clone();
+
+    let history = json!([hi, {"role": "assistant", "content": TEXT_STREAM_TEXT},
+                         {"role": "user", "content": "again"}]);
+    let mut now = server.stream(body(Some(&chat_id), history)).await;
+    let meta = now.expect("meta").await;
+    assert_ne!(
+        meta.run_and_position().0,
+        earlier[0].run_and_position().0,
+        "each run has its own ids"
+    );
+    let attach_path = format!("/v1/chats/{chat_id}/stream/attach");
+    let resumed = Events::of(
+        server
+            .open(&attach_path, None, &[("Last-Event-ID", stale.as_str())])
+            .await,
+    );
+    gate.open();
+    let rest = now.rest().await;
+    let resumed = resumed.await.rest().await;
+    // All of this run: its meta first, then what its own client got.
+    assert_eq!(resumed[0].id, meta.id);
+    assert_eq!(resumed.len(), rest.len() + 1);
+    assert_eq!(deltas(&resumed), TEXT_STREAM_TEXT);
+}
+
+#[tokio::test]
+async fn a_last_event_id_that_is_not_an_event_id_is_refused() {
+    let gate = Gate::new();
+    let (_upstream, server) = gated(&gate).await;
+    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
+    let mut stream = server
+        .stream(body(
+            Some(&chat_id),
+            json!([{"role": "user", "content": "hi"}]),
+        ))
+        .await;
+    stream.expect("meta").await;
+    let attach_path = format!("/v1/chats/{chat_id}/stream/attach");
+    // A bare position (no run) is refused too: it could be any run's.
+    for bad in ["1", "x-1", "1a2b3c4d-", "1a2b3c4d-one"] {
+        let res = server
+            .open(&attach_path, None, &[("Last-Event-ID", bad)])
+            .await;
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{bad:?}");
+        let message = res.json::<Value>().await.unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(message.starts_with("Last-Event-ID: "), "{message}");
+    }
+    gate.open();
+    assert_eq!(stream.rest().await.last().unwrap().name, "done");
 }
 
 #[tokio::test]

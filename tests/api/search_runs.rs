@@ -383,7 +383,7 @@ async fn a_stream_sends_each_part_as_it_ends_then_done_with_the_stored_search() 
     let id = server.new_search(json!({"query": "q"})).await;
     let mut events = open_stream(&server, &id, json!({"numResults": 2})).await;
     let results = events.expect("search_results").await;
-    assert_eq!(results.id, "1");
+    assert_eq!(results.run_and_position().1, 1);
     assert_eq!(results.data["requestId"], "search-req-1");
     assert_eq!(results.data["results"].as_array().unwrap().len(), 2);
     gate.open();
@@ -399,7 +399,7 @@ async fn a_stream_sends_each_part_as_it_ends_then_done_with_the_stored_search() 
         })
     );
     let done = events.expect("done").await;
-    assert_eq!(done.id, "3");
+    assert_eq!(done.run_and_position(), (results.run_and_position().0, 3));
     assert!(events.next().await.is_none(), "done is terminal");
     let (_, stored) = server.get(&format!("/v1/searches/{id}")).await;
     assert_eq!(done.data, stored);
@@ -496,15 +496,19 @@ async fn attach_replays_then_follows_and_is_404_when_nothing_runs() {
     let results = first.expect("search_results").await;
     let mut attached = Events::of(server.open(&attach, None, &[]).await).await;
     let replayed = attached.expect("search_results").await;
-    assert_eq!((replayed.id.as_str(), &replayed.data), ("1", &results.data));
-    let resumed = Events::of(server.open(&attach, None, &[("Last-Event-ID", "1")]).await).await;
+    assert_eq!((&replayed.id, &replayed.data), (&results.id, &results.data));
+    let last = [("Last-Event-ID", results.id.as_str())];
+    let resumed = Events::of(server.open(&attach, None, &last).await).await;
 
     gate.open();
     let follow = attached.rest().await;
     assert_eq!(names(&follow), ["answer", "done"]);
     let resumed = resumed.rest().await;
     assert_eq!(names(&resumed), ["answer", "done"]);
-    assert_eq!(resumed[0].id, "2");
+    assert_eq!(
+        resumed[0].run_and_position(),
+        (results.run_and_position().0, 2)
+    );
     assert_eq!(names(&first.rest().await), ["answer", "done"]);
 
     let (status, body) = server.post(&attach, json!({})).await;

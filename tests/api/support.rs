@@ -309,6 +309,14 @@ pub struct Event {
     pub data: Value,
 }
 
+impl Event {
+    /// The two parts of the event's id, `<run>-<position>`: its run's tag and its position.
+    pub fn run_and_position(&self) -> (&str, usize) {
+        let (run, position) = self.id.split_once('-').expect("an id is <run>-<position>");
+        (run, position.parse().expect("a position"))
+    }
+}
+
 /// A chat or search event stream, read event by event.
 pub struct Events {
     inner: std::pin::Pin<Box<dyn futures::Stream<Item = Event> + Send>>,

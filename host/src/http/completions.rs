@@ -30,7 +30,7 @@ use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::model::{Provider, Role, new_id, trimmed_or_none};
 use crate::plugins::load::Plugin;
 use crate::plugins::registry::Snapshot;
-use crate::runs::{RunGuard, RunKind, RunLog, RunReader, Stopped};
+use crate::runs::{EventId, RunGuard, RunKind, RunLog, RunReader, Stopped};
 use crate::store::{NewCall, NewChat, NewMessage};
 
 pub const ACTIVE_STREAM_NOT_FOUND: &str = "active chat stream not found";
@@ -527,7 +527,7 @@ pub async fn stream(
         provider: prepared.provider,
         model: prepared.model.clone(),
     });
-    let reader = log.reader(0);
+    let reader = log.reader();
     let stop_log = log.clone();
     let (work_state, stop_state, stop_call) = (state.clone(), state.clone(), call.clone());
     let (history, stop_history) = (prepared.history.clone(), prepared.history);
@@ -569,7 +569,7 @@ async fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
         provider: prepared.provider,
         model: prepared.model.clone(),
     });
-    let reader = log.reader(0);
+    let reader = log.reader();
     let stop_log = log.clone();
     let task = state.runs.spawn(
         async move {
@@ -621,7 +621,7 @@ fn log_end(log: &RunLog, outcome: Result<Finished, RunError>, stored: Result<(),
 }
 
 #[utoipa::path(post, path = "/chats/{chatId}/stream/attach", tag = "chats",
-    params(("chatId" = String, Path), ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event id")),
+    params(("chatId" = String, Path), ("Last-Event-ID" = Option<String>, Header, description = LAST_EVENT_ID_DOC)),
     responses((status = 200, content_type = "text/event-stream", description = "the run's events so far, then new ones until done or error"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody, description = "active chat stream not found")))]
 pub async fn attach(
@@ -629,26 +629,29 @@ pub async fn attach(
     ApiPath(chat_id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let skip = last_event_id(&headers)?;
+    let last = last_event_id(&headers)?;
     let log = state
         .runs
         .log(RunKind::Chat, &chat_id)
         .ok_or_else(|| ApiError::not_found(ACTIVE_STREAM_NOT_FOUND))?;
-    Ok(sse(log.reader(skip), None))
+    Ok(sse(log.reader_after(last.as_ref()), None))
 }
 
-/// `Last-Event-ID`: the events to skip (ids are 1-based positions).
-pub fn last_event_id(headers: &HeaderMap) -> ApiResult<usize> {
-    match headers.get("last-event-id") {
-        None => Ok(0),
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .ok_or_else(|| {
-                ApiError::bad_request("Last-Event-ID: must be a non-negative integer event id")
-            }),
-    }
+/// What the OpenAPI document says of the `Last-Event-ID` header.
+pub const LAST_EVENT_ID_DOC: &str = "resume after this event: an id from this run's `id:` lines (`<run>-<position>`); one from an earlier run of the same chat or search replays this run from its start";
+
+/// `Last-Event-ID`: the event to resume after, if any.
+pub fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<EventId>> {
+    headers
+        .get("last-event-id")
+        .map(|value| {
+            value.to_str().ok().and_then(EventId::parse).ok_or_else(|| {
+                ApiError::bad_request(
+                    "Last-Event-ID: must be an event id as the stream's id: lines give it, <run>-<position>",
+                )
+            })
+        })
+        .transpose()
 }
 
 /// Aborts a task when the response that owns it is dropped (the client left).

@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::chats::ChatResponse;
-use super::completions::{last_event_id, sse};
+use super::completions::{LAST_EVENT_ID_DOC, last_event_id, sse};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
 use crate::model::{Role, trimmed_or_none};
@@ -311,7 +311,7 @@ pub async fn stream_search(
     // A run in progress is joined whatever this call's body says (the contract: a second call
     // attaches), so only a call that starts a run needs a query and the plugin.
     if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
-        return Ok(sse(log.reader(0), None));
+        return Ok(sse(log.reader(), None));
     }
     let (request, plugin) = prepare(&state, &search, body)?;
     // Start a run, or join one that started meanwhile. Between a failed start and the lookup
@@ -321,12 +321,12 @@ pub async fn stream_search(
             break guard;
         }
         if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
-            return Ok(sse(log.reader(0), None));
+            return Ok(sse(log.reader(), None));
         }
         tokio::task::yield_now().await;
     };
     let log = guard.log().clone();
-    let reader = log.reader(0);
+    let reader = log.reader();
     let registration = Arc::new(Mutex::new(Some(guard)));
     let (work_state, stop_state) = (state.clone(), state.clone());
     let (work_log, stop_log) = (log.clone(), log);
@@ -371,7 +371,7 @@ fn end_with_error(log: &RunLog, message: &str) {
 }
 
 #[utoipa::path(post, path = "/searches/{searchId}/run/stream/attach", tag = "searches",
-    params(("searchId" = String, Path), ("Last-Event-ID" = Option<u64>, Header, description = "resume after this event id")),
+    params(("searchId" = String, Path), ("Last-Event-ID" = Option<String>, Header, description = LAST_EVENT_ID_DOC)),
     responses((status = 200, content_type = "text/event-stream", description = "the run's events so far, then new ones until done or error"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody, description = "active search stream not found")))]
 pub async fn attach_search(
@@ -379,12 +379,12 @@ pub async fn attach_search(
     ApiPath(search_id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let skip = last_event_id(&headers)?;
+    let last = last_event_id(&headers)?;
     let log = state
         .runs
         .log(RunKind::Search, &search_id)
         .ok_or_else(|| ApiError::not_found(ACTIVE_SEARCH_NOT_FOUND))?;
-    Ok(sse(log.reader(skip), None))
+    Ok(sse(log.reader_after(last.as_ref()), None))
 }
 
 #[utoipa::path(post, path = "/searches/{searchId}/chat", tag = "searches",
