@@ -470,9 +470,12 @@ async fn attach(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Resul
         );
         let mut body = res.bytes_stream();
         let first = body.next().await.context("attach sent nothing")??;
+        // `id: <run>-1`: the run's first event, its meta.
+        let head = String::from_utf8_lossy(&first);
         ensure!(
-            first.starts_with(b"id: 1\nevent: meta"),
-            "attach began with something else"
+            head.lines().next().is_some_and(|l| l.ends_with("-1"))
+                && head.contains("\nevent: meta\n"),
+            "attach began with something else: {head}"
         );
         samples.push(t.elapsed());
     }
