@@ -208,7 +208,13 @@ where
 fn body_rejection(rejection: BytesRejection) -> ApiError {
     let status = rejection.status();
     if status == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(status, "request body is larger than the 32 MiB limit")
+        ApiError::new(
+            status,
+            format!(
+                "request body is larger than the {} MiB limit",
+                super::MAX_BODY_BYTES / crate::attachments::MIB
+            ),
+        )
     } else if stopped_arriving(&rejection) {
         ApiError::new(
             StatusCode::REQUEST_TIMEOUT,

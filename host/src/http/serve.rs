@@ -116,3 +116,25 @@ async fn wait_after_accept_error(e: std::io::Error) {
     tracing::error!(error = %e, "accepting a connection failed; retrying in a second");
     tokio::time::sleep(Duration::from_secs(1)).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt;
+    use std::io::{Error, ErrorKind};
+
+    #[tokio::test]
+    async fn a_peers_failure_is_passed_over_and_anything_else_waited_out() {
+        use ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+        for kind in [ConnectionAborted, ConnectionRefused, ConnectionReset] {
+            let waited = wait_after_accept_error(Error::from(kind)).now_or_never();
+            assert!(
+                waited.is_some(),
+                "{kind:?} is the peer's: accept again at once"
+            );
+        }
+        // EMFILE: out of file descriptors. Accepting again at once would spin.
+        let out_of_fds = Error::from_raw_os_error(24);
+        assert!(wait_after_accept_error(out_of_fds).now_or_never().is_none());
+    }
+}
