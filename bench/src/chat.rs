@@ -17,8 +17,9 @@
 //! 4. Attach to a running stream: time to the first replayed event.
 //!
 //! `--persist-false-only` measures the `persist: false` first delta alone, interleaved only with
-//! direct calls to the mock, and the server's CPU time and voluntary context switches per
-//! stream: what a change to that path costs or saves, without the other phases around it.
+//! direct calls to the mock and calls through a do-nothing proxy (`floor.rs`: what any proxy
+//! adds here), and the server's CPU time and voluntary context switches per stream: what a
+//! change to that path costs or saves, without the other phases around it.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -332,8 +333,8 @@ async fn first_delta(
     Ok(())
 }
 
-/// `--persist-false-only`: the `persist: false` first delta, each interleaved with a direct call,
-/// and what the server spent on them.
+/// `--persist-false-only`: the `persist: false` first delta, each interleaved with a direct call
+/// and one through the do-nothing proxy, and what the server spent on them.
 async fn persist_false_alone(
     client: &reqwest::Client,
     base: &str,
@@ -344,7 +345,10 @@ async fn persist_false_alone(
     const WARMUP: usize = 200;
     let direct_body =
         json!({"model": "zero", "stream": true, "messages": [{"role": "user", "content": "q"}]});
-    let (mut direct, mut ephemeral) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let (_proxy, proxy) = crate::floor::start(mock)?;
+    let mut direct = Vec::with_capacity(n);
+    let mut proxied = Vec::with_capacity(n);
+    let mut ephemeral = Vec::with_capacity(n);
     let mut before = Cpu::of(pid)?;
     for i in 0..n + WARMUP {
         if i == WARMUP {
@@ -357,6 +361,13 @@ async fn persist_false_alone(
             .send()
             .await?;
         let d = time_to(res, b"\"content\":\"", t).await?;
+        let t = Instant::now();
+        let res = client
+            .post(format!("{proxy}/chat/completions"))
+            .json(&direct_body)
+            .send()
+            .await?;
+        let p = time_to(res, b"\"content\":\"", t).await?;
         let mut body = completion(None, "zero", i);
         body["persist"] = json!(false);
         let t = Instant::now();
@@ -368,14 +379,20 @@ async fn persist_false_alone(
         let e = time_to(res, b"event: delta", t).await?;
         if i >= WARMUP {
             direct.push(d);
+            proxied.push(p);
             ephemeral.push(e);
         }
     }
     let after = Cpu::of(pid)?;
-    println!("persist: false streams alone, {n} after {WARMUP} warm-up, each after a direct call");
+    println!(
+        "persist: false streams alone, {n} after {WARMUP} warm-up, each after a direct call and \
+         one through a do-nothing proxy (`bench proxy`)"
+    );
     println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
     let d = row("first delta: mock directly", &mut direct);
+    let p = row("first delta: through the do-nothing proxy", &mut proxied);
     let e = row("first delta: chatd stream, persist false", &mut ephemeral);
+    added("the do-nothing proxy", p, d);
     added("first delta, persist false", e, d);
     println!(
         "server, per stream: {:.0} µs of CPU, {:.2} voluntary context switches",

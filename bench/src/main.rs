@@ -12,8 +12,11 @@
 //!
 //! `cargo run --release -p bench -- chat` measures chat completions against a zero-delay mock
 //! upstream: added latency, time to first delta, live streams and RSS, attach (see `chat.rs`).
+//! `bench proxy` is the do-nothing proxy its `--persist-false-only` mode compares chatd with
+//! (`floor.rs`).
 
 mod chat;
+mod floor;
 mod plugins;
 
 use std::time::{Duration, Instant};
@@ -79,8 +82,15 @@ fn main() -> anyhow::Result<()> {
         Some("crud") => crud(parse(&args[1..])?),
         Some("plugins") => plugins::run(plugins::parse(&args[1..])?),
         Some("chat") => chat::run(chat::parse(&args[1..])?),
+        Some("proxy") => floor::run(&args[1..]),
         _ => {
-            eprintln!("{}\n{}\n{}", usage(), plugins::usage(), chat::usage());
+            eprintln!(
+                "{}\n{}\n{}\n{}",
+                usage(),
+                plugins::usage(),
+                chat::usage(),
+                floor::usage()
+            );
             std::process::exit(2);
         }
     }
