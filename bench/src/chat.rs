@@ -148,11 +148,15 @@ fn row(name: &str, samples: &mut [Duration]) -> (f64, f64) {
 }
 
 fn added(name: &str, chatd: (f64, f64), direct: (f64, f64)) {
+    added_by("chatd", name, chatd, direct);
+}
+
+fn added_by(who: &str, name: &str, via: (f64, f64), direct: (f64, f64)) {
     println!(
         "{:<50} {:>9.3} {:>9.3}",
-        format!("  added by chatd: {name}"),
-        chatd.0 - direct.0,
-        chatd.1 - direct.1
+        format!("  added by {who}: {name}"),
+        via.0 - direct.0,
+        via.1 - direct.1
     );
 }
 
@@ -255,6 +259,30 @@ async fn non_streaming(
     Ok(())
 }
 
+/// What marks the first delta: in the mock's stream, and in chatd's.
+const CONTENT: &[u8] = b"\"content\":\"";
+const DELTA: &[u8] = b"event: delta";
+
+/// Time from sending `body` to `url` until the first chunk containing `needle` (the rest of the
+/// answer is read too).
+async fn to_first(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    needle: &[u8],
+) -> anyhow::Result<Duration> {
+    let t = Instant::now();
+    let res = client.post(url).json(body).send().await?;
+    time_to(res, needle, t).await
+}
+
+/// The `i`th `persist: false` stream's request.
+fn ephemeral_body(i: usize) -> Value {
+    let mut body = completion(None, "zero", i);
+    body["persist"] = json!(false);
+    body
+}
+
 /// Time until the first chunk containing `needle` arrives.
 async fn time_to(
     res: reqwest::Response,
@@ -288,34 +316,24 @@ async fn first_delta(
     let ids = chats(client, base, n.div_ceil(PER_CHAT) + 1).await?;
     let direct_body =
         json!({"model": "zero", "stream": true, "messages": [{"role": "user", "content": "q"}]});
+    let (direct_url, stream_url) = (
+        format!("{mock}/chat/completions"),
+        format!("{base}/v1/chat-completions/stream"),
+    );
     let mut direct = Vec::with_capacity(n);
     let mut persisted = Vec::with_capacity(n);
     let mut ephemeral = Vec::with_capacity(n);
     for i in 0..n + 50 {
-        let t = Instant::now();
-        let res = client
-            .post(format!("{mock}/chat/completions"))
-            .json(&direct_body)
-            .send()
-            .await?;
-        let d = time_to(res, b"\"content\":\"", t).await?;
+        let d = to_first(client, &direct_url, &direct_body, CONTENT).await?;
         let chat = &ids[i.saturating_sub(50) / PER_CHAT];
-        let t = Instant::now();
-        let res = client
-            .post(format!("{base}/v1/chat-completions/stream"))
-            .json(&completion(Some(chat), "zero", i))
-            .send()
-            .await?;
-        let p = time_to(res, b"event: delta", t).await?;
-        let mut body = completion(None, "zero", i);
-        body["persist"] = json!(false);
-        let t = Instant::now();
-        let res = client
-            .post(format!("{base}/v1/chat-completions/stream"))
-            .json(&body)
-            .send()
-            .await?;
-        let e = time_to(res, b"event: delta", t).await?;
+        let p = to_first(
+            client,
+            &stream_url,
+            &completion(Some(chat), "zero", i),
+            DELTA,
+        )
+        .await?;
+        let e = to_first(client, &stream_url, &ephemeral_body(i), DELTA).await?;
         if i >= 50 {
             direct.push(d);
             persisted.push(p);
@@ -346,6 +364,9 @@ async fn persist_false_alone(
     let direct_body =
         json!({"model": "zero", "stream": true, "messages": [{"role": "user", "content": "q"}]});
     let (_proxy, proxy) = crate::floor::start(mock)?;
+    let direct_url = format!("{mock}/chat/completions");
+    let proxy_url = format!("{proxy}/chat/completions");
+    let stream_url = format!("{base}/v1/chat-completions/stream");
     let mut direct = Vec::with_capacity(n);
     let mut proxied = Vec::with_capacity(n);
     let mut ephemeral = Vec::with_capacity(n);
@@ -354,29 +375,9 @@ async fn persist_false_alone(
         if i == WARMUP {
             before = Cpu::of(pid)?;
         }
-        let t = Instant::now();
-        let res = client
-            .post(format!("{mock}/chat/completions"))
-            .json(&direct_body)
-            .send()
-            .await?;
-        let d = time_to(res, b"\"content\":\"", t).await?;
-        let t = Instant::now();
-        let res = client
-            .post(format!("{proxy}/chat/completions"))
-            .json(&direct_body)
-            .send()
-            .await?;
-        let p = time_to(res, b"\"content\":\"", t).await?;
-        let mut body = completion(None, "zero", i);
-        body["persist"] = json!(false);
-        let t = Instant::now();
-        let res = client
-            .post(format!("{base}/v1/chat-completions/stream"))
-            .json(&body)
-            .send()
-            .await?;
-        let e = time_to(res, b"event: delta", t).await?;
+        let d = to_first(client, &direct_url, &direct_body, CONTENT).await?;
+        let p = to_first(client, &proxy_url, &direct_body, CONTENT).await?;
+        let e = to_first(client, &stream_url, &ephemeral_body(i), DELTA).await?;
         if i >= WARMUP {
             direct.push(d);
             proxied.push(p);
@@ -392,7 +393,7 @@ async fn persist_false_alone(
     let d = row("first delta: mock directly", &mut direct);
     let p = row("first delta: through the do-nothing proxy", &mut proxied);
     let e = row("first delta: chatd stream, persist false", &mut ephemeral);
-    added("the do-nothing proxy", p, d);
+    added_by("the do-nothing proxy", "first delta", p, d);
     added("first delta, persist false", e, d);
     println!(
         "server, per stream: {:.0} µs of CPU, {:.2} voluntary context switches",

@@ -1,6 +1,7 @@
 //! `bench proxy UPSTREAM`: the least an HTTP proxy can do, as a process of its own. Every request
 //! is forwarded to UPSTREAM and its answer streamed back as it arrives: axum's server, a pooled
-//! reqwest client, TCP_NODELAY on both sides, a two-worker tokio runtime, as chatd has.
+//! reqwest client (chatd's plugin HTTP client too), TCP_NODELAY on both sides, a two-worker tokio
+//! runtime (chatd's on a 2-core machine).
 //!
 //! `bench chat --persist-false-only` measures through it beside chatd: what any proxy between
 //! the benchmark and the mock adds on this machine (two loopback hops, two more processes to
@@ -88,6 +89,7 @@ pub fn start(upstream: &str) -> anyhow::Result<(Running, String)> {
     let stdout = child.stdout.take().context("stdout")?;
     let running = Running { child };
     let mut line = String::new();
+    // A blocking read in the benchmark's async code: once, before anything is measured.
     BufReader::new(stdout).read_line(&mut line)?;
     let addr = line
         .trim()

@@ -9,8 +9,10 @@
 //! nor see one twice, and a slow reader never holds up the run (there is no per-reader queue).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -231,21 +233,28 @@ impl Drop for LiveTask {
 /// search, whose positions would otherwise skip events of this one.
 #[derive(Debug)]
 pub struct RunLog {
-    /// This run's part of its event ids: 8 hex digits, drawn at random.
-    tag: String,
+    /// This run's part of its event ids, written as 8 hex digits.
+    tag: u32,
     events: Mutex<Vec<Bytes>>,
     /// The number of events, and whether the last one was terminal.
     len: watch::Sender<(usize, bool)>,
 }
 
+/// The next run's tag. Counting from a random start: two runs of one process never share a tag
+/// (short of 2^32 runs), and a restarted server's tags have nothing to do with the last one's,
+/// so an id kept from before a restart matches a new run only by a 1-in-2^32 chance.
+static NEXT_TAG: LazyLock<AtomicU32> = LazyLock::new(|| {
+    use std::hash::BuildHasher;
+    // The standard library's hasher keys are random per process: a random number without a
+    // dependency for it.
+    let random = std::collections::hash_map::RandomState::new().hash_one(std::process::id());
+    AtomicU32::new(random as u32)
+});
+
 impl Default for RunLog {
     fn default() -> Self {
-        use std::hash::BuildHasher;
-        // A time-ordered UUID hashed with the process's random keys: distinct between the runs
-        // of one process (the UUID's counter) and, but for a 1-in-2^32 chance, across restarts.
-        let random = std::collections::hash_map::RandomState::new().hash_one(uuid::Uuid::now_v7());
         Self {
-            tag: format!("{:08x}", random as u32),
+            tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed),
             events: Mutex::default(),
             len: watch::Sender::new((0, false)),
         }
@@ -258,12 +267,9 @@ impl RunLog {
     pub fn push(&self, name: &str, data: &str, terminal: bool) {
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         let id = events.len() + 1;
-        let mut frame = String::with_capacity(data.len() + name.len() + self.tag.len() + 32);
-        frame.push_str("id: ");
-        frame.push_str(&self.tag);
-        frame.push('-');
-        frame.push_str(&id.to_string());
-        frame.push_str("\nevent: ");
+        let mut frame = String::with_capacity(data.len() + name.len() + 48);
+        // Writing to a String cannot fail.
+        let _ = write!(frame, "id: {:08x}-{id}\nevent: ", self.tag);
         frame.push_str(name);
         // JSON text has no raw newlines, so one `data:` line carries it.
         frame.push_str("\ndata: ");
@@ -284,7 +290,7 @@ impl RunLog {
     /// client) or there is none.
     pub fn reader_after(self: &Arc<Self>, last: Option<&EventId>) -> RunReader {
         match last {
-            Some(last) if last.run == self.tag => self.reader_at(last.position),
+            Some(last) if last.run == Some(self.tag) => self.reader_at(last.position),
             _ => self.reader(),
         }
     }
@@ -302,19 +308,32 @@ impl RunLog {
 /// `Last-Event-ID` to resume after that event.
 #[derive(Debug, PartialEq, Eq)]
 pub struct EventId {
-    run: String,
+    /// `None` for a bare position: the ids of chatd before run tags, which can only name an
+    /// event of a run that is gone (runs do not outlive the server).
+    run: Option<u32>,
     position: usize,
 }
 
 impl EventId {
-    /// `None` unless `text` is a run tag (hex digits), `-`, and a position.
+    /// `None` unless `text` is 8 hex digits, `-` and a position, or a position alone.
     pub fn parse(text: &str) -> Option<Self> {
-        let (run, position) = text.trim().split_once('-')?;
-        if run.is_empty() || !run.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let text = text.trim();
+        let (run, position) = match text.split_once('-') {
+            Some((run, position)) => {
+                let hex = run.len() == 8 && run.bytes().all(|b| b.is_ascii_hexdigit());
+                (
+                    Some(u32::from_str_radix(run, 16).ok().filter(|_| hex)?),
+                    position,
+                )
+            }
+            None => (None, text),
+        };
+        // Digits only: `usize`'s parser would take a sign too.
+        if position.is_empty() || !position.bytes().all(|b| b.is_ascii_digit()) {
             return None;
         }
         Some(Self {
-            run: run.to_ascii_lowercase(),
+            run,
             position: position.parse().ok()?,
         })
     }
@@ -383,7 +402,7 @@ mod tests {
         log.push("meta", "{}", false);
         log.push("delta", r#"{"text":"a"}"#, false);
         let mut late = log.reader();
-        let first_id = EventId::parse(&format!("{}-1", log.tag)).unwrap();
+        let first_id = EventId::parse(&format!("{:08x}-1", log.tag)).unwrap();
         let mut resumed = log.reader_after(Some(&first_id));
         let writer = {
             let log = log.clone();
@@ -403,26 +422,31 @@ mod tests {
         assert_eq!(seen.len(), 103);
         for (i, frame) in seen.iter().enumerate() {
             let text = std::str::from_utf8(frame).unwrap();
-            let id = format!("id: {}-{}\n", log.tag, i + 1);
+            let id = format!("id: {:08x}-{}\n", log.tag, i + 1);
             assert!(text.starts_with(&id), "{text}");
         }
         let first = resumed.next().await.unwrap();
-        let id = format!("id: {}-2\n", log.tag);
+        let id = format!("id: {:08x}-2\n", log.tag);
         assert!(std::str::from_utf8(&first[0]).unwrap().starts_with(&id));
     }
 
     #[test]
     fn event_ids_parse_as_the_id_lines_give_them() {
         let id = EventId::parse(" 0a1B2c3d-12 ").unwrap();
-        assert_eq!((id.run.as_str(), id.position), ("0a1b2c3d", 12));
+        assert_eq!((id.run, id.position), (Some(0x0a1b2c3d), 12));
+        let bare = EventId::parse("7").unwrap();
+        assert_eq!((bare.run, bare.position), (None, 7));
         for bad in [
             "",
-            "12",
             "-12",
             "0a1b2c3d-",
             "0a1b2c3d-x",
             "0a1b2c3d--1",
+            "0a1b2c3d-+1",
+            "+1",
             "zz-1",
+            "abc-1",
+            "0a1b2c3d0-1",
         ] {
             assert_eq!(EventId::parse(bad), None, "{bad:?}");
         }
@@ -434,10 +458,12 @@ mod tests {
         assert_ne!(earlier.tag, log.tag);
         log.push("meta", "{}", false);
         log.push("delta", "{}", false);
-        let stale = EventId::parse(&format!("{}-1", earlier.tag)).unwrap();
-        let frames = log.reader_after(Some(&stale)).next().await.unwrap();
-        assert_eq!(frames.len(), 2);
-        let own = EventId::parse(&format!("{}-1", log.tag)).unwrap();
+        for stale in [format!("{:08x}-1", earlier.tag), "1".to_string()] {
+            let stale = EventId::parse(&stale).unwrap();
+            let frames = log.reader_after(Some(&stale)).next().await.unwrap();
+            assert_eq!(frames.len(), 2, "{stale:?}");
+        }
+        let own = EventId::parse(&format!("{:08x}-1", log.tag)).unwrap();
         assert_eq!(log.reader_after(Some(&own)).next().await.unwrap().len(), 1);
     }
 
@@ -463,7 +489,7 @@ mod tests {
         let log = Arc::new(RunLog::default());
         log.push("meta", "{}", false);
         log.push("done", "{}", true);
-        let mut reader = log.reader_after(EventId::parse(&format!("{}-5", log.tag)).as_ref());
+        let mut reader = log.reader_after(EventId::parse(&format!("{:08x}-5", log.tag)).as_ref());
         assert!(reader.next().await.is_none());
     }
 }

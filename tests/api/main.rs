@@ -16,6 +16,7 @@ mod plugins;
 mod plugins_cli;
 mod runs;
 mod search_runs;
+mod search_streams;
 mod searches;
 mod support;
 mod workspace;

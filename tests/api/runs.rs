@@ -21,6 +21,20 @@ async fn gated(gate: &Gate) -> (ScriptedUpstream, TestServer) {
     (upstream, server)
 }
 
+/// A persisted stream of a new chat, held by `gate`, read as far as its `meta`.
+async fn held_run(gate: &Gate) -> (ScriptedUpstream, TestServer, String, Events) {
+    let (upstream, server) = gated(gate).await;
+    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
+    let mut stream = server
+        .stream(body(
+            Some(&chat_id),
+            json!([{"role": "user", "content": "hi"}]),
+        ))
+        .await;
+    stream.expect("meta").await;
+    (upstream, server, chat_id, stream)
+}
+
 #[tokio::test]
 async fn a_second_stream_gets_409_then_attach_replays_and_follows() {
     let gate = Gate::new();
@@ -98,7 +112,7 @@ async fn an_event_id_from_an_earlier_run_of_the_chat_replays_the_new_run_from_it
         .await
         .rest()
         .await;
-    // The earlier run's last id: its position is past every event of a run as long.
+    // The earlier run's last id: resumed after it, a run as long would show nothing.
     let stale = earlier.last().unwrap().id.clone();
 
     let history = json!([hi, {"role": "assistant", "content": TEXT_STREAM_TEXT},
@@ -128,18 +142,9 @@ async fn an_event_id_from_an_earlier_run_of_the_chat_replays_the_new_run_from_it
 #[tokio::test]
 async fn a_last_event_id_that_is_not_an_event_id_is_refused() {
     let gate = Gate::new();
-    let (_upstream, server) = gated(&gate).await;
-    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
-    let mut stream = server
-        .stream(body(
-            Some(&chat_id),
-            json!([{"role": "user", "content": "hi"}]),
-        ))
-        .await;
-    stream.expect("meta").await;
+    let (_upstream, server, chat_id, stream) = held_run(&gate).await;
     let attach_path = format!("/v1/chats/{chat_id}/stream/attach");
-    // A bare position (no run) is refused too: it could be any run's.
-    for bad in ["1", "x-1", "1a2b3c4d-", "1a2b3c4d-one"] {
+    for bad in ["x-1", "1a2b3c4d-", "1a2b3c4d-one", "+1"] {
         let res = server
             .open(&attach_path, None, &[("Last-Event-ID", bad)])
             .await;
@@ -157,15 +162,7 @@ async fn a_last_event_id_that_is_not_an_event_id_is_refused() {
 #[tokio::test]
 async fn a_client_that_disconnects_does_not_stop_the_run() {
     let gate = Gate::new();
-    let (_upstream, server) = gated(&gate).await;
-    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
-    let mut stream = server
-        .stream(body(
-            Some(&chat_id),
-            json!([{"role": "user", "content": "hi"}]),
-        ))
-        .await;
-    stream.expect("meta").await;
+    let (_upstream, server, chat_id, stream) = held_run(&gate).await;
     drop(stream);
     gate.open();
     // Follow the run to its end through attach (the run may even have ended already).

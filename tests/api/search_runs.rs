@@ -1,7 +1,7 @@
 //! Search runs, black-box, with the bundled `search_engine_a` plugin against a mock engine_a:
-//! run (persisted, replacing the last run; partial and total failures; validation), run/stream
-//! (events, one upstream request for two concurrent calls, attach and `Last-Event-ID`, a client
-//! that leaves, cacheHit during a run), and a chat started from a search.
+//! run (persisted, replacing the last run; partial and total failures; validation), cacheHit
+//! during a run, a client that hangs up, and a chat started from a search. The streaming runs
+//! are in `search_streams.rs`, with the engine mocks from here.
 
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use reqwest::StatusCode;
@@ -13,7 +13,7 @@ const KEY: &str = "exa-test-key";
 
 /// engine_a's search answer as its SDKs document it, with every field search mode keeps and a
 /// few it drops.
-fn exa_results(n: usize) -> Value {
+pub(crate) fn exa_results(n: usize) -> Value {
     let results: Vec<Value> = (0..n)
         .map(|i| {
             json!({
@@ -42,7 +42,7 @@ fn exa_results(n: usize) -> Value {
     })
 }
 
-fn exa_answer() -> Value {
+pub(crate) fn exa_answer() -> Value {
     json!({
         "requestId": "answer-req-1",
         "answer": "Tokio is an asynchronous runtime for Rust.",
@@ -54,7 +54,7 @@ fn exa_answer() -> Value {
     })
 }
 
-async fn server_for(upstream: &ScriptedUpstream) -> TestServer {
+pub(crate) async fn server_for(upstream: &ScriptedUpstream) -> TestServer {
     TestServer::start_with(Options {
         args: vec![
             "--engine-a-base-url".into(),
@@ -67,7 +67,7 @@ async fn server_for(upstream: &ScriptedUpstream) -> TestServer {
     .await
 }
 
-async fn engine(search: Reply, answer: Reply) -> (ScriptedUpstream, TestServer) {
+pub(crate) async fn engine(search: Reply, answer: Reply) -> (ScriptedUpstream, TestServer) {
     let upstream =
         ScriptedUpstream::start([("POST /search", search), ("POST /answer", answer)]).await;
     let server = server_for(&upstream).await;
@@ -75,7 +75,7 @@ async fn engine(search: Reply, answer: Reply) -> (ScriptedUpstream, TestServer) 
 }
 
 /// An engine whose search (`n` results) and answer both wait for the returned gate.
-async fn held_engine(n: usize) -> (Gate, ScriptedUpstream, TestServer) {
+pub(crate) async fn held_engine(n: usize) -> (Gate, ScriptedUpstream, TestServer) {
     let gate = Gate::new();
     let (upstream, server) = engine(
         Reply::json(200, exa_results(n)).after(&gate),
@@ -87,7 +87,7 @@ async fn held_engine(n: usize) -> (Gate, ScriptedUpstream, TestServer) {
 
 /// An engine whose search answers at once with `n` results and whose answer waits for the
 /// returned gate.
-async fn held_answer(n: usize) -> (Gate, ScriptedUpstream, TestServer) {
+pub(crate) async fn held_answer(n: usize) -> (Gate, ScriptedUpstream, TestServer) {
     let gate = Gate::new();
     let (upstream, server) = engine(
         Reply::json(200, exa_results(n)),
@@ -97,11 +97,11 @@ async fn held_answer(n: usize) -> (Gate, ScriptedUpstream, TestServer) {
     (gate, upstream, server)
 }
 
-fn names(events: &[Event]) -> Vec<&str> {
+pub(crate) fn names(events: &[Event]) -> Vec<&str> {
     events.iter().map(|e| e.name.as_str()).collect()
 }
 
-async fn open_stream(server: &TestServer, id: &str, body: Value) -> Events {
+pub(crate) async fn open_stream(server: &TestServer, id: &str, body: Value) -> Events {
     Events::of(
         server
             .open(&format!("/v1/searches/{id}/run/stream"), Some(body), &[])
@@ -378,253 +378,6 @@ async fn bad_run_bodies_are_400s_naming_the_field_and_reach_no_engine() {
 }
 
 #[tokio::test]
-async fn a_stream_sends_each_part_as_it_ends_then_done_with_the_stored_search() {
-    let (gate, _upstream, server) = held_answer(2).await;
-    let id = server.new_search(json!({"query": "q"})).await;
-    let mut events = open_stream(&server, &id, json!({"numResults": 2})).await;
-    let results = events.expect("search_results").await;
-    assert_eq!(results.run_and_position().1, 1);
-    assert_eq!(results.data["requestId"], "search-req-1");
-    assert_eq!(results.data["results"].as_array().unwrap().len(), 2);
-    gate.open();
-    let answer = events.expect("answer").await;
-    assert_eq!(
-        answer.data,
-        json!({
-            "answerText": "Tokio is an asynchronous runtime for Rust.",
-            "answerRequestId": "answer-req-1",
-            "answerCitations": exa_answer()["citations"].as_array().unwrap().iter()
-                .map(|c| { let mut c = c.clone(); c.as_object_mut().unwrap().remove("author"); c })
-                .collect::<Vec<_>>()
-        })
-    );
-    let done = events.expect("done").await;
-    assert_eq!(done.run_and_position(), (results.run_and_position().0, 3));
-    assert!(events.next().await.is_none(), "done is terminal");
-    let (_, stored) = server.get(&format!("/v1/searches/{id}")).await;
-    assert_eq!(done.data, stored);
-    assert_eq!(stored["search"]["results"], results.data["results"]);
-    assert_eq!(
-        server.get("/v1/active-runs").await.1,
-        json!({"chats": [], "searches": []})
-    );
-}
-
-#[tokio::test]
-async fn two_concurrent_streams_share_one_run_and_one_upstream_request() {
-    let (gate, upstream, server) = held_engine(2).await;
-    let id = server.new_search(json!({"query": "Shared"})).await;
-    let first = open_stream(&server, &id, json!({})).await;
-    upstream.received(2).await;
-    // The second call (even with another body) attaches to the running one.
-    let second = open_stream(&server, &id, json!({"type": "fast"})).await;
-
-    assert_eq!(
-        server.get("/v1/active-runs").await.1,
-        json!({"chats": [], "searches": [id]})
-    );
-    let (_, reused) = server
-        .post(
-            "/v1/searches",
-            json!({"query": "shared", "reuseByQuery": true}),
-        )
-        .await;
-    assert_eq!(reused["reused"], true);
-    assert_eq!(
-        reused["cacheHit"], false,
-        "not a cache hit while it streams"
-    );
-
-    gate.open();
-    let (first, second) = futures::join!(first.rest(), second.rest());
-    assert_eq!(names(&first).last(), Some(&"done"));
-    let data = |events: &[Event]| {
-        events
-            .iter()
-            .map(|e| (e.id.clone(), e.data.clone()))
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(data(&first), data(&second));
-    assert_eq!(upstream.requests().len(), 2, "one /search and one /answer");
-    let (_, reused) = server
-        .post(
-            "/v1/searches",
-            json!({"query": "shared", "reuseByQuery": true}),
-        )
-        .await;
-    assert_eq!(reused["cacheHit"], true);
-}
-
-#[tokio::test]
-async fn a_second_stream_call_joins_whatever_its_body_says_and_run_meanwhile_is_409() {
-    let (gate, upstream, server) = held_engine(2).await;
-    // No stored query: only the first call's override makes a run possible.
-    let id = server.new_search(json!({"title": "untitled yet"})).await;
-    let first = open_stream(&server, &id, json!({"query": "the override"})).await;
-    upstream.received(2).await;
-    let second = open_stream(&server, &id, json!({})).await;
-    let (status, body) = server
-        .post(&format!("/v1/searches/{id}/run"), json!({"query": "other"}))
-        .await;
-    assert_eq!(status, StatusCode::CONFLICT, "{body}");
-    assert!(
-        body["message"]
-            .as_str()
-            .unwrap()
-            .contains("run/stream/attach")
-    );
-
-    gate.open();
-    let (first, second) = futures::join!(first.rest(), second.rest());
-    assert_eq!(names(&first), names(&second));
-    let done = second.last().unwrap();
-    assert_eq!(done.name, "done");
-    assert_eq!(done.data["search"]["query"], "the override");
-    assert_eq!(upstream.requests().len(), 2, "one /search and one /answer");
-}
-
-#[tokio::test]
-async fn attach_replays_then_follows_and_is_404_when_nothing_runs() {
-    let (gate, _upstream, server) = held_answer(1).await;
-    let id = server.new_search(json!({"query": "q"})).await;
-    let attach = format!("/v1/searches/{id}/run/stream/attach");
-    let (status, body) = server.post(&attach, json!({})).await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    assert_eq!(body, json!({"message": "active search stream not found"}));
-
-    let mut first = open_stream(&server, &id, json!({})).await;
-    let results = first.expect("search_results").await;
-    let mut attached = Events::of(server.open(&attach, None, &[]).await).await;
-    let replayed = attached.expect("search_results").await;
-    assert_eq!((&replayed.id, &replayed.data), (&results.id, &results.data));
-    let last = [("Last-Event-ID", results.id.as_str())];
-    let resumed = Events::of(server.open(&attach, None, &last).await).await;
-
-    gate.open();
-    let follow = attached.rest().await;
-    assert_eq!(names(&follow), ["answer", "done"]);
-    let resumed = resumed.rest().await;
-    assert_eq!(names(&resumed), ["answer", "done"]);
-    assert_eq!(
-        resumed[0].run_and_position(),
-        (results.run_and_position().0, 2)
-    );
-    assert_eq!(names(&first.rest().await), ["answer", "done"]);
-
-    let (status, body) = server.post(&attach, json!({})).await;
-    assert_eq!(status, StatusCode::NOT_FOUND);
-    assert_eq!(body, json!({"message": "active search stream not found"}));
-}
-
-#[tokio::test]
-async fn a_client_that_leaves_does_not_stop_the_run_and_its_outcome_is_persisted() {
-    let (gate, upstream, server) = held_engine(4).await;
-    let id = server.new_search(json!({"query": "q"})).await;
-    let res = server
-        .open(
-            &format!("/v1/searches/{id}/run/stream"),
-            Some(json!({})),
-            &[],
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::OK);
-    upstream.received(2).await;
-    drop(res);
-
-    // Still running without its client; a new client follows it to the end.
-    let attach = format!("/v1/searches/{id}/run/stream/attach");
-    let attached = Events::of(server.open(&attach, None, &[]).await).await;
-    assert_eq!(
-        server.get("/v1/active-runs").await.1["searches"],
-        json!([id])
-    );
-    gate.open();
-    let events = attached.rest().await;
-    assert_eq!(names(&events).last(), Some(&"done"));
-    let (_, stored) = server.get(&format!("/v1/searches/{id}")).await;
-    assert_eq!(stored["search"]["results"].as_array().unwrap().len(), 4);
-    assert_eq!(
-        stored["search"]["answerText"],
-        "Tokio is an asynchronous runtime for Rust."
-    );
-}
-
-#[tokio::test]
-async fn stream_failures_are_events_and_a_total_failure_stores_nothing() {
-    let upstream = ScriptedUpstream::start([
-        ("POST /search", Reply::json(503, json!({"error": "busy"}))),
-        ("POST /search", Reply::json(503, json!({"error": "busy"}))),
-        ("POST /answer", Reply::json(200, exa_answer())),
-        ("POST /answer", Reply::json(500, json!({"error": "down"}))),
-    ])
-    .await;
-    let server = server_for(&upstream).await;
-    let id = server.new_search(json!({"query": "q"})).await;
-
-    let events = open_stream(&server, &id, json!({})).await.rest().await;
-    let mut seen = names(&events);
-    seen.sort();
-    assert_eq!(seen, ["answer", "done", "search_error"]);
-    let search_error = events.iter().find(|e| e.name == "search_error").unwrap();
-    assert!(
-        search_error.data["error"].as_str().unwrap().contains("503"),
-        "{:?}",
-        search_error.data
-    );
-    let done = events.last().unwrap();
-    assert_eq!(done.name, "done");
-    assert_eq!(done.data["search"]["error"], search_error.data["error"]);
-    assert_eq!(
-        done.data["search"]["answerText"],
-        "Tokio is an asynchronous runtime for Rust."
-    );
-
-    let events = open_stream(&server, &id, json!({})).await.rest().await;
-    let last = events.last().unwrap();
-    assert_eq!(last.name, "error");
-    let message = last.data["message"].as_str().unwrap();
-    assert!(
-        message.contains("search:") && message.contains("answer:"),
-        "{message}"
-    );
-    assert_eq!(
-        last.data.as_object().unwrap().len(),
-        1,
-        "{{ message }} only"
-    );
-    assert_eq!(events.len(), 3, "search_error, answer_error, error");
-    // The first run's outcome stays; the run is over.
-    assert_eq!(
-        server.get(&format!("/v1/searches/{id}")).await.1,
-        json!({"search": done.data["search"]})
-    );
-    assert_eq!(server.get("/v1/active-runs").await.1["searches"], json!([]));
-}
-
-#[tokio::test]
-async fn a_search_deleted_during_its_run_ends_with_an_error() {
-    let (gate, upstream, server) = held_engine(1).await;
-    let id = server.new_search(json!({"query": "q"})).await;
-    let events = open_stream(&server, &id, json!({})).await;
-    upstream.received(2).await;
-    assert_eq!(
-        server.delete(&format!("/v1/searches/{id}")).await.0,
-        StatusCode::OK
-    );
-    gate.open();
-    let events = events.rest().await;
-    let last = events.last().unwrap();
-    assert_eq!(
-        (last.name.as_str(), &last.data),
-        ("error", &json!({"message": "search not found"}))
-    );
-    assert_eq!(
-        server.get(&format!("/v1/searches/{id}")).await.0,
-        StatusCode::NOT_FOUND
-    );
-}
-
-#[tokio::test]
 async fn cache_hit_is_false_once_the_window_passes_and_true_after_a_new_run() {
     let (_upstream, server) = engine(
         Reply::json(200, exa_results(1)),
@@ -729,40 +482,6 @@ async fn a_chat_from_a_search_is_seeded_with_one_hidden_bounded_system_message()
         .post(&format!("/v1/searches/{titled}/chat"), json!({}))
         .await;
     assert_eq!(body["chat"]["title"], "Search: Only a title");
-}
-
-#[tokio::test]
-async fn shutdown_past_the_grace_period_ends_a_search_stream_with_an_error() {
-    let gate = Gate::new(); // never opened: the answer outlives the grace period
-    let upstream = ScriptedUpstream::start([
-        ("POST /search", Reply::json(200, exa_results(1))),
-        ("POST /answer", Reply::json(200, exa_answer()).after(&gate)),
-    ])
-    .await;
-    let server = TestServer::start_with(Options {
-        args: vec![
-            "--engine-a-base-url".into(),
-            upstream.url(),
-            "--chatd-shutdown-grace-secs".into(),
-            "1".into(),
-        ],
-        ..Default::default()
-    })
-    .await;
-    let id = server.new_search(json!({"query": "q"})).await;
-    let mut events = open_stream(&server, &id, json!({})).await;
-    events.expect("search_results").await;
-    let stopping = tokio::spawn(server.stop());
-    let rest = events.rest().await;
-    let last = rest.last().unwrap();
-    assert_eq!(
-        (last.name.as_str(), &last.data),
-        (
-            "error",
-            &json!({"message": "the server shut down before the search was finished"})
-        )
-    );
-    stopping.await.unwrap();
 }
 
 #[tokio::test]

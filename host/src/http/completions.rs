@@ -623,7 +623,7 @@ fn log_end(log: &RunLog, outcome: Result<Finished, RunError>, stored: Result<(),
 #[utoipa::path(post, path = "/chats/{chatId}/stream/attach", tag = "chats",
     params(("chatId" = String, Path), ("Last-Event-ID" = Option<String>, Header, description = LAST_EVENT_ID_DOC)),
     responses((status = 200, content_type = "text/event-stream", description = "the run's events so far, then new ones until done or error"),
-              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody, description = "active chat stream not found")))]
+              (status = 400, body = ErrorBody, description = "Last-Event-ID is not an event id"), (status = 404, body = ErrorBody, description = "active chat stream not found")))]
 pub async fn attach(
     State(state): State<AppState>,
     ApiPath(chat_id): ApiPath<String>,
@@ -638,7 +638,7 @@ pub async fn attach(
 }
 
 /// What the OpenAPI document says of the `Last-Event-ID` header.
-pub const LAST_EVENT_ID_DOC: &str = "resume after this event: an id from this run's `id:` lines (`<run>-<position>`); one from an earlier run of the same chat or search replays this run from its start";
+pub const LAST_EVENT_ID_DOC: &str = "resume after this event: an id from this run's `id:` lines (`<run>-<position>`); one from an earlier run of the same chat or search, or a bare position (the ids of older chatd versions), replays this run from its start";
 
 /// `Last-Event-ID`: the event to resume after, if any.
 pub fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<EventId>> {

@@ -298,20 +298,25 @@ pub async fn run_search(
 }
 
 #[utoipa::path(post, path = "/searches/{searchId}/run/stream", tag = "searches",
-    params(("searchId" = String, Path)), request_body = RunSearchRequest,
+    params(("searchId" = String, Path), ("Last-Event-ID" = Option<String>, Header, description = LAST_EVENT_ID_DOC)),
+    request_body = RunSearchRequest,
     responses((status = 200, content_type = "text/event-stream", description = "search_results or search_error, answer or answer_error (in the order they end), then done `{ search }` or error `{ message }`; attaches to the run already streaming for this search, if any"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 503, body = ErrorBody, description = "the search plugin is not loaded")))]
 pub async fn stream_search(
     State(state): State<AppState>,
     ApiPath(search_id): ApiPath<String>,
+    headers: HeaderMap,
     ApiJson(body): ApiJson<RunSearchRequest>,
 ) -> ApiResult<Response> {
+    // Honoured when the call joins a run, as on attach: a client that reconnects to this URL
+    // (as fetch-based SSE clients do, with the last id they saw) gets only what it missed.
+    let last = last_event_id(&headers)?;
     let search = stored(&state, &search_id).await?;
     // A run in progress is joined whatever this call's body says (the contract: a second call
     // attaches), so only a call that starts a run needs a query and the plugin.
     if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
-        return Ok(sse(log.reader(), None));
+        return Ok(sse(log.reader_after(last.as_ref()), None));
     }
     let (request, plugin) = prepare(&state, &search, body)?;
     // Start a run, or join one that started meanwhile. Between a failed start and the lookup
@@ -321,7 +326,7 @@ pub async fn stream_search(
             break guard;
         }
         if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
-            return Ok(sse(log.reader(), None));
+            return Ok(sse(log.reader_after(last.as_ref()), None));
         }
         tokio::task::yield_now().await;
     };
@@ -373,7 +378,7 @@ fn end_with_error(log: &RunLog, message: &str) {
 #[utoipa::path(post, path = "/searches/{searchId}/run/stream/attach", tag = "searches",
     params(("searchId" = String, Path), ("Last-Event-ID" = Option<String>, Header, description = LAST_EVENT_ID_DOC)),
     responses((status = 200, content_type = "text/event-stream", description = "the run's events so far, then new ones until done or error"),
-              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody, description = "active search stream not found")))]
+              (status = 400, body = ErrorBody, description = "Last-Event-ID is not an event id"), (status = 404, body = ErrorBody, description = "active search stream not found")))]
 pub async fn attach_search(
     State(state): State<AppState>,
     ApiPath(search_id): ApiPath<String>,
