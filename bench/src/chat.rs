@@ -276,6 +276,11 @@ async fn to_first(
     time_to(res, needle, t).await
 }
 
+/// A streamed completion asked of the mock directly.
+fn direct_stream_body() -> Value {
+    json!({"model": "zero", "stream": true, "messages": [{"role": "user", "content": "q"}]})
+}
+
 /// The `i`th `persist: false` stream's request.
 fn ephemeral_body(i: usize) -> Value {
     let mut body = completion(None, "zero", i);
@@ -314,8 +319,7 @@ async fn first_delta(
     n: usize,
 ) -> anyhow::Result<()> {
     let ids = chats(client, base, n.div_ceil(PER_CHAT) + 1).await?;
-    let direct_body =
-        json!({"model": "zero", "stream": true, "messages": [{"role": "user", "content": "q"}]});
+    let direct_body = direct_stream_body();
     let (direct_url, stream_url) = (
         format!("{mock}/chat/completions"),
         format!("{base}/v1/chat-completions/stream"),
@@ -361,8 +365,7 @@ async fn persist_false_alone(
     n: usize,
 ) -> anyhow::Result<()> {
     const WARMUP: usize = 200;
-    let direct_body =
-        json!({"model": "zero", "stream": true, "messages": [{"role": "user", "content": "q"}]});
+    let direct_body = direct_stream_body();
     let (_proxy, proxy) = crate::floor::start(mock)?;
     let direct_url = format!("{mock}/chat/completions");
     let proxy_url = format!("{proxy}/chat/completions");

@@ -205,21 +205,23 @@ where
     }
 }
 
+/// The 413 message; the OpenAPI document says the same.
+pub(super) fn body_too_large() -> String {
+    format!(
+        "request body is larger than the {} MiB limit",
+        super::MAX_BODY_BYTES / crate::attachments::MIB
+    )
+}
+
+/// The 408 message; the OpenAPI document says the same.
+pub(super) const BODY_STOPPED: &str = "request body: stopped arriving before its end";
+
 fn body_rejection(rejection: BytesRejection) -> ApiError {
     let status = rejection.status();
     if status == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(
-            status,
-            format!(
-                "request body is larger than the {} MiB limit",
-                super::MAX_BODY_BYTES / crate::attachments::MIB
-            ),
-        )
+        ApiError::new(status, body_too_large())
     } else if stopped_arriving(&rejection) {
-        ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "request body: stopped arriving before its end",
-        )
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, BODY_STOPPED)
     } else {
         ApiError::new(
             status,

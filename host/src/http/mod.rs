@@ -143,17 +143,12 @@ fn document_body_errors(openapi: &mut utoipa::openapi::OpenApi) {
         (
             "408",
             error(format!(
-                "the request body stopped arriving before its end (nothing for {} s)",
+                "{} (nothing for {} s)",
+                error::BODY_STOPPED,
                 BODY_IDLE_TIMEOUT.as_secs()
             )),
         ),
-        (
-            "413",
-            error(format!(
-                "the request body is larger than the {} MiB limit",
-                MAX_BODY_BYTES / MIB
-            )),
-        ),
+        ("413", error(error::body_too_large())),
         (
             "415",
             error("the request body declares a content type other than JSON".into()),
