@@ -40,35 +40,46 @@ impl Parser {
                 bytes = &bytes[1..];
             }
         }
-        self.buffer.extend_from_slice(bytes);
         let mut events = Vec::new();
-        let mut start = 0;
-        let mut i = 0;
-        while i < self.buffer.len() {
-            match self.buffer[i] {
-                b'\n' | b'\r' => {
-                    let line = String::from_utf8_lossy(&self.buffer[start..i]).into_owned();
-                    let is_cr = self.buffer[i] == b'\r';
-                    i += 1;
-                    if is_cr {
-                        if i < self.buffer.len() {
-                            if self.buffer[i] == b'\n' {
-                                i += 1;
-                            }
-                        } else {
-                            self.pending_cr = true;
-                        }
-                    }
-                    start = i;
-                    if let Some(event) = self.line(&line) {
-                        events.push(event);
-                    }
-                }
-                _ => i += 1,
-            }
+        // A piece usually starts at a line's start: its lines are read where they are, and only
+        // an unfinished last line is kept, to be completed by the next piece.
+        if self.buffer.is_empty() {
+            let read = self.lines(bytes, &mut events);
+            self.buffer.extend_from_slice(&bytes[read..]);
+        } else {
+            let mut buffer = std::mem::take(&mut self.buffer);
+            buffer.extend_from_slice(bytes);
+            let read = self.lines(&buffer, &mut events);
+            buffer.drain(..read);
+            self.buffer = buffer;
         }
-        self.buffer.drain(..start);
         events
+    }
+
+    /// Reads the complete lines at the start of `bytes` into `events`; returns how many bytes
+    /// they took.
+    fn lines(&mut self, bytes: &[u8], events: &mut Vec<Event>) -> usize {
+        let mut start = 0;
+        // memchr, not a loop over bytes: a plugin's loop pays an interruption check per
+        // iteration, and most of a piece is the JSON inside `data:` lines.
+        while let Some(offset) = memchr::memchr2(b'\n', b'\r', &bytes[start..]) {
+            let end = start + offset;
+            let mut next = end + 1;
+            if bytes[end] == b'\r' {
+                match bytes.get(next) {
+                    Some(b'\n') => next += 1,
+                    Some(_) => {}
+                    None => self.pending_cr = true,
+                }
+            }
+            let event = match std::str::from_utf8(&bytes[start..end]) {
+                Ok(line) => self.line(line),
+                Err(_) => self.line(&String::from_utf8_lossy(&bytes[start..end])),
+            };
+            events.extend(event);
+            start = next;
+        }
+        start
     }
 
     /// Ends the stream: an event not yet closed by a blank line is dropped, as the spec says.
@@ -143,6 +154,22 @@ mod tests {
             let (a, b) = stream.as_bytes().split_at(split);
             assert_eq!(all(&[a, b]), whole, "split at {split}");
         }
+    }
+
+    #[test]
+    fn a_byte_at_a_time_gives_the_same_events() {
+        let stream = "event: a\r\ndata: é1\r\n\r\nid: 7\rdata:2\r\rdata: 3\n\n: c\ndata: \u{fffd}\n\n";
+        let whole = all(&[stream.as_bytes()]);
+        assert_eq!(whole.len(), 4);
+        let bytes: Vec<&[u8]> = stream.as_bytes().chunks(1).collect();
+        assert_eq!(all(&bytes), whole);
+    }
+
+    #[test]
+    fn invalid_utf8_in_a_line_is_replaced_not_dropped() {
+        let events = all(&[b"data: a\xffb\n\n"]);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].data, "a\u{fffd}b");
     }
 
     #[test]
