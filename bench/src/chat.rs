@@ -309,7 +309,12 @@ async fn time_to(
             first = Some(started.elapsed());
         }
     }
-    first.with_context(|| format!("the stream had no delta: {}", String::from_utf8_lossy(&seen)))
+    first.with_context(|| {
+        format!(
+            "the stream had no delta: {}",
+            String::from_utf8_lossy(&seen)
+        )
+    })
 }
 
 async fn first_delta(

@@ -287,10 +287,14 @@ impl RunLog {
 
     /// A reader after `last` (a `Last-Event-ID`) when it is one of this run's events; from the
     /// first event when it is not (it came from an earlier run: all of this one is new to its
-    /// client) or there is none.
+    /// client) or there is none. A position this run has not reached is not one of its events
+    /// either: no client was given its id, and skipping to it would hide events that client
+    /// never saw.
     pub fn reader_after(self: &Arc<Self>, last: Option<&EventId>) -> RunReader {
         match last {
-            Some(last) if last.run == Some(self.tag) => self.reader_at(last.position),
+            Some(last) if last.run == Some(self.tag) && last.position <= self.len.borrow().0 => {
+                self.reader_at(last.position)
+            }
             _ => self.reader(),
         }
     }
@@ -485,11 +489,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_reader_resumed_past_the_end_ends_at_once() {
+    async fn a_position_past_the_end_replays_from_the_start() {
         let log = Arc::new(RunLog::default());
         log.push("meta", "{}", false);
         log.push("done", "{}", true);
-        let mut reader = log.reader_after(EventId::parse(&format!("{:08x}-5", log.tag)).as_ref());
+        let at = |position: usize| EventId::parse(&format!("{:08x}-{position}", log.tag));
+        // Resumed after its last event, a finished run has nothing more to give.
+        assert!(log.reader_after(at(2).as_ref()).next().await.is_none());
+        // No client was given an id past the end: all of the run is new to it.
+        let mut reader = log.reader_after(at(5).as_ref());
+        assert_eq!(reader.next().await.unwrap().len(), 2);
         assert!(reader.next().await.is_none());
     }
 }

@@ -158,7 +158,8 @@ mod tests {
 
     #[test]
     fn a_byte_at_a_time_gives_the_same_events() {
-        let stream = "event: a\r\ndata: é1\r\n\r\nid: 7\rdata:2\r\rdata: 3\n\n: c\ndata: \u{fffd}\n\n";
+        let stream =
+            "event: a\r\ndata: é1\r\n\r\nid: 7\rdata:2\r\rdata: 3\n\n: c\ndata: \u{fffd}\n\n";
         let whole = all(&[stream.as_bytes()]);
         assert_eq!(whole.len(), 4);
         let bytes: Vec<&[u8]> = stream.as_bytes().chunks(1).collect();

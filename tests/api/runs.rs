@@ -140,6 +140,34 @@ async fn an_event_id_from_an_earlier_run_of_the_chat_replays_the_new_run_from_it
 }
 
 #[tokio::test]
+async fn a_last_event_id_past_the_runs_last_event_replays_it_from_its_start() {
+    let gate = Gate::new();
+    let (_upstream, server) = gated(&gate).await;
+    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
+    let mut stream = server
+        .stream(body(
+            Some(&chat_id),
+            json!([{"role": "user", "content": "hi"}]),
+        ))
+        .await;
+    let meta = stream.expect("meta").await;
+    // This run's tag, at a position it has not reached: an id no client was given.
+    let ahead = format!("{}-999", meta.run_and_position().0);
+    let attach_path = format!("/v1/chats/{chat_id}/stream/attach");
+    let resumed = Events::of(
+        server
+            .open(&attach_path, None, &[("Last-Event-ID", ahead.as_str())])
+            .await,
+    );
+    gate.open();
+    let rest = stream.rest().await;
+    let resumed = resumed.await.rest().await;
+    assert_eq!(resumed[0].id, meta.id);
+    assert_eq!(resumed.len(), rest.len() + 1);
+    assert_eq!(deltas(&resumed), TEXT_STREAM_TEXT);
+}
+
+#[tokio::test]
 async fn a_last_event_id_that_is_not_an_event_id_is_refused() {
     let gate = Gate::new();
     let (_upstream, server, chat_id, stream) = held_run(&gate).await;

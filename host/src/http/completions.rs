@@ -638,7 +638,7 @@ pub async fn attach(
 }
 
 /// What the OpenAPI document says of the `Last-Event-ID` header.
-pub const LAST_EVENT_ID_DOC: &str = "resume after this event: an id from this run's `id:` lines (`<run>-<position>`); one from an earlier run of the same chat or search, or a bare position (the ids of older chatd versions), replays this run from its start";
+pub const LAST_EVENT_ID_DOC: &str = "resume after this event: an id from this run's `id:` lines (`<run>-<position>`); one from an earlier run of the same chat or search, a bare position (the ids of older chatd versions), or a position past this run's last event replays this run from its start";
 
 /// `Last-Event-ID`: the event to resume after, if any.
 pub fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<EventId>> {
