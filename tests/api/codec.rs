@@ -331,6 +331,27 @@ async fn a_panic_in_start_is_a_trap_and_the_provider_keeps_working() {
 }
 
 #[tokio::test]
+async fn a_decoder_that_does_not_end_the_turn_at_the_bodys_end_is_a_trap() {
+    let upstream = ScriptedUpstream::start([
+        ("POST /turn", Reply::sse(ECHO)),
+        ("POST /turn", Reply::sse(ECHO)),
+    ])
+    .await;
+    let plugin = provider(&upstream, 30_000);
+    // Not waited on for ever: the body has ended, and nothing more will come to decode.
+    let (text, outcome) = spawn_turn(&plugin, "endless").await.unwrap();
+    match outcome {
+        Err(CallError::Trap { reason, .. }) => assert!(
+            reason.contains("did not end the turn at the end of the body"),
+            "{reason}"
+        ),
+        other => panic!("expected a trap: {other:?}"),
+    }
+    assert_eq!(text, "helloworld", "what it decoded still went out");
+    assert_echoed(&spawn_turn(&plugin, "echo").await.unwrap());
+}
+
+#[tokio::test]
 async fn an_abandoned_turn_leaves_its_instance_usable() {
     // Turns abandoned while they wait for their body (a run dropped mid-stream) leave decoders
     // behind, which the instance drops at its next call.

@@ -12,11 +12,21 @@
 //!   (`2:data`), so a test sees when an instance is replaced;
 //! * `noisy`: as `echo`, but each event also writes 40 KiB to stderr;
 //! * `hog`: as `echo`, but each event also takes 40 MiB of memory that the instance keeps: one
-//!   event takes an instance past half of a 64 MiB cap (a second would pass the cap).
+//!   event takes an instance past half of a 64 MiB cap (a second would pass the cap);
+//! * `endless`: as `echo`, but the turn never ends, not even when the body does: the protocol
+//!   says `finish` ends it, and the SDK's decoder always does. So this component exports its
+//!   world by hand rather than with `export_codec_provider!`, to wrap the SDK's decoder in one
+//!   that breaks that rule.
 //!
 //! The request goes to `{base_url}/turn` (the `base_url` setting), its body the model name.
 
+use std::cell::RefCell;
+
+use chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::turn_codec::{
+    self, Decoded, GuestTurnDecoder,
+};
 use chatd_plugin_sdk::codec::{Codec, Decoder};
+use chatd_plugin_sdk::host::Header;
 use chatd_plugin_sdk::host::{PluginError, Request, config};
 use chatd_plugin_sdk::provider::{FinishReason, TurnEvent, TurnRequest, TurnStream};
 use chatd_plugin_sdk::sse::Event;
@@ -91,7 +101,7 @@ impl TurnStream for Misbehaving {
             }
             _ => {}
         }
-        self.ended = event.event == "end";
+        self.ended = event.event == "end" && self.mode != "endless";
         Ok(vec![TurnEvent::TextDelta(event.data.clone())])
     }
 
@@ -112,4 +122,68 @@ fn announce(what: &str) {
     }
 }
 
-chatd_plugin_sdk::export_codec_provider!(HostileProvider);
+/// The SDK's decoder, except that an `endless` turn's `finish` does not end the turn.
+struct HostileDecoder {
+    inner: RefCell<Decoder>,
+    endless: bool,
+}
+
+impl GuestTurnDecoder for HostileDecoder {
+    fn head(&self, status: u16, headers: Vec<Header>) {
+        self.inner.borrow_mut().head(status, &headers)
+    }
+
+    fn feed(&self, chunk: Vec<u8>) -> Decoded {
+        self.inner.borrow_mut().feed(&chunk)
+    }
+
+    fn finish(&self) -> Decoded {
+        if self.endless {
+            return Decoded {
+                events: Vec::new(),
+                end: None,
+            };
+        }
+        self.inner.borrow_mut().finish()
+    }
+}
+
+// What `export_codec_provider!` writes, with `HostileDecoder` as the exported decoder.
+impl chatd_plugin_sdk::codec::bindings::Guest for HostileProvider {
+    fn list_models() -> Result<Vec<String>, PluginError> {
+        <HostileProvider as Codec>::list_models()
+    }
+
+    fn turn(request: TurnRequest) -> Result<chatd_plugin_sdk::provider::TurnOutcome, PluginError> {
+        let (upstream, decoder) = <HostileProvider as Codec>::start(request)?;
+        chatd_plugin_sdk::codec::drive(upstream, decoder)
+    }
+}
+
+impl turn_codec::Guest for HostileProvider {
+    type TurnDecoder = HostileDecoder;
+
+    fn start(
+        request: TurnRequest,
+    ) -> Result<
+        (
+            chatd_plugin_sdk::host::bindings::chatd::plugin::http::Request,
+            turn_codec::TurnDecoder,
+        ),
+        PluginError,
+    > {
+        let endless = request.model == "endless";
+        let (upstream, decoder) = <HostileProvider as Codec>::start(request)?;
+        Ok((
+            upstream.into_wit(),
+            turn_codec::TurnDecoder::new(HostileDecoder {
+                inner: RefCell::new(decoder),
+                endless,
+            }),
+        ))
+    }
+}
+
+chatd_plugin_sdk::codec::bindings::__export_codec_provider_world!(
+    HostileProvider with_types_in chatd_plugin_sdk::codec::bindings
+);
