@@ -1,6 +1,6 @@
 //! Backend-owned chat runs, black-box: a second stream is refused while one runs, attach replays
-//! and follows (and resumes with `Last-Event-ID`), a client that leaves does not stop the run,
-//! one that only closes its sending side still gets the whole stream, shutdown lets runs
+//! and follows (and resumes with `Last-Event-ID`), a client that leaves does not stop the run
+//! (not even while its new chat is being written), one that only closes its sending side still gets the whole stream, shutdown lets runs
 //! finish within the grace period before stopping the rest, and a client that stops sending
 //! does not keep the server from stopping, nor a request body that stops arriving hold its
 //! connection.
@@ -198,6 +198,58 @@ async fn a_client_that_disconnects_does_not_stop_the_run() {
     let res = server.open(&path, None, &[]).await;
     if res.status() == StatusCode::OK {
         let events = Events::of(res).await.rest().await;
+        assert_eq!(events.last().unwrap().name, "done");
+    }
+    assert_eq!(
+        transcript(&server, &chat_id).await,
+        pairs(&[("user", "hi"), ("assistant", TEXT_STREAM_TEXT)])
+    );
+}
+
+#[tokio::test]
+async fn a_new_chats_stream_dropped_while_the_chat_is_written_still_runs() {
+    use tower::ServiceExt;
+    let gate = Gate::new();
+    let (upstream, server) = gated(&gate).await;
+    let request = axum::http::Request::post("/v1/chat-completions/stream")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(
+            body(None, json!([{"role": "user", "content": "hi"}])).to_string(),
+        ))
+        .unwrap();
+    // The handler, as a connection would poll it, until its new chat is stored; then its
+    // client is gone, as a connection reset drops it.
+    let mut handler = Box::pin(chatd::http::router(server.state.clone()).oneshot(request));
+    let chat_id = loop {
+        assert!(futures::poll!(handler.as_mut()).is_pending());
+        if let Some(chat) = server.get("/v1/chats").await.1["chats"].get(0) {
+            break chat["id"].as_str().unwrap().to_string();
+        }
+        tokio::task::yield_now().await;
+    };
+    drop(handler);
+    // The run goes on: it calls the upstream (beside the model list the server asks for when
+    // it starts), and stores the question and the reply.
+    let mut arrived = 0;
+    while !upstream
+        .requests()
+        .iter()
+        .any(|r| r.path == "/chat/completions")
+    {
+        arrived += 1;
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            upstream.received(arrived),
+        )
+        .await
+        .expect("the new chat's run reached the upstream");
+    }
+    gate.open();
+    let attached = server
+        .open(&format!("/v1/chats/{chat_id}/stream/attach"), None, &[])
+        .await;
+    if attached.status() == StatusCode::OK {
+        let events = Events::of(attached).await.rest().await;
         assert_eq!(events.last().unwrap().name, "done");
     }
     assert_eq!(

@@ -488,20 +488,43 @@ pub async fn stream(
         return Ok(ephemeral(&state, prepared).await);
     }
     let started = Instant::now();
-    let chat_id = match prepared.chat_id.clone() {
-        Some(id) => id,
+    let reader = match prepared.chat_id.clone() {
+        Some(chat_id) => start_run(&state, prepared, chat_id, started)?,
+        // The new chat is written and its run started in a task of their own. In the handler,
+        // a client gone while the chat was written (its handler dropped at that wait) left the
+        // chat without the run that fills it. Accepted, a request now runs to its end, as it
+        // does when its client leaves after `meta`.
         None => {
-            // The new chat keeps the tools this request chose (all of them when it said nothing).
-            let chat = state
-                .store
-                .create_chat(NewChat {
-                    enabled_tools: prepared.new_chat_tools.clone(),
-                    ..NewChat::default()
-                })
-                .await?;
-            chat.id
+            let state = state.clone();
+            tokio::spawn(async move {
+                // The new chat keeps the tools this request chose (all of them when it said
+                // nothing).
+                let chat = state
+                    .store
+                    .create_chat(NewChat {
+                        enabled_tools: prepared.new_chat_tools.clone(),
+                        ..NewChat::default()
+                    })
+                    .await?;
+                start_run(&state, prepared, chat.id, started)
+            })
+            .await
+            .map_err(|_| ApiError::internal(Stopped::Panicked.message()))??
         }
     };
+    let_the_run_start().await;
+    Ok(sse(reader, None))
+}
+
+/// Registers a persisted stream's run for `chat_id`, logs its `meta` and spawns it; its events
+/// are read from the returned reader. Nothing here waits, so a handler dropped by its client
+/// cannot stop half-way.
+fn start_run(
+    state: &AppState,
+    prepared: Prepared,
+    chat_id: String,
+    started: Instant,
+) -> ApiResult<RunReader> {
     // Registered before anything is stored, so a refused second stream writes nothing.
     let guard = state.runs.start(RunKind::Chat, &chat_id).ok_or_else(|| {
         ApiError::new(
@@ -516,7 +539,7 @@ pub async fn stream(
         model: prepared.model.clone(),
     };
     let log = guard.log().clone();
-    let (chat, recorded) = chat_log(&state, Some(&chat_id));
+    let (chat, recorded) = chat_log(state, Some(&chat_id));
     let sink = Sink {
         log: Some(log.clone()),
         chat,
@@ -551,8 +574,7 @@ pub async fn stream(
             push(&stop_log, &ChatEvent::Error(why.message().into()));
         },
     );
-    let_the_run_start().await;
-    Ok(sse(reader, None))
+    Ok(reader)
 }
 
 /// A `persist: false` stream: nothing stored, nothing registered, and the run ends with its
