@@ -1,9 +1,9 @@
 //! Backend-owned chat runs, black-box: a second stream is refused while one runs, attach replays
 //! and follows (and resumes with `Last-Event-ID`), a client that leaves does not stop the run
-//! (not even while its new chat is being written), one that only closes its sending side still gets the whole stream, shutdown lets runs
-//! finish within the grace period before stopping the rest, and a client that stops sending
-//! does not keep the server from stopping, nor a request body that stops arriving hold its
-//! connection.
+//! (not even while its new chat is being written), one that only closes its sending side still
+//! gets the whole stream, shutdown lets runs finish within the grace period before stopping the
+//! rest, and a client that stops sending does not keep the server from stopping, nor a request
+//! body that stops arriving hold its connection.
 
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use reqwest::StatusCode;
