@@ -385,4 +385,45 @@ mod tests {
         );
         assert!(starred.await.unwrap().unwrap().is_some());
     }
+
+    #[tokio::test]
+    async fn a_writer_whose_rollback_fails_gives_up_its_connection_and_opens_another() {
+        use std::str::FromStr;
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!(
+            "sqlite://{}?mode=rwc",
+            dir.path().join("chatd.db").display()
+        );
+        let store = Store::open(&DatabaseUrl::Sqlite(url.clone()))
+            .await
+            .unwrap();
+        // The write lock, held by another connection; the writer's connection swapped for one
+        // that does not wait for it, so its `BEGIN IMMEDIATE` fails at once, and then its
+        // `ROLLBACK` (there is no transaction to roll back).
+        let options = SqliteConnectOptions::from_str(&url).unwrap();
+        let mut holder = options.connect().await.unwrap();
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        let impatient = options
+            .clone()
+            .busy_timeout(std::time::Duration::ZERO)
+            .connect()
+            .await
+            .unwrap();
+        store.writer.slot.lock().await.conn = Some(impatient);
+
+        assert!(store.create_chat(NewChat::default()).await.is_err());
+        assert!(
+            store.writer.slot.lock().await.conn.is_none(),
+            "the connection was given up"
+        );
+        sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+        // The next write opens a connection of its own, with the store's options.
+        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        assert!(store.writer.slot.lock().await.conn.is_some());
+        assert_eq!(store.get_chat(&chat.id).await.unwrap().unwrap().id, chat.id);
+        assert_eq!(store.list_chats().await.unwrap().len(), 1);
+    }
 }
