@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::completions::{
     ROUTE, TEXT_STREAM, TEXT_STREAM_TEXT, body, deltas, names, pairs, server_for, transcript,
 };
-use crate::support::{Events, TestServer};
+use crate::support::{Event, Events, TestServer};
 
 /// A stream whose upstream holds its answer until `gate` opens.
 async fn gated(gate: &Gate) -> (ScriptedUpstream, TestServer) {
@@ -124,19 +124,7 @@ async fn an_event_id_from_an_earlier_run_of_the_chat_replays_the_new_run_from_it
         earlier[0].run_and_position().0,
         "each run has its own ids"
     );
-    let attach_path = format!("/v1/chats/{chat_id}/stream/attach");
-    let resumed = Events::of(
-        server
-            .open(&attach_path, None, &[("Last-Event-ID", stale.as_str())])
-            .await,
-    );
-    gate.open();
-    let rest = now.rest().await;
-    let resumed = resumed.await.rest().await;
-    // All of this run: its meta first, then what its own client got.
-    assert_eq!(resumed[0].id, meta.id);
-    assert_eq!(resumed.len(), rest.len() + 1);
-    assert_eq!(deltas(&resumed), TEXT_STREAM_TEXT);
+    assert_attach_replays_all(&server, &chat_id, &stale, &gate, now, &meta).await;
 }
 
 #[tokio::test]
@@ -153,14 +141,28 @@ async fn a_last_event_id_past_the_runs_last_event_replays_it_from_its_start() {
     let meta = stream.expect("meta").await;
     // This run's tag, at a position it has not reached: an id no client was given.
     let ahead = format!("{}-999", meta.run_and_position().0);
+    assert_attach_replays_all(&server, &chat_id, &ahead, &gate, stream, &meta).await;
+}
+
+/// Attaches to `chat_id`'s run (held by `gate`) with `last_event_id`, lets the run finish, and
+/// checks that the attach got all of it: the run's `meta` first, then what its own client
+/// (`live`, read as far as `meta`) got.
+async fn assert_attach_replays_all(
+    server: &TestServer,
+    chat_id: &str,
+    last_event_id: &str,
+    gate: &Gate,
+    live: Events,
+    meta: &Event,
+) {
     let attach_path = format!("/v1/chats/{chat_id}/stream/attach");
     let resumed = Events::of(
         server
-            .open(&attach_path, None, &[("Last-Event-ID", ahead.as_str())])
+            .open(&attach_path, None, &[("Last-Event-ID", last_event_id)])
             .await,
     );
     gate.open();
-    let rest = stream.rest().await;
+    let rest = live.rest().await;
     let resumed = resumed.await.rest().await;
     assert_eq!(resumed[0].id, meta.id);
     assert_eq!(resumed.len(), rest.len() + 1);
