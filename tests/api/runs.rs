@@ -22,7 +22,15 @@ async fn gated(gate: &Gate) -> (ScriptedUpstream, TestServer) {
 }
 
 /// A persisted stream of a new chat, held by `gate`, read as far as its `meta`.
-async fn held_run(gate: &Gate) -> (ScriptedUpstream, TestServer, String, Events) {
+struct HeldRun {
+    _upstream: ScriptedUpstream,
+    server: TestServer,
+    chat_id: String,
+    stream: Events,
+    meta: Event,
+}
+
+async fn held_run(gate: &Gate) -> HeldRun {
     let (upstream, server) = gated(gate).await;
     let chat_id = server.new_chat(json!({"enabledTools": []})).await;
     let mut stream = server
@@ -31,8 +39,14 @@ async fn held_run(gate: &Gate) -> (ScriptedUpstream, TestServer, String, Events)
             json!([{"role": "user", "content": "hi"}]),
         ))
         .await;
-    stream.expect("meta").await;
-    (upstream, server, chat_id, stream)
+    let meta = stream.expect("meta").await;
+    HeldRun {
+        _upstream: upstream,
+        server,
+        chat_id,
+        stream,
+        meta,
+    }
 }
 
 #[tokio::test]
@@ -130,15 +144,13 @@ async fn an_event_id_from_an_earlier_run_of_the_chat_replays_the_new_run_from_it
 #[tokio::test]
 async fn a_last_event_id_past_the_runs_last_event_replays_it_from_its_start() {
     let gate = Gate::new();
-    let (_upstream, server) = gated(&gate).await;
-    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
-    let mut stream = server
-        .stream(body(
-            Some(&chat_id),
-            json!([{"role": "user", "content": "hi"}]),
-        ))
-        .await;
-    let meta = stream.expect("meta").await;
+    let HeldRun {
+        _upstream,
+        server,
+        chat_id,
+        stream,
+        meta,
+    } = held_run(&gate).await;
     // This run's tag, at a position it has not reached: an id no client was given.
     let ahead = format!("{}-999", meta.run_and_position().0);
     assert_attach_replays_all(&server, &chat_id, &ahead, &gate, stream, &meta).await;
@@ -172,7 +184,13 @@ async fn assert_attach_replays_all(
 #[tokio::test]
 async fn a_last_event_id_that_is_not_an_event_id_is_refused() {
     let gate = Gate::new();
-    let (_upstream, server, chat_id, stream) = held_run(&gate).await;
+    let HeldRun {
+        _upstream,
+        server,
+        chat_id,
+        stream,
+        ..
+    } = held_run(&gate).await;
     let attach_path = format!("/v1/chats/{chat_id}/stream/attach");
     for bad in ["x-1", "1a2b3c4d-", "1a2b3c4d-one", "+1"] {
         let res = server
@@ -192,7 +210,13 @@ async fn a_last_event_id_that_is_not_an_event_id_is_refused() {
 #[tokio::test]
 async fn a_client_that_disconnects_does_not_stop_the_run() {
     let gate = Gate::new();
-    let (_upstream, server, chat_id, stream) = held_run(&gate).await;
+    let HeldRun {
+        _upstream,
+        server,
+        chat_id,
+        stream,
+        ..
+    } = held_run(&gate).await;
     drop(stream);
     gate.open();
     // Follow the run to its end through attach (the run may even have ended already).
