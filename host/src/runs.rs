@@ -163,6 +163,24 @@ impl ActiveRuns {
         })
     }
 
+    /// Runs `step`, the short work that leads to a run (a new chat's write, then [`spawn`]), in a
+    /// task of its own that shutdown counts as a run: a client gone in the middle of it does not
+    /// stop it half-way, and neither does a shutdown, which waits for it as for a run (the run it
+    /// spawns is counted before the step ends). It is not told to stop: it is one write long.
+    ///
+    /// [`spawn`]: ActiveRuns::spawn
+    pub fn spawn_step<T, W>(self: &Arc<Self>, step: W) -> tokio::task::JoinHandle<T>
+    where
+        T: Send + 'static,
+        W: Future<Output = T> + Send + 'static,
+    {
+        let live = LiveTask::new(self.clone());
+        tokio::spawn(async move {
+            let _live = live;
+            step.await
+        })
+    }
+
     /// Waits until no run task is alive (tests and tools await it instead of polling).
     pub async fn settled(&self) {
         let _ = self.live.subscribe().wait_for(|n| *n == 0).await;
@@ -469,6 +487,27 @@ mod tests {
         }
         let own = EventId::parse(&format!("{:08x}-1", log.tag)).unwrap();
         assert_eq!(log.reader_after(Some(&own)).next().await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn shutdown_waits_for_a_step_as_for_a_run() {
+        use futures::FutureExt;
+        let runs = Arc::new(ActiveRuns::default());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let step = runs.spawn_step(async move {
+            rx.await.unwrap();
+            7
+        });
+        assert!(
+            runs.shut_down(Duration::from_secs(30))
+                .now_or_never()
+                .is_none(),
+            "shutdown waits while the step runs"
+        );
+        tx.send(()).unwrap();
+        assert_eq!(step.await.unwrap(), 7);
+        runs.shut_down(Duration::from_secs(30)).await;
+        assert_eq!(*runs.live.borrow(), 0);
     }
 
     #[tokio::test]

@@ -158,11 +158,14 @@ mod tests {
 
     #[test]
     fn a_byte_at_a_time_gives_the_same_events() {
-        let stream =
-            "event: a\r\ndata: é1\r\n\r\nid: 7\rdata:2\r\rdata: 3\n\n: c\ndata: \u{fffd}\n\n";
-        let whole = all(&[stream.as_bytes()]);
+        // Every line end, a comment, a character of two bytes and a byte that is not UTF-8.
+        let stream: &[u8] =
+            b"event: a\r\ndata: \xc3\xa91\r\n\r\nid: 7\rdata:2\r\rdata: 3\n\n: c\ndata: x\xffy\n\n";
+        let whole = all(&[stream]);
         assert_eq!(whole.len(), 4);
-        let bytes: Vec<&[u8]> = stream.as_bytes().chunks(1).collect();
+        assert_eq!(whole[0].data, "\u{e9}1");
+        assert_eq!(whole[3].data, "x\u{fffd}y");
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
         assert_eq!(all(&bytes), whole);
     }
 

@@ -243,16 +243,22 @@ async fn a_new_chats_stream_dropped_while_the_chat_is_written_still_runs() {
             body(None, json!([{"role": "user", "content": "hi"}])).to_string(),
         ))
         .unwrap();
-    // The handler, as a connection would poll it, until its new chat is stored; then its
-    // client is gone, as a connection reset drops it.
+    // The handler, polled once as a connection would: for a new chat nothing before the chat's
+    // write waits, so that poll reaches it. Polled no more (a handler polled again once the
+    // write is done would go on whatever the code), it is dropped when the chat is stored, as a
+    // connection reset drops it.
     let mut handler = Box::pin(chatd::http::router(server.state.clone()).oneshot(request));
-    let chat_id = loop {
-        assert!(futures::poll!(handler.as_mut()).is_pending());
-        if let Some(chat) = server.get("/v1/chats").await.1["chats"].get(0) {
-            break chat["id"].as_str().unwrap().to_string();
+    assert!(futures::poll!(handler.as_mut()).is_pending());
+    let chat_id = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            if let Some(chat) = server.get("/v1/chats").await.1["chats"].get(0) {
+                break chat["id"].as_str().unwrap().to_string();
+            }
+            tokio::task::yield_now().await;
         }
-        tokio::task::yield_now().await;
-    };
+    })
+    .await
+    .expect("the new chat was stored");
     drop(handler);
     // The run goes on: it calls the upstream (beside the model list the server asks for when
     // it starts), and stores the question and the reply.

@@ -493,23 +493,26 @@ pub async fn stream(
         // The new chat is written and its run started in a task of their own. In the handler,
         // a client gone while the chat was written (its handler dropped at that wait) left the
         // chat without the run that fills it. Accepted, a request now runs to its end, as it
-        // does when its client leaves after `meta`.
+        // does when its client leaves after `meta`; shutdown waits for the step as for a run.
         None => {
-            let state = state.clone();
-            tokio::spawn(async move {
-                // The new chat keeps the tools this request chose (all of them when it said
-                // nothing).
-                let chat = state
-                    .store
-                    .create_chat(NewChat {
-                        enabled_tools: prepared.new_chat_tools.clone(),
-                        ..NewChat::default()
-                    })
-                    .await?;
-                start_run(&state, prepared, chat.id, started)
-            })
-            .await
-            .map_err(|_| ApiError::internal(Stopped::Panicked.message()))??
+            let step_state = state.clone();
+            state
+                .runs
+                .spawn_step(async move {
+                    let state = step_state;
+                    // The new chat keeps the tools this request chose (all of them when it said
+                    // nothing).
+                    let chat = state
+                        .store
+                        .create_chat(NewChat {
+                            enabled_tools: prepared.new_chat_tools.clone(),
+                            ..NewChat::default()
+                        })
+                        .await?;
+                    start_run(&state, prepared, chat.id, started)
+                })
+                .await
+                .map_err(|_| ApiError::internal(Stopped::Panicked.message()))??
         }
     };
     let_the_run_start().await;
@@ -607,7 +610,8 @@ async fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
 }
 
 /// Lets a run just spawned take its first steps, as far as its upstream call, before the handler
-/// returns and hyper writes the response head. The head's write, and the client's wake-up with
+/// returns and hyper writes the response head (a run spawned by a new chat's step in another task
+/// may be under way already; the yield costs it nothing). The head's write, and the client's wake-up with
 /// it, then overlap the upstream's answer instead of delaying the call. (The run waits in its
 /// worker's next-task slot, which the handler's task, still running, holds up until it yields.)
 /// Measured in BENCHMARKS.md, "The run before the head".
