@@ -610,11 +610,11 @@ async fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
 }
 
 /// Lets a run just spawned take its first steps, as far as its upstream call, before the handler
-/// returns and hyper writes the response head (a run spawned by a new chat's step in another task
-/// may be under way already; the yield costs it nothing). The head's write, and the client's wake-up with
+/// returns and hyper writes the response head. The head's write, and the client's wake-up with
 /// it, then overlap the upstream's answer instead of delaying the call. (The run waits in its
-/// worker's next-task slot, which the handler's task, still running, holds up until it yields.)
-/// Measured in BENCHMARKS.md, "The run before the head".
+/// worker's next-task slot, which the handler's task, still running, holds up until it yields.
+/// A run spawned by a new chat's step, in another task, may be under way already; the yield
+/// costs it nothing.) Measured in BENCHMARKS.md, "The run before the head".
 async fn let_the_run_start() {
     tokio::task::yield_now().await;
 }
