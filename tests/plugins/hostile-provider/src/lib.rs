@@ -26,8 +26,7 @@ use chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::turn_codec::{
     self, Decoded, GuestTurnDecoder,
 };
 use chatd_plugin_sdk::codec::{Codec, Decoder};
-use chatd_plugin_sdk::host::Header;
-use chatd_plugin_sdk::host::{PluginError, Request, config};
+use chatd_plugin_sdk::host::{Header, PluginError, Request, config};
 use chatd_plugin_sdk::provider::{FinishReason, TurnEvent, TurnRequest, TurnStream};
 use chatd_plugin_sdk::sse::Event;
 
