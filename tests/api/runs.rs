@@ -144,16 +144,18 @@ async fn an_event_id_from_an_earlier_run_of_the_chat_replays_the_new_run_from_it
 #[tokio::test]
 async fn a_last_event_id_past_the_runs_last_event_replays_it_from_its_start() {
     let gate = Gate::new();
-    let HeldRun {
-        _upstream,
-        server,
-        chat_id,
-        stream,
-        meta,
-    } = held_run(&gate).await;
+    let run = held_run(&gate).await;
     // This run's tag, at a position it has not reached: an id no client was given.
-    let ahead = format!("{}-999", meta.run_and_position().0);
-    assert_attach_replays_all(&server, &chat_id, &ahead, &gate, stream, &meta).await;
+    let ahead = format!("{}-999", run.meta.run_and_position().0);
+    assert_attach_replays_all(
+        &run.server,
+        &run.chat_id,
+        &ahead,
+        &gate,
+        run.stream,
+        &run.meta,
+    )
+    .await;
 }
 
 /// Attaches to `chat_id`'s run (held by `gate`) with `last_event_id`, lets the run finish, and
@@ -184,16 +186,11 @@ async fn assert_attach_replays_all(
 #[tokio::test]
 async fn a_last_event_id_that_is_not_an_event_id_is_refused() {
     let gate = Gate::new();
-    let HeldRun {
-        _upstream,
-        server,
-        chat_id,
-        stream,
-        ..
-    } = held_run(&gate).await;
-    let attach_path = format!("/v1/chats/{chat_id}/stream/attach");
+    let run = held_run(&gate).await;
+    let attach_path = format!("/v1/chats/{}/stream/attach", run.chat_id);
     for bad in ["x-1", "1a2b3c4d-", "1a2b3c4d-one", "+1"] {
-        let res = server
+        let res = run
+            .server
             .open(&attach_path, None, &[("Last-Event-ID", bad)])
             .await;
         assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{bad:?}");
@@ -204,30 +201,24 @@ async fn a_last_event_id_that_is_not_an_event_id_is_refused() {
         assert!(message.starts_with("Last-Event-ID: "), "{message}");
     }
     gate.open();
-    assert_eq!(stream.rest().await.last().unwrap().name, "done");
+    assert_eq!(run.stream.rest().await.last().unwrap().name, "done");
 }
 
 #[tokio::test]
 async fn a_client_that_disconnects_does_not_stop_the_run() {
     let gate = Gate::new();
-    let HeldRun {
-        _upstream,
-        server,
-        chat_id,
-        stream,
-        ..
-    } = held_run(&gate).await;
-    drop(stream);
+    let run = held_run(&gate).await;
+    drop(run.stream);
     gate.open();
     // Follow the run to its end through attach (the run may even have ended already).
-    let path = format!("/v1/chats/{chat_id}/stream/attach");
-    let res = server.open(&path, None, &[]).await;
+    let path = format!("/v1/chats/{}/stream/attach", run.chat_id);
+    let res = run.server.open(&path, None, &[]).await;
     if res.status() == StatusCode::OK {
         let events = Events::of(res).await.rest().await;
         assert_eq!(events.last().unwrap().name, "done");
     }
     assert_eq!(
-        transcript(&server, &chat_id).await,
+        transcript(&run.server, &run.chat_id).await,
         pairs(&[("user", "hi"), ("assistant", TEXT_STREAM_TEXT)])
     );
 }
