@@ -34,9 +34,11 @@ impl Parser {
     /// Adds bytes and returns the events they completed, in order.
     pub fn push(&mut self, bytes: &[u8]) -> Vec<Event> {
         let mut bytes = bytes;
-        if self.pending_cr {
+        // An empty piece says nothing about the byte after the `\r`: the question waits for
+        // the next piece that has one.
+        if self.pending_cr && !bytes.is_empty() {
             self.pending_cr = false;
-            if bytes.first() == Some(&b'\n') {
+            if bytes[0] == b'\n' {
                 bytes = &bytes[1..];
             }
         }
@@ -167,6 +169,13 @@ mod tests {
         assert_eq!(whole[3].data, "x\u{fffd}y");
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();
         assert_eq!(all(&bytes), whole);
+    }
+
+    #[test]
+    fn an_empty_piece_between_a_cr_and_its_lf_keeps_them_one_line_end() {
+        let events = all(&[b"data: a\r", b"", b"\ndata: b\r\n\r\n"]);
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].data, "a\nb");
     }
 
     #[test]
