@@ -453,6 +453,18 @@ async fn an_error_status_whose_body_is_cut_still_names_the_upstreams_error() {
     }
 }
 
+/// Waits (up to 10 s) until `n` calls of `plugin`'s turns wait for a shared instance. Nothing
+/// announces that moment, so the count is looked at every millisecond.
+async fn until_waiting(plugin: &ProviderPlugin, n: usize) {
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        while plugin.calls_waiting() != n {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "{n} calls never waited for an instance");
+}
+
 // Two workers: B's answer must arrive, and B reach the instance, while A's call runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_dropped_while_waiting_for_its_instance_leaves_it_sound() {
@@ -485,11 +497,12 @@ async fn a_turn_dropped_while_waiting_for_its_instance_leaves_it_sound() {
     upstream.received(n + 2).await;
     assert_eq!(upstream.requests()[n + 1].path, "/slowing");
     gate.open();
-    // The one wait left: nothing says when B's answer has arrived and its call waits for the
-    // instance. B is dropped 150 ms in, with 450 ms of A's call to go.
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // B's answer arrives, and its call waits for the instance A's call holds: B is dropped
+    // there.
+    until_waiting(&plugin, 1).await;
     b.abort();
     assert!(b.await.unwrap_err().is_cancelled());
+    assert_eq!(plugin.calls_waiting(), 0, "B gave up its place");
 
     let (text, outcome) = a.await.unwrap();
     assert_eq!(text, "slowdone");

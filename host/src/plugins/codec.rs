@@ -100,6 +100,8 @@ struct Shared {
     retired: AtomicBool,
     /// Decoders of turns that have ended, dropped in the guest at the next call.
     ended: Mutex<Vec<ResourceAny>>,
+    /// Calls waiting for the instance while another call runs in it.
+    waiting: AtomicUsize,
 }
 
 struct Live {
@@ -163,6 +165,19 @@ impl Codecs {
         } else {
             Instances::Shared
         }
+    }
+
+    /// How many calls wait for an instance that another call is running in, now. A turn waits
+    /// there for the microseconds a chunk takes to decode, unless a call runs long; tests use it
+    /// to act while a call waits.
+    pub fn calls_waiting(&self) -> usize {
+        self.slots
+            .iter()
+            .map(|slot| {
+                let shared = slot.lock().expect("codec slot lock");
+                shared.waiting.load(Ordering::Acquire)
+            })
+            .sum()
     }
 
     /// The instance a new turn decodes in: a fresh one for a provider whose turns do not
@@ -373,6 +388,22 @@ impl Codecs {
     }
 }
 
+/// Counts a call in [`Shared::waiting`] until it has the instance or is given up (dropped).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn count(waiting: &'a AtomicUsize) -> Self {
+        waiting.fetch_add(1, Ordering::AcqRel);
+        Self(waiting)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// One decoding call: a piece of the body, its end, or a whole body and its end.
 enum Step {
     Feed(Vec<u8>),
@@ -512,6 +543,7 @@ impl Shared {
             broken: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             ended: Mutex::new(Vec::new()),
+            waiting: AtomicUsize::new(0),
         }
     }
 
@@ -549,7 +581,10 @@ impl Shared {
         f: impl for<'a> FnOnce(&'a mut Store<PluginState>, &'a CodecProvider) -> Call<'a, R>,
     ) -> Result<R, Failure> {
         let id = &context.manifest.id;
-        let mut live = self.live.lock().await;
+        let mut live = {
+            let _waiting = Waiting::count(&self.waiting);
+            self.live.lock().await
+        };
         // Set in the same poll that took the lock: from here on the call is not given up.
         entered.store(true, Ordering::Release);
         if self.broken.load(Ordering::Acquire) {

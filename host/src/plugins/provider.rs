@@ -74,6 +74,12 @@ impl ProviderPlugin {
         self.codecs.as_ref().map(Codecs::sharing)
     }
 
+    /// Calls of its turns waiting for a shared decoding instance, now (see
+    /// [`Codecs::calls_waiting`]).
+    pub fn calls_waiting(&self) -> usize {
+        self.codecs.as_ref().map_or(0, Codecs::calls_waiting)
+    }
+
     pub fn manifest(&self) -> &Manifest {
         self.core.manifest()
     }
