@@ -22,7 +22,7 @@ pub struct Parser {
     data: String,
     has_data: bool,
     id: Option<String>,
-    /// A `\r` ended the previous chunk: a `\n` starting the next one belongs to it.
+    /// A `\r` ended the previous chunk: a `\n` starting the next non-empty one belongs to it.
     pending_cr: bool,
 }
 

@@ -88,6 +88,9 @@ struct Context {
     manifest: Manifest,
     caps: Capabilities,
     call_limit: Duration,
+    /// Calls waiting for an instance while another call runs in it; here rather than per
+    /// instance, so calls queued on an instance that has since left its slot still count.
+    waiting: AtomicUsize,
 }
 
 /// One instance that turns decode in, created at its first call.
@@ -100,8 +103,6 @@ struct Shared {
     retired: AtomicBool,
     /// Decoders of turns that have ended, dropped in the guest at the next call.
     ended: Mutex<Vec<ResourceAny>>,
-    /// Calls waiting for the instance while another call runs in it.
-    waiting: AtomicUsize,
 }
 
 struct Live {
@@ -151,6 +152,7 @@ impl Codecs {
                 manifest: core.manifest.clone(),
                 caps: core.caps.clone(),
                 call_limit: CALL_LIMIT.min(limit / 4),
+                waiting: AtomicUsize::new(0),
             }),
             slots: (0..slots)
                 .map(|_| Mutex::new(Arc::new(Shared::new())))
@@ -171,13 +173,7 @@ impl Codecs {
     /// there for the microseconds a chunk takes to decode, unless a call runs long; tests use it
     /// to act while a call waits.
     pub fn calls_waiting(&self) -> usize {
-        self.slots
-            .iter()
-            .map(|slot| {
-                let shared = slot.lock().expect("codec slot lock");
-                shared.waiting.load(Ordering::Acquire)
-            })
-            .sum()
+        self.context.waiting.load(Ordering::Relaxed)
     }
 
     /// The instance a new turn decodes in: a fresh one for a provider whose turns do not
@@ -388,19 +384,20 @@ impl Codecs {
     }
 }
 
-/// Counts a call in [`Shared::waiting`] until it has the instance or is given up (dropped).
+/// Counts a call in [`Context::waiting`] until it has the instance or is given up (dropped).
 struct Waiting<'a>(&'a AtomicUsize);
 
 impl<'a> Waiting<'a> {
     fn count(waiting: &'a AtomicUsize) -> Self {
-        waiting.fetch_add(1, Ordering::AcqRel);
+        // Relaxed: the count publishes nothing; it is only read.
+        waiting.fetch_add(1, Ordering::Relaxed);
         Self(waiting)
     }
 }
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -543,7 +540,6 @@ impl Shared {
             broken: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             ended: Mutex::new(Vec::new()),
-            waiting: AtomicUsize::new(0),
         }
     }
 
@@ -581,9 +577,14 @@ impl Shared {
         f: impl for<'a> FnOnce(&'a mut Store<PluginState>, &'a CodecProvider) -> Call<'a, R>,
     ) -> Result<R, Failure> {
         let id = &context.manifest.id;
-        let mut live = {
-            let _waiting = Waiting::count(&self.waiting);
-            self.live.lock().await
+        // Counted only when another call holds the instance. `try_lock` cannot pass calls
+        // already queued: a released lock goes to the first of them.
+        let mut live = match self.live.try_lock() {
+            Ok(live) => live,
+            Err(_) => {
+                let _waiting = Waiting::count(&context.waiting);
+                self.live.lock().await
+            }
         };
         // Set in the same poll that took the lock: from here on the call is not given up.
         entered.store(true, Ordering::Release);
