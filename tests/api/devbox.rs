@@ -25,7 +25,8 @@ const SSHD: &str = "/usr/sbin/sshd";
 /// What the remote PATH holds.
 #[derive(Clone, Copy, PartialEq)]
 enum RemotePath {
-    /// The system's, with the fake `codex` first.
+    /// The system's. The fake `codex` is on the login PATH only: the user's `~/.profile` puts
+    /// `~/bin`, where it is, on PATH, as npm-global, nvm and pipx installs do.
     Full,
     /// `sh` and a few tools, no `bash`.
     NoBash,
@@ -96,6 +97,11 @@ impl Sshd {
                 cwd = d.join("codex-cwd").display(),
             ),
         );
+        // The user's home, a folder of the test's: its `.profile` puts `~/bin` on PATH.
+        let home = d.join("home");
+        std::fs::create_dir(&home).unwrap();
+        std::os::unix::fs::symlink(&bin, home.join("bin")).unwrap();
+        std::fs::write(home.join(".profile"), "PATH=\"$HOME/bin:$PATH\"\n").unwrap();
         let path = if remote_path != RemotePath::Full {
             // What the wrapper and `sh -lc` need, less bash or timeout.
             let nobash = d.join("limited");
@@ -114,7 +120,7 @@ impl Sshd {
             }
             nobash.display().to_string()
         } else {
-            format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display())
+            "/usr/local/bin:/usr/bin:/bin".to_string()
         };
         let port = {
             let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -131,10 +137,11 @@ impl Sshd {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n\
                  AuthorizedKeysFile {keys}\nPubkeyAuthentication yes\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPermitRootLogin yes\n\
-                 PidFile {pid}\nSetEnv PATH={path}\nLogLevel ERROR\n",
+                 PidFile {pid}\nSetEnv PATH={path} HOME={home}\nLogLevel ERROR\n",
                 host_key = d.join("host_key").display(),
                 keys = d.join("authorized_keys").display(),
                 pid = d.join("sshd.pid").display(),
+                home = home.display(),
             ),
         )
         .unwrap();
@@ -526,6 +533,31 @@ async fn coding_exec_runs_codex_non_interactively_in_the_workdir() {
     assert!(argv[4].contains("non-interactive"), "{}", argv[4]);
     let cwd = std::fs::read_to_string(sshd.path("codex-cwd")).unwrap();
     assert_eq!(cwd.trim_end(), sshd.workdir().display().to_string());
+}
+
+#[tokio::test]
+async fn coding_exec_finds_codex_on_the_login_path() {
+    let Some(sshd) = Sshd::start(RemotePath::Full) else {
+        return;
+    };
+    // Not on the SSH session's PATH, on the login shell's.
+    let shell = sshd.tool("shell_exec", &[]).await;
+    let out = call(&shell, json!({ "command": "command -v codex" }))
+        .await
+        .unwrap();
+    assert!(out.content.contains("home/bin/codex"), "{}", out.content);
+    let tool = sshd.tool("coding_exec", &[]).await;
+    let out = call(&tool, json!({ "prompt": "Say hi." })).await.unwrap();
+    assert!(
+        out.content.contains("codex did the task"),
+        "{}",
+        out.content
+    );
+    let argv = std::fs::read(sshd.path("codex-argv")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&argv).ends_with("Task:\nSay hi.\0"),
+        "{argv:?}"
+    );
 }
 
 #[tokio::test]

@@ -435,7 +435,11 @@ async fn a_body_that_stops_arriving_is_refused_and_a_slow_one_is_not() {
     use tower::ServiceExt;
     let server = TestServer::start().await;
     // The real router and state, with a 600 ms limit between pieces of a body.
-    let router = chatd::http::router_with(server.state.clone(), Duration::from_millis(600));
+    let timeouts = chatd::http::BodyTimeouts {
+        idle: Duration::from_millis(600),
+        total: Duration::from_secs(60),
+    };
+    let router = chatd::http::router_with(server.state.clone(), timeouts);
     let post = |body| {
         axum::http::Request::post("/v1/chats")
             .header("content-type", "application/json")
@@ -469,4 +473,41 @@ async fn a_body_that_stops_arriving_is_refused_and_a_slow_one_is_not() {
         serde_json::from_slice::<Value>(&body).unwrap()["chat"]["title"],
         "slow"
     );
+}
+
+#[tokio::test]
+async fn a_body_that_trickles_past_the_deadline_is_refused() {
+    use futures::StreamExt;
+    use std::time::Duration;
+    use tower::ServiceExt;
+    let server = TestServer::start().await;
+    // A title that never ends, a piece every 150 ms: never a pause near the 600 ms idle limit.
+    let timeouts = chatd::http::BodyTimeouts {
+        idle: Duration::from_millis(600),
+        total: Duration::from_secs(1),
+    };
+    let router = chatd::http::router_with(server.state.clone(), timeouts);
+    let endless = futures::stream::once(async { r#"{"title":""# })
+        .chain(futures::stream::repeat("a"))
+        .then(|piece| async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            Ok::<_, std::io::Error>(axum::body::Bytes::from_static(piece.as_bytes()))
+        });
+    let request = axum::http::Request::post("/v1/chats")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from_stream(endless))
+        .unwrap();
+    let res = tokio::time::timeout(Duration::from_secs(30), router.oneshot(request))
+        .await
+        .expect("a body that never ends is cut at the deadline")
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::REQUEST_TIMEOUT);
+    let body = axum::body::to_bytes(res.into_body(), 1024).await.unwrap();
+    let message: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        message["message"],
+        "request body: not all of it arrived within 1 s of the request"
+    );
+    let (_, chats) = server.get("/v1/chats").await;
+    assert_eq!(chats["chats"], serde_json::json!([]), "nothing was written");
 }

@@ -124,9 +124,17 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         let declared = req.headers().get(header::CONTENT_TYPE).cloned();
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(body_rejection)?;
+        let deadline = req.extensions().get::<BodyDeadline>().copied();
+        let read = Bytes::from_request(req, state);
+        let read = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline.at, read)
+                .await
+                .map_err(|_| {
+                    ApiError::new(StatusCode::REQUEST_TIMEOUT, body_too_slow(deadline.total))
+                })?,
+            None => read.await,
+        };
+        let bytes = read.map_err(body_rejection)?;
         if let Some(declared) = declared
             && !bytes.iter().all(u8::is_ascii_whitespace)
             && !is_json(&declared)
@@ -213,8 +221,33 @@ pub(super) fn body_too_large() -> String {
     )
 }
 
-/// The 408 message; the OpenAPI document says the same.
+/// The 408 message for a body that stopped arriving; the OpenAPI document says the same.
 pub(super) const BODY_STOPPED: &str = "request body: stopped arriving before its end";
+
+/// The 408 message for a body that arrived too slowly in all; the OpenAPI document says the same.
+pub(super) fn body_too_slow(total: std::time::Duration) -> String {
+    format!(
+        "request body: not all of it arrived within {} s of the request",
+        total.as_secs_f64()
+    )
+}
+
+/// When a request's body must be all in ([`super::BODY_DEADLINE`] after the request arrived),
+/// set on the request by the router's middleware.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyDeadline {
+    at: tokio::time::Instant,
+    total: std::time::Duration,
+}
+
+impl BodyDeadline {
+    pub fn after(total: std::time::Duration) -> Self {
+        Self {
+            at: tokio::time::Instant::now() + total,
+            total,
+        }
+    }
+}
 
 fn body_rejection(rejection: BytesRejection) -> ApiError {
     let status = rejection.status();

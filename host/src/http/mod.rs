@@ -44,9 +44,30 @@ pub const MAX_BODY_BYTES: usize = 32 * MIB;
 
 /// A request body that stops arriving for this long is refused (408): a client that sends a
 /// head and part of a body would otherwise hold its connection and handler for ever (hyper
-/// limits only the time to send the head). Between pieces, not in all: a large attachment on a
-/// slow link still arrives.
+/// limits only the time to send the head). Between pieces: a large attachment on a slow link
+/// still arrives.
 pub const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A request body not all in this long after its request arrived is refused (408), however
+/// steadily it trickles: one byte a second never trips [`BODY_IDLE_TIMEOUT`]. 32 MiB in this
+/// time needs about 110 KiB/s.
+pub const BODY_DEADLINE: Duration = Duration::from_secs(300);
+
+/// How long a request body may take: between two of its pieces, and in all.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyTimeouts {
+    pub idle: Duration,
+    pub total: Duration,
+}
+
+impl Default for BodyTimeouts {
+    fn default() -> Self {
+        Self {
+            idle: BODY_IDLE_TIMEOUT,
+            total: BODY_DEADLINE,
+        }
+    }
+}
 
 /// What every handler can reach. Cheap to clone: handles only.
 #[derive(Clone)]
@@ -143,9 +164,10 @@ fn document_body_errors(openapi: &mut utoipa::openapi::OpenApi) {
         (
             "408",
             error(format!(
-                "{} (nothing for {} s)",
+                "{} (nothing for {} s), or {}",
                 error::BODY_STOPPED,
-                BODY_IDLE_TIMEOUT.as_secs()
+                BODY_IDLE_TIMEOUT.as_secs(),
+                error::body_too_slow(BODY_DEADLINE)
             )),
         ),
         ("413", error(error::body_too_large())),
@@ -177,11 +199,11 @@ fn document_body_errors(openapi: &mut utoipa::openapi::OpenApi) {
 
 /// The complete application: routes, `/openapi.json`, middleware, mounted at `/` and `/api`.
 pub fn router(state: AppState) -> Router {
-    router_with(state, BODY_IDLE_TIMEOUT)
+    router_with(state, BodyTimeouts::default())
 }
 
-/// [`router`] with another [`BODY_IDLE_TIMEOUT`] (tests).
-pub fn router_with(state: AppState, body_idle: Duration) -> Router {
+/// [`router`] with other body timeouts (tests).
+pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
     let (routes, openapi) = api();
     let openapi_json: Arc<str> = openapi
         .to_pretty_json()
@@ -207,11 +229,14 @@ pub fn router_with(state: AppState, body_idle: Duration) -> Router {
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // Boxed again: the router's routes take axum's body type. (`TimeoutBody` passes on no
-        // size hint; nothing here reads one: the body cap counts what arrives.)
+        // size hint; nothing here reads one: the body cap counts what arrives.) The deadline
+        // for the whole body goes with the request, for `ApiJson`, which reads it.
         .layer(tower::util::MapRequestLayer::new(
-            move |req: axum::extract::Request| {
-                req.map(|body| {
-                    axum::body::Body::new(tower_http::timeout::TimeoutBody::new(body_idle, body))
+            move |mut req: axum::extract::Request| {
+                req.extensions_mut()
+                    .insert(error::BodyDeadline::after(body.total));
+                req.map(|b| {
+                    axum::body::Body::new(tower_http::timeout::TimeoutBody::new(body.idle, b))
                 })
             },
         ))

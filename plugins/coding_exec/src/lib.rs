@@ -68,14 +68,17 @@ fn wrapped_prompt(prompt: &str) -> String {
     format!("{PREAMBLE}\n\nTask:\n{}", prompt.trim())
 }
 
-/// The remote command line. `--dangerously-bypass-approvals-and-sandbox`: nobody can approve
-/// anything, and the devbox is the sandbox; `--skip-git-repo-check`: the working directory need
-/// not be a repository; `--`: a prompt starting with `-` is still the prompt.
+/// The coding CLI's invocation, run by the devbox user's login shell ([`devbox::login_shell`]),
+/// so a CLI the user's profile puts on PATH (npm-global, nvm, pipx) is found, with the wrapped
+/// prompt as `$1`. `--dangerously-bypass-approvals-and-sandbox`: nobody can approve anything, and
+/// the devbox is the sandbox; `--skip-git-repo-check`: the working directory need not be a
+/// repository; `--`: a prompt starting with `-` is still the prompt.
+const INVOCATION: &str =
+    "exec codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -- \"$1\"";
+
+/// The remote command line (the host runs it under `sh -c`, in the working directory).
 fn command_line(prompt: &str) -> String {
-    format!(
-        "codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -- {}",
-        devbox::quote::word(&wrapped_prompt(prompt))
-    )
+    devbox::login_shell(INVOCATION, &[&wrapped_prompt(prompt)])
 }
 
 chatd_plugin_sdk::export_tool!(CodingExec);
@@ -97,25 +100,38 @@ mod tests {
         assert_eq!(
             command_line("Don't touch main's `$PATH`"),
             format!(
-                "codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -- '{PREAMBLE}\n\nTask:\nDon'\\''t touch main'\\''s `$PATH`'"
+                "if command -v bash >/dev/null 2>&1; then s=bash; else s=sh; fi; exec \"$s\" -lc \
+                 'exec codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -- \"$1\"' \
+                 \"$s\" '{PREAMBLE}\n\nTask:\nDon'\\''t touch main'\\''s `$PATH`'"
             )
         );
     }
 
     #[test]
-    fn a_real_shell_passes_the_wrapped_prompt_as_one_argument() {
+    fn a_login_shell_finds_codex_on_the_profile_path_and_passes_the_prompt_as_one_argument() {
         if !std::path::Path::new("/bin/sh").exists() {
             return;
         }
-        let prompt = "it's `id` $HOME\n-x \"q\"";
-        // `codex` replaced by a function printing its arguments one per line (NUL-separated).
-        let line = command_line(prompt);
-        let script = format!("codex() {{ printf '%s\\0' \"$@\"; }}; {line}");
+        // A home whose profile puts `~/bin` on PATH, where the only `codex` is: one that prints
+        // its arguments NUL-separated.
+        let home = std::env::temp_dir().join(format!("coding-exec-test-{}", std::process::id()));
+        let bin = home.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(home.join(".profile"), "PATH=\"$HOME/bin:$PATH\"\n").unwrap();
+        let codex = bin.join("codex");
+        std::fs::write(&codex, "#!/bin/sh\nprintf '%s\\0' \"$@\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let prompt = "it's `id` $HOME $1\n-x \"q\"";
         let out = std::process::Command::new("/bin/sh")
             .arg("-c")
-            .arg(script)
+            .arg(command_line(prompt))
+            .env_clear()
+            .env("HOME", &home)
+            .env("PATH", "/usr/bin:/bin")
             .output()
             .unwrap();
+        let _ = std::fs::remove_dir_all(&home);
         let args: Vec<String> = String::from_utf8(out.stdout)
             .unwrap()
             .split_terminator('\0')
@@ -129,7 +145,9 @@ mod tests {
                 "--skip-git-repo-check",
                 "--",
                 &wrapped_prompt(prompt),
-            ]
+            ],
+            "stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
         );
     }
 

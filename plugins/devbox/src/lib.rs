@@ -29,6 +29,26 @@ pub fn execute(command: String, label: &str) -> Result<ToolOutput, PluginError> 
     })
 }
 
+/// `script` as the devbox user's login shell runs it: bash when the devbox has it, else sh, with
+/// `-l` so the user's profile sets the environment (the PATH where npm-global, nvm or pipx put
+/// their commands) and `-c` for the script. `args` become `$1`, `$2`, … (`$0` stays the shell's
+/// name), each quoted once, so text passed this way is quoted once whatever the script is.
+/// `exec`, so no shell lingers as a parent: the host's timeout ends the command itself.
+pub fn login_shell(script: &str, args: &[&str]) -> String {
+    let mut line = format!(
+        "if command -v bash >/dev/null 2>&1; then s=bash; else s=sh; fi; exec \"$s\" -lc {}",
+        quote::word(script)
+    );
+    if !args.is_empty() {
+        line.push_str(" \"$s\"");
+    }
+    for arg in args {
+        line.push(' ');
+        line.push_str(&quote::word(arg));
+    }
+    line
+}
+
 /// The one string argument `key` of a tool's JSON arguments: required, not blank, at most
 /// `max_chars` characters. Returned as given (not trimmed): whitespace can matter to a shell.
 pub fn text_arg(arguments_json: &str, key: &str, max_chars: usize) -> Result<String, PluginError> {

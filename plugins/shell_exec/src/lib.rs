@@ -52,14 +52,10 @@ impl Tool for ShellExec {
     }
 }
 
-/// The remote command line (the host runs it under `sh -c`, in the working directory): it picks
-/// bash when the devbox has it:
-/// `-l` for the user's login environment (PATH from their profile), `-c` for the command as one
-/// quoted word; `exec` so the shell does not linger as a parent (the host's timeout ends the
-/// command itself).
+/// The remote command line (the host runs it under `sh -c`, in the working directory): the
+/// command as the user's login shell's script.
 fn command_line(command: &str) -> String {
-    let q = devbox::quote::word(command);
-    format!("if command -v bash >/dev/null 2>&1; then exec bash -lc {q}; else exec sh -lc {q}; fi")
+    devbox::login_shell(command, &[])
 }
 
 /// The command's first non-blank line, cut to [`MAX_LABEL_CHARS`], in backticks; `…` when
@@ -84,7 +80,7 @@ mod tests {
     fn the_command_line_quotes_the_command_once_per_shell() {
         assert_eq!(
             command_line(r#"echo "it's $HOME""#),
-            r#"if command -v bash >/dev/null 2>&1; then exec bash -lc 'echo "it'\''s $HOME"'; else exec sh -lc 'echo "it'\''s $HOME"'; fi"#
+            r#"if command -v bash >/dev/null 2>&1; then s=bash; else s=sh; fi; exec "$s" -lc 'echo "it'\''s $HOME"'"#
         );
     }
 
