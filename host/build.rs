@@ -37,7 +37,10 @@ fn main() {
         .expect("host/ has a parent")
         .to_path_buf();
     println!("cargo:rerun-if-changed=build.rs");
+    // `migrations`: `sqlx::migrate!` embeds the folder, and a new migration must rebuild the
+    // crate that embeds it.
     for watched in [
+        "migrations",
         "rust-toolchain.toml",
         "Cargo.lock",
         "plugins",

@@ -15,7 +15,7 @@ use crate::http::{self, AppState, TokenDigest};
 use crate::model::Provider;
 use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, liveness};
 
 /// How long past the shutdown grace period connections may stay open: time for the runs
 /// stopped at its end to send their last events. A connection open after that is a client that
@@ -46,6 +46,15 @@ impl Server {
     /// [`PluginHost::start`]`(config)`; tests share one.
     pub async fn bind(config: &Config, plugins: Arc<PluginHost>) -> Result<Self, StartError> {
         let store = Store::open(&config.database_url).await?;
+        let lost = store.close_lost_calls().await?;
+        if lost > 0 {
+            tracing::warn!(
+                calls = lost,
+                "closed calls a server that stopped before finishing them left open"
+            );
+        }
+        let instance = store.register_instance().await?;
+        tokio::spawn(liveness::beat(store.clone(), instance));
         let addr = format!("{}:{}", config.host, config.port);
         let listener = TcpListener::bind(&addr)
             .await

@@ -493,3 +493,108 @@ async fn openapi_document_covers_every_route() {
     }
     assert_eq!(server.get("/api/openapi.json").await.1, doc);
 }
+
+#[tokio::test]
+async fn a_call_left_open_by_kill_9_is_closed_at_the_next_start() {
+    use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
+    use sqlx::Connection;
+    let gate = Gate::new();
+    // An upstream that never answers: the call is open when the server dies.
+    let upstream = ScriptedUpstream::start([(
+        crate::completions::ROUTE,
+        Reply::sse(crate::completions::TEXT_STREAM).after(&gate),
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = crate::support::plugin_cache_dir();
+    let url = upstream.url();
+    let env = [
+        ("PORT", "0"),
+        ("PLUGIN_CACHE_DIR", cache.to_str().unwrap()),
+        ("PROVIDER_C_BASE_URL", url.as_str()),
+        ("PROVIDER_C_API_KEY", "c-key"),
+    ];
+    let mut process = Process::start(dir.path(), &env);
+    let client = reqwest::Client::new();
+    let res = client
+        .post(format!("{}/v1/chat-completions/stream", process.base))
+        .json(&crate::completions::body(
+            None,
+            json!([{"role": "user", "content": "kept across the crash"}]),
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    upstream.received(1).await;
+    let db_url = format!("sqlite://{}", dir.path().join("data/chatd.db").display());
+    let mut db = sqlx::SqliteConnection::connect(&db_url).await.unwrap();
+    // The call is recorded beside the first turn, and the server's heartbeat passes its start.
+    let (call_id, created_at, alive_at) = loop {
+        let call: Option<(String, String)> =
+            sqlx::query_as("SELECT id, created_at FROM llm_calls WHERE completed_at IS NULL")
+                .fetch_optional(&mut db)
+                .await
+                .unwrap();
+        let alive: Option<String> = sqlx::query_scalar("SELECT MAX(alive_at) FROM instances")
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+        if let (Some((id, created)), Some(alive)) = (call, alive)
+            && alive > created
+        {
+            break (id, created, alive);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    process.child.kill().unwrap();
+    process.child.wait().unwrap();
+    drop(res);
+
+    let process = Process::start(dir.path(), &env);
+    let (completed_at, error, latency): (Option<String>, Option<String>, Option<i64>) =
+        sqlx::query_as("SELECT completed_at, error, latency_ms FROM llm_calls WHERE id = ?")
+            .bind(&call_id)
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+    assert!(completed_at.is_some(), "closed at the start");
+    assert_eq!(
+        error.as_deref(),
+        Some("the server stopped before the reply was finished")
+    );
+    let micros = |t: &str| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .unwrap()
+            .timestamp_micros()
+    };
+    assert_eq!(
+        latency,
+        Some((micros(&alive_at) - micros(&created_at)) / 1000),
+        "up to the last sign of life"
+    );
+    // The user's message, stored beside the call, is still there.
+    let chats: Value = client
+        .get(format!("{}/v1/chats", process.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let chat_id = chats["chats"][0]["id"].as_str().unwrap();
+    let chat: Value = client
+        .get(format!("{}/v1/chats/{chat_id}", process.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        chat["chat"]["messages"][0]["content"],
+        "kept across the crash"
+    );
+    let (out, _) = process.stop();
+    assert!(out.contains("closed calls a server that stopped"), "{out}");
+}

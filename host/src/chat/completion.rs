@@ -81,6 +81,9 @@ pub enum CompletionError {
         detail: String,
         /// What had been counted before the failure.
         usage: Option<Usage>,
+        /// The request was refused for what the client sent ([`refused_request`]), not for a
+        /// failure of the upstream or the plugin.
+        refused: bool,
     },
     #[error("could not store the tool call: {0}")]
     Store(#[from] StoreError),
@@ -151,6 +154,19 @@ pub fn describe_plugin_error(error: &PluginError) -> String {
     }
 }
 
+/// Whether a provider's failure is the request's fault rather than the upstream's or the
+/// plugin's: the plugin found the input invalid before calling (a parameter the model does not
+/// take), or the upstream refused it as invalid (400), for a model it does not have (404), as
+/// too large (413) or as unprocessable (422). Not 401, 403 or 429: the operator's key and quota
+/// are not the client's doing.
+pub fn refused_request(error: &PluginError) -> bool {
+    match error {
+        PluginError::InvalidInput(_) => true,
+        PluginError::Upstream(e) => matches!(e.status, 400 | 404 | 413 | 422),
+        _ => false,
+    }
+}
+
 /// The words for a plugin call that trapped or ran out of time.
 pub fn describe_call_error(error: &CallError) -> String {
     match error {
@@ -203,6 +219,7 @@ impl Completion {
                         provider: provider_id,
                         detail: describe_plugin_error(&error),
                         usage,
+                        refused: refused_request(&error),
                     });
                 }
                 Err(error) => {
@@ -210,6 +227,7 @@ impl Completion {
                         provider: provider_id,
                         detail: describe_call_error(&error),
                         usage,
+                        refused: false,
                     });
                 }
             };

@@ -58,6 +58,8 @@ pub fn new_rows(stored: &[MessageRecord], supplied: &[NewMessage]) -> Vec<NewMes
 }
 
 /// The provider transcript: the system prompt(s) first, then the history without tool logs.
+/// Blank text is left out, and so is a message with nothing else: upstreams refuse empty
+/// content, and it tells the model nothing.
 pub fn to_provider(system: &[&str], history: &[NewMessage]) -> Vec<wit::Message> {
     let mut messages: Vec<wit::Message> = system
         .iter()
@@ -72,11 +74,11 @@ pub fn to_provider(system: &[&str], history: &[NewMessage]) -> Vec<wit::Message>
             Role::Tool => continue,
         };
         let mut content = Vec::new();
-        if !message.content.is_empty() {
+        if !message.content.trim().is_empty() {
             content.push(ContentPart::Text(message.content.clone()));
         }
         content.extend(attachments(message.metadata.as_ref()).into_iter().map(part));
-        if content.is_empty() && role == wit::Role::Assistant {
+        if content.is_empty() {
             continue;
         }
         messages.push(wit::Message {
@@ -96,6 +98,12 @@ pub fn text_message(role: wit::Role, text: &str) -> wit::Message {
         tool_calls: Vec::new(),
         tool_result: None,
     }
+}
+
+/// Whether a provider transcript gives the model something to answer: a user message (with
+/// content, as [`to_provider`] keeps only those).
+pub fn has_user_turn(messages: &[wit::Message]) -> bool {
+    messages.iter().any(|m| matches!(m.role, wit::Role::User))
 }
 
 /// The validated attachments the HTTP layer folded into `metadata.attachments`.
@@ -222,9 +230,16 @@ mod tests {
         user.metadata = Some(metadata);
         let out = to_provider(
             &["internal", "", "extra"],
-            &[user, sent(Role::Tool, "log"), sent(Role::Assistant, "")],
+            &[
+                user,
+                sent(Role::Tool, "log"),
+                sent(Role::Assistant, ""),
+                sent(Role::User, " \n"),
+            ],
         );
         assert_eq!(out.len(), 3);
+        assert!(has_user_turn(&out));
+        assert!(!has_user_turn(&out[..2]));
         assert!(matches!(out[0].role, wit::Role::System));
         assert!(matches!(&out[1].content[0], ContentPart::Text(t) if t == "extra"));
         let parts = &out[2].content;

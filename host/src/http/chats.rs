@@ -9,8 +9,11 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use super::limits::{
+    self, MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_SYSTEM_PROMPT_CHARS, MAX_TITLE_CHARS,
+};
 use crate::attachments::{self, AttachmentInput};
-use crate::model::{Provider, Role, to_millis, trimmed_or_none};
+use crate::model::{Provider, Role, to_millis};
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
 
 pub const CHAT_NOT_FOUND: &str = "chat not found";
@@ -236,7 +239,7 @@ pub(super) fn new_message(
     Ok(NewMessage {
         role,
         content,
-        name: trimmed_or_none(name.as_deref()),
+        name: limits::optional(name.as_deref(), &format!("{field}name"), MAX_NAME_CHARS)?,
         metadata: metadata.map(Value::Object),
     })
 }
@@ -254,6 +257,11 @@ fn not_found() -> ApiError {
     ApiError::not_found(CHAT_NOT_FOUND)
 }
 
+/// `additionalSystemPrompt`, stored or one-off: trimmed, blank read as none.
+pub(super) fn system_prompt(prompt: Option<&str>) -> ApiResult<Option<String>> {
+    limits::optional(prompt, "additionalSystemPrompt", MAX_SYSTEM_PROMPT_CHARS)
+}
+
 #[utoipa::path(get, path = "/chats", tag = "chats",
     responses((status = 200, body = ChatListResponse)))]
 pub async fn list_chats(State(state): State<AppState>) -> ApiResult<Json<ChatListResponse>> {
@@ -269,7 +277,7 @@ pub async fn create_chat(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CreateChatRequest>,
 ) -> ApiResult<Json<ChatResponse>> {
-    let model = trimmed_or_none(body.model.as_deref());
+    let model = limits::optional(body.model.as_deref(), "model", MAX_MODEL_CHARS)?;
     let provider_model = match (body.provider, model) {
         (Some(provider), Some(model)) => Some((provider, model)),
         (None, None) => None,
@@ -302,9 +310,9 @@ pub async fn create_chat(
     let chat = state
         .store
         .create_chat(NewChat {
-            title: trimmed_or_none(body.title.as_deref()),
+            title: limits::optional(body.title.as_deref(), "title", MAX_TITLE_CHARS)?,
             provider_model,
-            additional_system_prompt: trimmed_or_none(body.additional_system_prompt.as_deref()),
+            additional_system_prompt: system_prompt(body.additional_system_prompt.as_deref())?,
             enabled_tools,
             messages,
         })
@@ -343,7 +351,7 @@ pub async fn patch_chat(
     let title = match body.title {
         None => None,
         Some(title) => Some(
-            trimmed_or_none(title.as_deref())
+            limits::optional(title.as_deref(), "title", MAX_TITLE_CHARS)?
                 .ok_or_else(|| ApiError::bad_request("title: must be a non-blank string"))?,
         ),
     };
@@ -356,11 +364,13 @@ pub async fn patch_chat(
         }
         Some(Some(requested)) => Some(state.tools.keep_known(&requested)),
     };
+    let additional_system_prompt = match body.additional_system_prompt {
+        None => None,
+        Some(prompt) => Some(system_prompt(prompt.as_deref())?),
+    };
     let patch = ChatPatch {
         title,
-        additional_system_prompt: body
-            .additional_system_prompt
-            .map(|p| trimmed_or_none(p.as_deref())),
+        additional_system_prompt,
         enabled_tools,
     };
     let chat = state

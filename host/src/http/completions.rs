@@ -22,12 +22,13 @@ use tokio::sync::watch;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::chats::{CHAT_NOT_FOUND, MessageInput, new_message};
+use super::chats::{CHAT_NOT_FOUND, MessageInput, new_message, system_prompt};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use super::limits::{self, MAX_MODEL_CHARS};
 use crate::chat::completion::{ChatLog, Completion, CompletionError, EnabledTool, Finished, Sink};
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
-use crate::model::{Provider, Role, new_id, trimmed_or_none};
+use crate::model::{Provider, Role, new_id};
 use crate::plugins::load::Plugin;
 use crate::plugins::registry::Snapshot;
 use crate::runs::{EventId, RunGuard, RunKind, RunLog, RunReader, Stopped};
@@ -114,6 +115,9 @@ impl RunError {
 
     fn into_api(self) -> ApiError {
         match self {
+            RunError::Completion(e @ CompletionError::Provider { refused: true, .. }) => {
+                ApiError::bad_request(e.to_string())
+            }
             RunError::Completion(e @ CompletionError::Provider { .. }) => {
                 ApiError::new(StatusCode::BAD_GATEWAY, e.to_string())
             }
@@ -186,7 +190,7 @@ async fn prepare(
     body: CompletionRequest,
     streaming: bool,
 ) -> ApiResult<Prepared> {
-    let model = trimmed_or_none(Some(&body.model))
+    let model = limits::optional(Some(&body.model), "model", MAX_MODEL_CHARS)?
         .ok_or_else(|| ApiError::bad_request("model: must be a non-blank string"))?;
     if body.messages.is_empty() {
         return Err(ApiError::bad_request(
@@ -263,7 +267,7 @@ async fn prepare(
         })
         .collect();
     let extra_prompt = match &body.additional_system_prompt {
-        Some(prompt) => trimmed_or_none(Some(prompt)),
+        Some(prompt) => system_prompt(Some(prompt))?,
         None => chat
             .as_ref()
             .and_then(|c| c.additional_system_prompt.clone()),
@@ -276,6 +280,12 @@ async fn prepare(
         system.push(prompt);
     }
     let messages = history::to_provider(&system, &history);
+    if !history::has_user_turn(&messages) {
+        return Err(ApiError::bad_request(
+            "messages: must hold a user message with text or an attachment (blank messages are \
+             not sent, and system or tool messages alone give the model nothing to answer)",
+        ));
+    }
     Ok(Prepared {
         provider: body.provider,
         model: model.clone(),

@@ -9,6 +9,7 @@
 pub mod chats;
 pub mod completions;
 pub mod error;
+pub mod limits;
 pub mod meta;
 pub mod middleware;
 pub mod search_runs;
@@ -142,6 +143,7 @@ pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .nest("/v1", v1_routes())
         .split_for_parts();
     document_body_errors(&mut openapi);
+    limits::document(&mut openapi);
     (router, openapi)
 }
 

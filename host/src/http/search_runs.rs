@@ -19,6 +19,7 @@ use super::AppState;
 use super::chats::ChatResponse;
 use super::completions::{LAST_EVENT_ID_DOC, last_event_id, sse};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
 use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
 use crate::model::{Role, trimmed_or_none};
 use crate::plugins::load::Plugin;
@@ -32,10 +33,6 @@ pub const ACTIVE_SEARCH_NOT_FOUND: &str = "active search stream not found";
 pub const MAX_RESULTS: i64 = 100;
 /// The most domains in each of `includeDomains` and `excludeDomains`.
 pub const MAX_DOMAINS: usize = 100;
-/// The longest query override.
-pub const MAX_QUERY_CHARS: usize = 2_000;
-/// The longest title (run override, chat from a search).
-pub const MAX_TITLE_CHARS: usize = 500;
 /// The longest domain entry (a DNS name is at most 253 characters; a path prefix adds a little).
 pub const MAX_DOMAIN_CHARS: usize = 300;
 
@@ -97,8 +94,8 @@ fn not_found() -> ApiError {
 
 /// The body, validated against the stored search (which gives the query when the body does not).
 fn run_request(body: RunSearchRequest, stored_query: Option<&str>) -> ApiResult<RunRequest> {
-    let query_override = non_blank(body.query, "query", MAX_QUERY_CHARS)?;
-    let title = non_blank(body.title, "title", MAX_TITLE_CHARS)?;
+    let query_override = limits::non_blank(body.query.as_deref(), "query", MAX_QUERY_CHARS)?;
+    let title = limits::non_blank(body.title.as_deref(), "title", MAX_TITLE_CHARS)?;
     let num_results = match body.num_results {
         None => None,
         Some(n @ 1..=MAX_RESULTS) => Some(n as u32),
@@ -125,21 +122,6 @@ fn run_request(body: RunSearchRequest, stored_query: Option<&str>) -> ApiResult<
         include_domains,
         exclude_domains,
     })
-}
-
-/// An optional string that, when given, must be non-blank and at most `max` characters; trimmed.
-fn non_blank(value: Option<String>, field: &str, max: usize) -> ApiResult<Option<String>> {
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    let value = trimmed_or_none(Some(&value))
-        .ok_or_else(|| ApiError::bad_request(format!("{field}: must be a non-blank string")))?;
-    if value.chars().count() > max {
-        return Err(ApiError::bad_request(format!(
-            "{field}: must be at most {max} characters"
-        )));
-    }
-    Ok(Some(value))
 }
 
 fn domains(list: Option<Vec<String>>, field: &str) -> ApiResult<Vec<String>> {
@@ -401,7 +383,7 @@ pub async fn chat_from_search(
     ApiPath(search_id): ApiPath<String>,
     ApiJson(body): ApiJson<SearchChatRequest>,
 ) -> ApiResult<Json<ChatResponse>> {
-    let title = non_blank(body.title, "title", MAX_TITLE_CHARS)?;
+    let title = limits::non_blank(body.title.as_deref(), "title", MAX_TITLE_CHARS)?;
     let search = stored(&state, &search_id).await?;
     let title = title.unwrap_or_else(|| {
         let about = search
@@ -411,8 +393,9 @@ pub async fn chat_from_search(
             .or(search.search.title.as_deref())
             .unwrap_or("untitled");
         // A stored query can be long; a title is for a list.
-        let about: String = about.chars().take(MAX_TITLE_CHARS).collect();
-        format!("Search: {about}")
+        const PREFIX: &str = "Search: ";
+        let about: String = about.chars().take(MAX_TITLE_CHARS - PREFIX.len()).collect();
+        format!("{PREFIX}{about}")
     });
     let seed = NewMessage {
         role: Role::System,

@@ -11,7 +11,8 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::chats::{DeletedResponse, StarRequest};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
-use crate::model::{to_millis, trimmed_or_none};
+use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
+use crate::model::to_millis;
 use crate::runs::RunKind;
 use crate::store::{NewSearch, SearchDetailRecord, SearchRecord};
 
@@ -159,8 +160,8 @@ pub async fn create_search(
     ApiJson(body): ApiJson<CreateSearchRequest>,
 ) -> ApiResult<Json<CreateSearchResponse>> {
     let search = NewSearch {
-        title: trimmed_or_none(body.title.as_deref()),
-        query: trimmed_or_none(body.query.as_deref()),
+        title: limits::optional(body.title.as_deref(), "title", MAX_TITLE_CHARS)?,
+        query: limits::optional(body.query.as_deref(), "query", MAX_QUERY_CHARS)?,
     };
     let (search, reused) = state
         .store

@@ -27,6 +27,7 @@ macro_rules! next_updated_at {
 mod batch;
 mod calls;
 mod chats;
+pub mod liveness;
 mod searches;
 mod workspace;
 

@@ -10,6 +10,8 @@
 //!   it. With a `continuation` (the id of the response this run's previous turn stored), the body
 //!   names it as `previous_response_id` and `input` holds only what came after the last assistant
 //!   message (the tool results): the earlier items, reasoning included, are upstream already.
+//! * `temperature` is refused before sending for the reasoning models, which the API answers
+//!   with 400 "Unsupported parameter" ([`takes_temperature`]).
 //! * Tools are `function` tools with `strict: false`: chatd's schemas are not written for strict
 //!   mode (which requires every property and `additionalProperties: false`).
 
@@ -18,8 +20,24 @@ use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
 use chatd_plugin_sdk::provider::{json_number, tool_schema};
 use serde_json::{Map, Value, json};
 
+/// Whether `model` takes a `temperature`: not the reasoning models (the o-series and the gpt-5
+/// family, but for its chat models), whose sampling the API fixes.
+pub fn takes_temperature(model: &str) -> bool {
+    let o_series = ["o1", "o3", "o4"]
+        .iter()
+        .any(|family| model == *family || model.starts_with(&format!("{family}-")));
+    let gpt_5 = model.starts_with("gpt-5") && !model.contains("-chat");
+    !(o_series || gpt_5)
+}
+
 /// The JSON body for `request`.
 pub fn body(request: &TurnRequest) -> Result<Value, PluginError> {
+    if request.temperature.is_some() && !takes_temperature(&request.model) {
+        return Err(PluginError::InvalidInput(format!(
+            "temperature: {} does not take a temperature; leave it out",
+            request.model
+        )));
+    }
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
     if let Some(previous) = &request.continuation {
@@ -356,6 +374,32 @@ mod tests {
         );
         request.temperature = Some(f32::NAN);
         assert!(self::body(&request).unwrap().get("temperature").is_none());
+    }
+
+    #[test]
+    fn reasoning_models_refuse_a_temperature_before_it_is_sent() {
+        for model in [
+            "gpt-5",
+            "gpt-5-mini",
+            "gpt-5.1",
+            "o3",
+            "o4-mini",
+            "o1-2024-12-17",
+        ] {
+            let mut request = turn(model, vec![text(Role::User, "hi")]);
+            request.temperature = Some(0.2);
+            match self::body(&request) {
+                Err(PluginError::InvalidInput(why)) => {
+                    assert!(why.starts_with("temperature: "), "{why}")
+                }
+                other => panic!("{model}: {other:?}"),
+            }
+            request.temperature = None;
+            assert!(self::body(&request).is_ok(), "{model} without one");
+        }
+        for model in ["gpt-4o", "gpt-4.1-mini", "gpt-5-chat-latest", "o1x"] {
+            assert!(takes_temperature(model), "{model}");
+        }
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //!   message right after tool results joins them (the results first, as the API requires).
 //! * Empty text blocks are dropped (the API refuses them), and so are messages left empty.
 //! * `max_tokens` is required by the API: [`DEFAULT_MAX_TOKENS`] when the client set none.
+//! * `temperature` is 0 to 1 here (chatd takes 0 to 2, the other APIs' range): above 1 the
+//!   request is refused before it is sent ([`MAX_TEMPERATURE`]), as the API would refuse it.
 
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolResult, ToolSpec};
 use chatd_plugin_sdk::provider::{TurnRequest, text_file_prompt};
@@ -24,8 +26,16 @@ use serde_json::{Map, Value, json};
 /// cap, not a reservation: only the tokens produced are billed.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
+/// The highest `temperature` the Messages API takes.
+pub const MAX_TEMPERATURE: f32 = 1.0;
+
 /// The JSON body for `request`.
 pub fn body(request: &TurnRequest) -> Result<Value, PluginError> {
+    if request.temperature.is_some_and(|t| t > MAX_TEMPERATURE) {
+        return Err(PluginError::InvalidInput(format!(
+            "temperature: this provider's models take 0 to {MAX_TEMPERATURE}"
+        )));
+    }
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
     body.insert(
@@ -300,6 +310,17 @@ mod tests {
         assert_eq!(body["system"], "Be terse.\n\nUse metric units.");
         assert_eq!(body["messages"], sent["messages"]);
         assert_eq!(body["temperature"].as_f64(), Some(0.3));
+
+        request.temperature = Some(MAX_TEMPERATURE);
+        assert_eq!(
+            self::body(&request).unwrap()["temperature"].as_f64(),
+            Some(1.0)
+        );
+        request.temperature = Some(1.5);
+        assert!(matches!(
+            self::body(&request),
+            Err(PluginError::InvalidInput(why)) if why == "temperature: this provider's models take 0 to 1"
+        ));
     }
 
     #[test]
