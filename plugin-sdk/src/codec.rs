@@ -7,6 +7,11 @@
 //! host may let one instance decode many turns (chatd does for its own providers). The same two pieces also run the `provider` world's
 //! `turn` (the world includes it) through the `http` import, so a host that drives turns through
 //! the plugin gets the same answers.
+//!
+//! With `"provider": {"references": true}` in the manifest, chatd passes a turn's image data and
+//! long texts as reference tokens and fills them in as it sends the request: put those strings
+//! into the body as they are (inside JSON strings, where serde puts them), and do not decode or
+//! measure them. `turn` through the `http` import never gets references.
 
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)] // generated lifting code

@@ -97,7 +97,7 @@ fn spawn_turn(
     let (plugin, request) = (plugin.clone(), request(mode));
     tokio::spawn(async move {
         let (tx, mut rx) = mpsc::channel(4);
-        let call = plugin.turn(request, tx);
+        let call = plugin.turn(request, None, tx);
         tokio::pin!(call);
         let mut text = String::new();
         let outcome = loop {
@@ -376,7 +376,7 @@ async fn an_abandoned_turn_leaves_its_instance_usable() {
         let (plugin, request) = (plugin.clone(), request("echo"));
         abandoned.push(tokio::spawn(async move {
             let (tx, mut rx) = mpsc::channel(4);
-            let call = plugin.turn(request, tx);
+            let call = plugin.turn(request, None, tx);
             tokio::pin!(call);
             let mut first = Some(first);
             loop {
@@ -561,7 +561,7 @@ async fn a_whole_answer_past_its_cap_ends_the_turn_before_it_is_decoded() {
     let mut whole = request("echo");
     whole.streaming = false;
     let (tx, _rx) = mpsc::channel(4);
-    match plugin.turn(whole, tx).await {
+    match plugin.turn(whole, None, tx).await {
         Ok(Err(PluginError::Transport(why))) => {
             assert!(why.contains("8388608-byte cap"), "{why}")
         }

@@ -10,6 +10,7 @@ mod completions;
 mod devbox;
 mod fixtures;
 mod hot_reload;
+mod large_bodies;
 mod lifecycle;
 mod limits;
 mod models_titles;

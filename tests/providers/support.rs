@@ -49,8 +49,17 @@ pub async fn run(provider: &ProviderPlugin, request: TurnRequest, plugin_driven:
     let call = async {
         if plugin_driven {
             provider.plugin_driven_turn(request, sender).await
+        } else if provider.takes_references() {
+            // As chatd's loop passes them: the large values by reference, filled in as the
+            // request is sent.
+            let mut request = request;
+            let mut refs = chatd::plugins::refs::Refs::new();
+            refs.take_large(&mut request.messages);
+            provider
+                .turn(request, Some(std::sync::Arc::new(refs)), sender)
+                .await
         } else {
-            provider.turn(request, sender).await
+            provider.turn(request, None, sender).await
         }
     };
     tokio::pin!(call);

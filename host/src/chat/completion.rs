@@ -29,6 +29,7 @@ use crate::plugins::load::Plugin;
 use crate::plugins::provider::{
     self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnEvent, TurnRequest,
 };
+use crate::plugins::refs::Refs;
 use crate::runs::RunLog;
 use crate::store::{NewMessage, Store, StoreError};
 
@@ -182,6 +183,17 @@ impl Completion {
     /// caller sends `meta` before and `done`/`error` after).
     pub async fn run(mut self, sink: &Sink) -> Result<Finished, CompletionError> {
         let provider_id = self.provider.as_str();
+        // A provider that takes references gets the large values (attachments, long texts) as
+        // tokens, filled in as its request is sent: its sandbox holds the turn's small parts.
+        let mut refs = self
+            .plugin
+            .as_provider()
+            .is_some_and(|p| p.takes_references())
+            .then(Refs::new)
+            .map(|mut refs| {
+                refs.take_large(&mut self.messages);
+                Arc::new(refs)
+            });
         let hold_text = !self.tools.is_empty();
         let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec.clone()).collect();
         let mut usage: Option<Usage> = None;
@@ -205,7 +217,7 @@ impl Completion {
                 may_continue: !specs.is_empty(),
                 continuation: continuation.take(),
             };
-            let mut turn = self.turn(request, hold_text, sink).await;
+            let mut turn = self.turn(request, refs.clone(), hold_text, sink).await;
             if let Some(u) = turn.usage {
                 let total = usage.get_or_insert_with(Usage::default);
                 total.input_tokens += u.input_tokens;
@@ -269,24 +281,38 @@ impl Completion {
                 tool_calls: turn.calls,
                 tool_result: None,
             });
-            self.messages
-                .extend(results.into_iter().map(|result| wit::Message {
+            let mut results: Vec<wit::Message> = results
+                .into_iter()
+                .map(|result| wit::Message {
                     role: wit::Role::Tool,
                     content: Vec::new(),
                     tool_calls: Vec::new(),
                     tool_result: Some(result),
-                }));
+                })
+                .collect();
+            // The turn that used the values is over, so this is their one holder; were it not,
+            // the results would simply stay inline.
+            if let Some(refs) = refs.as_mut().and_then(Arc::get_mut) {
+                refs.take_large(&mut results);
+            }
+            self.messages.extend(results);
         }
     }
 
     /// One provider turn, its events read while it runs.
-    async fn turn(&self, request: TurnRequest, hold_text: bool, sink: &Sink) -> Turn {
+    async fn turn(
+        &self,
+        request: TurnRequest,
+        refs: Option<Arc<Refs>>,
+        hold_text: bool,
+        sink: &Sink,
+    ) -> Turn {
         let provider = self
             .plugin
             .as_provider()
             .expect("the caller checked the plugin's kind");
         let (tx, mut rx) = mpsc::channel(TURN_EVENT_BUFFER);
-        let call = provider.turn(request, tx);
+        let call = provider.turn(request, refs, tx);
         tokio::pin!(call);
         let mut turn = Turn::default();
         let mut result = None;

@@ -35,6 +35,7 @@ use super::bindings::codec_provider::{CodecProvider, CodecProviderPre};
 use super::http::{self, Refusal};
 use super::manifest::Manifest;
 use super::provider::{PluginError, TurnEvent, TurnOutcome, TurnRequest};
+use super::refs::Refs;
 use super::state::{Capabilities, PluginState};
 use super::{CallError, Core, log_stderr, new_store};
 
@@ -196,6 +197,7 @@ impl Codecs {
     pub(crate) async fn turn(
         &self,
         request: TurnRequest,
+        refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let manifest = &self.context.manifest;
@@ -205,7 +207,7 @@ impl Codecs {
             id: manifest.id.clone(),
             after: limit,
         };
-        match tokio::time::timeout(limit, self.drive(request, events)).await {
+        match tokio::time::timeout(limit, self.drive(request, refs, events)).await {
             // The upstream request's own deadline is the same limit, started a moment later;
             // when both pass in the same timer tick the request's may be seen first. Either
             // way the turn ran out of time.
@@ -222,6 +224,7 @@ impl Codecs {
     async fn drive(
         &self,
         request: TurnRequest,
+        refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let id = &self.context.manifest.id;
@@ -254,10 +257,23 @@ impl Codecs {
                 Ok(started) => break (shared, started),
             }
         };
-        let (upstream, decoder) = match started {
+        let (mut upstream, decoder) = match started {
             Ok(started) => started,
             Err(e) => return Ok(Err(e)),
         };
+        // Only a turn with references has its body taken to be filled in.
+        if let Some(refs) = &refs
+            && let Some(body) = upstream.body.take()
+        {
+            let json = upstream
+                .headers
+                .iter()
+                .any(|h| h.name.eq_ignore_ascii_case("content-type") && h.value.contains("json"));
+            match refs.expand(body, json) {
+                Ok(body) => upstream.body = Some(body),
+                Err(e) => return Ok(Err(PluginError::Internal(e.to_string()))),
+            }
+        }
         let decoder = Decoder {
             shared,
             handle: decoder,

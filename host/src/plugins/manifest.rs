@@ -50,6 +50,20 @@ pub struct Manifest {
     pub grants: Grants,
     #[serde(default)]
     pub limits: Limits,
+    /// What a provider plugin takes; only for `kind: provider`.
+    #[serde(default)]
+    pub provider: ProviderOptions,
+}
+
+/// What a provider plugin says of how it takes a turn.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProviderOptions {
+    /// A turn's large values (image data, long texts) come as tokens that the host fills in
+    /// as it sends the request body (`plugins/refs.rs`). For `codec-provider` components, whose
+    /// request the host sends.
+    #[serde(default)]
+    pub references: bool,
 }
 
 /// What the plugin asks for. Nothing is granted by default.
@@ -133,6 +147,11 @@ impl Manifest {
                 "wit: {:?} is not supported; this chatd speaks {WIT_PACKAGE}",
                 self.wit
             )));
+        }
+        if self.provider != ProviderOptions::default() && self.kind != Kind::Provider {
+            return Err(ManifestError(
+                "provider: only a provider plugin's manifest has this section".into(),
+            ));
         }
         if !(1..=MAX_MEMORY_MIB).contains(&self.limits.memory_mib) {
             return Err(ManifestError(format!(

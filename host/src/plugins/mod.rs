@@ -34,6 +34,7 @@ pub mod linker;
 pub mod load;
 pub mod manifest;
 pub mod provider;
+pub mod refs;
 pub mod registry;
 pub mod search;
 pub mod ssh;

@@ -10,6 +10,8 @@
 //!
 //! Listing models is always a call of its own, in a fresh store and instance.
 
+use std::sync::Arc;
+
 use tokio::sync::mpsc;
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -18,6 +20,7 @@ use super::bindings::codec_provider::CodecProviderPre;
 use super::bindings::provider::ProviderPre;
 use super::codec::{Codecs, Instances};
 use super::manifest::{Kind, Manifest};
+use super::refs::Refs;
 use super::state::{Capabilities, PluginState};
 use super::{CallError, Core, LoadError, linker};
 
@@ -60,8 +63,22 @@ impl ProviderPlugin {
                 Ok((ProviderPre::new(instance_pre)?, codec))
             },
         )?;
+        if core.manifest().provider.references && codec.is_none() {
+            return Err(LoadError::Link {
+                id: core.manifest().id.clone(),
+                reason: "provider.references is for codec-provider components (the host sends \
+                         their requests); this one does not export turn-codec"
+                    .into(),
+            });
+        }
         let codecs = codec.map(|pre| Codecs::new(pre, sharing, &core));
         Ok(Self { core, pre, codecs })
+    }
+
+    /// Whether a turn's large values go to it by reference (its manifest's
+    /// `provider.references`; see `plugins/refs.rs`).
+    pub fn takes_references(&self) -> bool {
+        self.codecs.is_some() && self.manifest().provider.references
     }
 
     /// Whether the host drives this provider's turns (`codec-provider`).
@@ -98,13 +115,16 @@ impl ProviderPlugin {
     }
 
     /// Runs one turn; its events arrive on `events` as they are decoded.
+    /// `refs` holds the values `request` names by reference; only for a provider that
+    /// [`takes_references`](Self::takes_references).
     pub async fn turn(
         &self,
         request: TurnRequest,
+        refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         match &self.codecs {
-            Some(codecs) => codecs.turn(request, events).await,
+            Some(codecs) => codecs.turn(request, refs, events).await,
             // Boxed: inline, this path's state would be part of every codec turn's future too.
             None => Box::pin(self.plugin_driven_turn(request, events)).await,
         }

@@ -222,7 +222,10 @@ impl ScriptedUpstream {
                     }
                 }
             },
-        );
+        )
+        // A provider's request may carry what a client may send (32 MiB of attachments),
+        // more than axum's 2 MiB default.
+        .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port");

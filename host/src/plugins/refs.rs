@@ -1,0 +1,217 @@
+//! Large values of a turn held by the host and passed to a provider plugin by reference.
+//!
+//! Why: a turn's request is copied into the plugin's memory, and the plugin builds the upstream
+//! body from it, so a request the contract allows (32 MiB of attachments) needed twice that in a
+//! sandbox capped at 64 MiB, and more per turn of the tool loop. A provider whose manifest says
+//! `"provider": {"references": true}` gets, in place of each image's data and of each text
+//! longer than [`INLINE_BYTES`], a short token. It puts the token where the value belongs in the
+//! request body it builds, and the host, sending that body, puts the value back. The plugin's
+//! memory then holds the turn's small parts; the host holds each value once, shared by every
+//! turn of the completion.
+//!
+//! A token is `@chatd:<nonce>:<n>@`: the nonce is random per completion, so no text of the
+//! chat can name a value, and the characters need no escaping in JSON. In a JSON body (a
+//! Content-Type naming `json`) a text is written escaped for a JSON string, as the token stands
+//! inside one; image data (base64) and any value in another body is written as it is.
+
+use std::sync::Arc;
+
+use memchr::memmem;
+
+use super::provider::{ContentPart, Message};
+
+/// Texts up to this many bytes stay inline: the common case costs nothing.
+pub const INLINE_BYTES: usize = 16 * 1024;
+
+/// The values of one completion's turns, by reference.
+#[derive(Debug)]
+pub struct Refs {
+    /// `@chatd:<nonce>:`, what every token of this completion starts with.
+    prefix: String,
+    values: Vec<Held>,
+}
+
+#[derive(Debug)]
+enum Held {
+    /// Written as it is (base64 needs no escaping).
+    Raw(Arc<str>),
+    /// Written escaped for a JSON string in a JSON body.
+    Text(Arc<str>),
+}
+
+/// A body the references could not be put back into.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body names a reference this turn does not have: {0}")]
+pub struct UnknownRef(String);
+
+impl Default for Refs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Refs {
+    pub fn new() -> Self {
+        Self {
+            prefix: format!("@chatd:{}:", uuid::Uuid::now_v7().simple()),
+            values: Vec::new(),
+        }
+    }
+
+    /// Moves the large values of `messages` here, leaving tokens in their place: every image's
+    /// data, and texts, text files and tool results longer than [`INLINE_BYTES`].
+    pub fn take_large(&mut self, messages: &mut [Message]) {
+        for message in messages {
+            for part in &mut message.content {
+                match part {
+                    ContentPart::Image(image) => {
+                        let data = std::mem::take(&mut image.data_base64);
+                        image.data_base64 = self.hold(Held::Raw(data.into()));
+                    }
+                    ContentPart::Text(text) => self.take_text(text),
+                    ContentPart::TextFile(file) => self.take_text(&mut file.text),
+                }
+            }
+            if let Some(result) = &mut message.tool_result {
+                self.take_text(&mut result.output);
+            }
+        }
+    }
+
+    fn take_text(&mut self, text: &mut String) {
+        if text.len() > INLINE_BYTES {
+            let value = std::mem::take(text);
+            *text = self.hold(Held::Text(value.into()));
+        }
+    }
+
+    fn hold(&mut self, value: Held) -> String {
+        self.values.push(value);
+        format!("{}{}@", self.prefix, self.values.len() - 1)
+    }
+
+    /// `body` with every token replaced by its value; `json` says whether texts are escaped for
+    /// a JSON string. A body without tokens is returned as it is.
+    pub fn expand(&self, body: Vec<u8>, json: bool) -> Result<Vec<u8>, UnknownRef> {
+        let finder = memmem::Finder::new(self.prefix.as_bytes());
+        let mut found = finder.find_iter(&body).peekable();
+        if found.peek().is_none() {
+            return Ok(body);
+        }
+        let held: usize = self.values.iter().map(|v| v.len()).sum();
+        let mut out = Vec::with_capacity(body.len() + held + held / 8);
+        let mut copied = 0;
+        for at in found {
+            if at < copied {
+                continue;
+            }
+            let rest = &body[at + self.prefix.len()..];
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            let value = std::str::from_utf8(&rest[..digits])
+                .ok()
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|_| rest.get(digits) == Some(&b'@'))
+                .and_then(|n| self.values.get(n));
+            let Some(value) = value else {
+                let shown = String::from_utf8_lossy(&rest[..digits.min(20)]);
+                return Err(UnknownRef(format!("{}{shown}", self.prefix)));
+            };
+            out.extend_from_slice(&body[copied..at]);
+            value.write(&mut out, json);
+            copied = at + self.prefix.len() + digits + 1;
+        }
+        out.extend_from_slice(&body[copied..]);
+        Ok(out)
+    }
+}
+
+impl Held {
+    fn len(&self) -> usize {
+        match self {
+            Held::Raw(v) | Held::Text(v) => v.len(),
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>, json: bool) {
+        match self {
+            Held::Text(text) if json => {
+                let quoted = serde_json::Value::String(text.to_string()).to_string();
+                out.extend_from_slice(&quoted.as_bytes()[1..quoted.len() - 1]);
+            }
+            Held::Raw(value) | Held::Text(value) => out.extend_from_slice(value.as_bytes()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::provider::{Image, Role, TextFile};
+
+    fn message(content: Vec<ContentPart>) -> Message {
+        Message {
+            role: Role::User,
+            content,
+            tool_calls: Vec::new(),
+            tool_result: None,
+        }
+    }
+
+    #[test]
+    fn large_values_leave_tokens_that_expand_back_in_a_json_body() {
+        let big = format!("\"quoted\"\n{}", "x".repeat(INLINE_BYTES));
+        let mut messages = vec![message(vec![
+            ContentPart::Text("short stays".into()),
+            ContentPart::Text(big.clone()),
+            ContentPart::Image(Image {
+                mime_type: "image/png".into(),
+                data_base64: "iVBORw0KGgo=".into(),
+            }),
+            ContentPart::TextFile(TextFile {
+                filename: "a.md".into(),
+                mime_type: "text/markdown".into(),
+                text: "small file".into(),
+                truncated: false,
+            }),
+        ])];
+        let mut refs = Refs::new();
+        refs.take_large(&mut messages);
+        let ContentPart::Text(short) = &messages[0].content[0] else {
+            unreachable!()
+        };
+        assert_eq!(short, "short stays");
+        let ContentPart::Text(token) = &messages[0].content[1] else {
+            unreachable!()
+        };
+        assert!(
+            token.starts_with("@chatd:") && token.ends_with(":0@"),
+            "{token}"
+        );
+        let ContentPart::Image(image) = &messages[0].content[2] else {
+            unreachable!()
+        };
+        // What a plugin builds: the tokens inside JSON strings, as serde writes them.
+        let body = serde_json::json!({
+            "text": format!("File:\n{token}"),
+            "image": format!("data:image/png;base64,{}", image.data_base64),
+        });
+        let expanded = refs
+            .expand(serde_json::to_vec(&body).unwrap(), true)
+            .unwrap();
+        let expanded: serde_json::Value = serde_json::from_slice(&expanded).unwrap();
+        assert_eq!(expanded["text"], format!("File:\n{big}"));
+        assert_eq!(expanded["image"], "data:image/png;base64,iVBORw0KGgo=");
+        // Not JSON: written as it is.
+        let raw = refs.expand(token.clone().into_bytes(), false).unwrap();
+        assert_eq!(raw, big.as_bytes());
+    }
+
+    #[test]
+    fn a_body_without_tokens_is_untouched_and_an_unknown_token_is_refused() {
+        let refs = Refs::new();
+        let body = b"{\"a\":\"@chatd:not-this-one:0@\"}".to_vec();
+        assert_eq!(refs.expand(body.clone(), true).unwrap(), body);
+        let forged = format!("{{\"a\":\"{}7@\"}}", refs.prefix).into_bytes();
+        assert!(refs.expand(forged, true).is_err());
+    }
+}

@@ -1,0 +1,207 @@
+//! What the contract allows goes through: a request of about 30 MB (four 5.25 MiB PNG images,
+//! under the 32 MiB body limit) through each of the four providers, persisted or not, streaming
+//! or not, with every image arriving upstream byte for byte (hashed). The providers' sandboxes
+//! are capped at 64 MiB: the images go to them by reference (`plugins/refs.rs`).
+
+use base64::Engine as _;
+use chatd::plugins::testing::{Reply, ScriptedUpstream};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::completions::{TEXT_STREAM, server_for};
+use crate::support::data_url;
+
+const IMAGE_BYTES: usize = 5 * 1024 * 1024 + 256 * 1024;
+const RESPONSES_STREAM: &str =
+    include_str!("../fixtures/upstream/openai_responses/02_stream_text.response.sse");
+const RESPONSES_BODY: &str =
+    include_str!("../fixtures/upstream/openai_responses/01_nonstream_text.response.json");
+const MESSAGES_STREAM: &str =
+    include_str!("../fixtures/upstream/anthropic_messages/04_stream_text.response.sse");
+const CHAT_BODY: &str =
+    include_str!("../fixtures/upstream/openai_chat/04_nonstream_text.response.json");
+
+/// A PNG of `len` bytes whose content after the signature is pseudo-random, seeded by `seed`, so
+/// that each image hashes differently and a byte out of place shows.
+fn png(len: usize, seed: u64) -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    while bytes.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        bytes.extend_from_slice(&x.to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// Every image in an upstream request body, decoded, hashed, in order: whatever the wire
+/// format, an image is a long base64 string, bare or in a data URL.
+fn images_sent(body: &[u8]) -> Vec<String> {
+    fn walk(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::String(s) if s.len() > 1024 * 1024 => {
+                let data = s.split_once(";base64,").map_or(s.as_str(), |(_, d)| d);
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .expect("an image is base64");
+                found.push(sha256(&bytes));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, found)),
+            Value::Object(map) => map.values().for_each(|v| walk(v, found)),
+            _ => {}
+        }
+    }
+    let body: Value = serde_json::from_slice(body).expect("the upstream body is JSON");
+    let mut found = Vec::new();
+    walk(&body, &mut found);
+    found
+}
+
+#[tokio::test]
+async fn a_30_mb_request_of_images_reaches_every_provider_intact() {
+    let images: Vec<Vec<u8>> = (0..4).map(|i| png(IMAGE_BYTES, i + 1)).collect();
+    let hashes: Vec<String> = images.iter().map(|i| sha256(i)).collect();
+    let attachments: Vec<Value> = images
+        .iter()
+        .map(|bytes| json!({"kind": "image", "dataUrl": data_url("image/png", bytes)}))
+        .collect();
+    let messages =
+        json!([{"role": "user", "content": "What is in these?", "attachments": attachments}]);
+    let upstream = ScriptedUpstream::start([
+        ("POST /responses", Reply::sse(RESPONSES_STREAM)),
+        (
+            "POST /responses",
+            Reply::json(200, serde_json::from_str(RESPONSES_BODY).unwrap()),
+        ),
+        ("POST /messages", Reply::sse(MESSAGES_STREAM)),
+        ("POST /chat/completions", Reply::sse(TEXT_STREAM)),
+        ("POST /chat/completions", Reply::sse(TEXT_STREAM)),
+        (
+            "POST /chat/completions",
+            Reply::json(200, serde_json::from_str(CHAT_BODY).unwrap()),
+        ),
+    ])
+    .await;
+    let url = upstream.url();
+    let server = server_for(
+        &upstream,
+        &[
+            "--provider-a-base-url",
+            &url,
+            "--provider-a-api-key",
+            "a-key",
+            "--provider-b-base-url",
+            &url,
+            "--provider-b-api-key",
+            "b-key",
+            "--agent-api-base-url",
+            &url,
+            "--agent-api-key",
+            "agent-key",
+        ],
+    )
+    .await;
+    // (provider, model, endpoint, persist)
+    let cases = [
+        ("provider_a", "gpt-4o", "/v1/chat-completions/stream", true),
+        ("provider_a", "gpt-4o", "/v1/chat-completions", true),
+        (
+            "provider_b",
+            "claude-sonnet-4-5",
+            "/v1/chat-completions/stream",
+            true,
+        ),
+        ("provider_c", "grok-4", "/v1/chat-completions/stream", false),
+        (
+            "provider_agent",
+            "hermes",
+            "/v1/chat-completions/stream",
+            true,
+        ),
+        ("provider_c", "grok-4", "/v1/chat-completions", true),
+    ];
+    let client = reqwest::Client::new();
+    for (i, (provider, model, path, persist)) in cases.into_iter().enumerate() {
+        let mut body = json!({"provider": provider, "model": model, "messages": messages});
+        if path.ends_with("/stream") {
+            body["persist"] = json!(persist);
+        }
+        let body = serde_json::to_vec(&body).unwrap();
+        assert!(
+            body.len() > 29_000_000 && body.len() < 32 * 1024 * 1024,
+            "{}",
+            body.len()
+        );
+        let res = client
+            .post(format!("{}{path}", server.base))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{provider} {path}");
+        let text = res.text().await.unwrap();
+        if path.ends_with("/stream") {
+            assert!(
+                text.contains("event: done"),
+                "{provider} {path}: {}",
+                &text[text.len().saturating_sub(500)..]
+            );
+        } else {
+            let json: Value = serde_json::from_str(&text).unwrap();
+            assert!(json["message"]["content"].is_string(), "{json}");
+        }
+        let sent = upstream
+            .requests()
+            .into_iter()
+            .filter(|r| r.method == "POST")
+            .nth(i)
+            .expect("the upstream got the request");
+        assert_eq!(
+            images_sent(&sent.body),
+            hashes,
+            "{provider} {path}: the images, intact"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_29_mb_text_reaches_the_provider_whole_and_escaped() {
+    // Quotes, back-slashes, new lines, control and non-ASCII characters: what JSON escapes
+    // (24 MB of it is 29 MB as JSON).
+    let piece = "A \"quoted\" line,\\ back-slashed\tand é — 😀\u{1}\n";
+    let text = piece.repeat(24_000_000 / piece.len());
+    let upstream = ScriptedUpstream::start([("POST /messages", Reply::sse(MESSAGES_STREAM))]).await;
+    let url = upstream.url();
+    let server = server_for(
+        &upstream,
+        &[
+            "--provider-b-base-url",
+            &url,
+            "--provider-b-api-key",
+            "b-key",
+        ],
+    )
+    .await;
+    let body = json!({"provider": "provider_b", "model": "claude-sonnet-4-5",
+        "messages": [{"role": "user", "content": text}]});
+    let events = server.stream(body).await.rest().await;
+    assert_eq!(events.last().unwrap().name, "done", "{:?}", events.last());
+    let sent = upstream
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "POST")
+        .unwrap();
+    let sent: Value = serde_json::from_slice(&sent.body).unwrap();
+    assert!(
+        sent["messages"][0]["content"][0]["text"] == text,
+        "the text, whole"
+    );
+}
