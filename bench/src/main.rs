@@ -14,7 +14,11 @@
 //! upstream: added latency, time to first delta, live streams and RSS, attach (see `chat.rs`).
 //! `bench proxy` is the do-nothing proxy its `--persist-false-only` mode compares chatd with
 //! (`floor.rs`).
+//!
+//! `cargo run --release -p bench -- body` measures the server's peak memory for a 32 MB request
+//! of images, the largest the contract allows (see `body.rs`).
 
+mod body;
 mod chat;
 mod floor;
 mod plugins;
@@ -83,13 +87,15 @@ fn main() -> anyhow::Result<()> {
         Some("plugins") => plugins::run(plugins::parse(&args[1..])?),
         Some("chat") => chat::run(chat::parse(&args[1..])?),
         Some("proxy") => floor::run(&args[1..]),
+        Some("body") => body::run(body::parse(&args[1..])?),
         _ => {
             eprintln!(
-                "{}\n{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}",
                 usage(),
                 plugins::usage(),
                 chat::usage(),
-                floor::usage()
+                floor::usage(),
+                body::usage()
             );
             std::process::exit(2);
         }

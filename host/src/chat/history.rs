@@ -6,6 +6,7 @@
 //! provider's terms, and the assistant reply that followed them already carries what the model
 //! learned. Tool calls and results of the running completion are sent, as the vendor's own items.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::attachments::Attachment;
@@ -106,11 +107,12 @@ pub fn has_user_turn(messages: &[wit::Message]) -> bool {
     messages.iter().any(|m| matches!(m.role, wit::Role::User))
 }
 
-/// The validated attachments the HTTP layer folded into `metadata.attachments`.
+/// The validated attachments the HTTP layer folded into `metadata.attachments`, read in place
+/// (no copy of the list first: an image is megabytes).
 fn attachments(metadata: Option<&Value>) -> Vec<Attachment> {
     metadata
         .and_then(|m| m.get("attachments"))
-        .and_then(|a| serde_json::from_value(a.clone()).ok())
+        .and_then(|a| Vec::<Attachment>::deserialize(a).ok())
         .unwrap_or_default()
 }
 
@@ -121,11 +123,10 @@ fn part(attachment: Attachment) -> ContentPart {
             data_url,
             ..
         } => {
-            // Validated: `data:<mime>;base64,<data>`.
-            let data = data_url
-                .split_once(',')
-                .map(|(_, d)| d.to_string())
-                .unwrap_or_default();
+            // Validated: `data:<mime>;base64,<data>`. The URL's own buffer becomes the data's.
+            let mut data = data_url;
+            let start = data.find(',').map_or(data.len(), |comma| comma + 1);
+            data.drain(..start);
             ContentPart::Image(wit::Image {
                 mime_type,
                 data_base64: data,

@@ -85,8 +85,9 @@ struct Prepared {
     provider: Provider,
     model: String,
     chat_id: Option<String>,
-    /// The supplied history; its new rows are stored when the call is recorded.
-    history: Vec<NewMessage>,
+    /// The supplied history; its new rows are stored when the call is recorded. Shared by the
+    /// run and its stop path: with attachments it can be tens of MiB.
+    history: Arc<[NewMessage]>,
     /// `enabledTools` for a chat this request creates: the request's, else every tool.
     new_chat_tools: Vec<String>,
     completion: Completion,
@@ -135,7 +136,7 @@ impl RunError {
 async fn run_recorded(
     state: &AppState,
     call: NewCall,
-    history: Vec<NewMessage>,
+    history: Arc<[NewMessage]>,
     completion: Completion,
     sink: &Sink,
     recorded: watch::Sender<Option<bool>>,
@@ -290,7 +291,7 @@ async fn prepare(
         provider: body.provider,
         model: model.clone(),
         chat_id: body.chat_id,
-        history,
+        history: history.into(),
         new_chat_tools: match &body.enabled_tools {
             Some(requested) => state.tools.keep_known(requested),
             None => state.tools.names(),

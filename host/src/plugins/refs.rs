@@ -31,12 +31,14 @@ pub struct Refs {
     values: Vec<Held>,
 }
 
+/// A value, moved here from the message it was in (an `Arc<String>`, not an `Arc<str>`, which
+/// would copy it).
 #[derive(Debug)]
 enum Held {
     /// Written as it is (base64 needs no escaping).
-    Raw(Arc<str>),
+    Raw(Arc<String>),
     /// Written escaped for a JSON string in a JSON body.
-    Text(Arc<str>),
+    Text(Arc<String>),
 }
 
 /// A body the references could not be put back into.
@@ -66,7 +68,7 @@ impl Refs {
                 match part {
                     ContentPart::Image(image) => {
                         let data = std::mem::take(&mut image.data_base64);
-                        image.data_base64 = self.hold(Held::Raw(data.into()));
+                        image.data_base64 = self.hold(Held::Raw(Arc::new(data)));
                     }
                     ContentPart::Text(text) => self.take_text(text),
                     ContentPart::TextFile(file) => self.take_text(&mut file.text),
@@ -81,7 +83,7 @@ impl Refs {
     fn take_text(&mut self, text: &mut String) {
         if text.len() > INLINE_BYTES {
             let value = std::mem::take(text);
-            *text = self.hold(Held::Text(value.into()));
+            *text = self.hold(Held::Text(Arc::new(value)));
         }
     }
 
@@ -135,7 +137,7 @@ impl Held {
     fn write(&self, out: &mut Vec<u8>, json: bool) {
         match self {
             Held::Text(text) if json => {
-                let quoted = serde_json::Value::String(text.to_string()).to_string();
+                let quoted = serde_json::to_string(text.as_str()).expect("a string serializes");
                 out.extend_from_slice(&quoted.as_bytes()[1..quoted.len() - 1]);
             }
             Held::Raw(value) | Held::Text(value) => out.extend_from_slice(value.as_bytes()),

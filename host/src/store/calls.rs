@@ -66,15 +66,20 @@ impl Store {
         };
         let read = self.get_messages(chat_id).await?;
         let after = read.len() as i64;
-        let touched = self
-            .commit(call_batch(&call, &new_rows(&read), Some(after))?)
-            .await?;
+        // The rows are dropped once bound, before the write: with attachments they can be tens
+        // of MiB, and the write copies them again.
+        let batch = call_batch(&call, &new_rows(&read), Some(after))?;
+        let touched = self.commit(batch).await?;
         if !touched.is_empty() {
             return Ok(true);
         }
         let mut tx = self.write_tx().await?;
-        let rows = new_rows(&load_messages(&mut tx, chat_id).await?);
-        let touched = call_batch(&call, &rows, None)?.run(&mut tx).await?;
+        let batch = call_batch(
+            &call,
+            &new_rows(&load_messages(&mut tx, chat_id).await?),
+            None,
+        )?;
+        let touched = batch.run(&mut tx).await?;
         if touched.is_empty() {
             // The chat does not exist (deleted meanwhile): nothing is kept.
             return Ok(false);
