@@ -27,6 +27,7 @@ pub enum AttachmentInput {
         /// `image/png` or `image/jpeg`; must match the decoded bytes.
         mime_type: Option<String>,
         /// Ignored: the stored value is the decoded size.
+        #[serde(default, deserialize_with = "crate::model::whole::option_u64")]
         size_bytes: Option<u64>,
         /// `data:image/png;base64,…` or `data:image/jpeg;base64,…`, at most 6 MiB decoded.
         data_url: String,
@@ -37,6 +38,7 @@ pub enum AttachmentInput {
         filename: Option<String>,
         mime_type: Option<String>,
         /// Size of the source file; at most 8 MiB. Defaults to the UTF-8 length of `text`.
+        #[serde(default, deserialize_with = "crate::model::whole::option_u64")]
         size_bytes: Option<u64>,
         /// Inlined content, at most 200,000 characters.
         text: String,

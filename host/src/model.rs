@@ -158,9 +158,82 @@ pub fn trimmed_or_none(value: Option<&str>) -> Option<String> {
         .map(str::to_string)
 }
 
+/// Whole JSON numbers as JSON Schema's `integer` reads them: `5` and `5.0` alike (a generated
+/// client may send either). For `#[serde(default, deserialize_with = …)]` on optional fields.
+pub mod whole {
+    use serde::de::{Error, Unexpected};
+    use serde::{Deserialize, Deserializer};
+
+    fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<serde_json::Number>, D::Error> {
+        Option::<serde_json::Number>::deserialize(d)
+    }
+
+    fn not_whole<E: Error>(n: &serde_json::Number, expected: &str) -> E {
+        match n.as_f64() {
+            Some(f) => E::invalid_value(Unexpected::Float(f), &expected),
+            None => E::invalid_value(Unexpected::Other("a number"), &expected),
+        }
+    }
+
+    pub fn option_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        let Some(n) = number(d)? else { return Ok(None) };
+        if let Some(v) = n.as_u64() {
+            return Ok(Some(v));
+        }
+        match n.as_f64() {
+            // 2^64 as a float: the first whole number past u64's range.
+            Some(f) if f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f) => {
+                Ok(Some(f as u64))
+            }
+            _ => Err(not_whole(&n, "a whole number from 0")),
+        }
+    }
+
+    pub fn option_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+        let Some(n) = number(d)? else { return Ok(None) };
+        if let Some(v) = n.as_i64() {
+            return Ok(Some(v));
+        }
+        match n.as_f64() {
+            Some(f)
+                if f.fract() == 0.0
+                    && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) =>
+            {
+                Ok(Some(f as i64))
+            }
+            _ => Err(not_whole(&n, "a whole number")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_numbers_may_be_written_as_floats() {
+        #[derive(serde::Deserialize)]
+        struct N {
+            #[serde(default, deserialize_with = "whole::option_u64")]
+            u: Option<u64>,
+            #[serde(default, deserialize_with = "whole::option_i64")]
+            i: Option<i64>,
+        }
+        let n: N = serde_json::from_str(r#"{"u": 5.0, "i": -3.0}"#).unwrap();
+        assert_eq!((n.u, n.i), (Some(5), Some(-3)));
+        let n: N = serde_json::from_str(r#"{"u": 7, "i": null}"#).unwrap();
+        assert_eq!((n.u, n.i), (Some(7), None));
+        let n: N = serde_json::from_str("{}").unwrap();
+        assert_eq!((n.u, n.i), (None, None));
+        for bad in [
+            r#"{"u": 5.5}"#,
+            r#"{"u": -1}"#,
+            r#"{"i": 1e300}"#,
+            r#"{"u": "5"}"#,
+        ] {
+            assert!(serde_json::from_str::<N>(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn stored_timestamps_are_fixed_width_and_strictly_increasing() {

@@ -611,3 +611,68 @@ async fn append_message_stores_it_and_bumps_updated_at() {
         2
     );
 }
+
+#[tokio::test]
+async fn a_patch_that_changes_nothing_writes_nothing() {
+    let server = TestServer::start().await;
+    let (_, created) = server.post("/v1/chats", json!({"title": "t"})).await;
+    let id = created["chat"]["id"].as_str().unwrap();
+    for body in [None, Some(json!({}))] {
+        let (status, patched) = server
+            .request(reqwest::Method::PATCH, &format!("/v1/chats/{id}"), body)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{patched}");
+        assert_eq!(patched["chat"], created["chat"], "updatedAt stays");
+    }
+    let (status, _) = server
+        .patch("/v1/chats/01a20c76-0000-7000-8000-000000000000", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_body_of_white_space_is_not_json_but_an_empty_one_is_an_empty_object() {
+    let server = TestServer::start().await;
+    let (status, error) = server.post_raw("/v1/chats", "\n").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        error["message"],
+        "request body is not valid JSON: it holds only white space"
+    );
+    let (status, _) = server.post_raw("/v1/chats", "").await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn whole_numbers_written_as_floats_are_whole_numbers() {
+    let server = TestServer::start().await;
+    let chat = server.new_chat(json!({})).await;
+    let (status, message) = server
+        .post(
+            &format!("/v1/chats/{chat}/messages"),
+            json!({"role": "user", "content": "x",
+                "attachments": [{"kind": "text", "text": "hello", "sizeBytes": 5.0}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{message}");
+    assert_eq!(
+        message["message"]["metadata"]["attachments"][0]["sizeBytes"],
+        5
+    );
+    let (status, error) = server
+        .post(
+            &format!("/v1/chats/{chat}/messages"),
+            json!({"role": "user", "content": "x",
+                "attachments": [{"kind": "text", "text": "hello", "sizeBytes": 5.5}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // (serde reads a tagged attachment whole, so the path stops at the attachment.)
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "attachments[0]: invalid value: floating point `5.5`, expected a whole number"
+        ),
+        "{error}"
+    );
+}

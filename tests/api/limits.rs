@@ -152,8 +152,7 @@ async fn texts_at_their_limits_are_stored_whole() {
         .post(
             "/v1/chats",
             json!({
-                // Surrounding white space is trimmed before counting.
-                "title": format!("  {}  ", long(TITLE)),
+                "title": long(TITLE),
                 "provider": "provider_b",
                 "model": long(MODEL),
                 "additionalSystemPrompt": long(PROMPT),

@@ -100,10 +100,10 @@ async fn a_temperature_the_model_does_not_take_is_400_before_any_upstream_call()
             "provider_a: invalid request: temperature: gpt-5 does not take a temperature; leave it out",
         ),
         (
-            "provider_b",
-            "claude-sonnet-4-5",
-            1.5,
-            "provider_b: invalid request: temperature: this provider's models take 0 to 1",
+            "provider_a",
+            "o4-mini",
+            0.0,
+            "provider_a: invalid request: temperature: o4-mini does not take a temperature; leave it out",
         ),
     ] {
         let request = json!({"provider": provider, "model": model, "temperature": temperature,

@@ -78,7 +78,12 @@ pub fn to_provider(system: &[&str], history: &[NewMessage]) -> Vec<wit::Message>
         if !message.content.trim().is_empty() {
             content.push(ContentPart::Text(message.content.clone()));
         }
-        content.extend(attachments(message.metadata.as_ref()).into_iter().map(part));
+        // Attachments are the user's (the contract's "Attachments apply to user messages"): a
+        // stored one on another role stays in the chat but is not sent, as providers refuse
+        // images outside user turns.
+        if role == wit::Role::User {
+            content.extend(attachments(message.metadata.as_ref()).into_iter().map(part));
+        }
         if content.is_empty() {
             continue;
         }

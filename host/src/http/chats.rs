@@ -373,6 +373,18 @@ pub async fn patch_chat(
         additional_system_prompt,
         enabled_tools,
     };
+    // Nothing to change: nothing is written, and `updatedAt` stays.
+    if patch.title.is_none()
+        && patch.additional_system_prompt.is_none()
+        && patch.enabled_tools.is_none()
+    {
+        let chat = state
+            .store
+            .get_chat(&chat_id)
+            .await?
+            .ok_or_else(not_found)?;
+        return Ok(Json(ChatResponse { chat: chat.into() }));
+    }
     let chat = state
         .store
         .update_chat(&chat_id, patch)

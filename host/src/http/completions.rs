@@ -55,6 +55,7 @@ pub struct CompletionRequest {
     /// 0 to 2.
     pub temperature: Option<f64>,
     /// 1 to 1,000,000.
+    #[serde(default, deserialize_with = "crate::model::whole::option_u64")]
     pub max_tokens: Option<u64>,
     /// Streaming only (default true): false writes nothing and needs no `chatId`.
     pub persist: Option<bool>,
@@ -380,7 +381,8 @@ async fn record(
 #[utoipa::path(post, path = "/chat-completions", tag = "chats", request_body = CompletionRequest,
     responses((status = 200, body = CompletionResponse), (status = 400, body = ErrorBody),
               (status = 404, body = ErrorBody), (status = 413, body = ErrorBody),
-              (status = 502, body = ErrorBody, description = "the provider failed; the message names it and the upstream's error")))]
+              (status = 502, body = ErrorBody, description = "the provider failed; the message names it and the upstream's error"),
+              (status = 503, body = ErrorBody, description = "the provider's plugin is not loaded")))]
 pub async fn complete(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CompletionRequest>,
@@ -483,7 +485,8 @@ async fn record_stopped(
 #[utoipa::path(post, path = "/chat-completions/stream", tag = "chats", request_body = CompletionRequest,
     responses((status = 200, content_type = "text/event-stream", description = "events meta, tool_call, delta, then done or error; each with an `id:`"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody, description = "a stream is already running for this chat")))]
+              (status = 409, body = ErrorBody, description = "a stream is already running for this chat"),
+              (status = 503, body = ErrorBody, description = "the provider's plugin is not loaded")))]
 pub async fn stream(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CompletionRequest>,

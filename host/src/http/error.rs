@@ -167,7 +167,13 @@ fn is_json(content_type: &HeaderValue) -> bool {
 
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let bytes = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-        None => b"{}".as_slice(),
+        // No body at all is `{}`; white space alone is no JSON text.
+        None if bytes.is_empty() => b"{}".as_slice(),
+        None => {
+            return Err(ApiError::bad_request(
+                "request body is not valid JSON: it holds only white space",
+            ));
+        }
         // Every body in the API is an object; serde would otherwise accept an array for a struct.
         Some(b'{') => bytes,
         Some(_) if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err() => {

@@ -1,7 +1,8 @@
 //! Length limits on the short texts a client stores: titles, queries, names, model ids and the
 //! system prompt. Each is shown in every list row or sent with every model turn, so one huge
 //! value would weigh on every later request; each is refused above its limit (400 naming the
-//! field) rather than cut. Counted in characters (Unicode scalar values), after trimming.
+//! field) rather than cut. Counted in characters (Unicode scalar values) as sent, surrounding
+//! white space included (as the OpenAPI document's `maxLength` counts them); stored trimmed.
 //! README.md, "Limits", lists them; the OpenAPI document gives them as `maxLength`.
 
 use utoipa::openapi::schema::Schema;
@@ -22,11 +23,13 @@ pub const MAX_SYSTEM_PROMPT_CHARS: usize = 32_000;
 
 /// An optional text: trimmed, blank read as absent, at most `max` characters.
 pub fn optional(value: Option<&str>, field: &str, max: usize) -> ApiResult<Option<String>> {
-    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+    let Some(value) = value else {
         return Ok(None);
     };
     at_most(value, field, max)?;
-    Ok(Some(value.to_string()))
+    Ok(Some(value.trim())
+        .filter(|v| !v.is_empty())
+        .map(str::to_string))
 }
 
 /// A text that, when given, must be non-blank: trimmed, at most `max` characters.
@@ -82,9 +85,7 @@ const LIMITED: &[(&str, &str, usize)] = &[
     ("SearchChatRequest", "title", MAX_TITLE_CHARS),
 ];
 
-/// Writes the limits into the OpenAPI document as `maxLength` (trimmed values are counted, so a
-/// longer value of surrounding white space is still accepted; a client that keeps to
-/// `maxLength` is never refused).
+/// Writes the limits into the OpenAPI document as `maxLength`.
 pub fn document(openapi: &mut OpenApi) {
     let Some(components) = openapi.components.as_mut() else {
         return;
@@ -108,9 +109,11 @@ mod tests {
     #[test]
     fn texts_are_trimmed_and_counted_in_characters() {
         assert_eq!(
-            optional(Some("  a b "), "title", 3).unwrap(),
+            optional(Some(" a b "), "title", 5).unwrap(),
             Some("a b".into())
         );
+        // Counted as sent: white space around a value counts too.
+        assert!(optional(Some(" a b "), "title", 4).is_err());
         assert_eq!(optional(Some(" \n "), "title", 3).unwrap(), None);
         assert_eq!(optional(None, "title", 3).unwrap(), None);
         // Three characters, six bytes: within a limit of three.

@@ -12,6 +12,7 @@ pub mod error;
 pub mod limits;
 pub mod meta;
 pub mod middleware;
+pub mod openapi;
 pub mod search_runs;
 pub mod searches;
 pub mod serve;
@@ -136,15 +137,18 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(search_runs::chat_from_search))
 }
 
-/// The routes and the OpenAPI document generated from them.
-pub fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+/// The routes and the OpenAPI document generated from them (as JSON, refined by
+/// [`openapi::refine`]).
+pub fn api() -> (Router<AppState>, serde_json::Value) {
     let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(meta::health))
         .nest("/v1", v1_routes())
         .split_for_parts();
     document_body_errors(&mut openapi);
     limits::document(&mut openapi);
-    (router, openapi)
+    let mut doc = serde_json::to_value(&openapi).expect("the OpenAPI document serializes");
+    openapi::refine(&mut doc);
+    (router, doc)
 }
 
 /// Adds to every operation that takes a body the errors `ApiJson` answers for any body, rather
@@ -206,9 +210,13 @@ pub fn router(state: AppState) -> Router {
 
 /// [`router`] with other body timeouts (tests).
 pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
-    let (routes, openapi) = api();
-    let openapi_json: Arc<str> = openapi
-        .to_pretty_json()
+    let (routes, mut openapi) = api();
+    let mut providers = vec!["provider_a", "provider_b", "provider_c"];
+    if state.chat.agent_enabled {
+        providers.push("provider_agent");
+    }
+    openapi::for_server(&mut openapi, &providers);
+    let openapi_json: Arc<str> = serde_json::to_string_pretty(&openapi)
         .expect("OpenAPI document serializes")
         .into();
     let app = routes

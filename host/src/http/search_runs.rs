@@ -49,6 +49,7 @@ pub struct RunSearchRequest {
     pub search_type: Option<SearchType>,
     /// How many results, 1 to 100 (default 10).
     #[schema(minimum = 1, maximum = 100)]
+    #[serde(default, deserialize_with = "crate::model::whole::option_i64")]
     pub num_results: Option<i64>,
     /// Only results from these domains (up to 100).
     pub include_domains: Option<Vec<String>>,

@@ -25,7 +25,8 @@ pub struct SuggestTitleRequest {
 #[utoipa::path(post, path = "/chats/title/suggest", tag = "chats", request_body = SuggestTitleRequest,
     responses((status = 200, body = ChatResponse, description = "the chat, titled (or as it was, if it already had a title)"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
-              (status = 502, body = ErrorBody, description = "the title model failed")))]
+              (status = 502, body = ErrorBody, description = "the title model failed"),
+              (status = 503, body = ErrorBody, description = "provider_a's plugin is not loaded")))]
 pub async fn suggest_title(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<SuggestTitleRequest>,

@@ -10,8 +10,8 @@
 //!   message right after tool results joins them (the results first, as the API requires).
 //! * Empty text blocks are dropped (the API refuses them), and so are messages left empty.
 //! * `max_tokens` is required by the API: [`DEFAULT_MAX_TOKENS`] when the client set none.
-//! * `temperature` is 0 to 1 here (chatd takes 0 to 2, the other APIs' range): above 1 the
-//!   request is refused before it is sent ([`MAX_TEMPERATURE`]), as the API would refuse it.
+//! * `temperature` is 0 to 1 here (chatd takes 0 to 2, the other APIs' range): a higher one is
+//!   sent as 1 ([`MAX_TEMPERATURE`]), the API's most random, rather than refused upstream.
 
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolResult, ToolSpec};
 use chatd_plugin_sdk::provider::{TurnRequest, text_file_prompt};
@@ -31,11 +31,6 @@ pub const MAX_TEMPERATURE: f32 = 1.0;
 
 /// The JSON body for `request`.
 pub fn body(request: &TurnRequest) -> Result<Value, PluginError> {
-    if request.temperature.is_some_and(|t| t > MAX_TEMPERATURE) {
-        return Err(PluginError::InvalidInput(format!(
-            "temperature: this provider's models take 0 to {MAX_TEMPERATURE}"
-        )));
-    }
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
     body.insert(
@@ -49,7 +44,11 @@ pub fn body(request: &TurnRequest) -> Result<Value, PluginError> {
     if !request.tools.is_empty() {
         body.insert("tools".into(), tools(&request.tools)?);
     }
-    if let Some(temperature) = request.temperature.and_then(json_number) {
+    if let Some(temperature) = request
+        .temperature
+        .map(|t| t.min(MAX_TEMPERATURE))
+        .and_then(json_number)
+    {
         body.insert("temperature".into(), temperature);
     }
     body.insert("stream".into(), request.streaming.into());
@@ -317,10 +316,10 @@ mod tests {
             Some(1.0)
         );
         request.temperature = Some(1.5);
-        assert!(matches!(
-            self::body(&request),
-            Err(PluginError::InvalidInput(why)) if why == "temperature: this provider's models take 0 to 1"
-        ));
+        assert_eq!(
+            self::body(&request).unwrap()["temperature"].as_f64(),
+            Some(1.0)
+        );
     }
 
     #[test]
