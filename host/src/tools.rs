@@ -1,9 +1,9 @@
 //! The tool catalogue: the one place that answers "which tools exist". Chat defaults
 //! (`enabledTools` when omitted) and the filtering of unknown names both ask it.
 //!
-//! The catalogue is whatever the build ships. Tools arrive with the plugin host; until then the
-//! server starts with an empty catalogue, and embedders (tests, the plugin host later) hand it
-//! the list. It is swappable at runtime because plugins can be hot-reloaded.
+//! The plugin host fills it: `PluginHost` replaces the list on every load and reload
+//! (`plugins/registry.rs`), so a tool plugin added to or removed from PLUGINS_DIR is offered or
+//! withdrawn without a restart.
 
 use std::sync::{Arc, RwLock};
 

@@ -13,6 +13,8 @@
 //! into the body as they are (inside JSON strings, where serde puts them), and do not decode or
 //! measure them. `turn` through the `http` import never gets references.
 
+// A near-copy of the other worlds' `generate!` blocks on purpose: one world each, each
+// naming the shared host bindings it reuses through `with`. Keep them alike.
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)] // generated lifting code
 pub mod bindings {

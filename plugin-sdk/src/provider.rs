@@ -1,5 +1,7 @@
 //! The `provider` world: [`Provider`], [`emit`] and [`export_provider!`](crate::export_provider).
 
+// A near-copy of the other worlds' `generate!` blocks on purpose: one world each, each
+// naming the shared host bindings it reuses through `with`. Keep them alike.
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)] // generated lifting code
 pub mod bindings {

@@ -1,5 +1,7 @@
 //! The `tool` world: [`Tool`] and [`export_tool!`](crate::export_tool).
 
+// A near-copy of the other worlds' `generate!` blocks on purpose: one world each, each
+// naming the shared host bindings it reuses through `with`. Keep them alike.
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)] // generated lifting code
 pub mod bindings {

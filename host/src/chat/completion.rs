@@ -106,11 +106,11 @@ impl CompletionError {
 /// Both optional: a non-streaming completion keeps no log, a `persist: false` stream no chat.
 pub struct Sink {
     pub log: Option<Arc<RunLog>>,
-    pub chat: Option<ChatLog>,
+    pub chat: Option<ChatWriter>,
 }
 
 /// The chat a completion's tool calls are stored in.
-pub struct ChatLog {
+pub struct ChatWriter {
     pub store: Store,
     pub chat_id: String,
     /// Whether the call's own record (and the history rows before it) is written: `None` while

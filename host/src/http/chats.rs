@@ -244,6 +244,24 @@ pub(super) fn new_message(
     })
 }
 
+/// A body's `messages`, each validated by [`new_message`] (errors name `messages[i]`).
+pub(super) fn new_messages(inputs: Vec<MessageInput>) -> ApiResult<Vec<NewMessage>> {
+    inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| {
+            new_message(
+                m.role,
+                m.content,
+                m.name,
+                None,
+                m.attachments,
+                &format!("messages[{i}]."),
+            )
+        })
+        .collect()
+}
+
 /// A serde path inside a list (`[1].kind`), or nothing for the list itself.
 fn index_path(path: &serde_path_to_error::Path) -> String {
     match path.to_string().as_str() {
@@ -291,22 +309,7 @@ pub async fn create_chat(
         Some(requested) => state.tools.keep_known(requested),
         None => state.tools.names(),
     };
-    let messages = body
-        .messages
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-        .map(|(i, m)| {
-            new_message(
-                m.role,
-                m.content,
-                m.name,
-                None,
-                m.attachments,
-                &format!("messages[{i}]."),
-            )
-        })
-        .collect::<ApiResult<Vec<_>>>()?;
+    let messages = new_messages(body.messages.unwrap_or_default())?;
     let chat = state
         .store
         .create_chat(NewChat {

@@ -1,43 +1,45 @@
 //! Chat completions: `POST /v1/chat-completions`, `POST /v1/chat-completions/stream` and
-//! `POST /v1/chats/:chatId/stream/attach`. Validation and the persistence rules of the
-//! contract's "Chat completions" sections live here; the loop itself is `chat::completion`.
+//! `POST /v1/chats/:chatId/stream/attach`. Here: the request's validation, the 409, and the
+//! wiring of a run (its task, its record beside the first turn, its terminal event). Elsewhere:
+//! which supplied rows are new and what the provider gets (`chat::history`), the writes that
+//! begin and end a call (`store::calls`), the loop (`chat::completion`), the SSE response
+//! (`http::sse`).
 //!
 //! Every completion runs as a backend-owned task (`ActiveRuns::spawn`): a client that leaves
 //! does not stop it (except a `persist: false` stream, which has nothing to keep and whose
 //! upstream call is cancelled), and shutdown waits for it. A persisted stream is registered by
 //! chat id; its events go to the run's log, which the response (and any attach) reads.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::Json;
-use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::watch;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::chats::{CHAT_NOT_FOUND, MessageInput, new_message, system_prompt};
+use super::chats::{CHAT_NOT_FOUND, MessageInput, new_messages, system_prompt};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::limits::{self, MAX_MODEL_CHARS};
-use crate::chat::completion::{ChatLog, Completion, CompletionError, EnabledTool, Finished, Sink};
+use super::sse;
+use crate::chat::completion::{
+    ChatWriter, Completion, CompletionError, EnabledTool, Finished, Sink,
+};
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::model::{Provider, Role, new_id};
 use crate::plugins::load::Plugin;
+use crate::plugins::provider as wit;
 use crate::plugins::registry::Snapshot;
-use crate::runs::{EventId, RunGuard, RunKind, RunLog, RunReader, Stopped};
-use crate::store::{NewCall, NewChat, NewMessage};
+use crate::runs::{RunGuard, RunKind, RunLog, RunReader, Stopped};
+use crate::store::{ChatRecord, NewCall, NewChat, NewMessage};
 
 pub const ACTIVE_STREAM_NOT_FOUND: &str = "active chat stream not found";
-/// How often an idle stream sends an SSE comment, so proxies keep it open through long tool
-/// calls.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -133,7 +135,7 @@ impl RunError {
 
 /// Runs a completion while its call is recorded (the new history rows, the last-used provider,
 /// the call row), so the first model token does not wait for the database. Tool rows wait for
-/// that record ([`ChatLog::recorded`]); a failed record stops the completion.
+/// that record ([`ChatWriter::recorded`]); a failed record stops the completion.
 async fn run_recorded(
     state: &AppState,
     call: NewCall,
@@ -177,9 +179,9 @@ async fn run_recorded(
 fn chat_log(
     state: &AppState,
     chat_id: Option<&str>,
-) -> (Option<ChatLog>, watch::Sender<Option<bool>>) {
+) -> (Option<ChatWriter>, watch::Sender<Option<bool>>) {
     let (tx, rx) = watch::channel(None);
-    let log = chat_id.map(|id| ChatLog {
+    let log = chat_id.map(|id| ChatWriter {
         store: state.store.clone(),
         chat_id: id.to_string(),
         recorded: rx,
@@ -189,7 +191,7 @@ fn chat_log(
 
 async fn prepare(
     state: &AppState,
-    body: CompletionRequest,
+    mut body: CompletionRequest,
     streaming: bool,
 ) -> ApiResult<Prepared> {
     let model = limits::optional(Some(&body.model), "model", MAX_MODEL_CHARS)?
@@ -199,44 +201,13 @@ async fn prepare(
             "messages: must hold at least one message",
         ));
     }
-    let temperature = match body.temperature {
-        None => None,
-        Some(t) if t.is_finite() && (0.0..=2.0).contains(&t) => Some(t as f32),
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "temperature: must be a number from 0 to 2",
-            ));
-        }
-    };
-    let max_tokens = match body.max_tokens {
-        None => None,
-        Some(n @ 1..=1_000_000) => Some(n as u32),
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "maxTokens: must be an integer from 1 to 1000000",
-            ));
-        }
-    };
+    let (temperature, max_tokens) = sampling(&body)?;
     if body.provider == Provider::ProviderAgent && !state.chat.agent_enabled {
         return Err(ApiError::bad_request(
             "provider: provider_agent is not configured on this server (AGENT_API_KEY is not set)",
         ));
     }
-    let history = body
-        .messages
-        .into_iter()
-        .enumerate()
-        .map(|(i, m)| {
-            new_message(
-                m.role,
-                m.content,
-                m.name,
-                None,
-                m.attachments,
-                &format!("messages[{i}]."),
-            )
-        })
-        .collect::<ApiResult<Vec<_>>>()?;
+    let history = new_messages(std::mem::take(&mut body.messages))?;
     // Only the chat's settings are needed now; its transcript is read when the call is recorded,
     // beside the first model turn.
     let chat = match &body.chat_id {
@@ -251,43 +222,8 @@ async fn prepare(
     };
     let snapshot = state.plugins.snapshot();
     let plugin = provider_plugin(&snapshot, body.provider)?;
-    let tool_names = match (&body.enabled_tools, &chat) {
-        _ if body.provider == Provider::ProviderAgent => Vec::new(),
-        (Some(requested), _) => state.tools.keep_known(requested),
-        (None, Some(chat)) => state.tools.keep_known(&chat.enabled_tools),
-        (None, None) => state.tools.names(),
-    };
-    let tools: Vec<EnabledTool> = tool_names
-        .iter()
-        .filter_map(|name| {
-            let plugin = snapshot.tool(name)?;
-            let spec = plugin.tools.iter().find(|t| &t.name == name)?.clone();
-            Some(EnabledTool {
-                spec,
-                plugin: plugin.clone(),
-            })
-        })
-        .collect();
-    let extra_prompt = match &body.additional_system_prompt {
-        Some(prompt) => system_prompt(Some(prompt))?,
-        None => chat
-            .as_ref()
-            .and_then(|c| c.additional_system_prompt.clone()),
-    };
-    let mut system: Vec<&str> = Vec::new();
-    if !tools.is_empty() && matches!(body.provider, Provider::ProviderA | Provider::ProviderC) {
-        system.push(TOOL_LOOP_INSTRUCTION);
-    }
-    if let Some(prompt) = &extra_prompt {
-        system.push(prompt);
-    }
-    let messages = history::to_provider(&system, &history);
-    if !history::has_user_turn(&messages) {
-        return Err(ApiError::bad_request(
-            "messages: must hold a user message with text or an attachment (blank messages are \
-             not sent, and system or tool messages alone give the model nothing to answer)",
-        ));
-    }
+    let tools = enabled_tools(state, &snapshot, &body, chat.as_ref());
+    let messages = provider_transcript(&body, chat.as_ref(), !tools.is_empty(), &history)?;
     Ok(Prepared {
         provider: body.provider,
         model: model.clone(),
@@ -309,6 +245,86 @@ async fn prepare(
             max_rounds: state.chat.max_tool_rounds,
         },
     })
+}
+
+/// What the provider gets: the system prompts (the tool loop's instruction, when tools are on
+/// for a provider that wants it; the request's or the chat's `additionalSystemPrompt`), then the
+/// history. 400 when it gives the model nothing to answer.
+fn provider_transcript(
+    body: &CompletionRequest,
+    chat: Option<&ChatRecord>,
+    tools_on: bool,
+    history: &[NewMessage],
+) -> ApiResult<Vec<wit::Message>> {
+    let extra_prompt = match &body.additional_system_prompt {
+        Some(prompt) => system_prompt(Some(prompt))?,
+        None => chat.and_then(|c| c.additional_system_prompt.clone()),
+    };
+    let mut system: Vec<&str> = Vec::new();
+    if tools_on && matches!(body.provider, Provider::ProviderA | Provider::ProviderC) {
+        system.push(TOOL_LOOP_INSTRUCTION);
+    }
+    if let Some(prompt) = &extra_prompt {
+        system.push(prompt);
+    }
+    let messages = history::to_provider(&system, history);
+    if !history::has_user_turn(&messages) {
+        return Err(ApiError::bad_request(
+            "messages: must hold a user message with text or an attachment (blank messages are \
+             not sent, and system or tool messages alone give the model nothing to answer)",
+        ));
+    }
+    Ok(messages)
+}
+
+/// `temperature` (0 to 2) and `maxTokens` (1 to 1,000,000), checked.
+fn sampling(body: &CompletionRequest) -> ApiResult<(Option<f32>, Option<u32>)> {
+    let temperature = match body.temperature {
+        None => None,
+        Some(t) if t.is_finite() && (0.0..=2.0).contains(&t) => Some(t as f32),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "temperature: must be a number from 0 to 2",
+            ));
+        }
+    };
+    let max_tokens = match body.max_tokens {
+        None => None,
+        Some(n @ 1..=1_000_000) => Some(n as u32),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "maxTokens: must be an integer from 1 to 1000000",
+            ));
+        }
+    };
+    Ok((temperature, max_tokens))
+}
+
+/// The tools the model may call: the request's `enabledTools`, else the chat's, else every
+/// tool (none for provider_agent), each with the plugin serving it now.
+fn enabled_tools(
+    state: &AppState,
+    snapshot: &Snapshot,
+    body: &CompletionRequest,
+    chat: Option<&ChatRecord>,
+) -> Vec<EnabledTool> {
+    let names = match (&body.enabled_tools, chat) {
+        _ if body.provider == Provider::ProviderAgent => Vec::new(),
+        (Some(requested), _) => state.tools.keep_known(requested),
+        (None, Some(chat)) => state.tools.keep_known(&chat.enabled_tools),
+        (None, None) => state.tools.names(),
+    };
+    names
+        .iter()
+        .filter_map(|name| {
+            let plugin = snapshot.tool(name)?;
+            let spec = plugin.tools.iter().find(|t| &t.name == name)?.clone();
+            Some(EnabledTool {
+                spec,
+                plugin: plugin.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The loaded plugin serving `provider`; 503 when the operator has none loaded.
@@ -530,7 +546,7 @@ pub async fn stream(
         }
     };
     let_the_run_start().await;
-    Ok(sse(reader, None))
+    Ok(sse::sse(reader, None))
 }
 
 /// Registers a persisted stream's run for `chat_id`, logs its `meta` and spawns it; its events
@@ -618,9 +634,9 @@ async fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
         move |why| async move { push(&stop_log, &ChatEvent::Error(why.message().into())) },
     );
     // Owned before the yield: a handler dropped there (its client gone) ends the run with it.
-    let owner = AbortOnDrop(task);
+    let owner = sse::AbortOnDrop(task);
     let_the_run_start().await;
-    sse(reader, Some(owner))
+    sse::sse(reader, Some(owner))
 }
 
 /// Lets a run just spawned take its first steps, as far as its upstream call, before the handler
@@ -661,7 +677,7 @@ fn log_end(log: &RunLog, outcome: Result<Finished, RunError>, stored: Result<(),
 }
 
 #[utoipa::path(post, path = "/chats/{chatId}/stream/attach", tag = "chats",
-    params(("chatId" = String, Path), ("Last-Event-ID" = Option<String>, Header, description = LAST_EVENT_ID_DOC)),
+    params(("chatId" = String, Path), ("Last-Event-ID" = Option<String>, Header, description = sse::LAST_EVENT_ID_DOC)),
     responses((status = 200, content_type = "text/event-stream", description = "the run's events so far, then new ones until done or error"),
               (status = 400, body = ErrorBody, description = "Last-Event-ID is not an event id"), (status = 404, body = ErrorBody, description = "active chat stream not found")))]
 pub async fn attach(
@@ -669,63 +685,11 @@ pub async fn attach(
     ApiPath(chat_id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let last = last_event_id(&headers)?;
-    let log = state
-        .runs
-        .log(RunKind::Chat, &chat_id)
-        .ok_or_else(|| ApiError::not_found(ACTIVE_STREAM_NOT_FOUND))?;
-    Ok(sse(log.reader_after(last.as_ref()), None))
-}
-
-/// What the OpenAPI document says of the `Last-Event-ID` header.
-pub const LAST_EVENT_ID_DOC: &str = "resume after this event: an id from this run's `id:` lines (`<run>-<position>`); one from an earlier run of the same chat or search, a bare position (the ids of older chatd versions), or a position past this run's last event replays this run from its start";
-
-/// `Last-Event-ID`: the event to resume after, if any.
-pub fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<EventId>> {
-    headers
-        .get("last-event-id")
-        .map(|value| {
-            value.to_str().ok().and_then(EventId::parse).ok_or_else(|| {
-                ApiError::bad_request(
-                    "Last-Event-ID: must be an event id as the stream's id: lines give it, <run>-<position>",
-                )
-            })
-        })
-        .transpose()
-}
-
-/// Aborts a task when the response that owns it is dropped (the client left).
-pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// An SSE response reading a run's log. Each event is already framed (`id:`, `event:`, one
-/// `data:` line of JSON), so this sends bytes as they are logged, in batches when the reader
-/// is behind, and a comment when nothing happened for [`KEEP_ALIVE`].
-pub(crate) fn sse(reader: RunReader, owner: Option<AbortOnDrop>) -> Response {
-    let frames = futures::stream::unfold((reader, owner), |(mut reader, owner)| async move {
-        if reader.finished() {
-            return None;
-        }
-        let bytes = match tokio::time::timeout(KEEP_ALIVE, reader.next()).await {
-            Ok(Some(frames)) => Bytes::from(frames.concat()),
-            Ok(None) => return None,
-            Err(_) => Bytes::from_static(b": keep-alive\n\n"),
-        };
-        Some((Ok::<_, Infallible>(bytes), (reader, owner)))
-    });
-    (
-        [
-            (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
-            // nginx and friends: do not buffer the stream.
-            (header::HeaderName::from_static("x-accel-buffering"), "no"),
-        ],
-        Body::from_stream(frames),
+    sse::attach(
+        &state,
+        RunKind::Chat,
+        &chat_id,
+        &headers,
+        ACTIVE_STREAM_NOT_FOUND,
     )
-        .into_response()
 }

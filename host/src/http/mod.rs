@@ -1,6 +1,6 @@
 //! The HTTP layer: routes, DTOs, the error type, auth and request logging. The only place with
-//! JSON DTOs (besides the WIT bindings, later). Handlers translate between DTOs and store
-//! records; they hold no SQL and no vendor payloads.
+//! JSON DTOs (besides the WIT bindings and the streams' events, ARCHITECTURE.md's invariants).
+//! Handlers translate between DTOs and store records; they hold no SQL and no vendor payloads.
 //!
 //! Routes are registered through `utoipa_axum`'s `routes!`, which records each handler's
 //! OpenAPI operation as it adds the route: `/openapi.json` is generated from the same list the
@@ -16,6 +16,7 @@ pub mod openapi;
 pub mod search_runs;
 pub mod searches;
 pub mod serve;
+pub mod sse;
 pub mod title;
 
 use std::sync::Arc;

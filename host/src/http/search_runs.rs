@@ -17,10 +17,10 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::chats::ChatResponse;
-use super::completions::{LAST_EVENT_ID_DOC, last_event_id, sse};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
 use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
+use super::sse::{self, LAST_EVENT_ID_DOC, last_event_id};
 use crate::model::{Role, trimmed_or_none};
 use crate::plugins::load::Plugin;
 use crate::runs::{RunGuard, RunKind, RunLog};
@@ -299,7 +299,7 @@ pub async fn stream_search(
     // A run in progress is joined whatever this call's body says (the contract: a second call
     // attaches), so only a call that starts a run needs a query and the plugin.
     if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
-        return Ok(sse(log.reader_after(last.as_ref()), None));
+        return Ok(sse::sse(log.reader_after(last.as_ref()), None));
     }
     let (request, plugin) = prepare(&state, &search, body)?;
     // Start a run, or join one that started meanwhile. Between a failed start and the lookup
@@ -309,7 +309,7 @@ pub async fn stream_search(
             break guard;
         }
         if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
-            return Ok(sse(log.reader_after(last.as_ref()), None));
+            return Ok(sse::sse(log.reader_after(last.as_ref()), None));
         }
         tokio::task::yield_now().await;
     };
@@ -341,7 +341,7 @@ pub async fn stream_search(
             end_with_error(&stop_log, stopped(&stop_state).message());
         },
     );
-    Ok(sse(reader, None))
+    Ok(sse::sse(reader, None))
 }
 
 /// Takes a run out of the registry (`GET /v1/active-runs`, attach, cacheHit).
@@ -367,12 +367,13 @@ pub async fn attach_search(
     ApiPath(search_id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let last = last_event_id(&headers)?;
-    let log = state
-        .runs
-        .log(RunKind::Search, &search_id)
-        .ok_or_else(|| ApiError::not_found(ACTIVE_SEARCH_NOT_FOUND))?;
-    Ok(sse(log.reader_after(last.as_ref()), None))
+    sse::attach(
+        &state,
+        RunKind::Search,
+        &search_id,
+        &headers,
+        ACTIVE_SEARCH_NOT_FOUND,
+    )
 }
 
 #[utoipa::path(post, path = "/searches/{searchId}/chat", tag = "searches",

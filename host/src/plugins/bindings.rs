@@ -4,6 +4,9 @@
 //! The host imports are generated once (from the `host-imports` world) and every plugin world
 //! reuses them through `with`, so the host implements `http`, `log`, `config`, `ssh` once for
 //! all worlds.
+//!
+//! The `bindgen!` blocks below are near-copies on purpose: the macro takes one world each, and
+//! each must list the shared imports it reuses. Keep them alike; do not fold them together.
 
 /// `types`, `http`, `ssh`, `log`, `config`.
 pub mod imports {

@@ -78,7 +78,7 @@ pub enum Instances {
 pub struct Codecs {
     context: Arc<Context>,
     /// Empty for [`Instances::PerTurn`].
-    slots: Vec<Mutex<Arc<Shared>>>,
+    slots: Vec<Mutex<Arc<DecodingInstance>>>,
     next: AtomicUsize,
 }
 
@@ -94,8 +94,9 @@ struct Context {
     waiting: AtomicUsize,
 }
 
-/// One instance that turns decode in, created at its first call.
-struct Shared {
+/// One instance that turns decode in: shared by many turns of a bundled provider, or a single
+/// turn's own for a provider from PLUGINS_DIR. Created at its first call.
+struct DecodingInstance {
     // A tokio Mutex, not a std one: a call into the guest is awaited (it yields at epoch ticks).
     live: tokio::sync::Mutex<Option<Live>>,
     /// Set when a call broke the instance: its decoders are gone.
@@ -156,7 +157,7 @@ impl Codecs {
                 waiting: AtomicUsize::new(0),
             }),
             slots: (0..slots)
-                .map(|_| Mutex::new(Arc::new(Shared::new())))
+                .map(|_| Mutex::new(Arc::new(DecodingInstance::new())))
                 .collect(),
             next: AtomicUsize::new(0),
         }
@@ -179,14 +180,14 @@ impl Codecs {
 
     /// The instance a new turn decodes in: a fresh one for a provider whose turns do not
     /// share, else the next one round the slots, replaced first if it broke or was retired.
-    fn pick(&self) -> Arc<Shared> {
+    fn pick(&self) -> Arc<DecodingInstance> {
         if self.slots.is_empty() {
-            return Arc::new(Shared::new());
+            return Arc::new(DecodingInstance::new());
         }
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let mut slot = self.slots[i].lock().expect("codec slot lock");
         if slot.broken.load(Ordering::Acquire) || slot.retired.load(Ordering::Acquire) {
-            *slot = Arc::new(Shared::new());
+            *slot = Arc::new(DecodingInstance::new());
         }
         slot.clone()
     }
@@ -275,7 +276,7 @@ impl Codecs {
             }
         }
         let decoder = Decoder {
-            shared,
+            instance: shared,
             handle: decoder,
         };
         self.decode(&decoder, upstream, streaming, events)
@@ -314,7 +315,7 @@ impl Codecs {
             .collect();
         let (status, handle) = (response.status, decoder.handle);
         decoder
-            .shared
+            .instance
             .call(
                 &self.context,
                 move |store, codec| {
@@ -332,40 +333,14 @@ impl Codecs {
         // A whole answer is gathered here and decoded in one call (see the module's docs).
         let mut whole = (!streaming).then(Vec::new);
         loop {
-            let (step, refused) = match response.next_chunk().await {
-                Ok(Some(chunk)) => match &mut whole {
-                    Some(body) if body.len() + chunk.len() > MAX_WHOLE_BODY => {
-                        return Ok(Err(PluginError::Transport(format!(
-                            "the answer is larger than the {MAX_WHOLE_BODY}-byte cap of a \
-                             non-streaming turn"
-                        ))));
-                    }
-                    Some(body) => {
-                        body.extend_from_slice(&chunk);
-                        continue;
-                    }
-                    None => (Step::Feed(chunk), None),
-                },
-                Ok(None) => match whole.take() {
-                    Some(body) => (Step::FeedAndFinish(body), None),
-                    None => (Step::Finish, None),
-                },
-                // An error status's body cut short still names the upstream's error, which says
-                // more than the cut; any other body cut short is only the cut.
-                Err(refusal) if status < 400 || matches!(refusal, Refusal::TooLarge(_)) => {
-                    return Ok(Err(transport_error(refusal)));
-                }
-                Err(refusal) => match whole.take() {
-                    Some(mut body) => {
-                        body.truncate(MAX_ERROR_BODY);
-                        (Step::FeedAndFinish(body), Some(refusal))
-                    }
-                    None => (Step::Finish, Some(refusal)),
-                },
+            let (step, refused) = match next_step(response.next_chunk().await, &mut whole, status) {
+                Ok(Some(step)) => step,
+                Ok(None) => continue,
+                Err(e) => return Ok(Err(e)),
             };
             let ends = !matches!(step, Step::Feed(_));
             let decoded = decoder
-                .shared
+                .instance
                 .call(
                     &self.context,
                     move |store, codec| Box::pin(step.run(store, codec, handle)),
@@ -398,6 +373,46 @@ impl Codecs {
             }
         }
     }
+}
+
+/// What the body's next piece (or its end, or its failure) makes the decoder do: `None` while a
+/// whole answer is being gathered (`whole`), else the step and, when the body failed, why. An
+/// error status's body cut short still names the upstream's error, which says more than the
+/// cut; any other body cut short ends the turn with the cut.
+fn next_step(
+    chunk: Result<Option<Vec<u8>>, Refusal>,
+    whole: &mut Option<Vec<u8>>,
+    status: u16,
+) -> Result<Option<(Step, Option<Refusal>)>, PluginError> {
+    Ok(Some(match chunk {
+        Ok(Some(chunk)) => match whole {
+            Some(body) if body.len() + chunk.len() > MAX_WHOLE_BODY => {
+                return Err(PluginError::Transport(format!(
+                    "the answer is larger than the {MAX_WHOLE_BODY}-byte cap of a non-streaming \
+                     turn"
+                )));
+            }
+            Some(body) => {
+                body.extend_from_slice(&chunk);
+                return Ok(None);
+            }
+            None => (Step::Feed(chunk), None),
+        },
+        Ok(None) => match whole.take() {
+            Some(body) => (Step::FeedAndFinish(body), None),
+            None => (Step::Finish, None),
+        },
+        Err(refusal) if status < 400 || matches!(refusal, Refusal::TooLarge(_)) => {
+            return Err(transport_error(refusal));
+        }
+        Err(refusal) => match whole.take() {
+            Some(mut body) => {
+                body.truncate(MAX_ERROR_BODY);
+                (Step::FeedAndFinish(body), Some(refusal))
+            }
+            None => (Step::Finish, Some(refusal)),
+        },
+    }))
 }
 
 /// Counts a call in [`Context::waiting`] until it has the instance or is given up (dropped).
@@ -482,7 +497,7 @@ struct InFlight<R: Send + 'static> {
     call: Option<Pending<R>>,
     /// The call holds the instance's lock: it must run to its end.
     entered: Arc<AtomicBool>,
-    shared: Arc<Shared>,
+    instance: Arc<DecodingInstance>,
     made: fn(&R) -> Option<ResourceAny>,
 }
 
@@ -513,10 +528,10 @@ impl<R: Send + 'static> Drop for InFlight<R> {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // No runtime left to finish it (the process is ending): the instance cannot be
             // trusted any more.
-            self.shared.broken.store(true, Ordering::Release);
+            self.instance.broken.store(true, Ordering::Release);
             return;
         };
-        let (shared, made) = (self.shared.clone(), self.made);
+        let (shared, made) = (self.instance.clone(), self.made);
         runtime.spawn(async move {
             if let Ok(value) = call.await
                 && let Some(decoder) = made(&value)
@@ -535,13 +550,13 @@ impl<R: Send + 'static> Drop for InFlight<R> {
 /// instance's list of ended ones, dropped in the guest at the next call: the turn's outcome does
 /// not wait for it.
 struct Decoder {
-    shared: Arc<Shared>,
+    instance: Arc<DecodingInstance>,
     handle: ResourceAny,
 }
 
 impl Drop for Decoder {
     fn drop(&mut self) {
-        self.shared
+        self.instance
             .ended
             .lock()
             .expect("ended decoders lock")
@@ -549,7 +564,7 @@ impl Drop for Decoder {
     }
 }
 
-impl Shared {
+impl DecodingInstance {
     fn new() -> Self {
         Self {
             live: tokio::sync::Mutex::new(None),
@@ -579,7 +594,7 @@ impl Shared {
                 async move { shared.run(&context, &started, f).await },
             )),
             entered,
-            shared: self.clone(),
+            instance: self.clone(),
             made,
         }
     }

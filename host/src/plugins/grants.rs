@@ -235,8 +235,9 @@ impl HostSettings {
         }
     }
 
-    /// Whether the plugin with this id may serve: a devbox tool only while it is enabled.
-    pub fn serves(&self, id: &str) -> Result<(), String> {
+    /// Whether the plugin (or tool) with this id may serve: a devbox tool only while it is
+    /// enabled. `Err` says why not.
+    pub fn may_serve(&self, id: &str) -> Result<(), String> {
         match (
             self.devbox_tools.get(id),
             DEVBOX_TOOLS.iter().find(|(tool, _)| *tool == id),
@@ -273,34 +274,76 @@ pub fn resolve(
                 .ok_or_else(|| refuse(format!("grants.http: {origin:?} is not an origin")))?,
         );
     }
-    let mut trusted = Vec::new();
-    let mut config = BTreeMap::new();
-    let mut credentials = Vec::new();
+    let mut reach = Reach::default();
     for name in &grants.services {
-        let service = service(name)
-            .ok_or_else(|| refuse(format!("grants.services: {name:?} is not a service")))?;
+        reach.add_service(manifest, host, name).map_err(refuse)?;
+    }
+    let ssh = ssh_grant(manifest, host).map_err(refuse)?;
+    for key in &grants.config {
+        if !SETTINGS.contains(&key.as_str()) {
+            return Err(refuse(format!(
+                "grants.config: {key:?} is not a setting plugins may read; known: {}",
+                SETTINGS.join(", ")
+            )));
+        }
+        if let Some(value) = host.settings.get(key.as_str()) {
+            reach.config.insert(key.clone(), value.clone());
+        }
+    }
+    Ok(Capabilities {
+        config: Arc::new(reach.config),
+        http: Arc::new(HttpGrant {
+            trusted: reach.trusted,
+            origins,
+            public_web: grants.public_web,
+            allow_private: host.allow_private,
+            credentials: reach.credentials,
+            max_body_bytes: MAX_BODY_BYTES,
+            max_timeout: Duration::from_millis(manifest.limits.timeout_ms),
+        }),
+        clients,
+        ssh,
+    })
+}
+
+/// What a plugin's services give it: origins it reaches at any address, the settings it reads
+/// (their base URLs), the credentials the host adds for it.
+#[derive(Default)]
+struct Reach {
+    trusted: Vec<Origin>,
+    config: BTreeMap<String, String>,
+    credentials: Vec<Credential>,
+}
+
+impl Reach {
+    /// Grants service `name` to the plugin of `manifest`, if it is one of the service's owners;
+    /// a service the operator did not configure gives nothing.
+    fn add_service(
+        &mut self,
+        manifest: &Manifest,
+        host: &HostSettings,
+        name: &str,
+    ) -> Result<(), String> {
+        let service =
+            service(name).ok_or_else(|| format!("grants.services: {name:?} is not a service"))?;
         if !service
             .owners
             .contains(&(manifest.id.as_str(), manifest.kind))
         {
-            return Err(refuse(format!(
+            return Err(format!(
                 "grants.services: {name} belongs to {}; no other plugin can be granted it",
                 service.owner_list()
-            )));
+            ));
         }
         let Some((Some(base), key)) = host.services.get(service.name) else {
-            continue; // not configured: nothing to reach
+            return Ok(()); // not configured: nothing to reach
         };
-        let origin = Origin::of(base).ok_or_else(|| {
-            refuse(format!(
-                "{}: the base URL has no host",
-                service.base_url_var
-            ))
-        })?;
+        let origin = Origin::of(base)
+            .ok_or_else(|| format!("{}: the base URL has no host", service.base_url_var))?;
         // A user and password in the URL are a credential too: the plugin reads the URL without
         // them, and the host sends them as Basic authentication to that origin.
         let (base, basic) = split_userinfo(base);
-        config.insert(
+        self.config.insert(
             service.base_url_key(),
             base.as_str().trim_end_matches('/').to_string(),
         );
@@ -311,64 +354,46 @@ pub fn resolve(
                 _ => key.clone(),
             };
             authorization_taken = header == reqwest::header::AUTHORIZATION;
-            credentials.push(Credential {
+            self.credentials.push(Credential {
                 origin: origin.clone(),
                 header,
                 value,
             });
         }
         if let Some(basic) = basic.filter(|_| !authorization_taken) {
-            credentials.push(Credential {
+            self.credentials.push(Credential {
                 origin: origin.clone(),
                 header: reqwest::header::AUTHORIZATION,
                 value: basic,
             });
         }
-        if !trusted.contains(&origin) {
-            trusted.push(origin);
+        if !self.trusted.contains(&origin) {
+            self.trusted.push(origin);
         }
+        Ok(())
     }
-    let ssh = if grants.ssh {
-        if manifest.kind != Kind::Tool || !host.devbox_tools.contains_key(manifest.id.as_str()) {
-            return Err(refuse(
-                "grants.ssh: only the devbox tools coding_exec and shell_exec may use SSH".into(),
-            ));
-        }
+}
+
+/// The devbox, for a devbox tool that asks for SSH while it is enabled; refused to any other
+/// plugin that asks.
+fn ssh_grant(manifest: &Manifest, host: &HostSettings) -> Result<Option<Arc<SshGrant>>, String> {
+    if !manifest.grants.ssh {
+        return Ok(None);
+    }
+    if manifest.kind != Kind::Tool || !host.devbox_tools.contains_key(manifest.id.as_str()) {
+        return Err(
+            "grants.ssh: only the devbox tools coding_exec and shell_exec may use SSH".into(),
+        );
+    }
+    Ok(
         match (&host.devbox, host.devbox_tools.get(manifest.id.as_str())) {
             (Some(devbox), Some((true, limit))) => Some(Arc::new(SshGrant {
                 devbox: devbox.clone(),
                 limit: *limit,
             })),
             _ => None,
-        }
-    } else {
-        None
-    };
-    for key in &grants.config {
-        if !SETTINGS.contains(&key.as_str()) {
-            return Err(refuse(format!(
-                "grants.config: {key:?} is not a setting plugins may read; known: {}",
-                SETTINGS.join(", ")
-            )));
-        }
-        if let Some(value) = host.settings.get(key.as_str()) {
-            config.insert(key.clone(), value.clone());
-        }
-    }
-    Ok(Capabilities {
-        config: Arc::new(config),
-        http: Arc::new(HttpGrant {
-            trusted,
-            origins,
-            public_web: grants.public_web,
-            allow_private: host.allow_private,
-            credentials,
-            max_body_bytes: MAX_BODY_BYTES,
-            max_timeout: Duration::from_millis(manifest.limits.timeout_ms),
-        }),
-        clients,
-        ssh,
-    })
+        },
+    )
 }
 
 /// The URL without `user:password@`, and those as a Basic `Authorization` value.
@@ -658,12 +683,12 @@ mod tests {
         let coding = resolve(&manifest("coding_exec", asks), &host(&devbox), client()).unwrap();
         assert!(coding.ssh.is_none());
         let settings = host(&devbox);
-        assert!(settings.serves("shell_exec").is_ok());
+        assert!(settings.may_serve("shell_exec").is_ok());
         assert_eq!(
-            settings.serves("coding_exec").unwrap_err(),
+            settings.may_serve("coding_exec").unwrap_err(),
             "CHAT_CODING_TOOL_ENABLED is not true"
         );
-        assert!(settings.serves("web_search").is_ok());
+        assert!(settings.may_serve("web_search").is_ok());
         // Without the manifest asking, nothing.
         let quiet = resolve(&manifest("shell_exec", "{}"), &host(&devbox), client()).unwrap();
         assert!(quiet.ssh.is_none());

@@ -2,8 +2,9 @@
 //! [`super::http::host`]).
 //!
 //! `log` writes to tracing, tagged with the plugin id, one line per message, capped in length
-//! and in count per call. `config` answers only the settings the plugin was granted. `ssh` is
-//! denied to every plugin until the devbox capability lands.
+//! and in count per call. `config` answers only the settings the plugin was granted. `ssh` runs
+//! the command on the operator's devbox for a plugin granted it (its `SshGrant`, decided in
+//! `grants.rs`) and is denied to every other.
 
 use super::bindings::imports::chatd::plugin::{config, log, ssh, types};
 use super::bindings::provider::chatd::plugin::{provider_types, turn_events};

@@ -142,7 +142,7 @@ impl PluginHost {
         // A devbox tool the operator did not enable is not even compiled.
         let bundled = bundled.into_iter().filter(|package| {
             super::manifest::Manifest::parse(&package.manifest_json)
-                .map_or(true, |m| loader.settings.serves(&m.id).is_ok())
+                .map_or(true, |m| loader.settings.may_serve(&m.id).is_ok())
         });
         // Compiling runs on the blocking pool, so loading them together uses every core.
         let loads = bundled.map(|package| {
@@ -311,12 +311,20 @@ impl PluginHost {
 
     /// Bundled plugins, then folder plugins by file name, under the rules of the module docs.
     fn assemble(&self, folder: &mut BTreeMap<PathBuf, FolderEntry>) -> Snapshot {
-        // A devbox tool serves only while the operator enables it (bundled or not).
+        let plugins = self.served(folder);
+        let (plugins, tools) = self.claim_tools(plugins, folder);
+        Snapshot { plugins, tools }
+    }
+
+    /// The plugins that may serve, by id: the bundled ones (a devbox tool only while the
+    /// operator enables it), each replaced by a folder plugin with its id, then the folder's
+    /// others. A folder plugin refused here has its entry's `conflict` say why.
+    fn served(&self, folder: &mut BTreeMap<PathBuf, FolderEntry>) -> Vec<Arc<Plugin>> {
         let settings = &self.loader.settings;
         let mut plugins: Vec<Arc<Plugin>> = self
             .bundled
             .iter()
-            .filter(|p| settings.serves(p.id()).is_ok())
+            .filter(|p| settings.may_serve(p.id()).is_ok())
             .cloned()
             .collect();
         let mut from_folder: Vec<String> = Vec::new();
@@ -328,11 +336,11 @@ impl PluginHost {
             let id = plugin.id();
             // By id and by tool name: a plugin under another id cannot list a disabled
             // devbox tool either.
-            let serves = settings.serves(id).and_then(|()| {
+            let serves = settings.may_serve(id).and_then(|()| {
                 plugin
                     .tools
                     .iter()
-                    .try_for_each(|tool| settings.serves(&tool.name))
+                    .try_for_each(|tool| settings.may_serve(&tool.name))
             });
             if let Err(why) = serves {
                 let why = format!("plugin {id} is not served: {why}");
@@ -359,9 +367,18 @@ impl PluginHost {
                 None => plugins.push(plugin),
             }
         }
-        // Tool names are claimed by the bundled plugins (as overridden) first, then by the
-        // folder's in file order: a folder plugin never displaces a bundled tool except by
-        // replacing its plugin.
+        plugins
+    }
+
+    /// Tool names, claimed by the bundled plugins (as overridden) first, then by the folder's
+    /// in file order: a folder plugin never displaces a bundled tool except by replacing its
+    /// plugin. A plugin whose tool is taken does not serve (a refused override leaves the
+    /// bundled plugin it meant to replace serving). The plugins that serve, and the tools.
+    fn claim_tools(
+        &self,
+        mut plugins: Vec<Arc<Plugin>>,
+        folder: &mut BTreeMap<PathBuf, FolderEntry>,
+    ) -> (Vec<Arc<Plugin>>, BTreeMap<String, Arc<Plugin>>) {
         let mut tools: BTreeMap<String, Arc<Plugin>> = BTreeMap::new();
         // Position in `plugins` → what serves there instead (`None`: nothing).
         let mut replaced: Vec<(usize, Option<Arc<Plugin>>)> = Vec::new();
@@ -370,15 +387,8 @@ impl PluginHost {
             p.source == super::load::Source::Bundled
                 || self.bundled.iter().any(|b| b.id() == p.id())
         });
-        let free = |tools: &BTreeMap<String, Arc<Plugin>>, plugin: &Plugin| {
-            plugin.tools.iter().find_map(|t| {
-                tools
-                    .get(&t.name)
-                    .map(|o| (t.name.clone(), o.id().to_string()))
-            })
-        };
         for (at, plugin) in first.into_iter().chain(later) {
-            let Some((name, other)) = free(&tools, plugin) else {
+            let Some((name, other)) = taken_tool(&tools, plugin) else {
                 for tool in &plugin.tools {
                     tools.insert(tool.name.clone(), plugin.clone());
                 }
@@ -391,12 +401,11 @@ impl PluginHost {
             {
                 entry.conflict = Some(why);
             }
-            // A refused override leaves the bundled plugin it meant to replace serving.
             let fallback = self
                 .bundled
                 .iter()
                 .find(|b| b.id() == plugin.id() && !Arc::ptr_eq(b, plugin))
-                .filter(|b| free(&tools, b).is_none())
+                .filter(|b| taken_tool(&tools, b).is_none())
                 .cloned();
             if let Some(bundled) = &fallback {
                 for tool in &bundled.tools {
@@ -415,17 +424,24 @@ impl PluginHost {
             .filter(|(_, instead)| instead.is_none())
             .map(|(at, _)| *at)
             .collect();
-        let serving: Vec<Arc<Plugin>> = plugins
+        let serving = plugins
             .into_iter()
             .enumerate()
             .filter(|(at, _)| !gone.contains(at))
             .map(|(_, p)| p)
             .collect();
-        Snapshot {
-            plugins: serving,
-            tools,
-        }
+        (serving, tools)
     }
+}
+
+/// The first of `plugin`'s tools another plugin in `tools` already provides: its name and that
+/// plugin's id; `None` when every name is free.
+fn taken_tool(tools: &BTreeMap<String, Arc<Plugin>>, plugin: &Plugin) -> Option<(String, String)> {
+    plugin.tools.iter().find_map(|t| {
+        tools
+            .get(&t.name)
+            .map(|other| (t.name.clone(), other.id().to_string()))
+    })
 }
 
 /// The folder's `*.wasm` files, sorted by name.

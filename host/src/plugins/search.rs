@@ -14,6 +14,8 @@ pub use super::bindings::search::chatd::plugin::search_types::{
     AnswerResponse, SearchRequest, SearchResponse,
 };
 
+/// A near-copy of `tool.rs`'s wrapper on purpose: each world has its own generated types, and
+/// what they share (linking, the call with its limits) is `Core`'s already.
 pub struct SearchPlugin {
     core: Core,
     pre: SearchPre<PluginState>,

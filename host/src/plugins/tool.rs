@@ -13,6 +13,8 @@ use super::{CallError, Core, LoadError, linker};
 pub use super::bindings::imports::chatd::plugin::types::{PluginError, ToolSpec};
 pub use super::bindings::tool::chatd::plugin::tool_types::ToolOutput;
 
+/// A near-copy of `search.rs`'s wrapper on purpose: each world has its own generated types, and
+/// what they share (linking, the call with its limits) is `Core`'s already.
 pub struct ToolPlugin {
     core: Core,
     pre: ToolPre<PluginState>,

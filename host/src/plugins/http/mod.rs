@@ -109,6 +109,49 @@ pub enum Refusal {
     TooLarge(u64),
 }
 
+/// The headers a plugin set, checked: valid, and none of those the host sets itself.
+fn plugin_headers(pairs: &[(String, String)]) -> Result<HeaderMap, Refusal> {
+    let mut headers = HeaderMap::new();
+    for (name, value) in pairs {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| Refusal::Invalid(format!("header name {name:?} is not valid")))?;
+        if FORBIDDEN_HEADERS.contains(&name.as_str()) {
+            return Err(Refusal::Invalid(format!(
+                "header {name} is set by the host"
+            )));
+        }
+        let value = HeaderValue::from_str(value)
+            .map_err(|_| Refusal::Invalid(format!("header {name} has an invalid value")))?;
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+/// Moves a request to a redirect's target `next`, as browsers do: credentials the plugin set
+/// itself do not follow it to another origin (the host's own are added per hop, by origin), and
+/// 303, or 301/302 after a POST, becomes a GET without a body.
+fn follow(
+    url: &mut Url,
+    next: Url,
+    status: reqwest::StatusCode,
+    method: &mut reqwest::Method,
+    headers: &mut HeaderMap,
+    body: &mut Option<Bytes>,
+) {
+    if Origin::of(&next) != Origin::of(url) {
+        for name in CROSS_ORIGIN_DROPPED {
+            headers.remove(*name);
+        }
+    }
+    *url = next;
+    if status == reqwest::StatusCode::SEE_OTHER
+        || (*method == reqwest::Method::POST && matches!(status.as_u16(), 301 | 302))
+    {
+        *method = reqwest::Method::GET;
+        *body = None;
+    }
+}
+
 /// The largest request body a plugin may send.
 pub const MAX_REQUEST_BODY_BYTES: usize = 32 * 1024 * 1024;
 
@@ -211,19 +254,7 @@ pub async fn send(
         .unwrap_or(grant.max_timeout)
         .min(grant.max_timeout);
     let deadline = Instant::now() + timeout;
-    let mut headers = HeaderMap::new();
-    for (name, value) in &request.headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| Refusal::Invalid(format!("header name {name:?} is not valid")))?;
-        if FORBIDDEN_HEADERS.contains(&name.as_str()) {
-            return Err(Refusal::Invalid(format!(
-                "header {name} is set by the host"
-            )));
-        }
-        let value = HeaderValue::from_str(value)
-            .map_err(|_| Refusal::Invalid(format!("header {name} has an invalid value")))?;
-        headers.append(name, value);
-    }
+    let mut headers = plugin_headers(&request.headers)?;
     let mut url = Url::parse(&request.url)
         .map_err(|e| Refusal::Invalid(format!("url {:?}: {e}", request.url)))?;
     let mut method = request.method;
@@ -263,21 +294,7 @@ pub async fn send(
                 let next = url.join(&location).map_err(|e| {
                     Refusal::Connection(format!("bad redirect location {location:?}: {e}"))
                 })?;
-                // Like browsers: credentials the plugin set itself do not follow it to another
-                // origin (the host's own credentials are added per hop, by origin).
-                if Origin::of(&next) != Origin::of(&url) {
-                    for name in CROSS_ORIGIN_DROPPED {
-                        headers.remove(*name);
-                    }
-                }
-                url = next;
-                // 303, and 301/302 after a POST, become a GET without a body (what browsers do).
-                if status == reqwest::StatusCode::SEE_OTHER
-                    || (method == reqwest::Method::POST && matches!(status.as_u16(), 301 | 302))
-                {
-                    method = reqwest::Method::GET;
-                    body = None;
-                }
+                follow(&mut url, next, status, &mut method, &mut headers, &mut body);
             }
             _ => {
                 return Ok(Incoming {

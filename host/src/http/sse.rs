@@ -1,0 +1,89 @@
+//! Server-sent event responses, for every stream handler alike (chat and search runs): the
+//! response over a run's log with its keep-alive comments, `Last-Event-ID`, and attaching to a
+//! running run. The frames themselves (`id:`, `event:`, one `data:` line) are written once, as
+//! the run logs each event (`runs::RunLog::push`), so every reader sends the same bytes.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use super::error::{ApiError, ApiResult};
+use crate::runs::{EventId, RunKind, RunReader};
+
+/// How often an idle stream sends an SSE comment, so proxies keep it open through long tool
+/// calls.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// What the OpenAPI document says of the `Last-Event-ID` header.
+pub const LAST_EVENT_ID_DOC: &str = "resume after this event: an id from this run's `id:` lines (`<run>-<position>`); one from an earlier run of the same chat or search, a bare position (the ids of older chatd versions), or a position past this run's last event replays this run from its start";
+
+/// `Last-Event-ID`: the event to resume after, if any.
+pub fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<EventId>> {
+    headers
+        .get("last-event-id")
+        .map(|value| {
+            value.to_str().ok().and_then(EventId::parse).ok_or_else(|| {
+                ApiError::bad_request(
+                    "Last-Event-ID: must be an event id as the stream's id: lines give it, <run>-<position>",
+                )
+            })
+        })
+        .transpose()
+}
+
+/// Attaches to the running run of `kind` for `id`: its events after `Last-Event-ID` (all of
+/// them without one), then the new ones until its end; 404 with `not_found` when none runs.
+pub fn attach(
+    state: &AppState,
+    kind: RunKind,
+    id: &str,
+    headers: &HeaderMap,
+    not_found: &str,
+) -> ApiResult<Response> {
+    let last = last_event_id(headers)?;
+    let log = state
+        .runs
+        .log(kind, id)
+        .ok_or_else(|| ApiError::not_found(not_found))?;
+    Ok(sse(log.reader_after(last.as_ref()), None))
+}
+
+/// Aborts a task when the response that owns it is dropped (the client left).
+pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// An SSE response reading a run's log. Each event is already framed, so this sends bytes as
+/// they are logged, in batches when the reader is behind, and a comment when nothing happened
+/// for [`KEEP_ALIVE`]. `owner`, if any, is dropped with the response.
+pub(crate) fn sse(reader: RunReader, owner: Option<AbortOnDrop>) -> Response {
+    let frames = futures::stream::unfold((reader, owner), |(mut reader, owner)| async move {
+        if reader.finished() {
+            return None;
+        }
+        let bytes = match tokio::time::timeout(KEEP_ALIVE, reader.next()).await {
+            Ok(Some(frames)) => Bytes::from(frames.concat()),
+            Ok(None) => return None,
+            Err(_) => Bytes::from_static(b": keep-alive\n\n"),
+        };
+        Some((Ok::<_, Infallible>(bytes), (reader, owner)))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+            // nginx and friends: do not buffer the stream.
+            (header::HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        Body::from_stream(frames),
+    )
+        .into_response()
+}
