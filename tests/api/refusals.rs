@@ -108,14 +108,13 @@ async fn a_temperature_the_model_does_not_take_is_400_before_any_upstream_call()
     ] {
         let request = json!({"provider": provider, "model": model, "temperature": temperature,
             "messages": history});
-        let (status, error) = server.post("/v1/chat-completions", request.clone()).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
-        assert_eq!(error["message"], why);
-        // A stream has begun when the plugin refuses: the refusal is its error event.
-        let events = server.stream(request).await.rest().await;
-        let last = events.last().unwrap();
-        assert_eq!(last.name, "error");
-        assert_eq!(last.data["message"], why);
+        let before = server.row_counts().await;
+        for path in ["/v1/chat-completions", "/v1/chat-completions/stream"] {
+            let (status, error) = server.post(path, request.clone()).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {error}");
+            assert_eq!(error["message"], why, "{path}");
+        }
+        assert_eq!(server.row_counts().await, before, "nothing written");
     }
     assert_eq!(model_calls(&upstream), 0, "no upstream call");
 }

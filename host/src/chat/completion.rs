@@ -179,6 +179,42 @@ pub fn describe_call_error(error: &CallError) -> String {
 }
 
 impl Completion {
+    /// When the request sets `temperature` or `maxTokens`, has the provider build its first
+    /// turn's upstream request and drops it, so that a parameter the model does not take is
+    /// refused before anything is stored or sent (`refused: true`, a 400). For a provider that
+    /// takes references (`plugins/refs.rs`), whose large values need not be copied for it.
+    pub async fn check(&self) -> Result<(), CompletionError> {
+        let Some(provider) = self.plugin.as_provider() else {
+            return Ok(());
+        };
+        let sets_parameters = self.temperature.is_some() || self.max_tokens.is_some();
+        if !sets_parameters || !provider.takes_references() {
+            return Ok(());
+        }
+        let request = TurnRequest {
+            model: self.model.clone(),
+            messages: Refs::stand_ins(&self.messages),
+            tools: self.tools.iter().map(|t| t.spec.clone()).collect(),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            streaming: self.streaming,
+            may_continue: !self.tools.is_empty(),
+            continuation: None,
+        };
+        match provider.check(request).await {
+            Ok(Err(error)) if matches!(error, PluginError::InvalidInput(_)) => {
+                Err(CompletionError::Provider {
+                    provider: self.provider.as_str(),
+                    detail: describe_plugin_error(&error),
+                    usage: None,
+                    refused: true,
+                })
+            }
+            // Anything else shows in the turn itself, as the contract's error.
+            _ => Ok(()),
+        }
+    }
+
     /// Runs the loop to its answer, reporting `tool_call` and `delta` events to `sink` (the
     /// caller sends `meta` before and `done`/`error` after).
     pub async fn run(mut self, sink: &Sink) -> Result<Finished, CompletionError> {

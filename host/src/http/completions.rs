@@ -224,26 +224,32 @@ async fn prepare(
     let plugin = provider_plugin(&snapshot, body.provider)?;
     let tools = enabled_tools(state, &snapshot, &body, chat.as_ref());
     let messages = provider_transcript(&body, chat.as_ref(), !tools.is_empty(), &history)?;
-    Ok(Prepared {
+    let completion = Completion {
         provider: body.provider,
         model: model.clone(),
+        plugin,
+        messages,
+        tools,
+        temperature,
+        max_tokens,
+        streaming,
+        max_rounds: state.chat.max_tool_rounds,
+    };
+    // A parameter the model does not take is refused now, before anything is stored or sent.
+    completion
+        .check()
+        .await
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(Prepared {
+        provider: body.provider,
+        model,
         chat_id: body.chat_id,
         history: history.into(),
         new_chat_tools: match &body.enabled_tools {
             Some(requested) => state.tools.keep_known(requested),
             None => state.tools.names(),
         },
-        completion: Completion {
-            provider: body.provider,
-            model,
-            plugin,
-            messages,
-            tools,
-            temperature,
-            max_tokens,
-            streaming,
-            max_rounds: state.chat.max_tool_rounds,
-        },
+        completion,
     })
 }
 

@@ -230,6 +230,45 @@ impl Codecs {
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let id = &self.context.manifest.id;
         let streaming = request.streaming;
+        // Boxed: starting is over in a moment, and inline its state would be part of the turn's
+        // future (the memory of every live stream).
+        let (mut upstream, decoder) = match Box::pin(self.start(request)).await? {
+            Ok(started) => started,
+            Err(e) => return Ok(Err(e)),
+        };
+        // Only a turn with references has its body taken to be filled in.
+        if let Some(refs) = &refs
+            && let Some(body) = upstream.body.take()
+        {
+            let json = upstream
+                .headers
+                .iter()
+                .any(|h| h.name.eq_ignore_ascii_case("content-type") && h.value.contains("json"));
+            match refs.expand(body, json) {
+                Ok(body) => upstream.body = Some(body),
+                Err(e) => return Ok(Err(PluginError::Internal(e.to_string()))),
+            }
+        }
+        self.decode(&decoder, upstream, streaming, events)
+            .await
+            .map_err(|failure| failure.into_call_error(id))
+    }
+
+    /// Builds a turn's upstream request in the plugin (`start`) and drops it: the plugin's own
+    /// refusal of the request (a parameter the model does not take) before anything is sent.
+    pub(crate) async fn check(
+        &self,
+        request: TurnRequest,
+    ) -> Result<Result<(), PluginError>, CallError> {
+        Ok(self.start(request).await?.map(|_started| ()))
+    }
+
+    /// `start` in the plugin: the turn's upstream request and its decoder.
+    async fn start(
+        &self,
+        request: TurnRequest,
+    ) -> Result<Result<(http::host::WitRequest, Decoder), PluginError>, CallError> {
+        let id = &self.context.manifest.id;
         let request = Arc::new(request);
         // Twice at most: a turn that picked an instance just as another turn's call broke it
         // tries a fresh one.
@@ -258,30 +297,13 @@ impl Codecs {
                 Ok(started) => break (shared, started),
             }
         };
-        let (mut upstream, decoder) = match started {
-            Ok(started) => started,
-            Err(e) => return Ok(Err(e)),
-        };
-        // Only a turn with references has its body taken to be filled in.
-        if let Some(refs) = &refs
-            && let Some(body) = upstream.body.take()
-        {
-            let json = upstream
-                .headers
-                .iter()
-                .any(|h| h.name.eq_ignore_ascii_case("content-type") && h.value.contains("json"));
-            match refs.expand(body, json) {
-                Ok(body) => upstream.body = Some(body),
-                Err(e) => return Ok(Err(PluginError::Internal(e.to_string()))),
-            }
-        }
-        let decoder = Decoder {
-            instance: shared,
-            handle: decoder,
-        };
-        self.decode(&decoder, upstream, streaming, events)
-            .await
-            .map_err(|failure| failure.into_call_error(id))
+        Ok(started.map(|(upstream, handle)| {
+            let decoder = Decoder {
+                instance: shared,
+                handle,
+            };
+            (upstream, decoder)
+        }))
     }
 
     async fn decode(

@@ -130,6 +130,16 @@ impl ProviderPlugin {
         }
     }
 
+    /// Has the plugin build `request`'s upstream request, and drops it: the plugin's refusal of
+    /// a request it finds invalid, before anything is sent. Only a `codec-provider` can be
+    /// asked; another answers `Ok`.
+    pub async fn check(&self, request: TurnRequest) -> Result<Result<(), PluginError>, CallError> {
+        match &self.codecs {
+            Some(codecs) => codecs.check(request).await,
+            None => Ok(Ok(())),
+        }
+    }
+
     /// A turn the plugin drives itself, through the `http` import and `turn-events.emit`.
     pub async fn plugin_driven_turn(
         &self,

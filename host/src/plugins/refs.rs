@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
-use super::provider::{ContentPart, Message};
+use super::provider::{ContentPart, Image, Message, TextFile, ToolResult};
 
 /// Texts up to this many bytes stay inline: the common case costs nothing.
 pub const INLINE_BYTES: usize = 16 * 1024;
@@ -78,6 +78,50 @@ impl Refs {
                 self.take_text(&mut result.output);
             }
         }
+    }
+
+    /// A copy of `messages` whose large values are tokens this table does not hold: what a
+    /// provider sees of a turn, for a request that is built and never sent (a check), without
+    /// copying the values.
+    pub fn stand_ins(messages: &[Message]) -> Vec<Message> {
+        let stand_in = "@chatd:check:0@";
+        let short = |text: &String| {
+            if text.len() > INLINE_BYTES {
+                stand_in.to_string()
+            } else {
+                text.clone()
+            }
+        };
+        messages
+            .iter()
+            .map(|m| Message {
+                role: m.role,
+                content: m
+                    .content
+                    .iter()
+                    .map(|part| match part {
+                        ContentPart::Image(image) => ContentPart::Image(Image {
+                            mime_type: image.mime_type.clone(),
+                            data_base64: stand_in.to_string(),
+                        }),
+                        ContentPart::Text(text) => ContentPart::Text(short(text)),
+                        ContentPart::TextFile(file) => ContentPart::TextFile(TextFile {
+                            filename: file.filename.clone(),
+                            mime_type: file.mime_type.clone(),
+                            text: short(&file.text),
+                            truncated: file.truncated,
+                        }),
+                    })
+                    .collect(),
+                tool_calls: m.tool_calls.clone(),
+                tool_result: m.tool_result.as_ref().map(|r| ToolResult {
+                    call_id: r.call_id.clone(),
+                    name: r.name.clone(),
+                    output: short(&r.output),
+                    is_error: r.is_error,
+                }),
+            })
+            .collect()
     }
 
     fn take_text(&mut self, text: &mut String) {
@@ -148,7 +192,7 @@ impl Held {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::provider::{Image, Role, TextFile};
+    use crate::plugins::provider::Role;
 
     fn message(content: Vec<ContentPart>) -> Message {
         Message {
@@ -206,6 +250,27 @@ mod tests {
         // Not JSON: written as it is.
         let raw = refs.expand(token.clone().into_bytes(), false).unwrap();
         assert_eq!(raw, big.as_bytes());
+    }
+
+    #[test]
+    fn stand_ins_keep_the_small_values_and_replace_the_large() {
+        let big = "y".repeat(INLINE_BYTES + 1);
+        let messages = vec![message(vec![
+            ContentPart::Text("kept".into()),
+            ContentPart::Text(big.clone()),
+            ContentPart::Image(Image {
+                mime_type: "image/jpeg".into(),
+                data_base64: "/9j/".into(),
+            }),
+        ])];
+        let copy = Refs::stand_ins(&messages);
+        assert!(matches!(&copy[0].content[0], ContentPart::Text(t) if t == "kept"));
+        assert!(matches!(&copy[0].content[1], ContentPart::Text(t) if t.starts_with("@chatd:")));
+        assert!(
+            matches!(&copy[0].content[2], ContentPart::Image(i) if i.mime_type == "image/jpeg" && i.data_base64.starts_with("@chatd:"))
+        );
+        // The original is untouched.
+        assert!(matches!(&messages[0].content[1], ContentPart::Text(t) if *t == big));
     }
 
     #[test]
