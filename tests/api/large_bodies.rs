@@ -129,8 +129,8 @@ async fn a_30_mb_request_of_images_reaches_every_provider_intact() {
     ];
     let client = reqwest::Client::new();
     for (i, (provider, model, path, persist)) in cases.into_iter().enumerate() {
-        // A temperature: the provider builds the first turn's request once before the run, to
-        // refuse a parameter its model does not take, from stand-ins of the images.
+        // A temperature: the provider also builds the first turn's request once before the run
+        // (a check for parameters its model does not take).
         let mut body = json!({"provider": provider, "model": model, "messages": messages,
             "temperature": 0.5});
         if path.ends_with("/stream") {

@@ -598,3 +598,27 @@ async fn a_call_left_open_by_kill_9_is_closed_at_the_next_start() {
     let (out, _) = process.stop();
     assert!(out.contains("closed calls a server that stopped"), "{out}");
 }
+
+#[tokio::test]
+async fn a_second_server_on_the_same_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = crate::support::plugin_cache_dir();
+    let env = [("PORT", "0"), ("PLUGIN_CACHE_DIR", cache.to_str().unwrap())];
+    let first = Process::start(dir.path(), &env);
+    // The second would otherwise close the first's open calls as lost at its start.
+    let second = chatd(dir.path(), &env).output().unwrap();
+    assert!(!second.status.success(), "the second server started");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&second.stdout),
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert!(
+        said.contains("the database is in use by another chatd process"),
+        "{said}"
+    );
+    let (_, _) = first.stop();
+    // Stopped, the first gives the database up.
+    let again = Process::start(dir.path(), &env);
+    again.stop();
+}

@@ -210,6 +210,13 @@ impl Completion {
                     refused: true,
                 })
             }
+            // A call that failed says nothing of the request; the turn will show it, as the
+            // contract's error.
+            Err(error) => {
+                tracing::warn!(provider = self.provider.as_str(), error = %describe_call_error(&error),
+                    "the provider's check of a request failed");
+                Ok(())
+            }
             // Anything else shows in the turn itself, as the contract's error.
             _ => Ok(()),
         }
@@ -267,7 +274,9 @@ impl Completion {
                         provider: provider_id,
                         detail: describe_plugin_error(&error),
                         usage,
-                        refused: refused_request(&error),
+                        // Only the first turn is the client's request as sent; a later one also
+                        // carries what the model and the tools added.
+                        refused: rounds == 0 && refused_request(&error),
                     });
                 }
                 Err(error) => {

@@ -175,8 +175,8 @@ async fn run_recorded(
     Ok(finished.expect("the loop ends with the run finished")?)
 }
 
-/// The pieces of a run that write to a chat: the sink's chat log and the record's signal.
-fn chat_log(
+/// The pieces of a run that write to a chat: the sink's writer and the record's signal.
+fn chat_writer(
     state: &AppState,
     chat_id: Option<&str>,
 ) -> (Option<ChatWriter>, watch::Sender<Option<bool>>) {
@@ -417,7 +417,7 @@ pub async fn complete(
         provider: prepared.provider,
         model: prepared.model.clone(),
     };
-    let (chat, recorded) = chat_log(&state, call.chat_id.as_deref());
+    let (chat, recorded) = chat_writer(&state, call.chat_id.as_deref());
     let sink = Sink { log: None, chat };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let (work_state, work_call, stop_state, stop_call) =
@@ -578,7 +578,7 @@ fn start_run(
         model: prepared.model.clone(),
     };
     let log = guard.log().clone();
-    let (chat, recorded) = chat_log(state, Some(&chat_id));
+    let (chat, recorded) = chat_writer(state, Some(&chat_id));
     let sink = Sink {
         log: Some(log.clone()),
         chat,

@@ -240,11 +240,11 @@ impl Codecs {
         if let Some(refs) = &refs
             && let Some(body) = upstream.body.take()
         {
-            let json = upstream
-                .headers
-                .iter()
-                .any(|h| h.name.eq_ignore_ascii_case("content-type") && h.value.contains("json"));
-            match refs.expand(body, json) {
+            let json = upstream.headers.iter().any(|h| {
+                h.name.eq_ignore_ascii_case("content-type")
+                    && h.value.to_ascii_lowercase().contains("json")
+            });
+            match refs.expand(body, json, http::MAX_REQUEST_BODY_BYTES) {
                 Ok(body) => upstream.body = Some(body),
                 Err(e) => return Ok(Err(PluginError::Internal(e.to_string()))),
             }

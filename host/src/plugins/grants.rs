@@ -235,15 +235,15 @@ impl HostSettings {
         }
     }
 
-    /// Whether the plugin (or tool) with this id may serve: a devbox tool only while it is
-    /// enabled. `Err` says why not.
-    pub fn may_serve(&self, id: &str) -> Result<(), String> {
+    /// Why the plugin (or tool) with this id may not serve, if it may not: a devbox tool
+    /// serves only while it is enabled.
+    pub fn refusal(&self, id: &str) -> Option<String> {
         match (
             self.devbox_tools.get(id),
             DEVBOX_TOOLS.iter().find(|(tool, _)| *tool == id),
         ) {
-            (Some((false, _)), Some((_, var))) => Err(format!("{var} is not true")),
-            _ => Ok(()),
+            (Some((false, _)), Some((_, var))) => Some(format!("{var} is not true")),
+            _ => None,
         }
     }
 }
@@ -683,12 +683,12 @@ mod tests {
         let coding = resolve(&manifest("coding_exec", asks), &host(&devbox), client()).unwrap();
         assert!(coding.ssh.is_none());
         let settings = host(&devbox);
-        assert!(settings.may_serve("shell_exec").is_ok());
+        assert!(settings.refusal("shell_exec").is_none());
         assert_eq!(
-            settings.may_serve("coding_exec").unwrap_err(),
+            settings.refusal("coding_exec").unwrap(),
             "CHAT_CODING_TOOL_ENABLED is not true"
         );
-        assert!(settings.may_serve("web_search").is_ok());
+        assert!(settings.refusal("web_search").is_none());
         // Without the manifest asking, nothing.
         let quiet = resolve(&manifest("shell_exec", "{}"), &host(&devbox), client()).unwrap();
         assert!(quiet.ssh.is_none());

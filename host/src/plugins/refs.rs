@@ -43,8 +43,13 @@ enum Held {
 
 /// A body the references could not be put back into.
 #[derive(Debug, thiserror::Error)]
-#[error("the request body names a reference this turn does not have: {0}")]
-pub struct UnknownRef(String);
+pub enum ExpandError {
+    #[error("the request body names a reference this turn does not have: {0}")]
+    Unknown(String),
+    /// A plugin that writes a token many times cannot make the host build more than this.
+    #[error("the request body, its references filled in, is larger than the host's {0}-byte cap")]
+    TooLarge(usize),
+}
 
 impl Default for Refs {
     fn default() -> Self {
@@ -137,15 +142,16 @@ impl Refs {
     }
 
     /// `body` with every token replaced by its value; `json` says whether texts are escaped for
-    /// a JSON string. A body without tokens is returned as it is.
-    pub fn expand(&self, body: Vec<u8>, json: bool) -> Result<Vec<u8>, UnknownRef> {
+    /// a JSON string. A body without tokens is returned as it is; one that would grow past `max`
+    /// bytes is refused as it grows.
+    pub fn expand(&self, body: Vec<u8>, json: bool, max: usize) -> Result<Vec<u8>, ExpandError> {
         let finder = memmem::Finder::new(self.prefix.as_bytes());
         let mut found = finder.find_iter(&body).peekable();
         if found.peek().is_none() {
             return Ok(body);
         }
         let held: usize = self.values.iter().map(|v| v.len()).sum();
-        let mut out = Vec::with_capacity(body.len() + held + held / 8);
+        let mut out = Vec::with_capacity((body.len() + held + held / 8).min(max));
         let mut copied = 0;
         for at in found {
             if at < copied {
@@ -160,10 +166,13 @@ impl Refs {
                 .and_then(|n| self.values.get(n));
             let Some(value) = value else {
                 let shown = String::from_utf8_lossy(&rest[..digits.min(20)]);
-                return Err(UnknownRef(format!("{}{shown}", self.prefix)));
+                return Err(ExpandError::Unknown(format!("{}{shown}", self.prefix)));
             };
             out.extend_from_slice(&body[copied..at]);
             value.write(&mut out, json);
+            if out.len() > max {
+                return Err(ExpandError::TooLarge(max));
+            }
             copied = at + self.prefix.len() + digits + 1;
         }
         out.extend_from_slice(&body[copied..]);
@@ -242,14 +251,26 @@ mod tests {
             "image": format!("data:image/png;base64,{}", image.data_base64),
         });
         let expanded = refs
-            .expand(serde_json::to_vec(&body).unwrap(), true)
+            .expand(serde_json::to_vec(&body).unwrap(), true, usize::MAX)
             .unwrap();
         let expanded: serde_json::Value = serde_json::from_slice(&expanded).unwrap();
         assert_eq!(expanded["text"], format!("File:\n{big}"));
         assert_eq!(expanded["image"], "data:image/png;base64,iVBORw0KGgo=");
         // Not JSON: written as it is.
-        let raw = refs.expand(token.clone().into_bytes(), false).unwrap();
+        let raw = refs
+            .expand(token.clone().into_bytes(), false, usize::MAX)
+            .unwrap();
         assert_eq!(raw, big.as_bytes());
+        // Two tokens side by side are both filled in.
+        let twice = format!("{token}{token}").into_bytes();
+        let raw = refs.expand(twice, false, usize::MAX).unwrap();
+        assert_eq!(raw, format!("{big}{big}").as_bytes());
+        // A token written over and over cannot make the host build past the cap.
+        let bomb = token.repeat(1_000).into_bytes();
+        assert!(matches!(
+            refs.expand(bomb, false, 1024 * 1024),
+            Err(ExpandError::TooLarge(_))
+        ));
     }
 
     #[test]
@@ -277,8 +298,8 @@ mod tests {
     fn a_body_without_tokens_is_untouched_and_an_unknown_token_is_refused() {
         let refs = Refs::new();
         let body = b"{\"a\":\"@chatd:not-this-one:0@\"}".to_vec();
-        assert_eq!(refs.expand(body.clone(), true).unwrap(), body);
+        assert_eq!(refs.expand(body.clone(), true, usize::MAX).unwrap(), body);
         let forged = format!("{{\"a\":\"{}7@\"}}", refs.prefix).into_bytes();
-        assert!(refs.expand(forged, true).is_err());
+        assert!(refs.expand(forged, true, usize::MAX).is_err());
     }
 }

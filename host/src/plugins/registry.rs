@@ -142,7 +142,7 @@ impl PluginHost {
         // A devbox tool the operator did not enable is not even compiled.
         let bundled = bundled.into_iter().filter(|package| {
             super::manifest::Manifest::parse(&package.manifest_json)
-                .map_or(true, |m| loader.settings.may_serve(&m.id).is_ok())
+                .map_or(true, |m| loader.settings.refusal(&m.id).is_none())
         });
         // Compiling runs on the blocking pool, so loading them together uses every core.
         let loads = bundled.map(|package| {
@@ -324,7 +324,7 @@ impl PluginHost {
         let mut plugins: Vec<Arc<Plugin>> = self
             .bundled
             .iter()
-            .filter(|p| settings.may_serve(p.id()).is_ok())
+            .filter(|p| settings.refusal(p.id()).is_none())
             .cloned()
             .collect();
         let mut from_folder: Vec<String> = Vec::new();
@@ -336,13 +336,13 @@ impl PluginHost {
             let id = plugin.id();
             // By id and by tool name: a plugin under another id cannot list a disabled
             // devbox tool either.
-            let serves = settings.may_serve(id).and_then(|()| {
+            let refused = settings.refusal(id).or_else(|| {
                 plugin
                     .tools
                     .iter()
-                    .try_for_each(|tool| settings.may_serve(&tool.name))
+                    .find_map(|tool| settings.refusal(&tool.name))
             });
-            if let Err(why) = serves {
+            if let Some(why) = refused {
                 let why = format!("plugin {id} is not served: {why}");
                 tracing::error!("plugin file {} refused: {why}", path.display());
                 entry.conflict = Some(why);

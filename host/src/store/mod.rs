@@ -60,6 +60,11 @@ pub enum StoreError {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "the database is in use by another chatd process ({path} is locked): SQLite serves one \
+         instance; stop the other or give this one another DATABASE_URL"
+    )]
+    InUse { path: String },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("database error: {0}")]
@@ -76,6 +81,10 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Store {
     pool: SqlitePool,
     writer: Writer,
+    /// A lock on `<database>.lock`, held while the store is open: one process per database
+    /// file, so a second chatd cannot take the first's calls for lost (`liveness.rs`). The
+    /// system releases it when a process dies. `None` for an in-memory database.
+    lock: std::sync::Arc<std::sync::Mutex<Option<std::fs::File>>>,
 }
 
 impl Store {
@@ -114,6 +123,7 @@ impl Store {
                 source,
             })?;
         }
+        let lock = lock_database(options.get_filename())?;
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             // sqlx pings a connection before lending it out, by default: one more round trip to
@@ -135,7 +145,11 @@ impl Store {
                 source,
             })?;
         tokio::spawn(checkpoints(pool.clone()));
-        Ok(Self { pool, writer })
+        Ok(Self {
+            pool,
+            writer,
+            lock: std::sync::Arc::new(std::sync::Mutex::new(lock)),
+        })
     }
 
     /// A write transaction. `BEGIN IMMEDIATE` takes SQLite's write lock up front: a deferred
@@ -145,10 +159,40 @@ impl Store {
         Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 
-    /// Closes the pool, waiting for connections in use; the WAL is checkpointed on close.
+    /// Closes the pool, waiting for connections in use; the WAL is checkpointed on close. Then
+    /// gives up the database's lock.
     pub async fn close(&self) {
         self.writer.close().await;
         self.pool.close().await;
+        drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
+/// Takes the lock beside a database file (`None` for an in-memory one), or says who has it.
+fn lock_database(path: &std::path::Path) -> Result<Option<std::fs::File>> {
+    if is_in_memory(path) {
+        return Ok(None);
+    }
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = std::path::PathBuf::from(name);
+    let shown = lock_path.display().to_string();
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|source| StoreError::Folder {
+            path: shown.clone(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse { path: shown }),
+        Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Folder {
+            path: shown,
+            source,
+        }),
     }
 }
 
