@@ -208,3 +208,47 @@ async fn a_29_mb_text_reaches_the_provider_whole_and_escaped() {
         "the text, whole"
     );
 }
+
+#[tokio::test]
+async fn a_30_mb_history_of_short_messages_reaches_the_provider_whole() {
+    // 2,000 messages of 15,000 characters: each under the size that goes by reference alone,
+    // together far past what a 64 MiB sandbox could hold twice.
+    let upstream =
+        ScriptedUpstream::start([("POST /chat/completions", Reply::sse(TEXT_STREAM))]).await;
+    let server = server_for(&upstream, &[]).await;
+    let messages: Vec<Value> = (0..2_000)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("{i:04} {}", "x".repeat(15_000))})
+        })
+        .collect();
+    let body = json!({"provider": "provider_c", "model": "grok-4", "persist": false,
+        "messages": messages});
+    let events = server.stream(body).await.rest().await;
+    assert_eq!(events.last().unwrap().name, "done", "{:?}", events.last());
+    let sent = upstream
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "POST")
+        .unwrap();
+    let sent: Value = serde_json::from_slice(&sent.body).unwrap();
+    // After the tool loop's instruction (every tool is on for a request that names none).
+    let got: Vec<&Value> = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .collect();
+    assert_eq!(got.len(), 2_000);
+    for (i, message) in got.iter().enumerate() {
+        let text = message["content"]
+            .as_str()
+            .or_else(|| message["content"][0]["text"].as_str())
+            .unwrap_or_else(|| panic!("message {i}: {message}"));
+        assert_eq!(
+            text,
+            format!("{i:04} {}", "x".repeat(15_000)),
+            "message {i}"
+        );
+    }
+}

@@ -320,27 +320,26 @@ impl Completion {
             if !text.is_empty() {
                 content.push(ContentPart::Text(text));
             }
-            self.messages.push(wit::Message {
+            let assistant = wit::Message {
                 role: wit::Role::Assistant,
                 content,
                 tool_calls: turn.calls,
                 tool_result: None,
-            });
-            let mut results: Vec<wit::Message> = results
-                .into_iter()
-                .map(|result| wit::Message {
+            };
+            let mut added: Vec<wit::Message> = std::iter::once(assistant)
+                .chain(results.into_iter().map(|result| wit::Message {
                     role: wit::Role::Tool,
                     content: Vec::new(),
                     tool_calls: Vec::new(),
                     tool_result: Some(result),
-                })
+                }))
                 .collect();
             // The turn that used the values is over, so this is their one holder; were it not,
-            // the results would simply stay inline.
+            // the new messages would simply stay inline.
             if let Some(refs) = refs.as_mut().and_then(Arc::get_mut) {
-                refs.take_large(&mut results);
+                refs.take_large(&mut added);
             }
-            self.messages.extend(results);
+            self.messages.extend(added);
         }
     }
 

@@ -23,12 +23,55 @@ use super::provider::{ContentPart, Image, Message, TextFile, ToolResult};
 /// Texts up to this many bytes stay inline: the common case costs nothing.
 pub const INLINE_BYTES: usize = 16 * 1024;
 
+/// The most text a turn's messages keep inline in all: past it (a long history of short
+/// messages), every text longer than a token goes by reference too.
+pub const INLINE_BUDGET: usize = 4 * 1024 * 1024;
+
+/// Texts this short stay inline whatever the budget: a token is about as long.
+const SHORTER_THAN_A_TOKEN: usize = 64;
+
 /// The values of one completion's turns, by reference.
 #[derive(Debug)]
 pub struct Refs {
     /// `@chatd:<nonce>:`, what every token of this completion starts with.
     prefix: String,
     values: Vec<Held>,
+}
+
+/// The length past which a text of `messages` goes by reference: [`INLINE_BYTES`], or, when the
+/// texts up to it pass [`INLINE_BUDGET`] in all, that of a token.
+fn inline_limit(messages: &[Message]) -> usize {
+    inline_limit_of(messages.iter().flat_map(|m| text_lengths(m)))
+}
+
+fn inline_limit_of(lengths: impl Iterator<Item = usize>) -> usize {
+    let inline: usize = lengths.filter(|&n| n <= INLINE_BYTES).sum();
+    if inline > INLINE_BUDGET {
+        SHORTER_THAN_A_TOKEN
+    } else {
+        INLINE_BYTES
+    }
+}
+
+/// The lengths of [`texts`].
+fn text_lengths(message: &Message) -> impl Iterator<Item = usize> + '_ {
+    let parts = message.content.iter().filter_map(|part| match part {
+        ContentPart::Text(text) => Some(text.len()),
+        ContentPart::TextFile(file) => Some(file.text.len()),
+        ContentPart::Image(_) => None,
+    });
+    parts.chain(message.tool_result.as_ref().map(|r| r.output.len()))
+}
+
+/// The texts of a message that may go by reference: its text parts, text files and tool result
+/// (not its tool calls' arguments, which a provider parses).
+fn texts(message: &mut Message) -> impl Iterator<Item = &mut String> {
+    let parts = message.content.iter_mut().filter_map(|part| match part {
+        ContentPart::Text(text) => Some(text),
+        ContentPart::TextFile(file) => Some(&mut file.text),
+        ContentPart::Image(_) => None,
+    });
+    parts.chain(message.tool_result.as_mut().map(|r| &mut r.output))
 }
 
 /// A value, moved here from the message it was in (an `Arc<String>`, not an `Arc<str>`, which
@@ -66,21 +109,24 @@ impl Refs {
     }
 
     /// Moves the large values of `messages` here, leaving tokens in their place: every image's
-    /// data, and texts, text files and tool results longer than [`INLINE_BYTES`].
+    /// data, and texts, text files and tool results longer than [`INLINE_BYTES`]; then, should
+    /// the texts left inline still pass [`INLINE_BUDGET`] in all, every one longer than a token.
     pub fn take_large(&mut self, messages: &mut [Message]) {
-        for message in messages {
+        for message in messages.iter_mut() {
             for part in &mut message.content {
-                match part {
-                    ContentPart::Image(image) => {
-                        let data = std::mem::take(&mut image.data_base64);
-                        image.data_base64 = self.hold(Held::Raw(Arc::new(data)));
-                    }
-                    ContentPart::Text(text) => self.take_text(text),
-                    ContentPart::TextFile(file) => self.take_text(&mut file.text),
+                if let ContentPart::Image(image) = part {
+                    let data = std::mem::take(&mut image.data_base64);
+                    image.data_base64 = self.hold(Held::Raw(Arc::new(data)));
                 }
             }
-            if let Some(result) = &mut message.tool_result {
-                self.take_text(&mut result.output);
+        }
+        let over = inline_limit(messages);
+        for message in messages.iter_mut() {
+            for text in texts(message) {
+                if text.len() > over {
+                    let value = std::mem::take(text);
+                    *text = self.hold(Held::Text(Arc::new(value)));
+                }
             }
         }
     }
@@ -90,8 +136,9 @@ impl Refs {
     /// copying the values.
     pub fn stand_ins(messages: &[Message]) -> Vec<Message> {
         let stand_in = "@chatd:check:0@";
+        let over = inline_limit_of(messages.iter().flat_map(|m| text_lengths(m)));
         let short = |text: &String| {
-            if text.len() > INLINE_BYTES {
+            if text.len() > over {
                 stand_in.to_string()
             } else {
                 text.clone()
@@ -127,13 +174,6 @@ impl Refs {
                 }),
             })
             .collect()
-    }
-
-    fn take_text(&mut self, text: &mut String) {
-        if text.len() > INLINE_BYTES {
-            let value = std::mem::take(text);
-            *text = self.hold(Held::Text(Arc::new(value)));
-        }
     }
 
     fn hold(&mut self, value: Held) -> String {
@@ -239,7 +279,7 @@ mod tests {
             unreachable!()
         };
         assert!(
-            token.starts_with("@chatd:") && token.ends_with(":0@"),
+            token.starts_with("@chatd:") && token.ends_with('@'),
             "{token}"
         );
         let ContentPart::Image(image) = &messages[0].content[2] else {
@@ -271,6 +311,27 @@ mod tests {
             refs.expand(bomb, false, 1024 * 1024),
             Err(ExpandError::TooLarge(_))
         ));
+    }
+
+    #[test]
+    fn past_the_budget_every_text_longer_than_a_token_goes_by_reference() {
+        let small = "z".repeat(1000);
+        let mut messages: Vec<Message> = (0..5000)
+            .map(|_| message(vec![ContentPart::Text(small.clone())]))
+            .collect();
+        messages.push(message(vec![ContentPart::Text("hi".into())]));
+        let mut refs = Refs::new();
+        refs.take_large(&mut messages);
+        assert!(
+            matches!(&messages[0].content[0], ContentPart::Text(t) if t.starts_with("@chatd:"))
+        );
+        assert!(matches!(&messages[5000].content[0], ContentPart::Text(t) if t == "hi"));
+        // Under the budget, the same texts stay inline.
+        let mut few: Vec<Message> = (0..10)
+            .map(|_| message(vec![ContentPart::Text(small.clone())]))
+            .collect();
+        refs.take_large(&mut few);
+        assert!(matches!(&few[0].content[0], ContentPart::Text(t) if *t == small));
     }
 
     #[test]
