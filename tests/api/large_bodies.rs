@@ -1,6 +1,7 @@
 //! What the contract allows goes through: a request of about 30 MB (four 5.25 MiB PNG images,
-//! under the 32 MiB body limit) through each of the four providers, persisted or not, streaming
-//! or not, with every image arriving upstream byte for byte (hashed). The providers' sandboxes
+//! under the 32 MiB body limit) through each of the four providers as a persisted stream, a
+//! `persist: false` stream and a persisted non-streaming completion, with every image arriving
+//! upstream byte for byte (hashed). The providers' sandboxes
 //! are capped at 64 MiB: the images go to them by reference (`plugins/refs.rs`).
 
 use base64::Engine as _;
@@ -17,6 +18,8 @@ const RESPONSES_STREAM: &str =
     include_str!("../fixtures/upstream/openai_responses/02_stream_text.response.sse");
 const RESPONSES_BODY: &str =
     include_str!("../fixtures/upstream/openai_responses/01_nonstream_text.response.json");
+const MESSAGES_BODY: &str =
+    include_str!("../fixtures/upstream/anthropic_messages/01_nonstream_text.response.json");
 const MESSAGES_STREAM: &str =
     include_str!("../fixtures/upstream/anthropic_messages/04_stream_text.response.sse");
 const CHAT_BODY: &str =
@@ -74,21 +77,22 @@ async fn a_30_mb_request_of_images_reaches_every_provider_intact() {
         .collect();
     let messages =
         json!([{"role": "user", "content": "What is in these?", "attachments": attachments}]);
-    let upstream = ScriptedUpstream::start([
-        ("POST /responses", Reply::sse(RESPONSES_STREAM)),
-        (
-            "POST /responses",
-            Reply::json(200, serde_json::from_str(RESPONSES_BODY).unwrap()),
-        ),
-        ("POST /messages", Reply::sse(MESSAGES_STREAM)),
-        ("POST /chat/completions", Reply::sse(TEXT_STREAM)),
-        ("POST /chat/completions", Reply::sse(TEXT_STREAM)),
-        (
-            "POST /chat/completions",
-            Reply::json(200, serde_json::from_str(CHAT_BODY).unwrap()),
-        ),
-    ])
-    .await;
+    // Each provider: a persisted stream, a `persist: false` stream, a persisted non-streaming
+    // completion, in that order (provider_c and provider_agent share the chat completions route).
+    let stream = |body: &str| Reply::sse(body);
+    let whole = |body: &str| Reply::json(200, serde_json::from_str(body).unwrap());
+    let mut routes = Vec::new();
+    for (route, streamed, body) in [
+        ("POST /responses", RESPONSES_STREAM, RESPONSES_BODY),
+        ("POST /messages", MESSAGES_STREAM, MESSAGES_BODY),
+        ("POST /chat/completions", TEXT_STREAM, CHAT_BODY),
+        ("POST /chat/completions", TEXT_STREAM, CHAT_BODY),
+    ] {
+        routes.push((route, stream(streamed)));
+        routes.push((route, stream(streamed)));
+        routes.push((route, whole(body)));
+    }
+    let upstream = ScriptedUpstream::start(routes).await;
     let url = upstream.url();
     let server = server_for(
         &upstream,
@@ -108,25 +112,17 @@ async fn a_30_mb_request_of_images_reaches_every_provider_intact() {
         ],
     )
     .await;
-    // (provider, model, endpoint, persist)
-    let cases = [
-        ("provider_a", "gpt-4o", "/v1/chat-completions/stream", true),
-        ("provider_a", "gpt-4o", "/v1/chat-completions", true),
-        (
-            "provider_b",
-            "claude-sonnet-4-5",
-            "/v1/chat-completions/stream",
-            true,
-        ),
-        ("provider_c", "grok-4", "/v1/chat-completions/stream", false),
-        (
-            "provider_agent",
-            "hermes",
-            "/v1/chat-completions/stream",
-            true,
-        ),
-        ("provider_c", "grok-4", "/v1/chat-completions", true),
-    ];
+    let mut cases = Vec::new();
+    for (provider, model) in [
+        ("provider_a", "gpt-4o"),
+        ("provider_b", "claude-sonnet-4-5"),
+        ("provider_c", "grok-4"),
+        ("provider_agent", "hermes"),
+    ] {
+        cases.push((provider, model, "/v1/chat-completions/stream", true));
+        cases.push((provider, model, "/v1/chat-completions/stream", false));
+        cases.push((provider, model, "/v1/chat-completions", true));
+    }
     let client = reqwest::Client::new();
     for (i, (provider, model, path, persist)) in cases.into_iter().enumerate() {
         // A temperature: the provider also builds the first turn's request once before the run
@@ -135,6 +131,9 @@ async fn a_30_mb_request_of_images_reaches_every_provider_intact() {
             "temperature": 0.5});
         if path.ends_with("/stream") {
             body["persist"] = json!(persist);
+        } else {
+            // A persisted non-streaming completion: of a chat.
+            body["chatId"] = json!(server.new_chat(json!({})).await);
         }
         let body = serde_json::to_vec(&body).unwrap();
         assert!(
