@@ -18,7 +18,7 @@ use axum::response::Response;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::plugins::{rss_kib, server_binary, start_with};
+use crate::plugins::{rss_kib, server_binary, start_with, status_kib};
 
 const RECORDED_STREAM: &str = include_str!(
     "../../tests/fixtures/upstream/openai_chat/02_stream_text_include_usage.response.sse"
@@ -70,13 +70,7 @@ fn reset_peak(pid: u32) -> anyhow::Result<()> {
 
 /// `VmHWM` (peak RSS) of a process, in KiB.
 fn peak_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .context("VmHWM in /proc/PID/status")
+    status_kib(pid, "VmHWM")
 }
 
 async fn run_async(o: Options) -> anyhow::Result<()> {

@@ -165,13 +165,18 @@ fn spawn(
 }
 
 pub(crate) fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    status_kib(pid, "VmRSS")
+}
+
+/// A `… kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`), in KiB.
+pub(crate) fn status_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|n| n.parse().ok())
-        .context("VmRSS in /proc/PID/status")
+        .with_context(|| format!("{field} in /proc/PID/status"))
 }
 
 fn startup(o: &Options) -> anyhow::Result<()> {

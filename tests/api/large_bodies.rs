@@ -93,25 +93,7 @@ async fn a_30_mb_request_of_images_reaches_every_provider_intact() {
         routes.push((route, whole(body)));
     }
     let upstream = ScriptedUpstream::start(routes).await;
-    let url = upstream.url();
-    let server = server_for(
-        &upstream,
-        &[
-            "--provider-a-base-url",
-            &url,
-            "--provider-a-api-key",
-            "a-key",
-            "--provider-b-base-url",
-            &url,
-            "--provider-b-api-key",
-            "b-key",
-            "--agent-api-base-url",
-            &url,
-            "--agent-api-key",
-            "agent-key",
-        ],
-    )
-    .await;
+    let server = crate::refusals::every_provider(&upstream).await;
     let mut cases = Vec::new();
     for (provider, model) in [
         ("provider_a", "gpt-4o"),

@@ -28,8 +28,8 @@ fn model_calls(upstream: &ScriptedUpstream) -> usize {
         .count()
 }
 
-/// A server whose providers a, b and c all point at `upstream`.
-async fn every_provider(upstream: &ScriptedUpstream) -> TestServer {
+/// A server whose four providers all point at `upstream`.
+pub(crate) async fn every_provider(upstream: &ScriptedUpstream) -> TestServer {
     let url = upstream.url();
     server_for(
         upstream,
@@ -42,6 +42,10 @@ async fn every_provider(upstream: &ScriptedUpstream) -> TestServer {
             &url,
             "--provider-b-api-key",
             "b-key",
+            "--agent-api-base-url",
+            &url,
+            "--agent-api-key",
+            "agent-key",
         ],
     )
     .await

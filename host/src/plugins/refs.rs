@@ -41,7 +41,7 @@ pub struct Refs {
 /// The length past which a text of `messages` goes by reference: [`INLINE_BYTES`], or, when the
 /// texts up to it pass [`INLINE_BUDGET`] in all, that of a token.
 fn inline_limit(messages: &[Message]) -> usize {
-    inline_limit_of(messages.iter().flat_map(|m| text_lengths(m)))
+    inline_limit_of(messages.iter().flat_map(text_lengths))
 }
 
 fn inline_limit_of(lengths: impl Iterator<Item = usize>) -> usize {
@@ -136,7 +136,7 @@ impl Refs {
     /// copying the values.
     pub fn stand_ins(messages: &[Message]) -> Vec<Message> {
         let stand_in = "@chatd:check:0@";
-        let over = inline_limit_of(messages.iter().flat_map(|m| text_lengths(m)));
+        let over = inline_limit_of(messages.iter().flat_map(text_lengths));
         let short = |text: &String| {
             if text.len() > over {
                 stand_in.to_string()
