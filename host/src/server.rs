@@ -46,6 +46,14 @@ impl Server {
     /// [`PluginHost::start`]`(config)`; tests share one.
     pub async fn bind(config: &Config, plugins: Arc<PluginHost>) -> Result<Self, StartError> {
         let store = Store::open(&config.database_url).await?;
+        let addr = format!("{}:{}", config.host, config.port);
+        let listener = TcpListener::bind(&addr)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: addr.clone(),
+                source,
+            })?;
+        // This process holds the database's lock, so every call still open is another's, lost.
         let lost = store.close_lost_calls().await?;
         if lost > 0 {
             tracing::warn!(
@@ -55,13 +63,6 @@ impl Server {
         }
         let instance = store.register_instance().await?;
         tokio::spawn(liveness::beat(store.clone(), instance));
-        let addr = format!("{}:{}", config.host, config.port);
-        let listener = TcpListener::bind(&addr)
-            .await
-            .map_err(|source| StartError::Bind {
-                addr: addr.clone(),
-                source,
-            })?;
         let key = |set: bool, var: &'static str| (!set).then_some(var);
         let mut providers = vec![
             (
