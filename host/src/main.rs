@@ -10,8 +10,25 @@ use chatd::plugins::registry::PluginHost;
 use chatd::server::{Server, shutdown_signal};
 use tracing_subscriber::EnvFilter;
 
+fn main() -> ExitCode {
+    return_large_buffers();
+    run()
+}
+
+/// Buffers of 128 KiB and more (a request's attachments, tens of MiB) are given back to the
+/// system when freed. glibc's malloc would otherwise raise its mmap threshold after the first
+/// large free and serve later large buffers from its heaps, which keep them: the server's
+/// resident memory grew with every large request (BENCHMARKS.md, "The largest request").
+fn return_large_buffers() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator; no thread has started yet.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn run() -> ExitCode {
     let config = match Config::load() {
         Ok(config) => config,
         Err(ConfigError::Exit(text)) => {
