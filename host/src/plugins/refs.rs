@@ -4,13 +4,14 @@
 //! body from it, so a request the contract allows (32 MiB of attachments) needed twice that in a
 //! sandbox capped at 64 MiB, and more per turn of the tool loop. A provider whose manifest says
 //! `"provider": {"references": true}` gets, in place of each image's data and of each text
-//! longer than [`INLINE_BYTES`], a short token. It puts the token where the value belongs in the
+//! longer than [`INLINE_BYTES`] (or than a token, once a turn's inline text would pass
+//! [`INLINE_BUDGET`]), a short token. It puts the token where the value belongs in the
 //! request body it builds, and the host, sending that body, puts the value back. The plugin's
 //! memory then holds the turn's small parts; the host holds each value once, shared by every
 //! turn of the completion.
 //!
-//! A token is `@chatd:<nonce>:<n>@`: the nonce is random per completion, so no text of the
-//! chat can name a value, and the characters need no escaping in JSON. In a JSON body (a
+//! A token is `@chatd:<nonce>:<n>@`: the nonce is new per completion and unguessable (a UUIDv7:
+//! 74 random bits), so no text of the chat can name a value, and the characters need no escaping in JSON. In a JSON body (a
 //! Content-Type naming `json`) a text is written escaped for a JSON string, as the token stands
 //! inside one; image data (base64) and any value in another body is written as it is.
 
