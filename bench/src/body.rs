@@ -103,7 +103,7 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
             "/v1/chat-completions/stream",
             Some(false),
         ),
-        ("non-streaming, persisted", "/v1/chat-completions", None),
+        ("non-streaming, no chat", "/v1/chat-completions", None),
     ] {
         // A fresh server each time: memory a process has once used stays counted in its RSS.
         let dir = tempfile::tempdir()?;

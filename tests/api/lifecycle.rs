@@ -574,23 +574,13 @@ async fn a_call_left_open_by_kill_9_is_closed_at_the_next_start() {
         "up to the last sign of life"
     );
     // The user's message, stored beside the call, is still there.
-    let chats: Value = client
-        .get(format!("{}/v1/chats", process.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let get = |path: String| {
+        let request = client.get(format!("{}{path}", process.base));
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let chats = get("/v1/chats".into()).await;
     let chat_id = chats["chats"][0]["id"].as_str().unwrap();
-    let chat: Value = client
-        .get(format!("{}/v1/chats/{chat_id}", process.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let chat = get(format!("/v1/chats/{chat_id}")).await;
     assert_eq!(
         chat["chat"]["messages"][0]["content"],
         "kept across the crash"

@@ -299,8 +299,7 @@ mod tests {
 
     #[test]
     fn non_blank_is_what_trim_leaves_something_of() {
-        // Every character Rust's `trim` drops is in the pattern's excluded set, and nothing
-        // else: the pattern is checked against each of them here.
+        // Every character Rust's `trim` drops is in the pattern's excluded set...
         let white: Vec<char> = (0..=0x3000u32)
             .filter_map(char::from_u32)
             .filter(|c| c.is_whitespace())
@@ -313,6 +312,29 @@ mod tests {
                 || ('\u{2000}'..='\u{200A}').contains(&c);
             assert!(listed, "U+{code} is white space but not in NON_BLANK");
         }
+        // ...and nothing else: every `\uXXXX` the set names is white space (the ranges' ends
+        // included), and so are its plain members.
+        for escape in NON_BLANK.split("\\u").skip(1) {
+            let code = u32::from_str_radix(&escape[..4], 16).unwrap();
+            let c = char::from_u32(code).unwrap();
+            assert!(
+                c.is_whitespace(),
+                "U+{code:04X} is in NON_BLANK but not white space"
+            );
+        }
+        let plain = NON_BLANK
+            .replace("\\t", "")
+            .replace("\\n", "")
+            .replace("\\f", "");
+        let plain = plain.replace("\\r", "");
+        let plain: String = plain
+            .split("\\u")
+            .map(|s| s.get(4..).unwrap_or(s))
+            .collect();
+        assert_eq!(
+            plain, "[^ -]",
+            "only the space and the range's dash are plain"
+        );
     }
 
     #[test]

@@ -35,7 +35,7 @@ use super::bindings::codec_provider::{CodecProvider, CodecProviderPre};
 use super::http::{self, Refusal};
 use super::manifest::Manifest;
 use super::provider::{PluginError, TurnEvent, TurnOutcome, TurnRequest};
-use super::refs::Refs;
+use super::refs::{ExpandError, Refs};
 use super::state::{Capabilities, PluginState};
 use super::{CallError, Core, log_stderr, new_store};
 
@@ -246,6 +246,10 @@ impl Codecs {
             });
             match refs.expand(body, json, http::MAX_REQUEST_BODY_BYTES) {
                 Ok(body) => upstream.body = Some(body),
+                // What the client sent, escaped for the upstream, passes the cap: its request.
+                Err(e @ ExpandError::TooLarge(_)) => {
+                    return Ok(Err(PluginError::InvalidInput(e.to_string())));
+                }
                 Err(e) => return Ok(Err(PluginError::Internal(e.to_string()))),
             }
         }
