@@ -2,8 +2,11 @@
 //!
 //! # Code map
 //!
-//! - [`config`]: every setting, parsed once at startup (CLI flags with env fallback). Invalid
-//!   values stop startup with one line naming the variable and the rule.
+//! - [`config`]: every setting, parsed once at startup (CLI flags with env fallback), and the
+//!   optional configuration file (`config::file`, TOML, hot-reloaded). Invalid values stop
+//!   startup with one line naming the variable (or the file's key) and the rule.
+//! - [`defaults`]: the contract's four providers and the built-in services, as data: the one
+//!   module that names a bundled plugin.
 //! - [`server`]: wiring. Opens the store, binds, serves, shuts down gracefully. `main` and the
 //!   black-box tests start the server the same way.
 //! - [`http`]: routes, DTOs, the error type, auth and request-log middleware, the OpenAPI
@@ -47,6 +50,7 @@
 pub mod attachments;
 pub mod chat;
 pub mod config;
+pub mod defaults;
 pub mod http;
 pub mod model;
 pub mod plugins;

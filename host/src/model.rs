@@ -1,5 +1,7 @@
-//! Domain vocabulary shared by the HTTP layer and the store: roles, provider identifiers, ids and
-//! timestamps. Nothing here touches SQL or HTTP.
+//! Domain vocabulary shared by the HTTP layer and the store: roles, ids and timestamps. Nothing
+//! here touches SQL or HTTP. Provider ids are plain strings: which ones exist is the running
+//! server's data (`plugins::registry::Snapshot::provider`), and stored chats keep whatever id
+//! they were written with.
 
 use std::fmt;
 use std::str::FromStr;
@@ -42,42 +44,6 @@ impl FromStr for Role {
     }
 }
 
-/// The contract's provider identifiers.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Provider {
-    ProviderA,
-    ProviderB,
-    ProviderC,
-    ProviderAgent,
-}
-
-impl Provider {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::ProviderA => "provider_a",
-            Provider::ProviderB => "provider_b",
-            Provider::ProviderC => "provider_c",
-            Provider::ProviderAgent => "provider_agent",
-        }
-    }
-}
-
-impl FromStr for Provider {
-    type Err = UnknownValue;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "provider_a" => Ok(Provider::ProviderA),
-            "provider_b" => Ok(Provider::ProviderB),
-            "provider_c" => Ok(Provider::ProviderC),
-            "provider_agent" => Ok(Provider::ProviderAgent),
-            other => Err(UnknownValue(other.to_string())),
-        }
-    }
-}
-
 /// A stored value that is not one of the enum's variants (only possible if the database was edited
 /// by hand).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -85,12 +51,6 @@ impl FromStr for Provider {
 pub struct UnknownValue(pub String);
 
 impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl fmt::Display for Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -257,14 +217,6 @@ mod tests {
     fn enums_round_trip() {
         for role in [Role::System, Role::User, Role::Assistant, Role::Tool] {
             assert_eq!(role.as_str().parse::<Role>().unwrap(), role);
-        }
-        for p in [
-            Provider::ProviderA,
-            Provider::ProviderB,
-            Provider::ProviderC,
-            Provider::ProviderAgent,
-        ] {
-            assert_eq!(p.as_str().parse::<Provider>().unwrap(), p);
         }
         assert!("robot".parse::<Role>().is_err());
     }

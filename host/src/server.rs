@@ -9,10 +9,9 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::chat::ChatSettings;
-use crate::chat::models::{ModelSources, Models};
+use crate::chat::models::Models;
 use crate::config::Config;
 use crate::http::{self, AppState, TokenDigest};
-use crate::model::Provider;
 use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::store::{Store, StoreError, liveness};
@@ -63,31 +62,7 @@ impl Server {
         }
         let instance = store.register_instance().await?;
         tokio::spawn(liveness::beat(store.clone(), instance));
-        let key = |set: bool, var: &'static str| (!set).then_some(var);
-        let mut providers = vec![
-            (
-                Provider::ProviderA,
-                key(config.provider_a_api_key.is_some(), "PROVIDER_A_API_KEY"),
-            ),
-            (
-                Provider::ProviderB,
-                key(config.provider_b_api_key.is_some(), "PROVIDER_B_API_KEY"),
-            ),
-            (
-                Provider::ProviderC,
-                key(config.provider_c_api_key.is_some(), "PROVIDER_C_API_KEY"),
-            ),
-        ];
-        if config.agent_api_key.is_some() {
-            providers.push((Provider::ProviderAgent, None));
-        }
-        let models = Models::new(
-            ModelSources {
-                providers,
-                agent_model: config.agent_model.clone(),
-            },
-            plugins.clone(),
-        );
+        let models = Models::new(plugins.clone());
         let refresh =
             models.spawn_refresh(std::time::Duration::from_secs(config.models_refresh_secs));
         let state = AppState {
@@ -98,7 +73,6 @@ impl Server {
             chat: Arc::new(ChatSettings {
                 max_tool_rounds: config.chat_max_tool_rounds,
                 title_model: config.title_model.clone(),
-                agent_enabled: config.agent_api_key.is_some(),
             }),
             models,
             token: config

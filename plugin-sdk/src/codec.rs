@@ -1,4 +1,5 @@
-//! The `codec-provider` world: [`Codec`], [`Decoder`] and
+//! The `codec-provider` world (as `profiled-codec-provider`, which adds the provider's
+//! [`Profile`]): [`Codec`], [`Decoder`] and
 //! [`export_codec_provider!`](crate::export_codec_provider).
 //!
 //! A codec provider only encodes and decodes: [`Codec::start`] turns a turn request into the
@@ -20,7 +21,7 @@
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "chatd:plugin/codec-provider@0.1.0",
+        world: "chatd:plugin/profiled-codec-provider@0.1.0",
         runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_codec_provider_world",
@@ -41,11 +42,18 @@ use std::cell::RefCell;
 pub use bindings::exports::chatd::plugin::turn_codec::Decoded;
 
 use crate::host::{Header, PluginError, Request, UpstreamError};
-use crate::provider::{FinishReason, TurnEvent, TurnOutcome, TurnRequest, TurnStream, emit};
+use crate::provider::{
+    FinishReason, Profile, TurnEvent, TurnOutcome, TurnRequest, TurnStream, emit,
+};
 
-/// A model provider adapter whose turns the host drives. Both methods have defaults, so a plugin
-/// implements what it has.
+/// A model provider adapter whose turns the host drives. Every method has a default, so a
+/// plugin implements what it has.
 pub trait Codec {
+    /// What it is and takes; see [`Profile`].
+    fn profile() -> Profile {
+        Profile::default()
+    }
+
     /// The upstream's model ids.
     fn list_models() -> Result<Vec<String>, PluginError> {
         Err(crate::unsupported("listing models"))
@@ -230,6 +238,18 @@ impl Decoder {
     }
 }
 
+/// A turn's upstream request as most APIs take it: `POST {url}` with a JSON body, accepting an
+/// event stream when the turn streams and JSON when it does not. Add the API's own headers to
+/// the result (a version; never a key: the host adds that).
+pub fn post_turn(url: impl Into<String>, body: &serde_json::Value, streaming: bool) -> Request {
+    let accept = if streaming {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    Request::post(url).header("accept", accept).json(body)
+}
+
 /// Runs a turn inside the plugin, for the `provider` world's `turn`: sends the request through
 /// the `http` import and feeds the answer to the decoder, handing each event to the host's
 /// [`emit`]. Stops reading when the turn is complete or the host cancels it.
@@ -282,8 +302,8 @@ impl bindings::exports::chatd::plugin::turn_codec::GuestTurnDecoder for DecoderR
     }
 }
 
-/// Exports a [`Codec`] implementation as the component's `codec-provider` world (which includes
-/// the `provider` world: its `turn` runs the same codec through [`drive`]).
+/// Exports a [`Codec`] implementation as the component's `profiled-codec-provider` world (which
+/// includes the `provider` world: its `turn` runs the same codec through [`drive`]).
 #[macro_export]
 macro_rules! export_codec_provider {
     ($ty:ty) => {
@@ -325,6 +345,17 @@ macro_rules! export_codec_provider {
                         $crate::codec::DecoderResource::new(decoder),
                     ),
                 ))
+            }
+        }
+
+        impl $crate::codec::bindings::exports::chatd::plugin::provider_profile::Guest
+            for __ChatdCodecExport
+        {
+            fn describe() -> $crate::codec::bindings::exports::chatd::plugin::provider_profile::Profile {
+                $crate::__profile_into!(
+                    <$ty as $crate::codec::Codec>::profile(),
+                    $crate::codec::bindings::exports::chatd::plugin::provider_profile::Profile
+                )
             }
         }
 

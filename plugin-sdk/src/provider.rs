@@ -1,4 +1,6 @@
-//! The `provider` world: [`Provider`], [`emit`] and [`export_provider!`](crate::export_provider).
+//! The `provider` world: [`Provider`], [`emit`] and [`export_provider!`](crate::export_provider),
+//! and what every provider does alike: the [`Profile`] it declares (as a codec), the base URL, a
+//! model list at a URL, the stream relay.
 
 // A near-copy of the other worlds' `generate!` blocks on purpose: one world each, each
 // naming the shared host bindings it reuses through `with`. Keep them alike.
@@ -33,7 +35,44 @@ pub fn emit(event: &TurnEvent) -> bool {
     bindings::chatd::plugin::turn_events::emit(event)
 }
 
-/// A model provider adapter. Both methods have defaults, so a plugin implements what it has.
+/// What a provider declares about itself (the WIT `provider-profile`, exported by
+/// [`Codec::profile`](crate::codec::Codec::profile)); the host asks once, when the provider loads.
+/// [`Profile::default`] is what the host assumes of a provider that does not say (a plain
+/// [`Provider`]): a model API that takes the host's tools and both kinds of attachment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Its wire format's name (`chat_completions`): operators can run it under another id,
+    /// base URL and key as a declared provider's `adapter`. `None`: not offered.
+    pub adapter: Option<String>,
+    /// The header the upstream takes the key in (`x-api-key`), as the bare key; `None`:
+    /// `Authorization: Bearer <key>`. The host adds it; the plugin never sees the key.
+    pub key_header: Option<String>,
+    /// Takes the host's tools (the tool loop runs for it).
+    pub tools: bool,
+    /// Wants the host's tool-loop instruction as the first system message when tools are on.
+    pub tool_instruction: bool,
+    /// Understands image attachments (the host refuses them for it otherwise).
+    pub images: bool,
+    /// Understands text-file attachments (the host refuses them for it otherwise).
+    pub text_files: bool,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self {
+            adapter: None,
+            key_header: None,
+            tools: true,
+            tool_instruction: false,
+            images: true,
+            text_files: true,
+        }
+    }
+}
+
+/// A model provider adapter that runs its turns itself. Both methods have defaults, so a plugin
+/// implements what it has. It declares no [`Profile`] (the host assumes the default); a
+/// [`Codec`](crate::codec::Codec) can.
 pub trait Provider {
     /// The upstream's model ids.
     fn list_models() -> Result<Vec<String>, PluginError> {
@@ -45,6 +84,23 @@ pub trait Provider {
         let _ = request;
         Err(crate::unsupported("model turns"))
     }
+}
+
+/// A [`Profile`] as one world's generated record (each world generates its own type).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __profile_into {
+    ($profile:expr, $record:path) => {{
+        let p: $crate::provider::Profile = $profile;
+        $record {
+            adapter: p.adapter,
+            key_header: p.key_header,
+            tools: p.tools,
+            tool_instruction: p.tool_instruction,
+            images: p.images,
+            text_files: p.text_files,
+        }
+    }};
 }
 
 /// Exports a [`Provider`] implementation as the component's `provider` world.
@@ -156,15 +212,69 @@ pub fn cancelled() -> TurnOutcome {
     }
 }
 
-/// An operator-configured base URL the host hands over as the setting `setting` (the lower-cased
-/// name of `variable`), without trailing slashes so paths append as `{base}/path`.
-pub fn base_url(setting: &str, variable: &str) -> Result<String, PluginError> {
-    crate::host::config::get(setting)
+/// The setting a provider's upstream base URL comes under: the service of the provider's
+/// manifest (`provider.service`) when it serves under its own id, or the operator's declared
+/// provider when it runs as an adapter.
+pub const BASE_URL: &str = "base_url";
+
+/// The provider's upstream base URL (the [`BASE_URL`] setting), without trailing slashes so
+/// paths append as `{base}/path`.
+pub fn base_url() -> Result<String, PluginError> {
+    crate::host::config::get(BASE_URL)
         .map(|url| url.trim_end_matches('/').to_string())
         .filter(|url| !url.is_empty())
         .ok_or_else(|| {
-            PluginError::InvalidInput(format!("{setting} is not configured ({variable})"))
+            PluginError::InvalidInput(
+                "no upstream is configured for this provider (its service has no base URL)".into(),
+            )
         })
+}
+
+/// The model ids `GET {url}` lists, read from the body by `parse` (e.g. [`openai_model_ids`]).
+/// `headers` are sent as given (an API version; never a key: the host adds that).
+pub fn list_models(
+    url: &str,
+    headers: &[(&str, &str)],
+    parse: impl FnOnce(&[u8]) -> Result<Vec<String>, PluginError>,
+) -> Result<Vec<String>, PluginError> {
+    let mut request = crate::host::Request::get(url).header("accept", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let body = request
+        .send()
+        .map_err(crate::transport_error)?
+        .error_for_status()?
+        .bytes()
+        .map_err(crate::transport_error)?;
+    parse(&body)
+}
+
+/// The ids of an OpenAI-style model list (`{"data": [{"id": …}, …]}`, which most
+/// OpenAI-compatible servers answer), trimmed, sorted and without repeats.
+pub fn openai_model_ids(body: &[u8]) -> Result<Vec<String>, PluginError> {
+    #[derive(serde::Deserialize)]
+    struct List {
+        data: Vec<Entry>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        #[serde(default)]
+        id: Option<String>,
+    }
+    let list: List = serde_json::from_slice(body).map_err(|e| {
+        PluginError::MalformedResponse(format!("unexpected model list response: {e}"))
+    })?;
+    let mut ids: Vec<String> = list
+        .data
+        .into_iter()
+        .filter_map(|model| model.id)
+        .map(|id| id.trim().to_string())
+        .filter(|id| !id.is_empty())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    Ok(ids)
 }
 
 /// A tool's parameter schema as JSON; an empty text means "no parameters".
@@ -242,6 +352,28 @@ mod tests {
         let out = relay([event("", "a"), event("", "b")], Echo(false), |_| false).unwrap();
         assert!(matches!(out.finish, FinishReason::Other));
         assert!(relay([event("", "a")], Echo(false), |_| true).is_err());
+    }
+
+    #[test]
+    fn the_recorded_openai_list_gives_sorted_ids() {
+        let ids = openai_model_ids(include_bytes!(
+            "../../tests/fixtures/upstream/models_list/openai_list_models.response.json"
+        ))
+        .unwrap();
+        assert_eq!(ids.len(), 96);
+        assert_eq!(ids[..2], ["babbage-002", "chatgpt-4o-latest"]);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        // An agent server's list with odd entries: no id, a blank id, a repeat.
+        let body = br#"{"object":"list","data":[{"id":"hermes-agent"},{"object":"model"},{"id":" "},{"id":"hermes-agent"}]}"#;
+        assert_eq!(openai_model_ids(body).unwrap(), ["hermes-agent"]);
+        // One model's record is not a list.
+        let one = include_bytes!(
+            "../../tests/fixtures/upstream/models_list/openai_retrieve_model.response.json"
+        );
+        assert!(matches!(
+            openai_model_ids(one),
+            Err(PluginError::MalformedResponse(_))
+        ));
     }
 
     #[test]

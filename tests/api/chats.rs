@@ -99,7 +99,7 @@ async fn provider_and_model_go_together() {
         err["message"]
             .as_str()
             .unwrap()
-            .starts_with("provider: unknown variant `provider_z`"),
+            .starts_with("provider: \"provider_z\" is not a provider of this server; it has: provider_a, provider_b, provider_c"),
         "{err}"
     );
     assert_eq!(

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use chatd::plugins::CallError;
 use chatd::plugins::codec::Instances;
+use chatd::plugins::grants::Capabilities;
 use chatd::plugins::http::{HttpGrant, Origin};
 use chatd::plugins::manifest::Manifest;
 use chatd::plugins::provider::{
     FinishReason, Message, PluginError, ProviderPlugin, Role, TurnEvent, TurnOutcome, TurnRequest,
 };
-use chatd::plugins::state::Capabilities;
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use chatd::plugins::{compile, engine};
 use tokio::sync::mpsc;
@@ -49,6 +49,7 @@ fn provider_with(
         public_web: false,
         allow_private: false,
         credentials: Vec::new(),
+        scrubbed: Arc::new([]),
         max_body_bytes: 16 * 1024 * 1024,
         max_timeout: Duration::from_secs(30),
     };

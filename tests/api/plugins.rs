@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use chatd::plugins::grants::Capabilities;
 use chatd::plugins::http::{HttpGrant, Origin};
 use chatd::plugins::manifest::Manifest;
-use chatd::plugins::state::Capabilities;
 use chatd::plugins::testing::TestHost;
 use chatd::plugins::tool::{PluginError, ToolPlugin};
 use chatd::plugins::{CallError, LoadError, compile, engine};
@@ -227,6 +227,7 @@ fn grant(trusted: &[&str], public_web: bool, allow_private: bool) -> HttpGrant {
         public_web,
         allow_private,
         credentials: Vec::new(),
+        scrubbed: Arc::new([]),
         max_body_bytes: 1024 * 1024,
         max_timeout: Duration::from_secs(5),
     }

@@ -44,7 +44,7 @@ fn plugins_list_shows_id_kind_version_grants_and_source() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains(
-        "web_search (tool, version 0.1.0, bundled)\n  tools:  web_search\n  grants: service engine_a: https://api.exa.ai with ENGINE_A_API_KEY\n          service engine_b (ENGINE_B_BASE_URL unset: nothing)\n          config chat_web_search_engine\n  limits: 64 MiB memory, 30000 ms per call\n"
+        "web_search (tool, version 0.1.0, bundled)\n  tools:  web_search\n  grants: service engine_a: https://api.exa.ai with ENGINE_A_API_KEY (header x-api-key)\n          service engine_b (ENGINE_B_BASE_URL unset: nothing)\n          config chat_web_search_engine\n  limits: 64 MiB memory, 30000 ms per call\n"
     ), "{stdout}");
     assert!(
         stdout.contains(

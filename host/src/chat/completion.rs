@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::events::{ChatEvent, ToolCallEvent, ToolStatus, Usage};
-use crate::model::{Provider, Role, now, to_millis};
+use crate::model::{Role, now, to_millis};
 use crate::plugins::CallError;
 use crate::plugins::load::Plugin;
 use crate::plugins::provider::{
@@ -49,7 +49,7 @@ pub struct EnabledTool {
 
 /// Everything one completion needs.
 pub struct Completion {
-    pub provider: Provider,
+    pub provider: String,
     pub model: String,
     pub plugin: Arc<Plugin>,
     /// The transcript, system prompts first.
@@ -78,7 +78,7 @@ pub enum CompletionError {
     /// The provider's upstream failed, or its plugin did.
     #[error("{provider}: {detail}")]
     Provider {
-        provider: &'static str,
+        provider: String,
         detail: String,
         /// What had been counted before the failure.
         usage: Option<Usage>,
@@ -204,7 +204,7 @@ impl Completion {
         match provider.check(request).await {
             Ok(Err(error)) if matches!(error, PluginError::InvalidInput(_)) => {
                 Err(CompletionError::Provider {
-                    provider: self.provider.as_str(),
+                    provider: self.provider.clone(),
                     detail: describe_plugin_error(&error),
                     usage: None,
                     refused: true,
@@ -271,7 +271,7 @@ impl Completion {
                 Ok(Ok(outcome)) => outcome,
                 Ok(Err(error)) => {
                     return Err(CompletionError::Provider {
-                        provider: provider_id,
+                        provider: provider_id.to_string(),
                         detail: describe_plugin_error(&error),
                         usage,
                         // Only the first turn is the client's request as sent; a later one also
@@ -281,7 +281,7 @@ impl Completion {
                 }
                 Err(error) => {
                     return Err(CompletionError::Provider {
-                        provider: provider_id,
+                        provider: provider_id.to_string(),
                         detail: describe_call_error(&error),
                         usage,
                         refused: false,

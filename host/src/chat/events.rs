@@ -4,7 +4,6 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::model::Provider;
 use crate::store::CallUsage;
 
 /// Token accounting as clients see it.
@@ -71,7 +70,7 @@ pub enum ChatEvent {
     Meta {
         chat_id: Option<String>,
         call_id: Option<String>,
-        provider: Provider,
+        provider: String,
         model: String,
     },
     ToolCall(ToolCallEvent),
@@ -89,7 +88,7 @@ struct MetaData<'a> {
     r#type: &'static str,
     chat_id: &'a Option<String>,
     call_id: &'a Option<String>,
-    provider: Provider,
+    provider: &'a str,
     model: &'a str,
 }
 
@@ -141,7 +140,7 @@ impl ChatEvent {
                 r#type: "meta",
                 chat_id,
                 call_id,
-                provider: *provider,
+                provider,
                 model,
             }),
             ChatEvent::ToolCall(call) => serde_json::to_string(call),
@@ -179,10 +178,10 @@ mod tests {
             data(ChatEvent::Meta {
                 chat_id: None,
                 call_id: None,
-                provider: Provider::ProviderB,
+                provider: "groq".into(),
                 model: "m".into()
             }),
-            json!({"type": "meta", "chatId": null, "callId": null, "provider": "provider_b", "model": "m"})
+            json!({"type": "meta", "chatId": null, "callId": null, "provider": "groq", "model": "m"})
         );
         assert_eq!(
             data(ChatEvent::Delta("a\nb".into())),

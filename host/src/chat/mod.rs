@@ -19,12 +19,10 @@ pub struct ChatSettings {
     pub max_tool_rounds: u32,
     /// TITLE_MODEL.
     pub title_model: String,
-    /// Whether AGENT_API_KEY is set (provider_agent is usable).
-    pub agent_enabled: bool,
 }
 
-/// The internal system instruction of the tool loop for provider_a and provider_c (the
-/// contract's "internal system instruction"), sent first when tools are enabled.
+/// The internal system instruction of the tool loop (the contract's "internal system
+/// instruction"), sent first when tools are enabled, to the providers whose profile asks for it.
 pub const TOOL_LOOP_INSTRUCTION: &str = "You can call tools to answer. Use web_search for \
     current events and facts you are not sure of, and fetch_url to read a page in full. Call a \
     tool only when it helps; when you have enough, answer directly. When an answer relies on \

@@ -1,12 +1,11 @@
 //! Title suggestion: a one-line title of about four words from the first message, by the
-//! operator's small provider_a model (TITLE_MODEL). The model's answer is cleaned up (quotes,
+//! operator's small model (TITLE_MODEL) of the title provider (`defaults::TITLE_PROVIDER`). The model's answer is cleaned up (quotes,
 //! a `Title:` label, markdown, a final period) and bounded, whatever it wrote.
 
 use std::sync::Arc;
 
 use super::completion::{Completion, CompletionError, Sink};
 use super::history::text_message;
-use crate::model::Provider;
 use crate::plugins::load::Plugin;
 use crate::plugins::provider as wit;
 
@@ -22,13 +21,14 @@ const INSTRUCTION: &str = "Write a title of about 4 words for a chat that starts
 
 /// Asks the model for a title; `Ok(None)` when it answered nothing usable.
 pub async fn suggest(
+    provider: &str,
     plugin: Arc<Plugin>,
     model: &str,
     content: &str,
 ) -> Result<Option<String>, CompletionError> {
     let input: String = content.chars().take(MAX_INPUT_CHARS).collect();
     let completion = Completion {
-        provider: Provider::ProviderA,
+        provider: provider.to_string(),
         model: model.to_string(),
         plugin,
         messages: vec![

@@ -13,7 +13,7 @@ use super::limits::{
     self, MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_SYSTEM_PROMPT_CHARS, MAX_TITLE_CHARS,
 };
 use crate::attachments::{self, AttachmentInput};
-use crate::model::{Provider, Role, to_millis};
+use crate::model::{Role, to_millis};
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
 
 pub const CHAT_NOT_FOUND: &str = "chat not found";
@@ -28,9 +28,9 @@ pub struct ChatSummary {
     pub starred: bool,
     /// When the chat joined the reserved `starred` project.
     pub starred_at: Option<String>,
-    pub initiated_provider: Option<Provider>,
+    pub initiated_provider: Option<String>,
     pub initiated_model: Option<String>,
-    pub last_used_provider: Option<Provider>,
+    pub last_used_provider: Option<String>,
     pub last_used_model: Option<String>,
     pub additional_system_prompt: Option<String>,
     pub enabled_tools: Vec<String>,
@@ -131,8 +131,8 @@ pub struct MessageInput {
 pub struct CreateChatRequest {
     /// Trimmed; blank is stored as null.
     pub title: Option<String>,
-    /// Must come with `model`.
-    pub provider: Option<Provider>,
+    /// Must come with `model`; a provider this server has.
+    pub provider: Option<String>,
     pub model: Option<String>,
     /// Trimmed; blank is stored as null.
     pub additional_system_prompt: Option<String>,
@@ -297,7 +297,13 @@ pub async fn create_chat(
 ) -> ApiResult<Json<ChatResponse>> {
     let model = limits::optional(body.model.as_deref(), "model", MAX_MODEL_CHARS)?;
     let provider_model = match (body.provider, model) {
-        (Some(provider), Some(model)) => Some((provider, model)),
+        (Some(provider), Some(model)) => {
+            let snapshot = state.plugins.snapshot();
+            if snapshot.provider(&provider).is_none() {
+                return Err(ApiError::bad_request(snapshot.unknown_provider(&provider)));
+            }
+            Some((provider, model))
+        }
         (None, None) => None,
         _ => {
             return Err(ApiError::bad_request(

@@ -32,10 +32,10 @@ use crate::chat::completion::{
 };
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
-use crate::model::{Provider, Role, new_id};
+use crate::model::{Role, new_id};
 use crate::plugins::load::Plugin;
 use crate::plugins::provider as wit;
-use crate::plugins::registry::Snapshot;
+use crate::plugins::registry::{ServedProvider, Snapshot};
 use crate::runs::{RunGuard, RunKind, RunLog, RunReader, Stopped};
 use crate::store::{ChatRecord, NewCall, NewChat, NewMessage};
 
@@ -46,7 +46,8 @@ pub const ACTIVE_STREAM_NOT_FOUND: &str = "active chat stream not found";
 pub struct CompletionRequest {
     /// An existing chat; its new history rows are stored.
     pub chat_id: Option<String>,
-    pub provider: Provider,
+    /// A provider this server has (`GET /v1/models` lists them).
+    pub provider: String,
     pub model: String,
     /// The history, oldest first; at least one message.
     pub messages: Vec<MessageInput>,
@@ -74,7 +75,7 @@ pub struct AssistantMessage {
 #[serde(rename_all = "camelCase")]
 pub struct CompletionResponse {
     pub chat_id: Option<String>,
-    pub provider: Provider,
+    pub provider: String,
     pub model: String,
     pub message: AssistantMessage,
     pub usage: Usage,
@@ -85,7 +86,7 @@ pub struct CompletionResponse {
 
 /// A validated request, ready to run.
 struct Prepared {
-    provider: Provider,
+    provider: String,
     model: String,
     chat_id: Option<String>,
     /// The supplied history; its new rows are stored when the call is recorded. Shared by the
@@ -194,6 +195,11 @@ async fn prepare(
     mut body: CompletionRequest,
     streaming: bool,
 ) -> ApiResult<Prepared> {
+    let snapshot = state.plugins.snapshot();
+    let provider = snapshot
+        .provider(&body.provider)
+        .ok_or_else(|| ApiError::bad_request(snapshot.unknown_provider(&body.provider)))?
+        .clone();
     let model = limits::optional(Some(&body.model), "model", MAX_MODEL_CHARS)?
         .ok_or_else(|| ApiError::bad_request("model: must be a non-blank string"))?;
     if body.messages.is_empty() {
@@ -202,12 +208,8 @@ async fn prepare(
         ));
     }
     let (temperature, max_tokens) = sampling(&body)?;
-    if body.provider == Provider::ProviderAgent && !state.chat.agent_enabled {
-        return Err(ApiError::bad_request(
-            "provider: provider_agent is not configured on this server (AGENT_API_KEY is not set)",
-        ));
-    }
     let history = new_messages(std::mem::take(&mut body.messages))?;
+    check_attachments(&provider, &history)?;
     // Only the chat's settings are needed now; its transcript is read when the call is recorded,
     // beside the first model turn.
     let chat = match &body.chat_id {
@@ -220,12 +222,12 @@ async fn prepare(
         ),
         None => None,
     };
-    let snapshot = state.plugins.snapshot();
-    let plugin = provider_plugin(&snapshot, body.provider)?;
-    let tools = enabled_tools(state, &snapshot, &body, chat.as_ref());
-    let messages = provider_transcript(&body, chat.as_ref(), !tools.is_empty(), &history)?;
+    let plugin = provider_plugin(&provider)?;
+    let tools = enabled_tools(state, &snapshot, &provider, &body, chat.as_ref());
+    let instruction = provider.profile.tool_instruction && !tools.is_empty();
+    let messages = provider_transcript(&body, chat.as_ref(), instruction, &history)?;
     let completion = Completion {
-        provider: body.provider,
+        provider: body.provider.clone(),
         model: model.clone(),
         plugin,
         messages,
@@ -253,13 +255,13 @@ async fn prepare(
     })
 }
 
-/// What the provider gets: the system prompts (the tool loop's instruction, when tools are on
+/// What the provider gets: the system prompts (the tool loop's `instruction`, when tools are on
 /// for a provider that wants it; the request's or the chat's `additionalSystemPrompt`), then the
 /// history. 400 when it gives the model nothing to answer.
 fn provider_transcript(
     body: &CompletionRequest,
     chat: Option<&ChatRecord>,
-    tools_on: bool,
+    instruction: bool,
     history: &[NewMessage],
 ) -> ApiResult<Vec<wit::Message>> {
     let extra_prompt = match &body.additional_system_prompt {
@@ -267,7 +269,7 @@ fn provider_transcript(
         None => chat.and_then(|c| c.additional_system_prompt.clone()),
     };
     let mut system: Vec<&str> = Vec::new();
-    if tools_on && matches!(body.provider, Provider::ProviderA | Provider::ProviderC) {
+    if instruction {
         system.push(TOOL_LOOP_INSTRUCTION);
     }
     if let Some(prompt) = &extra_prompt {
@@ -307,15 +309,17 @@ fn sampling(body: &CompletionRequest) -> ApiResult<(Option<f32>, Option<u32>)> {
 }
 
 /// The tools the model may call: the request's `enabledTools`, else the chat's, else every
-/// tool (none for provider_agent), each with the plugin serving it now.
+/// tool (none for a provider whose profile declines the host's tools), each with the plugin
+/// serving it now.
 fn enabled_tools(
     state: &AppState,
     snapshot: &Snapshot,
+    provider: &ServedProvider,
     body: &CompletionRequest,
     chat: Option<&ChatRecord>,
 ) -> Vec<EnabledTool> {
     let names = match (&body.enabled_tools, chat) {
-        _ if body.provider == Provider::ProviderAgent => Vec::new(),
+        _ if !provider.profile.tools => Vec::new(),
         (Some(requested), _) => state.tools.keep_known(requested),
         (None, Some(chat)) => state.tools.keep_known(&chat.enabled_tools),
         (None, None) => state.tools.names(),
@@ -333,18 +337,50 @@ fn enabled_tools(
         .collect()
 }
 
-/// The loaded plugin serving `provider`; 503 when the operator has none loaded.
-pub(super) fn provider_plugin(snapshot: &Snapshot, provider: Provider) -> ApiResult<Arc<Plugin>> {
-    snapshot
-        .plugin(provider.as_str())
-        .filter(|p| p.as_provider().is_some())
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("{}: no provider plugin is loaded", provider.as_str()),
-            )
-        })
+/// The loaded plugin serving `provider`; 503 when nothing serves it now.
+pub(super) fn provider_plugin(provider: &ServedProvider) -> ApiResult<Arc<Plugin>> {
+    provider.plugin.clone().ok_or_else(|| {
+        let why = provider
+            .error
+            .as_deref()
+            .unwrap_or("no provider plugin is loaded");
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{}: {why}", provider.id),
+        )
+    })
+}
+
+/// 400 for an attachment the provider's profile says it does not understand.
+fn check_attachments(provider: &ServedProvider, history: &[NewMessage]) -> ApiResult<()> {
+    let profile = &provider.profile;
+    if profile.images && profile.text_files {
+        return Ok(());
+    }
+    // Only a user message's attachments reach the provider (`chat::history`).
+    for (i, message) in history.iter().enumerate() {
+        if message.role != Role::User {
+            continue;
+        }
+        let attachments = message
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("attachments"))
+            .and_then(Value::as_array);
+        for (j, attachment) in attachments.into_iter().flatten().enumerate() {
+            let (refused, kind) = match attachment.get("kind").and_then(Value::as_str) {
+                Some("image") => (!profile.images, "images"),
+                _ => (!profile.text_files, "text files"),
+            };
+            if refused {
+                return Err(ApiError::bad_request(format!(
+                    "messages[{i}].attachments[{j}]: provider {} does not take {kind}",
+                    provider.id
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A completion's bookkeeping once it ends: the call record, and on success the assistant
@@ -414,7 +450,7 @@ pub async fn complete(
     let call = NewCall {
         id: new_id(),
         chat_id: prepared.chat_id.clone(),
-        provider: prepared.provider,
+        provider: prepared.provider.clone(),
         model: prepared.model.clone(),
     };
     let (chat, recorded) = chat_writer(&state, call.chat_id.as_deref());
@@ -574,7 +610,7 @@ fn start_run(
     let call = NewCall {
         id: new_id(),
         chat_id: Some(chat_id.clone()),
-        provider: prepared.provider,
+        provider: prepared.provider.clone(),
         model: prepared.model.clone(),
     };
     let log = guard.log().clone();

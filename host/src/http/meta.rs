@@ -48,8 +48,8 @@ pub struct ChatTool {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ChatToolsResponse {
-    /// The tools of the loaded tool plugins, which can be enabled for provider_a, provider_b and
-    /// provider_c.
+    /// The tools of the loaded tool plugins, which can be enabled for the providers that take
+    /// the host's tools.
     pub tools: Vec<ChatTool>,
 }
 
@@ -140,8 +140,8 @@ pub struct ModelListEntry {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ModelsResponse {
-    /// By provider id: provider_a, provider_b, provider_c, and provider_agent when AGENT_API_KEY
-    /// is set.
+    /// By provider id: every provider this server has (the contract's, those the configuration
+    /// file declares, those PLUGINS_DIR adds).
     pub providers: std::collections::BTreeMap<String, ModelListEntry>,
 }
 
@@ -155,7 +155,7 @@ pub async fn models(State(state): State<AppState>) -> Json<ModelsResponse> {
         .into_iter()
         .map(|(provider, list)| {
             (
-                provider.as_str().to_string(),
+                provider,
                 ModelListEntry {
                     models: list.models,
                     loaded_at: list.loaded_at,

@@ -211,23 +211,26 @@ pub fn router(state: AppState) -> Router {
 
 /// [`router`] with other body timeouts (tests).
 pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
-    let (routes, mut openapi) = api();
-    let mut providers = vec!["provider_a", "provider_b", "provider_c"];
-    if state.chat.agent_enabled {
-        providers.push("provider_agent");
-    }
-    openapi::for_server(&mut openapi, &providers);
-    let openapi_json: Arc<str> = serde_json::to_string_pretty(&openapi)
-        .expect("OpenAPI document serializes")
-        .into();
+    let (routes, openapi) = api();
+    let plugins = state.plugins.clone();
+    let document = Arc::new(openapi);
     let app = routes
         .route(
             "/openapi.json",
-            get(move || async move {
-                (
-                    [(header::CONTENT_TYPE, "application/json")],
-                    openapi_json.to_string(),
-                )
+            get(move || {
+                let (document, plugins) = (document.clone(), plugins.clone());
+                async move {
+                    // The providers a request may name are the ones serving now.
+                    let snapshot = plugins.snapshot();
+                    let ids: Vec<&str> = snapshot.providers().map(|p| p.id.as_str()).collect();
+                    let mut document = (*document).clone();
+                    openapi::for_server(&mut document, &ids);
+                    (
+                        [(header::CONTENT_TYPE, "application/json")],
+                        serde_json::to_string_pretty(&document)
+                            .expect("OpenAPI document serializes"),
+                    )
+                }
             }),
         )
         .fallback(no_route)

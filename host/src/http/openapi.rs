@@ -149,7 +149,7 @@ fn rules() -> Vec<(&'static str, Value)> {
                     "model": {"anyOf": [{"type": "null"}, {"type": "string", "pattern": BLANK}]},
                 }},
                 {"required": ["provider", "model"], "properties": {
-                    "provider": {"$ref": "#/components/schemas/Provider"},
+                    "provider": {"type": "string"},
                     "model": {"type": "string", "pattern": NON_BLANK},
                 }},
             ]}),
@@ -164,15 +164,19 @@ fn no_attachments_on_tool_messages() -> Value {
     ]})
 }
 
-/// What depends on this server's configuration: the providers a completion may name (the
-/// contract's `provider_agent` only with `AGENT_API_KEY`).
+/// What depends on the providers serving now: the ones a completion, or a new chat, may name.
 pub fn for_server(doc: &mut Value, providers: &[&str]) {
     let provider = json!({
         "type": "string",
         "enum": providers,
-        "description": "A provider this server has.",
+        "description": "A provider this server has (GET /v1/models lists them).",
     });
-    doc["components"]["schemas"]["CompletionRequest"]["properties"]["provider"] = provider;
+    doc["components"]["schemas"]["CompletionRequest"]["properties"]["provider"] = provider.clone();
+    let create = &mut doc["components"]["schemas"]["CreateChatRequest"];
+    create["properties"]["provider"] = json!({"anyOf": [{"type": "null"}, provider.clone()]});
+    if let Some(together) = create.pointer_mut("/anyOf/1/properties/provider") {
+        *together = provider;
+    }
 }
 
 fn domains() -> Value {

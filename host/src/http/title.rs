@@ -12,7 +12,7 @@ use super::chats::{CHAT_NOT_FOUND, ChatResponse};
 use super::completions::provider_plugin;
 use super::error::{ApiError, ApiJson, ApiResult, ErrorBody};
 use crate::chat::title;
-use crate::model::Provider;
+use crate::defaults::TITLE_PROVIDER;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -26,7 +26,7 @@ pub struct SuggestTitleRequest {
     responses((status = 200, body = ChatResponse, description = "the chat, titled (or as it was, if it already had a title)"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 502, body = ErrorBody, description = "the title model failed"),
-              (status = 503, body = ErrorBody, description = "provider_a's plugin is not loaded")))]
+              (status = 503, body = ErrorBody, description = "the title provider's plugin is not loaded")))]
 pub async fn suggest_title(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<SuggestTitleRequest>,
@@ -42,10 +42,23 @@ pub async fn suggest_title(
     if chat.title.as_deref().is_some_and(|t| !t.trim().is_empty()) {
         return Ok(Json(ChatResponse { chat: chat.into() }));
     }
-    let plugin = provider_plugin(&state.plugins.snapshot(), Provider::ProviderA)?;
-    let suggested = title::suggest(plugin, &state.chat.title_model, &body.content)
-        .await
-        .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()))?;
+    // The contract's title provider, looked up as any provider is.
+    let snapshot = state.plugins.snapshot();
+    let provider = snapshot.provider(TITLE_PROVIDER).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{TITLE_PROVIDER}: not served by this server"),
+        )
+    })?;
+    let plugin = provider_plugin(provider)?;
+    let suggested = title::suggest(
+        TITLE_PROVIDER,
+        plugin,
+        &state.chat.title_model,
+        &body.content,
+    )
+    .await
+    .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()))?;
     let chat = match suggested {
         // A title set meanwhile wins: the write is conditional.
         Some(title) => state.store.set_title_if_unset(&chat.id, &title).await?,

@@ -86,3 +86,23 @@ pub mod search {
         },
     });
 }
+
+/// The `profiled-codec-provider` world: a codec provider that declares its profile. Only its
+/// `provider-profile` export is called through these bindings; turns go through
+/// [`codec_provider`].
+pub mod profiled_codec_provider {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "chatd:plugin/profiled-codec-provider@0.1.0",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "chatd:plugin/types": super::imports::chatd::plugin::types,
+            "chatd:plugin/http": super::imports::chatd::plugin::http,
+            "chatd:plugin/log": super::imports::chatd::plugin::log,
+            "chatd:plugin/config": super::imports::chatd::plugin::config,
+            "chatd:plugin/provider-types": super::provider::chatd::plugin::provider_types,
+            "chatd:plugin/turn-events": super::provider::chatd::plugin::turn_events,
+        },
+    });
+}

@@ -32,11 +32,12 @@ use wasmtime::{Engine, Store};
 
 use super::bindings::codec_provider::exports::chatd::plugin::turn_codec::Decoded;
 use super::bindings::codec_provider::{CodecProvider, CodecProviderPre};
+use super::grants::Capabilities;
 use super::http::{self, Refusal};
 use super::manifest::Manifest;
 use super::provider::{PluginError, TurnEvent, TurnOutcome, TurnRequest};
 use super::refs::{ExpandError, Refs};
-use super::state::{Capabilities, PluginState};
+use super::state::PluginState;
 use super::{CallError, Core, log_stderr, new_store};
 
 /// The longest one decoder call (`start`, `head`, `feed`, `finish`) may take. Decoding a chunk

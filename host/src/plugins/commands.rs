@@ -57,7 +57,7 @@ async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
         .map(super::cache::CompileCache::new);
     let mut loader = Loader::new(
         engine,
-        super::grants::HostSettings::from_config(config),
+        super::host_settings::HostSettings::from_config(config),
         None,
     );
     let plugin = loader.load(package).await.map_err(|e| e.to_string())?;

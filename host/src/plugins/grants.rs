@@ -1,251 +1,58 @@
-//! What a plugin is granted: its manifest's request, decided against the operator's
-//! configuration. Deny by default; every rule is here.
+//! What a plugin is granted: its manifest's request decided against the operator's
+//! configuration, one capability at a time. Deny by default. This file only dispatches: each
+//! capability decides its own grant in one function, [`super::http::grant`],
+//! [`super::ssh::grant`], [`super::settings::grant`] and [`super::log::grant`], and services
+//! ([`super::services::Reach`]) feed the first and the third. [`Capabilities`] is the result, held
+//! by every call's store.
 //!
-//! - `grants.http` origins: granted as listed, at public addresses only (private ones too with
-//!   CHATD_ALLOW_PRIVATE_NETWORKS): a manifest, written by the plugin's author, cannot aim the
-//!   host at cloud metadata or the LAN. `chatd plugins list` shows what each plugin holds.
-//! - `grants.publicWeb`: any public address; loopback, private, link-local and metadata addresses
-//!   stay refused unless CHATD_ALLOW_PRIVATE_NETWORKS.
-//! - `grants.services`: an operator-configured upstream ([`SERVICES`]). Granted only to the plugin
-//!   ids it belongs to: a third-party tool cannot borrow the provider key, even though it would
-//!   never see it. The base URL's origin becomes reachable (loopback included: the operator chose
-//!   it), its `…_base_url` setting readable, and the host adds the credential to every request to
-//!   that origin. A service whose base URL is unset grants nothing.
-//! - `grants.config`: non-secret settings ([`SETTINGS`]) only. Secrets are never settings.
-//! - `grants.ssh`: the devbox ([`super::ssh`]), for the devbox tools only (`coding_exec`,
-//!   `shell_exec`, as tools): any other plugin asking for it does not load. Granted while the
-//!   tool's CHAT_*_ENABLED is true, with the tool's own time limit; the plugin never learns the
-//!   host, the user or the key.
+//! - `grants.services` and `provider.service`: services by name; a service the plugin's id is
+//!   not an owner of, or a name no service has, refuses the plugin (it does not load).
+//! - A declared provider ([`declared_manifest`]) runs an adapter's component under its own id
+//!   with its own upstream and nothing else of the adapter's manifest but its declared settings:
+//!   the adapter's services (someone else's keys) are not its.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use reqwest::header::HeaderName;
-use url::Url;
+use super::host_settings::HostSettings;
+use super::http::{Clients, HttpGrant, Origin};
+use super::log::LogGrant;
+use super::manifest::{Grants, Manifest};
+use super::services::{Reach, Service};
+use super::ssh::SshGrant;
 
-use base64::Engine as _;
-
-use super::http::{Clients, Credential, HttpGrant, Origin};
-use super::manifest::{Kind, Manifest};
-use super::ssh::{DEVBOX_TOOLS, Devbox, SshGrant};
-use super::state::Capabilities;
-use crate::config::{Config, Secret, WebSearchEngine};
-
-/// The most response body a plugin may read from one request.
-pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
-
-/// How a service's credential goes on the wire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Auth {
-    /// `Authorization: Bearer <key>`.
-    Bearer,
-    /// The key as the value of this header.
-    Header(&'static str),
-    /// No credential.
-    None,
+/// What a plugin was granted, decided once at load time and shared by its calls.
+#[derive(Clone, Debug)]
+pub struct Capabilities {
+    /// Readable settings (`config`).
+    pub config: Arc<BTreeMap<String, String>>,
+    pub http: Arc<HttpGrant>,
+    /// The host's shared connection pools.
+    pub clients: Clients,
+    /// The devbox, for the devbox tools while they are enabled.
+    pub ssh: Option<Arc<SshGrant>>,
+    pub log: LogGrant,
 }
 
-/// An operator-configured upstream a plugin can be granted.
-#[derive(Debug)]
-pub struct Service {
-    /// The name a manifest uses in `grants.services`.
-    pub name: &'static str,
-    /// The setting holding its base URL (an environment variable of DESIGN.md §3).
-    pub base_url_var: &'static str,
-    /// The setting holding its key, if it has one.
-    pub key_var: Option<&'static str>,
-    pub auth: Auth,
-    /// The plugins that may be granted it: an id and the world it must implement. A tool that
-    /// calls itself `provider_a` does not get the provider key.
-    pub owners: &'static [(&'static str, Kind)],
-}
-
-impl Service {
-    /// Its owners as operators read them: `web_search (tool), search_engine_a (search)`.
-    pub fn owner_list(&self) -> String {
-        self.owners
-            .iter()
-            .map(|(id, kind)| format!("{id} ({})", kind.as_str()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    /// The config key under which a granted plugin reads the base URL.
-    pub fn base_url_key(&self) -> String {
-        self.base_url_var.to_ascii_lowercase()
-    }
-}
-
-/// Every service. Ids are the bundled plugins' ids; a PLUGINS_DIR plugin that overrides one by id
-/// takes its place, and its grants, deliberately.
-pub const SERVICES: &[Service] = &[
-    Service {
-        name: "provider_a",
-        base_url_var: "PROVIDER_A_BASE_URL",
-        key_var: Some("PROVIDER_A_API_KEY"),
-        auth: Auth::Bearer,
-        owners: &[("provider_a", Kind::Provider)],
-    },
-    Service {
-        name: "provider_b",
-        base_url_var: "PROVIDER_B_BASE_URL",
-        key_var: Some("PROVIDER_B_API_KEY"),
-        auth: Auth::Header("x-api-key"),
-        owners: &[("provider_b", Kind::Provider)],
-    },
-    Service {
-        name: "provider_c",
-        base_url_var: "PROVIDER_C_BASE_URL",
-        key_var: Some("PROVIDER_C_API_KEY"),
-        auth: Auth::Bearer,
-        owners: &[("provider_c", Kind::Provider)],
-    },
-    Service {
-        name: "agent",
-        base_url_var: "AGENT_API_BASE_URL",
-        key_var: Some("AGENT_API_KEY"),
-        auth: Auth::Bearer,
-        owners: &[("provider_agent", Kind::Provider)],
-    },
-    Service {
-        name: "engine_a",
-        base_url_var: "ENGINE_A_BASE_URL",
-        key_var: Some("ENGINE_A_API_KEY"),
-        auth: Auth::Header("x-api-key"),
-        owners: &[
-            ("web_search", Kind::Tool),
-            ("search_engine_a", Kind::Search),
-        ],
-    },
-    Service {
-        name: "engine_b",
-        base_url_var: "ENGINE_B_BASE_URL",
-        key_var: None,
-        auth: Auth::None,
-        owners: &[("web_search", Kind::Tool)],
-    },
-];
-
-/// The non-secret settings a plugin may ask to read (`grants.config`), as config keys.
-pub const SETTINGS: &[&str] = &["chat_web_search_engine", "agent_model", "title_model"];
-
-pub fn service(name: &str) -> Option<&'static Service> {
-    SERVICES.iter().find(|s| s.name == name)
-}
-
-/// The operator's configuration as the plugin host needs it: each service's base URL and key,
-/// the readable settings, and the private-network switch.
-#[derive(Clone, Debug, Default)]
-pub struct HostSettings {
-    services: BTreeMap<&'static str, (Option<Url>, Option<Secret>)>,
-    settings: BTreeMap<&'static str, String>,
-    pub allow_private: bool,
-    /// The devbox, when a devbox tool is enabled.
-    devbox: Option<Arc<Devbox>>,
-    /// Devbox tool id → whether it is enabled, and its time limit.
-    devbox_tools: BTreeMap<&'static str, (bool, Duration)>,
-}
-
-impl HostSettings {
-    pub fn from_config(config: &Config) -> Self {
-        let services = BTreeMap::from([
-            (
-                "provider_a",
-                (
-                    Some(config.provider_a_base_url.clone()),
-                    config.provider_a_api_key.clone(),
-                ),
-            ),
-            (
-                "provider_b",
-                (
-                    Some(config.provider_b_base_url.clone()),
-                    config.provider_b_api_key.clone(),
-                ),
-            ),
-            (
-                "provider_c",
-                (
-                    Some(config.provider_c_base_url.clone()),
-                    config.provider_c_api_key.clone(),
-                ),
-            ),
-            (
-                "agent",
-                (
-                    Some(config.agent_api_base_url.clone()),
-                    config.agent_api_key.clone(),
-                ),
-            ),
-            (
-                "engine_a",
-                (
-                    Some(config.engine_a_base_url.clone()),
-                    config.engine_a_api_key.clone(),
-                ),
-            ),
-            ("engine_b", (config.engine_b_base_url.clone(), None)),
-        ]);
-        let mut settings = BTreeMap::from([
-            (
-                "chat_web_search_engine",
-                match config.chat_web_search_engine {
-                    WebSearchEngine::EngineA => "engine_a",
-                    WebSearchEngine::EngineB => "engine_b",
-                }
-                .to_string(),
-            ),
-            ("title_model", config.title_model.clone()),
-        ]);
-        if let Some(model) = &config.agent_model {
-            settings.insert("agent_model", model.clone());
-        }
-        let devbox = match Devbox::from_config(config) {
-            Ok(devbox) => devbox.map(Arc::new),
-            Err(e) => {
-                // Only the B64 key's copy can fail here (the configuration checked the rest);
-                // the tools then answer that SSH is not available, and the log says why.
-                tracing::error!("the devbox key could not be prepared: {e}");
-                None
-            }
-        };
-        let devbox_tools = BTreeMap::from([
-            (
-                "coding_exec",
-                (
-                    config.chat_coding_tool_enabled,
-                    Duration::from_millis(config.chat_coding_exec_timeout_ms),
-                ),
-            ),
-            (
-                "shell_exec",
-                (
-                    config.chat_shell_tool_enabled,
-                    Duration::from_millis(config.chat_shell_exec_timeout_ms),
-                ),
-            ),
-        ]);
+impl Capabilities {
+    /// Nothing granted but the log.
+    pub fn none() -> Self {
         Self {
-            services,
-            settings,
-            allow_private: config.chatd_allow_private_networks,
-            devbox,
-            devbox_tools,
+            config: Arc::default(),
+            http: Arc::new(HttpGrant::none()),
+            clients: Clients::new(),
+            ssh: None,
+            log: super::log::grant(),
         }
     }
+}
 
-    /// Why the plugin (or tool) with this id may not serve, if it may not: a devbox tool
-    /// serves only while it is enabled.
-    pub fn refusal(&self, id: &str) -> Option<String> {
-        match (
-            self.devbox_tools.get(id),
-            DEVBOX_TOOLS.iter().find(|(tool, _)| *tool == id),
-        ) {
-            (Some((false, _)), Some((_, var))) => Some(format!("{var} is not true")),
-            _ => None,
-        }
-    }
+/// A decided grant: the capabilities, a line per grant for operators (credentials named by
+/// their setting, never shown), and what the log should say (operator settings not readable).
+pub struct Resolved {
+    pub caps: Capabilities,
+    pub lines: Vec<String>,
+    pub warnings: Vec<String>,
 }
 
 /// A manifest asked for something this host will not grant.
@@ -256,224 +63,72 @@ pub struct GrantError {
     pub reason: String,
 }
 
-/// Decides what `manifest` gets. `clients` are the host's shared connection pools.
+/// Decides what `manifest` gets. `own` is a declared provider's upstream, granted to it
+/// whatever its manifest says; `clients` are the host's shared connection pools.
 pub fn resolve(
     manifest: &Manifest,
     host: &HostSettings,
     clients: Clients,
-) -> Result<Capabilities, GrantError> {
+    own: Option<&Service>,
+) -> Result<Resolved, GrantError> {
     let refuse = |reason: String| GrantError {
         id: manifest.id.clone(),
         reason,
     };
-    let grants = &manifest.grants;
-    let mut origins = Vec::new();
-    for origin in &grants.http {
-        origins.push(
-            Origin::parse(origin)
-                .ok_or_else(|| refuse(format!("grants.http: {origin:?} is not an origin")))?,
-        );
-    }
-    let mut reach = Reach::default();
-    for name in &grants.services {
-        reach.add_service(manifest, host, name).map_err(refuse)?;
-    }
-    let ssh = ssh_grant(manifest, host).map_err(refuse)?;
-    for key in &grants.config {
-        if !SETTINGS.contains(&key.as_str()) {
-            return Err(refuse(format!(
-                "grants.config: {key:?} is not a setting plugins may read; known: {}",
-                SETTINGS.join(", ")
-            )));
-        }
-        if let Some(value) = host.settings.get(key.as_str()) {
-            reach.config.insert(key.clone(), value.clone());
-        }
-    }
-    Ok(Capabilities {
-        config: Arc::new(reach.config),
-        http: Arc::new(HttpGrant {
-            trusted: reach.trusted,
-            origins,
-            public_web: grants.public_web,
-            allow_private: host.allow_private,
-            credentials: reach.credentials,
-            max_body_bytes: MAX_BODY_BYTES,
-            max_timeout: Duration::from_millis(manifest.limits.timeout_ms),
-        }),
-        clients,
-        ssh,
-    })
-}
-
-/// What a plugin's services give it: origins it reaches at any address, the settings it reads
-/// (their base URLs), the credentials the host adds for it.
-#[derive(Default)]
-struct Reach {
-    trusted: Vec<Origin>,
-    config: BTreeMap<String, String>,
-    credentials: Vec<Credential>,
-}
-
-impl Reach {
-    /// Grants service `name` to the plugin of `manifest`, if it is one of the service's owners;
-    /// a service the operator did not configure gives nothing.
-    fn add_service(
-        &mut self,
-        manifest: &Manifest,
-        host: &HostSettings,
-        name: &str,
-    ) -> Result<(), String> {
-        let service =
-            service(name).ok_or_else(|| format!("grants.services: {name:?} is not a service"))?;
-        if !service
-            .owners
-            .contains(&(manifest.id.as_str(), manifest.kind))
-        {
-            return Err(format!(
-                "grants.services: {name} belongs to {}; no other plugin can be granted it",
-                service.owner_list()
-            ));
-        }
-        let Some((Some(base), key)) = host.services.get(service.name) else {
-            return Ok(()); // not configured: nothing to reach
-        };
-        let origin = Origin::of(base)
-            .ok_or_else(|| format!("{}: the base URL has no host", service.base_url_var))?;
-        // A user and password in the URL are a credential too: the plugin reads the URL without
-        // them, and the host sends them as Basic authentication to that origin.
-        let (base, basic) = split_userinfo(base);
-        self.config.insert(
-            service.base_url_key(),
-            base.as_str().trim_end_matches('/').to_string(),
-        );
-        let mut authorization_taken = false;
-        if let (Some(key), Some(header)) = (key, credential_header(service.auth)) {
-            let value = match service.auth {
-                Auth::Bearer => Secret::new(format!("Bearer {}", key.expose())),
-                _ => key.clone(),
-            };
-            authorization_taken = header == reqwest::header::AUTHORIZATION;
-            self.credentials.push(Credential {
-                origin: origin.clone(),
-                header,
-                value,
-            });
-        }
-        if let Some(basic) = basic.filter(|_| !authorization_taken) {
-            self.credentials.push(Credential {
-                origin: origin.clone(),
-                header: reqwest::header::AUTHORIZATION,
-                value: basic,
-            });
-        }
-        if !self.trusted.contains(&origin) {
-            self.trusted.push(origin);
-        }
-        Ok(())
-    }
-}
-
-/// The devbox, for a devbox tool that asks for SSH while it is enabled; refused to any other
-/// plugin that asks.
-fn ssh_grant(manifest: &Manifest, host: &HostSettings) -> Result<Option<Arc<SshGrant>>, String> {
-    if !manifest.grants.ssh {
-        return Ok(None);
-    }
-    if manifest.kind != Kind::Tool || !host.devbox_tools.contains_key(manifest.id.as_str()) {
-        return Err(
-            "grants.ssh: only the devbox tools coding_exec and shell_exec may use SSH".into(),
-        );
-    }
-    Ok(
-        match (&host.devbox, host.devbox_tools.get(manifest.id.as_str())) {
-            (Some(devbox), Some((true, limit))) => Some(Arc::new(SshGrant {
-                devbox: devbox.clone(),
-                limit: *limit,
-            })),
-            _ => None,
-        },
-    )
-}
-
-/// The URL without `user:password@`, and those as a Basic `Authorization` value.
-fn split_userinfo(url: &Url) -> (Url, Option<Secret>) {
-    if url.username().is_empty() && url.password().is_none() {
-        return (url.clone(), None);
-    }
-    let decode = |s: &str| {
-        percent_encoding::percent_decode_str(s)
-            .decode_utf8_lossy()
-            .into_owned()
+    let (id, kind) = (manifest.id.as_str(), manifest.kind);
+    let service = |name: &str, field: &str| {
+        host.services.get(name).ok_or_else(|| {
+            refuse(format!(
+                "{field}: {name:?} is not a service; known: {}",
+                host.services.names().collect::<Vec<_>>().join(", ")
+            ))
+        })
     };
-    let pair = format!(
-        "{}:{}",
-        decode(url.username()),
-        decode(url.password().unwrap_or(""))
-    );
-    let mut bare = url.clone();
-    let _ = bare.set_username("");
-    let _ = bare.set_password(None);
-    let value = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode(pair)
-    );
-    (bare, Some(Secret::new(value)))
-}
-
-fn credential_header(auth: Auth) -> Option<HeaderName> {
-    match auth {
-        Auth::Bearer => Some(reqwest::header::AUTHORIZATION),
-        Auth::Header(name) => Some(HeaderName::from_static(name)),
-        Auth::None => None,
-    }
-}
-
-/// What a plugin holds, one line per grant, for operators (`chatd plugins list`). Credentials
-/// are named by their variable, never shown.
-pub fn describe(manifest: &Manifest, caps: &Capabilities) -> Vec<String> {
-    let mut lines = Vec::new();
+    let mut reach = Reach::default();
     for name in &manifest.grants.services {
-        let Some(service) = service(name) else {
-            continue;
-        };
-        let Some(base) = caps.config.get(&service.base_url_key()) else {
-            lines.push(format!(
-                "service {name} ({} unset: nothing)",
-                service.base_url_var
-            ));
-            continue;
-        };
-        let origin = Origin::parse(base);
-        let sent: Vec<&str> = caps
-            .http
-            .credentials
+        let named = service(name, "grants.services")?;
+        reach
+            .add(named, id, kind, None)
+            .map_err(|e| refuse(format!("grants.services: {e}")))?;
+    }
+    if let Some(name) = &manifest.provider.service {
+        let named = service(name, "provider.service")?;
+        reach
+            .add(named, id, kind, Some(super::PROVIDER_BASE_URL))
+            .map_err(|e| refuse(format!("provider.service: {e}")))?;
+    }
+    if let Some(own) = own {
+        reach
+            .add(own, id, kind, Some(super::PROVIDER_BASE_URL))
+            .map_err(refuse)?;
+    }
+    let mut lines = std::mem::take(&mut reach.lines);
+    let http = super::http::grant(
+        manifest,
+        reach.trusted,
+        reach.credentials,
+        host.allow_private,
+    )
+    .map_err(refuse)?;
+    let ssh = super::ssh::grant(manifest, &host.devbox).map_err(refuse)?;
+    let settings = super::settings::grant(
+        manifest,
+        id,
+        reach.settings,
+        &host.host_values,
+        host.plugin_values.get(id),
+    )
+    .map_err(refuse)?;
+    lines.extend(http_lines(&http));
+    lines.extend(
+        manifest
+            .grants
+            .config
             .iter()
-            .filter(|c| origin.as_ref() == Some(&c.origin))
-            .map(|c| match service.key_var {
-                Some(var) if !c.value.expose().starts_with("Basic ") => var,
-                _ => "the base URL's user and password",
-            })
-            .collect();
-        lines.push(match sent.as_slice() {
-            [] => format!("service {name}: {base}"),
-            sent => format!("service {name}: {base} with {}", sent.join(" and ")),
-        });
-    }
-    for origin in &caps.http.origins {
-        lines.push(format!("http {origin}"));
-    }
-    if caps.http.public_web {
-        lines.push(if caps.http.allow_private {
-            "public web, private networks included (CHATD_ALLOW_PRIVATE_NETWORKS)".into()
-        } else {
-            "public web".into()
-        });
-    }
-    for key in &manifest.grants.config {
-        lines.push(format!("config {key}"));
-    }
-    match (&caps.ssh, manifest.grants.ssh) {
+            .map(|key| format!("config {key}")),
+    );
+    lines.extend(super::settings::describe(manifest, &settings.values));
+    match (&ssh, manifest.grants.ssh) {
         (Some(grant), _) => lines.push(format!(
             "ssh to the devbox {} (commands up to {} ms)",
             grant.devbox.describe(),
@@ -482,37 +137,92 @@ pub fn describe(manifest: &Manifest, caps: &Capabilities) -> Vec<String> {
         (None, true) => lines.push("ssh requested: no devbox (the tool is not enabled)".into()),
         (None, false) => {}
     }
+    Ok(Resolved {
+        caps: Capabilities {
+            config: Arc::new(settings.values),
+            http: Arc::new(http),
+            clients,
+            ssh,
+            log: super::log::grant(),
+        },
+        lines,
+        warnings: settings.ignored,
+    })
+}
+
+/// The manifest a declared provider runs an adapter's component under: the provider's id, the
+/// adapter's limits, declared settings and references option, and no grants (its upstream is
+/// given to [`resolve`] as `own`).
+pub fn declared_manifest(adapter: &Manifest, id: &str) -> Manifest {
+    let mut manifest = adapter.clone();
+    manifest.id = id.to_string();
+    manifest.grants = Grants::default();
+    manifest.provider.service = None;
+    manifest
+}
+
+fn http_lines(http: &HttpGrant) -> Vec<String> {
+    let mut lines: Vec<String> = http
+        .origins
+        .iter()
+        .map(|o: &Origin| format!("http {o}"))
+        .collect();
+    if http.public_web {
+        lines.push(if http.allow_private {
+            "public web, private networks included (CHATD_ALLOW_PRIVATE_NETWORKS)".into()
+        } else {
+            "public web".into()
+        });
+    }
     lines
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+    use crate::config::file::FileConfig;
+    use std::time::Duration;
 
-    fn manifest(id: &str, grants: &str) -> Manifest {
+    fn manifest(id: &str, kind: &str, grants: &str) -> Manifest {
         Manifest::parse(&format!(
-            r#"{{"id":"{id}","kind":"tool","wit":"chatd:plugin@0.1.0","grants":{grants}}}"#
+            r#"{{"id":"{id}","kind":"{kind}","wit":"chatd:plugin@0.1.0","grants":{grants}}}"#
         ))
         .unwrap()
     }
 
-    fn host(args: &[&str]) -> HostSettings {
-        let config =
-            Config::from_args(std::iter::once("chatd").chain(args.iter().copied())).unwrap();
-        HostSettings::from_config(&config)
+    fn tool(id: &str, grants: &str) -> Manifest {
+        manifest(id, "tool", grants)
     }
 
-    fn client() -> Clients {
-        Clients::new()
+    fn host(args: &[&str]) -> HostSettings {
+        host_with_file(args, "")
+    }
+
+    fn host_with_file(args: &[&str], file: &str) -> HostSettings {
+        let config =
+            Config::from_args(std::iter::once("chatd").chain(args.iter().copied())).unwrap();
+        let file = FileConfig::parse(file, &|_| None).unwrap();
+        HostSettings::new(
+            &config,
+            Some(&file),
+            super::super::ssh::DevboxAccess::from_config(&config),
+        )
+    }
+
+    fn resolve(m: &Manifest, host: &HostSettings) -> Result<Resolved, GrantError> {
+        super::resolve(m, host, Clients::new(), None)
     }
 
     #[test]
     fn nothing_is_granted_by_default() {
-        let caps = resolve(&manifest("x", "{}"), &host(&[]), client()).unwrap();
+        let granted = resolve(&tool("x", "{}"), &host(&[])).unwrap();
+        let caps = granted.caps;
         assert!(caps.config.is_empty());
         assert!(caps.http.origins.is_empty() && caps.http.trusted.is_empty());
         assert!(caps.http.credentials.is_empty());
         assert!(!caps.http.public_web);
+        assert!(granted.lines.is_empty());
     }
 
     #[test]
@@ -523,8 +233,9 @@ mod tests {
             "--engine-a-api-key",
             "k-123",
         ]);
-        let m = manifest("web_search", r#"{"services":["engine_a","engine_b"]}"#);
-        let caps = resolve(&m, &settings, client()).unwrap();
+        let m = tool("web_search", r#"{"services":["engine_a","engine_b"]}"#);
+        let granted = resolve(&m, &settings).unwrap();
+        let caps = &granted.caps;
         assert_eq!(
             caps.http.trusted,
             [Origin::parse("http://127.0.0.1:9000").unwrap()]
@@ -538,46 +249,54 @@ mod tests {
         assert_eq!(caps.http.credentials.len(), 1);
         assert_eq!(caps.http.credentials[0].header, "x-api-key");
         assert_eq!(caps.http.credentials[0].value.expose(), "k-123");
-        assert!(
-            !caps.config.values().any(|v| v.contains("k-123")),
-            "the key is not a setting"
-        );
-        let lines = describe(&m, &caps);
+        assert!(!caps.config.values().any(|v| v.contains("k-123")));
         assert_eq!(
-            lines,
+            granted.lines,
             [
-                "service engine_a: http://127.0.0.1:9000 with ENGINE_A_API_KEY",
+                "service engine_a: http://127.0.0.1:9000 with ENGINE_A_API_KEY (header x-api-key)",
                 "service engine_b (ENGINE_B_BASE_URL unset: nothing)"
             ]
         );
-
-        let thief = manifest("my_tool", r#"{"services":["engine_a"]}"#);
-        let err = resolve(&thief, &settings, client()).unwrap_err();
+        let err = resolve(&tool("my_tool", r#"{"services":["engine_a"]}"#), &settings)
+            .err()
+            .unwrap();
         assert!(
             err.reason
                 .contains("belongs to web_search (tool), search_engine_a (search)"),
             "{err}"
         );
+        let err = resolve(&tool("x", r#"{"services":["mainframe"]}"#), &settings)
+            .err()
+            .unwrap();
+        assert!(
+            err.reason
+                .starts_with("grants.services: \"mainframe\" is not a service"),
+            "{err}"
+        );
     }
 
     #[test]
-    fn bearer_services_send_an_authorization_header_to_their_kind_of_plugin_only() {
+    fn a_provider_service_is_also_its_base_url_and_goes_to_its_kind_only() {
         let settings = host(&["--provider-a-api-key", "sk-1"]);
         let provider = |kind: &str| {
             Manifest::parse(&format!(
-                r#"{{"id":"provider_a","kind":"{kind}","wit":"chatd:plugin@0.1.0","grants":{{"services":["provider_a"]}}}}"#
+                r#"{{"id":"provider_a","kind":"{kind}","wit":"chatd:plugin@0.1.0","provider":{{"service":"provider_a"}}}}"#
             ))
-            .unwrap()
         };
-        let caps = resolve(&provider("provider"), &settings, client()).unwrap();
+        let caps = resolve(&provider("provider").unwrap(), &settings)
+            .unwrap()
+            .caps;
         assert_eq!(caps.http.credentials[0].header, "authorization");
         assert_eq!(caps.http.credentials[0].value.expose(), "Bearer sk-1");
+        assert_eq!(caps.config["base_url"], "https://api.openai.com/v1");
         assert_eq!(
             caps.config["provider_a_base_url"],
             "https://api.openai.com/v1"
         );
-        // A tool that calls itself provider_a is not the provider.
-        let err = resolve(&provider("tool"), &settings, client()).unwrap_err();
+        // A tool cannot even declare a provider section.
+        assert!(provider("tool").is_err());
+        let thief = tool("provider_a", r#"{"services":["provider_a"]}"#);
+        let err = resolve(&thief, &settings).err().unwrap();
         assert!(
             err.reason.contains("belongs to provider_a (provider)"),
             "{err}"
@@ -585,74 +304,88 @@ mod tests {
     }
 
     #[test]
-    fn a_password_in_a_base_url_never_reaches_the_plugin() {
-        let settings = host(&[
-            "--chat-web-search-engine",
-            "engine_b",
-            "--engine-b-base-url",
-            "http://searx:p%40ss@searx.lan:8080/base",
-        ]);
-        let m = manifest("web_search", r#"{"services":["engine_b"]}"#);
-        let caps = resolve(&m, &settings, client()).unwrap();
+    fn the_file_adds_services_and_owners_and_the_environment_wins() {
+        let file = r#"
+[services.weather]
+base_url = "http://127.0.0.1:7000"
+api_key = "w-key-123456"
+auth = "header:x-api-key"
+plugins = ["weather"]
+
+[services.engine_a]
+base_url = "http://127.0.0.1:7001"
+api_key = "from-file"
+plugins = ["company_search"]
+"#;
+        let settings = host_with_file(&["--engine-a-api-key", "from-env"], file);
+        let weather = resolve(&tool("weather", r#"{"services":["weather"]}"#), &settings)
+            .unwrap()
+            .caps;
+        assert_eq!(weather.config["weather_base_url"], "http://127.0.0.1:7000");
+        assert_eq!(weather.http.credentials[0].value.expose(), "w-key-123456");
         assert_eq!(
-            caps.config["engine_b_base_url"],
-            "http://searx.lan:8080/base"
+            &*weather.http.scrubbed,
+            [b"w-key-123456".to_vec().into_boxed_slice()]
         );
-        assert_eq!(caps.http.credentials.len(), 1);
-        assert_eq!(caps.http.credentials[0].header, "authorization");
-        // base64("searx:p@ss")
-        assert_eq!(
-            caps.http.credentials[0].value.expose(),
-            "Basic c2Vhcng6cEBzcw=="
-        );
-        let lines = describe(&m, &caps).join("\n");
-        assert!(
-            !lines.contains("p%40ss") && !lines.contains("p@ss"),
-            "{lines}"
-        );
+        let other = resolve(
+            &tool("company_search", r#"{"services":["engine_a"]}"#),
+            &settings,
+        )
+        .unwrap()
+        .caps;
+        assert_eq!(other.config["engine_a_base_url"], "http://127.0.0.1:7001");
+        assert_eq!(other.http.credentials[0].value.expose(), "from-env");
+        let err = resolve(
+            &tool("not_listed", r#"{"services":["weather"]}"#),
+            &settings,
+        )
+        .err()
+        .unwrap();
+        assert!(err.reason.contains("weather belongs to weather"), "{err}");
     }
 
     #[test]
-    fn settings_are_the_non_secret_ones_only() {
-        let settings = host(&[
-            "--chat-web-search-engine",
-            "engine_b",
-            "--engine-b-base-url",
-            "http://searx.lan:8080",
-        ]);
-        let caps = resolve(
-            &manifest(
-                "x",
-                r#"{"config":["chat_web_search_engine","agent_model"]}"#,
-            ),
-            &settings,
-            client(),
+    fn a_declared_provider_gets_its_own_upstream_and_not_the_adapters() {
+        let settings = host(&["--provider-c-api-key", "xai-key"]);
+        let adapter = Manifest::parse(
+            r#"{"id":"provider_c","kind":"provider","wit":"chatd:plugin@0.1.0","provider":{"service":"provider_c","references":true}}"#,
         )
         .unwrap();
+        let groq = declared_manifest(&adapter, "groq");
+        assert!(groq.provider.references && groq.provider.service.is_none());
+        let own = Service {
+            name: "groq".into(),
+            base_url: Some(url::Url::parse("https://api.groq.com/openai/v1").unwrap()),
+            key: Some(crate::config::Secret::new("gsk-secret-1")),
+            auth: super::super::services::Auth::Bearer,
+            headers: Vec::new(),
+            owners: vec![super::super::services::Owner::any("groq")],
+            base_url_key: "groq_base_url".into(),
+            set_by: super::super::services::SetBy::File("[providers.groq]".into()),
+        };
+        let caps = super::resolve(&groq, &settings, Clients::new(), Some(&own))
+            .unwrap()
+            .caps;
+        assert_eq!(caps.config["base_url"], "https://api.groq.com/openai/v1");
+        let sent: Vec<&str> = caps
+            .http
+            .credentials
+            .iter()
+            .map(|c| c.value.expose())
+            .collect();
+        assert_eq!(sent, ["Bearer gsk-secret-1"]);
         assert_eq!(
-            *caps.config,
-            BTreeMap::from([("chat_web_search_engine".to_string(), "engine_b".to_string())])
+            caps.http.trusted,
+            [Origin::parse("https://api.groq.com").unwrap()]
         );
-        let err = resolve(
-            &manifest("x", r#"{"config":["engine_a_api_key"]}"#),
-            &settings,
-            client(),
-        )
-        .unwrap_err();
-        assert!(err.reason.starts_with("grants.config"), "{err}");
     }
 
     #[test]
     fn public_web_follows_the_private_network_switch() {
-        let m = manifest("fetch_url", r#"{"publicWeb":true}"#);
-        assert!(
-            !resolve(&m, &host(&[]), client())
-                .unwrap()
-                .http
-                .allow_private
-        );
+        let m = tool("fetch_url", r#"{"publicWeb":true}"#);
+        assert!(!resolve(&m, &host(&[])).unwrap().caps.http.allow_private);
         let open = host(&["--chatd-allow-private-networks", "true"]);
-        assert!(resolve(&m, &open, client()).unwrap().http.allow_private);
+        assert!(resolve(&m, &open).unwrap().caps.http.allow_private);
     }
 
     #[test]
@@ -666,22 +399,25 @@ mod tests {
             "5000",
         ];
         let asks = r#"{"ssh":true}"#;
-        let refused = resolve(&manifest("my_tool", asks), &host(&devbox), client()).unwrap_err();
+        let refused = resolve(&tool("my_tool", asks), &host(&devbox))
+            .err()
+            .unwrap();
         assert!(
             refused.reason.contains("only the devbox tools"),
             "{refused}"
         );
 
-        let shell = resolve(&manifest("shell_exec", asks), &host(&devbox), client()).unwrap();
-        let grant = shell.ssh.as_ref().expect("granted while enabled");
+        let shell = resolve(&tool("shell_exec", asks), &host(&devbox)).unwrap();
+        let grant = shell.caps.ssh.as_ref().expect("granted while enabled");
         assert_eq!(grant.limit, Duration::from_millis(5000));
         assert!(
-            describe(&manifest("shell_exec", asks), &shell)
+            shell
+                .lines
                 .contains(&"ssh to the devbox devbox.example:22 (commands up to 5000 ms)".into())
         );
         // coding_exec is not enabled: it loads, with nothing granted, and does not serve.
-        let coding = resolve(&manifest("coding_exec", asks), &host(&devbox), client()).unwrap();
-        assert!(coding.ssh.is_none());
+        let coding = resolve(&tool("coding_exec", asks), &host(&devbox)).unwrap();
+        assert!(coding.caps.ssh.is_none());
         let settings = host(&devbox);
         assert!(settings.refusal("shell_exec").is_none());
         assert_eq!(
@@ -689,8 +425,7 @@ mod tests {
             "CHAT_CODING_TOOL_ENABLED is not true"
         );
         assert!(settings.refusal("web_search").is_none());
-        // Without the manifest asking, nothing.
-        let quiet = resolve(&manifest("shell_exec", "{}"), &host(&devbox), client()).unwrap();
-        assert!(quiet.ssh.is_none());
+        let quiet = resolve(&tool("shell_exec", "{}"), &host(&devbox)).unwrap();
+        assert!(quiet.caps.ssh.is_none());
     }
 }

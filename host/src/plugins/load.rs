@@ -11,14 +11,17 @@ use wasmtime::component::Component;
 
 use super::cache::{self, CompileCache};
 use super::codec::Instances;
-use super::grants::{self, HostSettings};
+use super::grants;
+use super::host_settings::HostSettings;
 use super::manifest::{Kind, Manifest};
-use super::provider::ProviderPlugin;
+use super::provider::{Profile, ProviderPlugin};
 use super::search::SearchPlugin;
+use super::services::{Auth, Owner, Service, SetBy};
 use super::tool::{ToolPlugin, ToolSpec};
 use super::{LoadError, http};
+use crate::config::file::DeclaredProvider;
 
-/// How long a tool plugin may take to describe its tools at load.
+/// How long a plugin may take to describe its tools (or a provider its profile) at load.
 const DESCRIBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Where a plugin came from.
@@ -88,6 +91,11 @@ pub struct Plugin {
     pub instance: Instance,
     /// Whether the code came from the compile cache.
     pub from_cache: bool,
+    /// The compiled code, kept to link it again when the operator's configuration changes, or
+    /// under a declared provider's id.
+    pub component: Component,
+    /// A provider's profile; `None` for other kinds.
+    pub profile: Option<Profile>,
 }
 
 impl Plugin {
@@ -125,11 +133,12 @@ impl Plugin {
     }
 }
 
-/// Loads packages with one engine, one set of operator settings and one HTTP connection pool.
+/// Loads packages with one engine, the operator's settings (replaced when the configuration file
+/// changes) and one HTTP connection pool.
 #[derive(Clone)]
 pub struct Loader {
     pub engine: Engine,
-    pub settings: Arc<HostSettings>,
+    settings: Arc<std::sync::RwLock<Arc<HostSettings>>>,
     pub cache: Option<CompileCache>,
     clients: http::Clients,
 }
@@ -138,19 +147,107 @@ impl Loader {
     pub fn new(engine: Engine, settings: HostSettings, cache: Option<CompileCache>) -> Self {
         Self {
             engine,
-            settings: Arc::new(settings),
+            settings: Arc::new(std::sync::RwLock::new(Arc::new(settings))),
             cache,
             clients: http::Clients::new(),
         }
     }
 
+    /// The operator's settings plugins are granted under now.
+    pub fn settings(&self) -> Arc<HostSettings> {
+        self.settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A loader like this one (engine, cache, connection pools) whose grants follow `settings`.
+    pub fn with_settings(&self, settings: HostSettings) -> Self {
+        Self {
+            settings: Arc::new(std::sync::RwLock::new(Arc::new(settings))),
+            ..self.clone()
+        }
+    }
+
+    /// Grants from now on follow `settings`; plugins loaded before keep theirs until linked
+    /// again.
+    pub fn set_settings(&self, settings: HostSettings) {
+        *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(settings);
+    }
+
     pub async fn load(&self, package: Package) -> Result<Plugin, LoadError> {
         let manifest = Manifest::parse(&package.manifest_json)?;
-        let caps = grants::resolve(&manifest, &self.settings, self.clients.clone())?;
-        let grant_lines = grants::describe(&manifest, &caps);
         let (component, from_cache) = self.compile(&manifest.id, package.wasm).await?;
+        self.link(package.source, manifest, component, from_cache, None, None)
+            .await
+    }
+
+    /// `plugin` linked again under the current settings (its grants decided again).
+    pub async fn relink(&self, plugin: &Plugin) -> Result<Plugin, LoadError> {
+        self.link(
+            plugin.source.clone(),
+            plugin.manifest().clone(),
+            plugin.component.clone(),
+            plugin.from_cache,
+            None,
+            plugin.profile.clone(),
+        )
+        .await
+    }
+
+    /// A declared provider: `adapter`'s component under `spec`'s id, with `spec`'s upstream as
+    /// its service and nothing of the adapter's grants. Its key goes on the wire as `spec.auth`
+    /// says, else as the adapter's profile says its upstream expects.
+    pub async fn declared(
+        &self,
+        adapter: &Plugin,
+        spec: &DeclaredProvider,
+    ) -> Result<Plugin, LoadError> {
+        let profile = adapter.profile.clone().unwrap_or_default();
+        let auth = spec.auth.clone().unwrap_or(match &profile.key_header {
+            Some(header) => Auth::Header(header.clone()),
+            None => Auth::Bearer,
+        });
+        let service = Service {
+            name: spec.id.clone(),
+            base_url: Some(spec.base_url.clone()),
+            key: spec.api_key.clone(),
+            auth,
+            headers: spec.headers.clone(),
+            owners: vec![Owner::of_kind(&spec.id, Kind::Provider)],
+            base_url_key: format!("{}_base_url", spec.id),
+            set_by: SetBy::File(format!("[providers.{}]", spec.id)),
+        };
+        self.link(
+            adapter.source.clone(),
+            grants::declared_manifest(adapter.manifest(), &spec.id),
+            adapter.component.clone(),
+            adapter.from_cache,
+            Some(&service),
+            Some(profile),
+        )
+        .await
+    }
+
+    /// Decides `manifest`'s grants under the current settings (with `own`, a declared provider's
+    /// upstream) and links `component` against its world; for a tool asks what it provides, for
+    /// a provider its profile (unless `profile` is already known).
+    async fn link(
+        &self,
+        source: Source,
+        manifest: Manifest,
+        component: Component,
+        from_cache: bool,
+        own: Option<&Service>,
+        profile: Option<Profile>,
+    ) -> Result<Plugin, LoadError> {
+        let granted = grants::resolve(&manifest, &self.settings(), self.clients.clone(), own)?;
+        for warning in &granted.warnings {
+            tracing::warn!(plugin = manifest.id, "{warning}");
+        }
+        let (caps, grant_lines) = (granted.caps, granted.lines);
         let (engine, id, kind) = (&self.engine, manifest.id.clone(), manifest.kind);
-        let (instance, tools) = match kind {
+        let (instance, tools, profile) = match kind {
             Kind::Tool => {
                 let tool = ToolPlugin::new(engine, manifest, &component, caps)?;
                 // Its own limit, not the manifest's (up to 15 minutes): a plugin that cannot say
@@ -166,28 +263,51 @@ impl Loader {
                     }
                 };
                 check_tools(&id, &tools)?;
-                (Instance::Tool(tool), tools)
+                (Instance::Tool(tool), tools, None)
             }
             Kind::Provider => {
                 // Only chatd's own providers decode turns in shared instances.
-                let sharing = match &package.source {
+                let sharing = match &source {
                     Source::Bundled => Instances::Shared,
                     Source::File(_) => Instances::PerTurn,
                 };
                 let provider = ProviderPlugin::new(engine, manifest, &component, caps, sharing)?;
-                (Instance::Provider(provider), Vec::new())
+                let profile = match profile {
+                    Some(known) => known,
+                    None => match tokio::time::timeout(DESCRIBE_LIMIT, provider.profile()).await {
+                        Ok(Ok(Ok(profile))) => profile,
+                        Ok(Ok(Err(reason))) => return Err(LoadError::Profile { id, reason }),
+                        Ok(Err(e)) => {
+                            return Err(LoadError::Profile {
+                                id,
+                                reason: e.to_string(),
+                            });
+                        }
+                        Err(_) => {
+                            return Err(LoadError::Profile {
+                                id,
+                                reason: format!(
+                                    "its profile did not come within {DESCRIBE_LIMIT:?}"
+                                ),
+                            });
+                        }
+                    },
+                };
+                (Instance::Provider(provider), Vec::new(), Some(profile))
             }
             Kind::Search => {
                 let search = SearchPlugin::new(engine, manifest, &component, caps)?;
-                (Instance::Search(search), Vec::new())
+                (Instance::Search(search), Vec::new(), None)
             }
         };
         Ok(Plugin {
-            source: package.source,
+            source,
             grants: grant_lines,
             tools,
             instance,
             from_cache,
+            component,
+            profile,
         })
     }
 

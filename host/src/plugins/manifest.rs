@@ -35,7 +35,7 @@ impl Kind {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
     /// Unique id, `[a-z0-9_-]{1,64}`; a PLUGINS_DIR plugin with a bundled one's id replaces it.
@@ -53,6 +53,47 @@ pub struct Manifest {
     /// What a provider plugin takes; only for `kind: provider`.
     #[serde(default)]
     pub provider: ProviderOptions,
+    /// The settings the plugin reads through `config`, which the operator gives in
+    /// `[plugins.ID.settings]`; only these are readable.
+    #[serde(default)]
+    pub settings: Vec<SettingSpec>,
+}
+
+/// A setting a plugin declares.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettingSpec {
+    /// `[a-z0-9_]{1,64}`; not a name the host gives itself (`base_url`, `…_base_url`, the host
+    /// settings of `grants.config`).
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: SettingType,
+    /// What it does, for operators (`chatd plugins list`).
+    pub description: String,
+    /// Its value when the operator gives none; `None`: unset (the plugin reads nothing).
+    #[serde(default)]
+    pub default: Option<serde_json::Value>,
+}
+
+/// The type of a declared setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SettingType {
+    String,
+    Integer,
+    Number,
+    Boolean,
+}
+
+impl SettingType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SettingType::String => "string",
+            SettingType::Integer => "integer",
+            SettingType::Number => "number",
+            SettingType::Boolean => "boolean",
+        }
+    }
 }
 
 /// What a provider plugin says of how it takes a turn.
@@ -64,6 +105,11 @@ pub struct ProviderOptions {
     /// request the host sends.
     #[serde(default)]
     pub references: bool,
+    /// The service that is its upstream when it serves under its own id: granted as
+    /// `grants.services` are, and its base URL readable as `base_url` too. When an operator runs
+    /// it as the adapter of a declared provider, that provider's own upstream takes its place.
+    #[serde(default)]
+    pub service: Option<String>,
 }
 
 /// What the plugin asks for. Nothing is granted by default.
@@ -73,10 +119,11 @@ pub struct Grants {
     /// Origins (`scheme://host[:port]`) the plugin may call.
     #[serde(default)]
     pub http: Vec<String>,
-    /// Operator-configured upstreams (`engine_a`, `provider_a`, …; see
-    /// [`super::grants::SERVICES`]): the base URL's origin becomes reachable, its `…_base_url`
-    /// setting readable, and the host adds the service's credential to requests to it. Each
-    /// service belongs to fixed plugin ids; another plugin asking for it does not load.
+    /// Operator-configured upstreams by name (the built-in ones of `defaults.rs`, and the
+    /// configuration file's `[services.NAME]`; see [`super::services`]): the base URL's origin
+    /// becomes reachable, its `…_base_url` setting readable, and the host adds the service's
+    /// credential to requests to it. A service lists the plugin ids that may have it; another
+    /// plugin asking for it, or a name no service has, does not load.
     #[serde(default)]
     pub services: Vec<String>,
     /// Any public address (fetch_url, web search); private ranges stay refused.
@@ -163,17 +210,10 @@ impl Manifest {
                 "limits.timeoutMs: must be 1 to {MAX_TIMEOUT_MS}"
             )));
         }
-        for service in &self.grants.services {
-            if super::grants::service(service).is_none() {
-                return Err(ManifestError(format!(
-                    "grants.services: {service:?} is not a service; known: {}",
-                    super::grants::SERVICES
-                        .iter()
-                        .map(|s| s.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
+        for (i, setting) in self.settings.iter().enumerate() {
+            setting
+                .check(&self.settings[..i])
+                .map_err(|e| ManifestError(format!("settings[{i}]: {e}")))?;
         }
         for origin in &self.grants.http {
             let url = url::Url::parse(origin)
@@ -190,6 +230,57 @@ impl Manifest {
             }
         }
         Ok(())
+    }
+}
+
+/// Settings the host itself gives under these names.
+const RESERVED_SETTINGS: &[&str] = &[
+    "base_url",
+    "chat_web_search_engine",
+    "agent_model",
+    "title_model",
+];
+
+impl SettingSpec {
+    fn check(&self, earlier: &[SettingSpec]) -> Result<(), String> {
+        let name = &self.name;
+        let name_ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !name_ok {
+            return Err(format!("name {name:?} must match [a-z0-9_]{{1,64}}"));
+        }
+        if RESERVED_SETTINGS.contains(&name.as_str()) || name.ends_with("_base_url") {
+            return Err(format!("name {name:?} is one the host gives itself"));
+        }
+        if earlier.iter().any(|s| &s.name == name) {
+            return Err(format!("{name} is declared twice"));
+        }
+        if self.description.trim().is_empty() {
+            return Err(format!("{name} has no description"));
+        }
+        if let Some(default) = &self.default
+            && !self.kind.admits_json(default)
+        {
+            return Err(format!(
+                "{name}: the default is not of type {}",
+                self.kind.as_str()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl SettingType {
+    fn admits_json(self, value: &serde_json::Value) -> bool {
+        match self {
+            SettingType::String => value.is_string(),
+            SettingType::Integer => value.is_i64(),
+            SettingType::Number => value.is_number(),
+            SettingType::Boolean => value.is_boolean(),
+        }
     }
 }
 
@@ -240,8 +331,18 @@ mod tests {
             ),
             (base(r#","grants":{"files":true}"#), "unknown field"),
             (
-                base(r#","grants":{"services":["mainframe"]}"#),
-                "grants.services",
+                base(r#","settings":[{"name":"base_url","type":"string","description":"d"}]"#),
+                "settings[0]: name \"base_url\" is one the host gives itself",
+            ),
+            (
+                base(
+                    r#","settings":[{"name":"days","type":"integer","description":"d","default":"3"}]"#,
+                ),
+                "settings[0]: days: the default is not of type integer",
+            ),
+            (
+                base(r#","settings":[{"name":"days","type":"date","description":"d"}]"#),
+                "unknown variant",
             ),
             (base(r#","limits":{"memoryMib":0}"#), "limits.memoryMib"),
             (

@@ -1,8 +1,14 @@
 //! The plugin host: wasmtime components behind the WIT package `chatd:plugin@0.1.0` (`/wit`).
 //!
 //! Loading: [`registry`] holds what serves (bundled plugins from [`bundled`], PLUGINS_DIR's,
-//! swapped atomically on reload by [`watch`]); [`load`] turns a manifest and bytes into a plugin:
-//! [`manifest`] → [`grants`] → compile through [`cache`] → link ([`linker`], [`bindings`]).
+//! and the providers: the defaults, the declared ones, the folder's; swapped atomically on
+//! reload by [`watch`]); [`load`] turns a manifest and bytes into a plugin: [`manifest`] →
+//! [`grants`] → compile through [`cache`] → link ([`linker`], [`bindings`]).
+//!
+//! Granting: [`host_settings`] is the operator's configuration (environment and file);
+//! [`grants`] dispatches to each capability's one deciding function: [`http`], [`ssh`],
+//! [`settings`] (the `config` interface), [`log`]; [`services`] are the upstreams with keys that
+//! feed HTTP and settings.
 //!
 //! Running: [`tool`], [`provider`], [`search`] are loaded components of each world; every call
 //! goes through `Core`: a fresh store ([`state`]) and instance from the shared [`engine`],
@@ -28,15 +34,19 @@ pub mod codec;
 pub mod commands;
 pub mod engine;
 pub mod grants;
+pub mod host_settings;
 pub mod http;
 pub mod imports;
 pub mod linker;
 pub mod load;
+pub mod log;
 pub mod manifest;
 pub mod provider;
 pub mod refs;
 pub mod registry;
 pub mod search;
+pub mod services;
+pub mod settings;
 pub mod ssh;
 pub mod state;
 pub mod testing;
@@ -49,6 +59,9 @@ use std::time::Duration;
 use wasmtime::{Engine, Store};
 
 pub use cache::compile;
+
+/// The setting a provider reads its upstream's base URL under, whichever service that is.
+pub const PROVIDER_BASE_URL: &str = "base_url";
 use manifest::Kind;
 use state::PluginState;
 
@@ -62,12 +75,17 @@ pub enum LoadError {
         path: std::path::PathBuf,
         reason: String,
     },
+    /// The configuration file cannot be used (one line naming the key and the rule).
+    #[error("{0}")]
+    Config(String),
     #[error(transparent)]
     Manifest(#[from] manifest::ManifestError),
     #[error(transparent)]
     Grant(#[from] grants::GrantError),
     #[error("plugin {id}: its tools cannot be used: {reason}")]
     Describe { id: String, reason: String },
+    #[error("plugin {id}: its provider profile cannot be used: {reason}")]
+    Profile { id: String, reason: String },
     #[error("plugin {id}: not a valid component: {reason}")]
     Compile { id: String, reason: String },
     #[error("plugin {id}: cannot be linked: {reason}")]
@@ -157,7 +175,7 @@ impl<R, F> CallFn<R> for F where
 pub(crate) struct Core {
     manifest: manifest::Manifest,
     engine: Engine,
-    caps: state::Capabilities,
+    caps: grants::Capabilities,
 }
 
 impl Core {
@@ -169,7 +187,7 @@ impl Core {
         expected: Kind,
         linker: wasmtime::Result<wasmtime::component::Linker<PluginState>>,
         component: &wasmtime::component::Component,
-        caps: state::Capabilities,
+        caps: grants::Capabilities,
         pre: impl FnOnce(wasmtime::component::InstancePre<PluginState>) -> wasmtime::Result<P>,
     ) -> Result<(Self, P), LoadError> {
         if manifest.kind != expected {

@@ -8,7 +8,8 @@
 //! * a `provider` component drives its own turn: a fresh store and instance per turn, its
 //!   events through `turn-events.emit` (which answers `false` once the receiver is gone).
 //!
-//! Listing models is always a call of its own, in a fresh store and instance.
+//! Listing models is always a call of its own, in a fresh store and instance, and so is asking a
+//! `profiled-codec-provider` for its [`Profile`] (once, at load).
 
 use std::sync::Arc;
 
@@ -17,11 +18,13 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::bindings::codec_provider::CodecProviderPre;
+use super::bindings::profiled_codec_provider::ProfiledCodecProviderPre;
 use super::bindings::provider::ProviderPre;
 use super::codec::{Codecs, Instances};
+use super::grants::Capabilities;
 use super::manifest::{Kind, Manifest};
 use super::refs::Refs;
-use super::state::{Capabilities, PluginState};
+use super::state::PluginState;
 use super::{CallError, Core, LoadError, linker};
 
 pub use super::bindings::imports::chatd::plugin::types::{
@@ -32,11 +35,44 @@ pub use super::bindings::provider::chatd::plugin::provider_types::{
     FinishReason, TurnEvent, TurnOutcome, TurnRequest,
 };
 
+/// What a provider declares about itself (the WIT `provider-profile`); [`Profile::default`] for
+/// one that does not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Its wire format's name, which a declared provider's `adapter` may give.
+    pub adapter: Option<String>,
+    /// The header its upstream takes the key in; `None`: `Authorization: Bearer`.
+    pub key_header: Option<reqwest::header::HeaderName>,
+    /// It takes the host's tools.
+    pub tools: bool,
+    /// It wants the tool-loop instruction first when tools are on.
+    pub tool_instruction: bool,
+    /// It understands image attachments.
+    pub images: bool,
+    /// It understands text-file attachments.
+    pub text_files: bool,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self {
+            adapter: None,
+            key_header: None,
+            tools: true,
+            tool_instruction: false,
+            images: true,
+            text_files: true,
+        }
+    }
+}
+
 pub struct ProviderPlugin {
     core: Core,
     pre: ProviderPre<PluginState>,
     /// Present when the component exports `turn-codec`: its turns are host-driven.
     codecs: Option<Codecs>,
+    /// Present when it exports `provider-profile`.
+    profiled: Option<ProfiledCodecProviderPre<PluginState>>,
 }
 
 impl ProviderPlugin {
@@ -60,9 +96,11 @@ impl ProviderPlugin {
             |instance_pre| {
                 // The codec world includes the provider world, so every provider links as one.
                 let codec = CodecProviderPre::new(instance_pre.clone()).ok();
-                Ok((ProviderPre::new(instance_pre)?, codec))
+                let profiled = ProfiledCodecProviderPre::new(instance_pre.clone()).ok();
+                Ok((ProviderPre::new(instance_pre)?, (codec, profiled)))
             },
         )?;
+        let (codec, profiled) = codec;
         if core.manifest().provider.references && codec.is_none() {
             return Err(LoadError::Link {
                 id: core.manifest().id.clone(),
@@ -72,7 +110,33 @@ impl ProviderPlugin {
             });
         }
         let codecs = codec.map(|pre| Codecs::new(pre, sharing, &core));
-        Ok(Self { core, pre, codecs })
+        Ok(Self {
+            core,
+            pre,
+            codecs,
+            profiled,
+        })
+    }
+
+    /// Its profile: asked of a `profiled-codec-provider`, the default for any other. A profile
+    /// that cannot be used is the plugin's error.
+    pub async fn profile(&self) -> Result<Result<Profile, String>, CallError> {
+        let Some(pre) = self.profiled.clone() else {
+            return Ok(Ok(Profile::default()));
+        };
+        let wit = self
+            .core
+            .call(None, move |store| {
+                Box::pin(async move {
+                    let provider = pre.instantiate_async(&mut *store).await?;
+                    provider
+                        .chatd_plugin_provider_profile()
+                        .call_describe(&mut *store)
+                        .await
+                })
+            })
+            .await?;
+        Ok(profile_of(wit))
     }
 
     /// Whether a turn's large values go to it by reference (its manifest's
@@ -156,4 +220,43 @@ impl ProviderPlugin {
             })
             .await
     }
+}
+
+/// A declared profile, checked: an adapter name like an id, a key header the host may set.
+fn profile_of(
+    wit: super::bindings::profiled_codec_provider::exports::chatd::plugin::provider_profile::Profile,
+) -> Result<Profile, String> {
+    if let Some(name) = &wit.adapter {
+        let ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        if !ok {
+            return Err(format!(
+                "its profile's adapter {name:?} must match [a-z0-9_-]{{1,64}}"
+            ));
+        }
+    }
+    let key_header = match &wit.key_header {
+        None => None,
+        Some(name) => {
+            let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("its profile's key-header {name:?} is not a header name"))?;
+            if super::http::is_host_header(&header) {
+                return Err(format!(
+                    "its profile's key-header {header} is a header the host sets itself"
+                ));
+            }
+            Some(header)
+        }
+    };
+    Ok(Profile {
+        adapter: wit.adapter,
+        key_header,
+        tools: wit.tools,
+        tool_instruction: wit.tool_instruction,
+        images: wit.images,
+        text_files: wit.text_files,
+    })
 }

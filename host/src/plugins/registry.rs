@@ -13,6 +13,16 @@
 //! devbox tool (bundled or not) serves only while its CHAT_*_ENABLED is true. A
 //! folder plugin that fails to load is refused with a log line, and its last good version, if
 //! any, keeps serving.
+//!
+//! Providers are assembled last, from the operator's [`ProviderSpec`]s: each default provider
+//! is the provider plugin of its id; each declared provider is its adapter's component (the
+//! provider plugin whose profile names that adapter, else the one with that id) linked under the
+//! provider's id and upstream; each provider plugin from the folder whose id no spec takes serves
+//! under its own id.
+//!
+//! The configuration file is applied the same way ([`PluginHost::reconfigure`]): every plugin
+//! is linked again under the new settings and the result swapped in at once, or, when the new
+//! settings break a bundled plugin or name an adapter no plugin offers, nothing changes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,10 +33,12 @@ use tokio::sync::watch;
 
 use super::LoadError;
 use super::cache::CompileCache;
-use super::grants::HostSettings;
+use super::host_settings::{HostSettings, ProviderSpec, Runs};
 use super::load::{Loader, Package, Plugin};
+use super::provider::Profile;
 use super::tool::ToolSpec;
 use crate::config::Config;
+use crate::config::file::{DeclaredProvider, FileConfig};
 use crate::tools::{ToolCatalog, ToolInfo};
 
 /// The plugins serving right now.
@@ -36,9 +48,51 @@ pub struct Snapshot {
     pub plugins: Vec<Arc<Plugin>>,
     /// Tool name → the plugin providing it.
     tools: BTreeMap<String, Arc<Plugin>>,
+    /// Provider id → what serves it.
+    providers: BTreeMap<String, Arc<ServedProvider>>,
+    /// Default providers not served, and why.
+    unserved: Vec<(String, String)>,
+}
+
+/// A provider this server serves.
+pub struct ServedProvider {
+    pub id: String,
+    /// What runs its turns, linked under its id; `None` when nothing does (`error` says why).
+    pub plugin: Option<Arc<Plugin>>,
+    pub profile: Profile,
+    /// A declared provider's fixed model list.
+    pub models: Option<Vec<String>>,
+    /// Added to its listed models.
+    pub extra_model: Option<String>,
+    /// Listed with this error instead of asking for a list.
+    pub error: Option<String>,
 }
 
 impl Snapshot {
+    /// The provider `id`, when this server has it.
+    pub fn provider(&self, id: &str) -> Option<&Arc<ServedProvider>> {
+        self.providers.get(id)
+    }
+
+    /// Every provider, by id.
+    pub fn providers(&self) -> impl Iterator<Item = &Arc<ServedProvider>> {
+        self.providers.values()
+    }
+
+    /// Why a request naming `id` is refused: the providers this server has (and any default
+    /// one it does not serve, with the reason).
+    pub fn unknown_provider(&self, id: &str) -> String {
+        let ids: Vec<&str> = self.providers.keys().map(String::as_str).collect();
+        let mut message = format!(
+            "provider: {id:?} is not a provider of this server; it has: {}",
+            ids.join(", ")
+        );
+        for (unserved, why) in &self.unserved {
+            message.push_str(&format!(" ({unserved} is not served: {why})"));
+        }
+        message
+    }
+
     pub fn plugin(&self, id: &str) -> Option<&Arc<Plugin>> {
         self.plugins.iter().find(|p| p.id() == id)
     }
@@ -54,6 +108,7 @@ impl Snapshot {
 }
 
 /// What the folder held at the last scan, per `.wasm` file.
+#[derive(Clone)]
 struct FolderEntry {
     /// SHA-256 of the component and the manifest: unchanged files are not loaded again.
     fingerprint: [u8; 32],
@@ -67,8 +122,14 @@ struct FolderEntry {
 
 pub struct PluginHost {
     loader: Loader,
-    bundled: Vec<Arc<Plugin>>,
+    // A std lock: replaced whole when the configuration changes, read to clone.
+    bundled: RwLock<Vec<Arc<Plugin>>>,
     dir: Option<PathBuf>,
+    /// The environment's configuration, which a reloaded file is applied on top of (`None`: a
+    /// host that does not reload one).
+    config: Option<Config>,
+    /// Declared providers as last linked: reused while their spec and adapter are unchanged.
+    declared: Mutex<Vec<(DeclaredProvider, Arc<Plugin>, Arc<Plugin>)>>,
     // A tokio mutex: a scan holds it across loads (awaits), and scans must not interleave.
     folder: tokio::sync::Mutex<BTreeMap<PathBuf, FolderEntry>>,
     // A std lock, not a tokio one: held only to clone or replace an Arc, never across an await.
@@ -80,6 +141,8 @@ pub struct PluginHost {
     scans: watch::Sender<u64>,
     /// Keeps the folder watcher alive; dropped with the host.
     pub(super) watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    /// Keeps the configuration file's watcher alive.
+    pub(super) config_watcher: Mutex<Option<notify::RecommendedWatcher>>,
 }
 
 /// A plugin that could not be used, and why.
@@ -91,12 +154,16 @@ pub struct Refused {
 
 impl PluginHost {
     /// The server's plugins: the bundled ones and PLUGINS_DIR's, compiled through the disk
-    /// cache, with the folder watched for changes.
+    /// cache, with the folder and the configuration file watched for changes.
     pub async fn start(config: &Config) -> Result<Arc<Self>, LoadError> {
         let host = Self::from_config(config).await?;
         super::watch::start(&host).map_err(|e| LoadError::Io {
             path: host.dir().map(Path::to_path_buf).unwrap_or_default(),
             reason: format!("cannot watch PLUGINS_DIR: {e}"),
+        })?;
+        super::watch::start_config(&host).map_err(|e| LoadError::Io {
+            path: config.config.clone().unwrap_or_default(),
+            reason: format!("cannot watch the configuration file: {e}"),
         })?;
         // What changed between the first scan and the watch starting has no event: look again
         // (unchanged files are not loaded twice).
@@ -106,21 +173,37 @@ impl PluginHost {
         Ok(host)
     }
 
-    /// As [`Self::start`], without watching the folder (`chatd plugins list`).
+    /// As [`Self::start`], without watching anything (`chatd plugins list`). A configuration
+    /// file that cannot be used stops it, as an invalid variable does.
     pub async fn from_config(config: &Config) -> Result<Arc<Self>, LoadError> {
         let engine =
             super::engine::new_engine().map_err(|e| LoadError::Engine(format!("{e:#}")))?;
+        let file = match &config.config {
+            Some(path) => {
+                Some(FileConfig::load(path).map_err(|e| LoadError::Config(e.to_string()))?)
+            }
+            None => None,
+        };
+        for warning in file.iter().flat_map(|f| &f.warnings) {
+            tracing::warn!("configuration file: {warning}");
+        }
+        let devbox = super::ssh::DevboxAccess::from_config(config);
         let loader = Loader::new(
             engine,
-            HostSettings::from_config(config),
+            HostSettings::new(config, file.as_ref(), devbox),
             config.plugin_cache_dir().map(CompileCache::new),
         );
-        Self::load(
+        let host = Self::load_with(
             loader,
             super::bundled::packages(),
             config.plugins_dir.clone(),
+            Some(config.clone()),
         )
-        .await
+        .await?;
+        if let Some(problem) = host.snapshot().missing_adapter() {
+            return Err(LoadError::Config(problem));
+        }
+        Ok(host)
     }
 
     /// Loads `bundled` (all must load: a bundled plugin that does not is a bug of this build)
@@ -131,6 +214,15 @@ impl PluginHost {
         bundled: Vec<Package>,
         dir: Option<PathBuf>,
     ) -> Result<Arc<Self>, LoadError> {
+        Self::load_with(loader, bundled, dir, None).await
+    }
+
+    async fn load_with(
+        loader: Loader,
+        bundled: Vec<Package>,
+        dir: Option<PathBuf>,
+        config: Option<Config>,
+    ) -> Result<Arc<Self>, LoadError> {
         if let Some(dir) = &dir
             && !dir.is_dir()
         {
@@ -140,9 +232,10 @@ impl PluginHost {
             });
         }
         // A devbox tool the operator did not enable is not even compiled.
+        let settings = loader.settings();
         let bundled = bundled.into_iter().filter(|package| {
             super::manifest::Manifest::parse(&package.manifest_json)
-                .map_or(true, |m| loader.settings.refusal(&m.id).is_none())
+                .map_or(true, |m| settings.refusal(&m.id).is_none())
         });
         // Compiling runs on the blocking pool, so loading them together uses every core.
         let loads = bundled.map(|package| {
@@ -159,14 +252,17 @@ impl PluginHost {
         }
         let host = Arc::new(Self {
             loader,
-            bundled: loaded,
+            bundled: RwLock::new(loaded),
             dir,
+            config,
+            declared: Mutex::default(),
             folder: Default::default(),
             current: Default::default(),
             catalog: Arc::new(ToolCatalog::default()),
             refused: Mutex::default(),
             scans: watch::Sender::new(0),
             watcher: Mutex::new(None),
+            config_watcher: Mutex::new(None),
         });
         host.rescan().await;
         Ok(host)
@@ -178,6 +274,38 @@ impl PluginHost {
 
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
+    }
+
+    /// The configuration file, when the operator gave one.
+    pub fn config_path(&self) -> Option<&Path> {
+        self.config.as_ref()?.config.as_deref()
+    }
+
+    /// Reads the configuration file again and applies it; a file that cannot be used is refused
+    /// with one log line, and the configuration serving keeps serving.
+    pub async fn reload_config(&self) {
+        let Some(path) = self.config_path() else {
+            return;
+        };
+        let applied = match FileConfig::load(path) {
+            Ok(file) => {
+                for warning in &file.warnings {
+                    tracing::warn!("configuration file: {warning}");
+                }
+                self.reconfigure(&file).await
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match applied {
+            Ok(()) => tracing::info!("configuration file {} applied", path.display()),
+            Err(why) => {
+                tracing::error!(
+                    "configuration file refused: {why}; the previous configuration keeps serving"
+                );
+                // Observers (tests, `scans`) learn that the file was looked at.
+                self.scans.send_modify(|n| *n += 1);
+            }
+        }
     }
 
     /// The plugins serving now; keep the `Arc` for as long as a call runs.
@@ -231,7 +359,23 @@ impl PluginHost {
                 self.scan_file(&mut folder, path).await;
             }
         }
-        let snapshot = self.assemble(&mut folder);
+        let bundled = self.bundled();
+        let snapshot = self.assemble(&self.loader, &bundled, &mut folder).await;
+        self.publish(snapshot, &folder);
+        drop(folder);
+        self.scans.send_modify(|n| *n += 1);
+    }
+
+    /// The bundled plugins as linked under the current settings.
+    fn bundled(&self) -> Vec<Arc<Plugin>> {
+        self.bundled
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Makes `snapshot` the one serving, with the tool catalogue and the refusals in step.
+    fn publish(&self, snapshot: Snapshot, folder: &BTreeMap<PathBuf, FolderEntry>) {
         self.catalog.replace(
             snapshot
                 .tool_specs()
@@ -253,8 +397,54 @@ impl PluginHost {
                 })
             })
             .collect();
+    }
+
+    /// Applies a configuration file that was just read: every plugin linked again under the
+    /// settings it gives, and the result swapped in. Refused, with nothing changed, when the
+    /// settings break a bundled plugin or a declared provider names an adapter no plugin offers;
+    /// a folder plugin they refuse stops serving (its file's entry says why).
+    pub async fn reconfigure(&self, file: &FileConfig) -> Result<(), String> {
+        let Some(config) = &self.config else {
+            return Err("this plugin host does not read a configuration file".into());
+        };
+        let mut folder = self.folder.lock().await;
+        let current = self.loader.settings();
+        let settings = HostSettings::new(config, Some(file), current.devbox.clone());
+        let loader = self.loader.with_settings(settings);
+        let mut bundled = Vec::new();
+        for plugin in self.bundled() {
+            bundled.push(Arc::new(
+                loader.relink(&plugin).await.map_err(|e| e.to_string())?,
+            ));
+        }
+        let mut next: BTreeMap<PathBuf, FolderEntry> = BTreeMap::new();
+        for (path, entry) in folder.iter() {
+            let mut entry = entry.clone();
+            if let Some(good) = entry.good.take() {
+                match loader.relink(&good).await {
+                    Ok(plugin) => {
+                        entry.good = Some(Arc::new(plugin));
+                        entry.load_error = None;
+                    }
+                    Err(e) => {
+                        tracing::error!("plugin file {} refused: {e}", path.display());
+                        entry.load_error = Some(e.to_string());
+                    }
+                }
+            }
+            next.insert(path.clone(), entry);
+        }
+        let snapshot = self.assemble(&loader, &bundled, &mut next).await;
+        if let Some(problem) = snapshot.missing_adapter() {
+            return Err(problem);
+        }
+        self.loader.set_settings((*loader.settings()).clone());
+        *self.bundled.write().unwrap_or_else(|e| e.into_inner()) = bundled;
+        *folder = next;
+        self.publish(snapshot, &folder);
         drop(folder);
         self.scans.send_modify(|n| *n += 1);
+        Ok(())
     }
 
     async fn scan_file(&self, folder: &mut BTreeMap<PathBuf, FolderEntry>, path: PathBuf) {
@@ -309,129 +499,288 @@ impl PluginHost {
         }
     }
 
-    /// Bundled plugins, then folder plugins by file name, under the rules of the module docs.
-    fn assemble(&self, folder: &mut BTreeMap<PathBuf, FolderEntry>) -> Snapshot {
-        let plugins = self.served(folder);
-        let (plugins, tools) = self.claim_tools(plugins, folder);
-        Snapshot { plugins, tools }
-    }
-
-    /// The plugins that may serve, by id: the bundled ones (a devbox tool only while the
-    /// operator enables it), each replaced by a folder plugin with its id, then the folder's
-    /// others. A folder plugin refused here has its entry's `conflict` say why.
-    fn served(&self, folder: &mut BTreeMap<PathBuf, FolderEntry>) -> Vec<Arc<Plugin>> {
-        let settings = &self.loader.settings;
-        let mut plugins: Vec<Arc<Plugin>> = self
-            .bundled
-            .iter()
-            .filter(|p| settings.refusal(p.id()).is_none())
-            .cloned()
-            .collect();
-        let mut from_folder: Vec<String> = Vec::new();
-        for (path, entry) in folder.iter_mut() {
-            entry.conflict = None;
-            let Some(plugin) = entry.good.clone() else {
-                continue;
-            };
-            let id = plugin.id();
-            // By id and by tool name: a plugin under another id cannot list a disabled
-            // devbox tool either.
-            let refused = settings.refusal(id).or_else(|| {
-                plugin
-                    .tools
-                    .iter()
-                    .find_map(|tool| settings.refusal(&tool.name))
-            });
-            if let Some(why) = refused {
-                let why = format!("plugin {id} is not served: {why}");
-                tracing::error!("plugin file {} refused: {why}", path.display());
-                entry.conflict = Some(why);
-                continue;
-            }
-            if from_folder.iter().any(|taken| taken == id) {
-                let why = format!("another file in PLUGINS_DIR already provides plugin {id}");
-                tracing::error!("plugin file {} refused: {why}", path.display());
-                entry.conflict = Some(why);
-                continue;
-            }
-            from_folder.push(id.to_string());
-            match plugins.iter().position(|p| p.id() == id) {
-                Some(at) => {
-                    tracing::debug!(
-                        plugin = id,
-                        "{} overrides the bundled plugin",
-                        path.display()
-                    );
-                    plugins[at] = plugin;
-                }
-                None => plugins.push(plugin),
-            }
-        }
-        plugins
-    }
-
-    /// Tool names, claimed by the bundled plugins (as overridden) first, then by the folder's
-    /// in file order: a folder plugin never displaces a bundled tool except by replacing its
-    /// plugin. A plugin whose tool is taken does not serve (a refused override leaves the
-    /// bundled plugin it meant to replace serving). The plugins that serve, and the tools.
-    fn claim_tools(
+    /// Bundled plugins, then folder plugins by file name, then the providers, under the rules
+    /// of the module docs and `loader`'s settings.
+    async fn assemble(
         &self,
-        mut plugins: Vec<Arc<Plugin>>,
+        loader: &Loader,
+        bundled: &[Arc<Plugin>],
         folder: &mut BTreeMap<PathBuf, FolderEntry>,
-    ) -> (Vec<Arc<Plugin>>, BTreeMap<String, Arc<Plugin>>) {
-        let mut tools: BTreeMap<String, Arc<Plugin>> = BTreeMap::new();
-        // Position in `plugins` → what serves there instead (`None`: nothing).
-        let mut replaced: Vec<(usize, Option<Arc<Plugin>>)> = Vec::new();
-        type Placed<'a> = Vec<(usize, &'a Arc<Plugin>)>;
-        let (first, later): (Placed, Placed) = plugins.iter().enumerate().partition(|(_, p)| {
-            p.source == super::load::Source::Bundled
-                || self.bundled.iter().any(|b| b.id() == p.id())
-        });
-        for (at, plugin) in first.into_iter().chain(later) {
-            let Some((name, other)) = taken_tool(&tools, plugin) else {
-                for tool in &plugin.tools {
-                    tools.insert(tool.name.clone(), plugin.clone());
-                }
-                continue;
-            };
-            let why = format!("tool {name} is already provided by plugin {other}");
-            tracing::error!(plugin = plugin.id(), "plugin refused: {why}");
-            if let super::load::Source::File(path) = &plugin.source
-                && let Some(entry) = folder.get_mut(path)
-            {
-                entry.conflict = Some(why);
-            }
-            let fallback = self
-                .bundled
-                .iter()
-                .find(|b| b.id() == plugin.id() && !Arc::ptr_eq(b, plugin))
-                .filter(|b| taken_tool(&tools, b).is_none())
-                .cloned();
-            if let Some(bundled) = &fallback {
-                for tool in &bundled.tools {
-                    tools.insert(tool.name.clone(), bundled.clone());
-                }
-            }
-            replaced.push((at, fallback));
+    ) -> Snapshot {
+        let settings = loader.settings();
+        let plugins = served(&settings, bundled, folder);
+        let (plugins, tools) = claim_tools(bundled, plugins, folder);
+        let providers = self.providers(loader, &settings, &plugins).await;
+        Snapshot {
+            plugins,
+            tools,
+            providers,
+            unserved: settings.unserved.clone(),
         }
-        for (at, instead) in &replaced {
-            if let Some(instead) = instead {
-                plugins[*at] = instead.clone();
-            }
-        }
-        let gone: Vec<usize> = replaced
-            .iter()
-            .filter(|(_, instead)| instead.is_none())
-            .map(|(at, _)| *at)
-            .collect();
-        let serving = plugins
-            .into_iter()
-            .enumerate()
-            .filter(|(at, _)| !gone.contains(at))
-            .map(|(_, p)| p)
-            .collect();
-        (serving, tools)
     }
+
+    /// The providers of `settings` and the folder, served by `plugins` (see the module docs).
+    async fn providers(
+        &self,
+        loader: &Loader,
+        settings: &HostSettings,
+        plugins: &[Arc<Plugin>],
+    ) -> BTreeMap<String, Arc<ServedProvider>> {
+        let provider_plugin = |id: &str| {
+            plugins
+                .iter()
+                .find(|p| p.id() == id && p.as_provider().is_some())
+                .cloned()
+        };
+        let mut served = BTreeMap::new();
+        let mut declared_now = Vec::new();
+        for spec in &settings.providers {
+            let (plugin, error) = match &spec.runs {
+                Runs::Plugin(id) => match provider_plugin(id) {
+                    Some(plugin) => (Some(plugin), None),
+                    None => (None, Some(format!("no provider plugin {id} is loaded"))),
+                },
+                Runs::Declared(declared) => {
+                    match self.declared_provider(loader, plugins, declared).await {
+                        Ok((adapter, plugin)) => {
+                            declared_now.push((declared.clone(), adapter, plugin.clone()));
+                            (Some(plugin), None)
+                        }
+                        Err(why) => (None, Some(why)),
+                    }
+                }
+            };
+            served.insert(
+                spec.id.clone(),
+                Arc::new(served_provider(spec, plugin, error)),
+            );
+        }
+        *self.declared.lock().unwrap_or_else(|e| e.into_inner()) = declared_now;
+        for plugin in plugins {
+            let own_id = plugin.as_provider().is_some()
+                && matches!(plugin.source, super::load::Source::File(_))
+                && !served.contains_key(plugin.id());
+            if own_id {
+                let provider = ServedProvider {
+                    id: plugin.id().to_string(),
+                    profile: plugin.profile.clone().unwrap_or_default(),
+                    plugin: Some(plugin.clone()),
+                    models: None,
+                    extra_model: None,
+                    error: None,
+                };
+                served.insert(plugin.id().to_string(), Arc::new(provider));
+            }
+        }
+        served
+    }
+
+    /// A declared provider's plugin: its adapter (the provider plugin whose profile names it,
+    /// else the provider plugin of that id) linked under its id and upstream; the last one linked
+    /// when neither changed. The adapter and the result, or why there is none.
+    async fn declared_provider(
+        &self,
+        loader: &Loader,
+        plugins: &[Arc<Plugin>],
+        spec: &DeclaredProvider,
+    ) -> Result<(Arc<Plugin>, Arc<Plugin>), String> {
+        let providers = || plugins.iter().filter(|p| p.as_provider().is_some());
+        let adapter = providers()
+            .find(|p| p.profile.as_ref().and_then(|x| x.adapter.as_deref()) == Some(&spec.adapter))
+            .or_else(|| providers().find(|p| p.id() == spec.adapter))
+            .ok_or_else(|| {
+                let mut known: Vec<String> = providers()
+                    .filter_map(|p| p.profile.as_ref()?.adapter.clone())
+                    .collect();
+                known.extend(
+                    providers()
+                        .filter(|p| matches!(p.source, super::load::Source::File(_)))
+                        .map(|p| p.id().to_string()),
+                );
+                format!(
+                    "providers.{}.adapter: no loaded provider offers {:?}; adapters: {}",
+                    spec.id,
+                    spec.adapter,
+                    known.join(", ")
+                )
+            })?;
+        let reused = self
+            .declared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(old, old_adapter, _)| old == spec && Arc::ptr_eq(old_adapter, adapter))
+            .map(|(_, _, plugin)| plugin.clone());
+        if let Some(plugin) = reused {
+            return Ok((adapter.clone(), plugin));
+        }
+        let plugin = loader
+            .declared(adapter, spec)
+            .await
+            .map_err(|e| format!("providers.{}: {e}", spec.id))?;
+        tracing::info!(
+            provider = spec.id,
+            adapter = adapter.id(),
+            "declared provider linked; grants: {}",
+            plugin.grants.join("; ")
+        );
+        Ok((adapter.clone(), Arc::new(plugin)))
+    }
+}
+
+/// A provider of `spec`, served by `plugin`.
+fn served_provider(
+    spec: &ProviderSpec,
+    plugin: Option<Arc<Plugin>>,
+    error: Option<String>,
+) -> ServedProvider {
+    ServedProvider {
+        id: spec.id.clone(),
+        profile: plugin
+            .as_ref()
+            .and_then(|p| p.profile.clone())
+            .unwrap_or_default(),
+        plugin,
+        models: match &spec.runs {
+            Runs::Declared(declared) => declared.models.clone(),
+            Runs::Plugin(_) => None,
+        },
+        extra_model: spec.extra_model.clone(),
+        error: error.or_else(|| spec.listing_error.clone()),
+    }
+}
+
+impl Snapshot {
+    /// A declared provider whose adapter no loaded plugin offers: the configuration's problem,
+    /// refused at startup and on reload.
+    pub fn missing_adapter(&self) -> Option<String> {
+        self.providers
+            .values()
+            .filter(|p| p.plugin.is_none())
+            .find_map(|p| {
+                p.error
+                    .as_ref()
+                    .filter(|e| e.contains(".adapter: "))
+                    .cloned()
+            })
+    }
+}
+
+/// The plugins that may serve, by id: the bundled ones (a devbox tool only while the
+/// operator enables it), each replaced by a folder plugin with its id, then the folder's
+/// others. A folder plugin refused here has its entry's `conflict` say why.
+fn served(
+    settings: &HostSettings,
+    bundled: &[Arc<Plugin>],
+    folder: &mut BTreeMap<PathBuf, FolderEntry>,
+) -> Vec<Arc<Plugin>> {
+    let mut plugins: Vec<Arc<Plugin>> = bundled
+        .iter()
+        .filter(|p| settings.refusal(p.id()).is_none())
+        .cloned()
+        .collect();
+    let mut from_folder: Vec<String> = Vec::new();
+    for (path, entry) in folder.iter_mut() {
+        entry.conflict = None;
+        let Some(plugin) = entry.good.clone() else {
+            continue;
+        };
+        let id = plugin.id();
+        // By id and by tool name: a plugin under another id cannot list a disabled
+        // devbox tool either.
+        let refused = settings.refusal(id).or_else(|| {
+            plugin
+                .tools
+                .iter()
+                .find_map(|tool| settings.refusal(&tool.name))
+        });
+        if let Some(why) = refused {
+            let why = format!("plugin {id} is not served: {why}");
+            tracing::error!("plugin file {} refused: {why}", path.display());
+            entry.conflict = Some(why);
+            continue;
+        }
+        if from_folder.iter().any(|taken| taken == id) {
+            let why = format!("another file in PLUGINS_DIR already provides plugin {id}");
+            tracing::error!("plugin file {} refused: {why}", path.display());
+            entry.conflict = Some(why);
+            continue;
+        }
+        from_folder.push(id.to_string());
+        match plugins.iter().position(|p| p.id() == id) {
+            Some(at) => {
+                tracing::debug!(
+                    plugin = id,
+                    "{} overrides the bundled plugin",
+                    path.display()
+                );
+                plugins[at] = plugin;
+            }
+            None => plugins.push(plugin),
+        }
+    }
+    plugins
+}
+
+/// Tool names, claimed by the bundled plugins (as overridden) first, then by the folder's
+/// in file order: a folder plugin never displaces a bundled tool except by replacing its
+/// plugin. A plugin whose tool is taken does not serve (a refused override leaves the
+/// bundled plugin it meant to replace serving). The plugins that serve, and the tools.
+fn claim_tools(
+    bundled: &[Arc<Plugin>],
+    mut plugins: Vec<Arc<Plugin>>,
+    folder: &mut BTreeMap<PathBuf, FolderEntry>,
+) -> (Vec<Arc<Plugin>>, BTreeMap<String, Arc<Plugin>>) {
+    let mut tools: BTreeMap<String, Arc<Plugin>> = BTreeMap::new();
+    // Position in `plugins` → what serves there instead (`None`: nothing).
+    let mut replaced: Vec<(usize, Option<Arc<Plugin>>)> = Vec::new();
+    type Placed<'a> = Vec<(usize, &'a Arc<Plugin>)>;
+    let (first, later): (Placed, Placed) = plugins.iter().enumerate().partition(|(_, p)| {
+        p.source == super::load::Source::Bundled || bundled.iter().any(|b| b.id() == p.id())
+    });
+    for (at, plugin) in first.into_iter().chain(later) {
+        let Some((name, other)) = taken_tool(&tools, plugin) else {
+            for tool in &plugin.tools {
+                tools.insert(tool.name.clone(), plugin.clone());
+            }
+            continue;
+        };
+        let why = format!("tool {name} is already provided by plugin {other}");
+        tracing::error!(plugin = plugin.id(), "plugin refused: {why}");
+        if let super::load::Source::File(path) = &plugin.source
+            && let Some(entry) = folder.get_mut(path)
+        {
+            entry.conflict = Some(why);
+        }
+        let fallback = bundled
+            .iter()
+            .find(|b| b.id() == plugin.id() && !Arc::ptr_eq(b, plugin))
+            .filter(|b| taken_tool(&tools, b).is_none())
+            .cloned();
+        if let Some(bundled) = &fallback {
+            for tool in &bundled.tools {
+                tools.insert(tool.name.clone(), bundled.clone());
+            }
+        }
+        replaced.push((at, fallback));
+    }
+    for (at, instead) in &replaced {
+        if let Some(instead) = instead {
+            plugins[*at] = instead.clone();
+        }
+    }
+    let gone: Vec<usize> = replaced
+        .iter()
+        .filter(|(_, instead)| instead.is_none())
+        .map(|(at, _)| *at)
+        .collect();
+    let serving = plugins
+        .into_iter()
+        .enumerate()
+        .filter(|(at, _)| !gone.contains(at))
+        .map(|(_, p)| p)
+        .collect();
+    (serving, tools)
 }
 
 /// The first of `plugin`'s tools another plugin in `tools` already provides: its name and that

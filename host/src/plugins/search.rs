@@ -5,8 +5,9 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::bindings::search::SearchPre;
+use super::grants::Capabilities;
 use super::manifest::{Kind, Manifest};
-use super::state::{Capabilities, PluginState};
+use super::state::PluginState;
 use super::{CallError, Core, LoadError, linker};
 
 pub use super::bindings::imports::chatd::plugin::types::PluginError;

@@ -7,7 +7,6 @@
 //! stdout that goes nowhere, and a stderr the host keeps for the log and for trap messages. Filesystem and sockets are never linked, so a component that
 //! imports them does not load.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use wasmtime::component::ResourceTable;
@@ -15,32 +14,8 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::provider::chatd::plugin::provider_types::TurnEvent;
-use super::http::{Clients, HttpGrant};
+use super::grants::Capabilities;
 use super::manifest::Manifest;
-
-/// What a plugin was granted, decided once at load time and shared by its calls.
-#[derive(Clone, Debug)]
-pub struct Capabilities {
-    /// Granted non-secret settings.
-    pub config: Arc<BTreeMap<String, String>>,
-    pub http: Arc<HttpGrant>,
-    /// The host's shared connection pools.
-    pub clients: Clients,
-    /// The devbox, for the devbox tools while they are enabled.
-    pub ssh: Option<Arc<super::ssh::SshGrant>>,
-}
-
-impl Capabilities {
-    /// Nothing granted.
-    pub fn none() -> Self {
-        Self {
-            config: Arc::default(),
-            http: Arc::new(HttpGrant::none()),
-            clients: Clients::new(),
-            ssh: None,
-        }
-    }
-}
 
 /// Guest stderr kept per store (one call, or a shared decoding instance, which is retired at half
 /// of it); writes past it fail (Rust's panic handler ignores that).

@@ -38,7 +38,7 @@ use tokio::sync::watch;
 
 use super::LoadError;
 use super::cache::CompileCache;
-use super::grants::HostSettings;
+use super::host_settings::HostSettings;
 use super::load::{Loader, Package, Plugin, Source};
 use crate::config::Config;
 

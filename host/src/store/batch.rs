@@ -166,7 +166,7 @@ mod tests {
         NewCall {
             id: id.into(),
             chat_id: Some(chat_id.into()),
-            provider: crate::model::Provider::ProviderC,
+            provider: "p".into(),
             model: "m".into(),
         }
     }

@@ -10,7 +10,7 @@ use super::chats::{
     Condition, SELECT_CHAT_BY_ID, chat_from_row, load_messages, push_message, touch_chat,
 };
 use super::{ChatRecord, MessageRecord, NewMessage, Result, Store};
-use crate::model::{Provider, now};
+use crate::model::now;
 
 /// Token accounting of a call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub struct NewCall {
     pub id: String,
     /// The chat it belongs to, if any (a non-streaming completion without `chatId` has none).
     pub chat_id: Option<String>,
-    pub provider: Provider,
+    pub provider: String,
     pub model: String,
 }
 
@@ -230,10 +230,10 @@ fn call_batch(call: &NewCall, rows: &[NewMessage], after: Option<i64>) -> Result
         // when `initiated_provider` was still unset.
         batch
             .bind(now())
-            .bind(call.provider.as_str())
+            .bind(call.provider.clone())
             .bind(call.model.clone())
             .bind(call.model.clone())
-            .bind(call.provider.as_str())
+            .bind(call.provider.clone())
             .bind(chat_id.clone());
         unchanged(chat_id).push(
             &mut batch,
@@ -259,7 +259,7 @@ fn call_batch(call: &NewCall, rows: &[NewMessage], after: Option<i64>) -> Result
     batch
         .bind(call.id.clone())
         .bind(call.chat_id.clone())
-        .bind(call.provider.as_str())
+        .bind(call.provider.clone())
         .bind(call.model.clone())
         .bind(now())
         .bind(call.chat_id.clone())

@@ -9,7 +9,7 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use super::batch::Batch;
 use super::{Member, Result, Store, json, set_membership};
-use crate::model::{Provider, Role, new_id, now};
+use crate::model::{Role, new_id, now};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatRecord {
@@ -19,9 +19,9 @@ pub struct ChatRecord {
     pub updated_at: String,
     /// When the chat joined the `starred` project; `None` when not starred.
     pub starred_at: Option<String>,
-    pub initiated_provider: Option<Provider>,
+    pub initiated_provider: Option<String>,
     pub initiated_model: Option<String>,
-    pub last_used_provider: Option<Provider>,
+    pub last_used_provider: Option<String>,
     pub last_used_model: Option<String>,
     pub additional_system_prompt: Option<String>,
     pub enabled_tools: Vec<String>,
@@ -41,7 +41,7 @@ pub struct MessageRecord {
 pub struct NewChat {
     pub title: Option<String>,
     /// Sets both the initiated and the last-used provider/model.
-    pub provider_model: Option<(Provider, String)>,
+    pub provider_model: Option<(String, String)>,
     pub additional_system_prompt: Option<String>,
     pub enabled_tools: Vec<String>,
     pub messages: Vec<NewMessage>,
@@ -135,21 +135,15 @@ pub(super) fn touch_chat(batch: &mut Batch, chat_id: &str, only: Condition) {
 }
 
 pub(super) fn chat_from_row(row: &SqliteRow) -> Result<ChatRecord> {
-    let provider = |column: &str| -> Result<Option<Provider>> {
-        Ok(row
-            .try_get::<Option<String>, _>(column)?
-            .map(|p| p.parse())
-            .transpose()?)
-    };
     Ok(ChatRecord {
         id: row.try_get("id")?,
         title: row.try_get("title")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
         starred_at: row.try_get("starred_at")?,
-        initiated_provider: provider("initiated_provider")?,
+        initiated_provider: row.try_get("initiated_provider")?,
         initiated_model: row.try_get("initiated_model")?,
-        last_used_provider: provider("last_used_provider")?,
+        last_used_provider: row.try_get("last_used_provider")?,
         last_used_model: row.try_get("last_used_model")?,
         additional_system_prompt: row.try_get("additional_system_prompt")?,
         enabled_tools: json(row.try_get::<&str, _>("enabled_tools")?)?,
@@ -194,7 +188,7 @@ impl Store {
         let id = new_id();
         let at = now();
         let (provider, model) = match chat.provider_model {
-            Some((p, m)) => (Some(p.as_str()), Some(m)),
+            Some((p, m)) => (Some(p), Some(m)),
             None => (None, None),
         };
         let mut batch = Batch::new();
@@ -208,7 +202,7 @@ impl Store {
             .bind(chat.title)
             .bind(at.clone())
             .bind(at)
-            .bind(provider)
+            .bind(provider.clone())
             .bind(model.clone())
             .bind(provider)
             .bind(model)

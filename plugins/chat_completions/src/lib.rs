@@ -6,21 +6,20 @@
 //!
 //! Anatomy: [`request`] builds the body from the host's turn request, [`wire`] holds the private
 //! serde types (every field optional, unknown ones ignored), [`stream`] is the state machine of a
-//! streamed answer, [`response`] reads a whole one, [`models`] the model list. All of it is pure
-//! and tested natively on the recordings in `tests/fixtures/upstream/openai_chat/`. A turn's
-//! request is sent by the host (or by the SDK's `codec::drive`); [`list_models`] sends its own. Credentials are never set here: the host adds the key to
-//! requests to the granted base URL.
+//! streamed answer, [`response`] reads a whole one; the model list is the SDK's OpenAI-style one.
+//! All of it is pure and tested natively on the recordings in
+//! `tests/fixtures/upstream/openai_chat/`. A turn's request is sent by the host (or by the SDK's
+//! `codec::drive`); [`list_models`] sends its own. Credentials are never set here: the host adds
+//! the key to requests to the granted base URL.
 
-pub mod models;
 pub mod request;
 pub mod response;
 pub mod stream;
 mod wire;
 
-use chatd_plugin_sdk::codec::Decoder;
+use chatd_plugin_sdk::codec::{Decoder, post_turn};
 use chatd_plugin_sdk::host::{PluginError, Request, Usage};
-use chatd_plugin_sdk::provider::{FinishReason, TurnRequest};
-use chatd_plugin_sdk::transport_error;
+use chatd_plugin_sdk::provider::{self, FinishReason, TurnRequest};
 
 /// What kind of server is behind the base URL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,14 +63,11 @@ pub fn start(
     flavor: Flavor,
 ) -> Result<(Request, Decoder), PluginError> {
     let body = request::body(request, flavor)?;
-    let accept = if request.streaming {
-        "text/event-stream"
-    } else {
-        "application/json"
-    };
-    let upstream = Request::post(format!("{base_url}/chat/completions"))
-        .header("accept", accept)
-        .json(&body);
+    let upstream = post_turn(
+        format!("{base_url}/chat/completions"),
+        &body,
+        request.streaming,
+    );
     let decoder = Decoder::new(
         request.streaming,
         stream::Stream::new(flavor),
@@ -82,14 +78,11 @@ pub fn start(
 
 /// The model ids of `GET {base_url}/models`, sorted.
 pub fn list_models(base_url: &str) -> Result<Vec<String>, PluginError> {
-    let body = Request::get(format!("{base_url}/models"))
-        .header("accept", "application/json")
-        .send()
-        .map_err(transport_error)?
-        .error_for_status()?
-        .bytes()
-        .map_err(transport_error)?;
-    models::parse(&body)
+    provider::list_models(
+        &format!("{base_url}/models"),
+        &[],
+        provider::openai_model_ids,
+    )
 }
 
 /// A wire `finish_reason` as the host's. A standard turn that produced tool calls finishes with

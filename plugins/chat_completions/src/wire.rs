@@ -111,18 +111,6 @@ pub struct WireToolCall {
     pub function: Option<FunctionDelta>,
 }
 
-/// `GET /models`.
-#[derive(Debug, Default, Deserialize)]
-pub struct ModelList {
-    pub data: Vec<WireModel>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub struct WireModel {
-    #[serde(default)]
-    pub id: Option<String>,
-}
-
 /// Arguments as text: a string as is, anything else (an object) serialised.
 pub fn arguments_text(arguments: &Value) -> String {
     match arguments {

@@ -1,10 +1,9 @@
 //! chatd's bundled `provider_a` provider: the OpenAI Responses API (`POST {base}/responses`,
-//! `GET {base}/models`). It owns the wire format only: the base URL comes from the operator's
-//! setting, the `Authorization: Bearer` key is added by the host.
+//! `GET {base}/models`), offered to operators as the adapter `responses`. It owns the wire format
+//! only: the base URL comes from its service, the `Authorization: Bearer` key is added by the host.
 //!
 //! Anatomy, as in every bundled provider:
 //!
-//! * [`config`]: the base URL setting;
 //! * [`request`]: the upstream body from a turn request (pure);
 //! * [`wire`]: the upstream's JSON (private serde types);
 //! * [`stream`]: the parsers, streamed (one server-sent event at a time) and whole, producing the
@@ -17,43 +16,38 @@
 //! and its response id is emitted as the continuation; the next turn names it as
 //! `previous_response_id` and sends only the tool results, so reasoning items carry over.
 
-mod config;
 mod models;
 mod request;
 mod stream;
 mod wire;
 
-use chatd_plugin_sdk::codec::{Codec, Decoder};
+use chatd_plugin_sdk::codec::{Codec, Decoder, post_turn};
 use chatd_plugin_sdk::host::{PluginError, Request};
-use chatd_plugin_sdk::provider::TurnRequest;
-use chatd_plugin_sdk::transport_error;
+use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
 
 struct Plugin;
 
 impl Codec for Plugin {
+    fn profile() -> Profile {
+        Profile {
+            adapter: Some("responses".into()),
+            tool_instruction: true,
+            ..Profile::default()
+        }
+    }
+
     fn list_models() -> Result<Vec<String>, PluginError> {
-        let base = config::base_url()?;
-        let body = Request::get(format!("{base}/models"))
-            .header("accept", "application/json")
-            .send()
-            .map_err(transport_error)?
-            .error_for_status()?
-            .bytes()
-            .map_err(transport_error)?;
-        models::parse(&body)
+        let base = provider::base_url()?;
+        provider::list_models(&format!("{base}/models"), &[], models::parse)
     }
 
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
-        let base = config::base_url()?;
-        let body = request::body(&request)?;
-        let accept = if request.streaming {
-            "text/event-stream"
-        } else {
-            "application/json"
-        };
-        let upstream = Request::post(format!("{base}/responses"))
-            .header("accept", accept)
-            .json(&body);
+        let base = provider::base_url()?;
+        let upstream = post_turn(
+            format!("{base}/responses"),
+            &request::body(&request)?,
+            request.streaming,
+        );
         let may_continue = request.may_continue;
         let decoder = Decoder::new(
             request.streaming,

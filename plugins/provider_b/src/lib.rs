@@ -1,10 +1,10 @@
 //! chatd's bundled `provider_b` provider: the Anthropic Messages API (`POST {base}/messages`,
-//! `GET {base}/models`, `anthropic-version: 2023-06-01`). It owns the wire format only: the base
-//! URL comes from the operator's setting, the `x-api-key` header is added by the host.
+//! `GET {base}/models`, `anthropic-version: 2023-06-01`), offered to operators as the adapter
+//! `messages`. It owns the wire format only: the base URL comes from its service, the key is
+//! added by the host as `x-api-key` (its profile says so).
 //!
 //! Anatomy, as in every bundled provider:
 //!
-//! * [`config`]: the base URL setting;
 //! * [`request`]: the upstream body from a turn request (pure);
 //! * [`wire`]: the upstream's JSON (private serde types);
 //! * [`stream`]: the parsers, streamed (one server-sent event at a time) and whole, producing the
@@ -16,16 +16,14 @@
 //! The API keeps no state between calls: every turn sends the whole transcript, tool calls and
 //! results included, so this provider never emits a continuation.
 
-mod config;
 mod models;
 mod request;
 mod stream;
 mod wire;
 
-use chatd_plugin_sdk::codec::{Codec, Decoder};
+use chatd_plugin_sdk::codec::{Codec, Decoder, post_turn};
 use chatd_plugin_sdk::host::{PluginError, Request};
-use chatd_plugin_sdk::provider::TurnRequest;
-use chatd_plugin_sdk::transport_error;
+use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
 
 /// The API version every request names.
 const API_VERSION: &str = "2023-06-01";
@@ -33,31 +31,31 @@ const API_VERSION: &str = "2023-06-01";
 struct Plugin;
 
 impl Codec for Plugin {
+    fn profile() -> Profile {
+        Profile {
+            adapter: Some("messages".into()),
+            key_header: Some("x-api-key".into()),
+            ..Profile::default()
+        }
+    }
+
     fn list_models() -> Result<Vec<String>, PluginError> {
-        let base = config::base_url()?;
-        let body = Request::get(format!("{base}/models?{}", models::QUERY))
-            .header("anthropic-version", API_VERSION)
-            .header("accept", "application/json")
-            .send()
-            .map_err(transport_error)?
-            .error_for_status()?
-            .bytes()
-            .map_err(transport_error)?;
-        models::parse(&body)
+        let base = provider::base_url()?;
+        provider::list_models(
+            &format!("{base}/models?{}", models::QUERY),
+            &[("anthropic-version", API_VERSION)],
+            models::parse,
+        )
     }
 
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
-        let base = config::base_url()?;
-        let body = request::body(&request)?;
-        let accept = if request.streaming {
-            "text/event-stream"
-        } else {
-            "application/json"
-        };
-        let upstream = Request::post(format!("{base}/messages"))
-            .header("anthropic-version", API_VERSION)
-            .header("accept", accept)
-            .json(&body);
+        let base = provider::base_url()?;
+        let upstream = post_turn(
+            format!("{base}/messages"),
+            &request::body(&request)?,
+            request.streaming,
+        )
+        .header("anthropic-version", API_VERSION);
         let decoder = Decoder::new(
             request.streaming,
             stream::Stream::new(),

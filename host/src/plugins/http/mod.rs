@@ -9,11 +9,14 @@
 //! metadata or the LAN; only the operator can. Redirects are followed by hand, so each hop is
 //! checked the same way.
 //!
-//! - [`address`]: what "public" means, and the resolver that enforces it at connect time.
+//! - here: [`grant`], the one function that decides a plugin's [`HttpGrant`], and [`send`];
+//! - [`address`]: what "public" means, and the resolver that enforces it at connect time;
+//! - [`scrub`]: keys removed from what comes back;
 //! - [`host`]: the WIT `http` interface, implemented on top of [`send`].
 
 pub mod address;
 pub mod host;
+pub mod scrub;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -58,12 +61,58 @@ impl std::fmt::Display for Origin {
     }
 }
 
-/// A header the host adds to requests to one origin (an API key). The plugin never sees it.
+/// A header the host adds to requests to one origin (an API key, or a service's non-secret
+/// header). The plugin never sees it.
 #[derive(Clone, Debug)]
 pub struct Credential {
     pub origin: Origin,
     pub header: HeaderName,
     pub value: Secret,
+    /// The key inside the value, when it is one: scrubbed from what comes back ([`scrub`]).
+    pub secret: Option<Secret>,
+}
+
+/// Decides a plugin's HTTP: the manifest's own origins (public addresses only) and the public
+/// web if it asks, its services' origins (`trusted`, any address) with their `credentials`,
+/// CHATD_ALLOW_PRIVATE_NETWORKS, and the caps.
+pub fn grant(
+    manifest: &super::manifest::Manifest,
+    trusted: Vec<Origin>,
+    credentials: Vec<Credential>,
+    allow_private: bool,
+) -> Result<HttpGrant, String> {
+    let origins = manifest
+        .grants
+        .http
+        .iter()
+        .map(|origin| {
+            Origin::parse(origin).ok_or_else(|| format!("grants.http: {origin:?} is not an origin"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let scrubbed = scrub::keys(
+        credentials
+            .iter()
+            .filter_map(|c| c.secret.as_ref())
+            .map(Secret::expose),
+    );
+    Ok(HttpGrant {
+        trusted,
+        origins,
+        public_web: manifest.grants.public_web,
+        allow_private,
+        credentials,
+        scrubbed,
+        max_body_bytes: MAX_BODY_BYTES,
+        max_timeout: Duration::from_millis(manifest.limits.timeout_ms),
+    })
+}
+
+/// The most response body a plugin may read from one request.
+pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Whether the host sets `name` itself (a plugin may not, nor may an operator's service).
+pub fn is_host_header(name: &HeaderName) -> bool {
+    FORBIDDEN_HEADERS.contains(&name.as_str())
 }
 
 /// What one plugin may do over HTTP.
@@ -78,6 +127,8 @@ pub struct HttpGrant {
     /// CHATD_ALLOW_PRIVATE_NETWORKS: the public web includes private addresses too.
     pub allow_private: bool,
     pub credentials: Vec<Credential>,
+    /// The keys among the credentials, removed from responses ([`scrub`]).
+    pub scrubbed: Arc<[Box<[u8]>]>,
     /// Response bodies larger than this fail with `too-large`.
     pub max_body_bytes: u64,
     /// The longest a request (all hops and the whole body) may take.
@@ -93,6 +144,7 @@ impl HttpGrant {
             public_web: false,
             allow_private: false,
             credentials: Vec::new(),
+            scrubbed: Arc::new([]),
             max_body_bytes: 0,
             max_timeout: Duration::ZERO,
         }
@@ -203,21 +255,31 @@ pub struct Incoming {
     read: u64,
     cap: u64,
     deadline: Instant,
+    scrubber: scrub::Scrubber,
 }
 
 impl Incoming {
-    /// The next piece of the body, `None` at its end; enforces the size cap and the deadline.
+    /// The next piece of the body, `None` at its end; enforces the size cap and the deadline,
+    /// and removes the grant's keys.
     pub async fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, Refusal> {
-        match tokio::time::timeout_at(self.deadline, self.body.chunk()).await {
-            Err(_) => Err(Refusal::Timeout),
-            Ok(Err(e)) => Err(Refusal::Connection(error_chain(&e))),
-            Ok(Ok(None)) => Ok(None),
-            Ok(Ok(Some(bytes))) => {
-                self.read += bytes.len() as u64;
-                if self.read > self.cap {
-                    return Err(Refusal::TooLarge(self.cap));
+        loop {
+            let chunk = match tokio::time::timeout_at(self.deadline, self.body.chunk()).await {
+                Err(_) => return Err(Refusal::Timeout),
+                Ok(Err(e)) => return Err(Refusal::Connection(error_chain(&e))),
+                Ok(Ok(None)) => {
+                    let held = self.scrubber.finish();
+                    return Ok((!held.is_empty()).then_some(held));
                 }
-                Ok(Some(bytes.to_vec()))
+                Ok(Ok(Some(bytes))) => bytes,
+            };
+            self.read += chunk.len() as u64;
+            if self.read > self.cap {
+                return Err(Refusal::TooLarge(self.cap));
+            }
+            let out = self.scrubber.chunk(chunk.to_vec());
+            // A piece held back whole (the start of a key, maybe) is not an end of body.
+            if !out.is_empty() {
+                return Ok(Some(out));
             }
         }
     }
@@ -297,20 +359,23 @@ pub async fn send(
                 follow(&mut url, next, status, &mut method, &mut headers, &mut body);
             }
             _ => {
+                let headers = response
+                    .headers()
+                    .iter()
+                    .filter_map(|(k, v)| {
+                        let value = scrub::scrub(&grant.scrubbed, v.as_bytes().to_vec());
+                        Some((k.as_str().to_string(), String::from_utf8(value).ok()?))
+                    })
+                    .collect();
                 return Ok(Incoming {
                     status: status.as_u16(),
-                    headers: response
-                        .headers()
-                        .iter()
-                        .filter_map(|(k, v)| {
-                            Some((k.as_str().to_string(), v.to_str().ok()?.to_string()))
-                        })
-                        .collect(),
+                    headers,
                     url: url.to_string(),
                     body: response,
                     read: 0,
                     cap: grant.max_body_bytes,
                     deadline,
+                    scrubber: scrub::Scrubber::new(grant.scrubbed.clone()),
                 });
             }
         }

@@ -11,7 +11,13 @@
 //! A key given as CHAT_CODING_SSH_PRIVATE_KEY_B64 is written, mode 0600, into a private
 //! temporary folder (0700) that also holds the SSH control sockets; the folder is removed when
 //! the server stops.
+//!
+//! - here: the devbox, [`DevboxAccess`] (which tools may use it), [`grant`] (the one function
+//!   that decides a plugin's `ssh`) and [`SshGrant`];
+//! - [`host`]: the WIT `ssh` interface;
+//! - [`remote`]: the script the devbox runs.
 
+pub mod host;
 pub mod remote;
 
 use std::io::Write;
@@ -349,6 +355,81 @@ fn write_key(dir: &Path, b64: &str) -> std::io::Result<PathBuf> {
         file.write_all(b"\n")?;
     }
     Ok(path)
+}
+
+/// The operator's devbox settings as grants need them: the devbox, when a devbox tool is
+/// enabled, and per devbox tool whether it is enabled and its time limit.
+#[derive(Clone, Debug, Default)]
+pub struct DevboxAccess {
+    devbox: Option<Arc<Devbox>>,
+    tools: std::collections::BTreeMap<&'static str, (bool, Duration)>,
+}
+
+impl DevboxAccess {
+    pub fn from_config(config: &Config) -> Self {
+        let devbox = match Devbox::from_config(config) {
+            Ok(devbox) => devbox.map(Arc::new),
+            Err(e) => {
+                // Only the B64 key's copy can fail here (the configuration checked the rest);
+                // the tools then answer that SSH is not available, and the log says why.
+                tracing::error!("the devbox key could not be prepared: {e}");
+                None
+            }
+        };
+        let tools = std::collections::BTreeMap::from([
+            (
+                "coding_exec",
+                (
+                    config.chat_coding_tool_enabled,
+                    Duration::from_millis(config.chat_coding_exec_timeout_ms),
+                ),
+            ),
+            (
+                "shell_exec",
+                (
+                    config.chat_shell_tool_enabled,
+                    Duration::from_millis(config.chat_shell_exec_timeout_ms),
+                ),
+            ),
+        ]);
+        Self { devbox, tools }
+    }
+
+    /// Why the plugin (or tool) with this id may not serve, if it may not: a devbox tool
+    /// serves only while it is enabled.
+    pub fn refusal(&self, id: &str) -> Option<String> {
+        match (
+            self.tools.get(id),
+            DEVBOX_TOOLS.iter().find(|(tool, _)| *tool == id),
+        ) {
+            (Some((false, _)), Some((_, var))) => Some(format!("{var} is not true")),
+            _ => None,
+        }
+    }
+}
+
+/// Decides a plugin's `ssh`: the devbox, for a devbox tool that asks for it while it is enabled;
+/// refused (the plugin does not load) to any other plugin that asks.
+pub fn grant(
+    manifest: &super::manifest::Manifest,
+    access: &DevboxAccess,
+) -> Result<Option<Arc<SshGrant>>, String> {
+    if !manifest.grants.ssh {
+        return Ok(None);
+    }
+    let tool = access.tools.get(manifest.id.as_str());
+    if manifest.kind != super::manifest::Kind::Tool || tool.is_none() {
+        return Err(
+            "grants.ssh: only the devbox tools coding_exec and shell_exec may use SSH".into(),
+        );
+    }
+    Ok(match (&access.devbox, tool) {
+        (Some(devbox), Some((true, limit))) => Some(Arc::new(SshGrant {
+            devbox: devbox.clone(),
+            limit: *limit,
+        })),
+        _ => None,
+    })
 }
 
 /// The `ssh` grant of one devbox tool: the devbox and the tool's time limit.

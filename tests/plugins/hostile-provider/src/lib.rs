@@ -183,6 +183,18 @@ impl turn_codec::Guest for HostileProvider {
     }
 }
 
+impl chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::provider_profile::Guest
+    for HostileProvider
+{
+    fn describe()
+    -> chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::provider_profile::Profile {
+        chatd_plugin_sdk::__profile_into!(
+            <HostileProvider as Codec>::profile(),
+            chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::provider_profile::Profile
+        )
+    }
+}
+
 chatd_plugin_sdk::codec::bindings::__export_codec_provider_world!(
     HostileProvider with_types_in chatd_plugin_sdk::codec::bindings
 );

@@ -1,15 +1,20 @@
 //! Startup configuration: every variable of DESIGN.md §3 and the contract's devbox table, parsed
 //! once into [`Config`]. Each setting is a CLI flag with an environment fallback; an invalid value
-//! stops startup with one line naming the variable and the rule ([`Config::load`]).
+//! stops startup with one line naming the variable and the rule ([`Config::load`]). The optional
+//! configuration file (`--config`, CHATD_CONFIG) is [`file`]; where it and a variable set the
+//! same thing, the variable wins ([`Config::is_set`]).
 //!
 //! Secrets are wrapped in [`Secret`] so that `Debug` (and therefore any log line that prints the
 //! config) never shows them, and `--help` never echoes their environment values.
 
+pub mod file;
+
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::PathBuf;
 
-use clap::Parser;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{CommandFactory, FromArgMatches, Parser};
 use url::Url;
 
 /// A credential. Its `Debug` is redacted; read it with [`Secret::expose`].
@@ -88,14 +93,14 @@ pub struct Config {
     pub provider_c_api_key: Option<Secret>,
     #[arg(long, env = "PROVIDER_C_BASE_URL", value_name = "PROVIDER_C_BASE_URL", default_value = "https://api.x.ai/v1", value_parser = parse_http_url)]
     pub provider_c_base_url: Url,
-    /// Any non-empty value lists provider_agent (the agent server may need no auth).
+    /// Any non-empty value serves the agent provider (the agent server may need no auth).
     #[arg(long, env = "AGENT_API_KEY", value_name = "AGENT_API_KEY", hide_env_values = true, value_parser = parse_secret)]
     pub agent_api_key: Option<Secret>,
     #[arg(long, env = "AGENT_API_BASE_URL", value_name = "AGENT_API_BASE_URL", default_value = "http://127.0.0.1:8642/v1", value_parser = parse_http_url)]
     pub agent_api_base_url: Url,
     #[arg(long, env = "AGENT_MODEL", value_name = "AGENT_MODEL")]
     pub agent_model: Option<String>,
-    /// The fixed small provider_a model of title suggestions.
+    /// The fixed small model of title suggestions (of the title provider, `defaults.rs`).
     #[arg(
         long,
         env = "TITLE_MODEL",
@@ -176,6 +181,14 @@ pub struct Config {
     /// beside the database file).
     #[arg(long, env = "PLUGIN_CACHE_DIR", value_name = "PLUGIN_CACHE_DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
+    /// The configuration file (TOML): declared providers, services, plugin settings. Watched
+    /// and reloaded when it changes.
+    #[arg(long = "config", env = "CHATD_CONFIG", value_name = "CHATD_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// The settings given as a variable or a flag (not left at their defaults), by field name.
+    #[arg(skip)]
+    pub explicit: BTreeSet<String>,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -213,14 +226,30 @@ impl Config {
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let mut config = Self::try_parse_from(args).map_err(ConfigError::from_clap)?;
+        let matches = Self::command()
+            .try_get_matches_from(args)
+            .map_err(ConfigError::from_clap)?;
+        let mut config = Self::from_arg_matches(&matches).map_err(ConfigError::from_clap)?;
+        config.explicit = matches
+            .ids()
+            .filter(|id| {
+                matches!(
+                    matches.value_source(id.as_str()),
+                    Some(
+                        clap::parser::ValueSource::CommandLine
+                            | clap::parser::ValueSource::EnvVariable
+                    )
+                )
+            })
+            .map(|id| id.to_string())
+            .collect();
         config.drop_empty_values();
         config.check()?;
         Ok(config)
     }
 
     /// `KEY=` in an env file means "not set": an empty key or optional name counts as absent
-    /// (the contract: provider_agent is listed for "any non-empty" AGENT_API_KEY).
+    /// (the contract: the agent provider is listed for "any non-empty" AGENT_API_KEY).
     fn drop_empty_values(&mut self) {
         for secret in [
             &mut self.provider_a_api_key,
@@ -288,6 +317,12 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// Whether the setting of field `name` (`provider_a_base_url`) was given as a variable or a
+    /// flag rather than left at its default.
+    pub fn is_set(&self, name: &str) -> bool {
+        self.explicit.contains(name)
     }
 
     pub fn token_mode(&self) -> bool {

@@ -1,0 +1,592 @@
+//! The operator's configuration file (`--config PATH` / CHATD_CONFIG, TOML): providers declared
+//! without code, services for plugins, plugin settings. Optional: without one, chatd runs on its
+//! environment variables alone, exactly as before.
+//!
+//! ```toml
+//! [providers.groq]                  # a provider id, no code
+//! adapter = "chat_completions"      # a loaded provider's adapter name, or a provider plugin id
+//! base_url = "https://api.groq.com/openai/v1"
+//! api_key = "${GROQ_API_KEY}"       # read from chatd's environment when the file is loaded
+//! models = ["llama-3.3-70b-versatile"]  # optional: else the upstream's list
+//!
+//! [services.weather]                # an upstream and its secret, for the plugins listed
+//! base_url = "https://api.weather.example"
+//! api_key = "${WEATHER_API_KEY}"
+//! auth = "header:x-api-key"         # bearer (default), header:NAME, none
+//! plugins = ["weather"]
+//!
+//! [plugins.weather.settings]        # non-secret settings the plugin declares and reads
+//! units = "metric"
+//! ```
+//!
+//! Loading is all or nothing: the text is parsed, every `${VAR}` is read from the environment (an
+//! unset one is an error naming it), and every table is checked, before anything is used. An
+//! error is one line naming the key and the rule, never a value. What can only be checked
+//! against the loaded plugins (an adapter's name, a setting's declared type) is checked where
+//! the file is applied (`plugins::host_settings`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use serde::Deserialize;
+use url::Url;
+
+use super::Secret;
+use crate::plugins::services::Auth;
+
+/// The most models a declared provider may list.
+const MAX_MODELS: usize = 1_000;
+
+/// A file that cannot be used: one line, naming the key and the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct FileError {
+    pub path: String,
+    pub reason: String,
+}
+
+/// A validated configuration file.
+#[derive(Clone, Debug, Default)]
+pub struct FileConfig {
+    /// `[providers.ID]`, by id.
+    pub providers: BTreeMap<String, DeclaredProvider>,
+    /// `[services.NAME]`, by name.
+    pub services: BTreeMap<String, DeclaredService>,
+    /// `[plugins.ID.settings]`: plugin id → setting → value.
+    pub plugin_settings: BTreeMap<String, BTreeMap<String, SettingValue>>,
+    /// Accepted, but worth a log line (a literal secret).
+    pub warnings: Vec<String>,
+}
+
+/// A provider the operator declared: an adapter's component under its own id, with its own
+/// upstream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeclaredProvider {
+    pub id: String,
+    pub adapter: String,
+    pub base_url: Url,
+    pub api_key: Option<Secret>,
+    /// `None`: the way the adapter's upstream expects (its profile).
+    pub auth: Option<Auth>,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// A fixed model list; `None`: asked of the upstream.
+    pub models: Option<Vec<String>>,
+}
+
+/// A service the operator declared (or the file's values for a built-in one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeclaredService {
+    pub name: String,
+    /// Required for a new service; for a built-in one, in place of its variable when that is
+    /// not set.
+    pub base_url: Option<Url>,
+    pub api_key: Option<Secret>,
+    pub auth: Option<Auth>,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The plugin ids that may be granted it (for a built-in service: in addition to its own).
+    pub plugins: Vec<String>,
+}
+
+/// A plugin setting's value as written.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SettingValue {
+    String(String),
+    Integer(i64),
+    Float(f64),
+    Boolean(bool),
+}
+
+impl SettingValue {
+    /// Its TOML type, for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            SettingValue::String(_) => "string",
+            SettingValue::Integer(_) => "integer",
+            SettingValue::Float(_) => "number",
+            SettingValue::Boolean(_) => "boolean",
+        }
+    }
+
+    /// As the plugin reads it through `config.get`.
+    pub fn render(&self) -> String {
+        match self {
+            SettingValue::String(s) => s.clone(),
+            SettingValue::Integer(n) => n.to_string(),
+            SettingValue::Float(x) => x.to_string(),
+            SettingValue::Boolean(b) => b.to_string(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    providers: BTreeMap<String, RawProvider>,
+    #[serde(default)]
+    services: BTreeMap<String, RawService>,
+    #[serde(default)]
+    plugins: BTreeMap<String, RawPlugin>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    adapter: String,
+    base_url: String,
+    #[serde(default)]
+    api_key: Option<String>,
+    #[serde(default)]
+    auth: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    models: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawService {
+    #[serde(default)]
+    base_url: Option<String>,
+    #[serde(default)]
+    api_key: Option<String>,
+    #[serde(default)]
+    auth: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    plugins: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlugin {
+    #[serde(default)]
+    settings: toml::Table,
+}
+
+impl FileConfig {
+    /// Reads and checks the file at `path`, with `${VAR}` from chatd's environment.
+    pub fn load(path: &Path) -> Result<Self, FileError> {
+        let text = std::fs::read_to_string(path).map_err(|e| FileError {
+            path: path.display().to_string(),
+            reason: format!("cannot read it: {e}"),
+        })?;
+        Self::parse(&text, &|name| std::env::var(name).ok()).map_err(|reason| FileError {
+            path: path.display().to_string(),
+            reason,
+        })
+    }
+
+    /// Parses and checks `text`; `env` answers `${VAR}`. The error names the key and the rule.
+    pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let line = e
+                .span()
+                .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+            let message = e.message().replace('\n', " ");
+            match line {
+                Some(line) => format!("line {line}: {message}"),
+                None => message,
+            }
+        })?;
+        let mut literal_secrets = Vec::new();
+        expand_table(&mut table, "", env, &mut literal_secrets)?;
+        let raw: RawFile =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                let path = e.path().to_string();
+                let inner = e.into_inner().message().replace('\n', " ");
+                if path == "." {
+                    inner
+                } else {
+                    format!("{path}: {inner}")
+                }
+            })?;
+        let mut file = FileConfig {
+            warnings: literal_secrets
+                .into_iter()
+                .map(|key| {
+                    format!("{key}: a literal secret in the file; prefer \"${{VAR}}\" from the environment")
+                })
+                .collect(),
+            ..FileConfig::default()
+        };
+        for (id, raw) in raw.providers {
+            let provider = declared_provider(&id, raw)?;
+            file.providers.insert(id, provider);
+        }
+        for (name, raw) in raw.services {
+            let service = declared_service(&name, raw)?;
+            file.services.insert(name, service);
+        }
+        for (id, raw) in raw.plugins {
+            check_id(&format!("plugins.{id}"), &id)?;
+            let mut settings = BTreeMap::new();
+            for (name, value) in raw.settings {
+                let key = format!("plugins.{id}.settings.{name}");
+                let value = match value {
+                    toml::Value::String(s) => SettingValue::String(s),
+                    toml::Value::Integer(n) => SettingValue::Integer(n),
+                    toml::Value::Float(x) => SettingValue::Float(x),
+                    toml::Value::Boolean(b) => SettingValue::Boolean(b),
+                    _ => return Err(format!("{key}: must be a string, a number or a boolean")),
+                };
+                settings.insert(name, value);
+            }
+            file.plugin_settings.insert(id, settings);
+        }
+        Ok(file)
+    }
+}
+
+/// Ids of providers, services and plugins: `[a-z0-9_-]{1,64}`, as plugin ids.
+fn check_id(key: &str, id: &str) -> Result<(), String> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{key}: the name must match [a-z0-9_-]{{1,64}}"))
+    }
+}
+
+fn declared_provider(id: &str, raw: RawProvider) -> Result<DeclaredProvider, String> {
+    let key = format!("providers.{id}");
+    check_id(&key, id)?;
+    if crate::defaults::is_default_provider(id) {
+        return Err(format!(
+            "{key}: {id} is one of the contract's providers; its variables configure it (its \
+             upstream is also [services.NAME] of the same mechanism)"
+        ));
+    }
+    let adapter = raw.adapter.trim().to_string();
+    if adapter.is_empty() {
+        return Err(format!("{key}.adapter: must name an adapter"));
+    }
+    let models = match raw.models {
+        None => None,
+        Some(models) => {
+            if models.is_empty() || models.len() > MAX_MODELS {
+                return Err(format!(
+                    "{key}.models: must list 1 to {MAX_MODELS} models (omit it to ask the \
+                     upstream)"
+                ));
+            }
+            let mut kept: Vec<String> = Vec::new();
+            for (i, model) in models.iter().enumerate() {
+                let model = model.trim();
+                if model.is_empty() || model.chars().count() > 256 {
+                    return Err(format!(
+                        "{key}.models[{i}]: must be a non-blank model id of at most 256 characters"
+                    ));
+                }
+                if !kept.iter().any(|m| m == model) {
+                    kept.push(model.to_string());
+                }
+            }
+            Some(kept)
+        }
+    };
+    Ok(DeclaredProvider {
+        id: id.to_string(),
+        adapter,
+        base_url: base_url(&format!("{key}.base_url"), &raw.base_url)?,
+        api_key: api_key(raw.api_key),
+        auth: raw
+            .auth
+            .map(|a| Auth::parse(&a).map_err(|e| format!("{key}.auth: {e}")))
+            .transpose()?,
+        headers: headers(&key, raw.headers)?,
+        models,
+    })
+}
+
+fn declared_service(name: &str, raw: RawService) -> Result<DeclaredService, String> {
+    let key = format!("services.{name}");
+    check_id(&key, name)?;
+    let builtin = crate::defaults::is_builtin_service(name);
+    if !builtin && raw.base_url.is_none() {
+        return Err(format!("{key}.base_url: a new service needs one"));
+    }
+    if !builtin && raw.plugins.is_empty() {
+        return Err(format!(
+            "{key}.plugins: must name the plugin ids that may use it"
+        ));
+    }
+    for (i, plugin) in raw.plugins.iter().enumerate() {
+        check_id(&format!("{key}.plugins[{i}]"), plugin)?;
+    }
+    Ok(DeclaredService {
+        name: name.to_string(),
+        base_url: raw
+            .base_url
+            .map(|url| base_url(&format!("{key}.base_url"), &url))
+            .transpose()?,
+        api_key: api_key(raw.api_key),
+        auth: raw
+            .auth
+            .map(|a| Auth::parse(&a).map_err(|e| format!("{key}.auth: {e}")))
+            .transpose()?,
+        headers: headers(&key, raw.headers)?,
+        plugins: raw.plugins,
+    })
+}
+
+/// An empty key counts as none, as `KEY=` does in an environment file.
+fn api_key(raw: Option<String>) -> Option<Secret> {
+    raw.filter(|k| !k.trim().is_empty()).map(Secret::new)
+}
+
+fn base_url(key: &str, text: &str) -> Result<Url, String> {
+    match Url::parse(text.trim()) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(url),
+        _ => Err(format!("{key}: must be an absolute http(s) URL")),
+    }
+}
+
+fn headers(
+    key: &str,
+    raw: BTreeMap<String, String>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
+    raw.into_iter()
+        .map(|(name, value)| {
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("{key}.headers: {name:?} is not a header name"))?;
+            if crate::plugins::http::is_host_header(&header)
+                || header == reqwest::header::AUTHORIZATION
+            {
+                return Err(format!(
+                    "{key}.headers.{header}: set by the host (a key goes in api_key and auth)"
+                ));
+            }
+            let value = HeaderValue::from_str(&value)
+                .map_err(|_| format!("{key}.headers.{header}: not a valid header value"))?;
+            Ok((header, value))
+        })
+        .collect()
+}
+
+/// Replaces every `${VAR}` in the table's strings with the environment's value; `prefix` is the
+/// table's key path. Keys named `api_key` holding a literal (no `${`) are collected in
+/// `literal_secrets`.
+fn expand_table(
+    table: &mut toml::Table,
+    prefix: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    literal_secrets: &mut Vec<String>,
+) -> Result<(), String> {
+    for (name, value) in table.iter_mut() {
+        let key = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        expand_value(value, &key, env, literal_secrets, name == "api_key")?;
+    }
+    Ok(())
+}
+
+fn expand_value(
+    value: &mut toml::Value,
+    key: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    literal_secrets: &mut Vec<String>,
+    is_secret: bool,
+) -> Result<(), String> {
+    match value {
+        toml::Value::String(text) => {
+            if is_secret && !text.contains("${") && !text.trim().is_empty() {
+                literal_secrets.push(key.to_string());
+            }
+            *text = expand(text, env).map_err(|e| format!("{key}: {e}"))?;
+        }
+        toml::Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                expand_value(item, &format!("{key}[{i}]"), env, literal_secrets, false)?;
+            }
+        }
+        toml::Value::Table(table) => expand_table(table, key, env, literal_secrets)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `text` with each `${NAME}` replaced by `env(NAME)`; `$$` is a literal `$`.
+fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        if let Some(tail) = after.strip_prefix('$') {
+            out.push('$');
+            rest = tail;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let end = body.find('}').ok_or("a \"${\" has no closing \"}\"")?;
+            let name = &body[..end];
+            let valid = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(format!("${{{name}}} is not a variable name"));
+            }
+            let value = env(name).ok_or_else(|| format!("${{{name}}}: {name} is not set"))?;
+            out.push_str(&value);
+            rest = &body[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "GROQ_API_KEY" => Some("gsk-1".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    fn parse(text: &str) -> Result<FileConfig, String> {
+        FileConfig::parse(text, &env)
+    }
+
+    #[test]
+    fn the_issue_example_parses() {
+        let file = parse(
+            r#"
+[providers.groq]
+adapter = "chat_completions"
+base_url = "https://api.groq.com/openai/v1"
+api_key = "${GROQ_API_KEY}"
+models = ["llama-3.3-70b-versatile"]
+
+[services.weather]
+base_url = "https://api.weather.example"
+api_key = "literal-key"
+auth = "header:x-api-key"
+plugins = ["weather"]
+
+[plugins.weather.settings]
+units = "metric"
+days = 3
+"#,
+        )
+        .unwrap();
+        let groq = &file.providers["groq"];
+        assert_eq!(groq.adapter, "chat_completions");
+        assert_eq!(groq.api_key.as_ref().unwrap().expose(), "gsk-1");
+        assert_eq!(groq.models.as_deref().unwrap(), ["llama-3.3-70b-versatile"]);
+        assert_eq!(groq.auth, None);
+        let weather = &file.services["weather"];
+        assert_eq!(
+            weather.auth,
+            Some(Auth::Header(HeaderName::from_static("x-api-key")))
+        );
+        assert_eq!(weather.plugins, ["weather"]);
+        assert_eq!(
+            file.plugin_settings["weather"]["days"],
+            SettingValue::Integer(3)
+        );
+        assert_eq!(file.warnings.len(), 1);
+        assert!(file.warnings[0].starts_with("services.weather.api_key: a literal secret"));
+        assert!(!file.warnings[0].contains("literal-key"));
+        assert!(parse("").unwrap().providers.is_empty());
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_rule_and_never_a_value() {
+        for (text, expected) in [
+            (
+                "[providers.groq]\nadapter = 1\nbase_url = \"x\"",
+                "providers.groq.adapter: invalid type",
+            ),
+            (
+                "[providers.groq]\nadaptr = \"a\"\nbase_url = \"http://h\"",
+                "providers.groq.adaptr: unknown field `adaptr`",
+            ),
+            (
+                "[providers.groq]\nadapter = \"a\"\nbase_url = \"ftp://h\"",
+                "providers.groq.base_url: must be an absolute http(s) URL",
+            ),
+            (
+                "[providers.groq]\nadapter = \"a\"\nbase_url = \"http://h\"\napi_key = \"${NOPE}\"",
+                "providers.groq.api_key: ${NOPE}: NOPE is not set",
+            ),
+            (
+                "[providers.groq]\nadapter = \"a\"\nbase_url = \"http://h\"\nmodels = []",
+                "providers.groq.models: must list 1 to",
+            ),
+            (
+                "[providers.provider_a]\nadapter = \"a\"\nbase_url = \"http://h\"",
+                "providers.provider_a: provider_a is one of the contract's providers",
+            ),
+            (
+                "[providers.Groq]\nadapter = \"a\"\nbase_url = \"http://h\"",
+                "providers.Groq: the name must match",
+            ),
+            (
+                "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nauth = \"basic\"",
+                "providers.g.auth: \"basic\" is not bearer",
+            ),
+            (
+                "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nheaders = { host = \"x\" }",
+                "providers.g.headers.host: set by the host",
+            ),
+            (
+                "[services.weather]\nbase_url = \"http://h\"",
+                "services.weather.plugins: must name",
+            ),
+            (
+                "[services.weather]\nplugins = [\"w\"]",
+                "services.weather.base_url: a new service needs one",
+            ),
+            (
+                "[plugins.w.settings]\nlist = [1]",
+                "plugins.w.settings.list: must be a string, a number or a boolean",
+            ),
+            ("[frontend]\nx = 1", "unknown field `frontend`"),
+            ("[providers.g\nadapter = 1", "line 1:"),
+            (
+                "[providers.g]\nadapter = \"a\"\nbase_url = \"http://${EMPTY\"",
+                "providers.g.base_url: a \"${\" has no closing",
+            ),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(
+                err.starts_with(expected) || err.contains(expected),
+                "{text:?} → {err}"
+            );
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
+    fn variables_expand_anywhere_and_dollars_escape() {
+        assert_eq!(expand("a${GROQ_API_KEY}b", &env).unwrap(), "agsk-1b");
+        assert_eq!(expand("$$5 and $x", &env).unwrap(), "$5 and $x");
+        assert_eq!(expand("${EMPTY}", &env).unwrap(), "");
+        assert!(expand("${1X}", &env).is_err());
+        // An empty key is no key.
+        let file = parse(
+            "[providers.ollama]\nadapter = \"chat_completions\"\nbase_url = \"http://127.0.0.1:11434/v1\"\napi_key = \"${EMPTY}\"",
+        )
+        .unwrap();
+        assert!(file.providers["ollama"].api_key.is_none());
+        assert!(file.warnings.is_empty());
+    }
+}

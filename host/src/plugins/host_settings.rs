@@ -1,0 +1,156 @@
+//! The operator's configuration as the plugin host needs it: the services, the host settings
+//! plugins may read, the plugin settings, the providers to serve, the devbox, the private-network
+//! switch. Built from the environment ([`Config`]) and the configuration file, if any; built
+//! again when the file changes (the devbox stays: it is the environment's).
+
+use std::collections::BTreeMap;
+
+use super::services::{Owner, Service, Services, SetBy};
+use super::ssh::DevboxAccess;
+use crate::config::Config;
+use crate::config::file::{DeclaredProvider, FileConfig, SettingValue};
+use crate::defaults;
+
+/// A provider this configuration serves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProviderSpec {
+    pub id: String,
+    pub runs: Runs,
+    /// Listed with this error instead of asking for a list (a default provider without its key).
+    pub listing_error: Option<String>,
+    /// Added to its listed models (AGENT_MODEL for the agent).
+    pub extra_model: Option<String>,
+}
+
+/// What serves a provider.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Runs {
+    /// The provider plugin of this id, on the service its manifest names.
+    Plugin(String),
+    /// An adapter's component under the provider's own id and upstream.
+    Declared(DeclaredProvider),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct HostSettings {
+    pub services: Services,
+    /// Host settings plugins may ask to read (`grants.config`), those that are set.
+    pub host_values: BTreeMap<&'static str, String>,
+    /// `[plugins.ID.settings]`.
+    pub plugin_values: BTreeMap<String, BTreeMap<String, SettingValue>>,
+    pub allow_private: bool,
+    pub devbox: DevboxAccess,
+    /// The providers to serve, defaults first.
+    pub providers: Vec<ProviderSpec>,
+    /// Default providers this configuration does not serve, and why.
+    pub unserved: Vec<(String, String)>,
+}
+
+impl HostSettings {
+    /// The environment alone (no configuration file).
+    pub fn from_config(config: &Config) -> Self {
+        Self::new(config, None, DevboxAccess::from_config(config))
+    }
+
+    /// The environment and `file`; `devbox` is kept from an earlier build.
+    pub fn new(config: &Config, file: Option<&FileConfig>, devbox: DevboxAccess) -> Self {
+        let empty = FileConfig::default();
+        let file = file.unwrap_or(&empty);
+        let mut providers = Vec::new();
+        let mut unserved = Vec::new();
+        for default in defaults::PROVIDERS {
+            let key_set = (default.key)(config).is_some();
+            if default.only_with_key && !key_set {
+                unserved.push((
+                    default.id.to_string(),
+                    format!("{} is not set", default.key_var),
+                ));
+                continue;
+            }
+            providers.push(ProviderSpec {
+                id: default.id.to_string(),
+                runs: Runs::Plugin(default.id.to_string()),
+                listing_error: (!key_set).then(|| format!("{} is not set", default.key_var)),
+                extra_model: (default.id == defaults::AGENT_MODEL_PROVIDER)
+                    .then(|| config.agent_model.clone())
+                    .flatten(),
+            });
+        }
+        for declared in file.providers.values() {
+            providers.push(ProviderSpec {
+                id: declared.id.clone(),
+                runs: Runs::Declared(declared.clone()),
+                listing_error: None,
+                extra_model: None,
+            });
+        }
+        Self {
+            services: services(config, file),
+            host_values: defaults::host_settings(config)
+                .into_iter()
+                .filter_map(|(name, value)| Some((name, value?)))
+                .collect(),
+            plugin_values: file.plugin_settings.clone(),
+            allow_private: config.chatd_allow_private_networks,
+            devbox,
+            providers,
+            unserved,
+        }
+    }
+
+    /// Why the plugin (or tool) with this id may not serve, if it may not.
+    pub fn refusal(&self, id: &str) -> Option<String> {
+        self.devbox.refusal(id)
+    }
+}
+
+/// The built-in services, with what the file adds to them, and the file's own. A built-in
+/// service's variable wins over the file's value; the file's `plugins` join its owners.
+fn services(config: &Config, file: &FileConfig) -> Services {
+    let mut all = defaults::services(config);
+    for service in &mut all {
+        let Some(declared) = file.services.get(&service.name) else {
+            continue;
+        };
+        let SetBy::Variables { base_url, key } = service.set_by.clone() else {
+            continue;
+        };
+        let unset = |var: &str| !config.is_set(&var.to_ascii_lowercase());
+        if let Some(url) = &declared.base_url
+            && unset(base_url)
+        {
+            service.base_url = Some(url.clone());
+        }
+        if let Some(secret) = &declared.api_key
+            && key.is_none_or(unset)
+        {
+            service.key = Some(secret.clone());
+        }
+        if let Some(auth) = &declared.auth {
+            service.auth = auth.clone();
+        }
+        service.headers.extend(declared.headers.iter().cloned());
+        service
+            .owners
+            .extend(declared.plugins.iter().map(|id| Owner::any(id)));
+    }
+    for declared in file.services.values() {
+        if defaults::is_builtin_service(&declared.name) {
+            continue;
+        }
+        all.push(Service {
+            name: declared.name.clone(),
+            base_url: declared.base_url.clone(),
+            key: declared.api_key.clone(),
+            auth: declared
+                .auth
+                .clone()
+                .unwrap_or(super::services::Auth::Bearer),
+            headers: declared.headers.clone(),
+            owners: declared.plugins.iter().map(|id| Owner::any(id)).collect(),
+            base_url_key: format!("{}_base_url", declared.name),
+            set_by: SetBy::File(format!("[services.{}]", declared.name)),
+        });
+    }
+    Services::new(all)
+}

@@ -1,0 +1,424 @@
+//! Services: the upstreams the operator configured, each an origin, a key, how the key goes on the
+//! wire, a few non-secret headers, and the plugins that may be granted it. One table holds them
+//! all: the built-in ones (`crate::defaults`, from the environment) and the configuration
+//! file's `[services.NAME]`; a declared provider's upstream is a service of its own.
+//!
+//! What a granted service gives a plugin is a [`Reach`]: its origin becomes reachable whatever
+//! its address (the operator chose it, loopback included), its base URL readable as a setting
+//! (without any `user:password@`), and the host adds its credential and headers to every request
+//! to that origin and to no other. The plugin never sees the key: not in a setting, not in the
+//! environment (none is linked), not in a response ([`super::http`] scrubs it from what comes
+//! back).
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use reqwest::header::{HeaderName, HeaderValue};
+use url::Url;
+
+use super::http::{Credential, Origin};
+use super::manifest::Kind;
+use crate::config::Secret;
+
+/// How a service's key goes on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer <key>`.
+    Bearer,
+    /// The bare key as the value of this header (`x-api-key`, Azure's `api-key`).
+    Header(HeaderName),
+    /// No credential, even when a key is set.
+    None,
+}
+
+impl Auth {
+    /// `bearer`, `header:NAME` or `none`, as the configuration file writes it.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "bearer" => Ok(Auth::Bearer),
+            "none" => Ok(Auth::None),
+            other => {
+                let name = other
+                    .strip_prefix("header:")
+                    .ok_or_else(|| format!("{other:?} is not bearer, header:NAME or none"))?;
+                let header = HeaderName::from_bytes(name.trim().as_bytes())
+                    .map_err(|_| format!("{name:?} is not a header name"))?;
+                if super::http::is_host_header(&header) {
+                    return Err(format!("{header} is a header the host sets itself"));
+                }
+                Ok(Auth::Header(header))
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Auth::Bearer => "bearer".into(),
+            Auth::Header(name) => format!("header {name}"),
+            Auth::None => "none".into(),
+        }
+    }
+}
+
+/// A plugin that may be granted a service: its id, and for the built-in services the world it
+/// must implement (a tool that calls itself `provider_a` does not get the provider key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub id: String,
+    pub kind: Option<Kind>,
+}
+
+impl Owner {
+    pub fn any(id: &str) -> Self {
+        Self {
+            id: id.to_string(),
+            kind: None,
+        }
+    }
+
+    pub fn of_kind(id: &str, kind: Kind) -> Self {
+        Self {
+            id: id.to_string(),
+            kind: Some(kind),
+        }
+    }
+
+    fn admits(&self, id: &str, kind: Kind) -> bool {
+        self.id == id && self.kind.is_none_or(|k| k == kind)
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            Some(kind) => write!(f, "{} ({})", self.id, kind.as_str()),
+            None => f.write_str(&self.id),
+        }
+    }
+}
+
+/// Where a service's values come from, so messages can name the setting and never the value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetBy {
+    /// Environment variables (or flags) of DESIGN.md §3.
+    Variables {
+        base_url: &'static str,
+        key: Option<&'static str>,
+    },
+    /// A table of the configuration file: `[services.weather]`, `[providers.groq]`.
+    File(String),
+}
+
+impl SetBy {
+    fn key_name(&self) -> String {
+        match self {
+            SetBy::Variables { key: Some(var), .. } => (*var).to_string(),
+            SetBy::Variables { base_url, .. } => format!("the key of {base_url}"),
+            SetBy::File(table) => format!("the api_key of {table}"),
+        }
+    }
+
+    fn base_url_name(&self) -> String {
+        match self {
+            SetBy::Variables { base_url, .. } => (*base_url).to_string(),
+            SetBy::File(table) => format!("{table} base_url"),
+        }
+    }
+}
+
+/// An operator-configured upstream.
+#[derive(Clone, Debug)]
+pub struct Service {
+    /// The name a manifest asks for in `grants.services` (or `provider.service`).
+    pub name: String,
+    /// Unset: the service grants nothing.
+    pub base_url: Option<Url>,
+    pub key: Option<Secret>,
+    pub auth: Auth,
+    /// Non-secret headers the host adds to every request to the origin (OpenRouter's
+    /// `HTTP-Referer`, an API version).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The plugins that may be granted it.
+    pub owners: Vec<Owner>,
+    /// The setting a granted plugin reads the base URL under.
+    pub base_url_key: String,
+    pub set_by: SetBy,
+}
+
+impl Service {
+    /// Its owners as operators read them: `web_search (tool), search_engine_a (search)`.
+    pub fn owner_list(&self) -> String {
+        self.owners
+            .iter()
+            .map(Owner::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub fn admits(&self, id: &str, kind: Kind) -> bool {
+        self.owners.iter().any(|o| o.admits(id, kind))
+    }
+}
+
+/// Every service, by name.
+#[derive(Clone, Debug, Default)]
+pub struct Services(BTreeMap<String, Service>);
+
+impl Services {
+    pub fn new(services: impl IntoIterator<Item = Service>) -> Self {
+        Self(services.into_iter().map(|s| (s.name.clone(), s)).collect())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Service> {
+        self.0.get(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Service> {
+        self.0.values()
+    }
+}
+
+/// What a plugin's services give it: origins it reaches at any address, the settings it reads
+/// (their base URLs), the credentials and headers the host adds for it, and for operators a line
+/// per service.
+#[derive(Default)]
+pub struct Reach {
+    pub trusted: Vec<Origin>,
+    pub settings: BTreeMap<String, String>,
+    pub credentials: Vec<Credential>,
+    pub lines: Vec<String>,
+}
+
+impl Reach {
+    /// Grants `service` to the plugin `id` of `kind`, if it is one of the service's owners; a
+    /// service without a base URL gives nothing. `also_as` is one more setting name the base URL
+    /// is readable under (`base_url`, for a provider's own upstream).
+    pub fn add(
+        &mut self,
+        service: &Service,
+        id: &str,
+        kind: Kind,
+        also_as: Option<&str>,
+    ) -> Result<(), String> {
+        if !service.admits(id, kind) {
+            return Err(match service.owners.is_empty() {
+                true => format!("{} lists no plugins that may use it", service.name),
+                false => format!(
+                    "{} belongs to {}; no other plugin can be granted it",
+                    service.name,
+                    service.owner_list()
+                ),
+            });
+        }
+        let Some(base) = &service.base_url else {
+            self.lines.push(format!(
+                "service {} ({} unset: nothing)",
+                service.name,
+                service.set_by.base_url_name()
+            ));
+            return Ok(());
+        };
+        let origin = Origin::of(base).ok_or_else(|| {
+            format!(
+                "{}: the base URL has no host",
+                service.set_by.base_url_name()
+            )
+        })?;
+        // A user and password in the URL are a credential too: the plugin reads the URL without
+        // them, and the host sends them as Basic authentication to that origin.
+        let (bare, basic) = split_userinfo(base);
+        let shown = bare.as_str().trim_end_matches('/').to_string();
+        self.settings
+            .insert(service.base_url_key.clone(), shown.clone());
+        if let Some(name) = also_as {
+            self.settings.insert(name.to_string(), shown.clone());
+        }
+        let mut sent = Vec::new();
+        let mut authorization_taken = false;
+        if let Some(key) = &service.key {
+            let credential = match &service.auth {
+                Auth::Bearer => Some((
+                    reqwest::header::AUTHORIZATION,
+                    Secret::new(format!("Bearer {}", key.expose())),
+                )),
+                Auth::Header(name) => Some((name.clone(), key.clone())),
+                Auth::None => None,
+            };
+            if let Some((header, value)) = credential {
+                authorization_taken = header == reqwest::header::AUTHORIZATION;
+                self.credentials.push(Credential {
+                    origin: origin.clone(),
+                    header,
+                    value,
+                    secret: Some(key.clone()),
+                });
+                sent.push(format!(
+                    "{} ({})",
+                    service.set_by.key_name(),
+                    service.auth.describe()
+                ));
+            }
+        }
+        if let Some(basic) = basic.filter(|_| !authorization_taken) {
+            self.credentials.push(Credential {
+                origin: origin.clone(),
+                header: reqwest::header::AUTHORIZATION,
+                secret: Some(basic.clone()),
+                value: basic,
+            });
+            sent.push("the base URL's user and password".into());
+        }
+        for (name, value) in &service.headers {
+            self.credentials.push(Credential {
+                origin: origin.clone(),
+                header: name.clone(),
+                value: Secret::new(value.to_str().unwrap_or_default()),
+                secret: None,
+            });
+            sent.push(format!("header {name}"));
+        }
+        if !self.trusted.contains(&origin) {
+            self.trusted.push(origin);
+        }
+        self.lines.push(match sent.as_slice() {
+            [] => format!("service {}: {shown}", service.name),
+            sent => format!(
+                "service {}: {shown} with {}",
+                service.name,
+                sent.join(" and ")
+            ),
+        });
+        Ok(())
+    }
+}
+
+/// The URL without `user:password@`, and those as a Basic `Authorization` value.
+fn split_userinfo(url: &Url) -> (Url, Option<Secret>) {
+    if url.username().is_empty() && url.password().is_none() {
+        return (url.clone(), None);
+    }
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let pair = format!(
+        "{}:{}",
+        decode(url.username()),
+        decode(url.password().unwrap_or(""))
+    );
+    let mut bare = url.clone();
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    let value = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(pair)
+    );
+    (bare, Some(Secret::new(value)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(auth: Auth, key: Option<&str>, base: &str) -> Service {
+        Service {
+            name: "weather".into(),
+            base_url: Some(Url::parse(base).unwrap()),
+            key: key.map(Secret::new),
+            auth,
+            headers: vec![(
+                HeaderName::from_static("x-client"),
+                HeaderValue::from_static("chatd"),
+            )],
+            owners: vec![Owner::any("weather")],
+            base_url_key: "weather_base_url".into(),
+            set_by: SetBy::File("[services.weather]".into()),
+        }
+    }
+
+    #[test]
+    fn auth_forms_parse_and_host_headers_are_refused() {
+        assert_eq!(Auth::parse("bearer"), Ok(Auth::Bearer));
+        assert_eq!(Auth::parse(" none "), Ok(Auth::None));
+        assert_eq!(
+            Auth::parse("header:Api-Key"),
+            Ok(Auth::Header(HeaderName::from_static("api-key")))
+        );
+        for bad in [
+            "basic",
+            "header:",
+            "header:bad name",
+            "header:host",
+            "query:key",
+        ] {
+            assert!(Auth::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_service_reaches_its_origin_with_its_key_and_headers_for_its_owners_only() {
+        let s = service(
+            Auth::Header(HeaderName::from_static("x-api-key")),
+            Some("k-1"),
+            "http://127.0.0.1:9/v1/",
+        );
+        let mut reach = Reach::default();
+        reach
+            .add(&s, "weather", Kind::Tool, Some("base_url"))
+            .unwrap();
+        assert_eq!(
+            reach.trusted,
+            [Origin::parse("http://127.0.0.1:9").unwrap()]
+        );
+        assert_eq!(reach.settings["weather_base_url"], "http://127.0.0.1:9/v1");
+        assert_eq!(reach.settings["base_url"], "http://127.0.0.1:9/v1");
+        let headers: Vec<(&str, &str)> = reach
+            .credentials
+            .iter()
+            .map(|c| (c.header.as_str(), c.value.expose()))
+            .collect();
+        assert_eq!(headers, [("x-api-key", "k-1"), ("x-client", "chatd")]);
+        assert_eq!(
+            reach.lines,
+            [
+                "service weather: http://127.0.0.1:9/v1 with the api_key of [services.weather] \
+              (header x-api-key) and header x-client"
+            ]
+        );
+        assert!(!reach.lines[0].contains("k-1"));
+        let err = Reach::default()
+            .add(&s, "thief", Kind::Tool, None)
+            .unwrap_err();
+        assert!(err.contains("belongs to weather"), "{err}");
+    }
+
+    #[test]
+    fn no_key_or_auth_none_sends_no_credential_and_userinfo_becomes_basic() {
+        let mut reach = Reach::default();
+        reach
+            .add(
+                &service(Auth::None, Some("k"), "http://h:1"),
+                "weather",
+                Kind::Tool,
+                None,
+            )
+            .unwrap();
+        assert!(reach.credentials.iter().all(|c| c.header == "x-client"));
+        let mut reach = Reach::default();
+        reach
+            .add(
+                &service(Auth::None, None, "http://u:p%40ss@h:1/b"),
+                "weather",
+                Kind::Tool,
+                None,
+            )
+            .unwrap();
+        assert_eq!(reach.settings["weather_base_url"], "http://h:1/b");
+        assert_eq!(reach.credentials[0].value.expose(), "Basic dTpwQHNz");
+    }
+}
