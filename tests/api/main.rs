@@ -7,6 +7,7 @@ mod bundled_tools;
 mod chats;
 mod codec;
 mod completions;
+mod declared_providers;
 mod devbox;
 mod fixtures;
 mod hot_reload;

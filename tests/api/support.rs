@@ -90,6 +90,8 @@ pub struct Options {
     pub allow_private_networks: bool,
     /// More of chatd's flags (`--provider-c-base-url`, …).
     pub args: Vec<String>,
+    /// The configuration file (`--config`).
+    pub config: Option<PathBuf>,
 }
 
 impl TestServer {
@@ -107,6 +109,7 @@ impl TestServer {
         config.admin_token = options.token.clone().map(Secret::new);
         config.plugins_dir = options.plugins_dir.clone();
         config.chatd_allow_private_networks = options.allow_private_networks;
+        config.config = options.config.clone();
         let plugins = PluginHost::start(&config).await.expect("plugins load");
         let server = Server::bind(&config, plugins).await.expect("server starts");
         let base = format!("http://{}", server.local_addr().unwrap());

@@ -74,6 +74,8 @@ pub struct Models {
     sources: Mutex<BTreeMap<String, Source>>,
     /// Becomes true when the first load has finished.
     loaded: watch::Sender<bool>,
+    /// Counts finished loads (tests await it).
+    updates: watch::Sender<u64>,
     plugins: Arc<PluginHost>,
 }
 
@@ -83,6 +85,7 @@ impl Models {
             lists: RwLock::default(),
             sources: Mutex::default(),
             loaded: watch::Sender::new(false),
+            updates: watch::Sender::new(0),
             plugins,
         })
     }
@@ -112,6 +115,11 @@ impl Models {
                 }
             }
         })
+    }
+
+    /// Counts finished loads, of all providers or of those that changed.
+    pub fn updates(&self) -> watch::Receiver<u64> {
+        self.updates.subscribe()
     }
 
     /// The lists, after the first load.
@@ -156,6 +164,8 @@ impl Models {
             apply(entry, &provider, outcome);
             sources.insert(provider.id.clone(), Source::of(&provider));
         }
+        drop((lists, sources));
+        self.updates.send_modify(|n| *n += 1);
     }
 }
 
