@@ -21,6 +21,9 @@ pub struct DefaultProvider {
     pub key_var: &'static str,
     /// Its key, as configured.
     pub key: fn(&Config) -> Option<&Secret>,
+    /// The built-in service that is its upstream (its plugin's `provider.service`): the
+    /// configuration file may give the key there when the variable is unset.
+    pub service: &'static str,
     /// Served only while its key is set (the agent: "any non-empty value"); the others are
     /// listed without one, with an error naming the variable.
     pub only_with_key: bool,
@@ -32,24 +35,28 @@ pub const PROVIDERS: &[DefaultProvider] = &[
         id: "provider_a",
         key_var: "PROVIDER_A_API_KEY",
         key: |config| config.provider_a_api_key.as_ref(),
+        service: "provider_a",
         only_with_key: false,
     },
     DefaultProvider {
         id: "provider_b",
         key_var: "PROVIDER_B_API_KEY",
         key: |config| config.provider_b_api_key.as_ref(),
+        service: "provider_b",
         only_with_key: false,
     },
     DefaultProvider {
         id: "provider_c",
         key_var: "PROVIDER_C_API_KEY",
         key: |config| config.provider_c_api_key.as_ref(),
+        service: "provider_c",
         only_with_key: false,
     },
     DefaultProvider {
         id: "provider_agent",
         key_var: "AGENT_API_KEY",
         key: |config| config.agent_api_key.as_ref(),
+        service: "agent",
         only_with_key: true,
     },
 ];

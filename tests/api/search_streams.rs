@@ -108,6 +108,14 @@ async fn a_second_stream_call_joins_whatever_its_body_says_and_run_meanwhile_is_
             .unwrap()
             .contains("run/stream/attach")
     );
+    // A bad body is still the client's mistake: 400, not 409 (schemathesis found this order).
+    let (status, body) = server
+        .post(
+            &format!("/v1/searches/{id}/run"),
+            json!({"numResults": 612}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
 
     gate.open();
     let (first, second) = futures::join!(first.rest(), second.rest());

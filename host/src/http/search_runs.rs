@@ -250,6 +250,8 @@ pub async fn run_search(
     ApiJson(body): ApiJson<RunSearchRequest>,
 ) -> ApiResult<Json<SearchDetailResponse>> {
     let search = stored(&state, &search_id).await?;
+    // A bad body is the client's mistake whatever else is going on: it is a 400 before the 409.
+    let (request, plugin) = prepare(&state, &search, body)?;
     // Two runs of one search racing would store whichever ended last; the streaming one is
     // already doing the work, so this one is refused rather than run twice upstream.
     if state.runs.is_running(RunKind::Search, &search_id) {
@@ -258,7 +260,6 @@ pub async fn run_search(
             "a run of this search is streaming; follow it with POST /v1/searches/{searchId}/run/stream/attach",
         ));
     }
-    let (request, plugin) = prepare(&state, &search, body)?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let work_state = state.clone();
     // A task of its own: a client that hangs up does not lose the outcome.

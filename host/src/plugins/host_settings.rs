@@ -56,10 +56,15 @@ impl HostSettings {
     pub fn new(config: &Config, file: Option<&FileConfig>, devbox: DevboxAccess) -> Self {
         let empty = FileConfig::default();
         let file = file.unwrap_or(&empty);
+        let services = services(config, file);
         let mut providers = Vec::new();
         let mut unserved = Vec::new();
         for default in defaults::PROVIDERS {
-            let key_set = (default.key)(config).is_some();
+            // The variable, or the file's key for the provider's service where it is unset.
+            let key_set = (default.key)(config).is_some()
+                || services
+                    .get(default.service)
+                    .is_some_and(|s| s.key.is_some());
             if default.only_with_key && !key_set {
                 unserved.push((
                     default.id.to_string(),
@@ -85,7 +90,7 @@ impl HostSettings {
             });
         }
         Self {
-            services: services(config, file),
+            services,
             host_values: defaults::host_settings(config)
                 .into_iter()
                 .filter_map(|(name, value)| Some((name, value?)))
