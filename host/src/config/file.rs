@@ -197,7 +197,7 @@ impl FileConfig {
         let raw: RawFile =
             serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
                 let path = e.path().to_string();
-                let inner = e.into_inner().message().replace('\n', " ");
+                let inner = without_values(&e.into_inner().message().replace('\n', " "));
                 if path == "." {
                     inner
                 } else {
@@ -239,6 +239,25 @@ impl FileConfig {
         }
         Ok(file)
     }
+}
+
+/// serde's message without the values it quotes (`invalid type: string "…"`): after `${VAR}`
+/// expansion a misplaced value may be a key, and these messages go to the log.
+fn without_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut quoted = false;
+    for c in message.chars() {
+        match (c, quoted) {
+            ('"', false) => {
+                quoted = true;
+                out.push('…');
+            }
+            ('"', true) => quoted = false,
+            (c, false) => out.push(c),
+            (_, true) => {}
+        }
+    }
+    out
 }
 
 /// Ids of providers, services and plugins: `[a-z0-9_-]{1,64}`, as plugin ids.
@@ -541,7 +560,7 @@ days = 3
             ),
             (
                 "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nauth = \"basic\"",
-                "providers.g.auth: \"basic\" is not bearer",
+                "providers.g.auth: must be bearer, header:NAME or none",
             ),
             (
                 "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nheaders = { host = \"x\" }",
@@ -572,6 +591,19 @@ days = 3
                 "{text:?} → {err}"
             );
             assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_misplaced_secret_is_not_echoed() {
+        for text in [
+            "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nmodels = \"${GROQ_API_KEY}\"",
+            "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nauth = \"${GROQ_API_KEY}\"",
+            "[providers.g]\nadapter = \"a\"\nbase_url = \"${GROQ_API_KEY}\"",
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.starts_with("providers.g."), "{err}");
+            assert!(!err.contains("gsk-1"), "{err}");
         }
     }
 

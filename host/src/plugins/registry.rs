@@ -52,6 +52,16 @@ pub struct Snapshot {
     providers: BTreeMap<String, Arc<ServedProvider>>,
     /// Default providers not served, and why.
     unserved: Vec<(String, String)>,
+    /// A declared provider whose adapter no loaded plugin offers, and the message saying so.
+    missing_adapter: Option<String>,
+}
+
+/// Why a declared provider has no plugin.
+enum NotLinked {
+    /// No loaded provider offers its adapter: the configuration's problem.
+    NoAdapter(String),
+    /// Its adapter would not link under its id and upstream.
+    Link(String),
 }
 
 /// A provider this server serves.
@@ -510,12 +520,13 @@ impl PluginHost {
         let settings = loader.settings();
         let plugins = served(&settings, bundled, folder);
         let (plugins, tools) = claim_tools(bundled, plugins, folder);
-        let providers = self.providers(loader, &settings, &plugins).await;
+        let (providers, missing_adapter) = self.providers(loader, &settings, &plugins).await;
         Snapshot {
             plugins,
             tools,
             providers,
             unserved: settings.unserved.clone(),
+            missing_adapter,
         }
     }
 
@@ -525,7 +536,7 @@ impl PluginHost {
         loader: &Loader,
         settings: &HostSettings,
         plugins: &[Arc<Plugin>],
-    ) -> BTreeMap<String, Arc<ServedProvider>> {
+    ) -> (BTreeMap<String, Arc<ServedProvider>>, Option<String>) {
         let provider_plugin = |id: &str| {
             plugins
                 .iter()
@@ -534,6 +545,7 @@ impl PluginHost {
         };
         let mut served = BTreeMap::new();
         let mut declared_now = Vec::new();
+        let mut missing_adapter = None;
         for spec in &settings.providers {
             let (plugin, error) = match &spec.runs {
                 Runs::Plugin(id) => match provider_plugin(id) {
@@ -546,7 +558,11 @@ impl PluginHost {
                             declared_now.push((declared.clone(), adapter, plugin.clone()));
                             (Some(plugin), None)
                         }
-                        Err(why) => (None, Some(why)),
+                        Err(NotLinked::Link(why)) => (None, Some(why)),
+                        Err(NotLinked::NoAdapter(why)) => {
+                            missing_adapter.get_or_insert(why.clone());
+                            (None, Some(why))
+                        }
                     }
                 }
             };
@@ -572,7 +588,7 @@ impl PluginHost {
                 served.insert(plugin.id().to_string(), Arc::new(provider));
             }
         }
-        served
+        (served, missing_adapter)
     }
 
     /// A declared provider's plugin: its adapter (the provider plugin whose profile names it,
@@ -583,7 +599,7 @@ impl PluginHost {
         loader: &Loader,
         plugins: &[Arc<Plugin>],
         spec: &DeclaredProvider,
-    ) -> Result<(Arc<Plugin>, Arc<Plugin>), String> {
+    ) -> Result<(Arc<Plugin>, Arc<Plugin>), NotLinked> {
         let providers = || plugins.iter().filter(|p| p.as_provider().is_some());
         let adapter = providers()
             .find(|p| p.profile.as_ref().and_then(|x| x.adapter.as_deref()) == Some(&spec.adapter))
@@ -597,12 +613,12 @@ impl PluginHost {
                         .filter(|p| matches!(p.source, super::load::Source::File(_)))
                         .map(|p| p.id().to_string()),
                 );
-                format!(
+                NotLinked::NoAdapter(format!(
                     "providers.{}.adapter: no loaded provider offers {:?}; adapters: {}",
                     spec.id,
                     spec.adapter,
                     known.join(", ")
-                )
+                ))
             })?;
         let reused = self
             .declared
@@ -617,7 +633,7 @@ impl PluginHost {
         let plugin = loader
             .declared(adapter, spec)
             .await
-            .map_err(|e| format!("providers.{}: {e}", spec.id))?;
+            .map_err(|e| NotLinked::Link(format!("providers.{}: {e}", spec.id)))?;
         tracing::info!(
             provider = spec.id,
             adapter = adapter.id(),
@@ -654,15 +670,7 @@ impl Snapshot {
     /// A declared provider whose adapter no loaded plugin offers: the configuration's problem,
     /// refused at startup and on reload.
     pub fn missing_adapter(&self) -> Option<String> {
-        self.providers
-            .values()
-            .filter(|p| p.plugin.is_none())
-            .find_map(|p| {
-                p.error
-                    .as_ref()
-                    .filter(|e| e.contains(".adapter: "))
-                    .cloned()
-            })
+        self.missing_adapter.clone()
     }
 }
 

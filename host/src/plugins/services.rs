@@ -38,11 +38,12 @@ impl Auth {
             "bearer" => Ok(Auth::Bearer),
             "none" => Ok(Auth::None),
             other => {
+                // The value is not echoed: `${VAR}` may have put a key here by mistake.
                 let name = other
                     .strip_prefix("header:")
-                    .ok_or_else(|| format!("{other:?} is not bearer, header:NAME or none"))?;
+                    .ok_or("must be bearer, header:NAME or none")?;
                 let header = HeaderName::from_bytes(name.trim().as_bytes())
-                    .map_err(|_| format!("{name:?} is not a header name"))?;
+                    .map_err(|_| "header:NAME must name a valid header".to_string())?;
                 if super::http::is_host_header(&header) {
                     return Err(format!("{header} is a header the host sets itself"));
                 }
