@@ -418,6 +418,13 @@ impl PluginHost {
             return Err("this plugin host does not read a configuration file".into());
         };
         let mut folder = self.folder.lock().await;
+        // A wrong type for a loaded plugin's setting is an invalid file, not a plugin to drop.
+        let loaded = self.bundled().into_iter();
+        for plugin in loaded.chain(folder.values().filter_map(|e| e.good.clone())) {
+            let manifest = plugin.manifest();
+            let id = manifest.id.as_str();
+            super::settings::check(manifest, id, file.plugin_settings.get(id))?;
+        }
         let current = self.loader.settings();
         let settings = HostSettings::new(config, Some(file), current.devbox.clone());
         let loader = self.loader.with_settings(settings);

@@ -265,7 +265,10 @@ impl Incoming {
         loop {
             let chunk = match tokio::time::timeout_at(self.deadline, self.body.chunk()).await {
                 Err(_) => return Err(Refusal::Timeout),
-                Ok(Err(e)) => return Err(Refusal::Connection(error_chain(&e))),
+                Ok(Err(e)) => {
+                    let why = scrub::text(self.scrubber.keys(), error_chain(&e));
+                    return Err(Refusal::Connection(why));
+                }
                 Ok(Ok(None)) => {
                     let held = self.scrubber.finish();
                     return Ok((!held.is_empty()).then_some(held));
@@ -305,8 +308,28 @@ const FORBIDDEN_HEADERS: &[&str] = &[
 /// Headers a plugin set that are not sent on to a redirect's different origin.
 const CROSS_ORIGIN_DROPPED: &[&str] = &["authorization", "cookie", "x-api-key", "api-key"];
 
-/// Sends `request` under `grant`, following redirects hop by hop.
+/// Sends `request` under `grant`, following redirects hop by hop. Nothing the plugin gets back
+/// holds a key: not the final URL (an upstream may redirect to one that quotes the request), not
+/// a refusal's text (it may quote a location or the client's error).
 pub async fn send(
+    clients: &Clients,
+    grant: &HttpGrant,
+    request: Outgoing,
+) -> Result<Incoming, Refusal> {
+    let text = |s: String| scrub::text(&grant.scrubbed, s);
+    match send_hops(clients, grant, request).await {
+        Ok(mut incoming) => {
+            incoming.url = text(std::mem::take(&mut incoming.url));
+            Ok(incoming)
+        }
+        Err(Refusal::Denied(why)) => Err(Refusal::Denied(text(why))),
+        Err(Refusal::Invalid(why)) => Err(Refusal::Invalid(text(why))),
+        Err(Refusal::Connection(why)) => Err(Refusal::Connection(text(why))),
+        Err(other) => Err(other),
+    }
+}
+
+async fn send_hops(
     clients: &Clients,
     grant: &HttpGrant,
     request: Outgoing,

@@ -28,6 +28,10 @@ impl Scrubber {
         }
     }
 
+    pub fn keys(&self) -> &[Box<[u8]>] {
+        &self.keys
+    }
+
     /// What of `chunk` can be handed on now.
     pub fn chunk(&mut self, chunk: Vec<u8>) -> Vec<u8> {
         if self.keys.is_empty() {
@@ -78,6 +82,15 @@ pub fn scrub(keys: &[Box<[u8]>], mut text: Vec<u8>) -> Vec<u8> {
         text = out;
     }
     text
+}
+
+/// A message with every key replaced (text in, text out).
+pub fn text(keys: &[Box<[u8]>], text: String) -> String {
+    match String::from_utf8(scrub(keys, text.into_bytes())) {
+        Ok(text) => text,
+        // A key cut at a character boundary cannot happen (both are UTF-8); stay safe anyway.
+        Err(_) => "(message withheld)".into(),
+    }
 }
 
 /// The keys of `secrets` worth scrubbing, deduplicated.

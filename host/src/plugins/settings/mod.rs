@@ -55,14 +55,7 @@ pub fn grant(
     let operator = operator.unwrap_or(&empty);
     for spec in &manifest.settings {
         let value = match operator.get(&spec.name) {
-            Some(given) => Some(typed(spec, given).map_err(|expected| {
-                format!(
-                    "plugins.{id}.settings.{}: {id} declares it {}; the file gives {}",
-                    spec.name,
-                    a(expected),
-                    a(given.type_name())
-                )
-            })?),
+            Some(given) => Some(typed(spec, id, given)?),
             None => spec.default.as_ref().map(render_default),
         };
         if let Some(value) = value {
@@ -79,9 +72,28 @@ pub fn grant(
     Ok(SettingsGrant { values, ignored })
 }
 
-/// The operator's value as the plugin reads it, or the declared type's name when it does not fit
-/// (an integer fits a number).
-fn typed(spec: &SettingSpec, given: &SettingValue) -> Result<String, &'static str> {
+/// Whether the operator's values for the plugin running as `id` fit the types it declares: a
+/// configuration file that gives a loaded plugin a wrong type is refused before anything is
+/// relinked (the same rule [`grant`] applies to a plugin arriving later).
+pub fn check(
+    manifest: &Manifest,
+    id: &str,
+    operator: Option<&BTreeMap<String, SettingValue>>,
+) -> Result<(), String> {
+    let Some(operator) = operator else {
+        return Ok(());
+    };
+    for spec in &manifest.settings {
+        if let Some(given) = operator.get(&spec.name) {
+            typed(spec, id, given)?;
+        }
+    }
+    Ok(())
+}
+
+/// The operator's value as the plugin reads it (an integer fits a number); a wrong type is an
+/// error naming the declared type and the given one.
+fn typed(spec: &SettingSpec, id: &str, given: &SettingValue) -> Result<String, String> {
     let fits = matches!(
         (spec.kind, given),
         (SettingType::String, SettingValue::String(_))
@@ -95,7 +107,12 @@ fn typed(spec: &SettingSpec, given: &SettingValue) -> Result<String, &'static st
     if fits {
         Ok(given.render())
     } else {
-        Err(spec.kind.as_str())
+        Err(format!(
+            "plugins.{id}.settings.{}: {id} declares it {}; the file gives {}",
+            spec.name,
+            a(spec.kind.as_str()),
+            a(given.type_name())
+        ))
     }
 }
 

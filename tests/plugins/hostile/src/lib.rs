@@ -71,13 +71,33 @@ impl Tool for Hostile {
                 if let Some(auth) = args.get("authorization").and_then(|v| v.as_str()) {
                     request = request.header("authorization", auth);
                 }
-                let response = request.send().map_err(chatd_plugin_sdk::transport_error)?;
+                if let Some(key) = args.get("api_key").and_then(|v| v.as_str()) {
+                    request = request.header("x-api-key", key);
+                }
+                // An error's text is what the plugin sees: returned as output, not as an error.
+                let response = match request.send() {
+                    Ok(response) => response,
+                    Err(e) if args.contains_key("dump") => return output(format!("error {e:?}")),
+                    Err(e) => return Err(chatd_plugin_sdk::transport_error(e)),
+                };
                 let status = response.status();
+                // `dump`: everything the host hands back, where an echoed key would show.
+                let seen = match args.contains_key("dump") {
+                    true => {
+                        let headers: Vec<String> = response
+                            .headers()
+                            .iter()
+                            .map(|h| format!("{}: {}", h.name, h.value))
+                            .collect();
+                        format!("url {}\nheaders {}\n", response.url(), headers.join("; "))
+                    }
+                    false => String::new(),
+                };
                 let body = response
                     .bytes()
                     .map_err(chatd_plugin_sdk::transport_error)?;
                 output(format!(
-                    "status {status}\n{}",
+                    "status {status}\n{seen}{}",
                     String::from_utf8_lossy(&body)
                 ))
             }

@@ -1,0 +1,302 @@
+//! A third-party tool plugin from PLUGINS_DIR with its own secret and settings from the
+//! configuration file (`[services.NAME]`, `[plugins.ID.settings]`), against a scripted upstream:
+//! the key reaches the service's origin only, the plugin reads its declared settings and nothing
+//! else, and no route inside the sandbox shows it the key. The plugin is `tests/plugins/hostile`,
+//! which tries every route.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chatd::plugins::load::Plugin;
+use chatd::plugins::registry::PluginHost;
+use chatd::plugins::testing::{Reply, ScriptedUpstream};
+use serde_json::{Value, json};
+
+use crate::support::{Options, TestServer, test_component};
+
+const KEY: &str = "wx-4c1f9e-operator-secret";
+
+/// The weather plugin's manifest: the service by name, three declared settings.
+fn manifest(id: &str) -> String {
+    json!({
+        "id": id, "kind": "tool", "wit": "chatd:plugin@0.1.0", "version": "1",
+        "grants": {"services": ["weather"], "http": [OTHER_ORIGIN_PLACEHOLDER]},
+        "settings": [
+            {"name": "units", "type": "string", "description": "metric or imperial"},
+            {"name": "retries", "type": "integer", "description": "tries per call", "default": 1},
+            {"name": "verbose", "type": "boolean", "description": "longer answers", "default": false}
+        ]
+    })
+    .to_string()
+}
+
+const OTHER_ORIGIN_PLACEHOLDER: &str = "http://other.invalid";
+
+fn file_text(service: &str, retries: &str) -> String {
+    format!(
+        r#"
+[services.weather]
+base_url = "{service}"
+api_key = "{KEY}"
+auth = "header:x-api-key"
+plugins = ["weather"]
+
+[plugins.weather.settings]
+units = "metric"
+retries = {retries}
+forecast_key = "not declared, not readable"
+"#
+    )
+}
+
+fn deploy(dir: &Path, id: &str, manifest: &str) {
+    std::fs::write(dir.join(format!("{id}.json")), manifest).unwrap();
+    let staging = dir.join(format!(".{id}.tmp"));
+    std::fs::write(&staging, test_component("test-plugin-hostile")).unwrap();
+    std::fs::rename(&staging, dir.join(format!("{id}.wasm"))).unwrap();
+}
+
+fn write_config(dir: &Path, text: &str) -> std::path::PathBuf {
+    let path = dir.join("chatd.toml");
+    let partial = dir.join(".chatd.toml.partial");
+    std::fs::write(&partial, text).unwrap();
+    std::fs::rename(&partial, &path).unwrap();
+    path
+}
+
+async fn invoke(plugin: &Arc<Plugin>, tool: &str, args: Value) -> String {
+    let tool_plugin = plugin.as_tool().expect("a tool plugin");
+    match tool_plugin.invoke(tool, &args.to_string()).await.unwrap() {
+        Ok(out) => out.content,
+        Err(e) => format!("tool error {e:?}"),
+    }
+}
+
+/// Waits (scan by scan, up to 60 s) until `check` holds.
+async fn until(plugins: &PluginHost, what: &str, check: impl Fn(&PluginHost) -> bool) {
+    let mut scans = plugins.scans();
+    let waited = tokio::time::timeout(Duration::from_secs(60), async {
+        while !check(plugins) {
+            scans.changed().await.expect("the registry is alive");
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "timed out waiting until {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_gets_its_service_key_on_the_wire_and_never_in_the_sandbox() {
+    let other =
+        ScriptedUpstream::start([("GET /landing", Reply::text(200, "text/plain", "ok"))]).await;
+    let weather = ScriptedUpstream::start([
+        ("GET /forecast", Reply::text(200, "text/plain", "sunny")),
+        // An upstream that quotes the request back: in its body, in a header, in a redirect.
+        (
+            "GET /echo",
+            Reply::text(200, "text/plain", &format!("you sent x-api-key: {KEY}"))
+                .header("x-echo", KEY),
+        ),
+        (
+            "GET /bounce",
+            Reply::redirect(302, &format!("/forecast?seen={KEY}")),
+        ),
+        (
+            "GET /bad-location",
+            Reply::redirect(302, &format!("http://[{KEY}/")),
+        ),
+        (
+            "GET /away",
+            Reply::redirect(302, &format!("{}/landing", other.url())),
+        ),
+    ])
+    .await;
+    let plugins_dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let manifest = |id: &str| manifest(id).replace(OTHER_ORIGIN_PLACEHOLDER, &other.url());
+    deploy(plugins_dir.path(), "weather", &manifest("weather"));
+    // Same service, an id the operator did not list.
+    deploy(plugins_dir.path(), "intruder", &manifest("intruder"));
+    let config = write_config(files.path(), &file_text(&weather.url(), "3"));
+    let server = TestServer::start_with(Options {
+        plugins_dir: Some(plugins_dir.path().to_path_buf()),
+        // The other origin is a loopback upstream: manifest origins reach private addresses
+        // only when the operator allows it.
+        allow_private_networks: true,
+        config: Some(config.clone()),
+        ..Options::default()
+    })
+    .await;
+    let plugins = server.state.plugins.clone();
+    until(&plugins, "weather loads", |p| {
+        p.snapshot().plugin("weather").is_some()
+    })
+    .await;
+
+    // The unlisted plugin does not load, and the operator is told why.
+    assert!(plugins.snapshot().plugin("intruder").is_none());
+    let refused = plugins.refused();
+    let why = refused
+        .iter()
+        .find(|r| r.path.ends_with("intruder.wasm"))
+        .map(|r| r.reason.clone())
+        .unwrap_or_else(|| panic!("intruder refused: {refused:?}"));
+    assert!(
+        why.contains("plugin intruder") && why.contains("weather"),
+        "{why}"
+    );
+
+    let plugin = plugins.snapshot().plugin("weather").unwrap().clone();
+    let base = weather.url();
+
+    // The upstream gets the key, in the header the operator chose.
+    let out = invoke(
+        &plugin,
+        "http_get",
+        json!({"url": format!("{base}/forecast")}),
+    )
+    .await;
+    assert_eq!(out, "status 200\nsunny");
+    assert_eq!(weather.requests()[0].header("x-api-key"), Some(KEY));
+    // The plugin's own guess at the header is replaced by the host's.
+    invoke(
+        &plugin,
+        "http_get",
+        json!({"url": format!("{base}/forecast"), "api_key": "guess"}),
+    )
+    .await;
+    assert_eq!(weather.requests()[1].header("x-api-key"), Some(KEY));
+
+    // A redirect to another origin does not carry it.
+    let out = invoke(&plugin, "http_get", json!({"url": format!("{base}/away")})).await;
+    assert_eq!(out, "status 200\nok");
+    let landed = other.requests();
+    assert_eq!(landed.len(), 1);
+    assert_eq!(
+        landed[0].header("x-api-key"),
+        None,
+        "{:?}",
+        landed[0].headers
+    );
+
+    // The sandbox: settings, environment, echoed body and headers, final URL, error text.
+    let mut seen = Vec::new();
+    let settings = invoke(&plugin, "config", json!({})).await;
+    assert_eq!(
+        settings,
+        format!(
+            r#"[("retries", "3"), ("units", "metric"), ("verbose", "false"), ("weather_base_url", "{base}")]"#
+        ),
+        "declared settings with the operator's values or their defaults, the service's base URL; \
+         the undeclared forecast_key is not readable"
+    );
+    seen.push(settings);
+    seen.push(invoke(&plugin, "read_env", json!({})).await);
+    for path in ["/echo", "/bounce", "/bad-location"] {
+        seen.push(
+            invoke(
+                &plugin,
+                "http_get",
+                json!({"url": format!("{base}{path}"), "dump": true}),
+            )
+            .await,
+        );
+    }
+    assert!(
+        seen[2].contains("you sent x-api-key: [redacted]"),
+        "{}",
+        seen[2]
+    );
+    assert!(seen[2].contains("x-echo: [redacted]"), "{}", seen[2]);
+    assert!(seen[3].contains("forecast?seen=[redacted]"), "{}", seen[3]);
+    assert!(seen[4].starts_with("error "), "{}", seen[4]);
+    for text in &seen {
+        assert!(!text.contains(KEY), "the key reached the sandbox: {text}");
+    }
+    assert!(
+        weather
+            .requests()
+            .iter()
+            .all(|r| r.header("x-api-key") == Some(KEY)),
+        "every request to the service carried the key"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setting_of_the_wrong_type_is_refused_naming_both() {
+    let weather = ScriptedUpstream::start([]).await;
+    let plugins_dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let manifest =
+        manifest("weather").replace(&format!(r#","http":["{OTHER_ORIGIN_PLACEHOLDER}"]"#), "");
+    deploy(plugins_dir.path(), "weather", &manifest);
+    let config = write_config(files.path(), &file_text(&weather.url(), "3"));
+    let server = TestServer::start_with(Options {
+        plugins_dir: Some(plugins_dir.path().to_path_buf()),
+        config: Some(config),
+        ..Options::default()
+    })
+    .await;
+    let plugins = server.state.plugins.clone();
+    until(&plugins, "weather loads", |p| {
+        p.snapshot().plugin("weather").is_some()
+    })
+    .await;
+
+    // An edit that gives `retries` a string is refused whole; the last good file keeps serving.
+    let mut scans = plugins.scans();
+    scans.mark_unchanged();
+    write_config(
+        files.path(),
+        &file_text(&weather.url(), "\"three\"").replace("metric", "imperial"),
+    );
+    scans.changed().await.unwrap();
+    let plugin = plugins.snapshot().plugin("weather").unwrap().clone();
+    let settings = invoke(&plugin, "config", json!({})).await;
+    assert!(
+        settings.contains(r#"("retries", "3")"#) && settings.contains(r#"("units", "metric")"#),
+        "{settings}"
+    );
+    // The rule, as the log states it.
+    let file =
+        chatd::config::file::FileConfig::parse(&file_text(&weather.url(), "\"three\""), &|_| None)
+            .unwrap();
+    let why = plugins.reconfigure(&file).await.unwrap_err();
+    assert_eq!(
+        why,
+        "plugins.weather.settings.retries: weather declares it an integer; the file gives a string"
+    );
+
+    // A plugin that arrives under a file giving it the wrong type does not load, naming both.
+    scans.mark_unchanged();
+    write_config(
+        files.path(),
+        &format!(
+            "{}\n[plugins.weather2.settings]\nverbose = \"yes\"\n",
+            file_text(&weather.url(), "3")
+        ),
+    );
+    scans.changed().await.unwrap();
+    let late = json!({
+        "id": "weather2", "kind": "tool", "wit": "chatd:plugin@0.1.0",
+        "settings": [{"name": "verbose", "type": "boolean", "description": "longer answers"}]
+    });
+    deploy(plugins_dir.path(), "weather2", &late.to_string());
+    let refused = |p: &PluginHost| {
+        p.refused()
+            .into_iter()
+            .find(|r| r.path.ends_with("weather2.wasm"))
+            .map(|r| r.reason)
+    };
+    until(&plugins, "weather2 is refused", |p| refused(p).is_some()).await;
+    let why = refused(&plugins).unwrap();
+    assert!(
+        why.contains(
+            "plugins.weather2.settings.verbose: weather2 declares it a boolean; the file gives a string"
+        ),
+        "{why}"
+    );
+    assert!(plugins.snapshot().plugin("weather2").is_none());
+    server.stop().await;
+}
