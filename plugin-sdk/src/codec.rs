@@ -5,9 +5,9 @@
 //! A codec provider only encodes and decodes: [`Codec::start`] turns a turn request into the
 //! upstream [`Request`] and a [`Decoder`] for its answer. The host sends the request and feeds the
 //! body to the decoder as it arrives, so no plugin code runs while the upstream is slow, and a
-//! host may let one instance decode many turns (chatd does for its own providers). The same two pieces also run the `provider` world's
-//! `turn` (the world includes it) through the `http` import, so a host that drives turns through
-//! the plugin gets the same answers.
+//! host may let one instance decode many turns (chatd does for its own providers). The same two
+//! pieces also run the `provider` world's `turn` (the world includes it) through the `http`
+//! import, so a host that drives turns through the plugin gets the same answers.
 //!
 //! With `"provider": {"references": true}` in the manifest, chatd passes a turn's image data and
 //! long texts as reference tokens and fills them in as it sends the request: put those strings
@@ -74,7 +74,9 @@ type WholeParser = Box<dyn FnMut(&str) -> Result<(Vec<TurnEvent>, FinishReason),
 /// What it does with a response is the same for every provider, so it lives here: an error status
 /// becomes [`PluginError::Upstream`] with the upstream's own message (from up to 64 KiB of the
 /// body); a streamed turn answered with `text/event-stream` goes through the provider's
-/// [`TurnStream`] event by event; anything else (a turn that did not stream, or a server that
+/// [`TurnStream`] event by event; one answered with newline-delimited JSON
+/// (`application/x-ndjson`, as Ollama streams) goes through it too, each line as an event's
+/// `data` with no name; anything else (a turn that did not stream, or a server that
 /// ignored `stream: true` and sent one JSON body) is read whole and given to the provider's
 /// whole-body parser. Only a turn that did not ask to stream gets the body as `raw-json`.
 pub struct Decoder {
@@ -89,6 +91,8 @@ enum Read {
     Head,
     /// Server-sent events, through the provider's stream parser.
     Events(crate::sse::Parser),
+    /// Newline-delimited JSON: the line read so far, each whole line an event.
+    Lines(Vec<u8>),
     /// One body, parsed when it ends.
     Whole(Vec<u8>),
     /// An error status; the body is read for the upstream's message.
@@ -99,6 +103,34 @@ enum Read {
 
 /// How much of an error body is read to find its message.
 const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Content types of newline-delimited JSON streams.
+const NDJSON_TYPES: &[&str] = &[
+    "application/x-ndjson",
+    "application/ndjson",
+    "application/jsonl",
+];
+
+/// The whole lines of `held` + `chunk` as unnamed events (blank lines skipped, a `\r` before the
+/// newline dropped); what follows the last newline stays in `held`.
+fn split_lines(held: &mut Vec<u8>, chunk: &[u8]) -> Vec<crate::sse::Event> {
+    held.extend_from_slice(chunk);
+    let Some(last) = memchr::memrchr(b'\n', held) else {
+        return Vec::new();
+    };
+    let rest = held.split_off(last + 1);
+    let whole = std::mem::replace(held, rest);
+    whole
+        .split(|b| *b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|line| crate::sse::Event {
+            event: String::new(),
+            data: String::from_utf8_lossy(line).into_owned(),
+            id: None,
+        })
+        .collect()
+}
 
 impl Decoder {
     /// A decoder for a turn that asked to stream (`streaming`) or not, with the provider's
@@ -126,11 +158,19 @@ impl Decoder {
             h.name.eq_ignore_ascii_case("content-type")
                 && h.value.to_ascii_lowercase().contains("application/json")
         });
+        let lines = headers.iter().any(|h| {
+            h.name.eq_ignore_ascii_case("content-type")
+                && NDJSON_TYPES
+                    .iter()
+                    .any(|t| h.value.to_ascii_lowercase().contains(t))
+        });
         self.read = if !(200..300).contains(&status) {
             Read::Error {
                 status,
                 body: Vec::new(),
             }
+        } else if self.streaming && lines {
+            Read::Lines(Vec::new())
         } else if self.streaming && (event_stream || !json) {
             Read::Events(crate::sse::Parser::new())
         } else {
@@ -146,26 +186,12 @@ impl Decoder {
                 "the body came before the response's head".into(),
             ))),
             Read::Events(parser) => {
-                let mut end = None;
-                for event in parser.push(chunk) {
-                    // The events before an error still count: they reached the upstream's
-                    // client before the error did.
-                    match self.stream.push(&event) {
-                        Ok(more) => events.extend(more),
-                        Err(e) => {
-                            end = Some(Err(e));
-                            break;
-                        }
-                    }
-                    if let Some(finish) = self.stream.finished() {
-                        end = Some(Ok(TurnOutcome {
-                            finish,
-                            raw_json: None,
-                        }));
-                        break;
-                    }
-                }
-                end
+                let parsed = parser.push(chunk);
+                self.relay(parsed, &mut events)
+            }
+            Read::Lines(line) => {
+                let parsed = split_lines(line, chunk);
+                self.relay(parsed, &mut events)
             }
             Read::Whole(body) => {
                 body.extend_from_slice(chunk);
@@ -183,11 +209,52 @@ impl Decoder {
         Decoded { events, end }
     }
 
+    /// Hands `parsed` to the provider's stream parser, adding what it yields to `events`; the
+    /// turn's end if one of them ended it. The events before an error still count: they reached
+    /// the upstream's client before the error did.
+    fn relay(
+        &mut self,
+        parsed: Vec<crate::sse::Event>,
+        events: &mut Vec<TurnEvent>,
+    ) -> Option<Result<TurnOutcome, PluginError>> {
+        for event in parsed {
+            match self.stream.push(&event) {
+                Ok(more) => events.extend(more),
+                Err(e) => return Some(Err(e)),
+            }
+            if let Some(finish) = self.stream.finished() {
+                return Some(Ok(TurnOutcome {
+                    finish,
+                    raw_json: None,
+                }));
+            }
+        }
+        None
+    }
+
     /// The body ended: the outcome, or the error of a turn cut short.
     pub fn finish(&mut self) -> Decoded {
-        let (events, end) = match self.finished() {
-            Ok((events, outcome)) => (events, Ok(outcome)),
-            Err(e) => (Vec::new(), Err(e)),
+        // A last line without its newline is still a line; its events count even when the
+        // stream then turns out cut.
+        let mut events = Vec::new();
+        if let Read::Lines(rest) = &mut self.read {
+            let mut last = std::mem::take(rest);
+            last.push(b'\n');
+            let parsed = split_lines(&mut last, &[]);
+            if let Some(end) = self.relay(parsed, &mut events) {
+                self.read = Read::Done;
+                return Decoded {
+                    events,
+                    end: Some(end),
+                };
+            }
+        }
+        let end = match self.finished() {
+            Ok((more, outcome)) => {
+                events.extend(more);
+                Ok(outcome)
+            }
+            Err(e) => Err(e),
         };
         self.read = Read::Done;
         Decoded {
@@ -201,7 +268,7 @@ impl Decoder {
             Read::Head => Err(PluginError::InvalidInput(
                 "the body ended before the response's head".into(),
             )),
-            Read::Events(_) => Ok((
+            Read::Events(_) | Read::Lines(_) => Ok((
                 Vec::new(),
                 TurnOutcome {
                     finish: self.stream.end()?,
@@ -499,6 +566,32 @@ mod tests {
         let mut huge = decoder(false);
         huge.head(500, &[]);
         upstream_error(huge.feed(&vec![b'x'; MAX_ERROR_BODY]));
+    }
+
+    #[test]
+    fn newline_delimited_json_is_a_stream_of_lines() {
+        for piece in [1, 4, usize::MAX] {
+            let mut d = decoder(true);
+            d.head(200, &[header("Content-Type", "application/x-ndjson")]);
+            let mut seen = Vec::new();
+            for chunk in b"{\"a\":1}\r\n\n{\"b\":2}\n{\"c\":3}".chunks(piece) {
+                let decoded = d.feed(chunk);
+                assert!(decoded.end.is_none());
+                seen.extend(decoded.events);
+            }
+            // The last line has no newline: it counts when the body ends.
+            let end = d.finish();
+            seen.extend(end.events.iter().cloned());
+            let texts: Vec<String> = seen
+                .iter()
+                .map(|e| match e {
+                    TurnEvent::TextDelta(t) => t.clone(),
+                    _ => "?".into(),
+                })
+                .collect();
+            assert_eq!(texts, [r#"{"a":1}"#, r#"{"b":2}"#, r#"{"c":3}"#], "{piece}");
+            assert!(matches!(end.end, Some(Err(PluginError::Transport(_)))));
+        }
     }
 
     #[test]

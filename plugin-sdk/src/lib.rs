@@ -91,6 +91,8 @@ pub mod codec;
 pub mod provider;
 #[cfg(feature = "search")]
 pub mod search;
+#[cfg(feature = "provider")]
+pub mod testing;
 #[cfg(feature = "tool")]
 pub mod tool;
 

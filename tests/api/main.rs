@@ -15,6 +15,7 @@ mod large_bodies;
 mod lifecycle;
 mod limits;
 mod models_titles;
+mod plugin_provider;
 mod plugin_services;
 mod plugins;
 mod plugins_cli;

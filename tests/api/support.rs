@@ -36,6 +36,8 @@ pub fn test_component(crate_name: &str) -> Vec<u8> {
                 "test-plugin-hostile-provider",
                 "-p",
                 "test-plugin-reads-files",
+                "-p",
+                "example-ollama",
                 "--target-dir",
             ])
             .arg(&target)

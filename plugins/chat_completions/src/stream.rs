@@ -235,6 +235,7 @@ mod tests {
     use super::*;
     use crate::test_support::{Ev, evs};
     use chatd_plugin_sdk::provider::TurnOutcome;
+    use chatd_plugin_sdk::testing::replay as replay_body;
 
     const TOOL_CALL: &str = include_str!(
         "../../../tests/fixtures/upstream/openai_chat/01_stream_tool_call_include_usage.response.sse"
@@ -253,29 +254,11 @@ mod tests {
         flavor: Flavor,
         split: usize,
     ) -> (Vec<Ev>, Result<TurnOutcome, PluginError>) {
-        let mut decoder = chatd_plugin_sdk::codec::Decoder::new(true, Stream::new(flavor), |_| {
+        let decoder = chatd_plugin_sdk::codec::Decoder::new(true, Stream::new(flavor), |_| {
             unreachable!("a stream is not parsed whole")
         });
-        decoder.head(
-            200,
-            &[chatd_plugin_sdk::host::Header {
-                name: "content-type".into(),
-                value: "text/event-stream".into(),
-            }],
-        );
-        let mut seen = Vec::new();
-        let mut chunks = body.as_bytes().chunks(split);
-        let outcome = loop {
-            let decoded = match chunks.next() {
-                Some(chunk) => decoder.feed(chunk),
-                None => decoder.finish(),
-            };
-            seen.extend(decoded.events);
-            if let Some(end) = decoded.end {
-                break end;
-            }
-        };
-        (evs(&seen), outcome)
+        let out = replay_body(decoder, "text/event-stream", body.as_bytes(), split);
+        (evs(&out.events), out.outcome)
     }
 
     fn replay(body: &str, flavor: Flavor) -> (Vec<Ev>, Result<TurnOutcome, PluginError>) {

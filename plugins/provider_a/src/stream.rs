@@ -253,6 +253,7 @@ fn upstream(kind: Option<String>, message: Option<String>) -> PluginError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chatd_plugin_sdk::testing::{replay_sse, summary};
 
     macro_rules! fixture {
         ($name:literal) => {
@@ -263,58 +264,11 @@ mod tests {
         };
     }
 
-    /// A turn event as comparable text.
-    fn show(event: &TurnEvent) -> String {
-        match event {
-            TurnEvent::TextDelta(text) => format!("text {text}"),
-            TurnEvent::ToolCall(call) => {
-                format!("call {} {} {}", call.id, call.name, call.arguments_json)
-            }
-            TurnEvent::Usage(u) => {
-                format!(
-                    "usage {}+{}={}",
-                    u.input_tokens, u.output_tokens, u.total_tokens
-                )
-            }
-            TurnEvent::Continuation(state) => format!("continue {state}"),
-        }
-    }
-
-    /// Text deltas joined; other events as [`show`]s them, in order.
-    fn summary(events: &[TurnEvent]) -> (String, Vec<String>) {
-        let text = events
-            .iter()
-            .filter_map(|e| match e {
-                TurnEvent::TextDelta(t) => Some(t.as_str()),
-                _ => None,
-            })
-            .collect();
-        let others = events
-            .iter()
-            .filter(|e| !matches!(e, TurnEvent::TextDelta(_)))
-            .map(show)
-            .collect();
-        (text, others)
-    }
-
-    /// Runs a recorded stream through [`Stream`] as the plugin does: stops at the terminal event,
-    /// or at the first error.
+    /// Runs a recorded stream through [`Stream`] as the host does: stops at the terminal
+    /// event, or at the first error.
     fn run(sse: &str, may_continue: bool) -> (Vec<TurnEvent>, Result<FinishReason, PluginError>) {
-        let mut parser = chatd_plugin_sdk::sse::Parser::new();
-        let mut stream = Stream::new(may_continue);
-        let mut events = Vec::new();
-        for event in parser.push(sse.as_bytes()) {
-            match stream.feed(&event.event, &event.data) {
-                Ok(more) => events.extend(more),
-                Err(e) => return (events, Err(e)),
-            }
-            if let Some(finish) = stream.finished() {
-                return (events, Ok(finish));
-            }
-        }
-        parser.finish();
-        let end = stream.end();
-        (events, end)
+        let out = replay_sse(Stream::new(may_continue), sse);
+        (out.events, out.outcome.map(|o| o.finish))
     }
 
     fn upstream_message(result: Result<FinishReason, PluginError>) -> String {

@@ -1,0 +1,216 @@
+//! A provider plugin outside the bundled set, dropped into PLUGINS_DIR while the server runs:
+//! `examples/ollama` (Ollama's native API, newline-delimited JSON) under a new id, its upstream
+//! an operator's `[services.ollama]` with no key. Listed by `GET /v1/models`, serving a
+//! completion streamed and not, a tool loop, refused images it does not take, and offered as an
+//! adapter to providers declared in the file.
+
+use std::path::{Path, PathBuf};
+
+use chatd::plugins::testing::{Reply, ScriptedUpstream};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{Options, TestServer, data_url, png_bytes, test_component};
+
+const TAGS: &str = include_str!("../../examples/ollama/fixtures/tags.json");
+const TEXT: &str = include_str!("../../examples/ollama/fixtures/chat_stream_text.ndjson");
+const TOOL_CALL: &str = include_str!("../../examples/ollama/fixtures/chat_stream_tool_call.ndjson");
+const WHOLE: &str = include_str!("../../examples/ollama/fixtures/chat_nonstream.json");
+const MANIFEST: &str = include_str!("../../examples/ollama/ollama.json");
+
+fn ndjson(body: &str) -> Reply {
+    Reply::text(200, "application/x-ndjson", body)
+}
+
+fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("chatd.toml");
+    let partial = dir.join(".chatd.toml.partial");
+    std::fs::write(&partial, text).unwrap();
+    std::fs::rename(&partial, &path).unwrap();
+    path
+}
+
+/// The model lists once `id` is among them (or gone).
+async fn models_with(server: &TestServer, id: &str) -> Value {
+    let mut updates = server.state.models.updates();
+    loop {
+        let (status, models) = server.get("/v1/models").await;
+        assert_eq!(status, StatusCode::OK);
+        if models["providers"].get(id).is_some() {
+            return models;
+        }
+        tokio::time::timeout(std::time::Duration::from_secs(60), updates.changed())
+            .await
+            .unwrap_or_else(|_| panic!("{id} never appeared: {models}"))
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_plugin_with_a_new_id_serves_without_a_restart() {
+    let upstream = ScriptedUpstream::start([
+        (
+            "GET /ollama/api/tags",
+            Reply::text(200, "application/json", TAGS),
+        ),
+        (
+            "POST /ollama/api/chat",
+            Reply::text(200, "application/json", WHOLE),
+        ),
+        ("POST /ollama/api/chat", ndjson(TEXT)),
+        ("POST /ollama/api/chat", ndjson(TOOL_CALL)),
+        ("POST /ollama/api/chat", ndjson(TEXT)),
+        (
+            "GET /gpu2/api/tags",
+            Reply::text(200, "application/json", TAGS),
+        ),
+        ("POST /gpu2/api/chat", ndjson(TEXT)),
+        (
+            "POST /search",
+            Reply::json(
+                200,
+                json!({"requestId": "r1", "results": [
+                    {"url": "https://www.gov.uk/", "title": "UK", "summary": "London."}]}),
+            ),
+        ),
+    ])
+    .await;
+    let url = upstream.url();
+    let service = format!(
+        "[services.ollama]\nbase_url = \"{url}/ollama\"\nauth = \"none\"\nplugins = [\"ollama\"]\n"
+    );
+    let plugins_dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let config = write_config(files.path(), &service);
+    let server = TestServer::start_with(Options {
+        plugins_dir: Some(plugins_dir.path().to_path_buf()),
+        config: Some(config),
+        args: [
+            "--engine-a-base-url",
+            &url,
+            "--engine-a-api-key",
+            "engine-key-1234",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        ..Options::default()
+    })
+    .await;
+    let (_, before) = server.get("/v1/models").await;
+    assert!(before["providers"].get("ollama").is_none(), "{before}");
+
+    // Dropped in while the server runs: listed, with the server's models.
+    std::fs::write(plugins_dir.path().join("ollama.json"), MANIFEST).unwrap();
+    let staging = plugins_dir.path().join(".ollama.tmp");
+    std::fs::write(&staging, test_component("example-ollama")).unwrap();
+    std::fs::rename(&staging, plugins_dir.path().join("ollama.wasm")).unwrap();
+    let listed = models_with(&server, "ollama").await;
+    let entry = &listed["providers"]["ollama"];
+    assert_eq!(
+        entry["models"],
+        json!(["qwen3:8b", "llama3.2:latest"]),
+        "{listed}"
+    );
+    assert!(
+        entry["error"].is_null() && entry["loadedAt"].is_string(),
+        "{entry}"
+    );
+
+    // Non-streaming, then streaming.
+    let chat_id = server.new_chat(json!({})).await;
+    let ask = |text: &str| {
+        json!({"chatId": chat_id, "provider": "ollama", "model": "llama3.2", "enabledTools": [],
+               "messages": [{"role": "user", "content": text}]})
+    };
+    let (status, reply) = server.post("/v1/chat-completions", ask("Hi")).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(reply["message"]["content"], "The capital is London.");
+    let events = server.stream(ask("Hi again")).await.rest().await;
+    let deltas: String = events
+        .iter()
+        .filter(|e| e.name == "delta")
+        .map(|e| e.data["text"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(deltas, "The capital is London.", "{events:?}");
+    assert_eq!(events.last().unwrap().name, "done");
+    let sent = upstream.requests();
+    let streamed = sent[2].json();
+    assert_eq!(streamed["stream"], true);
+    assert_eq!(streamed["model"], "llama3.2");
+    assert!(sent[2].header("authorization").is_none(), "auth = \"none\"");
+
+    // A tool loop through web_search.
+    let events = server
+        .stream(
+            json!({"chatId": chat_id, "provider": "ollama", "model": "llama3.2",
+                       "enabledTools": ["web_search"],
+                       "messages": [{"role": "user", "content": "Capital of the UK?"}]}),
+        )
+        .await
+        .rest()
+        .await;
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    assert!(names.contains(&"tool_call"), "{names:?}");
+    assert_eq!(*names.last().unwrap(), "done", "{events:?}");
+    let after_tool = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/ollama/api/chat")
+        .last()
+        .unwrap()
+        .json();
+    let last = after_tool["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["tool_name"], "web_search");
+    let (_, chat) = server.get(&format!("/v1/chats/{chat_id}")).await;
+    assert_eq!(chat["chat"]["lastUsedProvider"], "ollama", "{chat}");
+
+    // It declares that it takes no images: refused before any call.
+    let calls = upstream.requests().len();
+    let png = png_bytes(100);
+    let (status, refused) = server
+        .post(
+            "/v1/chat-completions",
+            json!({"provider": "ollama", "model": "llama3.2",
+                   "messages": [{"role": "user", "content": "What is this?", "attachments": [
+                       {"kind": "image", "filename": "a.png", "mimeType": "image/png",
+                        "sizeBytes": png.len(), "dataUrl": data_url("image/png", &png)}]}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert_eq!(
+        refused["message"],
+        "messages[0].attachments[0]: provider ollama does not take images"
+    );
+    assert_eq!(upstream.requests().len(), calls);
+
+    // Its wire format is an adapter for providers declared in the file.
+    write_config(
+        files.path(),
+        &format!("{service}\n[providers.gpu2]\nadapter = \"ollama\"\nbase_url = \"{url}/gpu2\"\n"),
+    );
+    models_with(&server, "gpu2").await;
+    let events = server
+        .stream(
+            json!({"provider": "gpu2", "model": "qwen3:8b", "enabledTools": [],
+                       "messages": [{"role": "user", "content": "Hi"}]}),
+        )
+        .await
+        .rest()
+        .await;
+    assert_eq!(events.last().unwrap().name, "done", "{events:?}");
+    assert!(
+        upstream
+            .requests()
+            .iter()
+            .any(|r| r.path == "/gpu2/api/chat"),
+        "gpu2 ran on its own base URL"
+    );
+    server.stop().await;
+}
