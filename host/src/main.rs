@@ -5,8 +5,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use chatd::config::{Command, Config, ConfigError, PluginsCommand};
-use chatd::plugins::commands;
 use chatd::plugins::registry::PluginHost;
+use chatd::plugins::{LoadError, commands};
 use chatd::server::{Server, shutdown_signal};
 use tracing_subscriber::EnvFilter;
 
@@ -64,6 +64,11 @@ async fn run() -> ExitCode {
     let started = std::time::Instant::now();
     let plugins = match PluginHost::start(&config).await {
         Ok(plugins) => plugins,
+        // The configuration file is configuration: refused as an invalid variable is.
+        Err(LoadError::Config(line)) => {
+            eprintln!("chatd: configuration error: {line}");
+            return ExitCode::from(2);
+        }
         Err(err) => {
             eprintln!("chatd: cannot start: {err}");
             return ExitCode::FAILURE;

@@ -612,3 +612,61 @@ async fn a_second_server_on_the_same_database_is_refused() {
     let again = Process::start(dir.path(), &env);
     again.stop();
 }
+
+#[test]
+fn an_invalid_configuration_file_stops_startup_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("chatd.toml");
+    let missing = dir.path().join("nowhere.toml");
+    let cache = crate::support::plugin_cache_dir();
+    let cases: &[(&str, &[(&str, &str)], &str)] = &[
+        ("[providers.groq\nadapter = 1\n", &[], "line 1"),
+        (
+            "[providers.groq]\nadapter = \"chat_completions\"\nbase_url = \"https://api.groq.com/openai/v1\"\napi_key = \"${GROQ_API_KEY}\"\n",
+            &[],
+            "providers.groq.api_key: ${GROQ_API_KEY}: GROQ_API_KEY is not set",
+        ),
+        (
+            "[providers.groq]\nadapter = \"carrier_pigeon\"\nbase_url = \"https://api.groq.com/openai/v1\"\n",
+            &[],
+            "carrier_pigeon",
+        ),
+        (
+            // A key in the wrong place is named by its key path, never shown.
+            "[providers.groq]\nadapter = \"chat_completions\"\nbase_url = \"${GROQ_API_KEY}\"\n",
+            &[("GROQ_API_KEY", "gsk-never-printed-9f3e")],
+            "providers.groq.base_url",
+        ),
+    ];
+    for (text, env, expected) in cases {
+        std::fs::write(&file, text).unwrap();
+        // The tests' shared compile cache: the adapter check loads the plugins.
+        let mut all = vec![
+            ("CHATD_CONFIG", file.to_str().unwrap()),
+            ("PLUGIN_CACHE_DIR", cache.to_str().unwrap()),
+        ];
+        all.extend_from_slice(env);
+        let out = chatd(dir.path(), &all).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.starts_with("chatd: configuration error: ") && stderr.contains(expected),
+            "{text}: {stderr}"
+        );
+        assert!(!stderr.contains("gsk-never-printed"), "{stderr}");
+    }
+    let out = chatd(dir.path(), &[("CHATD_CONFIG", missing.to_str().unwrap())])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("nowhere.toml") && stderr.trim_end().lines().count() == 1,
+        "{stderr}"
+    );
+    assert!(
+        !dir.path().join("data").exists(),
+        "nothing is created when startup is refused"
+    );
+}

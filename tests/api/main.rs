@@ -19,6 +19,7 @@ mod plugin_provider;
 mod plugin_services;
 mod plugins;
 mod plugins_cli;
+mod providers_as_data;
 mod refusals;
 mod runs;
 mod search_runs;

@@ -28,7 +28,7 @@ pub enum Runs {
     /// The provider plugin of this id, on the service its manifest names.
     Plugin(String),
     /// An adapter's component under the provider's own id and upstream.
-    Declared(DeclaredProvider),
+    Declared(Box<DeclaredProvider>),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -84,7 +84,7 @@ impl HostSettings {
         for declared in file.providers.values() {
             providers.push(ProviderSpec {
                 id: declared.id.clone(),
-                runs: Runs::Declared(declared.clone()),
+                runs: Runs::Declared(Box::new(declared.clone())),
                 listing_error: None,
                 extra_model: None,
             });

@@ -118,6 +118,9 @@ impl Snapshot {
 }
 
 /// What the folder held at the last scan, per `.wasm` file.
+/// A declared provider's link: its spec, the adapter it was linked from, the plugin it runs.
+type DeclaredLink = (DeclaredProvider, Arc<Plugin>, Arc<Plugin>);
+
 #[derive(Clone)]
 struct FolderEntry {
     /// SHA-256 of the component and the manifest: unchanged files are not loaded again.
@@ -139,7 +142,7 @@ pub struct PluginHost {
     /// host that does not reload one).
     config: Option<Config>,
     /// Declared providers as last linked: reused while their spec and adapter are unchanged.
-    declared: Mutex<Vec<(DeclaredProvider, Arc<Plugin>, Arc<Plugin>)>>,
+    declared: Mutex<Vec<DeclaredLink>>,
     // A tokio mutex: a scan holds it across loads (awaits), and scans must not interleave.
     folder: tokio::sync::Mutex<BTreeMap<PathBuf, FolderEntry>>,
     // A std lock, not a tokio one: held only to clone or replace an Arc, never across an await.
@@ -562,7 +565,7 @@ impl PluginHost {
                 Runs::Declared(declared) => {
                     match self.declared_provider(loader, plugins, declared).await {
                         Ok((adapter, plugin)) => {
-                            declared_now.push((declared.clone(), adapter, plugin.clone()));
+                            declared_now.push(((**declared).clone(), adapter, plugin.clone()));
                             (Some(plugin), None)
                         }
                         Err(NotLinked::Link(why)) => (None, Some(why)),

@@ -62,7 +62,7 @@ impl Auth {
 }
 
 /// A plugin that may be granted a service: its id, and for the built-in services the world it
-/// must implement (a tool that calls itself `provider_a` does not get the provider key).
+/// must implement (a tool that takes a bundled provider's id does not get that provider's key).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
     pub id: String,
