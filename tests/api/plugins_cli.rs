@@ -158,3 +158,77 @@ fn plugins_check_validates_a_file_without_starting_the_server() {
     assert_eq!(code, 1);
     assert!(stderr.contains("nothing.json"), "{stderr}");
 }
+
+#[test]
+fn plugins_list_shows_providers_settings_and_services_from_the_file_and_no_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("plugins");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(
+        folder.join("weather.json"),
+        r#"{"id":"weather","kind":"tool","wit":"chatd:plugin@0.1.0","grants":{"services":["weather"]},
+            "settings":[{"name":"units","type":"string","description":"metric or imperial","default":"metric"},
+                        {"name":"days","type":"integer","description":"days ahead"}]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("weather.wasm"),
+        test_component("test-plugin-hostile"),
+    )
+    .unwrap();
+    let file = dir.path().join("chatd.toml");
+    std::fs::write(
+        &file,
+        r#"
+[providers.groq]
+adapter = "chat_completions"
+base_url = "https://api.groq.com/openai/v1"
+api_key = "${GROQ_API_KEY}"
+models = ["llama-3.3-70b-versatile"]
+
+[services.weather]
+base_url = "https://api.weather.example"
+api_key = "${WEATHER_API_KEY}"
+auth = "header:x-api-key"
+plugins = ["weather"]
+
+[plugins.weather.settings]
+days = 3
+"#,
+    )
+    .unwrap();
+    let out = run(
+        dir.path(),
+        &["plugins", "list"],
+        &[
+            ("PLUGINS_DIR", folder.to_str().unwrap()),
+            ("CHATD_CONFIG", file.to_str().unwrap()),
+            ("GROQ_API_KEY", "gsk-list-secret-1"),
+            ("WEATHER_API_KEY", "wx-list-secret-2"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "  grants: service weather: https://api.weather.example with the api_key of [services.weather] (header x-api-key)\n          setting units (string) = \"metric\": metric or imperial\n          setting days (integer) = \"3\": days ahead\n"
+        ),
+        "{stdout}"
+    );
+    let providers = stdout
+        .split("\nproviders\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        providers.starts_with(
+            "  groq: declared, adapter chat_completions; takes tools, the tool-loop instruction, images, text files\n    models: llama-3.3-70b-versatile (from the file)\n    service groq: https://api.groq.com/openai/v1 with the api_key of [providers.groq] (bearer)\n"
+        ),
+        "{providers}"
+    );
+    assert!(
+        providers.contains("  provider_agent: not served: AGENT_API_KEY is not set\n"),
+        "{providers}"
+    );
+    let everything = format!("{stdout}{}", text(&out.stderr));
+    assert!(!everything.contains("list-secret"), "{everything}");
+}

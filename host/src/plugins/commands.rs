@@ -1,14 +1,15 @@
 //! The operator commands `chatd plugins list` and `chatd plugins check FILE`: what the server
-//! would load with this configuration, and whether one plugin file is usable, without starting
-//! the server. Both print to stdout; `check` exits non-zero when the plugin would be refused.
+//! would load with this configuration (its plugins with their grants, settings and services, then
+//! its providers), and whether one plugin file is usable, without starting the server. Both print to stdout; `check` exits non-zero when the plugin would be refused.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use super::bundled;
 use super::load::{Loader, Package, Plugin};
-use super::registry::PluginHost;
+use super::registry::{PluginHost, Snapshot};
 use crate::config::Config;
 
 /// `chatd plugins list`.
@@ -21,15 +22,68 @@ pub async fn list(config: &Config) -> ExitCode {
         }
     };
     let mut out = String::new();
-    for plugin in &host.snapshot().plugins {
+    let snapshot = host.snapshot();
+    for plugin in &snapshot.plugins {
         out.push_str(&describe(plugin));
     }
     let refused = host.refused();
     for r in &refused {
         let _ = writeln!(out, "refused {}: {}", r.path.display(), r.reason);
     }
+    out.push_str(&providers(&snapshot));
     print!("{out}");
     ExitCode::SUCCESS
+}
+
+/// The providers the server would serve: what runs each (its own plugin, or an adapter under a
+/// declared id), what its profile says, and its upstream grant (keys named, never shown).
+fn providers(snapshot: &Snapshot) -> String {
+    let mut out = String::from("providers\n");
+    for served in snapshot.providers() {
+        let own = snapshot
+            .plugin(&served.id)
+            .zip(served.plugin.as_ref())
+            .is_some_and(|(listed, running)| Arc::ptr_eq(listed, running));
+        let runs = match (&served.plugin, own) {
+            (None, _) => "not linked".to_string(),
+            (Some(_), true) => "its plugin".to_string(),
+            (Some(_), false) => format!(
+                "declared, adapter {}",
+                served.profile.adapter.as_deref().unwrap_or("?")
+            ),
+        };
+        let p = &served.profile;
+        let takes: Vec<&str> = [
+            (p.tools, "tools"),
+            (p.tool_instruction, "the tool-loop instruction"),
+            (p.images, "images"),
+            (p.text_files, "text files"),
+        ]
+        .into_iter()
+        .filter_map(|(yes, what)| yes.then_some(what))
+        .collect();
+        let takes = match takes.is_empty() {
+            true => "nothing but text".to_string(),
+            false => takes.join(", "),
+        };
+        let _ = writeln!(out, "  {}: {runs}; takes {takes}", served.id);
+        if let Some(models) = &served.models {
+            let _ = writeln!(out, "    models: {} (from the file)", models.join(", "));
+        }
+        if let Some(error) = &served.error {
+            let _ = writeln!(out, "    error: {error}");
+        }
+        // A declared provider's upstream is not in the plugin list above: show it here.
+        if let (Some(plugin), false) = (&served.plugin, own) {
+            for line in &plugin.grants {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+    }
+    for (id, why) in snapshot.unserved() {
+        let _ = writeln!(out, "  {id}: not served: {why}");
+    }
+    out
 }
 
 /// `chatd plugins check FILE`.

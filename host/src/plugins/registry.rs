@@ -103,6 +103,11 @@ impl Snapshot {
         message
     }
 
+    /// Default providers not served, and why.
+    pub fn unserved(&self) -> &[(String, String)] {
+        &self.unserved
+    }
+
     pub fn plugin(&self, id: &str) -> Option<&Arc<Plugin>> {
         self.plugins.iter().find(|p| p.id() == id)
     }
