@@ -15,6 +15,10 @@
 //! 3. Live streams: N persisted streams at once against the paced mock; every stream must get
 //!    meta, 64 deltas in order, done; RSS of the server at the peak minus before.
 //! 4. Attach to a running stream: time to the first replayed event.
+//! 5. A provider declared in the configuration file (`adapter = "chat_completions"`, the same
+//!    mock) against provider_c, interleaved: non-streaming and `persist: false` first delta.
+//!    Both run the same component; what differs is the lookup and the link under another id,
+//!    so the two added latencies should be equal within noise.
 //!
 //! `--persist-false-only` measures the `persist: false` first delta alone, interleaved only with
 //! direct calls to the mock and calls through a do-nothing proxy (`floor.rs`: what any proxy
@@ -97,10 +101,20 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     let mock_url = format!("http://{mock}");
     let dir = tempfile::tempdir()?;
     let binary = server_binary()?;
+    let file = dir.path().join("chatd.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[providers.{DECLARED}]\nadapter = \"chat_completions\"\nbase_url = \"{mock_url}\"\n\
+             api_key = \"bench-declared\"\nmodels = [\"zero\"]\n"
+        ),
+    )?;
+    let file = file.to_str().context("a UTF-8 temp path")?.to_string();
     let (server, _, addr) = start_with(
         &binary,
         dir.path(),
         &[
+            ("CHATD_CONFIG", file.as_str()),
             ("PROVIDER_C_BASE_URL", mock_url.as_str()),
             ("PROVIDER_C_API_KEY", "bench"),
             // The request log off: one line per request is not what is measured.
@@ -125,6 +139,7 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     first_delta(&client, &base, &mock_url, o.requests).await?;
     attach(&client, &base, o.attaches).await?;
     live_streams(&client, &base, pid, o.streams).await?;
+    declared(&client, &base, &mock_url, o.requests).await?;
     drop(server);
     Ok(())
 }
@@ -357,6 +372,76 @@ async fn first_delta(
     let e = row("first delta: chatd stream, persist false", &mut ephemeral);
     added("first delta, persisted", p, d);
     added("first delta, persist false", e, d);
+    Ok(())
+}
+
+/// The provider the configuration file declares.
+const DECLARED: &str = "declared";
+
+/// Phase 5: the declared provider against provider_c, each request of one interleaved with the
+/// other's and a direct call, non-streaming and first delta (`persist: false`, so the store is
+/// not what is compared).
+async fn declared(
+    client: &reqwest::Client,
+    base: &str,
+    mock: &str,
+    n: usize,
+) -> anyhow::Result<()> {
+    let as_provider = |provider: &str, i: usize, stream: bool| {
+        let mut body = completion(None, "zero", i);
+        body["provider"] = json!(provider);
+        if stream {
+            body["persist"] = json!(false);
+        }
+        body
+    };
+    let direct_url = format!("{mock}/chat/completions");
+    let (once, stream_url) = (
+        format!("{base}/v1/chat-completions"),
+        format!("{base}/v1/chat-completions/stream"),
+    );
+    let direct_whole = json!({"model": "zero", "messages": [{"role": "user", "content": "q"}]});
+    let mut samples: [Vec<Duration>; 6] = Default::default();
+    for i in 0..n + 50 {
+        let t = Instant::now();
+        check(client.post(&direct_url).json(&direct_whole).send().await?).await?;
+        let d = t.elapsed();
+        let t = Instant::now();
+        let c = as_provider("provider_c", i, false);
+        check(client.post(&once).json(&c).send().await?).await?;
+        let c = t.elapsed();
+        let t = Instant::now();
+        let x = as_provider(DECLARED, i, false);
+        check(client.post(&once).json(&x).send().await?).await?;
+        let x = t.elapsed();
+        let ds = to_first(client, &direct_url, &direct_stream_body(), CONTENT).await?;
+        let body = as_provider("provider_c", i, true);
+        let cs = to_first(client, &stream_url, &body, DELTA).await?;
+        let body = as_provider(DECLARED, i, true);
+        let xs = to_first(client, &stream_url, &body, DELTA).await?;
+        if i >= 50 {
+            for (k, v) in [d, c, x, ds, cs, xs].into_iter().enumerate() {
+                samples[k].push(v);
+            }
+        }
+    }
+    let [d, c, x, ds, cs, xs] = &mut samples;
+    let d = row("non-streaming: mock directly", d);
+    let c = row("non-streaming: chatd, provider_c", c);
+    let x = row("non-streaming: chatd, declared chat_completions", x);
+    added_by("provider_c", "non-streaming", c, d);
+    added_by("the declared provider", "non-streaming", x, d);
+    let ds = row("first delta: mock directly", ds);
+    let cs = row("first delta: chatd, provider_c, persist false", cs);
+    let xs = row("first delta: chatd, declared, persist false", xs);
+    added_by("provider_c", "first delta", cs, ds);
+    added_by("the declared provider", "first delta", xs, ds);
+    let ratio = |x: (f64, f64), c: (f64, f64), d: (f64, f64)| (x.0 - d.0) / (c.0 - d.0);
+    println!(
+        "  declared / provider_c added, p50: non-streaming {:.2}, first delta {:.2}",
+        ratio(x, c, d),
+        ratio(xs, cs, ds)
+    );
     Ok(())
 }
 

@@ -52,6 +52,60 @@
 //! `chatd plugins check echo.wasm` validates both; dropping them into chatd's PLUGINS_DIR loads
 //! them without a restart. chatd's README lists every grant a manifest can ask for.
 //!
+//! # A new provider, end to end
+//!
+//! `examples/ollama` in chatd's repository is a whole provider in one file (Ollama's native
+//! `/api/chat`, which streams newline-delimited JSON); these steps are how it was written.
+//!
+//! 1. **A crate**: `crate-type = ["cdylib"]`, `chatd-plugin-sdk` with the `provider` feature,
+//!    `serde` and `serde_json`.
+//! 2. **The codec** ([`codec::Codec`]), three functions:
+//!    - `profile()`: what chatd should know about it ([`provider::Profile`]). `adapter: Some("ollama")`
+//!      lets operators run it under other ids; `images: false` makes chatd refuse image
+//!      attachments for it with a 400 instead of calling it; `tools`, `tool_instruction`,
+//!      `text_files` and `key_header` (the header the upstream takes its key in, e.g.
+//!      `x-api-key`; default `Authorization: Bearer`) say the rest.
+//!    - `list_models()`: [`provider::list_models`] at `{base}/api/tags` with a parser of that
+//!      body (for an OpenAI-style list, [`provider::openai_model_ids`]).
+//!    - `start(request)`: the turn's request, [`codec::post_turn`] of a JSON body to
+//!      `{base}/api/chat`, and a [`codec::Decoder`] made of the stream parser and a whole-body
+//!      parser. The base URL is [`provider::base_url`]; never set a key, the host adds it.
+//! 3. **The request body**: the host's [`provider::TurnRequest`] (messages with text, images and
+//!    text files; the tool calls and results of the loop; tools; temperature; max tokens) in the
+//!    upstream's shape. [`provider::tool_schema`], [`provider::text_file_prompt`] and
+//!    [`provider::json_number`] do what every provider does.
+//! 4. **Private wire types**: `serde` structs of what the upstream answers, every field
+//!    optional, unknown ones ignored.
+//! 5. **The stream parser** ([`provider::TurnStream`]): `push` turns one event into turn events
+//!    (text deltas, tool calls, usage), `finished` says when the answer is complete, `end` what a
+//!    body that stopped early means. The [`codec::Decoder`] does the framing: server-sent events
+//!    arrive as events, newline-delimited JSON as one event per line; error statuses become
+//!    [`host::PluginError::Upstream`] with the upstream's message before your parser sees them.
+//! 6. **Tests on recorded bodies**, natively (`cargo test`): [`testing::replay`] feeds a recorded
+//!    body through your decoder in pieces of any size, as the host does, and gives the text, the
+//!    other events as text ([`testing::show`]) and the finish.
+//! 7. **The manifest** beside the `.wasm` (`ollama.json`): `{"id": "ollama", "kind": "provider",
+//!    "wit": "chatd:plugin@0.1.0", "provider": {"service": "ollama"}}`. `provider.service` names
+//!    the upstream the operator configures; its base URL is what [`provider::base_url`] reads.
+//! 8. **Build and drop in**: `cargo build --release --target wasm32-wasip2`, then copy
+//!    `ollama.wasm` and `ollama.json` into chatd's PLUGINS_DIR (write the `.wasm` under another
+//!    name and rename it). The operator's configuration file gives it its upstream:
+//!
+//!    ```toml
+//!    [services.ollama]
+//!    base_url = "http://127.0.0.1:11434"
+//!    auth = "none"            # Ollama takes no key; "bearer" or "header:NAME" with api_key
+//!    plugins = ["ollama"]
+//!    ```
+//!
+//!    Within about two seconds, without a restart, `GET /v1/models` lists `ollama` with the
+//!    server's models and completions with `"provider": "ollama"` run on it. `chatd plugins
+//!    check ollama.wasm` says whether it would load; `chatd plugins list` shows it and its grant.
+//! 9. **More instances, no code**: with `adapter` in its profile, `[providers.gpu2] adapter =
+//!    "ollama"` and a `base_url` run the same component as a second provider.
+//!
+//! chatd's `tests/api/plugin_provider.rs` does steps 8 and 9 against a scripted upstream.
+//!
 //! # Talking to an upstream
 //!
 //! ```ignore
