@@ -23,9 +23,10 @@
 //!   its stream events, the seed message of a chat started from a search.
 //! - [`runs`]: backend-owned runs: the registry behind `GET /v1/active-runs` and attach, each
 //!   run's event log, the shutdown grace period.
-//! - [`plugins`]: the plugin host: wasmtime components, their grants, the HTTP capability, the
-//!   SSH capability (the operator's devbox, for the devbox tools only), bundled and PLUGINS_DIR
-//!   plugins with hot reload, the compile cache.
+//! - [`plugins`]: the plugin host: wasmtime components, their grants (one folder per
+//!   capability: http, ssh for the devbox tools only, settings, log), the services whose keys
+//!   the host adds, bundled, PLUGINS_DIR and declared providers with hot reload, the compile
+//!   cache.
 //!
 //! # Invariants
 //!
