@@ -300,3 +300,47 @@ async fn a_setting_of_the_wrong_type_is_refused_naming_both() {
     assert!(plugins.snapshot().plugin("weather2").is_none());
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_can_go_as_a_query_parameter_and_still_never_reaches_the_sandbox() {
+    let weather =
+        ScriptedUpstream::start([("GET /forecast", Reply::text(200, "text/plain", "sunny"))]).await;
+    let plugins_dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let manifest =
+        manifest("weather").replace(&format!(r#","http":["{OTHER_ORIGIN_PLACEHOLDER}"]"#), "");
+    deploy(plugins_dir.path(), "weather", &manifest);
+    let text = file_text(&weather.url(), "3").replace("header:x-api-key", "query:key");
+    let config = write_config(files.path(), &text);
+    let server = TestServer::start_with(Options {
+        plugins_dir: Some(plugins_dir.path().to_path_buf()),
+        config: Some(config),
+        ..Options::default()
+    })
+    .await;
+    let plugins = server.state.plugins.clone();
+    until(&plugins, "weather loads", |p| {
+        p.snapshot().plugin("weather").is_some()
+    })
+    .await;
+    let plugin = plugins.snapshot().plugin("weather").unwrap().clone();
+    // The plugin's own `key` is replaced, its other parameters kept.
+    let url = format!("{}/forecast?key=guess&units=metric", weather.url());
+    let out = invoke(&plugin, "http_get", json!({"url": url, "dump": true})).await;
+    assert!(out.starts_with("status 200\n"), "{out}");
+    assert!(!out.contains(KEY), "{out}");
+    let seen = weather.requests()[0].query_pairs();
+    assert_eq!(seen.get("key").map(String::as_str), Some(KEY));
+    assert_eq!(seen.get("units").map(String::as_str), Some("metric"));
+    assert_eq!(
+        weather.requests()[0]
+            .query
+            .as_deref()
+            .unwrap()
+            .matches("key=")
+            .count(),
+        1
+    );
+    assert_eq!(weather.requests()[0].header("x-api-key"), None);
+    server.stop().await;
+}

@@ -560,7 +560,7 @@ days = 3
             ),
             (
                 "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nauth = \"basic\"",
-                "providers.g.auth: must be bearer, header:NAME or none",
+                "providers.g.auth: must be bearer, header:NAME, query:NAME or none",
             ),
             (
                 "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nheaders = { host = \"x\" }",

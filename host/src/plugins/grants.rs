@@ -182,6 +182,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::config::file::FileConfig;
+    use crate::plugins::http::Place;
     use std::time::Duration;
 
     fn manifest(id: &str, kind: &str, grants: &str) -> Manifest {
@@ -247,7 +248,10 @@ mod tests {
             "engine_b is not configured, so it grants nothing"
         );
         assert_eq!(caps.http.credentials.len(), 1);
-        assert_eq!(caps.http.credentials[0].header, "x-api-key");
+        assert_eq!(
+            caps.http.credentials[0].to,
+            Place::Header(reqwest::header::HeaderName::from_static("x-api-key"))
+        );
         assert_eq!(caps.http.credentials[0].value.expose(), "k-123");
         assert!(!caps.config.values().any(|v| v.contains("k-123")));
         assert_eq!(
@@ -286,7 +290,10 @@ mod tests {
         let caps = resolve(&provider("provider").unwrap(), &settings)
             .unwrap()
             .caps;
-        assert_eq!(caps.http.credentials[0].header, "authorization");
+        assert_eq!(
+            caps.http.credentials[0].to,
+            Place::Header(reqwest::header::AUTHORIZATION)
+        );
         assert_eq!(caps.http.credentials[0].value.expose(), "Bearer sk-1");
         assert_eq!(caps.config["base_url"], "https://api.openai.com/v1");
         assert_eq!(

@@ -16,7 +16,7 @@ use base64::Engine as _;
 use reqwest::header::{HeaderName, HeaderValue};
 use url::Url;
 
-use super::http::{Credential, Origin};
+use super::http::{Credential, Origin, Place};
 use super::manifest::Kind;
 use crate::config::Secret;
 
@@ -27,6 +27,8 @@ pub enum Auth {
     Bearer,
     /// The bare key as the value of this header (`x-api-key`, Azure's `api-key`).
     Header(HeaderName),
+    /// The key as this query parameter (`?key=…`), for upstreams that take it there.
+    Query(String),
     /// No credential, even when a key is set.
     None,
 }
@@ -39,9 +41,23 @@ impl Auth {
             "none" => Ok(Auth::None),
             other => {
                 // The value is not echoed: `${VAR}` may have put a key here by mistake.
+                if let Some(name) = other.strip_prefix("query:") {
+                    let name = name.trim();
+                    let valid = !name.is_empty()
+                        && name.len() <= 64
+                        && name
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+                    if !valid {
+                        return Err(
+                            "query:NAME must name a parameter ([A-Za-z0-9_-], 1 to 64)".into()
+                        );
+                    }
+                    return Ok(Auth::Query(name.to_string()));
+                }
                 let name = other
                     .strip_prefix("header:")
-                    .ok_or("must be bearer, header:NAME or none")?;
+                    .ok_or("must be bearer, header:NAME, query:NAME or none")?;
                 let header = HeaderName::from_bytes(name.trim().as_bytes())
                     .map_err(|_| "header:NAME must name a valid header".to_string())?;
                 if super::http::is_host_header(&header) {
@@ -56,6 +72,7 @@ impl Auth {
         match self {
             Auth::Bearer => "bearer".into(),
             Auth::Header(name) => format!("header {name}"),
+            Auth::Query(name) => format!("query parameter {name}"),
             Auth::None => "none".into(),
         }
     }
@@ -243,17 +260,18 @@ impl Reach {
         if let Some(key) = &service.key {
             let credential = match &service.auth {
                 Auth::Bearer => Some((
-                    reqwest::header::AUTHORIZATION,
+                    Place::Header(reqwest::header::AUTHORIZATION),
                     Secret::new(format!("Bearer {}", key.expose())),
                 )),
-                Auth::Header(name) => Some((name.clone(), key.clone())),
+                Auth::Header(name) => Some((Place::Header(name.clone()), key.clone())),
+                Auth::Query(name) => Some((Place::Query(name.clone()), key.clone())),
                 Auth::None => None,
             };
-            if let Some((header, value)) = credential {
-                authorization_taken = header == reqwest::header::AUTHORIZATION;
+            if let Some((to, value)) = credential {
+                authorization_taken = to == Place::Header(reqwest::header::AUTHORIZATION);
                 self.credentials.push(Credential {
                     origin: origin.clone(),
-                    header,
+                    to,
                     value,
                     secret: Some(key.clone()),
                 });
@@ -267,7 +285,7 @@ impl Reach {
         if let Some(basic) = basic.filter(|_| !authorization_taken) {
             self.credentials.push(Credential {
                 origin: origin.clone(),
-                header: reqwest::header::AUTHORIZATION,
+                to: Place::Header(reqwest::header::AUTHORIZATION),
                 secret: Some(basic.clone()),
                 value: basic,
             });
@@ -276,7 +294,7 @@ impl Reach {
         for (name, value) in &service.headers {
             self.credentials.push(Credential {
                 origin: origin.clone(),
-                header: name.clone(),
+                to: Place::Header(name.clone()),
                 value: Secret::new(value.to_str().unwrap_or_default()),
                 secret: None,
             });
@@ -350,14 +368,18 @@ mod tests {
             Auth::parse("header:Api-Key"),
             Ok(Auth::Header(HeaderName::from_static("api-key")))
         );
+        assert_eq!(Auth::parse("query:key"), Ok(Auth::Query("key".into())));
         for bad in [
             "basic",
             "header:",
             "header:bad name",
             "header:host",
-            "query:key",
+            "query:",
+            "query:a b",
+            "sk-looks-like-a-key",
         ] {
-            assert!(Auth::parse(bad).is_err(), "{bad}");
+            let e = Auth::parse(bad).unwrap_err();
+            assert!(!e.contains("sk-looks"), "the value is not echoed: {e}");
         }
     }
 
@@ -381,7 +403,10 @@ mod tests {
         let headers: Vec<(&str, &str)> = reach
             .credentials
             .iter()
-            .map(|c| (c.header.as_str(), c.value.expose()))
+            .map(|c| match &c.to {
+                Place::Header(name) => (name.as_str(), c.value.expose()),
+                Place::Query(name) => (name.as_str(), c.value.expose()),
+            })
             .collect();
         assert_eq!(headers, [("x-api-key", "k-1"), ("x-client", "chatd")]);
         assert_eq!(
@@ -409,7 +434,12 @@ mod tests {
                 None,
             )
             .unwrap();
-        assert!(reach.credentials.iter().all(|c| c.header == "x-client"));
+        assert!(
+            reach
+                .credentials
+                .iter()
+                .all(|c| c.to == Place::Header(HeaderName::from_static("x-client")))
+        );
         let mut reach = Reach::default();
         reach
             .add(

@@ -61,15 +61,25 @@ impl std::fmt::Display for Origin {
     }
 }
 
-/// A header the host adds to requests to one origin (an API key, or a service's non-secret
+/// A value the host adds to requests to one origin (an API key, or a service's non-secret
 /// header). The plugin never sees it.
 #[derive(Clone, Debug)]
 pub struct Credential {
     pub origin: Origin,
-    pub header: HeaderName,
+    pub to: Place,
     pub value: Secret,
     /// The key inside the value, when it is one: scrubbed from what comes back ([`scrub`]).
     pub secret: Option<Secret>,
+}
+
+/// Where a credential goes on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// This header's value (set, replacing what the plugin set).
+    Header(HeaderName),
+    /// This query parameter of the URL (replacing any the plugin wrote), for upstreams that take
+    /// their key there. The final URL the plugin reads has it removed, as every key is.
+    Query(String),
 }
 
 /// Decides a plugin's HTTP: the manifest's own origins (public addresses only) and the public
@@ -417,16 +427,25 @@ async fn one_hop(
     body: Option<Bytes>,
 ) -> Result<reqwest::Response, Refusal> {
     let mut headers = headers.clone();
-    if let Some(origin) = Origin::of(url) {
+    let mut url = url.clone();
+    if let Some(origin) = Origin::of(&url) {
         for credential in grant.credentials.iter().filter(|c| c.origin == origin) {
-            let mut value = HeaderValue::from_str(credential.value.expose()).map_err(|_| {
-                Refusal::Invalid("a configured credential is not a valid header value".into())
-            })?;
-            value.set_sensitive(true);
-            headers.insert(credential.header.clone(), value);
+            match &credential.to {
+                Place::Header(name) => {
+                    let mut value =
+                        HeaderValue::from_str(credential.value.expose()).map_err(|_| {
+                            Refusal::Invalid(
+                                "a configured credential is not a valid header value".into(),
+                            )
+                        })?;
+                    value.set_sensitive(true);
+                    headers.insert(name.clone(), value);
+                }
+                Place::Query(name) => set_query(&mut url, name, credential.value.expose()),
+            }
         }
     }
-    let mut builder = client.request(method.clone(), url.clone()).headers(headers);
+    let mut builder = client.request(method.clone(), url).headers(headers);
     if let Some(body) = body {
         builder = builder.body(body);
     }
@@ -439,6 +458,21 @@ async fn one_hop(
             Refusal::Connection(error_chain(&e))
         }
     })
+}
+
+/// `url` with its `name` parameter set to `value` alone (any the plugin wrote are dropped).
+fn set_query(url: &mut Url, name: &str, value: &str) {
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(k, _)| k != name)
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let mut pairs = url.query_pairs_mut();
+    pairs.clear();
+    for (k, v) in &kept {
+        pairs.append_pair(k, v);
+    }
+    pairs.append_pair(name, value);
 }
 
 /// The settings every plugin HTTP client shares: no redirects (followed by hand), no proxy from
