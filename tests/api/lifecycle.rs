@@ -619,7 +619,9 @@ fn an_invalid_configuration_file_stops_startup_with_one_line() {
     let file = dir.path().join("chatd.toml");
     let missing = dir.path().join("nowhere.toml");
     let cache = crate::support::plugin_cache_dir();
-    let cases: &[(&str, &[(&str, &str)], &str)] = &[
+    /// The file's text, more environment, and what the one line must hold.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         ("[providers.groq\nadapter = 1\n", &[], "line 1"),
         (
             "[providers.groq]\nadapter = \"chat_completions\"\nbase_url = \"https://api.groq.com/openai/v1\"\napi_key = \"${GROQ_API_KEY}\"\n",
