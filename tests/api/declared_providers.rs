@@ -2,13 +2,11 @@
 //! format as an adapter under a new id, with its own base URL and key, against scripted
 //! upstreams replaying the recordings; and the file's hot reload.
 
-use std::path::{Path, PathBuf};
-
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Options, TestServer};
+use crate::support::{Options, TestServer, models_with, write_config};
 
 const OPENAI_MODELS: &str =
     include_str!("../fixtures/upstream/models_list/openai_list_models.response.json");
@@ -100,17 +98,6 @@ fn responses() -> Adapter {
     }
 }
 
-/// Writes `text` as the configuration file in `dir`.
-fn write_config(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join("chatd.toml");
-    // Written beside and renamed into place, as editors and deploy tools do: the server never
-    // reads half a file.
-    let partial = dir.join(".chatd.toml.partial");
-    std::fs::write(&partial, text).unwrap();
-    std::fs::rename(&partial, &path).unwrap();
-    path
-}
-
 /// A server with the configuration file `text`, engine_a on `upstream` (for web_search), and
 /// provider_c keyed with a key no declared provider may carry.
 async fn server(upstream: &ScriptedUpstream, text: &str) -> (TestServer, tempfile::TempDir) {
@@ -140,22 +127,6 @@ fn search_results() -> Value {
     json!({"requestId": "r1", "results": [
         {"url": "https://www.gov.uk/", "title": "UK government", "summary": "London is the capital."}
     ]})
-}
-
-/// The model lists once the providers' lists have loaded with `id` among them.
-async fn models_with(server: &TestServer, id: &str, present: bool) -> Value {
-    let mut updates = server.state.models.updates();
-    loop {
-        let (status, models) = server.get("/v1/models").await;
-        assert_eq!(status, StatusCode::OK);
-        if models["providers"].get(id).is_some() == present {
-            return models;
-        }
-        tokio::time::timeout(std::time::Duration::from_secs(20), updates.changed())
-            .await
-            .unwrap_or_else(|_| panic!("{id} never became present = {present}: {models}"))
-            .unwrap();
-    }
 }
 
 #[tokio::test]

@@ -2,40 +2,16 @@
 //! runs, seen through `GET /v1/chat-tools` and the plugin registry. Each step awaits the
 //! registry's scan counter instead of sleeping.
 
-use std::path::Path;
-use std::time::Duration;
-
 use chatd::plugins::registry::PluginHost;
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use serde_json::{Value, json};
 
-use crate::support::{Options, TestServer, test_component};
+use crate::support::{Options, TestServer, deploy, test_component, until};
 
 fn manifest(id: &str, version: &str, extra: &str) -> String {
     format!(
         r#"{{"id":"{id}","kind":"tool","wit":"chatd:plugin@0.1.0","version":"{version}"{extra}}}"#
     )
-}
-
-/// Writes the manifest, then the component through a rename (how an operator should deploy:
-/// the folder never holds half a component under its final name).
-fn deploy(dir: &Path, stem: &str, wasm: &[u8], manifest: &str) {
-    std::fs::write(dir.join(format!("{stem}.json")), manifest).unwrap();
-    let staging = dir.join(format!(".{stem}.tmp"));
-    std::fs::write(&staging, wasm).unwrap();
-    std::fs::rename(&staging, dir.join(format!("{stem}.wasm"))).unwrap();
-}
-
-/// Waits (up to 60 s, scan by scan) until `check` holds for the registry.
-async fn until(plugins: &PluginHost, what: &str, check: impl Fn(&PluginHost) -> bool) {
-    let mut scans = plugins.scans();
-    let waited = tokio::time::timeout(Duration::from_secs(60), async {
-        while !check(plugins) {
-            scans.changed().await.expect("the registry is alive");
-        }
-    })
-    .await;
-    assert!(waited.is_ok(), "timed out waiting until {what}");
 }
 
 fn tool_names(body: &Value) -> Vec<String> {

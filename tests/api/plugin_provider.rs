@@ -4,13 +4,13 @@
 //! completion streamed and not, a tool loop, refused images it does not take, and offered as an
 //! adapter to providers declared in the file.
 
-use std::path::{Path, PathBuf};
-
 use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::support::{Options, TestServer, data_url, png_bytes, test_component};
+use crate::support::{
+    Options, TestServer, data_url, models_with, png_bytes, test_component, write_config,
+};
 
 const TAGS: &str = include_str!("../../examples/ollama/fixtures/tags.json");
 const TEXT: &str = include_str!("../../examples/ollama/fixtures/chat_stream_text.ndjson");
@@ -20,30 +20,6 @@ const MANIFEST: &str = include_str!("../../examples/ollama/ollama.json");
 
 fn ndjson(body: &str) -> Reply {
     Reply::text(200, "application/x-ndjson", body)
-}
-
-fn write_config(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join("chatd.toml");
-    let partial = dir.join(".chatd.toml.partial");
-    std::fs::write(&partial, text).unwrap();
-    std::fs::rename(&partial, &path).unwrap();
-    path
-}
-
-/// The model lists once `id` is among them (or gone).
-async fn models_with(server: &TestServer, id: &str) -> Value {
-    let mut updates = server.state.models.updates();
-    loop {
-        let (status, models) = server.get("/v1/models").await;
-        assert_eq!(status, StatusCode::OK);
-        if models["providers"].get(id).is_some() {
-            return models;
-        }
-        tokio::time::timeout(std::time::Duration::from_secs(60), updates.changed())
-            .await
-            .unwrap_or_else(|_| panic!("{id} never appeared: {models}"))
-            .unwrap();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,7 +81,7 @@ async fn a_provider_plugin_with_a_new_id_serves_without_a_restart() {
     let staging = plugins_dir.path().join(".ollama.tmp");
     std::fs::write(&staging, test_component("example-ollama")).unwrap();
     std::fs::rename(&staging, plugins_dir.path().join("ollama.wasm")).unwrap();
-    let listed = models_with(&server, "ollama").await;
+    let listed = models_with(&server, "ollama", true).await;
     let entry = &listed["providers"]["ollama"];
     assert_eq!(
         entry["models"],
@@ -195,7 +171,7 @@ async fn a_provider_plugin_with_a_new_id_serves_without_a_restart() {
         files.path(),
         &format!("{service}\n[providers.gpu2]\nadapter = \"ollama\"\nbase_url = \"{url}/gpu2\"\n"),
     );
-    models_with(&server, "gpu2").await;
+    models_with(&server, "gpu2", true).await;
     let events = server
         .stream(
             json!({"provider": "gpu2", "model": "qwen3:8b", "enabledTools": [],

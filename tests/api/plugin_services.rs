@@ -6,14 +6,13 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use chatd::plugins::load::Plugin;
 use chatd::plugins::registry::PluginHost;
 use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use serde_json::{Value, json};
 
-use crate::support::{Options, TestServer, test_component};
+use crate::support::{Options, TestServer, deploy, test_component, until, write_config};
 
 const KEY: &str = "wx-4c1f9e-operator-secret";
 
@@ -50,19 +49,34 @@ forecast_key = "not declared, not readable"
     )
 }
 
-fn deploy(dir: &Path, id: &str, manifest: &str) {
-    std::fs::write(dir.join(format!("{id}.json")), manifest).unwrap();
-    let staging = dir.join(format!(".{id}.tmp"));
-    std::fs::write(&staging, test_component("test-plugin-hostile")).unwrap();
-    std::fs::rename(&staging, dir.join(format!("{id}.wasm"))).unwrap();
+/// The hostile component as plugin `id`.
+fn deploy_hostile(dir: &Path, id: &str, manifest: &str) {
+    deploy(dir, id, &test_component("test-plugin-hostile"), manifest);
 }
 
-fn write_config(dir: &Path, text: &str) -> std::path::PathBuf {
-    let path = dir.join("chatd.toml");
-    let partial = dir.join(".chatd.toml.partial");
-    std::fs::write(&partial, text).unwrap();
-    std::fs::rename(&partial, &path).unwrap();
-    path
+/// A server on `plugins_dir` and the configuration file `text`, once `weather` has loaded.
+async fn start(
+    plugins_dir: &Path,
+    files: &Path,
+    text: &str,
+    private: bool,
+) -> (TestServer, Arc<Plugin>) {
+    let server = TestServer::start_with(Options {
+        plugins_dir: Some(plugins_dir.to_path_buf()),
+        // The other origin is a loopback upstream: manifest origins reach private addresses
+        // only when the operator allows it.
+        allow_private_networks: private,
+        config: Some(write_config(files, text)),
+        ..Options::default()
+    })
+    .await;
+    let plugins = server.state.plugins.clone();
+    until(&plugins, "weather loads", |p| {
+        p.snapshot().plugin("weather").is_some()
+    })
+    .await;
+    let plugin = plugins.snapshot().plugin("weather").unwrap().clone();
+    (server, plugin)
 }
 
 async fn invoke(plugin: &Arc<Plugin>, tool: &str, args: Value) -> String {
@@ -71,18 +85,6 @@ async fn invoke(plugin: &Arc<Plugin>, tool: &str, args: Value) -> String {
         Ok(out) => out.content,
         Err(e) => format!("tool error {e:?}"),
     }
-}
-
-/// Waits (scan by scan, up to 60 s) until `check` holds.
-async fn until(plugins: &PluginHost, what: &str, check: impl Fn(&PluginHost) -> bool) {
-    let mut scans = plugins.scans();
-    let waited = tokio::time::timeout(Duration::from_secs(60), async {
-        while !check(plugins) {
-            scans.changed().await.expect("the registry is alive");
-        }
-    })
-    .await;
-    assert!(waited.is_ok(), "timed out waiting until {what}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,24 +116,12 @@ async fn a_plugin_gets_its_service_key_on_the_wire_and_never_in_the_sandbox() {
     let plugins_dir = tempfile::tempdir().unwrap();
     let files = tempfile::tempdir().unwrap();
     let manifest = |id: &str| manifest(id).replace(OTHER_ORIGIN_PLACEHOLDER, &other.url());
-    deploy(plugins_dir.path(), "weather", &manifest("weather"));
+    deploy_hostile(plugins_dir.path(), "weather", &manifest("weather"));
     // Same service, an id the operator did not list.
-    deploy(plugins_dir.path(), "intruder", &manifest("intruder"));
-    let config = write_config(files.path(), &file_text(&weather.url(), "3"));
-    let server = TestServer::start_with(Options {
-        plugins_dir: Some(plugins_dir.path().to_path_buf()),
-        // The other origin is a loopback upstream: manifest origins reach private addresses
-        // only when the operator allows it.
-        allow_private_networks: true,
-        config: Some(config.clone()),
-        ..Options::default()
-    })
-    .await;
+    deploy_hostile(plugins_dir.path(), "intruder", &manifest("intruder"));
+    let text = file_text(&weather.url(), "3");
+    let (server, plugin) = start(plugins_dir.path(), files.path(), &text, true).await;
     let plugins = server.state.plugins.clone();
-    until(&plugins, "weather loads", |p| {
-        p.snapshot().plugin("weather").is_some()
-    })
-    .await;
 
     // The unlisted plugin does not load, and the operator is told why.
     assert!(plugins.snapshot().plugin("intruder").is_none());
@@ -145,8 +135,6 @@ async fn a_plugin_gets_its_service_key_on_the_wire_and_never_in_the_sandbox() {
         why.contains("plugin intruder") && why.contains("weather"),
         "{why}"
     );
-
-    let plugin = plugins.snapshot().plugin("weather").unwrap().clone();
     let base = weather.url();
 
     // The upstream gets the key, in the header the operator chose.
@@ -230,19 +218,10 @@ async fn a_setting_of_the_wrong_type_is_refused_naming_both() {
     let files = tempfile::tempdir().unwrap();
     let manifest =
         manifest("weather").replace(&format!(r#","http":["{OTHER_ORIGIN_PLACEHOLDER}"]"#), "");
-    deploy(plugins_dir.path(), "weather", &manifest);
-    let config = write_config(files.path(), &file_text(&weather.url(), "3"));
-    let server = TestServer::start_with(Options {
-        plugins_dir: Some(plugins_dir.path().to_path_buf()),
-        config: Some(config),
-        ..Options::default()
-    })
-    .await;
+    deploy_hostile(plugins_dir.path(), "weather", &manifest);
+    let text = file_text(&weather.url(), "3");
+    let (server, _) = start(plugins_dir.path(), files.path(), &text, false).await;
     let plugins = server.state.plugins.clone();
-    until(&plugins, "weather loads", |p| {
-        p.snapshot().plugin("weather").is_some()
-    })
-    .await;
 
     // An edit that gives `retries` a string is refused whole; the last good file keeps serving.
     let mut scans = plugins.scans();
@@ -282,7 +261,7 @@ async fn a_setting_of_the_wrong_type_is_refused_naming_both() {
         "id": "weather2", "kind": "tool", "wit": "chatd:plugin@0.1.0",
         "settings": [{"name": "verbose", "type": "boolean", "description": "longer answers"}]
     });
-    deploy(plugins_dir.path(), "weather2", &late.to_string());
+    deploy_hostile(plugins_dir.path(), "weather2", &late.to_string());
     let refused = |p: &PluginHost| {
         p.refused()
             .into_iter()
@@ -309,21 +288,9 @@ async fn a_key_can_go_as_a_query_parameter_and_still_never_reaches_the_sandbox()
     let files = tempfile::tempdir().unwrap();
     let manifest =
         manifest("weather").replace(&format!(r#","http":["{OTHER_ORIGIN_PLACEHOLDER}"]"#), "");
-    deploy(plugins_dir.path(), "weather", &manifest);
+    deploy_hostile(plugins_dir.path(), "weather", &manifest);
     let text = file_text(&weather.url(), "3").replace("header:x-api-key", "query:key");
-    let config = write_config(files.path(), &text);
-    let server = TestServer::start_with(Options {
-        plugins_dir: Some(plugins_dir.path().to_path_buf()),
-        config: Some(config),
-        ..Options::default()
-    })
-    .await;
-    let plugins = server.state.plugins.clone();
-    until(&plugins, "weather loads", |p| {
-        p.snapshot().plugin("weather").is_some()
-    })
-    .await;
-    let plugin = plugins.snapshot().plugin("weather").unwrap().clone();
+    let (server, plugin) = start(plugins_dir.path(), files.path(), &text, false).await;
     // The plugin's own `key` is replaced, its other parameters kept.
     let url = format!("{}/forecast?key=guess&units=metric", weather.url());
     let out = invoke(&plugin, "http_get", json!({"url": url, "dump": true})).await;

@@ -1,7 +1,7 @@
 //! The black-box harness: a real chatd server (the same `Server` the binary runs) on
 //! 127.0.0.1:0 with a temporary SQLite database, and a small JSON client.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use chatd::config::{Config, DatabaseUrl, Secret};
@@ -374,5 +374,57 @@ impl Events {
             all.push(event);
         }
         all
+    }
+}
+
+// ---- the plugin folder and the configuration file, changed while the server runs ----
+
+/// Writes the manifest, then the component through a rename (how an operator should deploy:
+/// the folder never holds half a component under its final name).
+pub fn deploy(dir: &Path, stem: &str, wasm: &[u8], manifest: &str) {
+    std::fs::write(dir.join(format!("{stem}.json")), manifest).unwrap();
+    let staging = dir.join(format!(".{stem}.tmp"));
+    std::fs::write(&staging, wasm).unwrap();
+    std::fs::rename(&staging, dir.join(format!("{stem}.wasm"))).unwrap();
+}
+
+/// Waits (up to 60 s, scan by scan) until `check` holds for the registry.
+pub async fn until(plugins: &PluginHost, what: &str, check: impl Fn(&PluginHost) -> bool) {
+    let mut scans = plugins.scans();
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while !check(plugins) {
+            scans.changed().await.expect("the registry is alive");
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "timed out waiting until {what}");
+}
+
+/// Writes `text` as the configuration file in `dir`.
+pub fn write_config(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("chatd.toml");
+    // Written beside and renamed into place, as editors and deploy tools do: the server never
+    // reads half a file.
+    let partial = dir.join(".chatd.toml.partial");
+    std::fs::write(&partial, text).unwrap();
+    std::fs::rename(&partial, &path).unwrap();
+    path
+}
+
+/// The model lists once the providers' lists have loaded with `id` among them (`present`) or
+/// without it.
+pub async fn models_with(server: &TestServer, id: &str, present: bool) -> Value {
+    let mut updates = server.state.models.updates();
+    loop {
+        let (status, models) = server.get("/v1/models").await;
+        assert_eq!(status, StatusCode::OK);
+        if models["providers"].get(id).is_some() == present {
+            return models;
+        }
+        // A folder plugin compiles first (slow in a debug build).
+        tokio::time::timeout(std::time::Duration::from_secs(60), updates.changed())
+            .await
+            .unwrap_or_else(|_| panic!("{id} never became present = {present}: {models}"))
+            .unwrap();
     }
 }
