@@ -114,8 +114,10 @@ const NDJSON_TYPES: &[&str] = &[
 /// The whole lines of `held` + `chunk` as unnamed events (blank lines skipped, a `\r` before the
 /// newline dropped); what follows the last newline stays in `held`.
 fn split_lines(held: &mut Vec<u8>, chunk: &[u8]) -> Vec<crate::sse::Event> {
+    // Only the new piece is searched: a long line arriving in many pieces is read once.
+    let start = held.len();
     held.extend_from_slice(chunk);
-    let Some(last) = memchr::memrchr(b'\n', held) else {
+    let Some(last) = memchr::memrchr(b'\n', &held[start..]).map(|at| start + at) else {
         return Vec::new();
     };
     let rest = held.split_off(last + 1);
@@ -238,9 +240,8 @@ impl Decoder {
         // stream then turns out cut.
         let mut events = Vec::new();
         if let Read::Lines(rest) = &mut self.read {
-            let mut last = std::mem::take(rest);
-            last.push(b'\n');
-            let parsed = split_lines(&mut last, &[]);
+            let rest = std::mem::take(rest);
+            let parsed = split_lines(&mut Vec::new(), &[rest.as_slice(), b"\n"].concat());
             if let Some(end) = self.relay(parsed, &mut events) {
                 self.read = Read::Done;
                 return Decoded {

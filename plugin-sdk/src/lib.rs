@@ -87,14 +87,15 @@
 //! 7. **The manifest** beside the `.wasm` (`ollama.json`): `{"id": "ollama", "kind": "provider",
 //!    "wit": "chatd:plugin@0.1.0", "provider": {"service": "ollama"}}`. `provider.service` names
 //!    the upstream the operator configures; its base URL is what [`provider::base_url`] reads.
-//! 8. **Build and drop in**: `cargo build --release --target wasm32-wasip2`, then copy
-//!    `ollama.wasm` and `ollama.json` into chatd's PLUGINS_DIR (write the `.wasm` under another
+//! 8. **Build and drop in**: `cargo build --release --target wasm32-wasip2`, then copy the
+//!    built `example_ollama.wasm` as `ollama.wasm` beside `ollama.json` (a component's manifest
+//!    is the `.json` of its name) into chatd's PLUGINS_DIR (write the `.wasm` under another
 //!    name and rename it). The operator's configuration file gives it its upstream:
 //!
 //!    ```toml
 //!    [services.ollama]
 //!    base_url = "http://127.0.0.1:11434"
-//!    auth = "none"            # Ollama takes no key; "bearer" or "header:NAME" with api_key
+//!    auth = "none"            # no key; else api_key with bearer, header:NAME or query:NAME
 //!    plugins = ["ollama"]
 //!    ```
 //!

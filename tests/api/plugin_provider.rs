@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::support::{
-    Options, TestServer, data_url, models_with, png_bytes, test_component, write_config,
+    Options, TestServer, data_url, deploy, models_with, png_bytes, test_component, write_config,
 };
 
 const TAGS: &str = include_str!("../../examples/ollama/fixtures/tags.json");
@@ -77,10 +77,8 @@ async fn a_provider_plugin_with_a_new_id_serves_without_a_restart() {
     assert!(before["providers"].get("ollama").is_none(), "{before}");
 
     // Dropped in while the server runs: listed, with the server's models.
-    std::fs::write(plugins_dir.path().join("ollama.json"), MANIFEST).unwrap();
-    let staging = plugins_dir.path().join(".ollama.tmp");
-    std::fs::write(&staging, test_component("example-ollama")).unwrap();
-    std::fs::rename(&staging, plugins_dir.path().join("ollama.wasm")).unwrap();
+    let component = test_component("example-ollama");
+    deploy(plugins_dir.path(), "ollama", &component, MANIFEST);
     let listed = models_with(&server, "ollama", true).await;
     let entry = &listed["providers"]["ollama"];
     assert_eq!(

@@ -223,40 +223,29 @@ async fn a_setting_of_the_wrong_type_is_refused_naming_both() {
     let (server, _) = start(plugins_dir.path(), files.path(), &text, false).await;
     let plugins = server.state.plugins.clone();
 
-    // An edit that gives `retries` a string is refused whole; the last good file keeps serving.
-    let mut scans = plugins.scans();
-    scans.mark_unchanged();
-    write_config(
-        files.path(),
-        &file_text(&weather.url(), "\"three\"").replace("metric", "imperial"),
+    // A file that gives `retries` a string is refused whole, with the rule the log states; the
+    // last good configuration keeps serving. (Applied directly: the watcher's path to the same
+    // function is the declared-provider tests'.)
+    let parse = |text: &str| chatd::config::file::FileConfig::parse(text, &|_| None).unwrap();
+    let wrong = file_text(&weather.url(), "\"three\"").replace("metric", "imperial");
+    let why = plugins.reconfigure(&parse(&wrong)).await.unwrap_err();
+    assert_eq!(
+        why,
+        "plugins.weather.settings.retries: weather declares it an integer; the file gives a string"
     );
-    scans.changed().await.unwrap();
     let plugin = plugins.snapshot().plugin("weather").unwrap().clone();
     let settings = invoke(&plugin, "config", json!({})).await;
     assert!(
         settings.contains(r#"("retries", "3")"#) && settings.contains(r#"("units", "metric")"#),
         "{settings}"
     );
-    // The rule, as the log states it.
-    let file =
-        chatd::config::file::FileConfig::parse(&file_text(&weather.url(), "\"three\""), &|_| None)
-            .unwrap();
-    let why = plugins.reconfigure(&file).await.unwrap_err();
-    assert_eq!(
-        why,
-        "plugins.weather.settings.retries: weather declares it an integer; the file gives a string"
-    );
 
     // A plugin that arrives under a file giving it the wrong type does not load, naming both.
-    scans.mark_unchanged();
-    write_config(
-        files.path(),
-        &format!(
-            "{}\n[plugins.weather2.settings]\nverbose = \"yes\"\n",
-            file_text(&weather.url(), "3")
-        ),
+    let for_late = format!(
+        "{}\n[plugins.weather2.settings]\nverbose = \"yes\"\n",
+        file_text(&weather.url(), "3")
     );
-    scans.changed().await.unwrap();
+    plugins.reconfigure(&parse(&for_late)).await.unwrap();
     let late = json!({
         "id": "weather2", "kind": "tool", "wit": "chatd:plugin@0.1.0",
         "settings": [{"name": "verbose", "type": "boolean", "description": "longer answers"}]
@@ -282,32 +271,82 @@ async fn a_setting_of_the_wrong_type_is_refused_naming_both() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_can_go_as_a_query_parameter_and_still_never_reaches_the_sandbox() {
-    let weather =
-        ScriptedUpstream::start([("GET /forecast", Reply::text(200, "text/plain", "sunny"))]).await;
+    // A key with characters a URL escapes: an error or an echo shows it escaped.
+    const QUERY_KEY: &str = "wx+key/with=chars-7";
+    const ESCAPED: &str = "wx%2Bkey%2Fwith%3Dchars-7";
+    let other =
+        ScriptedUpstream::start([("GET /landing", Reply::text(200, "text/plain", "ok"))]).await;
+    let weather = ScriptedUpstream::start([
+        ("GET /forecast", Reply::text(200, "text/plain", "sunny")),
+        (
+            "GET /echo",
+            Reply::text(200, "text/plain", &format!("GET /echo?key={ESCAPED}")),
+        ),
+        // A redirect that keeps the query, as host-canonicalising redirects do.
+        (
+            "GET /moved",
+            Reply::redirect(
+                302,
+                &format!("{}/landing?units=metric&key={ESCAPED}", other.url()),
+            ),
+        ),
+    ])
+    .await;
+    // Nothing listens here: the connection error quotes the URL, key and all.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
     let plugins_dir = tempfile::tempdir().unwrap();
     let files = tempfile::tempdir().unwrap();
-    let manifest =
-        manifest("weather").replace(&format!(r#","http":["{OTHER_ORIGIN_PLACEHOLDER}"]"#), "");
+    let manifest = manifest("weather")
+        .replace(OTHER_ORIGIN_PLACEHOLDER, &other.url())
+        .replace(
+            r#""services":["weather"]"#,
+            r#""services":["weather","down"]"#,
+        );
     deploy_hostile(plugins_dir.path(), "weather", &manifest);
-    let text = file_text(&weather.url(), "3").replace("header:x-api-key", "query:key");
-    let (server, plugin) = start(plugins_dir.path(), files.path(), &text, false).await;
-    // The plugin's own `key` is replaced, its other parameters kept.
-    let url = format!("{}/forecast?key=guess&units=metric", weather.url());
-    let out = invoke(&plugin, "http_get", json!({"url": url, "dump": true})).await;
+    let text = file_text(&weather.url(), "3")
+        .replace("header:x-api-key", "query:key")
+        .replace(KEY, QUERY_KEY)
+        + &format!(
+            "\n[services.down]\nbase_url = \"{down}\"\napi_key = \"{QUERY_KEY}\"\nauth = \"query:key\"\nplugins = [\"weather\"]\n"
+        );
+    let (server, plugin) = start(plugins_dir.path(), files.path(), &text, true).await;
+    let base = weather.url();
+    let get = |url: String| {
+        let plugin = plugin.clone();
+        async move { invoke(&plugin, "http_get", json!({"url": url, "dump": true})).await }
+    };
+
+    // The plugin's own `key` is replaced, its other parameters kept as written.
+    let out = get(format!("{base}/forecast?key=guess&units=metric&q=a%20b")).await;
     assert!(out.starts_with("status 200\n"), "{out}");
-    assert!(!out.contains(KEY), "{out}");
-    let seen = weather.requests()[0].query_pairs();
-    assert_eq!(seen.get("key").map(String::as_str), Some(KEY));
-    assert_eq!(seen.get("units").map(String::as_str), Some("metric"));
+    let sent = &weather.requests()[0];
     assert_eq!(
-        weather.requests()[0]
-            .query
-            .as_deref()
-            .unwrap()
-            .matches("key=")
-            .count(),
-        1
+        sent.query.as_deref(),
+        Some(format!("units=metric&q=a%20b&key={ESCAPED}").as_str())
     );
-    assert_eq!(weather.requests()[0].header("x-api-key"), None);
+    assert_eq!(sent.query_pairs()["key"], QUERY_KEY);
+    assert_eq!(sent.header("x-api-key"), None);
+
+    // What comes back: an echo, a redirect to another origin, a connection error.
+    let echoed = get(format!("{base}/echo")).await;
+    assert!(echoed.ends_with("GET /echo?key=[redacted]"), "{echoed}");
+    let moved = get(format!("{base}/moved")).await;
+    assert!(moved.starts_with("status 200\n"), "{moved}");
+    let landed = &other.requests()[0];
+    assert_eq!(
+        landed.query.as_deref(),
+        Some("units=metric"),
+        "the key stayed home"
+    );
+    let failed = get(format!("{down}/anything")).await;
+    assert!(failed.starts_with("error "), "{failed}");
+    for text in [&out, &echoed, &moved, &failed] {
+        assert!(
+            !text.contains(QUERY_KEY) && !text.contains(ESCAPED),
+            "{text}"
+        );
+    }
     server.stop().await;
 }

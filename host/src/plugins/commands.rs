@@ -1,6 +1,6 @@
 //! The operator commands `chatd plugins list` and `chatd plugins check FILE`: what the server
-//! would load with this configuration (its plugins with their grants, settings and services, then
-//! its providers), and whether one plugin file is usable, without starting the server. Both print to stdout; `check` exits non-zero when the plugin would be refused.
+//! would load with this configuration (its plugins with their grants, settings and services,
+//! then its providers), and whether one plugin file is usable, without starting the server. Both print to stdout; `check` exits non-zero when the plugin would be refused.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -16,6 +16,11 @@ use crate::config::Config;
 pub async fn list(config: &Config) -> ExitCode {
     let host = match PluginHost::from_config(config).await {
         Ok(host) => host,
+        // As the server refuses it at startup.
+        Err(super::LoadError::Config(line)) => {
+            eprintln!("chatd: configuration error: {line}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("chatd: {e}");
             return ExitCode::FAILURE;

@@ -122,10 +122,10 @@ impl Snapshot {
     }
 }
 
-/// What the folder held at the last scan, per `.wasm` file.
 /// A declared provider's link: its spec, the adapter it was linked from, the plugin it runs.
 type DeclaredLink = (DeclaredProvider, Arc<Plugin>, Arc<Plugin>);
 
+/// What the folder held at the last scan, per `.wasm` file.
 #[derive(Clone)]
 struct FolderEntry {
     /// SHA-256 of the component and the manifest: unchanged files are not loaded again.
@@ -418,9 +418,10 @@ impl PluginHost {
     }
 
     /// Applies a configuration file that was just read: every plugin linked again under the
-    /// settings it gives, and the result swapped in. Refused, with nothing changed, when the
-    /// settings break a bundled plugin or a declared provider names an adapter no plugin offers;
-    /// a folder plugin they refuse stops serving (its file's entry says why).
+    /// settings it gives, and the result swapped in. Refused, with nothing changed, when it gives
+    /// a loaded plugin a setting of the wrong type, breaks a bundled plugin, or names an adapter no
+    /// plugin offers; a folder plugin it refuses otherwise (a service no longer granted to it)
+    /// stops serving (its file's entry says why).
     pub async fn reconfigure(&self, file: &FileConfig) -> Result<(), String> {
         let Some(config) = &self.config else {
             return Err("this plugin host does not read a configuration file".into());

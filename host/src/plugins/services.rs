@@ -34,7 +34,7 @@ pub enum Auth {
 }
 
 impl Auth {
-    /// `bearer`, `header:NAME` or `none`, as the configuration file writes it.
+    /// `bearer`, `header:NAME`, `query:NAME` or `none`, as the configuration file writes it.
     pub fn parse(text: &str) -> Result<Self, String> {
         match text.trim() {
             "bearer" => Ok(Auth::Bearer),

@@ -12,10 +12,12 @@
 //! - here: [`grant`], the one function that decides a plugin's [`HttpGrant`], and [`send`];
 //! - [`address`]: what "public" means, and the resolver that enforces it at connect time;
 //! - [`scrub`]: keys removed from what comes back;
+//! - [`query`]: a key as a query parameter, and keys kept out of URLs bound elsewhere;
 //! - [`host`]: the WIT `http` interface, implemented on top of [`send`].
 
 pub mod address;
 pub mod host;
+pub mod query;
 pub mod scrub;
 
 use std::net::IpAddr;
@@ -78,7 +80,8 @@ pub enum Place {
     /// This header's value (set, replacing what the plugin set).
     Header(HeaderName),
     /// This query parameter of the URL (replacing any the plugin wrote), for upstreams that take
-    /// their key there. The final URL the plugin reads has it removed, as every key is.
+    /// their key there. It is set on each hop's request only; the URL the plugin reads back is
+    /// its own, or a redirect's with every key scrubbed.
     Query(String),
 }
 
@@ -428,6 +431,7 @@ async fn one_hop(
 ) -> Result<reqwest::Response, Refusal> {
     let mut headers = headers.clone();
     let mut url = url.clone();
+    query::drop_keys(&mut url, &grant.scrubbed);
     if let Some(origin) = Origin::of(&url) {
         for credential in grant.credentials.iter().filter(|c| c.origin == origin) {
             match &credential.to {
@@ -441,7 +445,7 @@ async fn one_hop(
                     value.set_sensitive(true);
                     headers.insert(name.clone(), value);
                 }
-                Place::Query(name) => set_query(&mut url, name, credential.value.expose()),
+                Place::Query(name) => query::set(&mut url, name, credential.value.expose()),
             }
         }
     }
@@ -458,21 +462,6 @@ async fn one_hop(
             Refusal::Connection(error_chain(&e))
         }
     })
-}
-
-/// `url` with its `name` parameter set to `value` alone (any the plugin wrote are dropped).
-fn set_query(url: &mut Url, name: &str, value: &str) {
-    let kept: Vec<(String, String)> = url
-        .query_pairs()
-        .filter(|(k, _)| k != name)
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
-    let mut pairs = url.query_pairs_mut();
-    pairs.clear();
-    for (k, v) in &kept {
-        pairs.append_pair(k, v);
-    }
-    pairs.append_pair(name, value);
 }
 
 /// The settings every plugin HTTP client shares: no redirects (followed by hand), no proxy from

@@ -93,16 +93,42 @@ pub fn text(keys: &[Box<[u8]>], text: String) -> String {
     }
 }
 
-/// The keys of `secrets` worth scrubbing, deduplicated.
+/// The keys of `secrets` worth scrubbing, deduplicated: each as it is and as it stands in a URL
+/// (percent-encoded, with upper- and lower-case hex), the form an error quoting the request's URL
+/// or an upstream echoing its query would show.
 pub fn keys<'a>(secrets: impl IntoIterator<Item = &'a str>) -> Arc<[Box<[u8]>]> {
     let mut keys: Vec<Box<[u8]>> = Vec::new();
     for secret in secrets {
-        let bytes = secret.as_bytes();
-        if bytes.len() >= MIN_SCRUBBED && !keys.iter().any(|k| &**k == bytes) {
-            keys.push(bytes.into());
+        if secret.len() < MIN_SCRUBBED {
+            continue;
+        }
+        let encoded = super::query::encode(secret);
+        let lower = lower_hex(&encoded);
+        for form in [secret.to_string(), encoded, lower] {
+            if !keys.iter().any(|k| **k == *form.as_bytes()) {
+                keys.push(form.into_bytes().into());
+            }
         }
     }
     keys.into()
+}
+
+/// `%2B` as `%2b`: some servers write escapes in lower case.
+fn lower_hex(encoded: &str) -> String {
+    let mut out = String::with_capacity(encoded.len());
+    let mut hex_left = 0;
+    for c in encoded.chars() {
+        if c == '%' {
+            hex_left = 2;
+            out.push(c);
+        } else if hex_left > 0 {
+            hex_left -= 1;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -124,6 +150,18 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "{\"auth\":\"Bearer [redacted]\",\"again\":\"[redacted]\"} sk-sec"
         );
+    }
+
+    #[test]
+    fn a_key_is_found_as_it_stands_in_a_url_too() {
+        let keys = keys(["k+y/with=chars-9"]);
+        let text = "url (http://h/?key=k%2By%2Fwith%3Dchars-9) or k%2by%2fwith%3dchars-9 or k+y/with=chars-9";
+        assert_eq!(
+            String::from_utf8(scrub(&keys, text.as_bytes().to_vec())).unwrap(),
+            "url (http://h/?key=[redacted]) or [redacted] or [redacted]"
+        );
+        // A key with nothing to escape is one form.
+        assert_eq!(super::keys(["plain-key-123"]).len(), 1);
     }
 
     #[test]
