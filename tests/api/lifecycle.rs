@@ -658,6 +658,18 @@ fn an_invalid_configuration_file_stops_startup_with_one_line() {
         );
         assert!(!stderr.contains("gsk-never-printed"), "{stderr}");
     }
+    // `chatd plugins list` refuses it the same way.
+    std::fs::write(&file, "[providers.groq\n").unwrap();
+    let out = chatd(dir.path(), &[("CHATD_CONFIG", file.to_str().unwrap())])
+        .args(["plugins", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with("chatd: configuration error: ") && stderr.contains("line 1"),
+        "{stderr}"
+    );
     let out = chatd(dir.path(), &[("CHATD_CONFIG", missing.to_str().unwrap())])
         .output()
         .unwrap();

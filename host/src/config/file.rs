@@ -262,12 +262,7 @@ fn without_values(message: &str) -> String {
 
 /// Ids of providers, services and plugins: `[a-z0-9_-]{1,64}`, as plugin ids.
 fn check_id(key: &str, id: &str) -> Result<(), String> {
-    let ok = !id.is_empty()
-        && id.len() <= 64
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if ok {
+    if crate::plugins::manifest::is_name(id, b"-") {
         Ok(())
     } else {
         Err(format!("{key}: the name must match [a-z0-9_-]{{1,64}}"))

@@ -336,12 +336,7 @@ fn check_tools(id: &str, tools: &[ToolSpec]) -> Result<(), LoadError> {
     };
     for (i, tool) in tools.iter().enumerate() {
         let name = &tool.name;
-        let name_ok = !name.is_empty()
-            && name.len() <= 64
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-        if !name_ok {
+        if !super::manifest::is_name(name, b"") {
             return Err(bad(format!(
                 "tool name {name:?} must match [a-z0-9_]{{1,64}}"
             )));

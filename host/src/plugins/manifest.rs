@@ -155,6 +155,16 @@ impl Default for Limits {
     }
 }
 
+/// Whether `text` is 1 to 64 bytes of lower-case ASCII letters, digits, `_` and the bytes of
+/// `also`: the one shape of the names plugins and operators give (ids `[a-z0-9_-]`, tool and
+/// setting names `[a-z0-9_]`).
+pub fn is_name(text: &str, also: &[u8]) -> bool {
+    (1..=64).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || also.contains(&b))
+}
+
 fn default_memory() -> u32 {
     DEFAULT_MEMORY_MIB
 }
@@ -177,13 +187,7 @@ impl Manifest {
     }
 
     fn check(&self) -> Result<(), ManifestError> {
-        let id_ok = !self.id.is_empty()
-            && self.id.len() <= 64
-            && self
-                .id
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-        if !id_ok {
+        if !is_name(&self.id, b"-") {
             return Err(ManifestError(format!(
                 "id: {:?} must match [a-z0-9_-]{{1,64}}",
                 self.id
@@ -244,12 +248,7 @@ const RESERVED_SETTINGS: &[&str] = &[
 impl SettingSpec {
     fn check(&self, earlier: &[SettingSpec]) -> Result<(), String> {
         let name = &self.name;
-        let name_ok = !name.is_empty()
-            && name.len() <= 64
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-        if !name_ok {
+        if !is_name(name, b"") {
             return Err(format!("name {name:?} must match [a-z0-9_]{{1,64}}"));
         }
         if RESERVED_SETTINGS.contains(&name.as_str()) || name.ends_with("_base_url") {

@@ -226,17 +226,14 @@ impl ProviderPlugin {
 fn profile_of(
     wit: super::bindings::profiled_codec_provider::exports::chatd::plugin::provider_profile::Profile,
 ) -> Result<Profile, String> {
-    if let Some(name) = &wit.adapter {
-        let ok = !name.is_empty()
-            && name.len() <= 64
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-        if !ok {
-            return Err(format!(
-                "its profile's adapter {name:?} must match [a-z0-9_-]{{1,64}}"
-            ));
-        }
+    if let Some(name) = wit
+        .adapter
+        .as_ref()
+        .filter(|n| !super::manifest::is_name(n, b"-"))
+    {
+        return Err(format!(
+            "its profile's adapter {name:?} must match [a-z0-9_-]{{1,64}}"
+        ));
     }
     let key_header = match &wit.key_header {
         None => None,
