@@ -216,6 +216,23 @@ async fn the_openapi_document_gives_every_limit_as_max_length() {
     }
 }
 
+/// Schemathesis once found `AddMessageRequest.attachments` without its count: every request schema
+/// that takes attachments says how many, not only the one first written.
+#[tokio::test]
+async fn every_attachments_list_in_the_openapi_document_gives_its_count() {
+    let server = TestServer::start().await;
+    let (_, doc) = server.get("/openapi.json").await;
+    let mut found = Vec::new();
+    for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+        if let Some(list) = schema.pointer("/properties/attachments") {
+            assert_eq!(list["maxItems"], 8, "{name}.attachments: {list}");
+            found.push(name.as_str());
+        }
+    }
+    found.sort();
+    assert_eq!(found, ["AddMessageRequest", "MessageInput"]);
+}
+
 #[tokio::test]
 async fn rows_stored_before_the_limits_are_brought_within_them() {
     let server = TestServer::start().await;

@@ -96,6 +96,10 @@ fn rules() -> Vec<(&'static str, Value)> {
             json!({"maxItems": crate::attachments::MAX_ATTACHMENTS_PER_MESSAGE}),
         ),
         (
+            "/components/schemas/AddMessageRequest/properties/attachments",
+            json!({"maxItems": crate::attachments::MAX_ATTACHMENTS_PER_MESSAGE}),
+        ),
+        (
             "/components/schemas/AttachmentInput/oneOf/0/properties/dataUrl",
             json!({"pattern": IMAGE_DATA_URL}),
         ),
