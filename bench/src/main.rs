@@ -41,11 +41,14 @@ struct Options {
     requests: usize,
     warmup: usize,
     db: Option<String>,
+    /// A PostgreSQL database to seed and measure instead of a SQLite file (it must be empty).
+    database_url: Option<String>,
 }
 
 fn usage() -> &'static str {
-    "usage: bench crud [--chats N] [--messages-per-chat N] [--requests N] [--warmup N] [--db PATH]\n\
+    "usage: bench crud [--chats N] [--messages-per-chat N] [--requests N] [--warmup N] [--db PATH] [--database-url postgres://…]\n\
      --db keeps the database at PATH; when PATH exists it is reused instead of seeded\n\
+     --database-url seeds and measures an empty PostgreSQL database instead of a SQLite file\n\
      defaults: 100000 chats and 1,000,000 messages (100 chats with 50, the rest 9 or 10); 5000 requests per endpoint"
 }
 
@@ -57,6 +60,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         requests: 5_000,
         warmup: 500,
         db: None,
+        database_url: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -70,6 +74,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--requests" => o.requests = value()?.parse()?,
             "--warmup" => o.warmup = value()?.parse()?,
             "--db" => o.db = Some(value()?.clone()),
+            "--database-url" => o.database_url = Some(value()?.clone()),
             other => bail!("unknown option {other}\n{}", usage()),
         }
     }
@@ -108,7 +113,11 @@ fn crud(o: Options) -> anyhow::Result<()> {
         o.db.clone()
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| dir.path().join("bench.db"));
-    let url = DatabaseUrl::Sqlite(format!("sqlite://{}", path.display()));
+    let url = match &o.database_url {
+        Some(url) => DatabaseUrl::Postgres(url.clone()),
+        None => DatabaseUrl::Sqlite(format!("sqlite://{}", path.display())),
+    };
+    println!("database: {url}");
 
     // The server gets its own runtime (2 workers, like the machine), the client another, so
     // the client's bookkeeping does not queue behind server tasks.
@@ -116,7 +125,7 @@ fn crud(o: Options) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let (ids, long_ids) = if o.db.is_some() && path.exists() {
+    let (ids, long_ids) = if o.db.is_some() && path.exists() && o.database_url.is_none() {
         server_rt.block_on(existing(&url, &o))?
     } else {
         server_rt.block_on(seed(&url, &o))?
@@ -267,7 +276,7 @@ fn messages_in_chat(i: usize, o: &Options) -> usize {
 /// Reuses a database seeded by an earlier run with `--db` (seeding takes minutes; handy when
 /// comparing changes). The 50-message chats are the ones titled `chat 0` … `chat 99`.
 async fn existing(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-    let store = Store::open(url).await?;
+    let store = Store::open(url, 16).await?;
     let chats = store.list_chats().await?;
     store.close().await;
     let long: Vec<String> = chats
@@ -292,7 +301,7 @@ async fn existing(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>
 /// Seeds through the store's own write path (one transaction per chat, as the API does).
 /// Returns every chat id and the ids of the 50-message chats.
 async fn seed(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-    let store = Store::open(url).await?;
+    let store = Store::open(url, 16).await?;
     let started = Instant::now();
     let mut ids = Vec::with_capacity(o.chats);
     let mut long_ids = Vec::with_capacity(o.long_chats);

@@ -11,9 +11,10 @@
 //!   black-box tests start the server the same way.
 //! - [`http`]: routes, DTOs, the error type, auth and request-log middleware, the OpenAPI
 //!   document generated from the routes. Mounted at `/` and `/api`.
-//! - [`store`]: SQLite through sqlx; embedded migrations from `/migrations`. Writes go as
-//!   batches (several statements, one round trip to the connection's thread) through one writer
-//!   connection.
+//! - [`store`]: SQLite or PostgreSQL through sqlx, one `Store` and one behaviour; embedded
+//!   migrations from `/migrations/<backend>`. On SQLite writes go as batches (several
+//!   statements, one round trip to the connection's thread) through one writer connection; on
+//!   PostgreSQL as transactions with row locks, shared by several instances.
 //! - [`model`]: the shared vocabulary (roles, providers, ids, timestamps).
 //! - [`attachments`]: the attachment policy (count, type by magic number, sizes).
 //! - [`tools`]: the tool catalogue, the one answer to "which tools exist".

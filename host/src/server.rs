@@ -44,7 +44,7 @@ impl Server {
     /// Opens the database (migrating it) and binds the listen address. `plugins` is usually
     /// [`PluginHost::start`]`(config)`; tests share one.
     pub async fn bind(config: &Config, plugins: Arc<PluginHost>) -> Result<Self, StartError> {
-        let store = Store::open(&config.database_url).await?;
+        let store = Store::open(&config.database_url, config.database_max_connections).await?;
         let addr = format!("{}:{}", config.host, config.port);
         let listener = TcpListener::bind(&addr)
             .await

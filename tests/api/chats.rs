@@ -676,3 +676,91 @@ async fn whole_numbers_written_as_floats_are_whole_numbers() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn data_survives_a_restart() {
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let server = TestServer::start_with(crate::support::Options {
+        token: None,
+        dir: Some(dir.clone()),
+        ..crate::support::Options::default()
+    })
+    .await;
+    let chat = server
+        .new_chat(json!({ "title": "kept", "provider": "provider_c", "model": "grok", "additionalSystemPrompt": "p",
+            "messages": [{ "role": "user", "content": "hello", "attachments": [{ "kind": "text", "text": "t" }] }] }))
+        .await;
+    server
+        .post(
+            &format!("/v1/chats/{chat}/messages"),
+            json!({ "role": "assistant", "content": "hi" }),
+        )
+        .await;
+    server
+        .patch(
+            &format!("/v1/chats/{chat}/star"),
+            json!({ "starred": true }),
+        )
+        .await;
+    let search = server.new_search(json!({ "query": "persisted" })).await;
+    server
+        .patch(
+            &format!("/v1/searches/{search}/star"),
+            json!({ "starred": true }),
+        )
+        .await;
+    let paths = [
+        format!("/v1/chats/{chat}"),
+        format!("/v1/searches/{search}"),
+        "/v1/chats".into(),
+        "/v1/searches".into(),
+        "/v1/workspace-items".into(),
+    ];
+    let mut before = Vec::new();
+    for path in &paths {
+        before.push(server.get(path).await);
+    }
+    server.stop().await;
+
+    let server = TestServer::start_with(crate::support::Options {
+        token: None,
+        dir: Some(dir.clone()),
+        ..crate::support::Options::default()
+    })
+    .await;
+    for (path, expected) in paths.iter().zip(before) {
+        assert_eq!(server.get(path).await, expected, "{path}");
+    }
+    assert_eq!(
+        server.get(&format!("/v1/chats/{chat}")).await.1["chat"]["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+/// PostgreSQL's TEXT cannot hold U+0000; a client may send it in any string, and gets it back.
+#[tokio::test]
+async fn text_with_nul_characters_comes_back_as_sent() {
+    let server = TestServer::start().await;
+    let odd = "a\u{0}b \u{10FFFF}\u{0}0 \u{10FFFF}\u{10FFFF}";
+    let chat = server
+        .new_chat(json!({"title": odd, "additionalSystemPrompt": odd,
+            "messages": [{"role": "user", "content": odd, "name": odd}]}))
+        .await;
+    let (_, got) = server.get(&format!("/v1/chats/{chat}")).await;
+    assert_eq!(got["chat"]["title"], odd);
+    assert_eq!(got["chat"]["additionalSystemPrompt"], odd);
+    assert_eq!(got["chat"]["messages"][0]["content"], odd);
+    assert_eq!(got["chat"]["messages"][0]["name"], odd);
+    let search = server.new_search(json!({"query": odd, "title": odd})).await;
+    let (_, got) = server.get(&format!("/v1/searches/{search}")).await;
+    assert_eq!(got["search"]["query"], odd);
+    assert_eq!(got["search"]["title"], odd);
+    let (status, reused) = server
+        .post("/v1/searches", json!({"query": odd, "reuseByQuery": true}))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{reused}");
+    assert_eq!(reused["search"]["id"], search.as_str());
+}

@@ -201,15 +201,16 @@ async fn non_streaming_stores_new_rows_once_and_records_the_call() {
     let (_, chat) = server.get(&format!("/v1/chats/{chat_id}")).await;
     assert_eq!(chat["chat"]["initiatedProvider"], "provider_c");
     assert_eq!(chat["chat"]["lastUsedModel"], "grok-4");
-    let mut conn = server.raw_db().await;
     // chat_id, total_tokens, latency_ms, error
     type CallRow = (String, Option<i64>, Option<i64>, Option<String>);
-    let calls: Vec<CallRow> = sqlx::query_as(
-        "SELECT chat_id, total_tokens, latency_ms, error FROM llm_calls ORDER BY created_at",
-    )
-    .fetch_all(&mut conn)
-    .await
-    .unwrap();
+    let calls: Vec<CallRow> = server
+        .raw_db()
+        .await
+        .rows(
+            "SELECT chat_id, total_tokens, latency_ms, error FROM llm_calls ORDER BY created_at",
+            &[],
+        )
+        .await;
     assert_eq!(calls.len(), 2);
     assert_eq!(calls[0].0, chat_id);
     assert_eq!(calls[0].1, Some(20));
@@ -547,12 +548,12 @@ async fn upstream_failures_are_502s_and_error_events_and_the_chat_stays_usable()
         transcript(&server, &chat_id).await,
         pairs(&[("user", "hi"), ("assistant", TEXT_STREAM_TEXT)])
     );
-    let mut conn = server.raw_db().await;
-    let errors: Vec<Option<String>> =
-        sqlx::query_scalar("SELECT error FROM llm_calls ORDER BY created_at")
-            .fetch_all(&mut conn)
-            .await
-            .unwrap();
+    let errors: Vec<(Option<String>,)> = server
+        .raw_db()
+        .await
+        .rows("SELECT error FROM llm_calls ORDER BY created_at", &[])
+        .await;
+    let errors: Vec<Option<String>> = errors.into_iter().map(|(e,)| e).collect();
     assert_eq!(errors.len(), 3);
     assert!(errors[0].as_deref().unwrap().contains("401"));
     assert!(errors[2].is_none());

@@ -4,14 +4,13 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{Options, TestServer, data_url, png_bytes};
+use crate::support::{TestServer, data_url, png_bytes};
 
 const BIN: &str = env!("CARGO_BIN_EXE_chatd");
 
@@ -323,69 +322,6 @@ async fn logs_one_line_per_request_and_no_secrets() {
             "{secret} leaked into the logs:\n{stdout}\n{stderr}"
         );
     }
-}
-
-#[tokio::test]
-async fn data_survives_a_restart() {
-    let dir = Arc::new(tempfile::tempdir().unwrap());
-    let server = TestServer::start_with(Options {
-        token: None,
-        dir: Some(dir.clone()),
-        ..Options::default()
-    })
-    .await;
-    let chat = server
-        .new_chat(json!({ "title": "kept", "provider": "provider_c", "model": "grok", "additionalSystemPrompt": "p",
-            "messages": [{ "role": "user", "content": "hello", "attachments": [{ "kind": "text", "text": "t" }] }] }))
-        .await;
-    server
-        .post(
-            &format!("/v1/chats/{chat}/messages"),
-            json!({ "role": "assistant", "content": "hi" }),
-        )
-        .await;
-    server
-        .patch(
-            &format!("/v1/chats/{chat}/star"),
-            json!({ "starred": true }),
-        )
-        .await;
-    let search = server.new_search(json!({ "query": "persisted" })).await;
-    server
-        .patch(
-            &format!("/v1/searches/{search}/star"),
-            json!({ "starred": true }),
-        )
-        .await;
-    let paths = [
-        format!("/v1/chats/{chat}"),
-        format!("/v1/searches/{search}"),
-        "/v1/chats".into(),
-        "/v1/searches".into(),
-        "/v1/workspace-items".into(),
-    ];
-    let mut before = Vec::new();
-    for path in &paths {
-        before.push(server.get(path).await);
-    }
-    server.stop().await;
-
-    let server = TestServer::start_with(Options {
-        token: None,
-        dir: Some(dir.clone()),
-        ..Options::default()
-    })
-    .await;
-    for (path, expected) in paths.iter().zip(before) {
-        assert_eq!(server.get(path).await, expected, "{path}");
-    }
-    assert_eq!(
-        server.get(&format!("/v1/chats/{chat}")).await.1["chat"]["messages"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
 }
 
 #[tokio::test]

@@ -1,5 +1,9 @@
 //! Black-box tests of the HTTP API: each starts a real chatd server on 127.0.0.1:0 with its own
-//! temporary database (or the real binary, in `lifecycle`), and speaks HTTP to it.
+//! temporary database (or the real binary, in `lifecycle`), and speaks HTTP to it. The same
+//! tests run on PostgreSQL in `tests/api_postgres`.
+
+/// This suite's servers use SQLite (`support::test_database`).
+const POSTGRES: bool = false;
 
 mod attachments;
 mod auth;
@@ -19,6 +23,8 @@ mod plugin_provider;
 mod plugin_services;
 mod plugins;
 mod plugins_cli;
+#[allow(dead_code)]
+mod postgres;
 mod providers_as_data;
 mod refusals;
 mod runs;

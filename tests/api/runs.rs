@@ -331,7 +331,7 @@ async fn shutdown_lets_runs_finish_in_the_grace_period_then_stops_the_rest_with_
     let meta = second.expect("meta").await;
     upstream.received(before + 2).await;
 
-    let (db, _dir) = (server.db_path(), server.dir.clone());
+    let (db, _dir) = (server.database_url.clone(), server.dir.clone());
     let stopping = tokio::spawn(server.stop());
     finishes.open();
     let done = first.rest().await;
@@ -345,26 +345,26 @@ async fn shutdown_lets_runs_finish_in_the_grace_period_then_stops_the_rest_with_
     );
     stopping.await.unwrap();
 
-    use sqlx::Connection;
-    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
-        .await
-        .unwrap();
-    let rows: Vec<(String, String)> =
-        sqlx::query_as("SELECT chat_id, role FROM messages ORDER BY chat_id, seq")
-            .fetch_all(&mut conn)
-            .await
-            .unwrap();
+    let mut db = crate::support::RawDb::connect(&db).await;
+    let rows: Vec<(String, String)> = db
+        .rows(
+            "SELECT chat_id, role FROM messages ORDER BY chat_id, seq",
+            &[],
+        )
+        .await;
     assert!(rows.contains(&(one.clone(), "assistant".into())));
     assert!(
         rows.contains(&(two.clone(), "user".into())),
         "the accepted message is kept"
     );
     assert!(!rows.contains(&(two.clone(), "assistant".into())));
-    let error: Option<String> = sqlx::query_scalar("SELECT error FROM llm_calls WHERE id = ?")
-        .bind(meta.data["callId"].as_str().unwrap())
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
+    let (error,) = db
+        .rows::<(Option<String>,)>(
+            "SELECT error FROM llm_calls WHERE id = ?",
+            &[meta.data["callId"].as_str().unwrap()],
+        )
+        .await[0]
+        .clone();
     assert_eq!(
         error.as_deref(),
         Some("the server shut down before the reply was finished")

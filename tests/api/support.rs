@@ -1,5 +1,6 @@
 //! The black-box harness: a real chatd server (the same `Server` the binary runs) on
-//! 127.0.0.1:0 with a temporary SQLite database, and a small JSON client.
+//! 127.0.0.1:0 with a database of its own (a temporary SQLite file, or in the PostgreSQL suite
+//! a fresh database in the throwaway cluster of `postgres.rs`), and a small JSON client.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -78,6 +79,7 @@ pub struct TestServer {
     pub store: Store,
     pub state: chatd::http::AppState,
     pub dir: Arc<tempfile::TempDir>,
+    pub database_url: DatabaseUrl,
     token: Option<String>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -107,7 +109,7 @@ impl TestServer {
             .unwrap_or_else(|| Arc::new(tempfile::tempdir().expect("temp dir")));
         let args: Vec<&str> = options.args.iter().map(String::as_str).collect();
         let mut config = test_config(&args);
-        config.database_url = DatabaseUrl::Sqlite(format!("sqlite://{}", db_path(&dir).display()));
+        config.database_url = test_database(&dir).await;
         config.admin_token = options.token.clone().map(Secret::new);
         config.plugins_dir = options.plugins_dir.clone();
         config.chatd_allow_private_networks = options.allow_private_networks;
@@ -126,6 +128,7 @@ impl TestServer {
             store: state.store.clone(),
             state,
             dir,
+            database_url: config.database_url.clone(),
             token: options.token,
             shutdown: Some(tx),
             task: Some(task),
@@ -140,10 +143,6 @@ impl TestServer {
         if let Some(task) = self.task.take() {
             task.await.expect("server task");
         }
-    }
-
-    pub fn db_path(&self) -> PathBuf {
-        db_path(&self.dir)
     }
 
     pub async fn request(
@@ -239,7 +238,7 @@ impl TestServer {
 
     /// Number of rows in every table, to prove a rejected request wrote nothing.
     pub async fn row_counts(&self) -> Vec<(String, i64)> {
-        let mut conn = self.raw_db().await;
+        let mut db = self.raw_db().await;
         let mut counts = Vec::new();
         for table in [
             "chats",
@@ -249,10 +248,7 @@ impl TestServer {
             "project_searches",
             "llm_calls",
         ] {
-            let n: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {table}"))
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
+            let (n,): (i64,) = db.rows(&format!("SELECT COUNT(*) FROM {table}"), &[]).await[0];
             counts.push((table.to_string(), n));
         }
         counts
@@ -264,21 +260,124 @@ impl TestServer {
             .format("%Y-%m-%dT%H:%M:%S%.3fZ")
             .to_string();
         let mut db = self.raw_db().await;
-        sqlx::query("UPDATE searches SET updated_at = ? WHERE id = ?")
-            .bind(&aged)
-            .bind(id)
-            .execute(&mut db)
-            .await
-            .unwrap();
+        db.execute(
+            "UPDATE searches SET updated_at = ? WHERE id = ?",
+            &[&aged, id],
+        )
+        .await;
     }
 
-    /// A separate connection to the server's database file, for what only time can do (aging a row).
-    pub async fn raw_db(&self) -> sqlx::SqliteConnection {
-        use sqlx::Connection;
-        sqlx::SqliteConnection::connect(&format!("sqlite://{}", self.db_path().display()))
-            .await
-            .expect("open db")
+    /// A separate connection to the server's database, for what only time can do (aging a row)
+    /// and for reading what no endpoint shows.
+    pub async fn raw_db(&self) -> RawDb {
+        RawDb::connect(&self.database_url).await
     }
+}
+
+/// Whether this test process is the PostgreSQL suite (`tests/api_postgres`).
+pub fn on_postgres() -> bool {
+    crate::POSTGRES
+}
+
+/// The database of a server whose files go in `dir`: a SQLite file there, or in the PostgreSQL
+/// suite a fresh database whose URL is kept there, so that a server started again on the same
+/// folder finds its data, as with SQLite.
+pub async fn test_database(dir: &tempfile::TempDir) -> DatabaseUrl {
+    if !on_postgres() {
+        return DatabaseUrl::Sqlite(format!("sqlite://{}", db_path(dir).display()));
+    }
+    let Some(cluster) = crate::postgres::cluster() else {
+        crate::postgres::skip_all("Debian's PostgreSQL server");
+    };
+    let kept = dir.path().join("postgres-url");
+    if let Ok(url) = std::fs::read_to_string(&kept) {
+        return DatabaseUrl::Postgres(url);
+    }
+    let url = crate::postgres::new_database(cluster).await;
+    std::fs::write(&kept, &url).expect("keep the database's URL");
+    DatabaseUrl::Postgres(url)
+}
+
+/// A connection to a test server's database, whichever it is.
+pub enum RawDb {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+impl RawDb {
+    pub async fn connect(url: &DatabaseUrl) -> Self {
+        use sqlx::Connection;
+        match url {
+            DatabaseUrl::Sqlite(url) => {
+                RawDb::Sqlite(sqlx::SqliteConnection::connect(url).await.expect("open db"))
+            }
+            DatabaseUrl::Postgres(url) => {
+                RawDb::Postgres(sqlx::PgConnection::connect(url).await.expect("open db"))
+            }
+        }
+    }
+
+    /// The rows of `sql`, whose `?` placeholders take `binds` in order.
+    pub async fn rows<T>(&mut self, sql: &str, binds: &[&str]) -> Vec<T>
+    where
+        T: Send + Unpin,
+        T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>,
+        T: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>,
+    {
+        match self {
+            RawDb::Sqlite(conn) => {
+                let mut query = sqlx::query_as(sql);
+                for b in binds {
+                    query = query.bind(*b);
+                }
+                query.fetch_all(conn).await.expect("query")
+            }
+            RawDb::Postgres(conn) => {
+                let sql = numbered(sql);
+                let mut query = sqlx::query_as(&sql);
+                for b in binds {
+                    query = query.bind(*b);
+                }
+                query.fetch_all(conn).await.expect("query")
+            }
+        }
+    }
+
+    /// Runs `sql`, whose `?` placeholders take `binds` in order.
+    pub async fn execute(&mut self, sql: &str, binds: &[&str]) {
+        match self {
+            RawDb::Sqlite(conn) => {
+                let mut query = sqlx::query(sql);
+                for b in binds {
+                    query = query.bind(*b);
+                }
+                query.execute(conn).await.expect("statement");
+            }
+            RawDb::Postgres(conn) => {
+                let sql = numbered(sql);
+                let mut query = sqlx::query(&sql);
+                for b in binds {
+                    query = query.bind(*b);
+                }
+                query.execute(conn).await.expect("statement");
+            }
+        }
+    }
+}
+
+/// `?` placeholders as PostgreSQL's `$1`, `$2`, … (the tests' SQL has no `?` in literals).
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push_str(&format!("${n}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn db_path(dir: &tempfile::TempDir) -> PathBuf {

@@ -36,18 +36,26 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// Where the data lives. Only SQLite is built so far; Postgres is recognised so the message can
-/// say so instead of calling the scheme unknown.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where the data lives: an SQLite file (one instance) or a PostgreSQL database (one or more).
+#[derive(Clone, PartialEq, Eq)]
 pub enum DatabaseUrl {
     Sqlite(String),
+    Postgres(String),
 }
 
+/// Shown without a password: the URL goes to the log at start.
 impl fmt::Display for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DatabaseUrl::Sqlite(url) => f.write_str(url),
+            DatabaseUrl::Postgres(url) => f.write_str(&redact_url(url)),
         }
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DatabaseUrl({self})")
     }
 }
 
@@ -72,10 +80,16 @@ pub struct Config {
     /// Listen port (0 picks a free one).
     #[arg(long, env = "PORT", value_name = "PORT", default_value = "8787", value_parser = parse_port)]
     pub port: u16,
-    /// `sqlite://PATH` (file and folder are created).
+    /// `sqlite://PATH` (file and folder are created) or `postgres://USER:PASSWORD@HOST/DB`
+    /// (several instances may share it).
     #[arg(long, env = "DATABASE_URL", value_name = "DATABASE_URL",
           default_value = "sqlite://data/chatd.db", value_parser = parse_database_url)]
     pub database_url: DatabaseUrl,
+    /// PostgreSQL only: the most connections this instance opens (README, "Running several
+    /// instances").
+    #[arg(long, env = "DATABASE_MAX_CONNECTIONS", value_name = "DATABASE_MAX_CONNECTIONS",
+          default_value = "16", value_parser = parse_max_connections)]
+    pub database_max_connections: u32,
     /// When set, every /v1 route needs `Authorization: Bearer <ADMIN_TOKEN>`.
     #[arg(long, env = "ADMIN_TOKEN", value_name = "ADMIN_TOKEN", hide_env_values = true,
           value_parser = parse_admin_token)]
@@ -393,8 +407,19 @@ impl ConfigError {
     }
 }
 
-/// `scheme://user:password@host/…` → `scheme://***@host/…`, so a rejected URL's credentials
-/// never reach stderr (and the log collector behind it).
+/// `scheme://user:password@host/…` → `scheme://***@host/…`, so a URL's credentials never reach
+/// stderr or the log (and the log collector behind it). A query that may carry a password
+/// (`?password=…`) is dropped too.
+pub(crate) fn redact_url(value: &str) -> String {
+    let value = redact_userinfo(value);
+    match value.split_once('?') {
+        Some((base, query)) if query.to_ascii_lowercase().contains("password") => {
+            format!("{base}?***")
+        }
+        _ => value,
+    }
+}
+
 fn redact_userinfo(value: &str) -> String {
     if let Some((scheme, rest)) = value.split_once("://") {
         let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -456,6 +481,13 @@ fn parse_http_url(s: &str) -> Result<Url, String> {
     }
 }
 
+fn parse_max_connections(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (2..=1000).contains(&n) => Ok(n),
+        _ => Err("must be an integer from 2 to 1000".into()),
+    }
+}
+
 fn parse_database_url(s: &str) -> Result<DatabaseUrl, String> {
     let s = s.trim();
     let scheme = s
@@ -463,9 +495,7 @@ fn parse_database_url(s: &str) -> Result<DatabaseUrl, String> {
         .map(|(scheme, _)| scheme.to_ascii_lowercase());
     match scheme.as_deref() {
         Some("sqlite") => Ok(DatabaseUrl::Sqlite(s.to_string())),
-        Some("postgres" | "postgresql") => {
-            Err("postgres:// is not supported by this build yet; use sqlite://PATH".into())
-        }
+        Some("postgres" | "postgresql") => Ok(DatabaseUrl::Postgres(s.to_string())),
         _ => Err("must start with sqlite:// or postgres://".into()),
     }
 }
@@ -510,10 +540,13 @@ mod tests {
 
     #[test]
     fn rejected_urls_do_not_echo_credentials() {
-        let e = err(&["--database-url", "postgres://u:hunter2@db/chatd"]);
+        let e = err(&["--database-url", "mysql://u:hunter2@db/chatd"]);
         assert!(!e.contains("hunter2"), "{e}");
-        assert!(e.contains("postgres://***@db/chatd"), "{e}");
+        assert!(e.contains("mysql://***@db/chatd"), "{e}");
         assert_eq!(redact_userinfo("https://x/a@b"), "https://x/a@b");
+        let url = DatabaseUrl::Postgres("postgres://u:hunter2@db/chatd?password=x".into());
+        assert_eq!(url.to_string(), "postgres://***@db/chatd?***");
+        assert!(!format!("{url:?}").contains("hunter2"));
     }
 
     #[test]

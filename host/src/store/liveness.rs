@@ -1,18 +1,15 @@
-//! The server's signs of life, and the calls a server left open when it stopped without ending
+//! The servers' signs of life, and the calls a server left open when it stopped without ending
 //! them (kill -9, a crash, power loss). A graceful shutdown ends every call itself (README,
-//! "Shutdown"); a call still open when a server starts was lost with the process before it.
-//!
-//! Each server process is a row of `instances` whose `alive_at` it moves every
-//! [`HEARTBEAT`]. At start, before it serves, a server closes every open call with
-//! [`LOST_REPLY`] and a latency up to the last sign of life before it: the latest `alive_at`,
-//! or the call's own start when there is none later. One process per SQLite database, so every
-//! call open at start is another process's.
+//! "Shutdown"). Each server process is a row of `instances` that it renews (SQLite: every
+//! [`HEARTBEAT`]; PostgreSQL: a lease);
+//! a call left open by a server no longer alive is closed with [`LOST_REPLY`] and a latency up
+//! to that server's last sign of life. Which servers count as gone is the backend's rule: on
+//! SQLite every earlier process (one process per database, `sqlite/liveness.rs`); on
+//! PostgreSQL those whose lease ran out (`postgres/liveness.rs`).
 
 use chrono::DateTime;
-use sqlx::Row;
 
-use super::{Result, Store};
-use crate::model::{new_id, now};
+use super::Store;
 
 /// How often a server records that it is alive: the error in a lost call's latency.
 pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -20,69 +17,9 @@ pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The error a call left open by a stopped server is closed with.
 pub const LOST_REPLY: &str = "the server stopped before the reply was finished";
 
-impl Store {
-    /// Closes the calls earlier processes left open (see the module doc); how many there were.
-    pub async fn close_lost_calls(&self) -> Result<usize> {
-        let alive: Option<String> = sqlx::query_scalar("SELECT MAX(alive_at) FROM instances")
-            .fetch_one(&self.pool)
-            .await?;
-        let open = sqlx::query("SELECT id, created_at FROM llm_calls WHERE completed_at IS NULL")
-            .fetch_all(&self.pool)
-            .await?;
-        let closed_at = now();
-        for row in &open {
-            let id: String = row.try_get("id")?;
-            let created_at: String = row.try_get("created_at")?;
-            let latency = alive
-                .as_deref()
-                .map_or(0, |alive| millis_between(&created_at, alive));
-            sqlx::query(
-                "UPDATE llm_calls SET completed_at = ?, error = ?, latency_ms = ? \
-                 WHERE id = ? AND completed_at IS NULL",
-            )
-            .bind(&closed_at)
-            .bind(LOST_REPLY)
-            .bind(latency)
-            .bind(&id)
-            .execute(&self.pool)
-            .await?;
-        }
-        Ok(open.len())
-    }
-
-    /// Registers this process (the rows of earlier ones are dropped: their last sign of life has
-    /// served [`Store::close_lost_calls`]); its id, for [`Store::heartbeat`].
-    pub async fn register_instance(&self) -> Result<String> {
-        let id = new_id();
-        let at = now();
-        let mut tx = self.write_tx().await?;
-        sqlx::query("DELETE FROM instances")
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("INSERT INTO instances (id, started_at, alive_at) VALUES (?, ?, ?)")
-            .bind(&id)
-            .bind(&at)
-            .bind(&at)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(id)
-    }
-
-    /// Records that instance `id` is alive now.
-    pub async fn heartbeat(&self, id: &str) -> Result<()> {
-        sqlx::query("UPDATE instances SET alive_at = ? WHERE id = ?")
-            .bind(now())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-}
-
 /// Milliseconds from `start` to `end` (stored timestamps); 0 when `end` is not later or either
 /// does not parse.
-fn millis_between(start: &str, end: &str) -> i64 {
+pub(super) fn millis_between(start: &str, end: &str) -> i64 {
     match (
         DateTime::parse_from_rfc3339(start),
         DateTime::parse_from_rfc3339(end),
@@ -92,15 +29,27 @@ fn millis_between(start: &str, end: &str) -> i64 {
     }
 }
 
-/// Records this process's signs of life until the pool closes.
+/// Records this process's signs of life until the store closes. On a shared database it also
+/// closes, each time, the calls of servers whose lease ran out.
 pub async fn beat(store: Store, id: String) {
     loop {
-        tokio::time::sleep(HEARTBEAT).await;
-        if store.pool.is_closed() {
+        tokio::time::sleep(store.heartbeat_every()).await;
+        if store.is_closed() {
             return;
         }
-        if let Err(e) = store.heartbeat(&id).await {
-            if store.pool.is_closed() {
+        let mut result = store.heartbeat(&id).await;
+        if result.is_ok() && store.is_shared() {
+            result = match store.close_lost_calls().await {
+                Ok(0) => Ok(()),
+                Ok(calls) => {
+                    tracing::warn!(calls, "closed calls left open by a server that is gone");
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            };
+        }
+        if let Err(e) = result {
+            if store.is_closed() {
                 return;
             }
             tracing::warn!(error = %e, "could not record the server's heartbeat");

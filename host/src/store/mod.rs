@@ -1,56 +1,30 @@
-//! The store: the only module with SQL. It owns the connection pool, the writer connection, the
-//! embedded migrations (`/migrations`), and one file per table family. Callers get plain records,
-//! never rows.
-//!
-//! Each statement is a round trip to a connection's own thread (sqlx), and on two cores those
-//! hops, not SQLite, were most of a write's time. So a write is a [`batch::Batch`] of statements
-//! where it can be: one round trip, through the one writer connection, with its conditions in
-//! the SQL (`batch.rs`). Reads, and the writes that must read in the middle, use the pool.
-//!
-//! SQLite settings, and why: WAL so readers never wait for the writer; `synchronous = NORMAL`,
-//! which in WAL mode loses no committed transaction on a process crash (only on power loss, the
-//! usual trade for servers); foreign keys on, because deletes rely on ON DELETE CASCADE; a busy
-//! timeout so concurrent writers queue instead of failing with SQLITE_BUSY.
+//! The store: the only module with SQL. Callers get plain records (`records.rs`), never rows, and
+//! one set of semantics whichever database holds them: SQLite (`sqlite/`, the embedded default,
+//! one process per database) or PostgreSQL (`postgres/`, shared by several instances). Each
+//! backend has its own migrations (`/migrations/sqlite`, `/migrations/postgres`) and its own
+//! queries, written for what that database does well; [`Store`] only chooses between them.
+//! The black-box suite runs against both (`tests/api_postgres`), which is what holds them to one
+//! behaviour.
 
-/// The next `updated_at` of a row being updated, as a SQL expression with one placeholder, bound
-/// to [`crate::model::now`]: now, or the first microsecond of the millisecond after the stored
-/// value when the clock has not moved past it, so that `updatedAt` (milliseconds, as clients see
-/// it) increases on every update. Computed inside the statement rather than read first, so that an
-/// update is one statement. Stored stamps are fixed-width text, so `MAX` compares them in time
-/// order. A macro, not a `const`, so `concat!` can build statements from it.
-macro_rules! next_updated_at {
-    () => {
-        "MAX(?, strftime('%Y-%m-%dT%H:%M:%f', substr(updated_at, 1, 23), '+0.001 seconds') || '000Z')"
-    };
-}
-
-mod batch;
-mod calls;
-mod chats;
 pub mod liveness;
-mod searches;
-mod workspace;
+mod postgres;
+mod records;
+mod sqlite;
 
-use std::str::FromStr;
-use std::time::Duration;
-
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+pub use records::{
+    CallRecord, CallUsage, ChatPatch, ChatRecord, MessageRecord, NewCall, NewChat, NewMessage,
+    NewSearch, SearchDetailRecord, SearchRecord, SearchRunOutcome, WorkspaceRecord,
+    normalize_query,
 };
-
-pub use calls::{CallRecord, CallUsage, NewCall};
-pub use chats::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
-pub use searches::{
-    NewSearch, SearchDetailRecord, SearchRecord, SearchRunOutcome, normalize_query,
-};
-pub use workspace::WorkspaceRecord;
 
 use crate::config::DatabaseUrl;
-use batch::Writer;
+use postgres::PgStore;
+use sqlite::SqliteStore;
 
 /// The id of the reserved project whose members are the starred chats and searches.
 pub const STARRED_PROJECT: &str = "starred";
 
+/// The store layer's one error type.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot open the database at {url}: {source}")]
@@ -62,7 +36,8 @@ pub enum StoreError {
     },
     #[error(
         "the database is in use by another chatd process ({path} is locked): SQLite serves one \
-         instance; stop the other or give this one another DATABASE_URL"
+         instance; stop the other, give this one another DATABASE_URL, or run several instances \
+         on PostgreSQL (README, \"Running several instances\")"
     )]
     InUse { path: String },
     #[error("database migration failed: {0}")]
@@ -73,203 +48,243 @@ pub enum StoreError {
     Json(#[from] serde_json::Error),
     #[error("stored value is invalid: {0}")]
     Value(#[from] crate::model::UnknownValue),
+    /// This instance did not renew its lease in time, and other instances took it for gone.
+    #[error("this instance's lease on the database ran out; other instances ended its work")]
+    LeaseLost,
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
+/// The database, whichever it is. Cheap to clone (each backend is handles to shared pools).
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: SqlitePool,
-    writer: Writer,
-    /// A lock on `<database>.lock`, held while the store is open: one process per database
-    /// file, so a second chatd cannot take the first's calls for lost (`liveness.rs`). The
-    /// system releases it when a process dies. `None` for an in-memory database.
-    lock: std::sync::Arc<std::sync::Mutex<Option<std::fs::File>>>,
+    backend: Backend,
+}
+
+#[derive(Clone, Debug)]
+enum Backend {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+/// Runs `$call` on whichever backend `$store` has: both have the same inherent methods.
+macro_rules! on_backend {
+    ($store:expr, $db:ident => $call:expr) => {
+        match &$store.backend {
+            Backend::Sqlite($db) => $call,
+            Backend::Postgres($db) => $call,
+        }
+    };
 }
 
 impl Store {
     /// The folder the database file is in (empty: the working directory); `None` for an
-    /// in-memory database. Other files chatd keeps (the plugin compile cache) live beside it.
+    /// in-memory database or a server database. Other files chatd keeps (the plugin compile
+    /// cache) live beside it.
     pub fn folder(url: &DatabaseUrl) -> Option<std::path::PathBuf> {
-        let DatabaseUrl::Sqlite(raw) = url;
-        let options = SqliteConnectOptions::from_str(raw).ok()?;
-        let path = options.get_filename();
-        if is_in_memory(path) {
-            return None;
+        match url {
+            DatabaseUrl::Sqlite(raw) => SqliteStore::folder(raw),
+            DatabaseUrl::Postgres(_) => None,
         }
-        Some(path.parent()?.to_path_buf())
     }
 
-    /// Opens (creating file and folder if needed) and migrates the database.
-    pub async fn open(url: &DatabaseUrl) -> Result<Self> {
-        let DatabaseUrl::Sqlite(raw) = url;
-        let options = SqliteConnectOptions::from_str(raw)
-            .map_err(|source| StoreError::Open {
-                url: raw.clone(),
-                source,
-            })?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10))
-            .row_buffer_size(256)
-            // Checkpoints run in the background (`checkpoints`); this is only the safety net
-            // should that task fall behind (10,000 pages: about 40 MiB of WAL).
-            .pragma("wal_autocheckpoint", "10000");
-        if let Some(parent) = Self::folder(url).filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(&parent).map_err(|source| StoreError::Folder {
-                path: parent.display().to_string(),
-                source,
-            })?;
-        }
-        let lock = lock_database(options.get_filename())?;
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            // sqlx pings a connection before lending it out, by default: one more round trip to
-            // the connection's worker thread per query or transaction, which was a fifth of a
-            // persisted completion's database hops. A SQLite connection is a file handle in this
-            // process; it does not go stale the way a network connection does.
-            .test_before_acquire(false)
-            .connect_with(options.clone())
-            .await
-            .map_err(|source| StoreError::Open {
-                url: raw.clone(),
-                source,
-            })?;
-        sqlx::migrate!("../migrations").run(&pool).await?;
-        let writer = Writer::open(options)
-            .await
-            .map_err(|source| StoreError::Open {
-                url: raw.clone(),
-                source,
-            })?;
-        tokio::spawn(checkpoints(pool.clone()));
-        Ok(Self {
-            pool,
-            writer,
-            lock: std::sync::Arc::new(std::sync::Mutex::new(lock)),
-        })
-    }
-
-    /// A write transaction. `BEGIN IMMEDIATE` takes SQLite's write lock up front: a deferred
-    /// transaction that reads and then writes fails at once with SQLITE_BUSY_SNAPSHOT when another
-    /// writer committed in between, where an immediate one waits its turn (busy timeout).
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'_, sqlx::Sqlite>> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
-    }
-
-    /// Closes the pool, waiting for connections in use; the WAL is checkpointed on close. Then
-    /// gives up the database's lock.
-    pub async fn close(&self) {
-        self.writer.close().await;
-        self.pool.close().await;
-        drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()).take());
-    }
-}
-
-/// Takes the lock beside a database file (`None` for an in-memory one), or says who has it.
-fn lock_database(path: &std::path::Path) -> Result<Option<std::fs::File>> {
-    if is_in_memory(path) {
-        return Ok(None);
-    }
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    let lock_path = std::path::PathBuf::from(name);
-    let shown = lock_path.display().to_string();
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|source| StoreError::Folder {
-            path: shown.clone(),
-            source,
-        })?;
-    match file.try_lock() {
-        Ok(()) => Ok(Some(file)),
-        Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse { path: shown }),
-        Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Folder {
-            path: shown,
-            source,
-        }),
-    }
-}
-
-/// How often the WAL is copied back into the database file.
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
-
-/// Copies the WAL back into the database file every [`CHECKPOINT_EVERY`], off the request path.
-/// SQLite's automatic checkpoint runs inside whichever commit crosses the threshold, and that
-/// request waited for it: measured, it tripled the p99 of a persisted completion (6.4 ms against
-/// 2.1 ms without). A PASSIVE checkpoint never blocks readers or writers. Ends when the pool is
-/// closed.
-async fn checkpoints(pool: SqlitePool) {
-    loop {
-        tokio::time::sleep(CHECKPOINT_EVERY).await;
-        if pool.is_closed() {
-            return;
-        }
-        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-            .execute(&pool)
-            .await
-        {
-            if pool.is_closed() {
-                return;
+    /// Opens (creating an SQLite file and its folder if needed) and migrates the database;
+    /// `max_connections` bounds a PostgreSQL pool (SQLite's is fixed).
+    pub async fn open(url: &DatabaseUrl, max_connections: u32) -> Result<Self> {
+        let backend = match url {
+            DatabaseUrl::Sqlite(raw) => Backend::Sqlite(SqliteStore::open(raw).await?),
+            DatabaseUrl::Postgres(raw) => {
+                Backend::Postgres(PgStore::open(raw, max_connections).await?)
             }
-            tracing::warn!(error = %e, "WAL checkpoint failed; SQLite's own checkpoint remains");
+        };
+        Ok(Self { backend })
+    }
+
+    /// Whether several processes may share this database (PostgreSQL).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
+    }
+
+    /// Closes the pools, waiting for connections in use.
+    pub async fn close(&self) {
+        on_backend!(self, db => db.close().await)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        on_backend!(self, db => db.is_closed())
+    }
+
+    pub async fn create_chat(&self, chat: NewChat) -> Result<ChatRecord> {
+        on_backend!(self, db => db.create_chat(chat).await)
+    }
+
+    /// All chats, most recently updated first.
+    pub async fn list_chats(&self) -> Result<Vec<ChatRecord>> {
+        on_backend!(self, db => db.list_chats().await)
+    }
+
+    pub async fn get_chat(&self, id: &str) -> Result<Option<ChatRecord>> {
+        on_backend!(self, db => db.get_chat(id).await)
+    }
+
+    /// The chat and its transcript, in transcript order.
+    pub async fn get_chat_with_messages(
+        &self,
+        id: &str,
+    ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
+        on_backend!(self, db => db.get_chat_with_messages(id).await)
+    }
+
+    /// Applies a settings update and bumps `updatedAt`. `None` when the chat does not exist.
+    pub async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {
+        on_backend!(self, db => db.update_chat(id, patch).await)
+    }
+
+    /// Stars or unstars; never touches `updatedAt` or the transcript. Starring twice keeps the
+    /// first `starredAt`.
+    pub async fn set_chat_starred(&self, id: &str, starred: bool) -> Result<Option<ChatRecord>> {
+        on_backend!(self, db => db.set_chat_starred(id, starred).await)
+    }
+
+    /// Deletes the chat with its messages and stars. `false` when it did not exist.
+    pub async fn delete_chat(&self, id: &str) -> Result<bool> {
+        on_backend!(self, db => db.delete_chat(id).await)
+    }
+
+    /// Appends a message and bumps the chat's `updatedAt`. `None` when the chat does not exist.
+    pub async fn append_message(
+        &self,
+        chat_id: &str,
+        message: NewMessage,
+    ) -> Result<Option<MessageRecord>> {
+        on_backend!(self, db => db.append_message(chat_id, message).await)
+    }
+
+    /// Starts a call, in one transaction: stores the rows `new_rows` picks from the chat's
+    /// transcript (so two calls with the same history cannot both store it), sets the chat's
+    /// last-used provider and model (and the initiated ones if unset), and records the call.
+    /// `false` when the chat does not exist (deleted meanwhile).
+    pub async fn begin_call(
+        &self,
+        call: NewCall,
+        new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
+    ) -> Result<bool> {
+        on_backend!(self, db => db.begin_call(call, new_rows).await)
+    }
+
+    /// Ends a call that succeeded: its assistant message (when it has a chat) and its usage and
+    /// latency, in one transaction. A call that already ended keeps that outcome and gets no
+    /// reply; a chat deleted meanwhile gets nothing.
+    pub async fn finish_call(
+        &self,
+        call_id: &str,
+        chat_id: Option<&str>,
+        assistant: Option<NewMessage>,
+        usage: Option<CallUsage>,
+        latency_ms: u64,
+    ) -> Result<()> {
+        on_backend!(self, db => db.finish_call(call_id, chat_id, assistant, usage, latency_ms).await)
+    }
+
+    /// Ends a call that failed: its error and latency (and whatever usage was reported). A call
+    /// that already ended keeps its outcome.
+    pub async fn fail_call(
+        &self,
+        call_id: &str,
+        error: &str,
+        usage: Option<CallUsage>,
+        latency_ms: u64,
+    ) -> Result<()> {
+        on_backend!(self, db => db.fail_call(call_id, error, usage, latency_ms).await)
+    }
+
+    pub async fn get_call(&self, id: &str) -> Result<Option<CallRecord>> {
+        on_backend!(self, db => db.get_call(id).await)
+    }
+
+    /// Sets the title only if the chat still has none (a title set meanwhile wins). Returns the
+    /// chat as it is afterwards; `None` when it does not exist.
+    pub async fn set_title_if_unset(
+        &self,
+        chat_id: &str,
+        title: &str,
+    ) -> Result<Option<ChatRecord>> {
+        on_backend!(self, db => db.set_title_if_unset(chat_id, title).await)
+    }
+
+    /// Creates a search; with `reuse_by_query`, first looks for the most recently updated search
+    /// with the same normalized query and returns that instead (`true` = reused). Concurrent
+    /// callers with a new query end up with one search, not one each.
+    pub async fn create_search(
+        &self,
+        search: NewSearch,
+        reuse_by_query: bool,
+    ) -> Result<(SearchRecord, bool)> {
+        on_backend!(self, db => db.create_search(search, reuse_by_query).await)
+    }
+
+    /// All searches, most recently updated first.
+    pub async fn list_searches(&self) -> Result<Vec<SearchRecord>> {
+        on_backend!(self, db => db.list_searches().await)
+    }
+
+    pub async fn get_search(&self, id: &str) -> Result<Option<SearchDetailRecord>> {
+        on_backend!(self, db => db.get_search(id).await)
+    }
+
+    /// Replaces the search's last outcome with `outcome` and bumps `updatedAt`.
+    pub async fn record_search_run(
+        &self,
+        id: &str,
+        outcome: SearchRunOutcome,
+    ) -> Result<Option<SearchDetailRecord>> {
+        on_backend!(self, db => db.record_search_run(id, outcome).await)
+    }
+
+    /// Stars or unstars; never touches `updatedAt` or the results.
+    pub async fn set_search_starred(
+        &self,
+        id: &str,
+        starred: bool,
+    ) -> Result<Option<SearchRecord>> {
+        on_backend!(self, db => db.set_search_starred(id, starred).await)
+    }
+
+    /// `false` when the search did not exist.
+    pub async fn delete_search(&self, id: &str) -> Result<bool> {
+        on_backend!(self, db => db.delete_search(id).await)
+    }
+
+    /// Up to `per_kind` chats and `per_kind` searches, newest `updatedAt` first (ties: newest id,
+    /// and ids are UUIDv7, ordered by creation).
+    pub async fn workspace_items(&self, per_kind: u32) -> Result<Vec<WorkspaceRecord>> {
+        on_backend!(self, db => db.workspace_items(per_kind).await)
+    }
+
+    /// Closes the calls that servers no longer alive left open (`liveness.rs`); how many.
+    pub async fn close_lost_calls(&self) -> Result<usize> {
+        on_backend!(self, db => db.close_lost_calls().await)
+    }
+
+    /// Registers this process among the servers of the database; its id, for
+    /// [`Store::heartbeat`].
+    pub async fn register_instance(&self) -> Result<String> {
+        on_backend!(self, db => db.register_instance().await)
+    }
+
+    /// Records that instance `id` is alive now (on PostgreSQL, renews its lease:
+    /// [`StoreError::LeaseLost`] once it ran out).
+    pub async fn heartbeat(&self, id: &str) -> Result<()> {
+        on_backend!(self, db => db.heartbeat(id).await)
+    }
+
+    /// How often [`Store::heartbeat`] is due.
+    pub fn heartbeat_every(&self) -> std::time::Duration {
+        match self.backend {
+            Backend::Sqlite(_) => liveness::HEARTBEAT,
+            Backend::Postgres(_) => postgres::RENEW_EVERY,
         }
     }
-}
-
-/// What can be starred. Each kind has its own membership table, so foreign keys stay real and
-/// deleting a chat or search deletes its stars.
-#[derive(Clone, Copy, Debug)]
-enum Member {
-    Chat,
-    Search,
-}
-
-/// Adds `id` to the `starred` project or removes it. Adding twice keeps the first membership
-/// (and so the first `starredAt`).
-async fn set_membership(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    member: Member,
-    id: &str,
-    starred: bool,
-) -> Result<()> {
-    let (table, column) = match member {
-        Member::Chat => ("project_chats", "chat_id"),
-        Member::Search => ("project_searches", "search_id"),
-    };
-    if starred {
-        let sql = format!(
-            "INSERT INTO {table} (project_id, {column}, created_at) VALUES (?, ?, ?) \
-             ON CONFLICT (project_id, {column}) DO NOTHING"
-        );
-        let at = crate::model::now();
-        sqlx::query(&sql)
-            .bind(STARRED_PROJECT)
-            .bind(id)
-            .bind(at)
-            .execute(&mut **tx)
-            .await?;
-    } else {
-        let sql = format!("DELETE FROM {table} WHERE project_id = ? AND {column} = ?");
-        sqlx::query(&sql)
-            .bind(STARRED_PROJECT)
-            .bind(id)
-            .execute(&mut **tx)
-            .await?;
-    }
-    Ok(())
-}
-
-/// sqlx names an in-memory database `file:sqlx-in-memory-N` once parsed.
-fn is_in_memory(path: &std::path::Path) -> bool {
-    path.to_str().is_some_and(|p| {
-        p.contains(":memory:") || p.contains("mode=memory") || p.starts_with("file:sqlx-in-memory-")
-    })
 }
 
 /// Decodes a JSON text column.

@@ -9,43 +9,11 @@ use super::batch::Batch;
 use super::chats::{
     Condition, SELECT_CHAT_BY_ID, chat_from_row, load_messages, push_message, touch_chat,
 };
-use super::{ChatRecord, MessageRecord, NewMessage, Result, Store};
+use super::{Result, SqliteStore};
 use crate::model::now;
+use crate::store::{CallRecord, CallUsage, ChatRecord, MessageRecord, NewCall, NewMessage};
 
-/// Token accounting of a call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CallUsage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub total_tokens: u64,
-}
-
-/// A call going to a provider.
-#[derive(Clone, Debug)]
-pub struct NewCall {
-    /// Chosen by the caller, which announces it (`meta.callId`) before this is stored.
-    pub id: String,
-    /// The chat it belongs to, if any (a non-streaming completion without `chatId` has none).
-    pub chat_id: Option<String>,
-    pub provider: String,
-    pub model: String,
-}
-
-/// A stored call, as tests and operators read it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CallRecord {
-    pub id: String,
-    pub chat_id: Option<String>,
-    pub provider: String,
-    pub model: String,
-    pub created_at: String,
-    pub completed_at: Option<String>,
-    pub usage: Option<CallUsage>,
-    pub latency_ms: Option<i64>,
-    pub error: Option<String>,
-}
-
-impl Store {
+impl SqliteStore {
     /// Starts a call, in one transaction: stores the rows `new_rows` picks from the chat's
     /// transcript (so two calls with the same history cannot both store it), sets the chat's
     /// last-used provider and model (and the initiated ones if unset), and records the call.

@@ -5,17 +5,17 @@
 //! cost more than the statements themselves (BENCHMARKS.md: recording a completion's start took
 //! about half a millisecond in eight hops). sqlx runs every statement of a query string in turn
 //! on that thread, binding the arguments across them in order, so a batch is one hop whatever its
-//! length, and [`Store::commit`] makes it a transaction in that same hop.
+//! length, and [`SqliteStore::commit`] makes it a transaction in that same hop.
 
 use std::sync::Arc;
 
 use sqlx::sqlite::{SqliteArguments, SqliteConnectOptions, SqliteConnection, SqliteRow};
 use sqlx::{Arguments, ConnectOptions, Connection, Encode, Sqlite, Transaction, Type};
 
-use super::{Result, Store, StoreError};
+use super::{Result, SqliteStore, StoreError};
 
 /// Statements and their arguments. Arguments are owned (`'static`): sqlx copies borrowed ones
-/// for its worker thread anyway, and [`Store::commit`] hands the batch to a task of its own.
+/// for its worker thread anyway, and [`SqliteStore::commit`] hands the batch to a task of its own.
 #[derive(Default)]
 pub(super) struct Batch {
     sql: String,
@@ -62,7 +62,7 @@ impl Batch {
     }
 }
 
-/// The connection [`Store::commit`] writes through: one, outside the pool. SQLite lets one
+/// The connection [`SqliteStore::commit`] writes through: one, outside the pool. SQLite lets one
 /// writer in at a time, so more would only queue on its lock; and a pooled connection costs a
 /// round trip more each time (sqlx pings every connection given back to its pool), which
 /// measured as a tenth of a persisted completion's added latency.
@@ -106,7 +106,7 @@ impl Writer {
     }
 }
 
-impl Store {
+impl SqliteStore {
     /// Runs `batch` as one write transaction in one round trip: `BEGIN IMMEDIATE`, the
     /// statements, `COMMIT`, sent as one query. For writes that need no answer from the database
     /// in the middle: a condition goes into the statements themselves (`WHERE EXISTS …`), and
@@ -149,9 +149,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DatabaseUrl;
     use crate::model::Role;
-    use crate::store::{MessageRecord, NewCall, NewChat, NewMessage, Store};
+    use crate::store::sqlite::SqliteStore;
+    use crate::store::{MessageRecord, NewCall, NewChat, NewMessage};
 
     fn user(content: &str) -> NewMessage {
         NewMessage {
@@ -172,7 +172,7 @@ mod tests {
     }
 
     /// The contents of a chat's messages, in order.
-    async fn transcript(store: &Store, chat_id: &str) -> Vec<String> {
+    async fn transcript(store: &SqliteStore, chat_id: &str) -> Vec<String> {
         let (_, messages) = store
             .get_chat_with_messages(chat_id)
             .await
@@ -181,14 +181,12 @@ mod tests {
         messages.into_iter().map(|m| m.content).collect()
     }
 
-    async fn store() -> Store {
-        Store::open(&DatabaseUrl::Sqlite("sqlite::memory:".into()))
-            .await
-            .unwrap()
+    async fn store() -> SqliteStore {
+        SqliteStore::open("sqlite::memory:").await.unwrap()
     }
 
     /// What [`next_updated_at!`] makes of a stored stamp, given the `now` it is bound to.
-    async fn next(store: &Store, stored: &str, now: &str) -> String {
+    async fn next(store: &SqliteStore, stored: &str, now: &str) -> String {
         let mut tx = store.write_tx().await.unwrap();
         let mut batch = Batch::new();
         batch
@@ -394,9 +392,7 @@ mod tests {
             "sqlite://{}?mode=rwc",
             dir.path().join("chatd.db").display()
         );
-        let store = Store::open(&DatabaseUrl::Sqlite(url.clone()))
-            .await
-            .unwrap();
+        let store = SqliteStore::open(&url).await.unwrap();
         // The write lock, held by another connection; the writer's connection swapped for one
         // that does not wait for it, so its `BEGIN IMMEDIATE` fails at once, and then its
         // `ROLLBACK` (there is no transaction to roll back).

@@ -3,66 +3,13 @@
 //! Transcript order is the per-chat `seq` column, assigned inside the inserting transaction, not
 //! the timestamp: two messages written in the same millisecond keep the order they were sent in.
 
-use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
 use super::batch::Batch;
-use super::{Member, Result, Store, json, set_membership};
-use crate::model::{Role, new_id, now};
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChatRecord {
-    pub id: String,
-    pub title: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
-    /// When the chat joined the `starred` project; `None` when not starred.
-    pub starred_at: Option<String>,
-    pub initiated_provider: Option<String>,
-    pub initiated_model: Option<String>,
-    pub last_used_provider: Option<String>,
-    pub last_used_model: Option<String>,
-    pub additional_system_prompt: Option<String>,
-    pub enabled_tools: Vec<String>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct MessageRecord {
-    pub id: String,
-    pub created_at: String,
-    pub role: Role,
-    pub content: String,
-    pub name: Option<String>,
-    pub metadata: Option<Value>,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct NewChat {
-    pub title: Option<String>,
-    /// Sets both the initiated and the last-used provider/model.
-    pub provider_model: Option<(String, String)>,
-    pub additional_system_prompt: Option<String>,
-    pub enabled_tools: Vec<String>,
-    pub messages: Vec<NewMessage>,
-}
-
-#[derive(Clone, Debug)]
-pub struct NewMessage {
-    pub role: Role,
-    pub content: String,
-    pub name: Option<String>,
-    pub metadata: Option<Value>,
-}
-
-/// A chat settings update; `None` leaves a field unchanged.
-#[derive(Clone, Debug, Default)]
-pub struct ChatPatch {
-    pub title: Option<String>,
-    /// `Some(None)` clears the prompt.
-    pub additional_system_prompt: Option<Option<String>>,
-    pub enabled_tools: Option<Vec<String>>,
-}
+use super::{Member, Result, SqliteStore, json, set_membership};
+use crate::model::{new_id, now};
+use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
 
 macro_rules! select_chat {
     () => {
@@ -183,7 +130,7 @@ fn message_from_row(row: &SqliteRow) -> Result<MessageRecord> {
     })
 }
 
-impl Store {
+impl SqliteStore {
     pub async fn create_chat(&self, chat: NewChat) -> Result<ChatRecord> {
         let id = new_id();
         let at = now();

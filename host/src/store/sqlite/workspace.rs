@@ -4,13 +4,8 @@ use sqlx::Row;
 
 use super::chats::chat_from_row;
 use super::searches::search_from_row;
-use super::{ChatRecord, Result, SearchRecord, Store};
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum WorkspaceRecord {
-    Chat(ChatRecord),
-    Search(SearchRecord),
-}
+use super::{Result, SqliteStore};
+use crate::store::WorkspaceRecord;
 
 /// Both kinds in one statement: one round trip to the database thread and one consistent
 /// snapshot, merged and ordered by the database. The arms pad each other's columns with NULL.
@@ -32,7 +27,7 @@ const SELECT_WORKSPACE: &str = "\
     ) AS recent_searches \
     ORDER BY updated_at DESC, id DESC";
 
-impl Store {
+impl SqliteStore {
     /// Up to `per_kind` chats and `per_kind` searches, newest `updatedAt` first (ties: newest id,
     /// and ids are UUIDv7, ordered by creation).
     pub async fn workspace_items(&self, per_kind: u32) -> Result<Vec<WorkspaceRecord>> {

@@ -3,67 +3,15 @@
 //! Results and citations are JSON arrays kept as the search plugin returned them: the contract
 //! leaves their fields open, so the store does not pick them apart.
 
-use serde_json::Value;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
 use super::batch::Batch;
-use super::{Member, Result, Store, json, set_membership};
+use super::{Member, Result, SqliteStore, json, set_membership};
 use crate::model::{new_id, now};
-
-/// A search without its results (what lists show).
-#[derive(Clone, Debug, PartialEq)]
-pub struct SearchRecord {
-    pub id: String,
-    pub title: Option<String>,
-    pub query: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
-    pub starred_at: Option<String>,
-    /// Whether a run persisted results or a non-empty answer (one half of `cacheHit`).
-    pub has_output: bool,
-}
-
-/// A search with the outcome of its last run.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SearchDetailRecord {
-    pub search: SearchRecord,
-    pub request_id: Option<String>,
-    pub latency_ms: Option<i64>,
-    pub error: Option<String>,
-    pub results: Vec<Value>,
-    pub answer_text: Option<String>,
-    pub answer_request_id: Option<String>,
-    pub answer_citations: Vec<Value>,
-    pub answer_error: Option<String>,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct NewSearch {
-    pub title: Option<String>,
-    pub query: Option<String>,
-}
-
-/// What one run of a search produced; it replaces the previous run's outcome.
-#[derive(Clone, Debug, Default)]
-pub struct SearchRunOutcome {
-    /// Overrides given to the run; `None` keeps the stored value.
-    pub title: Option<String>,
-    pub query: Option<String>,
-    pub request_id: Option<String>,
-    pub latency_ms: Option<i64>,
-    pub error: Option<String>,
-    pub results: Vec<Value>,
-    pub answer_text: Option<String>,
-    pub answer_request_id: Option<String>,
-    pub answer_citations: Vec<Value>,
-    pub answer_error: Option<String>,
-}
-
-/// The reuseByQuery key: trimmed and lower-cased.
-pub fn normalize_query(query: &str) -> String {
-    query.trim().to_lowercase()
-}
+use crate::store::{
+    NewSearch, SearchDetailRecord, SearchRecord, SearchRunOutcome, normalize_query,
+};
 
 pub(super) const SELECT_SEARCH: &str = "SELECT s.id, s.title, s.query, s.created_at, s.updated_at, \
      p.created_at AS starred_at, \
@@ -103,7 +51,7 @@ fn detail_from_row(row: &SqliteRow) -> Result<SearchDetailRecord> {
     })
 }
 
-impl Store {
+impl SqliteStore {
     /// Creates a search; with `reuse_by_query`, first looks for the most recently updated search
     /// with the same normalized query and returns that instead (`true` = reused). Lookup and
     /// insert share one write transaction, so concurrent callers with a new query end up with one

@@ -1,0 +1,152 @@
+//! What the store takes and gives: plain records, the same whichever database is behind it.
+//! Neither backend's rows leave the store.
+
+use serde_json::Value;
+
+use crate::model::Role;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatRecord {
+    pub id: String,
+    pub title: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    /// When the chat joined the `starred` project; `None` when not starred.
+    pub starred_at: Option<String>,
+    pub initiated_provider: Option<String>,
+    pub initiated_model: Option<String>,
+    pub last_used_provider: Option<String>,
+    pub last_used_model: Option<String>,
+    pub additional_system_prompt: Option<String>,
+    pub enabled_tools: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageRecord {
+    pub id: String,
+    pub created_at: String,
+    pub role: Role,
+    pub content: String,
+    pub name: Option<String>,
+    pub metadata: Option<Value>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct NewChat {
+    pub title: Option<String>,
+    /// Sets both the initiated and the last-used provider/model.
+    pub provider_model: Option<(String, String)>,
+    pub additional_system_prompt: Option<String>,
+    pub enabled_tools: Vec<String>,
+    pub messages: Vec<NewMessage>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NewMessage {
+    pub role: Role,
+    pub content: String,
+    pub name: Option<String>,
+    pub metadata: Option<Value>,
+}
+
+/// A chat settings update; `None` leaves a field unchanged.
+#[derive(Clone, Debug, Default)]
+pub struct ChatPatch {
+    pub title: Option<String>,
+    /// `Some(None)` clears the prompt.
+    pub additional_system_prompt: Option<Option<String>>,
+    pub enabled_tools: Option<Vec<String>>,
+}
+
+/// Token accounting of a call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+}
+
+/// A call going to a provider.
+#[derive(Clone, Debug)]
+pub struct NewCall {
+    /// Chosen by the caller, which announces it (`meta.callId`) before this is stored.
+    pub id: String,
+    /// The chat it belongs to, if any (a non-streaming completion without `chatId` has none).
+    pub chat_id: Option<String>,
+    pub provider: String,
+    pub model: String,
+}
+
+/// A stored call, as tests and operators read it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRecord {
+    pub id: String,
+    pub chat_id: Option<String>,
+    pub provider: String,
+    pub model: String,
+    pub created_at: String,
+    pub completed_at: Option<String>,
+    pub usage: Option<CallUsage>,
+    pub latency_ms: Option<i64>,
+    pub error: Option<String>,
+}
+
+/// A search without its results (what lists show).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchRecord {
+    pub id: String,
+    pub title: Option<String>,
+    pub query: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub starred_at: Option<String>,
+    /// Whether a run persisted results or a non-empty answer (one half of `cacheHit`).
+    pub has_output: bool,
+}
+
+/// A search with the outcome of its last run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchDetailRecord {
+    pub search: SearchRecord,
+    pub request_id: Option<String>,
+    pub latency_ms: Option<i64>,
+    pub error: Option<String>,
+    pub results: Vec<Value>,
+    pub answer_text: Option<String>,
+    pub answer_request_id: Option<String>,
+    pub answer_citations: Vec<Value>,
+    pub answer_error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct NewSearch {
+    pub title: Option<String>,
+    pub query: Option<String>,
+}
+
+/// What one run of a search produced; it replaces the previous run's outcome.
+#[derive(Clone, Debug, Default)]
+pub struct SearchRunOutcome {
+    /// Overrides given to the run; `None` keeps the stored value.
+    pub title: Option<String>,
+    pub query: Option<String>,
+    pub request_id: Option<String>,
+    pub latency_ms: Option<i64>,
+    pub error: Option<String>,
+    pub results: Vec<Value>,
+    pub answer_text: Option<String>,
+    pub answer_request_id: Option<String>,
+    pub answer_citations: Vec<Value>,
+    pub answer_error: Option<String>,
+}
+
+/// The reuseByQuery key: trimmed and lower-cased.
+pub fn normalize_query(query: &str) -> String {
+    query.trim().to_lowercase()
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkspaceRecord {
+    Chat(ChatRecord),
+    Search(SearchRecord),
+}

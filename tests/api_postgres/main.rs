@@ -1,0 +1,45 @@
+//! The black-box suite again, on PostgreSQL: the same test files as `tests/api`, each server on
+//! a fresh database in a throwaway cluster this process starts (`tests/api/postgres.rs`). What
+//! passes on both is what holds the two stores to one behaviour.
+//!
+//! Left out: what never reaches the store (the plugin host's own tests, the codec, the devbox,
+//! the fixtures) and the binary's lifecycle on SQLite's files (`lifecycle`).
+
+/// This suite's servers use PostgreSQL (`support::test_database`).
+const POSTGRES: bool = true;
+
+#[path = "../api/attachments.rs"]
+mod attachments;
+#[path = "../api/auth.rs"]
+mod auth;
+#[path = "../api/bundled_tools.rs"]
+mod bundled_tools;
+#[path = "../api/chats.rs"]
+mod chats;
+#[path = "../api/completions.rs"]
+mod completions;
+#[path = "../api/declared_providers.rs"]
+mod declared_providers;
+#[path = "../api/large_bodies.rs"]
+mod large_bodies;
+#[path = "../api/limits.rs"]
+mod limits;
+#[path = "../api/models_titles.rs"]
+mod models_titles;
+#[path = "../api/postgres.rs"]
+mod postgres;
+#[path = "../api/refusals.rs"]
+mod refusals;
+#[path = "../api/runs.rs"]
+mod runs;
+#[path = "../api/search_runs.rs"]
+mod search_runs;
+#[path = "../api/search_streams.rs"]
+mod search_streams;
+#[path = "../api/searches.rs"]
+mod searches;
+#[path = "../api/support.rs"]
+#[allow(dead_code)]
+mod support;
+#[path = "../api/workspace.rs"]
+mod workspace;
