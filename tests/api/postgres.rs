@@ -145,8 +145,7 @@ async fn connect_when_ready(url: &str) -> sqlx::PgConnection {
     loop {
         match sqlx::PgConnection::connect(url).await {
             Ok(conn) => return conn,
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
+            Err(_) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             Err(e) => panic!("PostgreSQL did not take connections within 60 s: {e}"),

@@ -66,6 +66,22 @@ pub struct CallUsage {
     pub total_tokens: u64,
 }
 
+impl CallUsage {
+    /// The usage stored as three nullable token columns: `None` unless all three are set.
+    pub(super) fn from_columns(
+        input: Option<i64>,
+        output: Option<i64>,
+        total: Option<i64>,
+    ) -> Option<Self> {
+        let count = |n: i64| n.max(0) as u64;
+        Some(Self {
+            input_tokens: count(input?),
+            output_tokens: count(output?),
+            total_tokens: count(total?),
+        })
+    }
+}
+
 /// A call going to a provider.
 #[derive(Clone, Debug)]
 pub struct NewCall {

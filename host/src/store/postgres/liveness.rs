@@ -37,15 +37,18 @@ impl PgStore {
         )
         .fetch_all(&mut *tx)
         .await?;
+        // Each gone instance's last sign of life, by id.
+        let alive: std::collections::HashMap<String, String> = gone
+            .iter()
+            .map(|g| Ok((g.try_get("id")?, g.try_get("alive_at")?)))
+            .collect::<Result<_>>()?;
         let closed_at = now();
         for row in &open {
             let owner: Option<String> = row.try_get("instance_id")?;
             let created_at: String = row.try_get("created_at")?;
-            let alive = gone.iter().find_map(|g| {
-                let id: String = g.try_get("id").ok()?;
-                (Some(&id) == owner.as_ref()).then(|| g.try_get::<String, _>("alive_at").ok())?
-            });
-            let latency = alive.map_or(0, |alive| millis_between(&created_at, &alive));
+            let latency = owner
+                .and_then(|owner| alive.get(&owner))
+                .map_or(0, |alive| millis_between(&created_at, alive));
             sqlx::query(
                 "UPDATE llm_calls SET completed_at = $1, error = $2, latency_ms = $3 \
                  WHERE id = $4 AND completed_at IS NULL",

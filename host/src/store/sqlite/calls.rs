@@ -124,21 +124,11 @@ impl SqliteStore {
         .fetch_optional(&self.pool)
         .await?;
         let Some(row) = row else { return Ok(None) };
-        let tokens = |c: &str| -> Result<Option<u64>> {
-            Ok(row.try_get::<Option<i64>, _>(c)?.map(|n| n.max(0) as u64))
-        };
-        let usage = match (
-            tokens("input_tokens")?,
-            tokens("output_tokens")?,
-            tokens("total_tokens")?,
-        ) {
-            (Some(input_tokens), Some(output_tokens), Some(total_tokens)) => Some(CallUsage {
-                input_tokens,
-                output_tokens,
-                total_tokens,
-            }),
-            _ => None,
-        };
+        let usage = CallUsage::from_columns(
+            row.try_get("input_tokens")?,
+            row.try_get("output_tokens")?,
+            row.try_get("total_tokens")?,
+        );
         Ok(Some(CallRecord {
             id: row.try_get("id")?,
             chat_id: row.try_get("chat_id")?,
