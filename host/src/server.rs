@@ -13,8 +13,8 @@ use crate::chat::models::Models;
 use crate::config::Config;
 use crate::http::{self, AppState, TokenDigest};
 use crate::plugins::registry::PluginHost;
-use crate::runs::ActiveRuns;
-use crate::store::{Store, StoreError, liveness};
+use crate::runs::{ActiveRuns, beat};
+use crate::store::{Store, StoreError};
 
 /// How long past the shutdown grace period connections may stay open: time for the runs
 /// stopped at its end to send their last events. A connection open after that is a client that
@@ -27,6 +27,8 @@ pub struct Server {
     /// Loads the model lists now and refreshes them; stopped with the server.
     refresh: tokio::task::JoinHandle<()>,
     grace: std::time::Duration,
+    /// This process's id among the database's servers.
+    instance: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,16 +54,12 @@ impl Server {
                 addr: addr.clone(),
                 source,
             })?;
-        // This process holds the database's lock, so every call still open is another's, lost.
-        let lost = store.close_lost_calls().await?;
-        if lost > 0 {
-            tracing::warn!(
-                calls = lost,
-                "closed calls a server that stopped before finishing them left open"
-            );
-        }
+        // SQLite: this process holds the database's lock, so every call still open is another's,
+        // lost. PostgreSQL: those of instances whose lease ran out, and their runs.
+        beat::end_lost(&store).await?;
         let instance = store.register_instance().await?;
-        tokio::spawn(liveness::beat(store.clone(), instance));
+        let runs = ActiveRuns::new(&store);
+        tokio::spawn(beat::beat(store.clone(), runs.clone(), instance.clone()));
         let models = Models::new(plugins.clone());
         let refresh =
             models.spawn_refresh(std::time::Duration::from_secs(config.models_refresh_secs));
@@ -69,7 +67,7 @@ impl Server {
             store,
             tools: plugins.catalog(),
             plugins,
-            runs: Arc::new(ActiveRuns::default()),
+            runs,
             chat: Arc::new(ChatSettings {
                 max_tool_rounds: config.chat_max_tool_rounds,
                 title_model: config.title_model.clone(),
@@ -85,6 +83,7 @@ impl Server {
             state,
             refresh,
             grace: std::time::Duration::from_secs(config.chatd_shutdown_grace_secs),
+            instance,
         })
     }
 
@@ -129,6 +128,10 @@ impl Server {
         let _ = drain.await;
         runs.shut_down(grace).await;
         self.refresh.abort();
+        // Its runs have ended: the others need not wait for its lease to run out.
+        if let Err(e) = store.leave(&self.instance).await {
+            tracing::warn!(error = %e, "could not deregister from the database");
+        }
         store.close().await;
     }
 }

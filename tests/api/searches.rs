@@ -183,7 +183,7 @@ async fn cache_hit_needs_output_no_stream_and_24_hours() {
     assert_eq!(reuse().await.1["cacheHit"], true);
 
     // While a stream runs on it, it is not a cache hit, and it is listed as active.
-    let guard = server.state.runs.start(RunKind::Search, &id).unwrap();
+    let run = server.state.runs.start(RunKind::Search, &id).await.unwrap();
     let (_, body) = reuse().await;
     assert_eq!(body["reused"], true);
     assert_eq!(body["cacheHit"], false);
@@ -191,7 +191,8 @@ async fn cache_hit_needs_output_no_stream_and_24_hours() {
         server.get("/v1/active-runs").await.1,
         json!({ "chats": [], "searches": [id] })
     );
-    drop(guard);
+    run.finish("error", r#"{"message":"ended by the test"}"#)
+        .await;
     assert_eq!(reuse().await.1["cacheHit"], true);
     assert_eq!(
         server.get("/v1/active-runs").await.1,

@@ -27,7 +27,7 @@ async fn health_session_and_active_runs() {
         );
     }
     let chat = server.new_chat(json!({})).await;
-    let _run = server.state.runs.start(RunKind::Chat, &chat).unwrap();
+    let _run = server.state.runs.start(RunKind::Chat, &chat).await.unwrap();
     assert_eq!(
         server.get("/v1/active-runs").await.1,
         json!({ "chats": [chat], "searches": [] })

@@ -36,7 +36,7 @@ use crate::model::{Role, new_id};
 use crate::plugins::load::Plugin;
 use crate::plugins::provider as wit;
 use crate::plugins::registry::{ServedProvider, Snapshot};
-use crate::runs::{RunGuard, RunKind, RunLog, RunReader, Stopped};
+use crate::runs::{self, Run, RunKind, RunLog, RunReader, StartError, Stopped};
 use crate::store::{ChatRecord, NewCall, NewChat, NewMessage};
 
 pub const ACTIVE_STREAM_NOT_FOUND: &str = "active chat stream not found";
@@ -560,60 +560,69 @@ pub async fn stream(
         return Ok(ephemeral(&state, prepared).await);
     }
     let started = Instant::now();
-    let reader = match prepared.chat_id.clone() {
-        Some(chat_id) => start_run(&state, prepared, chat_id, started)?,
-        // The new chat is written and its run started in a task of their own. In the handler,
-        // a client gone while the chat was written (its handler dropped at that wait) left the
-        // chat without the run that fills it. Accepted, a request now runs to its end, as it
-        // does when its client leaves after `meta`; shutdown waits for the step as for a run.
-        None => {
-            let step_state = state.clone();
-            state
-                .runs
-                .spawn_step(async move {
-                    let state = step_state;
-                    // The new chat keeps the tools this request chose (all of them when it said
-                    // nothing).
-                    let chat = state
+    // The chat (a new one is written first) and its run are started in a task of their own: in
+    // the handler, a client gone while the chat was written (its handler dropped at that wait)
+    // left the chat without the run that fills it, and on a shared database one gone while the
+    // run was registered left a run no task ends. Accepted, a request now runs to its end, as it
+    // does when its client leaves after `meta`; shutdown waits for the step as for a run.
+    let step_state = state.clone();
+    let reader = state
+        .runs
+        .spawn_step(async move {
+            let state = step_state;
+            let chat_id = match prepared.chat_id.clone() {
+                Some(chat_id) => chat_id,
+                // The new chat keeps the tools this request chose (all of them when it said
+                // nothing).
+                None => {
+                    state
                         .store
                         .create_chat(NewChat {
                             enabled_tools: prepared.new_chat_tools.clone(),
                             ..NewChat::default()
                         })
-                        .await?;
-                    start_run(&state, prepared, chat.id, started)
-                })
-                .await
-                .map_err(|_| ApiError::internal(Stopped::Panicked.message()))??
-        }
-    };
+                        .await?
+                        .id
+                }
+            };
+            start_run(&state, prepared, chat_id, started).await
+        })
+        .await
+        .map_err(|_| ApiError::internal(Stopped::Panicked.message()))??;
     let_the_run_start().await;
     Ok(sse::sse(reader, None))
 }
 
 /// Registers a persisted stream's run for `chat_id`, logs its `meta` and spawns it; its events
-/// are read from the returned reader. Nothing here waits, so a handler dropped by its client
-/// cannot stop half-way.
-fn start_run(
+/// are read from the returned reader. Called in a task of its own ([`ActiveRuns::spawn_step`]):
+/// registering may be a database write, which a dropped handler must not cut short.
+///
+/// [`ActiveRuns::spawn_step`]: crate::runs::ActiveRuns::spawn_step
+async fn start_run(
     state: &AppState,
     prepared: Prepared,
     chat_id: String,
     started: Instant,
 ) -> ApiResult<RunReader> {
     // Registered before anything is stored, so a refused second stream writes nothing.
-    let guard = state.runs.start(RunKind::Chat, &chat_id).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::CONFLICT,
-            "a stream is already running for this chat: attach to it with POST /v1/chats/:chatId/stream/attach",
-        )
-    })?;
+    let run = state
+        .runs
+        .start(RunKind::Chat, &chat_id)
+        .await
+        .map_err(|e| match e {
+            StartError::Running => ApiError::new(
+                StatusCode::CONFLICT,
+                "a stream is already running for this chat: attach to it with POST /v1/chats/:chatId/stream/attach",
+            ),
+            StartError::Store(e) => e.into(),
+        })?;
     let call = NewCall {
         id: new_id(),
         chat_id: Some(chat_id.clone()),
         provider: prepared.provider.clone(),
         model: prepared.model.clone(),
     };
-    let log = guard.log().clone();
+    let log = run.log().clone();
     let (chat, recorded) = chat_writer(state, Some(&chat_id));
     let sink = Sink {
         log: Some(log.clone()),
@@ -632,7 +641,7 @@ fn start_run(
     let completion = prepared.completion;
     // Whichever way the run ends owns the registration: it is released after the final write
     // and before the terminal event, on the stop path too.
-    let registration = Arc::new(std::sync::Mutex::new(Some(guard)));
+    let registration = Arc::new(std::sync::Mutex::new(Some(run)));
     let stop_registration = registration.clone();
     state.runs.spawn(
         async move {
@@ -640,13 +649,16 @@ fn start_run(
             let outcome =
                 run_recorded(&work_state, call, history, completion, &sink, recorded).await;
             let stored = record(&work_state, &call_id, Some(&chat_id), &outcome, started).await;
-            release(&registration);
-            log_end(&log, outcome, stored);
+            end(&registration, &log, &end_event(outcome, stored)).await;
         },
         move |why| async move {
             record_stopped(&stop_state, stop_call, &stop_history, started, why).await;
-            release(&stop_registration);
-            push(&stop_log, &ChatEvent::Error(why.message().into()));
+            end(
+                &stop_registration,
+                &stop_log,
+                &ChatEvent::Error(why.message().into()),
+            )
+            .await;
         },
     );
     Ok(reader)
@@ -671,7 +683,7 @@ async fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
     let task = state.runs.spawn(
         async move {
             let outcome = prepared.completion.run(&sink).await.map_err(RunError::from);
-            log_end(&log, outcome, Ok(()));
+            push(&log, &end_event(outcome, Ok(())));
         },
         move |why| async move { push(&stop_log, &ChatEvent::Error(why.message().into())) },
     );
@@ -691,14 +703,9 @@ async fn let_the_run_start() {
     tokio::task::yield_now().await;
 }
 
-/// Takes a run out of the registry (`GET /v1/active-runs`, attach).
-fn release(registration: &std::sync::Mutex<Option<RunGuard>>) {
-    drop(
-        registration
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take(),
-    );
+/// Ends a registered run with its terminal event (`runs::end`).
+async fn end(registration: &std::sync::Mutex<Option<Run>>, log: &RunLog, event: &ChatEvent) {
+    runs::end(registration, log, event.name(), &event.data()).await;
 }
 
 fn push(log: &RunLog, event: &ChatEvent) {
@@ -706,16 +713,15 @@ fn push(log: &RunLog, event: &ChatEvent) {
 }
 
 /// The terminal event of a run.
-fn log_end(log: &RunLog, outcome: Result<Finished, RunError>, stored: Result<(), String>) {
-    let event = match (outcome, stored) {
+fn end_event(outcome: Result<Finished, RunError>, stored: Result<(), String>) -> ChatEvent {
+    match (outcome, stored) {
         (Ok(finished), Ok(())) => ChatEvent::Done {
             text: finished.text,
             usage: finished.usage,
         },
         (Err(error), _) => ChatEvent::Error(error.to_string()),
         (Ok(_), Err(why)) => ChatEvent::Error(why),
-    };
-    push(log, &event);
+    }
 }
 
 #[utoipa::path(post, path = "/chats/{chatId}/stream/attach", tag = "chats",
@@ -734,4 +740,5 @@ pub async fn attach(
         &headers,
         ACTIVE_STREAM_NOT_FOUND,
     )
+    .await
 }

@@ -75,7 +75,13 @@ impl ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
-        ApiError::internal(err)
+        match err {
+            // Not this request's fault nor a bug: another instance can serve it.
+            StoreError::LeaseLost => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string())
+            }
+            err => ApiError::internal(err),
+        }
     }
 }
 

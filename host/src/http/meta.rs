@@ -89,9 +89,9 @@ pub async fn session(State(state): State<AppState>) -> Json<SessionResponse> {
 
 #[utoipa::path(get, path = "/active-runs", tag = "meta",
     responses((status = 200, body = ActiveRunsResponse)))]
-pub async fn active_runs(State(state): State<AppState>) -> Json<ActiveRunsResponse> {
-    let (chats, searches) = state.runs.snapshot();
-    Json(ActiveRunsResponse { chats, searches })
+pub async fn active_runs(State(state): State<AppState>) -> ApiResult<Json<ActiveRunsResponse>> {
+    let (chats, searches) = state.runs.snapshot().await?;
+    Ok(Json(ActiveRunsResponse { chats, searches }))
 }
 
 #[utoipa::path(get, path = "/chat-tools", tag = "meta",

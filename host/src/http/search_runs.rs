@@ -23,7 +23,7 @@ use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
 use super::sse::{self, LAST_EVENT_ID_DOC, last_event_id};
 use crate::model::{Role, trimmed_or_none};
 use crate::plugins::load::Plugin;
-use crate::runs::{RunGuard, RunKind, RunLog};
+use crate::runs::{self, EventId, RunKind, RunReader, StartError, Stopped};
 use crate::search::{self, RunRequest, SEARCH_PLUGIN, SearchType, events, seed};
 use crate::store::{NewChat, NewMessage, SearchDetailRecord};
 
@@ -225,15 +225,26 @@ async fn run_and_store(
     }
 }
 
-/// What a run that stopped early (shutdown, a panic) says, and its status for `/run`.
+/// What a `/run` whose task stopped early (shutdown, a panic) answers.
 fn stopped(state: &AppState) -> ApiError {
     if state.runs.stopping() {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            "the server shut down before the search was finished",
+            stopped_message(Stopped::Shutdown),
         )
     } else {
-        ApiError::internal("the search failed inside the server (the server log has the cause)")
+        ApiError::internal(stopped_message(Stopped::Panicked))
+    }
+}
+
+/// What a search run that stopped early says.
+fn stopped_message(why: Stopped) -> &'static str {
+    match why {
+        Stopped::Shutdown => "the server shut down before the search was finished",
+        Stopped::Panicked => "the search failed inside the server (the server log has the cause)",
+        Stopped::LeaseLost => {
+            "the server lost its lease on the database before the search was finished"
+        }
     }
 }
 
@@ -254,7 +265,7 @@ pub async fn run_search(
     let (request, plugin) = prepare(&state, &search, body)?;
     // Two runs of one search racing would store whichever ended last; the streaming one is
     // already doing the work, so this one is refused rather than run twice upstream.
-    if state.runs.is_running(RunKind::Search, &search_id) {
+    if state.runs.is_running(RunKind::Search, &search_id).await? {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "a run of this search is streaming; follow it with POST /v1/searches/{searchId}/run/stream/attach",
@@ -299,25 +310,48 @@ pub async fn stream_search(
     let search = stored(&state, &search_id).await?;
     // A run in progress is joined whatever this call's body says (the contract: a second call
     // attaches), so only a call that starts a run needs a query and the plugin.
-    if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
+    if let Some(log) = state.runs.attach(RunKind::Search, &search_id).await? {
         return Ok(sse::sse(log.reader_after(last.as_ref()), None));
     }
     let (request, plugin) = prepare(&state, &search, body)?;
-    // Start a run, or join one that started meanwhile. Between a failed start and the lookup
-    // that run may end; then this call starts the next one.
-    let guard = loop {
-        if let Some(guard) = state.runs.start(RunKind::Search, &search_id) {
-            break guard;
+    // In a task of its own: on a shared database registering the run is a write, which a client
+    // gone at that moment must not cut short.
+    let step_state = state.clone();
+    let reader = state
+        .runs
+        .spawn_step(async move {
+            start_or_join(step_state, search_id, request, plugin, last.as_ref()).await
+        })
+        .await
+        .map_err(|_| stopped(&state))??;
+    Ok(sse::sse(reader, None))
+}
+
+/// Starts a run of `search_id`, or joins one that started meanwhile (here or on another
+/// instance). Between a refused start and the lookup that run may end; then this call starts
+/// the next one.
+async fn start_or_join(
+    state: AppState,
+    search_id: String,
+    request: RunRequest,
+    plugin: Arc<Plugin>,
+    last: Option<&EventId>,
+) -> ApiResult<RunReader> {
+    let run = loop {
+        match state.runs.start(RunKind::Search, &search_id).await {
+            Ok(run) => break run,
+            Err(StartError::Running) => {}
+            Err(StartError::Store(e)) => return Err(e.into()),
         }
-        if let Some(log) = state.runs.log(RunKind::Search, &search_id) {
-            return Ok(sse::sse(log.reader_after(last.as_ref()), None));
+        if let Some(log) = state.runs.attach(RunKind::Search, &search_id).await? {
+            return Ok(log.reader_after(last));
         }
         tokio::task::yield_now().await;
     };
-    let log = guard.log().clone();
+    let log = run.log().clone();
     let reader = log.reader();
-    let registration = Arc::new(Mutex::new(Some(guard)));
-    let (work_state, stop_state) = (state.clone(), state.clone());
+    let registration = Arc::new(Mutex::new(Some(run)));
+    let work_state = state.clone();
     let (work_log, stop_log) = (log.clone(), log);
     let stop_registration = registration.clone();
     state.runs.spawn(
@@ -326,37 +360,29 @@ pub async fn stream_search(
                 work_log.push(event.name(), &event.data(), false);
             };
             let ended = run_and_store(&work_state, &search_id, &plugin, &request, &report).await;
-            release(&registration);
-            match ended {
-                Ended::Stored(detail) => {
-                    let done = json!({ "search": SearchDetail::from(*detail) }).to_string();
-                    work_log.push("done", &done, true);
-                }
-                Ended::Failed(both) => end_with_error(&work_log, &both.to_string()),
-                Ended::Gone => end_with_error(&work_log, SEARCH_NOT_FOUND),
-                Ended::NotStored(why) => end_with_error(&work_log, &why),
-            }
+            let (name, data) = match ended {
+                Ended::Stored(detail) => (
+                    "done",
+                    json!({ "search": SearchDetail::from(*detail) }).to_string(),
+                ),
+                Ended::Failed(both) => ("error", events::error_data(&both.to_string())),
+                Ended::Gone => ("error", events::error_data(SEARCH_NOT_FOUND)),
+                Ended::NotStored(why) => ("error", events::error_data(&why)),
+            };
+            runs::end(&registration, &work_log, name, &data).await;
         },
-        move |_| async move {
-            release(&stop_registration);
-            end_with_error(&stop_log, stopped(&stop_state).message());
+        move |why| async move {
+            let message = stopped_message(why);
+            runs::end(
+                &stop_registration,
+                &stop_log,
+                "error",
+                &events::error_data(message),
+            )
+            .await;
         },
     );
-    Ok(sse::sse(reader, None))
-}
-
-/// Takes a run out of the registry (`GET /v1/active-runs`, attach, cacheHit).
-fn release(registration: &Mutex<Option<RunGuard>>) {
-    drop(
-        registration
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take(),
-    );
-}
-
-fn end_with_error(log: &RunLog, message: &str) {
-    log.push("error", &events::error_data(message), true);
+    Ok(reader)
 }
 
 #[utoipa::path(post, path = "/searches/{searchId}/run/stream/attach", tag = "searches",
@@ -375,6 +401,7 @@ pub async fn attach_search(
         &headers,
         ACTIVE_SEARCH_NOT_FOUND,
     )
+    .await
 }
 
 #[utoipa::path(post, path = "/searches/{searchId}/chat", tag = "searches",

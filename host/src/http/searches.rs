@@ -170,7 +170,7 @@ pub async fn create_search(
     let cache_hit = reused
         && is_cache_hit(
             &search,
-            state.runs.is_running(RunKind::Search, &search.id),
+            state.runs.is_running(RunKind::Search, &search.id).await?,
             Utc::now(),
         );
     Ok(Json(CreateSearchResponse {

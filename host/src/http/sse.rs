@@ -37,7 +37,8 @@ pub fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<EventId>> {
 
 /// Attaches to the running run of `kind` for `id`: its events after `Last-Event-ID` (all of
 /// them without one), then the new ones until its end; 404 with `not_found` when none runs.
-pub fn attach(
+/// The run may be another instance's (shared runs).
+pub async fn attach(
     state: &AppState,
     kind: RunKind,
     id: &str,
@@ -47,7 +48,8 @@ pub fn attach(
     let last = last_event_id(headers)?;
     let log = state
         .runs
-        .log(kind, id)
+        .attach(kind, id)
+        .await?
         .ok_or_else(|| ApiError::not_found(not_found))?;
     Ok(sse(log.reader_after(last.as_ref()), None))
 }

@@ -5,11 +5,10 @@
 //! a call left open by a server no longer alive is closed with [`LOST_REPLY`] and a latency up
 //! to that server's last sign of life. Which servers count as gone is the backend's rule: on
 //! SQLite every earlier process (one process per database, `sqlite/liveness.rs`); on
-//! PostgreSQL those whose lease ran out (`postgres/liveness.rs`).
+//! PostgreSQL those whose lease ran out (`postgres/liveness.rs`). The loop that beats is
+//! `runs/beat.rs`: on a shared database a lost lease concerns runs too.
 
 use chrono::DateTime;
-
-use super::Store;
 
 /// How often a server records that it is alive: the error in a lost call's latency.
 pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -26,34 +25,6 @@ pub(super) fn millis_between(start: &str, end: &str) -> i64 {
     ) {
         (Ok(start), Ok(end)) => (end - start).num_milliseconds().max(0),
         _ => 0,
-    }
-}
-
-/// Records this process's signs of life until the store closes. On a shared database it also
-/// closes, each time, the calls of servers whose lease ran out.
-pub async fn beat(store: Store, id: String) {
-    loop {
-        tokio::time::sleep(store.heartbeat_every()).await;
-        if store.is_closed() {
-            return;
-        }
-        let mut result = store.heartbeat(&id).await;
-        if result.is_ok() && store.is_shared() {
-            result = match store.close_lost_calls().await {
-                Ok(0) => Ok(()),
-                Ok(calls) => {
-                    tracing::warn!(calls, "closed calls left open by a server that is gone");
-                    Ok(())
-                }
-                Err(e) => Err(e),
-            };
-        }
-        if let Err(e) = result {
-            if store.is_closed() {
-                return;
-            }
-            tracing::warn!(error = %e, "could not record the server's heartbeat");
-        }
     }
 }
 

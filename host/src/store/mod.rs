@@ -11,10 +11,11 @@ mod postgres;
 mod records;
 mod sqlite;
 
+pub use postgres::RunListener;
 pub use records::{
     CallRecord, CallUsage, ChatPatch, ChatRecord, MessageRecord, NewCall, NewChat, NewMessage,
-    NewSearch, SearchDetailRecord, SearchRecord, SearchRunOutcome, WorkspaceRecord,
-    normalize_query,
+    NewSearch, RunEvent, RunStart, SearchDetailRecord, SearchRecord, SearchRunOutcome,
+    WorkspaceRecord, normalize_query,
 };
 
 use crate::config::DatabaseUrl;
@@ -278,12 +279,77 @@ impl Store {
         on_backend!(self, db => db.heartbeat(id).await)
     }
 
+    /// Takes this instance out of the database's servers, at the end of a graceful shutdown
+    /// (its runs have ended): others need not wait for its lease to run out.
+    pub async fn leave(&self, id: &str) -> Result<()> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(()),
+            Backend::Postgres(db) => db.leave(id).await,
+        }
+    }
+
+    /// The runs shared by the instances of a deployment: `None` on SQLite, whose one process
+    /// keeps its runs in memory.
+    pub fn runs_table(&self) -> Option<RunsTable> {
+        match &self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres(db) => Some(RunsTable(db.clone())),
+        }
+    }
+
     /// How often [`Store::heartbeat`] is due.
     pub fn heartbeat_every(&self) -> std::time::Duration {
         match self.backend {
             Backend::Sqlite(_) => liveness::HEARTBEAT,
             Backend::Postgres(_) => postgres::RENEW_EVERY,
         }
+    }
+}
+
+/// The runs table of a shared database (`postgres/runs.rs`), for `runs::shared`.
+#[derive(Clone, Debug)]
+pub struct RunsTable(PgStore);
+
+impl RunsTable {
+    /// Registers a live run of `target` owned by this instance; [`StoreError::LeaseLost`] when
+    /// this instance's lease ran out.
+    pub async fn start(&self, id: &str, kind: &str, target: &str, tag: u32) -> Result<RunStart> {
+        self.0.start_run(id, kind, target, tag).await
+    }
+
+    /// The live run of `target`: its id and tag.
+    pub async fn live(&self, kind: &str, target: &str) -> Result<Option<(String, u32)>> {
+        self.0.live_run(kind, target).await
+    }
+
+    /// `(kind, target)` of every live run of an instance whose lease holds, sorted.
+    pub async fn all_live(&self) -> Result<Vec<(String, String)>> {
+        self.0.live_runs().await
+    }
+
+    /// Stores this instance's events (a terminal one ends its run); the ids of the runs whose
+    /// events were refused because this instance no longer owns them.
+    pub async fn write(&self, events: &[RunEvent]) -> Result<std::collections::HashSet<String>> {
+        self.0.write_run_events(events).await
+    }
+
+    /// The events of each `(run id, last seq seen)` after that seq, in order.
+    pub async fn events_after(&self, cursors: &[(&str, u32)]) -> Result<Vec<RunEvent>> {
+        self.0.run_events_after(cursors).await
+    }
+
+    /// Ends the runs of instances whose lease ran out with an `error` event (`error_data` gives
+    /// its data for a kind); how many.
+    pub async fn end_lost(&self, error_data: &(dyn Fn(&str) -> String + Sync)) -> Result<usize> {
+        self.0.end_lost_runs(error_data).await
+    }
+
+    pub async fn listen(&self) -> Result<RunListener> {
+        self.0.listen_runs().await
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.0.is_closed()
     }
 }
 

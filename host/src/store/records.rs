@@ -166,3 +166,24 @@ pub enum WorkspaceRecord {
     Chat(ChatRecord),
     Search(SearchRecord),
 }
+
+/// One event of a shared run (PostgreSQL): as its owner writes it and its followers read it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunEvent {
+    pub run_id: std::sync::Arc<str>,
+    /// The event's 1-based position in its run.
+    pub seq: u32,
+    pub name: String,
+    /// The event's JSON text, exactly as sent.
+    pub data: String,
+    /// `done` or `error`: the run's last event, which ends it.
+    pub terminal: bool,
+}
+
+/// Whether a shared run was registered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunStart {
+    Started,
+    /// The chat or search has a live run already (on this instance or another).
+    Running,
+}

@@ -64,12 +64,16 @@ impl PgStore {
         Ok(open.len())
     }
 
-    /// Registers this process with a fresh lease; its id.
+    /// Registers this process with a fresh lease; its id. Again after its lease ran out: its
+    /// old runs and calls stay ended (another instance ended them, or will: they are not taken
+    /// back by a renewed row, see `end_lost_runs`), its new ones are owned under the new lease.
     pub async fn register_instance(&self) -> Result<String> {
         let at = now();
         sqlx::query(
             "INSERT INTO instances (id, started_at, alive_at, lease_until) \
-             VALUES ($1, $2, $2, clock_timestamp() + make_interval(secs => $3))",
+             VALUES ($1, $2, $2, clock_timestamp() + make_interval(secs => $3)) \
+             ON CONFLICT (id) DO UPDATE SET alive_at = EXCLUDED.alive_at, \
+             lease_until = EXCLUDED.lease_until",
         )
         .bind(&*self.instance)
         .bind(&at)
@@ -77,6 +81,15 @@ impl PgStore {
         .execute(&self.pool)
         .await?;
         Ok(self.instance.to_string())
+    }
+
+    /// Deletes instance `id`'s row: it has stopped, leaving nothing open.
+    pub async fn leave(&self, id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM instances WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Renews the lease of instance `id`, while it still holds it; an error once it lost it.

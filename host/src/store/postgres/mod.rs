@@ -12,10 +12,12 @@
 mod calls;
 mod chats;
 mod liveness;
-
-pub use liveness::RENEW_EVERY;
+mod runs;
 mod searches;
 mod workspace;
+
+pub use liveness::RENEW_EVERY;
+pub use runs::RunListener;
 
 use std::str::FromStr;
 use std::sync::Arc;

@@ -1,0 +1,82 @@
+//! The instance's signs of life (`store/liveness.rs` has the rule), and on a shared database
+//! what follows from them for runs: each beat renews this instance's lease and ends the calls and
+//! runs of instances whose lease ran out (their attached clients get the `error` event); an
+//! instance that finds its own lease gone stops its runs (others ended them, or will) and
+//! registers again for new ones.
+
+use std::sync::Arc;
+
+use super::ActiveRuns;
+use crate::store::liveness::LOST_REPLY;
+use crate::store::{Store, StoreError};
+
+/// The `error` event's data of a run ended because its instance is gone, by kind.
+fn lost_run_data(kind: &str) -> String {
+    match kind {
+        "chat" => crate::chat::events::ChatEvent::Error(LOST_REPLY.into()).data(),
+        _ => crate::search::events::error_data(LOST_SEARCH),
+    }
+}
+
+/// What a search's client is told when the instance running it is gone.
+const LOST_SEARCH: &str = "the server stopped before the search was finished";
+
+/// Ends what instances gone before this one left open: their calls, then their runs (so a
+/// client told of the end finds the call's error recorded). Shared only: on SQLite a process
+/// closes its predecessors' calls at start, and runs were in their memory.
+pub async fn end_lost(store: &Store) -> Result<(), StoreError> {
+    let calls = store.close_lost_calls().await?;
+    if calls > 0 {
+        tracing::warn!(calls, "closed calls left open by a server that is gone");
+    }
+    if let Some(table) = store.runs_table() {
+        let runs = table.end_lost(&lost_run_data).await?;
+        if runs > 0 {
+            tracing::warn!(runs, "ended runs of a server that is gone");
+        }
+    }
+    Ok(())
+}
+
+/// Records this process's signs of life until the store closes (see the module doc).
+pub async fn beat(store: Store, runs: Arc<ActiveRuns>, id: String) {
+    loop {
+        tokio::time::sleep(store.heartbeat_every()).await;
+        if store.is_closed() {
+            return;
+        }
+        let mut result = store.heartbeat(&id).await;
+        if result.is_ok() && store.is_shared() {
+            result = end_lost(&store).await;
+        }
+        match result {
+            Ok(()) => {}
+            Err(_) if store.is_closed() => return,
+            Err(StoreError::LeaseLost) => {
+                tracing::error!(
+                    "this instance's lease on the database ran out (it was frozen or cut off): \
+                     its runs stop, and it registers again"
+                );
+                runs.fence();
+                if let Err(e) = store.register_instance().await {
+                    tracing::warn!(error = %e, "could not register again; retrying");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not record the server's heartbeat"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_run_ends_with_its_kind_of_error_event() {
+        let chat: serde_json::Value = serde_json::from_str(&lost_run_data("chat")).unwrap();
+        assert_eq!(chat["type"], "error");
+        assert_eq!(chat["message"], LOST_REPLY);
+        let search: serde_json::Value = serde_json::from_str(&lost_run_data("search")).unwrap();
+        assert_eq!(search["message"], LOST_SEARCH);
+    }
+}
