@@ -46,7 +46,7 @@ const RECORDED_STREAM: &str = include_str!(
 const RECORDED_BODY: &str =
     include_str!("../../tests/fixtures/upstream/openai_chat/04_nonstream_text.response.json");
 /// Deltas of the paced and slow streams.
-const PACED_DELTAS: usize = 64;
+pub(crate) const PACED_DELTAS: usize = 64;
 
 pub struct Options {
     requests: usize,
@@ -145,7 +145,7 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
 }
 
 /// Percentiles of `samples` in ms: p50, p99, max.
-fn summary(samples: &mut [Duration]) -> (f64, f64, f64) {
+pub(crate) fn summary(samples: &mut [Duration]) -> (f64, f64, f64) {
     samples.sort_unstable();
     let at = |p: f64| {
         let i = ((samples.len() as f64 * p).ceil() as usize)
@@ -156,7 +156,7 @@ fn summary(samples: &mut [Duration]) -> (f64, f64, f64) {
     (at(0.50), at(0.99), at(1.0))
 }
 
-fn row(name: &str, samples: &mut [Duration]) -> (f64, f64) {
+pub(crate) fn row(name: &str, samples: &mut [Duration]) -> (f64, f64) {
     let (p50, p99, max) = summary(samples);
     println!("{name:<50} {p50:>9.3} {p99:>9.3} {max:>9.3}");
     (p50, p99)
@@ -175,7 +175,7 @@ fn added_by(who: &str, name: &str, via: (f64, f64), direct: (f64, f64)) {
     );
 }
 
-async fn check(res: reqwest::Response) -> anyhow::Result<Bytes> {
+pub(crate) async fn check(res: reqwest::Response) -> anyhow::Result<Bytes> {
     let status = res.status();
     let body = res.bytes().await?;
     if !status.is_success() {
@@ -186,7 +186,11 @@ async fn check(res: reqwest::Response) -> anyhow::Result<Bytes> {
 
 /// Chats for persisted requests, each used for `per_chat` requests so transcripts stay short
 /// (a chat that grew to thousands of rows would measure its own size).
-async fn chats(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Result<Vec<String>> {
+pub(crate) async fn chats(
+    client: &reqwest::Client,
+    base: &str,
+    n: usize,
+) -> anyhow::Result<Vec<String>> {
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
         let body = check(
@@ -205,7 +209,7 @@ async fn chats(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Result
 
 const PER_CHAT: usize = 10;
 
-fn completion(chat_id: Option<&str>, model: &str, i: usize) -> Value {
+pub(crate) fn completion(chat_id: Option<&str>, model: &str, i: usize) -> Value {
     let mut body = json!({
         "provider": "provider_c", "model": model, "enabledTools": [],
         "messages": [{"role": "user", "content": format!("question {i}")}]
@@ -663,7 +667,7 @@ async fn live_streams(
 }
 
 /// A whole paced stream: meta, the 64 deltas in order, done with their text.
-fn verify(text: &str) -> anyhow::Result<()> {
+pub(crate) fn verify(text: &str) -> anyhow::Result<()> {
     let events: Vec<(&str, Value)> = text
         .split("\n\n")
         .filter(|e| !e.trim().is_empty() && !e.starts_with(':'))
@@ -699,7 +703,7 @@ fn verify(text: &str) -> anyhow::Result<()> {
 #[derive(Clone, Default)]
 struct Mock;
 
-async fn start_mock() -> anyhow::Result<SocketAddr> {
+pub(crate) async fn start_mock() -> anyhow::Result<SocketAddr> {
     let app = axum::Router::new()
         .route("/chat/completions", axum::routing::post(mock_completion))
         .route(

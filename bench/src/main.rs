@@ -17,10 +17,15 @@
 //!
 //! `cargo run --release -p bench -- body` measures the server's peak memory for a 32 MB request
 //! of images, the largest the contract allows (see `body.rs`).
+//!
+//! `cargo run --release -p bench -- instances --database-url postgres://…` runs two servers on
+//! one PostgreSQL database: attach and the lag of live events on the other instance, and live
+//! streams split over both (see `instances.rs`).
 
 mod body;
 mod chat;
 mod floor;
+mod instances;
 mod plugins;
 
 use std::time::{Duration, Instant};
@@ -93,14 +98,16 @@ fn main() -> anyhow::Result<()> {
         Some("chat") => chat::run(chat::parse(&args[1..])?),
         Some("proxy") => floor::run(&args[1..]),
         Some("body") => body::run(body::parse(&args[1..])?),
+        Some("instances") => instances::run(instances::parse(&args[1..])?),
         _ => {
             eprintln!(
-                "{}\n{}\n{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}\n{}",
                 usage(),
                 plugins::usage(),
                 chat::usage(),
                 floor::usage(),
-                body::usage()
+                body::usage(),
+                instances::usage()
             );
             std::process::exit(2);
         }

@@ -522,7 +522,10 @@ async fn a_call_left_open_by_kill_9_is_closed_at_the_next_start() {
         "kept across the crash"
     );
     let (out, _) = process.stop();
-    assert!(out.contains("closed calls left open by a server that is gone"), "{out}");
+    assert!(
+        out.contains("closed calls left open by a server that is gone"),
+        "{out}"
+    );
 }
 
 #[tokio::test]

@@ -20,6 +20,7 @@ mod chats;
 mod completions;
 #[path = "../api/declared_providers.rs"]
 mod declared_providers;
+mod instances;
 #[path = "../api/large_bodies.rs"]
 mod large_bodies;
 #[path = "../api/limits.rs"]

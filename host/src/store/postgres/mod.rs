@@ -40,6 +40,9 @@ pub(super) use next_updated_at;
 #[derive(Clone, Debug)]
 pub struct PgStore {
     pool: PgPool,
+    /// The one connection that listens for run events (`runs.rs`), apart from `pool` so that it
+    /// never takes a request's slot.
+    listen_pool: PgPool,
     /// This process's id among the servers sharing the database: its row of `instances`, and
     /// the owner stamped on the calls it makes.
     instance: Arc<str>,
@@ -58,22 +61,26 @@ impl PgStore {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(open_error)?;
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+        let listen_pool = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_lazy_with(options);
         Ok(Self {
             pool,
+            listen_pool,
             instance: Arc::from(new_id()),
         })
     }
 
     pub async fn close(&self) {
-        self.pool.close().await;
+        tokio::join!(self.pool.close(), self.listen_pool.close());
     }
 
     pub fn is_closed(&self) -> bool {
-        self.pool.is_closed()
+        self.pool.is_closed() || self.listen_pool.is_closed()
     }
 
     async fn tx(&self) -> Result<sqlx::Transaction<'_, sqlx::Postgres>> {

@@ -220,9 +220,9 @@ impl PgStore {
         Ok(lost.len())
     }
 
-    /// A connection of its own listening for new events (it holds no pool slot while it waits).
+    /// The connection listening for new events: one of its own, not one of the pool's.
     pub async fn listen_runs(&self) -> Result<RunListener> {
-        let mut listener = PgListener::connect_with(&self.pool).await?;
+        let mut listener = PgListener::connect_with(&self.listen_pool).await?;
         listener.listen(CHANNEL).await?;
         Ok(RunListener(listener))
     }
