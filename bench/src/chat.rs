@@ -209,6 +209,25 @@ pub(crate) async fn chats(
 
 const PER_CHAT: usize = 10;
 
+/// A chat stream of `body` started on `base`; an error unless it is accepted.
+pub(crate) async fn open_stream(
+    client: &reqwest::Client,
+    base: &str,
+    body: &Value,
+) -> anyhow::Result<reqwest::Response> {
+    let res = client
+        .post(format!("{base}/v1/chat-completions/stream"))
+        .json(body)
+        .send()
+        .await?;
+    ensure!(
+        res.status().is_success(),
+        "stream answered {}",
+        res.status()
+    );
+    Ok(res)
+}
+
 pub(crate) fn completion(chat_id: Option<&str>, model: &str, i: usize) -> Value {
     let mut body = json!({
         "provider": "provider_c", "model": model, "enabledTools": [],
@@ -550,16 +569,7 @@ async fn attach(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Resul
             Some(id) => id.clone(),
             None => {
                 let id = chats(client, base, 1).await?.remove(0);
-                let res = client
-                    .post(format!("{base}/v1/chat-completions/stream"))
-                    .json(&completion(Some(&id), "slow", 0))
-                    .send()
-                    .await?;
-                ensure!(
-                    res.status().is_success(),
-                    "stream answered {}",
-                    res.status()
-                );
+                let res = open_stream(client, base, &completion(Some(&id), "slow", 0)).await?;
                 // Read it to the end in the background, as a client would.
                 streams.push(tokio::spawn(async move {
                     let mut body = res.bytes_stream();
@@ -617,16 +627,7 @@ async fn live_streams(
     for i in 0..n {
         let (client, base, started) = (client.clone(), base.to_string(), started.clone());
         tasks.push(tokio::spawn(async move {
-            let res = client
-                .post(format!("{base}/v1/chat-completions/stream"))
-                .json(&completion(None, "paced", i))
-                .send()
-                .await?;
-            ensure!(
-                res.status().is_success(),
-                "stream answered {}",
-                res.status()
-            );
+            let res = open_stream(&client, &base, &completion(None, "paced", i)).await?;
             started.fetch_add(1, Ordering::Relaxed);
             let text = res.text().await?;
             verify(&text)

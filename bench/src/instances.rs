@@ -17,7 +17,7 @@ use std::time::Instant;
 use anyhow::{Context, bail, ensure};
 use futures::StreamExt;
 
-use crate::chat::{PACED_DELTAS, chats, check, completion, row, start_mock, verify};
+use crate::chat::{PACED_DELTAS, chats, check, completion, open_stream, row, start_mock, verify};
 use crate::plugins::{server_binary, start_with};
 
 pub struct Options {
@@ -110,16 +110,7 @@ async fn attach(
             Some((id, _)) => id.clone(),
             None => {
                 let id = chats(client, owner, 1).await?.remove(0);
-                let res = client
-                    .post(format!("{owner}/v1/chat-completions/stream"))
-                    .json(&completion(Some(&id), "slow", 0))
-                    .send()
-                    .await?;
-                ensure!(
-                    res.status().is_success(),
-                    "stream answered {}",
-                    res.status()
-                );
+                let res = open_stream(client, owner, &completion(Some(&id), "slow", 0)).await?;
                 let reader = tokio::spawn(async move {
                     let mut body = res.bytes_stream();
                     while body.next().await.is_some() {}
@@ -254,16 +245,7 @@ async fn live_streams(client: &reqwest::Client, a: &str, b: &str, n: usize) -> a
         let (client, failed) = (client.clone(), failed.clone());
         tasks.push(tokio::spawn(async move {
             let outcome = async {
-                let res = client
-                    .post(format!("{base}/v1/chat-completions/stream"))
-                    .json(&completion(None, "paced", i))
-                    .send()
-                    .await?;
-                ensure!(
-                    res.status().is_success(),
-                    "stream answered {}",
-                    res.status()
-                );
+                let res = open_stream(&client, &base, &completion(None, "paced", i)).await?;
                 verify(&res.text().await?)
             }
             .await;

@@ -18,6 +18,7 @@ use crate::completions::{ROUTE, TEXT_STREAM, body};
 use crate::support::{Event, Events, RawDb, plugin_cache_dir, test_database};
 
 const BIN: &str = env!("CARGO_BIN_EXE_chatd");
+const STREAM: &str = "/v1/chat-completions/stream";
 
 /// How long after its owner stops a run must end elsewhere (the bound).
 const TAKEOVER: Duration = Duration::from_secs(15);
@@ -87,6 +88,19 @@ impl Instance {
             request = request.header(*name, *value);
         }
         request.send().await.unwrap()
+    }
+
+    /// A persisted stream of the chat, which must be accepted.
+    async fn stream(&self, chat_id: &str) -> Events {
+        let res = self.post(STREAM, Some(chat_stream(chat_id)), &[]).await;
+        Events::of(res).await
+    }
+
+    /// The chat's running stream, after `last` when given.
+    async fn attach(&self, chat_id: &str, last: Option<&str>) -> Events {
+        let path = format!("/v1/chats/{chat_id}/stream/attach");
+        let header = last.map(|id| ("Last-Event-ID", id));
+        Events::of(self.post(&path, None, header.as_slice()).await).await
     }
 
     async fn get(&self, path: &str) -> Value {
@@ -179,36 +193,18 @@ async fn a_stream_on_a_is_attached_and_resumed_on_b_with_the_same_events() {
         ScriptedUpstream::start([(ROUTE, paced_text(40, Duration::from_millis(25)))]).await;
     let (_dir, a, b, _db) = deployment(&upstream).await;
     let chat_id = a.new_chat().await;
-    let mut on_a = Events::of(
-        a.post(
-            "/v1/chat-completions/stream",
-            Some(chat_stream(&chat_id)),
-            &[],
-        )
-        .await,
-    )
-    .await;
+    let mut on_a = a.stream(&chat_id).await;
     let mut seen_on_a = take(&mut on_a, 6).await;
 
     // B lists A's run, and a second stream for the chat is refused there too.
     assert_eq!(b.get("/v1/active-runs").await["chats"], json!([chat_id]));
-    let second = b
-        .post(
-            "/v1/chat-completions/stream",
-            Some(chat_stream(&chat_id)),
-            &[],
-        )
-        .await;
+    let second = b.post(STREAM, Some(chat_stream(&chat_id)), &[]).await;
     assert_eq!(second.status(), StatusCode::CONFLICT);
 
     let attach = format!("/v1/chats/{chat_id}/stream/attach");
-    let attached = Events::of(b.post(&attach, None, &[]).await).await;
+    let attached = b.attach(&chat_id, None).await;
     let resume_after = seen_on_a[4].id.clone();
-    let resumed = Events::of(
-        b.post(&attach, None, &[("Last-Event-ID", &resume_after)])
-            .await,
-    )
-    .await;
+    let resumed = b.attach(&chat_id, Some(&resume_after)).await;
     let (attached, resumed) = (attached.rest().await, resumed.rest().await);
     seen_on_a.extend(on_a.rest().await);
 
@@ -241,8 +237,8 @@ async fn simultaneous_streams_on_a_and_b_get_one_409_each_pair() {
         let chat_id = a.new_chat().await;
         let request = chat_stream(&chat_id);
         let (on_a, on_b) = tokio::join!(
-            a.post("/v1/chat-completions/stream", Some(request.clone()), &[]),
-            b.post("/v1/chat-completions/stream", Some(request), &[]),
+            a.post(STREAM, Some(request.clone()), &[]),
+            b.post(STREAM, Some(request), &[]),
         );
         let mut statuses = [on_a.status(), on_b.status()];
         statuses.sort();
@@ -349,18 +345,9 @@ async fn when_a_is_killed_b_ends_its_run_and_takes_new_streams() {
     .await;
     let (_dir, mut a, b, mut db) = deployment(&upstream).await;
     let chat_id = a.new_chat().await;
-    let mut on_a = Events::of(
-        a.post(
-            "/v1/chat-completions/stream",
-            Some(chat_stream(&chat_id)),
-            &[],
-        )
-        .await,
-    )
-    .await;
+    let mut on_a = a.stream(&chat_id).await;
     take(&mut on_a, 3).await;
-    let attach = format!("/v1/chats/{chat_id}/stream/attach");
-    let mut on_b = Events::of(b.post(&attach, None, &[]).await).await;
+    let mut on_b = b.attach(&chat_id, None).await;
     take(&mut on_b, 3).await;
 
     a.child.kill().unwrap();
@@ -372,21 +359,14 @@ async fn when_a_is_killed_b_ends_its_run_and_takes_new_streams() {
         end.data["message"],
         "the server stopped before the reply was finished"
     );
+    eprintln!("the run ended on B {took:?} after A was killed");
     assert!(took < TAKEOVER, "ended {took:?} after the kill");
     assert_eq!(
         call_error(&mut db, &chat_id).await.as_deref(),
         Some("the server stopped before the reply was finished")
     );
     assert_eq!(b.get("/v1/active-runs").await["chats"], json!([]));
-    let again = Events::of(
-        b.post(
-            "/v1/chat-completions/stream",
-            Some(chat_stream(&chat_id)),
-            &[],
-        )
-        .await,
-    )
-    .await;
+    let again = b.stream(&chat_id).await;
     assert_eq!(again.rest().await.last().unwrap().name, "done");
 }
 
@@ -399,22 +379,14 @@ async fn a_frozen_past_its_lease_cannot_write_into_its_old_run() {
     .await;
     let (_dir, a, b, mut db) = deployment(&upstream).await;
     let chat_id = a.new_chat().await;
-    let mut on_a = Events::of(
-        a.post(
-            "/v1/chat-completions/stream",
-            Some(chat_stream(&chat_id)),
-            &[],
-        )
-        .await,
-    )
-    .await;
+    let mut on_a = a.stream(&chat_id).await;
     take(&mut on_a, 3).await;
-    let attach = format!("/v1/chats/{chat_id}/stream/attach");
-    let mut on_b = Events::of(b.post(&attach, None, &[]).await).await;
+    let mut on_b = b.attach(&chat_id, None).await;
 
     a.signal("-STOP");
     let (seen, took) = until_end(&mut on_b).await;
     assert_eq!(seen.last().unwrap().name, "error");
+    eprintln!("the run ended on B {took:?} after A was frozen");
     assert!(took < TAKEOVER, "ended {took:?} after the freeze");
     let first_run: Vec<(String,)> = db
         .rows(
@@ -426,15 +398,7 @@ async fn a_frozen_past_its_lease_cannot_write_into_its_old_run() {
     let stored_end = last_event(&mut db, &first_run).await;
 
     // B takes a new stream for the chat; then A wakes with deltas in its socket.
-    let mut new_on_b = Events::of(
-        b.post(
-            "/v1/chat-completions/stream",
-            Some(chat_stream(&chat_id)),
-            &[],
-        )
-        .await,
-    )
-    .await;
+    let mut new_on_b = b.stream(&chat_id).await;
     take(&mut new_on_b, 2).await;
     a.signal("-CONT");
     // A finds its lease gone and stops what it was running: its own client gets an error.
@@ -496,17 +460,8 @@ async fn a_listener_killed_under_b_loses_nothing() {
         ScriptedUpstream::start([(ROUTE, paced_text(60, Duration::from_millis(25)))]).await;
     let (_dir, a, b, mut db) = deployment(&upstream).await;
     let chat_id = a.new_chat().await;
-    let on_a = Events::of(
-        a.post(
-            "/v1/chat-completions/stream",
-            Some(chat_stream(&chat_id)),
-            &[],
-        )
-        .await,
-    )
-    .await;
-    let attach = format!("/v1/chats/{chat_id}/stream/attach");
-    let mut on_b = Events::of(b.post(&attach, None, &[]).await).await;
+    let on_a = a.stream(&chat_id).await;
+    let mut on_b = b.attach(&chat_id, None).await;
     let mut seen_on_b = take(&mut on_b, 5).await;
     // Every instance's listener is the connection whose last statement was its LISTEN.
     let killed: Vec<(bool,)> = db
