@@ -561,15 +561,32 @@ impl Cpu {
 }
 
 async fn attach(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Result<()> {
-    let mut samples = Vec::with_capacity(n);
+    let mut samples = attach_times(client, base, &[base], n).await?.remove(0);
+    row(
+        "attach to a running stream: first replayed event",
+        &mut samples,
+    );
+    Ok(())
+}
+
+/// Time to the first replayed event of `n` attaches on each of `readers`, taken in turn, to
+/// slow streams `owner` runs (a new one when the last has ended); one list per reader.
+pub(crate) async fn attach_times(
+    client: &reqwest::Client,
+    owner: &str,
+    readers: &[&str],
+    n: usize,
+) -> anyhow::Result<Vec<Vec<Duration>>> {
+    let mut samples = vec![Vec::with_capacity(n); readers.len()];
     let mut chat: Option<String> = None;
     let mut streams = Vec::new();
-    while samples.len() < n {
+    let mut turn = 0;
+    while samples.iter().any(|s| s.len() < n) {
         let id = match &chat {
             Some(id) => id.clone(),
             None => {
-                let id = chats(client, base, 1).await?.remove(0);
-                let res = open_stream(client, base, &completion(Some(&id), "slow", 0)).await?;
+                let id = chats(client, owner, 1).await?.remove(0);
+                let res = open_stream(client, owner, &completion(Some(&id), "slow", 0)).await?;
                 // Read it to the end in the background, as a client would.
                 streams.push(tokio::spawn(async move {
                     let mut body = res.bytes_stream();
@@ -579,9 +596,10 @@ async fn attach(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Resul
                 id
             }
         };
+        let reader = turn % readers.len();
         let t = Instant::now();
         let res = client
-            .post(format!("{base}/v1/chats/{id}/stream/attach"))
+            .post(format!("{}/v1/chats/{id}/stream/attach", readers[reader]))
             .send()
             .await?;
         if res.status() == reqwest::StatusCode::NOT_FOUND {
@@ -602,16 +620,15 @@ async fn attach(client: &reqwest::Client, base: &str, n: usize) -> anyhow::Resul
                 && head.contains("\nevent: meta\n"),
             "attach began with something else: {head}"
         );
-        samples.push(t.elapsed());
+        if samples[reader].len() < n {
+            samples[reader].push(t.elapsed());
+        }
+        turn += 1;
     }
     for stream in streams {
         stream.abort();
     }
-    row(
-        "attach to a running stream: first replayed event",
-        &mut samples,
-    );
-    Ok(())
+    Ok(samples)
 }
 
 async fn live_streams(

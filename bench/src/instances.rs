@@ -17,7 +17,9 @@ use std::time::Instant;
 use anyhow::{Context, bail, ensure};
 use futures::StreamExt;
 
-use crate::chat::{PACED_DELTAS, chats, check, completion, open_stream, row, start_mock, verify};
+use crate::chat::{
+    PACED_DELTAS, attach_times, chats, check, completion, open_stream, row, start_mock, verify,
+};
 use crate::plugins::{server_binary, start_with};
 
 pub struct Options {
@@ -95,67 +97,15 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Attaches on `on` and on `owner` in turn to streams `owner` runs; time to the first event.
+/// Attaches on `other` and on `owner` in turn to streams `owner` runs; time to the first event.
 async fn attach(
     client: &reqwest::Client,
     owner: &str,
     other: &str,
     n: usize,
 ) -> anyhow::Result<()> {
-    let (mut here, mut there) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut running: Option<(String, tokio::task::JoinHandle<()>)> = None;
-    let mut i = 0;
-    while here.len() < n || there.len() < n {
-        let id = match &running {
-            Some((id, _)) => id.clone(),
-            None => {
-                let id = chats(client, owner, 1).await?.remove(0);
-                let res = open_stream(client, owner, &completion(Some(&id), "slow", 0)).await?;
-                let reader = tokio::spawn(async move {
-                    let mut body = res.bytes_stream();
-                    while body.next().await.is_some() {}
-                });
-                running = Some((id.clone(), reader));
-                id
-            }
-        };
-        let (base, samples) = if i % 2 == 0 {
-            (other, &mut there)
-        } else {
-            (owner, &mut here)
-        };
-        let t = Instant::now();
-        let res = client
-            .post(format!("{base}/v1/chats/{id}/stream/attach"))
-            .send()
-            .await?;
-        if res.status() == reqwest::StatusCode::NOT_FOUND {
-            running = None;
-            continue;
-        }
-        ensure!(
-            res.status().is_success(),
-            "attach answered {}",
-            res.status()
-        );
-        let first = res
-            .bytes_stream()
-            .next()
-            .await
-            .context("attach sent nothing")??;
-        let head = String::from_utf8_lossy(&first);
-        ensure!(
-            head.lines().next().is_some_and(|l| l.ends_with("-1")),
-            "attach began with something else: {head}"
-        );
-        if samples.len() < n {
-            samples.push(t.elapsed());
-        }
-        i += 1;
-    }
-    if let Some((_, reader)) = running {
-        reader.abort();
-    }
+    let mut samples = attach_times(client, owner, &[other, owner], n).await?;
+    let (mut there, mut here) = (samples.remove(0), samples.remove(0));
     let b = row(
         "attach on B to A's stream: first replayed event",
         &mut there,

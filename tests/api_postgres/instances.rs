@@ -2,7 +2,8 @@
 //! real binary twice (A and B) against scripted upstreams. A stream started on A is attached and
 //! resumed on B with the same events; the 409 holds across them; B lists and joins A's runs;
 //! when A dies (kill -9) or freezes past its lease (SIGSTOP), B ends its runs within 15 s and A's
-//! late events are refused; a listener connection killed under B loses nothing.
+//! late events are refused; a listener connection killed under B loses nothing; an instance
+//! whose lease ran out takes no new run until it has registered again.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -476,4 +477,46 @@ async fn a_listener_killed_under_b_loses_nothing() {
     let seen_on_a = on_a.rest().await;
     assert_eq!(seen_on_a.len(), 62, "meta, 60 deltas, done");
     assert_eq!(triples(&seen_on_b), triples(&seen_on_a));
+}
+
+#[tokio::test]
+async fn an_instance_whose_lease_ran_out_takes_no_run_until_it_registers_again() {
+    let upstream = ScriptedUpstream::start([(ROUTE, Reply::sse(TEXT_STREAM))]).await;
+    let server = crate::completions::server_for(&upstream, &[]).await;
+    let chat_id = server.new_chat(json!({"enabledTools": []})).await;
+    let mut db = server.raw_db().await;
+    let lapse = "UPDATE instances SET lease_until = clock_timestamp() - interval '1 minute'";
+    // Its lease ran out, as a frozen instance's would: a stream asked for before its next beat
+    // (every 2 s) notices is refused. When the beat came first, the lease is renewed: again.
+    let mut tries = 0;
+    let refused = loop {
+        tries += 1;
+        assert!(tries <= 20, "a stream was never refused");
+        db.execute(lapse, &[]).await;
+        let res = server.open(STREAM, Some(chat_stream(&chat_id)), &[]).await;
+        if res.status() == StatusCode::SERVICE_UNAVAILABLE {
+            break res.json::<Value>().await.unwrap();
+        }
+        assert_eq!(res.status(), StatusCode::OK);
+        Events::of(res).await.rest().await;
+    };
+    assert!(
+        refused["message"].as_str().unwrap().contains("lease"),
+        "{refused}"
+    );
+    // The beat finds the lease gone and registers again; then streams are taken.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let res = server.open(STREAM, Some(chat_stream(&chat_id)), &[]).await;
+        if res.status() == StatusCode::OK {
+            assert_eq!(
+                Events::of(res).await.rest().await.last().unwrap().name,
+                "done"
+            );
+            break;
+        }
+        assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(Instant::now() < deadline, "not registered again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -6,15 +6,15 @@
 
 use std::sync::Arc;
 
-use super::ActiveRuns;
+use super::{ActiveRuns, RunKind};
 use crate::store::liveness::LOST_REPLY;
 use crate::store::{Store, StoreError};
 
 /// The `error` event's data of a run ended because its instance is gone, by kind.
 fn lost_run_data(kind: &str) -> String {
-    match kind {
-        "chat" => crate::chat::events::ChatEvent::Error(LOST_REPLY.into()).data(),
-        _ => crate::search::events::error_data(LOST_SEARCH),
+    match RunKind::from_stored(kind) {
+        RunKind::Chat => crate::chat::events::ChatEvent::Error(LOST_REPLY.into()).data(),
+        RunKind::Search => crate::search::events::error_data(LOST_SEARCH),
     }
 }
 
@@ -73,10 +73,12 @@ mod tests {
 
     #[test]
     fn a_lost_run_ends_with_its_kind_of_error_event() {
-        let chat: serde_json::Value = serde_json::from_str(&lost_run_data("chat")).unwrap();
+        let chat: serde_json::Value =
+            serde_json::from_str(&lost_run_data(RunKind::Chat.as_str())).unwrap();
         assert_eq!(chat["type"], "error");
         assert_eq!(chat["message"], LOST_REPLY);
-        let search: serde_json::Value = serde_json::from_str(&lost_run_data("search")).unwrap();
+        let search: serde_json::Value =
+            serde_json::from_str(&lost_run_data(RunKind::Search.as_str())).unwrap();
         assert_eq!(search["message"], LOST_SEARCH);
     }
 }

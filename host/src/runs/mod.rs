@@ -76,6 +76,15 @@ impl RunKind {
             RunKind::Search => "search",
         }
     }
+
+    /// The kind the runs table names (it holds no other).
+    fn from_stored(kind: &str) -> Self {
+        if kind == RunKind::Chat.as_str() {
+            RunKind::Chat
+        } else {
+            RunKind::Search
+        }
+    }
 }
 
 /// Why a run could not start.
@@ -277,9 +286,9 @@ impl ActiveRuns {
         };
         let (mut chats, mut searches) = (Vec::new(), Vec::new());
         for (kind, target) in shared.table.all_live().await? {
-            match kind.as_str() {
-                "chat" => chats.push(target),
-                _ => searches.push(target),
+            match RunKind::from_stored(&kind) {
+                RunKind::Chat => chats.push(target),
+                RunKind::Search => searches.push(target),
             }
         }
         Ok((chats, searches))
