@@ -10,7 +10,8 @@
 //! - [`server`]: wiring. Opens the store, binds, serves, shuts down gracefully. `main` and the
 //!   black-box tests start the server the same way.
 //! - [`http`]: routes, DTOs, the error type, auth and request-log middleware, the OpenAPI
-//!   document generated from the routes. Mounted at `/` and `/api`.
+//!   document generated from the routes, and the bundled web client (`http::web`, the files of
+//!   `/web` embedded at build time). Mounted at `/` and `/api`.
 //! - [`store`]: SQLite or PostgreSQL through sqlx, one `Store` and one behaviour; embedded
 //!   migrations from `/migrations/<backend>`. On SQLite writes go as batches (several
 //!   statements, one round trip to the connection's thread) through one writer connection; on
@@ -42,7 +43,7 @@
 //!   rule, never a 5xx. A rejected request writes nothing: validation finishes before the store
 //!   is called, and each write is one transaction.
 //! - Auth is deny-by-default: the token check wraps every route and the fallback; only
-//!   `/health` and `/openapi.json` are open.
+//!   `/health`, `/openapi.json` and the web client's embedded files (`http::web`) are open.
 //! - Nothing logs a token, a key, or a request body. Secrets are [`config::Secret`], whose
 //!   `Debug` is redacted.
 //! - The host never parses or builds a vendor payload; those live in plugins (`/plugins`), and

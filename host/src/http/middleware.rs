@@ -2,8 +2,8 @@
 //! handler panic into a JSON 500.
 //!
 //! The token check is deny-by-default: it runs on every route and on the fallback, and only the
-//! paths in [`OPEN_PATHS`] skip it, so a route added later is protected without anyone
-//! remembering to protect it.
+//! paths in [`OPEN_PATHS`] and the web client's own files ([`super::web::is_open`]) skip it, so
+//! a route added later is protected without anyone remembering to protect it.
 
 use std::any::Any;
 use std::time::Instant;
@@ -40,7 +40,8 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
         return next.run(req).await;
     };
     // Inside the `/api` nest the URI has the prefix stripped, so one list serves both mounts.
-    if OPEN_PATHS.contains(&req.uri().path()) {
+    let path = req.uri().path();
+    if OPEN_PATHS.contains(&path) || super::web::is_open(path) {
         return next.run(req).await;
     }
     let presented = req

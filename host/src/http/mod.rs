@@ -5,6 +5,7 @@
 //! Routes are registered through `utoipa_axum`'s `routes!`, which records each handler's
 //! OpenAPI operation as it adds the route: `/openapi.json` is generated from the same list the
 //! router serves, so the two cannot drift. The whole app is mounted twice, at `/` and `/api`.
+//! The bundled web client ([`web`]) is served beside the API, outside the OpenAPI document.
 
 pub mod chats;
 pub mod completions;
@@ -18,6 +19,7 @@ pub mod searches;
 pub mod serve;
 pub mod sse;
 pub mod title;
+pub mod web;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -215,6 +217,7 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
     let plugins = state.plugins.clone();
     let document = Arc::new(openapi);
     let app = routes
+        .merge(web::routes())
         .route(
             "/openapi.json",
             get(move || {

@@ -106,6 +106,8 @@ pub struct Reply {
     /// Cut the connection after the chunks instead of ending the body cleanly.
     cut: bool,
     gate: Option<Gate>,
+    /// Hold the body before this piece until the gate opens (a stream caught mid-way).
+    hold: Option<(usize, Gate)>,
 }
 
 impl Reply {
@@ -117,6 +119,7 @@ impl Reply {
             pause: Duration::ZERO,
             cut: false,
             gate: None,
+            hold: None,
         }
     }
 
@@ -154,6 +157,13 @@ impl Reply {
     /// Cuts the connection once the body's pieces are sent (a broken stream).
     pub fn cut(mut self) -> Self {
         self.cut = true;
+        self
+    }
+
+    /// Sends the pieces before `piece` (of [`Reply::paced`]'s), then holds the rest until
+    /// `gate` opens: a stream a test catches in the middle.
+    pub fn hold_before(mut self, piece: usize, gate: &Gate) -> Self {
+        self.hold = Some((piece, gate.clone()));
         self
     }
 
@@ -271,25 +281,33 @@ async fn respond(reply: Reply) -> axum::response::Response {
     for (name, value) in &reply.headers {
         builder = builder.header(name, value);
     }
-    let body = if reply.chunks.len() <= 1 && !reply.cut {
+    let body = if reply.chunks.len() <= 1 && !reply.cut && reply.hold.is_none() {
         Body::from(reply.chunks.into_iter().next().unwrap_or_default())
     } else {
-        let (pause, cut) = (reply.pause, reply.cut);
+        let (pause, cut, hold) = (reply.pause, reply.cut, reply.hold);
         let pieces = reply.chunks;
-        let stream = futures::stream::unfold((0usize, pieces), move |(i, pieces)| async move {
-            if i > 0 && i <= pieces.len() && !pause.is_zero() {
-                tokio::time::sleep(pause).await;
-            }
-            match pieces.get(i) {
-                Some(piece) => Some((
-                    Ok::<_, std::io::Error>(Bytes::from(piece.clone())),
-                    (i + 1, pieces),
-                )),
-                None if cut => Some((
-                    Err(std::io::Error::other("scripted cut")),
-                    (i + 1, Vec::new()),
-                )),
-                None => None,
+        let stream = futures::stream::unfold((0usize, pieces), move |(i, pieces)| {
+            let hold = hold.clone();
+            async move {
+                if i > 0 && i <= pieces.len() && !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+                if let Some((at, gate)) = &hold
+                    && *at == i
+                {
+                    gate.passed().await;
+                }
+                match pieces.get(i) {
+                    Some(piece) => Some((
+                        Ok::<_, std::io::Error>(Bytes::from(piece.clone())),
+                        (i + 1, pieces),
+                    )),
+                    None if cut => Some((
+                        Err(std::io::Error::other("scripted cut")),
+                        (i + 1, Vec::new()),
+                    )),
+                    None => None,
+                }
             }
         });
         Body::from_stream(stream)

@@ -1,0 +1,43 @@
+//! The bundled web client in a real headless Chromium, against the real chatd binary and
+//! scripted upstreams: what a user does in the page (send, watch the reply stream, reload
+//! mid-stream, see a tool run, retry a failure, search, continue as a chat, sign in), and that
+//! model output never becomes markup. The tests also make the README's screenshots.
+//!
+//! Needs Debian's `chromium` and `chromium-driver`; skips without them unless
+//! CHATD_REQUIRE_BROWSER is set (`harness.rs`).
+
+mod auth;
+mod chat;
+mod harness;
+mod safety;
+mod search;
+mod upstream;
+
+use chatd::plugins::testing::Reply;
+
+use harness::{Browser, Chatd};
+use upstream::Upstreams;
+
+/// A browser, the upstreams answering `routes`, and chatd pointed at them with `env` added;
+/// the page open and ready. None when the browser is missing (the test skips).
+pub async fn open_app<'a>(
+    routes: impl IntoIterator<Item = (&'a str, Reply)>,
+    env: &[(&'static str, &str)],
+) -> Option<(Upstreams, Chatd, Browser)> {
+    open_app_with(routes, env, &[]).await
+}
+
+/// [`open_app`] in a browser started with `flags`.
+pub async fn open_app_with<'a>(
+    routes: impl IntoIterator<Item = (&'a str, Reply)>,
+    env: &[(&'static str, &str)],
+    flags: &[&str],
+) -> Option<(Upstreams, Chatd, Browser)> {
+    let browser = Browser::start_with(flags).await?;
+    let upstreams = Upstreams::start(routes).await;
+    let mut all: Vec<(&str, String)> = upstreams.env();
+    all.extend(env.iter().map(|(k, v)| (*k, v.to_string())));
+    let chatd = Chatd::start(all);
+    browser.open(&format!("{}/", chatd.base)).await;
+    Some((upstreams, chatd, browser))
+}

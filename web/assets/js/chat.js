@@ -1,0 +1,571 @@
+// The chat view: the stored transcript, the provider and model pickers, the chat's settings,
+// the composer with attachments, and the live run. A run is read by the contract's client
+// rules: deltas rendered as they arrive, tool calls upserted by `toolCallId`, on `done` the
+// chat reloaded as canonical (and its usage shown), on `error` the input kept with a retry. A
+// chat opened while its run goes on (a reload, a second tab) attaches to it from
+// `GET /v1/active-runs`: the replay rebuilds the whole answer.
+
+import * as api from './api.js';
+import { LIMITS, imageSource, payloadBytes, readFiles } from './attachments.js';
+import { clear, formatBytes, h, toast } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+import { follow } from './sse.js';
+import { ToolCards, toolCard } from './toolcards.js';
+
+const NEW_CHAT_TITLE = 'New chat';
+
+export function mountChat(container, app, chatId) {
+  const view = new ChatView(container, app, chatId);
+  view.start();
+  return view;
+}
+
+class ChatView {
+  constructor(container, app, chatId) {
+    this.container = container;
+    this.app = app;
+    this.chatId = chatId;
+    this.chat = null;
+    this.running = false;
+    this.pending = [];
+    this.lastUsage = null;
+    this.failed = null; // the request body of a failed run, for retry
+    this.abort = new AbortController();
+    this.build();
+  }
+
+  unmount() {
+    this.abort.abort();
+  }
+
+  build() {
+    this.providerSelect = h('select', { id: 'provider', 'aria-label': 'Provider', onchange: () => this.fillModels() });
+    this.modelSelect = h('select', { id: 'model', 'aria-label': 'Model' });
+    this.modelNote = h('p.model-note', { id: 'model-note' });
+    this.promptInput = h('textarea', {
+      id: 'system-prompt',
+      rows: 3,
+      placeholder: 'Instructions added to every request of this chat',
+    });
+    this.toolList = h('fieldset.tools', {}, h('legend', {}, 'Tools the model may use'));
+    this.settingsStatus = h('span.settings-status', { role: 'status' });
+    this.settings = h(
+      'details.chat-settings',
+      {},
+      h('summary', {}, 'Chat settings'),
+      h('label', { for: 'system-prompt' }, 'System prompt'),
+      this.promptInput,
+      this.toolList,
+      h(
+        'div.row',
+        {},
+        h('button', { type: 'button', id: 'save-settings', onclick: () => this.saveSettings() }, 'Save settings'),
+        this.settingsStatus,
+      ),
+    );
+    this.transcript = h('div.transcript', { id: 'transcript', 'aria-live': 'off' });
+    this.errorBox = h('div.run-error', { id: 'run-error', role: 'alert', hidden: true });
+    this.input = h('textarea', {
+      id: 'message',
+      rows: 1,
+      placeholder: 'Message',
+      'aria-label': 'Message',
+      onkeydown: (e) => this.onKey(e),
+      oninput: () => this.autosize(),
+    });
+    this.fileInput = h('input', {
+      type: 'file',
+      id: 'files',
+      multiple: true,
+      hidden: true,
+      onchange: () => this.addFiles(this.fileInput.files),
+    });
+    this.chips = h('ul.chips', { id: 'attachments', 'aria-label': 'Attachments' });
+    this.sendButton = h('button.primary.send', { type: 'submit', id: 'send' }, 'Send');
+    const attachButton = h(
+      'button.attach',
+      { type: 'button', id: 'attach', 'aria-label': 'Attach files', title: 'Attach images (PNG, JPEG) or text files', onclick: () => this.fileInput.click() },
+      '+',
+    );
+    this.composer = h(
+      'form.composer',
+      { id: 'composer', onsubmit: (e) => { e.preventDefault(); this.send(); } },
+      this.chips,
+      h('div.composer-row', {}, attachButton, this.input, this.sendButton),
+      this.fileInput,
+      h('p.hint', {}, 'Enter sends · Shift+Enter for a new line'),
+    );
+    this.composer.addEventListener('dragover', (e) => e.preventDefault());
+    this.composer.addEventListener('drop', (e) => {
+      e.preventDefault();
+      if (e.dataTransfer?.files?.length) this.addFiles(e.dataTransfer.files);
+    });
+    clear(this.container, 
+      h(
+        'section.chat',
+        { 'aria-label': 'Chat' },
+        h('div.chat-bar', {}, this.providerSelect, this.modelSelect),
+        this.modelNote,
+        this.settings,
+        this.transcript,
+        h('div.composer-wrap', {}, this.errorBox, this.composer),
+      ),
+    );
+  }
+
+  async start() {
+    const signal = this.abort.signal;
+    try {
+      const [chat, models, tools] = await Promise.all([
+        this.chatId ? api.get(`v1/chats/${encodeURIComponent(this.chatId)}`, { signal }).then((r) => r.chat) : null,
+        this.app.models(),
+        this.app.tools(),
+      ]);
+      if (signal.aborted) return;
+      this.chat = chat;
+      this.renderSettings(tools);
+      this.renderPickers(models);
+      this.renderTranscript();
+      this.app.setTitle(chat ? chat.title || NEW_CHAT_TITLE : NEW_CHAT_TITLE);
+      if (chat) {
+        const runs = await api.get('v1/active-runs', { signal });
+        if (runs.chats.includes(chat.id)) this.attach();
+      }
+      this.input.focus();
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      if (err instanceof api.ApiError && err.status === 404) {
+        clear(this.container, 
+          h('div.empty', {}, h('p', {}, 'This chat does not exist (it may have been deleted).'), h('a.button', { href: '#/' }, 'Start a new chat')),
+        );
+        this.app.setTitle('Not found');
+        return;
+      }
+      this.showError(err.message);
+    }
+  }
+
+  // ---- pickers and settings -------------------------------------------------------------
+
+  renderPickers(models) {
+    this.providers = models.providers || {};
+    const notes = [];
+    clear(this.providerSelect);
+    for (const [id, entry] of Object.entries(this.providers)) {
+      const usable = (entry.models || []).length > 0;
+      const label = usable ? id : `${id} (unavailable)`;
+      this.providerSelect.append(h('option', { value: id, disabled: !usable }, label));
+      if (entry.error) notes.push(`${id}: ${entry.error}${usable ? ' (showing the last list)' : ''}`);
+    }
+    this.modelNote.textContent = notes.join(' · ');
+    this.modelNote.hidden = notes.length === 0;
+    const usable = Object.entries(this.providers).find(([, e]) => (e.models || []).length);
+    if (!usable) this.providerSelect.prepend(h('option', { value: '', selected: true }, 'No provider available'));
+    // The chat's last model; for a new chat the one used last anywhere, while its provider
+    // still lists it; else the first provider with models.
+    const recent = this.chat ? null : this.app.recentModel();
+    const last = this.chat
+      ? { provider: this.chat.lastUsedProvider, model: this.chat.lastUsedModel }
+      : recent && (this.providers[recent.provider]?.models || []).includes(recent.model)
+        ? recent
+        : {};
+    const provider = last.provider && this.providers[last.provider] ? last.provider : usable?.[0];
+    if (provider) this.providerSelect.value = provider;
+    this.fillModels(last.provider === provider ? last.model : null);
+  }
+
+  fillModels(preferred) {
+    const entry = this.providers[this.providerSelect.value];
+    const models = [...(entry?.models || [])];
+    if (preferred && !models.includes(preferred)) models.unshift(preferred);
+    clear(this.modelSelect, models.map((m) => h('option', { value: m }, m)));
+    if (preferred) this.modelSelect.value = preferred;
+    this.updateSendable();
+  }
+
+  renderSettings(tools) {
+    const enabled = this.chat ? new Set(this.chat.enabledTools || []) : null;
+    this.promptInput.value = this.chat?.additionalSystemPrompt || '';
+    for (const tool of tools) {
+      const id = `tool-${tool.name}`;
+      this.toolList.append(
+        h(
+          'label.tool-option',
+          { for: id, title: tool.description },
+          h('input', { type: 'checkbox', id, value: tool.name, checked: enabled ? enabled.has(tool.name) : true }),
+          tool.name,
+        ),
+      );
+    }
+    if (!tools.length) this.toolList.append(h('p', {}, 'No tools are available on this server.'));
+  }
+
+  settingsBody() {
+    const enabledTools = [...this.toolList.querySelectorAll('input:checked')].map((i) => i.value);
+    const prompt = this.promptInput.value.trim();
+    return { additionalSystemPrompt: prompt || null, enabledTools };
+  }
+
+  async saveSettings() {
+    if (!this.chat) {
+      this.settingsStatus.textContent = 'Used when the chat starts.';
+      return;
+    }
+    try {
+      const { chat } = await api.patch(`v1/chats/${encodeURIComponent(this.chat.id)}`, this.settingsBody());
+      this.chat = { ...this.chat, ...chat };
+      this.settingsStatus.textContent = 'Saved.';
+    } catch (err) {
+      this.settingsStatus.textContent = `Not saved: ${err.message}`;
+    }
+  }
+
+  // ---- transcript -----------------------------------------------------------------------
+
+  renderTranscript() {
+    clear(this.transcript);
+    const messages = this.chat?.messages || [];
+    if (!messages.length && !this.running) {
+      this.transcript.append(h('div.empty', { id: 'empty-chat' }, h('p', {}, 'Ask anything. Replies stream in as they are written.')));
+    }
+    for (const message of messages) this.transcript.append(renderMessage(message));
+    if (this.lastUsage) {
+      const replies = this.transcript.querySelectorAll('.message.assistant');
+      replies[replies.length - 1]?.append(usageLine(this.lastUsage));
+    }
+    this.scrollDown(true);
+  }
+
+  scrollDown(force) {
+    const el = document.scrollingElement;
+    const near = el.scrollHeight - el.scrollTop - el.clientHeight < 160;
+    if (force || near) window.scrollTo({ top: el.scrollHeight });
+  }
+
+  // ---- composer -------------------------------------------------------------------------
+
+  onKey(event) {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      this.send();
+    }
+  }
+
+  autosize() {
+    this.input.style.height = 'auto';
+    this.input.style.height = `${Math.min(this.input.scrollHeight, 240)}px`;
+  }
+
+  async addFiles(files) {
+    const { added, errors } = await readFiles([...files], this.pending);
+    this.pending.push(...added);
+    this.fileInput.value = '';
+    for (const error of errors) toast(error, 'error');
+    this.renderChips();
+  }
+
+  renderChips() {
+    clear(this.chips, 
+      this.pending.map((a) =>
+        h(
+          'li.chip',
+          { dataset: { kind: a.kind } },
+          a.kind === 'image' && imageSource(a) ? h('img', { src: imageSource(a), alt: '' }) : null,
+          h('span', {}, a.filename, ` · ${formatBytes(a.sizeBytes)}`, a.truncated ? ' · truncated' : ''),
+          h(
+            'button.icon',
+            { type: 'button', 'aria-label': `Remove ${a.filename}`, onclick: () => { this.pending = this.pending.filter((p) => p !== a); this.renderChips(); } },
+            '×',
+          ),
+        ),
+      ),
+    );
+    this.chips.hidden = this.pending.length === 0;
+  }
+
+  updateSendable() {
+    this.sendButton.disabled = this.running || !this.modelSelect.value;
+    this.sendButton.textContent = this.running ? 'Generating…' : 'Send';
+  }
+
+  /** The stored transcript as history (tool logs left out: the server does not send them). */
+  history() {
+    const rows = (this.chat?.messages || []).filter((m) => m.role !== 'tool');
+    const out = rows.map((m) => {
+      const row = { role: m.role, content: m.content };
+      if (m.name) row.name = m.name;
+      const attachments = m.metadata?.attachments;
+      if (m.role === 'user' && Array.isArray(attachments) && attachments.length) row.attachments = attachments;
+      return row;
+    });
+    // Older attachments are dropped, oldest first, when the whole would pass the body cap.
+    let total = out.reduce((n, r) => n + (r.attachments || []).reduce((k, a) => k + payloadBytes(a), 0), 0);
+    const budget = LIMITS.bodyBytes - 512 * 1024 - this.pending.reduce((n, a) => n + payloadBytes(a), 0);
+    for (const row of out) {
+      if (total <= budget) break;
+      if (row.attachments) {
+        total -= row.attachments.reduce((k, a) => k + payloadBytes(a), 0);
+        delete row.attachments;
+      }
+    }
+    return out;
+  }
+
+  async send() {
+    if (this.running) return;
+    const text = this.input.value.trim();
+    if (!text && !this.pending.length) return;
+    const provider = this.providerSelect.value;
+    const model = this.modelSelect.value;
+    if (!provider || !model) {
+      this.showError('Choose a provider and a model first.');
+      return;
+    }
+    const attachments = this.pending;
+    const user = { role: 'user', content: text };
+    if (attachments.length) user.attachments = attachments;
+    const draft = { text: this.input.value, attachments };
+    this.input.value = '';
+    this.pending = [];
+    this.renderChips();
+    this.autosize();
+    try {
+      if (!this.chat) {
+        const { chat } = await api.post('v1/chats', { provider, model, ...this.settingsBody() });
+        this.chat = { ...chat, messages: [] };
+        this.chatId = chat.id;
+        this.app.adopt(`#/chat/${encodeURIComponent(chat.id)}`);
+        this.app.refreshWorkspace();
+      }
+    } catch (err) {
+      this.restore(draft);
+      this.showError(err.message);
+      return;
+    }
+    const body = { chatId: this.chat.id, provider, model, messages: [...this.history(), user] };
+    this.run(body, draft);
+  }
+
+  restore(draft) {
+    if (!this.input.value.trim()) this.input.value = draft.text;
+    if (!this.pending.length) this.pending = draft.attachments;
+    this.renderChips();
+    this.autosize();
+  }
+
+  retry() {
+    if (!this.failed || this.running) return;
+    const { body, draft } = this.failed;
+    // The retry sends what failed; the kept input is that same message, so it is cleared.
+    if (this.input.value === draft.text) {
+      this.input.value = '';
+      this.pending = [];
+      this.renderChips();
+    }
+    this.run(body, draft);
+  }
+
+  showError(message, canRetry = false) {
+    clear(this.errorBox, 
+      h('p', {}, h('strong', {}, 'The reply failed: '), message),
+      canRetry ? h('button', { type: 'button', id: 'retry', onclick: () => this.retry() }, 'Retry') : null,
+    );
+    this.errorBox.hidden = false;
+  }
+
+  hideError() {
+    this.errorBox.hidden = true;
+    clear(this.errorBox);
+  }
+
+  // ---- the live run ---------------------------------------------------------------------
+
+  /** The block a live run writes into: its tool cards, then the reply as it is written. */
+  liveBlock(userMessage) {
+    this.transcript.querySelector('#empty-chat')?.remove();
+    if (userMessage) this.transcript.append(renderMessage({ ...userMessage, metadata: userMessage.attachments ? { attachments: userMessage.attachments } : null }));
+    const cards = h('div.tool-cards');
+    const reply = h('div.message.assistant.live', { dataset: { role: 'assistant', live: 'true' } });
+    const body = h('div.markdown');
+    const typing = h('div.typing', { role: 'status', 'aria-label': 'Generating' }, h('span'), h('span'), h('span'));
+    reply.append(body, typing);
+    const block = h('div.live-run', { id: 'live-run' }, cards, reply);
+    this.transcript.append(block);
+    this.scrollDown(true);
+    return { block, cards: new ToolCards(cards), body, typing };
+  }
+
+  async run(body, draft) {
+    this.hideError();
+    this.failed = null;
+    this.lastUsage = null;
+    for (const old of this.transcript.querySelectorAll('.live-run.failed')) old.remove();
+    // A retried message is usually stored already (a failed run keeps its input row).
+    const userMessage = body.messages[body.messages.length - 1];
+    const stored = [...(this.chat?.messages || [])].reverse().find((m) => m.role !== 'tool');
+    const shown = stored?.role === 'user' && stored.content === userMessage.content;
+    const live = this.liveBlock(shown ? null : userMessage);
+    await this.read(live, {
+      open: () => api.openStream('v1/chat-completions/stream', body, { signal: this.abort.signal }),
+      onFail: (message) => {
+        this.failed = { body, draft };
+        if (draft) this.restore(draft);
+        this.showError(message, true);
+      },
+    });
+  }
+
+  attach() {
+    const live = this.liveBlock(null);
+    this.read(live, {
+      open: () => api.openStream(this.attachPath(), undefined, { signal: this.abort.signal }),
+      onFail: (message) => this.showError(message),
+    });
+  }
+
+  attachPath() {
+    return `v1/chats/${encodeURIComponent(this.chat.id)}/stream/attach`;
+  }
+
+  async read(live, { open, onFail }) {
+    this.running = true;
+    this.updateSendable();
+    this.app.markRunning('chat', this.chat.id, true);
+    let text = '';
+    let frame = 0;
+    const paint = () => {
+      frame = 0;
+      live.body.replaceChildren(renderMarkdown(text));
+      this.scrollDown(false);
+    };
+    let outcome = null;
+    try {
+      outcome = await follow({
+        open,
+        attachPath: this.attachPath(),
+        signal: this.abort.signal,
+        onEvent: ({ event, data }) => {
+          if (event === 'meta') {
+            // A replay starts again from the beginning.
+            text = '';
+          } else if (event === 'delta' && typeof data.text === 'string') {
+            text += data.text;
+            if (!frame) frame = requestAnimationFrame(paint);
+          } else if (event === 'tool_call') {
+            live.cards.upsert(data);
+            this.scrollDown(false);
+          }
+        },
+      });
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      outcome = { event: 'error', data: { message: err.message } };
+    } finally {
+      if (frame) cancelAnimationFrame(frame);
+      this.running = false;
+      this.updateSendable();
+      if (this.chat) this.app.markRunning('chat', this.chat.id, false);
+    }
+    if (this.abort.signal.aborted) return;
+    if (outcome.event === 'done') {
+      this.lastUsage = outcome.data.usage || null;
+      await this.reload();
+      this.suggestTitle();
+    } else if (outcome.event === 'gone') {
+      await this.reload();
+    } else {
+      live.typing.remove();
+      live.block.classList.add('failed');
+      if (text) paint();
+      await this.reload({ keepLive: true });
+      onFail(outcome.data?.message || 'the reply failed');
+    }
+    this.app.refreshWorkspace();
+  }
+
+  /** The stored chat, canonical after a run. With `keepLive` a failed run's block stays shown. */
+  async reload({ keepLive = false } = {}) {
+    try {
+      const { chat } = await api.get(`v1/chats/${encodeURIComponent(this.chat.id)}`, { signal: this.abort.signal });
+      this.chat = chat;
+      const live = keepLive ? this.transcript.querySelector('#live-run') : null;
+      this.renderTranscript();
+      if (live) {
+        live.removeAttribute('id');
+        this.transcript.append(live);
+      }
+      this.app.setTitle(chat.title || NEW_CHAT_TITLE);
+    } catch (err) {
+      if (err.name !== 'AbortError') toast(`Could not reload the chat: ${err.message}`, 'error');
+    }
+  }
+
+  async suggestTitle() {
+    const chat = this.chat;
+    if (!chat || (chat.title && chat.title.trim())) return;
+    const first = chat.messages.find((m) => m.role === 'user');
+    if (!first || !first.content.trim()) return;
+    try {
+      const { chat: titled } = await api.post('v1/chats/title/suggest', { chatId: chat.id, content: first.content });
+      if (this.abort.signal.aborted || !titled.title) return;
+      this.chat = { ...this.chat, title: titled.title };
+      this.app.setTitle(titled.title);
+      this.app.refreshWorkspace();
+    } catch {
+      // No title model here: the chat keeps its placeholder, renamable by hand.
+    }
+  }
+}
+
+function usageLine(usage) {
+  return h(
+    'p.usage',
+    { id: 'usage' },
+    `${usage.inputTokens} in · ${usage.outputTokens} out · ${usage.totalTokens} tokens`,
+  );
+}
+
+/** One stored message. */
+export function renderMessage(message) {
+  const role = message.role;
+  if (role === 'tool') {
+    const meta = message.metadata || {};
+    return h('div.message.tool', { dataset: { role } }, toolCard({ ...meta, name: meta.name || message.name }));
+  }
+  if (role === 'system') {
+    return h(
+      'details.message.system',
+      { dataset: { role } },
+      h('summary', {}, 'Hidden context (system message)'),
+      h('div.markdown', {}, renderMarkdown(message.content)),
+    );
+  }
+  const el = h(`div.message.${role === 'assistant' ? 'assistant' : 'user'}`, { dataset: { role } });
+  if (role === 'assistant') {
+    el.append(h('div.markdown', {}, renderMarkdown(message.content)));
+  } else {
+    el.append(h('div.text', {}, message.content));
+    const attachments = message.metadata?.attachments;
+    if (Array.isArray(attachments) && attachments.length) {
+      el.append(h('ul.message-attachments', {}, attachments.map(renderAttachment)));
+    }
+  }
+  return el;
+}
+
+function renderAttachment(a) {
+  if (a.kind === 'image') {
+    const src = imageSource(a);
+    return h('li.attachment.image', {}, src ? h('img', { src, alt: a.filename || 'image', loading: 'lazy' }) : null, h('span', {}, a.filename || 'image'));
+  }
+  return h(
+    'li.attachment.text',
+    {},
+    h(
+      'details',
+      {},
+      h('summary', {}, a.filename || 'text', ` · ${formatBytes(a.sizeBytes || 0)}`, a.truncated ? ' · truncated' : ''),
+      h('pre', {}, a.text || ''),
+    ),
+  );
+}

@@ -1,0 +1,157 @@
+// The page's entry: signs in when the server is in token mode, then routes. The open chat or
+// search lives in the URL's fragment (`#/chat/<id>`, `#/search/<id>`, `#/search` for a new
+// search, `#/` for a new chat), so reload, back and a shared link return to it, and the server
+// needs no route per view.
+
+import * as api from './api.js';
+import { ensureSession } from './auth.js';
+import { mountChat } from './chat.js';
+import { toast } from './dom.js';
+import { mountSearch } from './search.js';
+import { Sidebar } from './sidebar.js';
+
+let view = null;
+let viewKey = null;
+let cachedModels = null;
+let cachedTools = null;
+let signingIn = null;
+let refreshTimer = 0;
+
+const app = {
+  models() {
+    cachedModels ??= api.get('v1/models').catch((err) => {
+      cachedModels = null;
+      throw err;
+    });
+    return cachedModels;
+  },
+  tools() {
+    cachedTools ??= api
+      .get('v1/chat-tools')
+      .then((r) => r.tools)
+      .catch((err) => {
+        cachedTools = null;
+        throw err;
+      });
+    return cachedTools;
+  },
+  setTitle(text) {
+    document.getElementById('view-title').textContent = text;
+    document.title = text ? `${text} · chatd` : 'chatd';
+  },
+  /** The view now shows what `hash` names (a chat just created): the URL follows, no remount. */
+  adopt(hash) {
+    history.replaceState(null, '', hash);
+    viewKey = keyOf(hash);
+    sidebar.render();
+  },
+  navigate(hash) {
+    if (location.hash === hash) route();
+    else location.hash = hash;
+  },
+  refreshWorkspace() {
+    clearTimeout(refreshTimer);
+    refreshTimer = setTimeout(() => sidebar.refresh(), 50);
+  },
+  /** The provider and model of the chat used last, if any. */
+  recentModel() {
+    const chat = sidebar.items.find((i) => i.type === 'chat' && i.lastUsedProvider && i.lastUsedModel);
+    return chat ? { provider: chat.lastUsedProvider, model: chat.lastUsedModel } : null;
+  },
+  markRunning(type, id, running) {
+    sidebar.markRunning(type, id, running);
+  },
+};
+
+const sidebar = new Sidebar(app);
+
+function parse(hash) {
+  const m = /^#\/(chat|search)(?:\/([^/?#]+))?$/.exec(hash);
+  if (!m) return { type: 'chat', id: null };
+  return { type: m[1], id: m[2] ? decodeURIComponent(m[2]) : null };
+}
+
+function keyOf(hash) {
+  const { type, id } = parse(hash);
+  return `${type}:${id ?? ''}`;
+}
+
+function route() {
+  const target = parse(location.hash);
+  const key = keyOf(location.hash);
+  if (view && key === viewKey) return;
+  view?.unmount();
+  viewKey = key;
+  const container = document.getElementById('view');
+  view = target.type === 'search' ? mountSearch(container, app, target.id) : mountChat(container, app, target.id);
+  sidebar.render();
+  closeDrawer();
+  document.getElementById('main').scrollTo?.(0, 0);
+}
+
+function openDrawer() {
+  document.body.classList.add('drawer-open');
+  document.getElementById('scrim').hidden = false;
+  document.getElementById('filter-text').focus();
+}
+
+function closeDrawer() {
+  document.body.classList.remove('drawer-open');
+  document.getElementById('scrim').hidden = true;
+}
+
+async function signIn(reason) {
+  signingIn ??= ensureSession(reason).finally(() => {
+    signingIn = null;
+  });
+  return signingIn;
+}
+
+function showMode(session) {
+  const mode = document.getElementById('mode');
+  mode.textContent = session.mode === 'token' ? 'Signed in with a token' : 'Open mode (no token)';
+  document.getElementById('sign-out').hidden = session.mode !== 'token';
+}
+
+async function boot() {
+  document.getElementById('open-sidebar').addEventListener('click', openDrawer);
+  document.getElementById('close-sidebar').addEventListener('click', closeDrawer);
+  document.getElementById('scrim').addEventListener('click', closeDrawer);
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') {
+      closeDrawer();
+      for (const menu of document.querySelectorAll('details.item-menu[open]')) menu.open = false;
+    }
+  });
+  document.getElementById('sign-out').addEventListener('click', () => {
+    api.setToken(null);
+    location.reload();
+  });
+  api.setUnauthorizedHandler(async () => {
+    if (signingIn) return;
+    const session = await signIn('The server refused the token (401). Sign in again.');
+    showMode(session);
+    cachedModels = null;
+    cachedTools = null;
+    viewKey = null;
+    route();
+    sidebar.refresh();
+  });
+
+  let session;
+  try {
+    session = await signIn();
+  } catch (err) {
+    toast(`The server could not be reached: ${err.message}`, 'error');
+    return;
+  }
+  showMode(session);
+  window.addEventListener('hashchange', route);
+  window.addEventListener('focus', () => sidebar.refresh());
+  // The list first: a new chat's default model is the one used last.
+  await sidebar.refresh();
+  route();
+  document.body.dataset.ready = 'true';
+}
+
+boot();

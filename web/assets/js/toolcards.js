@@ -1,0 +1,87 @@
+// Tool-call cards. A live run sends several `tool_call` events per call with one `toolCallId`
+// (initiated, then completed or failed); `ToolCards.upsert` keeps one card per id and moves it
+// along. Stored tool messages (`metadata.kind = "tool_call"`) render the same card.
+
+import { formatBytes, h } from './dom.js';
+
+const STATUS_LABEL = { initiated: 'running', completed: 'completed', failed: 'failed' };
+
+function pretty(value) {
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+/** A card for one tool call (an event's data or a stored message's metadata). */
+export function toolCard(call) {
+  const status = STATUS_LABEL[call.status] ? call.status : 'completed';
+  const card = h('article.tool-card', {
+    dataset: { toolCallId: call.toolCallId || '', status },
+    'aria-label': `tool ${call.name || ''}: ${STATUS_LABEL[status]}`,
+  });
+  fill(card, call, status);
+  return card;
+}
+
+function fill(card, call, status) {
+  card.dataset.status = status;
+  card.setAttribute('aria-label', `tool ${call.name || ''}: ${STATUS_LABEL[status]}`);
+  const head = h(
+    'header',
+    {},
+    h(`span.tool-status.${status}`, { 'aria-hidden': 'true' }),
+    h('span.tool-name', {}, call.name || 'tool'),
+    h('span.tool-summary', {}, call.summary || ''),
+    h(
+      'span.tool-state',
+      {},
+      STATUS_LABEL[status],
+      typeof call.durationMs === 'number' ? ` · ${(call.durationMs / 1000).toFixed(1)} s` : '',
+    ),
+  );
+  const parts = [head];
+  if (call.args && Object.keys(call.args).length) {
+    parts.push(h('details.tool-args', {}, h('summary', {}, 'Arguments'), h('pre', {}, pretty(call.args))));
+  }
+  if (call.error) parts.push(h('p.tool-error', {}, call.error));
+  if (typeof call.resultPreview === 'string' && call.resultPreview) {
+    parts.push(
+      h(
+        'details.tool-result',
+        {},
+        h('summary', {}, `Result preview (${formatBytes(new TextEncoder().encode(call.resultPreview).length)})`),
+        h('pre', {}, call.resultPreview),
+      ),
+    );
+  }
+  // Keep open whatever the user opened while the call ran.
+  const open = new Set([...card.querySelectorAll('details[open]')].map((d) => d.className));
+  card.replaceChildren(...parts);
+  for (const details of card.querySelectorAll('details')) {
+    if (open.has(details.className)) details.open = true;
+  }
+}
+
+/** The cards of a live run, one per `toolCallId`. */
+export class ToolCards {
+  constructor(container) {
+    this.container = container;
+    this.cards = new Map();
+  }
+
+  upsert(call) {
+    const id = call.toolCallId || `anon-${this.cards.size}`;
+    let entry = this.cards.get(id);
+    if (!entry) {
+      entry = { card: toolCard(call), data: {} };
+      this.cards.set(id, entry);
+      this.container.append(entry.card);
+    }
+    // A terminal event carries the whole call; merging keeps args an earlier event had.
+    entry.data = { ...entry.data, ...call };
+    const status = STATUS_LABEL[entry.data.status] ? entry.data.status : 'initiated';
+    fill(entry.card, entry.data, status);
+  }
+}
