@@ -32,4 +32,5 @@ mod search_runs;
 mod search_streams;
 mod searches;
 mod support;
+mod web_page;
 mod workspace;

@@ -440,3 +440,66 @@ async fn the_page_follows_the_systems_dark_theme() {
     assert_eq!(colors, json!(["rgb(21, 23, 28)", "rgb(230, 232, 236)"]));
     browser.screenshot("chat-dark", 1440, 900).await;
 }
+
+/// The page's `fetch`, wrapped so that the first stream's connection breaks once a delta came
+/// through, and every request's `Last-Event-ID` is recorded.
+const CUT_AFTER_FIRST_DELTA: &str = r#"
+window.requests = [];
+const real = window.fetch;
+window.fetch = async (url, init) => {
+  window.requests.push({ url: String(url), lastEventId: init?.headers?.['Last-Event-ID'] ?? null });
+  const res = await real(url, init);
+  if (!String(url).endsWith('/v1/chat-completions/stream') || window.cut) return res;
+  window.cut = true;
+  const reader = res.body.getReader();
+  let seen = '';
+  const body = new ReadableStream({
+    async pull(c) {
+      if (seen.includes('event: delta')) return c.error(new TypeError('network error'));
+      const { value, done } = await reader.read();
+      if (done) return c.close();
+      seen += new TextDecoder().decode(value);
+      c.enqueue(value);
+    },
+    cancel() { reader.cancel(); },
+  });
+  return new Response(body, { status: res.status, headers: res.headers });
+};
+"#;
+
+#[tokio::test]
+async fn a_dropped_connection_resumes_after_the_last_event_seen() {
+    let gate = Gate::new();
+    let reply = text_reply(&["One", " two", " three", " four", " five."]).hold_before(3, &gate);
+    let Some((_upstreams, chatd, browser)) = open_app([(COMPLETIONS, reply)], &[]).await else {
+        return;
+    };
+    browser.ready().await;
+    without_tools(&browser).await;
+    browser.eval(CUT_AFTER_FIRST_DELTA, vec![]).await;
+    browser.type_and_enter("#message", "Count again").await;
+    // The page attached again with the id of the last event it had: nothing twice.
+    browser
+        .until(
+            "the attach after the cut",
+            "return window.requests.some((r) => r.url.endsWith('/stream/attach') && r.lastEventId)",
+        )
+        .await;
+    browser
+        .until("the text so far", &live_text_is("One two"))
+        .await;
+    gate.open();
+    browser.until("the reply to be done", DONE).await;
+    assert_eq!(
+        browser.text(".message.assistant .markdown").await,
+        "One two three four five."
+    );
+    let hash = browser.hash().await;
+    assert_eq!(
+        transcript(&chatd, &hash).await,
+        pairs(&[
+            ("user", "Count again"),
+            ("assistant", "One two three four five.")
+        ])
+    );
+}

@@ -9,6 +9,7 @@
 mod auth;
 mod chat;
 mod harness;
+mod parsers;
 mod safety;
 mod search;
 mod upstream;

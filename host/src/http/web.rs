@@ -70,6 +70,7 @@ fn find(path: &str) -> Option<&'static Asset> {
 /// which the token check lets through. Only the files that exist: deny by default.
 pub fn is_open(path: &str) -> bool {
     path == "/"
+        || path == "/api/"
         || path
             .strip_prefix("/assets/")
             .is_some_and(|file| find(&format!("assets/{file}")).is_some())
@@ -79,6 +80,9 @@ pub fn is_open(path: &str) -> bool {
 pub fn routes() -> axum::Router<AppState> {
     axum::Router::new()
         .route("/", get(index))
+        // axum's `nest("/api", …)` serves its root at `/api` only; the page's home behind a
+        // proxy is `/api/` (its URLs are relative), so that path is a route of its own.
+        .route("/api/", get(index))
         .route("/assets/{*file}", get(file))
 }
 
@@ -188,6 +192,7 @@ mod tests {
     #[test]
     fn only_the_page_and_its_files_skip_the_token() {
         assert!(is_open("/"));
+        assert!(is_open("/api/"));
         assert!(is_open("/assets/js/main.js"));
         assert!(!is_open("/assets/js/nope.js"));
         assert!(!is_open("/assets/../v1/chats"));

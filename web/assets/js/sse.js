@@ -12,14 +12,17 @@ export async function* parse(response) {
   let event = 'message';
   let data = [];
   let id = null;
+  // A \r that ended one read ended its line; a \n starting the next read is the same line end.
+  let endedWithCR = false;
   try {
     for (;;) {
-      const { value, done } = await reader.read();
+      let { value, done } = await reader.read();
       if (done) return;
+      if (endedWithCR && value.startsWith('\n')) value = value.slice(1);
+      endedWithCR = value.endsWith('\r');
       buffer += value;
       const lines = buffer.split(/\r\n|\r|\n/);
-      // The last piece may be a line still arriving (a lone \r at the end is taken for a line
-      // end; a \n that follows it makes an empty line, which dispatches nothing without data).
+      // The last piece is a line still arriving (empty when the read ended at a line end).
       buffer = lines.pop();
       for (const line of lines) {
         if (line === '') {
