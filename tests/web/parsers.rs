@@ -57,6 +57,17 @@ async fn markdown_renders_the_usual_subset_and_nothing_else() {
         ("<i>x</i> &amp;", "<p>&lt;i&gt;x&lt;/i&gt; &amp;amp;</p>"),
         ("\\*not em\\*", "<p>*not em*</p>"),
         ("---", "<hr>"),
+        (
+            "[https://a.example](https://b.example)",
+            "<p><a href=\"https://b.example/\" target=\"_blank\" rel=\"noopener noreferrer nofollow\">https://a.example</a></p>",
+        ),
+        ("- a\n\t- b", "<ul><li>a<ul><li>b</li></ul></li></ul>"),
+        ("text | x\n---", "<p>text | x</p><hr>"),
+        (
+            "> q\n```\ncode\n```",
+            "<blockquote><p>q</p></blockquote><pre><code>code</code></pre>",
+        ),
+        ("## Title ##", "<h2>Title</h2>"),
     ];
     let inputs: Vec<&str> = cases.iter().map(|(i, _)| *i).collect();
     let rendered = browser
@@ -121,4 +132,30 @@ async fn the_event_stream_reader_follows_the_contracts_client_rules() {
     for (cut, events) in parsed.as_array().unwrap().iter().enumerate() {
         assert_eq!(events, &expected, "cut #{cut}");
     }
+}
+
+/// Shapes a hostile or broken reply may take render, as text, without freezing the page or
+/// overflowing its stack (each scan is linear or bounded: markdown.js).
+#[tokio::test]
+async fn markdown_survives_hostile_shapes() {
+    let Some((_upstreams, _chatd, browser)) = open_app([], &[]).await else {
+        return;
+    };
+    browser.ready().await;
+    let rendered = browser
+        .client
+        .execute_async(
+            "const done = arguments[0]; \
+             import('./assets/js/markdown.js').then((m) => { \
+               const shapes = ['*a '.repeat(40000), '['.repeat(40000), '- '.repeat(3000) + 'x', \
+                 '>'.repeat(5000) + ' x', '```' + ' '.repeat(40000) + 'x\\ncode', \
+                 '# ' + 'a '.repeat(20000) + 'b', 'int *p = *q;\\n'.repeat(8000)]; \
+               done(shapes.map((text) => { const div = document.createElement('div'); \
+                 div.append(m.renderMarkdown(text)); \
+                 return div.textContent.replace(/\\s/g, '').length > 0; })); });",
+            vec![],
+        )
+        .await
+        .expect("every shape renders");
+    assert_eq!(rendered, json!([true, true, true, true, true, true, true]));
 }

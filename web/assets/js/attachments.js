@@ -63,8 +63,8 @@ export function cutToChars(text, max) {
 /** Bytes an attachment adds to the JSON body (its payload dominates). */
 export function payloadBytes(attachment) {
   return attachment.kind === 'image'
-    ? attachment.dataUrl.length
-    : new TextEncoder().encode(JSON.stringify(attachment.text)).length;
+    ? String(attachment.dataUrl || '').length
+    : new TextEncoder().encode(JSON.stringify(String(attachment.text || ''))).length;
 }
 
 /**
@@ -92,7 +92,9 @@ export async function readFiles(files, existing) {
         errors.push(`${file.name}: images are limited to 6 MB`);
         continue;
       }
-      const dataUrl = await readDataUrl(file);
+      // The type the bytes say, not the file's name: the server checks the two agree.
+      const read = await readDataUrl(file);
+      const dataUrl = `data:${mimeType};base64,${read.slice(read.indexOf(',') + 1)}`;
       attachment = { kind: 'image', id, filename: file.name, mimeType, sizeBytes: file.size, dataUrl };
     } else if (isTextFile(file)) {
       if (file.size > LIMITS.textBytes) {

@@ -245,7 +245,8 @@ class ChatView {
   // ---- composer -------------------------------------------------------------------------
 
   onKey(event) {
-    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+    // keyCode 229: an input method is composing (Safari reports isComposing late).
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing && event.keyCode !== 229) {
       event.preventDefault();
       this.send();
     }
@@ -284,12 +285,15 @@ class ChatView {
   }
 
   updateSendable() {
-    this.sendButton.disabled = this.running || !this.modelSelect.value;
+    this.sendButton.disabled = this.running || this.sending || !this.modelSelect.value;
     this.sendButton.textContent = this.running ? 'Generating…' : 'Send';
   }
 
-  /** The stored transcript as history (tool logs left out: the server does not send them). */
-  history() {
+  /**
+   * The stored transcript as history (tool logs left out: the server does not send them),
+   * beside a new message carrying `attachments`.
+   */
+  history(attachments = []) {
     const rows = (this.chat?.messages || []).filter((m) => m.role !== 'tool');
     const out = rows.map((m) => {
       const row = { role: m.role, content: m.content };
@@ -300,7 +304,7 @@ class ChatView {
     });
     // Older attachments are dropped, oldest first, when the whole would pass the body cap.
     let total = out.reduce((n, r) => n + (r.attachments || []).reduce((k, a) => k + payloadBytes(a), 0), 0);
-    const budget = LIMITS.bodyBytes - 512 * 1024 - this.pending.reduce((n, a) => n + payloadBytes(a), 0);
+    const budget = LIMITS.bodyBytes - 512 * 1024 - attachments.reduce((n, a) => n + payloadBytes(a), 0);
     for (const row of out) {
       if (total <= budget) break;
       if (row.attachments) {
@@ -312,9 +316,15 @@ class ChatView {
   }
 
   async send() {
-    if (this.running) return;
+    if (this.running || this.sending) return;
     const text = this.input.value.trim();
     if (!text && !this.pending.length) return;
+    // The failed message sent again as it was is a retry: it is stored already, and sending it
+    // as a new turn would give the model the same words twice.
+    if (this.failed && text === this.failed.draft.text.trim() && this.pending === this.failed.draft.attachments) {
+      this.retry();
+      return;
+    }
     const provider = this.providerSelect.value;
     const model = this.modelSelect.value;
     if (!provider || !model) {
@@ -329,20 +339,28 @@ class ChatView {
     this.pending = [];
     this.renderChips();
     this.autosize();
+    this.sending = true;
+    this.updateSendable();
     try {
       if (!this.chat) {
-        const { chat } = await api.post('v1/chats', { provider, model, ...this.settingsBody() });
+        const signal = this.abort.signal;
+        const { chat } = await api.post('v1/chats', { provider, model, ...this.settingsBody() }, { signal });
+        if (signal.aborted) return;
         this.chat = { ...chat, messages: [] };
         this.chatId = chat.id;
         this.app.adopt(`#/chat/${encodeURIComponent(chat.id)}`);
         this.app.refreshWorkspace();
       }
     } catch (err) {
+      if (err.name === 'AbortError') return;
       this.restore(draft);
       this.showError(err.message);
       return;
+    } finally {
+      this.sending = false;
+      this.updateSendable();
     }
-    const body = { chatId: this.chat.id, provider, model, messages: [...this.history(), user] };
+    const body = { chatId: this.chat.id, provider, model, messages: [...this.history(attachments), user] };
     this.run(body, draft);
   }
 
@@ -417,7 +435,10 @@ class ChatView {
 
   attach() {
     const live = this.liveBlock(null);
+    // The replay repeats the tool calls already stored (and shown) as messages.
+    const stored = (this.chat.messages || []).filter((m) => m.role === 'tool').map((m) => m.metadata?.toolCallId);
     this.read(live, {
+      skipCalls: new Set(stored.filter(Boolean)),
       open: () => api.openStream(this.attachPath(), undefined, { signal: this.abort.signal }),
       onFail: (message) => this.showError(message),
     });
@@ -427,16 +448,30 @@ class ChatView {
     return `v1/chats/${encodeURIComponent(this.chat.id)}/stream/attach`;
   }
 
-  async read(live, { open, onFail }) {
+  async read(live, { open, onFail, skipCalls = new Set() }) {
     this.running = true;
     this.updateSendable();
     this.app.markRunning('chat', this.chat.id, true);
     let text = '';
-    let frame = 0;
+    // The reply is rendered again as it grows, at most once a frame and, for a long reply, no
+    // more often than a few times what one rendering cost: a stream stays linear in its length.
+    let timer = 0;
+    let scheduled = false;
+    let stopped = false;
+    let notBefore = 0;
     const paint = () => {
-      frame = 0;
+      scheduled = false;
+      const started = performance.now();
       live.body.replaceChildren(renderMarkdown(text));
+      const cost = performance.now() - started;
+      notBefore = performance.now() + Math.min(1000, cost * 4);
       this.scrollDown(false);
+    };
+    const schedule = () => {
+      if (scheduled) return;
+      scheduled = true;
+      const wait = Math.max(0, notBefore - performance.now());
+      timer = setTimeout(() => requestAnimationFrame(() => stopped || paint()), wait);
     };
     let outcome = null;
     try {
@@ -450,31 +485,35 @@ class ChatView {
             text = '';
           } else if (event === 'delta' && typeof data.text === 'string') {
             text += data.text;
-            if (!frame) frame = requestAnimationFrame(paint);
-          } else if (event === 'tool_call') {
+            schedule();
+          } else if (event === 'tool_call' && !skipCalls.has(data.toolCallId)) {
             live.cards.upsert(data);
             this.scrollDown(false);
           }
         },
       });
     } catch (err) {
-      if (err.name === 'AbortError') return;
-      outcome = { event: 'error', data: { message: err.message } };
+      if (err.name !== 'AbortError') outcome = { event: 'error', data: { message: err.message } };
     } finally {
-      if (frame) cancelAnimationFrame(frame);
+      stopped = true;
+      clearTimeout(timer);
       this.running = false;
       this.updateSendable();
-      if (this.chat) this.app.markRunning('chat', this.chat.id, false);
     }
-    if (this.abort.signal.aborted) return;
+    // A view left mid-run stops reading; the run goes on on the server (and keeps its mark).
+    if (this.abort.signal.aborted || !outcome) return;
+    this.app.markRunning('chat', this.chat.id, false);
+    live.typing.remove();
     if (outcome.event === 'done') {
+      // The whole reply at once, in case the canonical reload below fails.
+      if (typeof outcome.data.text === 'string') text = outcome.data.text;
+      paint();
       this.lastUsage = outcome.data.usage || null;
       await this.reload();
       this.suggestTitle();
     } else if (outcome.event === 'gone') {
       await this.reload();
     } else {
-      live.typing.remove();
       live.block.classList.add('failed');
       if (text) paint();
       await this.reload({ keepLive: true });

@@ -9,7 +9,9 @@ export function h(spec, attrs = {}, ...children) {
   if (classes.length) el.className = classes.join(' ');
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
-    if (key.startsWith('on') && typeof value === 'function') {
+    if (key.startsWith('on')) {
+      // Handlers are functions only: a string here would be inline script.
+      if (typeof value !== 'function') throw new TypeError(`h(): ${key} must be a function`);
       el.addEventListener(key.slice(2), value);
     } else if (key === 'dataset') {
       Object.assign(el.dataset, value);

@@ -68,7 +68,13 @@ const sidebar = new Sidebar(app);
 function parse(hash) {
   const m = /^#\/(chat|search)(?:\/([^/?#]+))?$/.exec(hash);
   if (!m) return { type: 'chat', id: null };
-  return { type: m[1], id: m[2] ? decodeURIComponent(m[2]) : null };
+  let id = null;
+  try {
+    id = m[2] ? decodeURIComponent(m[2]) : null;
+  } catch {
+    id = m[2]; // not valid percent-encoding: asked for as it is, and not found
+  }
+  return { type: m[1], id };
 }
 
 function keyOf(hash) {
@@ -96,8 +102,13 @@ function openDrawer() {
 }
 
 function closeDrawer() {
+  const wasOpen = document.body.classList.contains('drawer-open');
   document.body.classList.remove('drawer-open');
   document.getElementById('scrim').hidden = true;
+  // Focus back where the drawer was opened from, unless it went to the new view.
+  if (wasOpen && document.getElementById('sidebar').contains(document.activeElement)) {
+    document.getElementById('open-sidebar').focus();
+  }
 }
 
 async function signIn(reason) {

@@ -6,20 +6,52 @@
 // and indented code, block quotes, nested lists, tables, rules, and inline code, emphasis,
 // strong, strikethrough, links and bare URLs. Unclosed fences (a reply still streaming) run to
 // the end.
+//
+// Model output may be hostile in shape too: every scan is linear or bounded (no regex that
+// backtracks on a long line, an opener with no closer remembered per paragraph, link labels and
+// targets of bounded length), and nesting past MAX_DEPTH is shown as text, so no input freezes
+// the page or overflows its stack.
 
 import { append, externalLink, h, safeHref } from './dom.js';
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([^\s`]*)[^`]*$/;
-const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*))?$/;
 const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 const QUOTE = /^ {0,3}> ?(.*)$/;
 const ITEM = /^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+(.*))?$/;
 const TABLE_RULE = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
 const INDENTED = /^( {4}|\t)/;
+const MAX_DEPTH = 24;
+const MAX_LABEL = 1000;
+const MAX_TARGET = 2000;
+
+/** A fence opening line: its marker and language, or null (a backtick fence's info has none). */
+function fenceOf(line) {
+  const m = FENCE.exec(line);
+  if (!m || (m[1][0] === '`' && m[2].includes('`'))) return null;
+  return { fence: m[1], lang: m[2].trim().split(/\s/)[0] || '' };
+}
+
+/** A heading's level and text (closing #s dropped), or null. */
+function headingOf(line) {
+  const m = HEADING.exec(line);
+  if (!m) return null;
+  let text = (m[2] || '').trimEnd();
+  let end = text.length;
+  while (end > 0 && text[end - 1] === '#') end -= 1;
+  if (end < text.length && (end === 0 || text[end - 1] === ' ' || text[end - 1] === '\t')) {
+    text = text.slice(0, end).trimEnd();
+  }
+  return { level: m[1].length, text };
+}
+
+function isTableRule(line) {
+  return line !== undefined && line.includes('|') && line.includes('-') && TABLE_RULE.test(line);
+}
 
 export function renderMarkdown(text) {
   const fragment = document.createDocumentFragment();
-  append(fragment, blocks(String(text ?? '').replace(/\r\n?/g, '\n').split('\n')));
+  append(fragment, blocks(String(text ?? '').replace(/\r\n?/g, '\n').split('\n'), 0));
   return fragment;
 }
 
@@ -29,16 +61,17 @@ function blank(line) {
 
 function startsBlock(line, next) {
   return (
-    FENCE.test(line) ||
-    HEADING.test(line) ||
+    fenceOf(line) !== null ||
+    headingOf(line) !== null ||
     RULE.test(line) ||
     QUOTE.test(line) ||
     ITEM.test(line) ||
-    (line.includes('|') && next !== undefined && TABLE_RULE.test(next) && next.includes('-'))
+    (line.includes('|') && isTableRule(next))
   );
 }
 
-function blocks(lines) {
+function blocks(lines, depth) {
+  if (depth > MAX_DEPTH) return [h('p', {}, lines.join('\n'))];
   const out = [];
   let i = 0;
   while (i < lines.length) {
@@ -48,8 +81,9 @@ function blocks(lines) {
       continue;
     }
     let m;
-    if ((m = FENCE.exec(line))) {
-      const [fence, lang] = [m[1], m[2]];
+    const opened = fenceOf(line);
+    if (opened) {
+      const { fence, lang } = opened;
       const body = [];
       i += 1;
       while (i < lines.length) {
@@ -75,8 +109,9 @@ function blocks(lines) {
       out.push(h('pre', {}, h('code', {}, body.join('\n'))));
       continue;
     }
-    if ((m = HEADING.exec(line))) {
-      out.push(h(`h${m[1].length}`, {}, inline(m[2] || '')));
+    const heading = headingOf(line);
+    if (heading) {
+      out.push(h(`h${heading.level}`, {}, inline(heading.text, depth)));
       i += 1;
       continue;
     }
@@ -89,20 +124,22 @@ function blocks(lines) {
       const body = [];
       while (i < lines.length && !blank(lines[i])) {
         const q = QUOTE.exec(lines[i]);
+        // A line without `>` continues the quote's paragraph, unless it starts a block.
+        if (!q && body.length && startsBlock(lines[i], lines[i + 1])) break;
         body.push(q ? q[1] : lines[i]);
         i += 1;
       }
-      out.push(h('blockquote', {}, blocks(body)));
+      out.push(h('blockquote', {}, blocks(body, depth + 1)));
       continue;
     }
     if (ITEM.test(line)) {
-      const [list, next] = listAt(lines, i);
+      const [list, next] = listAt(lines, i, depth);
       out.push(list);
       i = next;
       continue;
     }
-    if (line.includes('|') && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) && lines[i + 1].includes('-')) {
-      const [table, next] = tableAt(lines, i);
+    if (line.includes('|') && isTableRule(lines[i + 1])) {
+      const [table, next] = tableAt(lines, i, depth);
       out.push(table);
       i = next;
       continue;
@@ -113,13 +150,13 @@ function blocks(lines) {
       para.push(lines[i]);
       i += 1;
     }
-    out.push(h('p', {}, inline(para.map((l) => l.trim()).join('\n'))));
+    out.push(h('p', {}, inline(para.map((l) => l.trim()).join('\n'), depth)));
   }
   return out;
 }
 
 /** A list from line `start`: its items, each rendered as blocks of its own (nested lists). */
-function listAt(lines, start) {
+function listAt(lines, start, depth) {
   const first = ITEM.exec(lines[start]);
   const ordered = /\d/.test(first[2]);
   const list = ordered ? h('ol') : h('ul');
@@ -148,7 +185,7 @@ function listAt(lines, start) {
         break;
       }
       if (indentOf(line) >= contentIndent) {
-        body.push(line.slice(Math.min(contentIndent, indentOf(line))));
+        body.push(dedent(line, contentIndent));
       } else if (ITEM.test(line) || startsBlock(line, lines[i + 1])) {
         break;
       } else {
@@ -169,7 +206,7 @@ function listAt(lines, start) {
     }
   }
   for (const body of items) {
-    const content = blocks(body);
+    const content = blocks(body, depth + 1);
     const li = h('li');
     if (!loose && content.length && content[0].tagName === 'P') {
       append(li, [...content[0].childNodes]);
@@ -180,6 +217,17 @@ function listAt(lines, start) {
     list.append(li);
   }
   return [list, i];
+}
+
+/** `line` without its first `width` columns of indentation (a tab counts to the next 4). */
+function dedent(line, width) {
+  let column = 0;
+  let k = 0;
+  while (k < line.length && column < width && (line[k] === ' ' || line[k] === '\t')) {
+    column = line[k] === '\t' ? column + 4 - (column % 4) : column + 1;
+    k += 1;
+  }
+  return ' '.repeat(Math.max(0, column - width)) + line.slice(k);
 }
 
 function indentOf(line) {
@@ -208,12 +256,12 @@ function cells(line) {
   return out;
 }
 
-function tableAt(lines, start) {
+function tableAt(lines, start, depth) {
   const head = cells(lines[start]);
   const align = cells(lines[start + 1]).map((c) =>
     c.startsWith(':') && c.endsWith(':') ? 'center' : c.endsWith(':') ? 'right' : c.startsWith(':') ? 'left' : null,
   );
-  const cell = (tag, text, k) => h(tag, align[k] ? { class: `align-${align[k]}` } : {}, inline(text));
+  const cell = (tag, text, k) => h(tag, align[k] ? { class: `align-${align[k]}` } : {}, inline(text, depth));
   const thead = h('thead', {}, h('tr', {}, head.map((c, k) => cell('th', c, k))));
   const tbody = h('tbody');
   let i = start + 2;
@@ -228,9 +276,12 @@ function tableAt(lines, start) {
 const PUNCT = /[!-/:-@[-`{-~]/;
 const BARE_URL = /^https?:\/\/[^\s<>]*[^\s<>.,:;"'!?)\]*_~]/;
 
-/** Inline markdown to nodes. `\n` is a line break. */
-export function inline(text) {
+/** Inline markdown to nodes. `\n` is a line break. Inside a link (`inLink`) no link is made. */
+export function inline(text, depth = 0, inLink = false) {
+  if (depth > MAX_DEPTH) return [text];
   const out = [];
+  // Where an opener of each kind was found to have no closer: later ones have none either.
+  const unclosed = {};
   let plain = '';
   const flush = () => {
     if (plain) out.push(plain);
@@ -265,8 +316,8 @@ export function inline(text) {
       i += run.length;
       continue;
     }
-    if (c === '<') {
-      const m = /^<(https?:\/\/[^\s<>]+)>/.exec(text.slice(i));
+    if (c === '<' && !inLink) {
+      const m = /^<(https?:\/\/[^\s<>]{1,2000})>/.exec(text.slice(i, i + 2100));
       if (m && safeHref(m[1])) {
         flush();
         out.push(externalLink(m[1], m[1]));
@@ -274,11 +325,11 @@ export function inline(text) {
         continue;
       }
     }
-    if (c === '[' || (c === '!' && text[i + 1] === '[')) {
+    if (!inLink && (c === '[' || (c === '!' && text[i + 1] === '['))) {
       const link = linkAt(text, c === '!' ? i + 1 : i);
       if (link) {
         flush();
-        const label = c === '!' ? [link.label ? `image: ${link.label}` : 'image'] : inline(link.label);
+        const label = c === '!' ? [link.label ? `image: ${link.label}` : 'image'] : inline(link.label, depth + 1, true);
         const href = safeHref(link.url);
         // A link to anything but http(s) is shown as its words, the target dropped.
         out.push(href ? externalLink(href, label) : h('span', {}, label));
@@ -286,8 +337,8 @@ export function inline(text) {
         continue;
       }
     }
-    if ((c === 'h' || c === 'H') && (i === 0 || /[\s(]/.test(text[i - 1]))) {
-      const m = BARE_URL.exec(text.slice(i));
+    if (!inLink && (c === 'h' || c === 'H') && (i === 0 || /[\s(]/.test(text[i - 1]))) {
+      const m = BARE_URL.exec(text.slice(i, i + MAX_TARGET));
       if (m) {
         flush();
         out.push(externalLink(m[0], m[0]));
@@ -296,10 +347,10 @@ export function inline(text) {
       }
     }
     if (c === '*' || c === '_' || c === '~') {
-      const span = emphasisAt(text, i);
+      const span = emphasisAt(text, i, unclosed);
       if (span) {
         flush();
-        out.push(h(span.tag, {}, inline(span.inner)));
+        out.push(h(span.tag, {}, inline(span.inner, depth + 1, inLink)));
         i = span.end;
         continue;
       }
@@ -315,7 +366,8 @@ export function inline(text) {
 function linkAt(text, i) {
   let depth = 0;
   let k = i;
-  for (; k < text.length; k += 1) {
+  const labelEnd = Math.min(text.length, i + MAX_LABEL);
+  for (; k < labelEnd; k += 1) {
     if (text[k] === '\\') {
       k += 1;
       continue;
@@ -323,16 +375,17 @@ function linkAt(text, i) {
     if (text[k] === '[') depth += 1;
     else if (text[k] === ']' && --depth === 0) break;
   }
-  if (k >= text.length || text[k + 1] !== '(') return null;
+  if (k >= labelEnd || text[k + 1] !== '(') return null;
   const label = text.slice(i + 1, k);
   let j = k + 2;
   let parens = 1;
-  for (; j < text.length; j += 1) {
+  const targetEnd = Math.min(text.length, k + 2 + MAX_TARGET);
+  for (; j < targetEnd; j += 1) {
     if (text[j] === '(') parens += 1;
     else if (text[j] === ')' && --parens === 0) break;
     else if (text[j] === '\n') return null;
   }
-  if (j >= text.length) return null;
+  if (j >= targetEnd) return null;
   let target = text.slice(k + 2, j).trim();
   const titled = /^(\S+)\s+["'(].*["')]$/.exec(target);
   if (titled) target = titled[1];
@@ -341,19 +394,20 @@ function linkAt(text, i) {
 }
 
 /** `**strong**`, `__strong__`, `*em*`, `_em_`, `~~del~~` at `i`, or null. */
-function emphasisAt(text, i) {
+function emphasisAt(text, i, unclosed) {
   const c = text[i];
   const double = text[i + 1] === c;
   if (c === '~' && !double) return null;
   const delim = double ? c + c : c;
   const start = i + delim.length;
+  if (unclosed[delim] !== undefined && start >= unclosed[delim]) return null;
   if (start >= text.length || /\s/.test(text[start])) return null;
   // An underscore inside a word (snake_case) is a letter, not emphasis.
   if (c === '_' && i > 0 && /[\p{L}\p{N}]/u.test(text[i - 1])) return null;
   let k = start;
   while (k < text.length) {
     const end = text.indexOf(c, k);
-    if (end === -1) return null;
+    if (end === -1) break;
     let run = 1;
     while (text[end + run] === c) run += 1;
     // The closing run must be the opening one's kind: `**` closes strong, a lone `*` em.
@@ -365,5 +419,6 @@ function emphasisAt(text, i) {
     }
     k = end + run;
   }
+  unclosed[delim] = start;
   return null;
 }

@@ -94,20 +94,25 @@ class SearchView {
   async submit() {
     const query = this.queryInput.value.trim();
     if (!query || this.running) return;
+    const signal = this.abort.signal;
+    this.searchButton.disabled = true;
     try {
-      const { search, cacheHit } = await api.post('v1/searches', { query, reuseByQuery: true });
+      const { search, cacheHit } = await api.post('v1/searches', { query, reuseByQuery: true }, { signal });
+      if (signal.aborted) return;
       this.searchId = search.id;
       this.app.adopt(`#/search/${encodeURIComponent(search.id)}`);
       this.app.refreshWorkspace();
       if (cacheHit) {
-        const { search: detail } = await api.get(`v1/searches/${encodeURIComponent(search.id)}`);
+        const { search: detail } = await api.get(`v1/searches/${encodeURIComponent(search.id)}`, { signal });
         this.show(detail);
         this.status.textContent = `Answer from ${formatTime(detail.updatedAt)}, reused (less than a day old).`;
         return;
       }
       this.run();
     } catch (err) {
-      this.status.textContent = `The search failed: ${err.message}`;
+      if (err.name !== 'AbortError') this.status.textContent = `The search failed: ${err.message}`;
+    } finally {
+      if (!this.running) this.searchButton.disabled = false;
     }
   }
 
@@ -144,13 +149,14 @@ class SearchView {
         },
       });
     } catch (err) {
-      if (err.name === 'AbortError') return;
-      outcome = { event: 'error', data: { message: err.message } };
+      if (err.name !== 'AbortError') outcome = { event: 'error', data: { message: err.message } };
     } finally {
       this.running = false;
       this.searchButton.disabled = false;
-      this.app.markRunning('search', this.searchId, false);
     }
+    // A view left mid-run stops reading; the search goes on on the server (and keeps its mark).
+    if (this.abort.signal.aborted || !outcome) return;
+    this.app.markRunning('search', this.searchId, false);
     if (outcome.event === 'done' && outcome.data.search) {
       this.show(outcome.data.search);
       this.status.textContent = '';

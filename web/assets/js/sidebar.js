@@ -38,6 +38,13 @@ export class Sidebar {
   }
 
   render() {
+    // A rename being typed is not swept away by a refresh; the list catches up after it.
+    if (this.list.querySelector('.rename-input')) {
+      this.stale = true;
+      return;
+    }
+    this.stale = false;
+    this.poll();
     const words = this.filterText.value.trim().toLowerCase();
     const kind = this.filterKind.value;
     const shown = this.items
@@ -92,6 +99,17 @@ export class Sidebar {
     return li;
   }
 
+  /** While something runs, the list asks again every few seconds (its marks end with it). */
+  poll() {
+    const running = this.running.chat.size + this.running.search.size > 0;
+    if (running && !this.pollTimer) {
+      this.pollTimer = setTimeout(() => {
+        this.pollTimer = 0;
+        this.refresh();
+      }, 5000);
+    }
+  }
+
   async star(item) {
     const path = item.type === 'chat' ? 'v1/chats' : 'v1/searches';
     try {
@@ -109,6 +127,7 @@ export class Sidebar {
       if (done) return;
       done = true;
       const title = input.value.trim();
+      input.remove();
       if (save && title && title !== item.title) {
         try {
           await api.patch(`v1/chats/${encodeURIComponent(item.id)}`, { title });
