@@ -1,7 +1,7 @@
 //! The server as a process and over time: the real binary started with no environment, startup
 //! refusing bad configuration, log hygiene, restart on the same database, the OpenAPI document.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -41,15 +41,7 @@ impl Process {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn chatd");
-        let (tx, lines) = mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = crate::process::stdout_lines(&mut child);
         let mut process = Process {
             child,
             base: String::new(),

@@ -25,6 +25,8 @@ mod plugins;
 mod plugins_cli;
 #[allow(dead_code)]
 mod postgres;
+#[path = "../common/process.rs"]
+mod process;
 mod providers_as_data;
 mod refusals;
 mod runs;

@@ -5,9 +5,7 @@
 //! late events are refused; a listener connection killed under B loses nothing; an instance
 //! whose lease ran out takes no new run until it has registered again.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use chatd::config::DatabaseUrl;
@@ -16,6 +14,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::completions::{ROUTE, TEXT_STREAM, body};
+use crate::process;
 use crate::support::{Event, Events, RawDb, plugin_cache_dir, test_database};
 
 const BIN: &str = env!("CARGO_BIN_EXE_chatd");
@@ -51,23 +50,7 @@ impl Instance {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn chatd");
-        let (tx, lines) = mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                // The test may stop listening; the pipe is still drained.
-                let _ = tx.send(line);
-            }
-        });
-        let base = loop {
-            let line = lines
-                .recv_timeout(Duration::from_secs(60))
-                .expect("chatd says where it listens");
-            if let Some(at) = line.find("listening on http://") {
-                let url = &line[at + "listening on ".len()..];
-                break url.split_whitespace().next().unwrap().to_string();
-            }
-        };
+        let base = process::listening_on(&process::stdout_lines(&mut child));
         Self { child, base }
     }
 

@@ -29,6 +29,8 @@ mod limits;
 mod models_titles;
 #[path = "../api/postgres.rs"]
 mod postgres;
+#[path = "../common/process.rs"]
+mod process;
 #[path = "../api/refusals.rs"]
 mod refusals;
 #[path = "../api/runs.rs"]

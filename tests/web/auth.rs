@@ -23,6 +23,12 @@ async fn token_mode_refuses_a_wrong_token_and_works_with_the_right_one() {
         field.attr("type").await.unwrap().as_deref(),
         Some("password")
     );
+    let behind = "return document.querySelector('.app').inert";
+    assert_eq!(
+        browser.eval(behind, vec![]).await,
+        true,
+        "the page behind is out of reach"
+    );
     browser.type_and_enter("#token", "wrong horse").await;
     browser
         .until(
@@ -43,6 +49,7 @@ async fn token_mode_refuses_a_wrong_token_and_works_with_the_right_one() {
     browser.ready().await;
     assert_eq!(browser.count("#token").await, 0);
     assert_eq!(browser.text("#mode").await, "Signed in with a token");
+    assert_eq!(browser.eval(behind, vec![]).await, false);
     browser
         .until(
             "the chat made with the token",

@@ -6,8 +6,11 @@
 use chatd::plugins::testing::{Gate, Reply};
 use serde_json::json;
 
+use crate::harness::{Browser, Chatd};
 use crate::open_app;
-use crate::upstream::{COMPLETIONS, exa_results, text_reply, upstream_401, web_search_call};
+use crate::upstream::{
+    COMPLETIONS, Upstreams, exa_results, text_reply, upstream_401, web_search_call,
+};
 
 /// The chat's stored transcript as (role, content) pairs.
 async fn transcript(chatd: &crate::harness::Chatd, hash: &str) -> Vec<(String, String)> {
@@ -145,15 +148,23 @@ async fn a_message_streams_live_then_is_stored_and_titled() {
     browser.screenshot("chat-phone", 360, 780).await;
 }
 
-#[tokio::test]
-async fn a_reload_or_a_second_tab_mid_stream_shows_the_whole_answer_once() {
+const COUNTED: &str = "One two three four five.";
+
+/// A new chat without tools whose reply is held after "One two" until the gate opens.
+async fn counting() -> Option<(Gate, Upstreams, Chatd, Browser)> {
     let gate = Gate::new();
     let reply = text_reply(&["One", " two", " three", " four", " five."]).hold_before(3, &gate);
-    let Some((_upstreams, chatd, browser)) = open_app([(COMPLETIONS, reply)], &[]).await else {
-        return;
-    };
+    let (upstreams, chatd, browser) = open_app([(COMPLETIONS, reply)], &[]).await?;
     browser.ready().await;
     without_tools(&browser).await;
+    Some((gate, upstreams, chatd, browser))
+}
+
+#[tokio::test]
+async fn a_reload_or_a_second_tab_mid_stream_shows_the_whole_answer_once() {
+    let Some((gate, _upstreams, chatd, browser)) = counting().await else {
+        return;
+    };
     browser.type_and_enter("#message", "Count to five").await;
     browser
         .until("the first deltas", &live_text_is("One two"))
@@ -187,19 +198,13 @@ async fn a_reload_or_a_second_tab_mid_stream_shows_the_whole_answer_once() {
     for window in [second, first] {
         browser.client.switch_to_window(window).await.unwrap();
         browser.until("the reply to be done", DONE).await;
-        assert_eq!(
-            browser.text(".message.assistant .markdown").await,
-            "One two three four five."
-        );
+        assert_eq!(browser.text(".message.assistant .markdown").await, COUNTED);
         assert_eq!(browser.count(".message.assistant").await, 1);
         assert_eq!(browser.count(".message.user").await, 1);
     }
     assert_eq!(
         transcript(&chatd, &hash).await,
-        pairs(&[
-            ("user", "Count to five"),
-            ("assistant", "One two three four five.")
-        ])
+        pairs(&[("user", "Count to five"), ("assistant", COUNTED)])
     );
 }
 
@@ -469,13 +474,9 @@ window.fetch = async (url, init) => {
 
 #[tokio::test]
 async fn a_dropped_connection_resumes_after_the_last_event_seen() {
-    let gate = Gate::new();
-    let reply = text_reply(&["One", " two", " three", " four", " five."]).hold_before(3, &gate);
-    let Some((_upstreams, chatd, browser)) = open_app([(COMPLETIONS, reply)], &[]).await else {
+    let Some((gate, _upstreams, chatd, browser)) = counting().await else {
         return;
     };
-    browser.ready().await;
-    without_tools(&browser).await;
     browser.eval(CUT_AFTER_FIRST_DELTA, vec![]).await;
     browser.type_and_enter("#message", "Count again").await;
     // The page attached again with the id of the last event it had: nothing twice.
@@ -490,16 +491,10 @@ async fn a_dropped_connection_resumes_after_the_last_event_seen() {
         .await;
     gate.open();
     browser.until("the reply to be done", DONE).await;
-    assert_eq!(
-        browser.text(".message.assistant .markdown").await,
-        "One two three four five."
-    );
+    assert_eq!(browser.text(".message.assistant .markdown").await, COUNTED);
     let hash = browser.hash().await;
     assert_eq!(
         transcript(&chatd, &hash).await,
-        pairs(&[
-            ("user", "Count again"),
-            ("assistant", "One two three four five.")
-        ])
+        pairs(&[("user", "Count again"), ("assistant", COUNTED)])
     );
 }

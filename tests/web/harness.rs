@@ -7,18 +7,18 @@
 //! time: two cores do not run several Chromiums and a server each without timing out.
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard};
+
+use crate::process;
 
 const BIN: &str = env!("CARGO_BIN_EXE_chatd");
 
@@ -79,22 +79,7 @@ impl Chatd {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn chatd");
-        let (tx, lines) = mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let base = loop {
-            let line = lines
-                .recv_timeout(Duration::from_secs(120))
-                .expect("chatd says where it listens");
-            if let Some(at) = line.find("listening on http://") {
-                let url = &line[at + "listening on ".len()..];
-                break url.split_whitespace().next().unwrap().to_string();
-            }
-        };
+        let base = process::listening_on(&process::stdout_lines(&mut child));
         Self {
             child,
             base,

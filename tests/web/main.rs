@@ -10,6 +10,8 @@ mod auth;
 mod chat;
 mod harness;
 mod parsers;
+#[path = "../common/process.rs"]
+mod process;
 mod safety;
 mod search;
 mod upstream;

@@ -47,6 +47,7 @@ function signIn(reason) {
             const session = await api.get('v1/auth/session', { withToken: value });
             api.setToken(value);
             overlay.remove();
+            page?.removeAttribute('inert');
             resolve(session);
           } catch (err) {
             message.textContent =
@@ -68,6 +69,9 @@ function signIn(reason) {
     );
     const overlay = h('div.overlay', { role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'signin-title' }, form);
     form.querySelector('h1').id = 'signin-title';
+    // The page behind the prompt is out of reach (focus, clicks, screen readers) until then.
+    const page = document.querySelector('.app');
+    page?.setAttribute('inert', '');
     document.body.append(overlay);
     input.focus();
   });

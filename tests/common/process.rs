@@ -1,0 +1,36 @@
+//! A chatd binary's standard output as the black-box tests read it: on a thread of its own,
+//! drained to the end (so the process never blocks on a full pipe, even once the test stops
+//! listening), and the address it announces. Shared by the test binaries that start the real
+//! binary (`api`'s lifecycle, `api_postgres`'s instances, `web`).
+
+use std::io::{BufRead, BufReader};
+use std::process::Child;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// The child's stdout lines, as they come (the child must have been spawned with a piped
+/// stdout).
+pub fn stdout_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let (tx, lines) = mpsc::channel();
+    let stdout = child.stdout.take().expect("a piped stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    lines
+}
+
+/// Waits for the "listening on http://…" line and returns that address.
+#[allow(dead_code)] // lifecycle waits for its lines itself
+pub fn listening_on(lines: &mpsc::Receiver<String>) -> String {
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(120))
+            .expect("chatd says where it listens");
+        if let Some(at) = line.find("listening on http://") {
+            let url = &line[at + "listening on ".len()..];
+            return url.split_whitespace().next().unwrap().to_string();
+        }
+    }
+}
