@@ -498,3 +498,25 @@ async fn a_dropped_connection_resumes_after_the_last_event_seen() {
         pairs(&[("user", "Count again"), ("assistant", COUNTED)])
     );
 }
+
+const NOT_FOUND: &str = "return document.getElementById('view-title').textContent === 'Not found' && \
+    document.getElementById('view').textContent.includes('This chat does not exist')";
+
+#[tokio::test]
+async fn a_link_to_an_unknown_or_malformed_chat_says_not_found() {
+    let Some((_upstreams, chatd, browser)) = open_app([], &[]).await else {
+        return;
+    };
+    // Malformed, on a fresh page: a fragment that broke routing would leave no view (never
+    // ready).
+    browser.open(&format!("{}/#/chat/%E0", chatd.base)).await;
+    browser.ready().await;
+    browser.until("the not-found view", NOT_FOUND).await;
+    // Another view between, so the title is written anew.
+    browser.open(&format!("{}/#/search", chatd.base)).await;
+    browser.find("#search-form").await;
+    browser
+        .open(&format!("{}/#/chat/no-such-chat", chatd.base))
+        .await;
+    browser.until("the not-found view", NOT_FOUND).await;
+}

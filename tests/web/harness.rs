@@ -207,7 +207,7 @@ impl Browser {
         })
     }
 
-    /// Opens `url` and waits until the page has signed in (or asks to) and routed.
+    /// Navigates to `url` (a test then waits for [`Browser::ready`] or for what it expects).
     pub async fn open(&self, url: &str) {
         self.client.goto(url).await.expect("navigate");
     }

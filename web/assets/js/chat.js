@@ -7,7 +7,7 @@
 
 import * as api from './api.js';
 import { LIMITS, imageSource, payloadBytes, readFiles } from './attachments.js';
-import { clear, formatBytes, h, toast } from './dom.js';
+import { clear, formatBytes, h, toast, typingDots } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { follow } from './sse.js';
 import { ToolCards, toolCard } from './toolcards.js';
@@ -405,7 +405,7 @@ class ChatView {
     const cards = h('div.tool-cards');
     const reply = h('div.message.assistant.live', { dataset: { role: 'assistant', live: 'true' } });
     const body = h('div.markdown');
-    const typing = h('div.typing', { role: 'status', 'aria-label': 'Generating' }, h('span'), h('span'), h('span'));
+    const typing = typingDots('Generating');
     reply.append(body, typing);
     const block = h('div.live-run', { id: 'live-run' }, cards, reply);
     this.transcript.append(block);

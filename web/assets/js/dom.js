@@ -74,6 +74,11 @@ export function formatBytes(n) {
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
+/** The pulsing dots of something being written, announced as `label`. */
+export function typingDots(label, extraClass = '') {
+  return h(`div.typing${extraClass ? `.${extraClass}` : ''}`, { role: 'status', 'aria-label': label }, h('span'), h('span'), h('span'));
+}
+
 /** A small notice in the status region (announced to screen readers). */
 export function toast(message, kind = 'info') {
   const region = document.getElementById('toasts');

@@ -4,7 +4,7 @@
 // another tab) is attached to. "Continue as chat" starts a chat seeded with the search.
 
 import * as api from './api.js';
-import { clear, externalLink, formatTime, h, safeHref } from './dom.js';
+import { clear, externalLink, formatTime, h, safeHref, typingDots } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { follow } from './sse.js';
 
@@ -242,7 +242,7 @@ class SearchView {
 
   renderAnswer({ pending, text, citations = [], error }) {
     const parts = [h('h2', {}, 'Answer')];
-    if (pending) parts.push(h('div.typing.pending', { role: 'status', 'aria-label': 'Waiting for the answer' }, h('span'), h('span'), h('span')));
+    if (pending) parts.push(typingDots('Waiting for the answer', 'pending'));
     if (error) parts.push(h('p.error', { id: 'answer-error' }, `The answer failed: ${error}`));
     if (typeof text === 'string') parts.push(h('div.markdown', { id: 'answer-text' }, renderMarkdown(text)));
     if (citations.length) {
