@@ -30,6 +30,9 @@
 //!   capability: http, ssh for the devbox tools only, settings, log), the services whose keys
 //!   the host adds, bundled, PLUGINS_DIR and declared providers with hot reload, the compile
 //!   cache.
+//! - [`telemetry`]: what operators see besides the API: Prometheus metrics (process-wide
+//!   families, served at `/metrics`), OpenTelemetry spans exported over OTLP when configured,
+//!   and the log's format (text or JSON with the trace id).
 //!
 //! # Invariants
 //!
@@ -43,9 +46,12 @@
 //!   rule, never a 5xx. A rejected request writes nothing: validation finishes before the store
 //!   is called, and each write is one transaction.
 //! - Auth is deny-by-default: the token check wraps every route and the fallback; only
-//!   `/health`, `/openapi.json` and the web client's embedded files (`http::web`) are open.
+//!   `/health`, `/openapi.json` and the web client's embedded files (`http::web`) are open, and
+//!   `/metrics` only when the operator opens it (CHATD_METRICS=open).
 //! - Nothing logs a token, a key, or a request body. Secrets are [`config::Secret`], whose
-//!   `Debug` is redacted.
+//!   `Debug` is redacted. The same holds for traces and metrics: span attributes are set only by
+//!   [`telemetry::trace`]'s constructors, and metric labels are bounded words, never request
+//!   text ([`telemetry::metrics`]).
 //! - The host never parses or builds a vendor payload; those live in plugins (`/plugins`), and
 //!   a plugin reaches only what [`plugins::grants`] decided, through host functions.
 //! - A search run stores its outcome only when at least one of its parts succeeded: a run
@@ -62,4 +68,5 @@ pub mod runs;
 pub mod search;
 pub mod server;
 pub mod store;
+pub mod telemetry;
 pub mod tools;

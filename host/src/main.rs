@@ -1,18 +1,55 @@
-//! The `chatd` binary: parse the configuration, set up logging, load the plugins, serve until a
-//! signal. `chatd plugins …` runs an operator command instead of serving.
+//! The `chatd` binary: parse the configuration, set up the log, traces and metrics, load the
+//! plugins, serve until a signal. `chatd plugins …` runs an operator command instead of serving.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use chatd::config::{Command, Config, ConfigError, PluginsCommand};
+use chatd::config::{Command, Config, ConfigError, MetricsAccess, PluginsCommand};
 use chatd::plugins::registry::PluginHost;
 use chatd::plugins::{LoadError, commands};
 use chatd::server::{Server, shutdown_signal};
-use tracing_subscriber::EnvFilter;
+use chatd::telemetry::{LogTo, Telemetry};
 
 fn main() -> ExitCode {
     return_large_buffers();
-    run()
+    let config = match Config::load() {
+        Ok(config) => config,
+        Err(ConfigError::Exit(text)) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Err(ConfigError::Invalid(line)) => {
+            eprintln!("chatd: configuration error: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    // Before the runtime: the trace exporter's client is a blocking one, made and dropped
+    // outside async code.
+    let to = if config.command.is_some() {
+        LogTo::Stderr
+    } else {
+        LogTo::Stdout
+    };
+    let telemetry = match Telemetry::install(&config, to) {
+        Ok(telemetry) => telemetry,
+        Err(line) => {
+            eprintln!("chatd: configuration error: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("chatd: cannot start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run(config, telemetry.tracing()));
+    drop(runtime);
+    telemetry.shutdown();
+    code
 }
 
 /// Buffers of 128 KiB and more (a request's attachments, tens of MiB) are given back to the
@@ -27,31 +64,7 @@ fn return_large_buffers() {
     }
 }
 
-#[tokio::main]
-async fn run() -> ExitCode {
-    let config = match Config::load() {
-        Ok(config) => config,
-        Err(ConfigError::Exit(text)) => {
-            print!("{text}");
-            return ExitCode::SUCCESS;
-        }
-        Err(ConfigError::Invalid(line)) => {
-            eprintln!("chatd: configuration error: {line}");
-            return ExitCode::from(2);
-        }
-    };
-    let logs = tracing_subscriber::fmt().with_env_filter(
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-    );
-    if config.command.is_some() {
-        // An operator command's stdout holds only its answer; its logs go to stderr.
-        logs.with_ansi(std::io::stderr().is_terminal())
-            .with_writer(std::io::stderr)
-            .init();
-    } else {
-        logs.with_ansi(std::io::stdout().is_terminal()).init();
-    }
-
+async fn run(config: Config, tracing: bool) -> ExitCode {
     match &config.command {
         Some(Command::Plugins(PluginsCommand::List)) => return commands::list(&config).await,
         Some(Command::Plugins(PluginsCommand::Check { file })) => {
@@ -91,9 +104,18 @@ async fn run() -> ExitCode {
     };
     match server.local_addr() {
         Ok(addr) => tracing::info!(
-            "chatd listening on http://{addr} (auth: {}, database: {})",
+            "chatd listening on http://{addr} (auth: {}, database: {}, metrics: {}, traces: {})",
             if config.token_mode() { "token" } else { "open" },
-            config.database_url
+            config.database_url,
+            match config.chatd_metrics {
+                MetricsAccess::On => "/metrics",
+                MetricsAccess::Open => "/metrics without the token",
+                MetricsAccess::Off => "off",
+            },
+            match (tracing, config.otlp_traces_endpoint()) {
+                (true, Some(endpoint)) => endpoint,
+                _ => "off".to_string(),
+            }
         ),
         Err(err) => tracing::warn!("listening, address unknown: {err}"),
     }

@@ -77,6 +77,7 @@ impl Server {
                 .admin_token
                 .as_ref()
                 .map(|t| TokenDigest::new(t.expose())),
+            metrics: config.chatd_metrics,
         };
         Ok(Self {
             listener,

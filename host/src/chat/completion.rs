@@ -32,6 +32,8 @@ use crate::plugins::provider::{
 use crate::plugins::refs::Refs;
 use crate::runs::RunLog;
 use crate::store::{NewMessage, Store, StoreError};
+use crate::telemetry::{metrics, trace};
+use tracing::Instrument as _;
 
 /// Events a provider may get ahead of the loop before its `emit` waits.
 const TURN_EVENT_BUFFER: usize = 64;
@@ -60,6 +62,9 @@ pub struct Completion {
     /// Whether the provider streams from its upstream.
     pub streaming: bool,
     pub max_rounds: u32,
+    /// Whether the provider lists the model (or the operator named it): only then is the
+    /// model named in metrics (`telemetry::metrics::ModelLabel`).
+    pub listed: bool,
 }
 
 /// What a finished completion produced.
@@ -166,6 +171,28 @@ pub fn refused_request(error: &PluginError) -> bool {
         PluginError::Upstream(e) => matches!(e.status, 400 | 404 | 413 | 422),
         _ => false,
     }
+}
+
+/// A failed turn's kind, as metrics and traces name it (a fixed word).
+fn error_kind(
+    result: &Result<Result<wit::TurnOutcome, PluginError>, CallError>,
+) -> Option<&'static str> {
+    Some(match result {
+        Ok(Ok(_)) => return None,
+        Ok(Err(PluginError::Upstream(e))) => match e.status {
+            400..=499 => "upstream_4xx",
+            500..=599 => "upstream_5xx",
+            _ => "upstream",
+        },
+        Ok(Err(PluginError::Transport(_))) => "transport",
+        Ok(Err(PluginError::MalformedResponse(_))) => "malformed_response",
+        Ok(Err(PluginError::Denied(_))) => "denied",
+        Ok(Err(PluginError::InvalidInput(_))) => "invalid_input",
+        Ok(Err(PluginError::Unsupported(_))) => "unsupported",
+        Ok(Err(PluginError::Internal(_))) => "internal",
+        Err(CallError::Trap { .. }) => "trap",
+        Err(CallError::Timeout { .. }) => "timeout",
+    })
 }
 
 /// The words for a plugin call that trapped or ran out of time.
@@ -343,13 +370,44 @@ impl Completion {
         }
     }
 
-    /// One provider turn, its events read while it runs.
+    /// One provider turn, its events read while it runs, in a span of its own and recorded in
+    /// the provider metrics.
     async fn turn(
         &self,
         request: TurnRequest,
         refs: Option<Arc<Refs>>,
         hold_text: bool,
         sink: &Sink,
+    ) -> Turn {
+        let span = trace::provider_turn(&self.provider, &self.model);
+        let started = Instant::now();
+        let turn = self
+            .turn_events(request, refs, hold_text, sink, started)
+            .instrument(span.clone())
+            .await;
+        let error = turn.result.as_ref().and_then(error_kind);
+        let tokens = turn.usage.map(|u| (u.input_tokens, u.output_tokens));
+        trace::provider_turn_end(&span, tokens, error);
+        let record = metrics::TurnRecord {
+            took: started.elapsed(),
+            first_token: turn.first_token,
+            tokens,
+            error,
+        };
+        metrics::provider_turn(
+            &metrics::ModelLabel::new(&self.provider, &self.model, self.listed),
+            &record,
+        );
+        turn
+    }
+
+    async fn turn_events(
+        &self,
+        request: TurnRequest,
+        refs: Option<Arc<Refs>>,
+        hold_text: bool,
+        sink: &Sink,
+        started: Instant,
     ) -> Turn {
         let provider = self
             .plugin
@@ -369,7 +427,14 @@ impl Completion {
                 // its result.
                 biased;
                 event = rx.recv(), if !drained => match event {
-                    Some(event) => turn.take(event, hold_text, sink),
+                    Some(event) => {
+                        let first = matches!(&event, TurnEvent::TextDelta(t) if !t.is_empty())
+                            || matches!(event, TurnEvent::ToolCall(_));
+                        if first && turn.first_token.is_none() {
+                            turn.first_token = Some(started.elapsed());
+                        }
+                        turn.take(event, hold_text, sink)
+                    }
                     None => drained = true,
                 },
                 r = &mut call, if result.is_none() => result = Some(r),
@@ -407,9 +472,14 @@ impl Completion {
             .iter()
             .enumerate()
             .map(|(i, call)| async move {
+                let tool = self.tool_label(&call.name);
+                let span = trace::tool_call(tool, &call.id);
                 let clock = Instant::now();
-                let outcome = self.invoke(call).await;
-                (i, outcome, clock.elapsed())
+                let outcome = self.invoke(call).instrument(span.clone()).await;
+                let took = clock.elapsed();
+                metrics::tool_call(tool, outcome.is_ok(), took);
+                trace::failed(&span, outcome.is_err().then_some("tool_error"));
+                (i, outcome, took)
             })
             .collect();
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
@@ -445,6 +515,15 @@ impl Completion {
         Ok(results.into_iter().flatten().collect())
     }
 
+    /// The tool's name for metrics and traces: an enabled tool's, or `unknown` for a name the
+    /// model made up (model output never becomes a label).
+    fn tool_label(&self, name: &str) -> &str {
+        self.tools
+            .iter()
+            .find(|t| t.spec.name == name)
+            .map_or(metrics::UNKNOWN_TOOL, |t| t.spec.name.as_str())
+    }
+
     /// Runs one call in its plugin: the output and the tool's summary, or why it failed.
     async fn invoke(&self, call: &wit::ToolCall) -> Result<(String, Option<String>), String> {
         let Some(tool) = self.tools.iter().find(|t| t.spec.name == call.name) else {
@@ -474,6 +553,8 @@ struct Turn {
     usage: Option<Usage>,
     continuation: Option<String>,
     result: Option<Result<Result<wit::TurnOutcome, PluginError>, CallError>>,
+    /// When its first text or tool call arrived, from its start.
+    first_token: Option<std::time::Duration>,
 }
 
 impl Turn {

@@ -128,6 +128,14 @@ impl Models {
         self.lists.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Whether `provider`'s loaded list has `model` (false before the first load).
+    pub fn lists(&self, provider: &str, model: &str) -> bool {
+        let lists = self.lists.read().unwrap_or_else(|e| e.into_inner());
+        lists
+            .get(provider)
+            .is_some_and(|list| list.models.iter().any(|m| m == model))
+    }
+
     /// Asks every provider for its list, concurrently.
     pub async fn refresh(&self) {
         self.load_where(|_, _| true).await;

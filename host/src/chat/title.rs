@@ -40,6 +40,8 @@ pub async fn suggest(
         max_tokens: None,
         streaming: false,
         max_rounds: 0,
+        // The operator's TITLE_MODEL.
+        listed: true,
     };
     let sink = Sink {
         log: None,

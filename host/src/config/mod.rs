@@ -67,6 +67,30 @@ pub enum WebSearchEngine {
     EngineB,
 }
 
+/// The log's format on stdout (LOG_FORMAT).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// A line of text per event (tracing-subscriber's format).
+    #[default]
+    Text,
+    /// One JSON object per line, with the trace id when tracing is on.
+    Json,
+}
+
+/// Whether metrics are kept and who may read `GET /metrics` (CHATD_METRICS).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum MetricsAccess {
+    /// Kept and served; in token mode `/metrics` needs the token like any route.
+    #[default]
+    On,
+    /// Kept and served without the token, for a scraper that cannot send one.
+    Open,
+    /// Not kept; `/metrics` is not served.
+    Off,
+}
+
 #[derive(Parser, Clone, Debug)]
 #[command(
     name = "chatd",
@@ -200,6 +224,47 @@ pub struct Config {
     #[arg(long = "config", env = "CHATD_CONFIG", value_name = "CHATD_CONFIG")]
     pub config: Option<PathBuf>,
 
+    /// The log on stdout: `text` (the default) or `json`, one object per line.
+    #[arg(
+        long,
+        env = "LOG_FORMAT",
+        value_name = "LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+    /// Metrics: `on` (served at /metrics, behind the token in token mode), `open` (no token
+    /// needed) or `off` (not kept, not served).
+    #[arg(
+        long,
+        env = "CHATD_METRICS",
+        value_name = "CHATD_METRICS",
+        default_value = "on"
+    )]
+    pub chatd_metrics: MetricsAccess,
+    /// Traces are exported over OTLP/HTTP when this (or the traces endpoint) is set: the
+    /// collector's base URL, `/v1/traces` appended. The SDK reads the other OTEL_* variables.
+    #[arg(
+        long,
+        env = "OTEL_EXPORTER_OTLP_ENDPOINT",
+        value_name = "OTEL_EXPORTER_OTLP_ENDPOINT"
+    )]
+    pub otel_exporter_otlp_endpoint: Option<String>,
+    /// The traces' own endpoint, used as it is.
+    #[arg(
+        long,
+        env = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        value_name = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    )]
+    pub otel_exporter_otlp_traces_endpoint: Option<String>,
+    /// The OTLP protocol: chatd exports `http/protobuf` only.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_PROTOCOL", value_name = "OTEL_EXPORTER_OTLP_PROTOCOL", value_parser = parse_otlp_protocol)]
+    pub otel_exporter_otlp_protocol: Option<String>,
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", value_name = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", value_parser = parse_otlp_protocol)]
+    pub otel_exporter_otlp_traces_protocol: Option<String>,
+    /// `none` turns trace export off whatever the endpoint says; `otlp` is the only exporter.
+    #[arg(long, env = "OTEL_TRACES_EXPORTER", value_name = "OTEL_TRACES_EXPORTER", value_parser = parse_traces_exporter)]
+    pub otel_traces_exporter: Option<String>,
+
     /// The settings given as a variable or a flag (not left at their defaults), by field name.
     #[arg(skip)]
     pub explicit: BTreeSet<String>,
@@ -282,6 +347,9 @@ impl Config {
             &mut self.chat_coding_remote_host,
             &mut self.chat_coding_remote_user,
             &mut self.chat_coding_remote_workdir,
+            &mut self.otel_exporter_otlp_endpoint,
+            &mut self.otel_exporter_otlp_traces_endpoint,
+            &mut self.otel_traces_exporter,
         ] {
             if text.as_deref().is_some_and(|s| s.trim().is_empty()) {
                 *text = None;
@@ -290,6 +358,24 @@ impl Config {
     }
 
     fn check(&self) -> Result<(), ConfigError> {
+        for (value, var) in [
+            (
+                &self.otel_exporter_otlp_endpoint,
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+            ),
+            (
+                &self.otel_exporter_otlp_traces_endpoint,
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            ),
+        ] {
+            if let Some(value) = value
+                && let Err(rule) = parse_http_url(value)
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "{var}: invalid value {value:?}: {rule}"
+                )));
+            }
+        }
         if self.chat_web_search_engine == WebSearchEngine::EngineB
             && self.engine_b_base_url.is_none()
         {
@@ -341,6 +427,19 @@ impl Config {
 
     pub fn token_mode(&self) -> bool {
         self.admin_token.is_some()
+    }
+
+    /// Where traces go (OTLP/HTTP), when they are exported: the traces endpoint as given, else
+    /// the base endpoint with `/v1/traces`, as the OpenTelemetry specification says.
+    pub fn otlp_traces_endpoint(&self) -> Option<String> {
+        if self.otel_traces_exporter.as_deref() == Some("none") {
+            return None;
+        }
+        if let Some(endpoint) = &self.otel_exporter_otlp_traces_endpoint {
+            return Some(endpoint.trim().to_string());
+        }
+        let base = self.otel_exporter_otlp_endpoint.as_deref()?.trim();
+        Some(format!("{}/v1/traces", base.trim_end_matches('/')))
     }
 
     /// Where compiled plugin code is kept: PLUGIN_CACHE_DIR, else `plugin-cache` in the
@@ -478,6 +577,20 @@ fn parse_http_url(s: &str) -> Result<Url, String> {
     match url.scheme() {
         "http" | "https" if url.host().is_some() => Ok(url),
         _ => Err("must be an absolute http(s) URL".into()),
+    }
+}
+
+fn parse_otlp_protocol(s: &str) -> Result<String, String> {
+    match s.trim() {
+        "" | "http/protobuf" => Ok(s.trim().to_string()),
+        _ => Err("chatd exports OTLP as http/protobuf only".into()),
+    }
+}
+
+fn parse_traces_exporter(s: &str) -> Result<String, String> {
+    match s.trim() {
+        "" | "otlp" | "none" => Ok(s.trim().to_string()),
+        _ => Err("must be otlp or none".into()),
     }
 }
 

@@ -236,6 +236,7 @@ async fn prepare(
         max_tokens,
         streaming,
         max_rounds: state.chat.max_tool_rounds,
+        listed: state.models.lists(&body.provider, &model),
     };
     // A parameter the model does not take is refused now, before anything is stored or sent.
     completion
@@ -462,6 +463,7 @@ pub async fn complete(
     let completion = prepared.completion;
     // A task of its own: a client that hangs up does not lose the reply.
     state.runs.spawn(
+        RunKind::Chat,
         async move {
             let outcome = run_recorded(
                 &work_state,
@@ -590,7 +592,7 @@ pub async fn stream(
         .await
         .map_err(|_| ApiError::internal(Stopped::Panicked.message()))??;
     let_the_run_start().await;
-    Ok(sse::sse(reader, None))
+    Ok(sse::sse(RunKind::Chat, reader, None))
 }
 
 /// Registers a persisted stream's run for `chat_id`, logs its `meta` and spawns it; its events
@@ -644,6 +646,7 @@ async fn start_run(
     let registration = Arc::new(std::sync::Mutex::new(Some(run)));
     let stop_registration = registration.clone();
     state.runs.spawn(
+        RunKind::Chat,
         async move {
             let call_id = call.id.clone();
             let outcome =
@@ -681,6 +684,7 @@ async fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
     let reader = log.reader();
     let stop_log = log.clone();
     let task = state.runs.spawn(
+        RunKind::Chat,
         async move {
             let outcome = prepared.completion.run(&sink).await.map_err(RunError::from);
             push(&log, &end_event(outcome, Ok(())));
@@ -690,7 +694,7 @@ async fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
     // Owned before the yield: a handler dropped there (its client gone) ends the run with it.
     let owner = sse::AbortOnDrop(task);
     let_the_run_start().await;
-    sse::sse(reader, Some(owner))
+    sse::sse(RunKind::Chat, reader, Some(owner))
 }
 
 /// Lets a run just spawned take its first steps, as far as its upstream call, before the handler

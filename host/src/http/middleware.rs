@@ -2,8 +2,9 @@
 //! handler panic into a JSON 500.
 //!
 //! The token check is deny-by-default: it runs on every route and on the fallback, and only the
-//! paths in [`OPEN_PATHS`] and the web client's own files ([`super::web::is_open`]) skip it, so
-//! a route added later is protected without anyone remembering to protect it.
+//! paths in [`OPEN_PATHS`], the web client's own files ([`super::web::is_open`]) and, when the
+//! operator says so (CHATD_METRICS=open), `/metrics` skip it, so a route added later is
+//! protected without anyone remembering to protect it.
 
 use std::any::Any;
 use std::time::Instant;
@@ -15,8 +16,12 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use tracing::Instrument as _;
+
 use super::AppState;
 use super::error::{ApiError, ErrorCause};
+use crate::config::MetricsAccess;
+use crate::telemetry::{metrics, trace};
 
 /// Paths (relative to the root or to `/api`) that need no token.
 pub const OPEN_PATHS: &[&str] = &["/health", "/openapi.json"];
@@ -41,7 +46,8 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
     };
     // Inside the `/api` nest the URI has the prefix stripped, so one list serves both mounts.
     let path = req.uri().path();
-    if OPEN_PATHS.contains(&path) || super::web::is_open(path) {
+    let metrics_open = state.metrics == MetricsAccess::Open && path == super::metrics::PATH;
+    if OPEN_PATHS.contains(&path) || super::web::is_open(path) || metrics_open {
         return next.run(req).await;
     }
     let presented = req
@@ -59,17 +65,24 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
 
 /// One line per request: method, route (the matched pattern, so no ids or query strings, and
 /// never a header or body; `<unmatched>` when no route matched), status and latency; a 5xx adds
-/// its internal cause.
+/// its internal cause. The same facts go to the request metrics and the request's span, the
+/// root of its trace (or a child of the caller's `traceparent`), which the line is logged in.
 pub async fn log_request(req: Request, next: Next) -> Response {
     let start = Instant::now();
     let method = req.method().clone();
+    let method_label = metrics::method_label(&method);
     let route = req
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "<unmatched>".to_string(), |m| m.as_str().to_string());
-    let response = next.run(req).await;
+    let span = trace::http(method_label, &route, req.headers());
+    let response = next.run(req).instrument(span.clone()).await;
     let status = response.status().as_u16();
-    let latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let took = start.elapsed();
+    trace::http_status(&span, status);
+    metrics::http_request(method_label, &route, status, took);
+    let latency_ms = took.as_secs_f64() * 1000.0;
+    let _in_span = span.enter();
     match response.extensions().get::<ErrorCause>() {
         Some(ErrorCause(cause)) => {
             tracing::error!(%method, %route, status, latency_ms, error = %cause, "request failed")

@@ -12,6 +12,7 @@ pub mod completions;
 pub mod error;
 pub mod limits;
 pub mod meta;
+pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod search_runs;
@@ -37,6 +38,7 @@ use utoipa_axum::routes;
 use crate::attachments::MIB;
 use crate::chat::ChatSettings;
 use crate::chat::models::Models;
+use crate::config::MetricsAccess;
 use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::store::Store;
@@ -86,6 +88,8 @@ pub struct AppState {
     pub models: Arc<Models>,
     /// Set in token mode.
     pub token: Option<TokenDigest>,
+    /// Whether `/metrics` is served, and whether it needs the token.
+    pub metrics: MetricsAccess,
 }
 
 #[derive(OpenApi)]
@@ -216,8 +220,11 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
     let (routes, openapi) = api();
     let plugins = state.plugins.clone();
     let document = Arc::new(openapi);
+    let mut routes = routes.merge(web::routes());
+    if state.metrics != MetricsAccess::Off {
+        routes = routes.route(metrics::PATH, get(metrics::scrape));
+    }
     let app = routes
-        .merge(web::routes())
         .route(
             "/openapi.json",
             get(move || {

@@ -26,6 +26,7 @@ use crate::plugins::load::Plugin;
 use crate::runs::{self, EventId, RunKind, RunReader, StartError, Stopped};
 use crate::search::{self, RunRequest, SEARCH_PLUGIN, SearchType, events, seed};
 use crate::store::{NewChat, NewMessage, SearchDetailRecord};
+use crate::telemetry::metrics;
 
 pub const ACTIVE_SEARCH_NOT_FOUND: &str = "active search stream not found";
 
@@ -275,6 +276,7 @@ pub async fn run_search(
     let work_state = state.clone();
     // A task of its own: a client that hangs up does not lose the outcome.
     state.runs.spawn(
+        RunKind::Search,
         async move {
             let ended = run_and_store(&work_state, &search_id, &plugin, &request, &|_| {}).await;
             let _ = tx.send(ended);
@@ -311,7 +313,12 @@ pub async fn stream_search(
     // A run in progress is joined whatever this call's body says (the contract: a second call
     // attaches), so only a call that starts a run needs a query and the plugin.
     if let Some(log) = state.runs.attach(RunKind::Search, &search_id).await? {
-        return Ok(sse::sse(log.reader_after(last.as_ref()), None));
+        metrics::run_attached(RunKind::Search.as_str());
+        return Ok(sse::sse(
+            RunKind::Search,
+            log.reader_after(last.as_ref()),
+            None,
+        ));
     }
     let (request, plugin) = prepare(&state, &search, body)?;
     // In a task of its own: on a shared database registering the run is a write, which a client
@@ -324,7 +331,7 @@ pub async fn stream_search(
         })
         .await
         .map_err(|_| stopped(&state))??;
-    Ok(sse::sse(reader, None))
+    Ok(sse::sse(RunKind::Search, reader, None))
 }
 
 /// Starts a run of `search_id`, or joins one that started meanwhile (here or on another
@@ -355,6 +362,7 @@ async fn start_or_join(
     let (work_log, stop_log) = (log.clone(), log);
     let stop_registration = registration.clone();
     state.runs.spawn(
+        RunKind::Search,
         async move {
             let report = |event: &search::SearchEvent| {
                 work_log.push(event.name(), &event.data(), false);

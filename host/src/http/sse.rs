@@ -1,6 +1,6 @@
 //! Server-sent event responses, for every stream handler alike (chat and search runs): the
 //! response over a run's log with its keep-alive comments, `Last-Event-ID`, and attaching to a
-//! running run. The frames themselves (`id:`, `event:`, one `data:` line) are written once, as
+//! running run, counted with the clients that leave before a run's end. The frames themselves (`id:`, `event:`, one `data:` line) are written once, as
 //! the run logs each event (`runs::RunLog::push`), so every reader sends the same bytes.
 
 use std::convert::Infallible;
@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use super::error::{ApiError, ApiResult};
 use crate::runs::{EventId, RunKind, RunReader};
+use crate::telemetry::metrics;
 
 /// How often an idle stream sends an SSE comment, so proxies keep it open through long tool
 /// calls.
@@ -51,7 +52,8 @@ pub async fn attach(
         .attach(kind, id)
         .await?
         .ok_or_else(|| ApiError::not_found(not_found))?;
-    Ok(sse(log.reader_after(last.as_ref()), None))
+    metrics::run_attached(kind.as_str());
+    Ok(sse(kind, log.reader_after(last.as_ref()), None))
 }
 
 /// Aborts a task when the response that owns it is dropped (the client left).
@@ -63,20 +65,49 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// Counts the client's leaving when a stream's response is dropped before the run's end.
+struct Departure {
+    kind: RunKind,
+    ended: bool,
+}
+
+impl Departure {
+    /// The client has had the run's end.
+    fn end(&mut self) {
+        self.ended = true;
+    }
+}
+
+impl Drop for Departure {
+    fn drop(&mut self) {
+        if !self.ended {
+            metrics::client_disconnected(self.kind.as_str());
+        }
+    }
+}
+
 /// An SSE response reading a run's log. Each event is already framed, so this sends bytes as
 /// they are logged, in batches when the reader is behind, and a comment when nothing happened
 /// for [`KEEP_ALIVE`]. `owner`, if any, is dropped with the response.
-pub(crate) fn sse(reader: RunReader, owner: Option<AbortOnDrop>) -> Response {
-    let frames = futures::stream::unfold((reader, owner), |(mut reader, owner)| async move {
+pub(crate) fn sse(kind: RunKind, reader: RunReader, owner: Option<AbortOnDrop>) -> Response {
+    let departure = Departure { kind, ended: false };
+    let state = (reader, owner, departure);
+    let frames = futures::stream::unfold(state, |(mut reader, owner, mut departure)| async move {
         if reader.finished() {
+            departure.end();
             return None;
         }
         let bytes = match tokio::time::timeout(KEEP_ALIVE, reader.next()).await {
             Ok(Some(frames)) => Bytes::from(frames.concat()),
-            Ok(None) => return None,
+            Ok(None) => {
+                departure.end();
+                return None;
+            }
             Err(_) => Bytes::from_static(b": keep-alive\n\n"),
         };
-        Some((Ok::<_, Infallible>(bytes), (reader, owner)))
+        // The terminal event is in these bytes: a client that leaves now has had the run's end.
+        departure.ended = reader.finished();
+        Some((Ok::<_, Infallible>(bytes), (reader, owner, departure)))
     });
     (
         [

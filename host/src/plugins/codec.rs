@@ -39,6 +39,8 @@ use super::provider::{PluginError, TurnEvent, TurnOutcome, TurnRequest};
 use super::refs::{ExpandError, Refs};
 use super::state::PluginState;
 use super::{CallError, Core, log_stderr, new_store};
+use crate::telemetry;
+use tracing::Instrument as _;
 
 /// The longest one decoder call (`start`, `head`, `feed`, `finish`) may take. Decoding a chunk
 /// takes microseconds and a whole answer milliseconds; an instance busy for longer holds up every
@@ -233,7 +235,12 @@ impl Codecs {
         let streaming = request.streaming;
         // Boxed: starting is over in a moment, and inline its state would be part of the turn's
         // future (the memory of every live stream).
-        let (mut upstream, decoder) = match Box::pin(self.start(request)).await? {
+        let start = telemetry::trace::plugin_call(id, "start");
+        let started = Box::pin(self.start(request))
+            .instrument(start.clone())
+            .await;
+        telemetry::trace::failed(&start, started.as_ref().err().map(CallError::kind));
+        let (mut upstream, decoder) = match started? {
             Ok(started) => started,
             Err(e) => return Ok(Err(e)),
         };
@@ -254,9 +261,15 @@ impl Codecs {
                 Err(e) => return Ok(Err(PluginError::Internal(e.to_string()))),
             }
         }
-        self.decode(&decoder, upstream, streaming, events)
+        // One span for the body's decoding, however many calls it takes (one per piece).
+        let decode = telemetry::trace::plugin_call(id, "decode");
+        let decoded = self
+            .decode(&decoder, upstream, streaming, events)
+            .instrument(decode.clone())
             .await
-            .map_err(|failure| failure.into_call_error(id))
+            .map_err(|failure| failure.into_call_error(id));
+        telemetry::trace::failed(&decode, decoded.as_ref().err().map(CallError::kind));
+        decoded
     }
 
     /// Builds a turn's upstream request in the plugin (`start`) and drops it: the plugin's own
@@ -670,6 +683,9 @@ impl DecodingInstance {
             f(store, codec).await
         })
         .await;
+        let memory_cap = live
+            .as_mut()
+            .is_some_and(|live| live.store.data_mut().limits.take_cap_hit());
         let stderr = match live.as_mut() {
             Some(live) => {
                 let (new, total) = live.store.data().stderr_since(live.logged);
@@ -683,13 +699,17 @@ impl DecodingInstance {
         };
         log_stderr(id, &stderr);
         let failed = match outcome {
-            Ok(Ok(value)) => return Ok(value),
+            Ok(Ok(value)) => {
+                telemetry::metrics::plugin_call(id, "ok", memory_cap);
+                return Ok(value);
+            }
             Ok(Err(trap)) => CallError::trap(id, trap, &stderr),
             Err(_) => CallError::Timeout {
                 id: id.clone(),
                 after: context.call_limit,
             },
         };
+        telemetry::metrics::plugin_call(id, failed.kind(), memory_cap);
         self.broken.store(true, Ordering::Release);
         *live = None;
         Err(Failure::Failed(failed))

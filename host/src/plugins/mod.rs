@@ -56,7 +56,10 @@ pub mod watch;
 use std::pin::Pin;
 use std::time::Duration;
 
+use tracing::Instrument as _;
 use wasmtime::{Engine, Store};
+
+use crate::telemetry;
 
 pub use cache::compile;
 
@@ -117,6 +120,14 @@ pub enum CallError {
 }
 
 impl CallError {
+    /// Its kind as metrics and traces name it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::Trap { .. } => "trap",
+            CallError::Timeout { .. } => "timeout",
+        }
+    }
+
     /// The trap's own words ("wasm `unreachable` instruction executed", "forcing trap when
     /// growing memory…"), without the wasm backtrace wasmtime wraps around them, followed by
     /// what the guest wrote to stderr (a Rust panic's message is there).
@@ -215,12 +226,30 @@ impl Core {
         &self.manifest
     }
 
-    /// Runs one call in a fresh store under the manifest's deadline; logs the guest's stderr.
+    /// Runs one call (of the export `operation`) in a fresh store under the manifest's
+    /// deadline; logs the guest's stderr; counts it in the plugin metrics, in a span inside a
+    /// trace.
     async fn call<R>(
         &self,
+        operation: &'static str,
         events: Option<tokio::sync::mpsc::Sender<provider::TurnEvent>>,
         f: impl CallFn<R>,
     ) -> Result<R, CallError> {
+        let span = telemetry::trace::plugin_call(&self.manifest.id, operation);
+        let outcome = self.call_in_store(events, f).instrument(span.clone()).await;
+        let (outcome, memory_cap) = outcome;
+        let kind = outcome.as_ref().err().map(CallError::kind);
+        telemetry::metrics::plugin_call(&self.manifest.id, kind.unwrap_or("ok"), memory_cap);
+        telemetry::trace::failed(&span, kind);
+        outcome
+    }
+
+    /// [`Core::call`]'s work; also whether the call was refused memory past its cap.
+    async fn call_in_store<R>(
+        &self,
+        events: Option<tokio::sync::mpsc::Sender<provider::TurnEvent>>,
+        f: impl CallFn<R>,
+    ) -> (Result<R, CallError>, bool) {
         let manifest = &self.manifest;
         let mut state = PluginState::new(manifest, self.caps.clone());
         state.events = events;
@@ -235,14 +264,16 @@ impl Core {
         let outcome = tokio::time::timeout(deadline, f(&mut store)).await;
         let stderr = store.data().stderr_text();
         log_stderr(&manifest.id, &stderr);
-        match outcome {
+        let memory_cap = store.data_mut().limits.take_cap_hit();
+        let outcome = match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(trap)) => Err(CallError::trap(&manifest.id, trap, &stderr)),
             Err(_) => Err(CallError::Timeout {
                 id: manifest.id.clone(),
                 after: deadline,
             }),
-        }
+        };
+        (outcome, memory_cap)
     }
 }
 

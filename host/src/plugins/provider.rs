@@ -126,7 +126,7 @@ impl ProviderPlugin {
         };
         let wit = self
             .core
-            .call(None, move |store| {
+            .call("profile", None, move |store| {
                 Box::pin(async move {
                     let provider = pre.instantiate_async(&mut *store).await?;
                     provider
@@ -169,7 +169,7 @@ impl ProviderPlugin {
     pub async fn list_models(&self) -> Result<Result<Vec<String>, PluginError>, CallError> {
         let pre = self.pre.clone();
         self.core
-            .call(None, move |store| {
+            .call("list-models", None, move |store| {
                 Box::pin(async move {
                     let provider = pre.instantiate_async(&mut *store).await?;
                     provider.call_list_models(&mut *store).await
@@ -212,7 +212,7 @@ impl ProviderPlugin {
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let pre = self.pre.clone();
         self.core
-            .call(Some(events), move |store| {
+            .call("turn", Some(events), move |store| {
                 Box::pin(async move {
                     let provider = pre.instantiate_async(&mut *store).await?;
                     provider.call_turn(&mut *store, &request).await

@@ -39,6 +39,7 @@ use super::provider::Profile;
 use super::tool::ToolSpec;
 use crate::config::Config;
 use crate::config::file::{DeclaredProvider, FileConfig};
+use crate::telemetry;
 use crate::tools::{ToolCatalog, ToolInfo};
 
 /// The plugins serving right now.
@@ -314,6 +315,7 @@ impl PluginHost {
             }
             Err(e) => Err(e.to_string()),
         };
+        telemetry::metrics::config_reload(applied.is_ok());
         match applied {
             Ok(()) => tracing::info!("configuration file {} applied", path.display()),
             Err(why) => {
@@ -511,10 +513,14 @@ impl PluginHost {
                         plugin.grants.join("; ")
                     }
                 );
+                telemetry::metrics::plugin_load(plugin.id(), true);
                 entry.good = Some(Arc::new(plugin));
                 entry.load_error = None;
             }
             Err(e) => {
+                // Its id may be unreadable: the file's name, the operator's, stands for it.
+                let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+                telemetry::metrics::plugin_load(&stem, false);
                 let keeps = match &entry.good {
                     Some(old) => format!("; the previous version of {} keeps serving", old.id()),
                     None => String::new(),

@@ -54,7 +54,7 @@ impl SearchPlugin {
     ) -> Result<Result<SearchResponse, PluginError>, CallError> {
         let pre = self.pre.clone();
         self.core
-            .call(None, move |store| {
+            .call("search", None, move |store| {
                 Box::pin(async move {
                     let search = pre.instantiate_async(&mut *store).await?;
                     search.call_search(&mut *store, &request).await
@@ -70,7 +70,7 @@ impl SearchPlugin {
     ) -> Result<Result<AnswerResponse, PluginError>, CallError> {
         let (pre, query) = (self.pre.clone(), query.to_string());
         self.core
-            .call(None, move |store| {
+            .call("answer", None, move |store| {
                 Box::pin(async move {
                     let search = pre.instantiate_async(&mut *store).await?;
                     search.call_answer(&mut *store, &query).await

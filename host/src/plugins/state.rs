@@ -31,9 +31,16 @@ pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 pub struct Limiter {
     memory_cap: usize,
     memory_used: usize,
+    /// A growth past the cap was refused since [`Limiter::take_cap_hit`] last looked.
+    cap_hit: bool,
 }
 
 impl Limiter {
+    /// Whether a growth past the memory cap was refused since the last time this was asked.
+    pub fn take_cap_hit(&mut self) -> bool {
+        std::mem::take(&mut self.cap_hit)
+    }
+
     /// More than half the memory cap is in use: a long-lived instance should make way for a
     /// fresh one (wasm memory never shrinks).
     pub fn more_than_half_used(&self) -> bool {
@@ -50,6 +57,7 @@ impl wasmtime::ResourceLimiter for Limiter {
     ) -> wasmtime::Result<bool> {
         let after = self.memory_used - current.min(self.memory_used) + desired;
         if after > self.memory_cap {
+            self.cap_hit = true;
             wasmtime::bail!(
                 "forcing trap when growing memory to {desired} bytes: the plugin's memory \
                  limit is {} bytes",
@@ -119,6 +127,7 @@ impl PluginState {
             limits: Limiter {
                 memory_cap: memory,
                 memory_used: 0,
+                cap_hit: false,
             },
             open_responses: 0,
             log_lines: 0,

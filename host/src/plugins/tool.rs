@@ -50,7 +50,7 @@ impl ToolPlugin {
     pub async fn describe(&self) -> Result<Vec<ToolSpec>, CallError> {
         let pre = self.pre.clone();
         self.core
-            .call(None, move |store| {
+            .call("describe", None, move |store| {
                 Box::pin(async move {
                     let tool = pre.instantiate_async(&mut *store).await?;
                     tool.call_describe(&mut *store).await
@@ -72,7 +72,7 @@ impl ToolPlugin {
             arguments_json.to_string(),
         );
         self.core
-            .call(None, move |store| {
+            .call("invoke", None, move |store| {
                 Box::pin(async move {
                     let tool = pre.instantiate_async(&mut *store).await?;
                     tool.call_invoke(&mut *store, &name, &args).await

@@ -22,8 +22,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::watch;
+use tracing::Instrument as _;
 
 use crate::store::{RunEvent, RunStart, Store, StoreError};
+use crate::telemetry::{metrics, trace};
 use shared::Shared;
 
 #[derive(Debug)]
@@ -69,8 +71,8 @@ pub enum RunKind {
 }
 
 impl RunKind {
-    /// As the shared runs table writes it.
-    fn as_str(self) -> &'static str {
+    /// As the shared runs table writes it (and metrics and traces name it).
+    pub fn as_str(self) -> &'static str {
         match self {
             RunKind::Chat => "chat",
             RunKind::Search => "search",
@@ -110,6 +112,8 @@ pub struct Run {
     log: Arc<RunLog>,
     /// The shared run's id, until its end is stored.
     shared_id: Option<Arc<str>>,
+    /// How it ended, for the metrics: `done` or `error`; unset when dropped unfinished.
+    outcome: Option<&'static str>,
 }
 
 impl Run {
@@ -119,6 +123,7 @@ impl Run {
 
     /// Ends the run with its terminal event `name` (`done` or `error`) and `data`.
     pub async fn finish(mut self, name: &str, data: &str) {
+        self.outcome = Some(if name == "done" { "done" } else { "error" });
         let seq = self.log.close();
         if let (Some(shared), Some(run_id)) = (&self.runs.shared, self.shared_id.clone()) {
             let event = RunEvent {
@@ -152,6 +157,7 @@ impl Run {
 impl Drop for Run {
     fn drop(&mut self) {
         self.leave();
+        metrics::run_ended(self.kind.as_str(), self.outcome.unwrap_or("abandoned"));
         if let (Some(shared), Some(run_id)) = (&self.runs.shared, self.shared_id.take()) {
             let seq = self.log.close();
             shared.end_detached(RunEvent {
@@ -240,12 +246,14 @@ impl ActiveRuns {
         log: Arc<RunLog>,
         shared_id: Option<Arc<str>>,
     ) -> Run {
+        metrics::run_started(kind.as_str());
         Run {
             runs: Arc::clone(self),
             kind,
             id: id.to_string(),
             log,
             shared_id,
+            outcome: None,
         }
     }
 
@@ -311,8 +319,14 @@ impl ActiveRuns {
     /// Runs `work` as a backend-owned task: it goes on when the client leaves, and shutdown
     /// waits for it. If the shutdown grace period ends first, or `work` panics, `work` is dropped
     /// (cancelling its upstream call) and `stopped` runs instead, to record the failure and end
-    /// the run's stream: no reader is left waiting for a terminal event that never comes.
-    pub fn spawn<W, S, F>(self: &Arc<Self>, work: W, stopped: S) -> tokio::task::JoinHandle<()>
+    /// the run's stream: no reader is left waiting for a terminal event that never comes. The
+    /// task runs in a span of the run's `kind`, a child of the request's (the same trace).
+    pub fn spawn<W, S, F>(
+        self: &Arc<Self>,
+        kind: RunKind,
+        work: W,
+        stopped: S,
+    ) -> tokio::task::JoinHandle<()>
     where
         W: Future<Output = ()> + Send + 'static,
         S: FnOnce(Stopped) -> F + Send + 'static,
@@ -329,7 +343,8 @@ impl ActiveRuns {
         // state machine. Measured on a persisted chat run: the task's future was 9.9 KiB; now
         // it is 0.8 KiB, beside the 4.5 KiB box.
         let mut work = Box::pin(std::panic::AssertUnwindSafe(work).catch_unwind());
-        tokio::spawn(async move {
+        let span = trace::run(kind.as_str());
+        let task = async move {
             let _live = live;
             let why = tokio::select! {
                 done = &mut work => match done {
@@ -346,11 +361,14 @@ impl ActiveRuns {
             // must be cancelled now, not after its failure is recorded.
             drop(work);
             if let Some(why) = why {
+                metrics::run_stopped(why.label());
+                trace::failed(&tracing::Span::current(), Some(why.label()));
                 // Boxed: a run's task lives as long as the run, and inline this rare path's
                 // state would be part of every run's memory.
                 Box::pin(stopped(why)).await;
             }
-        })
+        };
+        tokio::spawn(task.instrument(span))
     }
 
     /// Runs `step`, the short work that leads to a run (a new chat's write, then [`spawn`]), in a
@@ -408,6 +426,15 @@ pub enum Stopped {
 }
 
 impl Stopped {
+    /// The word metrics and traces use for it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Stopped::Shutdown => "shutdown",
+            Stopped::Panicked => "panic",
+            Stopped::LeaseLost => "lease_lost",
+        }
+    }
+
     /// What the run's record and its `error` event say.
     pub fn message(self) -> &'static str {
         match self {
@@ -491,13 +518,21 @@ mod tests {
     async fn shutdown_waits_for_runs_then_stops_the_rest() {
         let runs = Arc::new(ActiveRuns::default());
         let (tx, rx) = tokio::sync::oneshot::channel();
-        runs.spawn(std::future::pending(), move |why| async move {
-            let _ = tx.send(why);
-        });
+        runs.spawn(
+            RunKind::Chat,
+            std::future::pending(),
+            move |why| async move {
+                let _ = tx.send(why);
+            },
+        );
         let (tx2, rx2) = tokio::sync::oneshot::channel();
-        runs.spawn(async { panic!("a bug") }, move |why| async move {
-            let _ = tx2.send(why);
-        });
+        runs.spawn(
+            RunKind::Chat,
+            async { panic!("a bug") },
+            move |why| async move {
+                let _ = tx2.send(why);
+            },
+        );
         assert_eq!(rx2.await.unwrap(), Stopped::Panicked);
         runs.shut_down(Duration::from_millis(20)).await;
         assert_eq!(rx.await.unwrap(), Stopped::Shutdown);

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use super::log::{Forward, RunLog};
 use crate::store::{RunEvent, RunsTable, StoreError};
+use crate::telemetry::metrics;
 
 /// How long events wait to be written with the next ones: the lag of live events on other
 /// instances, and at most one commit per stream per this long.
@@ -50,12 +51,12 @@ impl std::fmt::Debug for Shared {
     }
 }
 
-/// What the writer task is given.
+/// What the writer task is given, and when it was logged (for the lag metric).
 enum Write {
-    Event(RunEvent),
+    Event(RunEvent, Instant),
     /// A terminal event, and who waits to know whether it was stored (this instance owned the
     /// run).
-    End(RunEvent, Option<oneshot::Sender<bool>>),
+    End(RunEvent, Instant, Option<oneshot::Sender<bool>>),
 }
 
 impl Shared {
@@ -82,7 +83,7 @@ impl Shared {
         let writer = self.writer.clone();
         Box::new(move |event| {
             // Closed only when the writer stopped with the store: nothing to write to.
-            let _ = writer.send(Write::Event(event));
+            let _ = writer.send(Write::Event(event, Instant::now()));
         })
     }
 
@@ -90,7 +91,11 @@ impl Shared {
     /// stored (false: another instance ended the run, or the store closed).
     pub(super) async fn end(&self, event: RunEvent) -> bool {
         let (tx, rx) = oneshot::channel();
-        if self.writer.send(Write::End(event, Some(tx))).is_err() {
+        if self
+            .writer
+            .send(Write::End(event, Instant::now(), Some(tx)))
+            .is_err()
+        {
             return false;
         }
         rx.await.unwrap_or(false)
@@ -98,7 +103,7 @@ impl Shared {
 
     /// [`Shared::end`] without waiting.
     pub(super) fn end_detached(&self, event: RunEvent) {
-        let _ = self.writer.send(Write::End(event, None));
+        let _ = self.writer.send(Write::End(event, Instant::now(), None));
     }
 
     /// A mirror of run `run_id`, owned by another instance, with what the database has of it.
@@ -161,13 +166,17 @@ struct Batch {
     urgent: bool,
     /// Runs already reported as refused (one warning each).
     refused: HashSet<Arc<str>>,
+    /// When the batch's oldest event was logged.
+    oldest: Option<Instant>,
 }
 
 impl Batch {
     fn take(&mut self, write: Write) {
+        let (Write::Event(_, logged) | Write::End(_, logged, _)) = &write;
+        self.oldest.get_or_insert(*logged);
         match write {
-            Write::Event(event) => self.events.push(event),
-            Write::End(event, ack) => {
+            Write::Event(event, _) => self.events.push(event),
+            Write::End(event, _, ack) => {
                 if let Some(ack) = ack {
                     self.acks.push((event.run_id.clone(), ack));
                 }
@@ -192,6 +201,9 @@ impl Batch {
         }
         for (id, ack) in self.acks.drain(..) {
             let _ = ack.send(!refused.contains(&*id));
+        }
+        if let Some(oldest) = self.oldest.take() {
+            metrics::run_event_lag(oldest.elapsed());
         }
         self.events.clear();
         self.urgent = false;

@@ -78,6 +78,32 @@ macro_rules! on_backend {
     };
 }
 
+/// [`on_backend!`] for an operation that goes to the database, [`measured`] under the name `$op`.
+macro_rules! timed {
+    ($store:expr, $op:literal, $db:ident => $call:expr) => {
+        measured($store.backend_name(), $op, async { on_backend!($store, $db => $call) }).await
+    };
+}
+
+/// Runs a store operation timed into the store's metrics, and in a span of its own inside a
+/// trace (`telemetry`).
+async fn measured<T>(
+    backend: &'static str,
+    operation: &'static str,
+    work: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    use crate::telemetry::{metrics, trace};
+    use tracing::Instrument as _;
+    let span = trace::store(backend, operation);
+    let started = std::time::Instant::now();
+    let result = work.instrument(span.clone()).await;
+    metrics::store_query(backend, operation, started.elapsed(), result.is_ok());
+    if result.is_err() {
+        trace::failed(&span, Some("store"));
+    }
+    result
+}
+
 impl Store {
     /// The folder the database file is in (empty: the working directory); `None` for an
     /// in-memory database or a server database. Other files chatd keeps (the plugin compile
@@ -115,17 +141,30 @@ impl Store {
         on_backend!(self, db => db.is_closed())
     }
 
+    /// The database's name in metrics and traces (OpenTelemetry's `db.system.name`).
+    pub fn backend_name(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => PG,
+        }
+    }
+
+    /// The readers' pool now: connections in use, idle.
+    pub fn pool_connections(&self) -> (u32, u32) {
+        on_backend!(self, db => db.pool_connections())
+    }
+
     pub async fn create_chat(&self, chat: NewChat) -> Result<ChatRecord> {
-        on_backend!(self, db => db.create_chat(chat).await)
+        timed!(self, "create_chat", db => db.create_chat(chat).await)
     }
 
     /// All chats, most recently updated first.
     pub async fn list_chats(&self) -> Result<Vec<ChatRecord>> {
-        on_backend!(self, db => db.list_chats().await)
+        timed!(self, "list_chats", db => db.list_chats().await)
     }
 
     pub async fn get_chat(&self, id: &str) -> Result<Option<ChatRecord>> {
-        on_backend!(self, db => db.get_chat(id).await)
+        timed!(self, "get_chat", db => db.get_chat(id).await)
     }
 
     /// The chat and its transcript, in transcript order.
@@ -133,23 +172,23 @@ impl Store {
         &self,
         id: &str,
     ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
-        on_backend!(self, db => db.get_chat_with_messages(id).await)
+        timed!(self, "get_chat_with_messages", db => db.get_chat_with_messages(id).await)
     }
 
     /// Applies a settings update and bumps `updatedAt`. `None` when the chat does not exist.
     pub async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {
-        on_backend!(self, db => db.update_chat(id, patch).await)
+        timed!(self, "update_chat", db => db.update_chat(id, patch).await)
     }
 
     /// Stars or unstars; never touches `updatedAt` or the transcript. Starring twice keeps the
     /// first `starredAt`.
     pub async fn set_chat_starred(&self, id: &str, starred: bool) -> Result<Option<ChatRecord>> {
-        on_backend!(self, db => db.set_chat_starred(id, starred).await)
+        timed!(self, "set_chat_starred", db => db.set_chat_starred(id, starred).await)
     }
 
     /// Deletes the chat with its messages and stars. `false` when it did not exist.
     pub async fn delete_chat(&self, id: &str) -> Result<bool> {
-        on_backend!(self, db => db.delete_chat(id).await)
+        timed!(self, "delete_chat", db => db.delete_chat(id).await)
     }
 
     /// Appends a message and bumps the chat's `updatedAt`. `None` when the chat does not exist.
@@ -158,7 +197,7 @@ impl Store {
         chat_id: &str,
         message: NewMessage,
     ) -> Result<Option<MessageRecord>> {
-        on_backend!(self, db => db.append_message(chat_id, message).await)
+        timed!(self, "append_message", db => db.append_message(chat_id, message).await)
     }
 
     /// Starts a call, in one transaction: stores the rows `new_rows` picks from the chat's
@@ -170,7 +209,7 @@ impl Store {
         call: NewCall,
         new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
     ) -> Result<bool> {
-        on_backend!(self, db => db.begin_call(call, new_rows).await)
+        timed!(self, "begin_call", db => db.begin_call(call, new_rows).await)
     }
 
     /// Ends a call that succeeded: its assistant message (when it has a chat) and its usage and
@@ -184,7 +223,7 @@ impl Store {
         usage: Option<CallUsage>,
         latency_ms: u64,
     ) -> Result<()> {
-        on_backend!(self, db => db.finish_call(call_id, chat_id, assistant, usage, latency_ms).await)
+        timed!(self, "finish_call", db => db.finish_call(call_id, chat_id, assistant, usage, latency_ms).await)
     }
 
     /// Ends a call that failed: its error and latency (and whatever usage was reported). A call
@@ -196,11 +235,11 @@ impl Store {
         usage: Option<CallUsage>,
         latency_ms: u64,
     ) -> Result<()> {
-        on_backend!(self, db => db.fail_call(call_id, error, usage, latency_ms).await)
+        timed!(self, "fail_call", db => db.fail_call(call_id, error, usage, latency_ms).await)
     }
 
     pub async fn get_call(&self, id: &str) -> Result<Option<CallRecord>> {
-        on_backend!(self, db => db.get_call(id).await)
+        timed!(self, "get_call", db => db.get_call(id).await)
     }
 
     /// Sets the title only if the chat still has none (a title set meanwhile wins). Returns the
@@ -210,7 +249,7 @@ impl Store {
         chat_id: &str,
         title: &str,
     ) -> Result<Option<ChatRecord>> {
-        on_backend!(self, db => db.set_title_if_unset(chat_id, title).await)
+        timed!(self, "set_title_if_unset", db => db.set_title_if_unset(chat_id, title).await)
     }
 
     /// Creates a search; with `reuse_by_query`, first looks for the most recently updated search
@@ -221,16 +260,16 @@ impl Store {
         search: NewSearch,
         reuse_by_query: bool,
     ) -> Result<(SearchRecord, bool)> {
-        on_backend!(self, db => db.create_search(search, reuse_by_query).await)
+        timed!(self, "create_search", db => db.create_search(search, reuse_by_query).await)
     }
 
     /// All searches, most recently updated first.
     pub async fn list_searches(&self) -> Result<Vec<SearchRecord>> {
-        on_backend!(self, db => db.list_searches().await)
+        timed!(self, "list_searches", db => db.list_searches().await)
     }
 
     pub async fn get_search(&self, id: &str) -> Result<Option<SearchDetailRecord>> {
-        on_backend!(self, db => db.get_search(id).await)
+        timed!(self, "get_search", db => db.get_search(id).await)
     }
 
     /// Replaces the search's last outcome with `outcome` and bumps `updatedAt`.
@@ -239,7 +278,7 @@ impl Store {
         id: &str,
         outcome: SearchRunOutcome,
     ) -> Result<Option<SearchDetailRecord>> {
-        on_backend!(self, db => db.record_search_run(id, outcome).await)
+        timed!(self, "record_search_run", db => db.record_search_run(id, outcome).await)
     }
 
     /// Stars or unstars; never touches `updatedAt` or the results.
@@ -248,35 +287,35 @@ impl Store {
         id: &str,
         starred: bool,
     ) -> Result<Option<SearchRecord>> {
-        on_backend!(self, db => db.set_search_starred(id, starred).await)
+        timed!(self, "set_search_starred", db => db.set_search_starred(id, starred).await)
     }
 
     /// `false` when the search did not exist.
     pub async fn delete_search(&self, id: &str) -> Result<bool> {
-        on_backend!(self, db => db.delete_search(id).await)
+        timed!(self, "delete_search", db => db.delete_search(id).await)
     }
 
     /// Up to `per_kind` chats and `per_kind` searches, newest `updatedAt` first (ties: newest id,
     /// and ids are UUIDv7, ordered by creation).
     pub async fn workspace_items(&self, per_kind: u32) -> Result<Vec<WorkspaceRecord>> {
-        on_backend!(self, db => db.workspace_items(per_kind).await)
+        timed!(self, "workspace_items", db => db.workspace_items(per_kind).await)
     }
 
     /// Closes the calls that servers no longer alive left open (`liveness.rs`); how many.
     pub async fn close_lost_calls(&self) -> Result<usize> {
-        on_backend!(self, db => db.close_lost_calls().await)
+        timed!(self, "close_lost_calls", db => db.close_lost_calls().await)
     }
 
     /// Registers this process among the servers of the database; its id, for
     /// [`Store::heartbeat`].
     pub async fn register_instance(&self) -> Result<String> {
-        on_backend!(self, db => db.register_instance().await)
+        timed!(self, "register_instance", db => db.register_instance().await)
     }
 
     /// Records that instance `id` is alive now (on PostgreSQL, renews its lease:
     /// [`StoreError::LeaseLost`] once it ran out).
     pub async fn heartbeat(&self, id: &str) -> Result<()> {
-        on_backend!(self, db => db.heartbeat(id).await)
+        timed!(self, "heartbeat", db => db.heartbeat(id).await)
     }
 
     /// Takes this instance out of the database's servers, at the end of a graceful shutdown
@@ -284,7 +323,7 @@ impl Store {
     pub async fn leave(&self, id: &str) -> Result<()> {
         match &self.backend {
             Backend::Sqlite(_) => Ok(()),
-            Backend::Postgres(db) => db.leave(id).await,
+            Backend::Postgres(db) => measured(PG, "leave", db.leave(id)).await,
         }
     }
 
@@ -306,6 +345,9 @@ impl Store {
     }
 }
 
+/// The backend name of the runs table's operations.
+const PG: &str = "postgresql";
+
 /// The runs table of a shared database (`postgres/runs.rs`), for `runs::shared`.
 #[derive(Clone, Debug)]
 pub struct RunsTable(PgStore);
@@ -314,34 +356,34 @@ impl RunsTable {
     /// Registers a live run of `target` owned by this instance; [`StoreError::LeaseLost`] when
     /// this instance's lease ran out.
     pub async fn start(&self, id: &str, kind: &str, target: &str, tag: u32) -> Result<RunStart> {
-        self.0.start_run(id, kind, target, tag).await
+        measured(PG, "start_run", self.0.start_run(id, kind, target, tag)).await
     }
 
     /// The live run of `target`: its id and tag.
     pub async fn live(&self, kind: &str, target: &str) -> Result<Option<(String, u32)>> {
-        self.0.live_run(kind, target).await
+        measured(PG, "live_run", self.0.live_run(kind, target)).await
     }
 
     /// `(kind, target)` of every live run of an instance whose lease holds, sorted.
     pub async fn all_live(&self) -> Result<Vec<(String, String)>> {
-        self.0.live_runs().await
+        measured(PG, "live_runs", self.0.live_runs()).await
     }
 
     /// Stores this instance's events (a terminal one ends its run); the ids of the runs whose
     /// events were refused because this instance no longer owns them.
     pub async fn write(&self, events: &[RunEvent]) -> Result<std::collections::HashSet<String>> {
-        self.0.write_run_events(events).await
+        measured(PG, "write_run_events", self.0.write_run_events(events)).await
     }
 
     /// The events of each `(run id, last seq seen)` after that seq, in order.
     pub async fn events_after(&self, cursors: &[(&str, u32)]) -> Result<Vec<RunEvent>> {
-        self.0.run_events_after(cursors).await
+        measured(PG, "run_events_after", self.0.run_events_after(cursors)).await
     }
 
     /// Ends the runs of instances whose lease ran out with an `error` event (`error_data` gives
     /// its data for a kind); how many.
     pub async fn end_lost(&self, error_data: &(dyn Fn(&str) -> String + Sync)) -> Result<usize> {
-        self.0.end_lost_runs(error_data).await
+        measured(PG, "end_lost_runs", self.0.end_lost_runs(error_data)).await
     }
 
     pub async fn listen(&self) -> Result<RunListener> {

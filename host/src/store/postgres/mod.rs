@@ -83,6 +83,12 @@ impl PgStore {
         self.pool.is_closed() || self.listen_pool.is_closed()
     }
 
+    /// The readers' pool now: connections in use, idle.
+    pub fn pool_connections(&self) -> (u32, u32) {
+        let idle = self.pool.num_idle() as u32;
+        (self.pool.size().saturating_sub(idle), idle)
+    }
+
     async fn tx(&self) -> Result<sqlx::Transaction<'_, sqlx::Postgres>> {
         Ok(self.pool.begin().await?)
     }

@@ -125,6 +125,12 @@ impl SqliteStore {
         self.pool.is_closed()
     }
 
+    /// The readers' pool now: connections in use, idle.
+    pub fn pool_connections(&self) -> (u32, u32) {
+        let idle = self.pool.num_idle() as u32;
+        (self.pool.size().saturating_sub(idle), idle)
+    }
+
     /// Closes the pool, waiting for connections in use; the WAL is checkpointed on close. Then
     /// gives up the database's lock.
     pub async fn close(&self) {
