@@ -1,6 +1,6 @@
-//! What every browser test starts: the real chatd binary (its own temporary data folder, its
-//! providers and search engine pointed at scripted upstreams) and a headless Chromium driven
-//! over WebDriver (Debian's `chromium` and `chromium-driver`; nothing is downloaded).
+//! What every browser test starts besides the real chatd binary (`common/chatd.rs`): a
+//! headless Chromium driven over WebDriver (Debian's `chromium` and `chromium-driver`; nothing
+//! is downloaded).
 //!
 //! Without the browser the tests skip with a reason, unless `CHATD_REQUIRE_BROWSER` is set (as
 //! `.ci/run` does), which turns the skip into a failure. The tests take the browser one at a
@@ -18,9 +18,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard};
 
-use crate::process;
-
-const BIN: &str = env!("CARGO_BIN_EXE_chatd");
+pub use crate::chatd::Chatd;
 
 /// How long a test waits for something the page should show.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -54,73 +52,6 @@ fn browser_available() -> bool {
     );
     eprintln!("skipped: {reason}");
     false
-}
-
-/// A running chatd binary; killed when dropped.
-pub struct Chatd {
-    child: Child,
-    pub base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Chatd {
-    /// The binary with `env` (and PORT=0, a data folder of its own, the shared plugin cache).
-    pub fn start<K: AsRef<OsStr>, V: AsRef<OsStr>>(env: impl IntoIterator<Item = (K, V)>) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-plugin-cache");
-        let mut child = Command::new(BIN)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("PORT", "0")
-            .env("PLUGIN_CACHE_DIR", cache)
-            .envs(env)
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn chatd");
-        let base = process::listening_on(&process::stdout_lines(&mut child));
-        Self {
-            child,
-            base,
-            _dir: dir,
-        }
-    }
-
-    /// A JSON request to the API, with `token` in token mode.
-    pub async fn api(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-        token: Option<&str>,
-    ) -> Value {
-        let mut request = reqwest::Client::new().request(method, format!("{}{path}", self.base));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        let response = request.send().await.expect("request sent");
-        assert!(
-            response.status().is_success(),
-            "{path}: {}",
-            response.status()
-        );
-        response.json().await.expect("a JSON body")
-    }
-
-    pub async fn get(&self, path: &str) -> Value {
-        self.api(reqwest::Method::GET, path, None, None).await
-    }
-}
-
-impl Drop for Chatd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// One test's browser: a chromedriver and a Chromium session with a profile of its own.

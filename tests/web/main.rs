@@ -8,12 +8,15 @@
 
 mod auth;
 mod chat;
+#[path = "../common/chatd.rs"]
+mod chatd;
 mod harness;
 mod parsers;
 #[path = "../common/process.rs"]
 mod process;
 mod safety;
 mod search;
+#[path = "../common/upstream.rs"]
 mod upstream;
 
 use chatd::plugins::testing::Reply;

@@ -383,10 +383,12 @@ impl ActiveRuns {
         W: Future<Output = T> + Send + 'static,
     {
         let live = LiveTask::new(self.clone());
-        tokio::spawn(async move {
+        // In the request's span: the step, and the run it starts, are part of its trace.
+        let step = async move {
             let _live = live;
             step.await
-        })
+        };
+        tokio::spawn(step.instrument(tracing::Span::current()))
     }
 
     /// Waits until no run task is alive (tests and tools await it instead of polling).

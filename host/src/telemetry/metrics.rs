@@ -20,7 +20,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Registry;
 
 /// What a model is called in labels when its provider does not list it.
 pub const UNLISTED_MODEL: &str = "unlisted";
@@ -163,161 +163,140 @@ impl Metrics {
             run_event_lag: lag_buckets(),
             registry: Registry::default(),
         };
+        // Durations are in seconds, named so (`_seconds`), with no UNIT line: Prometheus' own
+        // text format has none, and parsers of OpenMetrics disagree on it for histograms.
         let r = &mut registry;
-        let s = Some(Unit::Seconds);
         register(
             r,
             "http_requests",
             "HTTP requests answered, by route pattern, method and status",
             &m.http_requests,
-            None,
         );
         register(
             r,
-            "http_request_duration",
+            "http_request_duration_seconds",
             "Time from a request's arrival to its response head (for a stream: to its first byte)",
             &m.http_duration,
-            s.clone(),
         );
         register(
             r,
             "runs_live",
             "Chat and search runs this instance is running now (registered streams)",
             &m.runs_live,
-            None,
         );
         register(
             r,
             "runs_ended",
             "Registered runs ended, by outcome: done, error (an upstream failure, a shutdown, a lost lease), abandoned (a bug)",
             &m.runs_ended,
-            None,
         );
         register(
             r,
             "runs_stopped",
             "Run tasks stopped before their work ended: shutdown (grace period over), lease_lost, panic",
             &m.runs_stopped,
-            None,
         );
         register(
             r,
             "run_attaches",
             "Attaches to a running run (reattach after a reload, another tab, Last-Event-ID)",
             &m.attaches,
-            None,
         );
         register(
             r,
             "run_client_disconnects",
             "Streams whose client left before the run's end (the run goes on)",
             &m.disconnects,
-            None,
         );
         register(
             r,
             "provider_turns",
             "Provider turns (one model call each; a tool loop makes several)",
             &m.provider_turns,
-            None,
         );
         register(
             r,
             "provider_errors",
             "Provider turns that failed, by kind: upstream_4xx, upstream_5xx, upstream, transport, malformed_response, denied, invalid_input, unsupported, internal, trap, timeout",
             &m.provider_errors,
-            None,
         );
         register(
             r,
-            "provider_turn_duration",
+            "provider_turn_duration_seconds",
             "A provider turn from its start to its end",
             &m.provider_duration,
-            s.clone(),
         );
         register(
             r,
-            "provider_time_to_first_token",
+            "provider_time_to_first_token_seconds",
             "A provider turn from its start to its first text or tool call",
             &m.provider_first_token,
-            s.clone(),
         );
         register(
             r,
             "provider_tokens",
             "Tokens the providers reported, by direction: input, output",
             &m.provider_tokens,
-            None,
         );
         register(
             r,
             "tool_calls",
             "Tool calls the model made, by outcome: ok, error",
             &m.tool_calls,
-            None,
         );
         register(
             r,
-            "tool_call_duration",
+            "tool_call_duration_seconds",
             "A tool call from its start to its result",
             &m.tool_duration,
-            s.clone(),
         );
         register(
             r,
             "plugin_calls",
             "Calls into plugin sandboxes, by outcome: ok, trap, timeout",
             &m.plugin_calls,
-            None,
         );
         register(
             r,
             "plugin_memory_cap_hits",
             "Plugin calls refused memory past their manifest's cap (the call traps)",
             &m.plugin_memory_cap,
-            None,
         );
         register(
             r,
             "plugin_loads",
             "PLUGINS_DIR files loaded or refused (at start and on each change), by outcome: loaded, refused",
             &m.plugin_loads,
-            None,
         );
         register(
             r,
             "config_reloads",
             "Configuration file reloads, by outcome: applied, refused",
             &m.config_reloads,
-            None,
         );
         register(
             r,
-            "store_query_duration",
+            "store_query_duration_seconds",
             "A store operation (one transaction or query) from its call to its result",
             &m.store_queries,
-            s.clone(),
         );
         register(
             r,
             "store_errors",
             "Store operations that failed",
             &m.store_errors,
-            None,
         );
         register(
             r,
             "store_pool_connections",
             "Database connections, by state: in_use, idle (read at each scrape)",
             &m.store_pool,
-            None,
         );
         register(
             r,
-            "run_event_write_lag",
+            "run_event_write_lag_seconds",
             "PostgreSQL: how long the oldest event of a batch waited before its commit (how far behind other instances see a live run)",
             &m.run_event_lag,
-            s,
         );
         Self { registry, ..m }
     }
@@ -328,12 +307,8 @@ fn register<M: prometheus_client::registry::Metric + Clone>(
     name: &str,
     help: &str,
     metric: &M,
-    unit: Option<Unit>,
 ) {
-    match unit {
-        Some(unit) => registry.register_with_unit(name, help, unit, metric.clone()),
-        None => registry.register(name, help, metric.clone()),
-    }
+    registry.register(name, help, metric.clone());
 }
 
 fn secs(took: Duration) -> f64 {

@@ -1,5 +1,5 @@
-//! The scripted upstreams the browser tests run against: the recorded wire formats of
-//! `tests/fixtures/upstream`, varied to say what each test needs.
+//! The scripted upstreams the tests of the real binary run against (`web`, `telemetry`): the
+//! recorded wire formats of `tests/fixtures/upstream`, varied to say what each test needs.
 
 use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use serde_json::{Value, json};
