@@ -20,6 +20,9 @@
 //!    Both run the same component; what differs is the lookup and the link under another id,
 //!    so the two added latencies should be equal within noise.
 //!
+//! `--telemetry` compares three servers, metrics off, metrics on, and traces exported too
+//! (`telemetry.rs`): what observability costs per request.
+//!
 //! `--persist-false-only` measures the `persist: false` first delta alone, interleaved only with
 //! direct calls to the mock and calls through a do-nothing proxy (`floor.rs`: what any proxy
 //! adds here), and the server's CPU time and voluntary context switches per stream: what a
@@ -53,10 +56,11 @@ pub struct Options {
     streams: usize,
     attaches: usize,
     persist_false_only: bool,
+    telemetry: bool,
 }
 
 pub fn usage() -> &'static str {
-    "usage: bench chat [--requests N] [--streams N] [--attaches N] [--persist-false-only]\n\
+    "usage: bench chat [--requests N] [--streams N] [--attaches N] [--persist-false-only | --telemetry]\n\
      needs the release server binary: run `cargo build --release` first\n\
      defaults: 2000 sequential requests per latency figure, 1000 live streams, 1000 attaches"
 }
@@ -67,6 +71,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         streams: 1000,
         attaches: 1000,
         persist_false_only: false,
+        telemetry: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -76,6 +81,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         };
         match flag.as_str() {
             "--persist-false-only" => o.persist_false_only = true,
+            "--telemetry" => o.telemetry = true,
             "--requests" => o.requests = value()?.parse()?,
             "--streams" => o.streams = value()?.parse()?,
             "--attaches" => o.attaches = value()?.parse()?,
@@ -99,6 +105,9 @@ pub fn run(o: Options) -> anyhow::Result<()> {
 async fn run_async(o: Options) -> anyhow::Result<()> {
     let mock = start_mock().await?;
     let mock_url = format!("http://{mock}");
+    if o.telemetry {
+        return crate::telemetry::run(o.requests, &mock_url).await;
+    }
     let dir = tempfile::tempdir()?;
     let binary = server_binary()?;
     let file = dir.path().join("chatd.toml");
@@ -166,7 +175,7 @@ fn added(name: &str, chatd: (f64, f64), direct: (f64, f64)) {
     added_by("chatd", name, chatd, direct);
 }
 
-fn added_by(who: &str, name: &str, via: (f64, f64), direct: (f64, f64)) {
+pub(crate) fn added_by(who: &str, name: &str, via: (f64, f64), direct: (f64, f64)) {
     println!(
         "{:<50} {:>9.3} {:>9.3}",
         format!("  added by {who}: {name}"),
@@ -299,11 +308,11 @@ async fn non_streaming(
 
 /// What marks the first delta: in the mock's stream, and in chatd's.
 const CONTENT: &[u8] = b"\"content\":\"";
-const DELTA: &[u8] = b"event: delta";
+pub(crate) const DELTA: &[u8] = b"event: delta";
 
 /// Time from sending `body` to `url` until the first chunk containing `needle` (the rest of the
 /// answer is read too).
-async fn to_first(
+pub(crate) async fn to_first(
     client: &reqwest::Client,
     url: &str,
     body: &Value,
@@ -320,7 +329,7 @@ fn direct_stream_body() -> Value {
 }
 
 /// The `i`th `persist: false` stream's request.
-fn ephemeral_body(i: usize) -> Value {
+pub(crate) fn ephemeral_body(i: usize) -> Value {
     let mut body = completion(None, "zero", i);
     body["persist"] = json!(false);
     body
@@ -522,13 +531,13 @@ async fn persist_false_alone(
 /// A process's CPU time (user and system, all its threads, `/proc/PID/stat`) and its live
 /// threads' voluntary context switches (`/proc/PID/task/*/status`; a thread that ended takes
 /// its count with it).
-struct Cpu {
-    seconds: f64,
+pub(crate) struct Cpu {
+    pub(crate) seconds: f64,
     switches: u64,
 }
 
 impl Cpu {
-    fn of(pid: u32) -> anyhow::Result<Self> {
+    pub(crate) fn of(pid: u32) -> anyhow::Result<Self> {
         /// Linux reports these times in USER_HZ, 100 on every architecture it runs on.
         const USER_HZ: f64 = 100.0;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;

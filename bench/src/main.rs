@@ -27,6 +27,7 @@ mod chat;
 mod floor;
 mod instances;
 mod plugins;
+mod telemetry;
 
 use std::time::{Duration, Instant};
 

@@ -2,8 +2,8 @@
 //! metrics registry and the trace exporter are process-wide, so counts read here are this
 //! test's only. Upstreams are scripted on loopback from the recorded wire formats.
 
-#[path = "../common/chatd.rs"]
-mod chatd;
+#[path = "../common/binary.rs"]
+mod binary;
 mod metrics;
 mod otlp;
 #[path = "../common/process.rs"]
@@ -14,7 +14,7 @@ mod traces;
 #[allow(dead_code)] // the browser tests use the rest
 mod upstream;
 
-use chatd::Chatd;
+use binary::Chatd;
 use serde_json::Value;
 
 /// The events of a chat stream, `(name, data)`, through its end.

@@ -5,7 +5,7 @@ use chatd::plugins::testing::Reply;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::chatd::Chatd;
+use crate::binary::Chatd;
 use crate::scrape::Scrape;
 use crate::upstream::{COMPLETIONS, Upstreams, exa_results, text_reply, web_search_call};
 use crate::{call, stream};

@@ -8,7 +8,7 @@ use chatd::plugins::testing::Reply;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::chatd::Chatd;
+use crate::binary::Chatd;
 use crate::otlp::{Receiver, Span};
 use crate::stream;
 use crate::upstream::{COMPLETIONS, Upstreams, exa_results, text_reply, web_search_call};

@@ -1,4 +1,4 @@
-//! What every browser test starts besides the real chatd binary (`common/chatd.rs`): a
+//! What every browser test starts besides the real chatd binary (`common/binary.rs`): a
 //! headless Chromium driven over WebDriver (Debian's `chromium` and `chromium-driver`; nothing
 //! is downloaded).
 //!
@@ -6,7 +6,6 @@
 //! `.ci/run` does), which turns the skip into a failure. The tests take the browser one at a
 //! time: two cores do not run several Chromiums and a server each without timing out.
 
-use std::ffi::OsStr;
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -18,7 +17,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard};
 
-pub use crate::chatd::Chatd;
+pub use crate::binary::Chatd;
 
 /// How long a test waits for something the page should show.
 const PATIENCE: Duration = Duration::from_secs(20);

@@ -7,9 +7,9 @@
 //! CHATD_REQUIRE_BROWSER is set (`harness.rs`).
 
 mod auth;
+#[path = "../common/binary.rs"]
+mod binary;
 mod chat;
-#[path = "../common/chatd.rs"]
-mod chatd;
 mod harness;
 mod parsers;
 #[path = "../common/process.rs"]

@@ -624,6 +624,49 @@ mod tests {
         }
     }
 
+    fn ok(args: &[&str]) -> Config {
+        Config::from_args(std::iter::once("chatd").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn telemetry_settings_are_checked_and_the_traces_endpoint_follows_the_spec() {
+        assert!(err(&["--log-format", "xml"]).starts_with("LOG_FORMAT: invalid value \"xml\""));
+        assert!(err(&["--chatd-metrics", "yes"]).starts_with("CHATD_METRICS: invalid value"));
+        assert_eq!(
+            err(&["--otel-exporter-otlp-protocol", "grpc"]),
+            r#"OTEL_EXPORTER_OTLP_PROTOCOL: invalid value "grpc": chatd exports OTLP as http/protobuf only"#
+        );
+        assert!(
+            err(&["--otel-exporter-otlp-endpoint", "collector:4318"])
+                .starts_with("OTEL_EXPORTER_OTLP_ENDPOINT: invalid value \"collector:4318\"")
+        );
+        assert_eq!(ok(&[]).otlp_traces_endpoint(), None);
+        assert_eq!(ok(&[]).log_format, LogFormat::Text);
+        assert_eq!(ok(&[]).chatd_metrics, MetricsAccess::On);
+        let base = ["--otel-exporter-otlp-endpoint", "http://c:4318/"];
+        assert_eq!(
+            ok(&base).otlp_traces_endpoint().as_deref(),
+            Some("http://c:4318/v1/traces")
+        );
+        let own = ["--otel-exporter-otlp-traces-endpoint", "http://t:1/x"];
+        assert_eq!(
+            ok(&[base[0], base[1], own[0], own[1]])
+                .otlp_traces_endpoint()
+                .as_deref(),
+            Some("http://t:1/x")
+        );
+        let none = ["--otel-traces-exporter", "none"];
+        assert_eq!(
+            ok(&[base[0], base[1], none[0], none[1]]).otlp_traces_endpoint(),
+            None
+        );
+        // `KEY=` means unset.
+        assert_eq!(
+            ok(&["--otel-exporter-otlp-endpoint", ""]).otlp_traces_endpoint(),
+            None
+        );
+    }
+
     #[test]
     fn invalid_values_name_the_variable_and_rule() {
         assert_eq!(
