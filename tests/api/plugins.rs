@@ -40,13 +40,18 @@ fn hostile(memory_mib: u32, timeout_ms: u64) -> ToolPlugin {
 
 /// The hostile component, compiled once per test process (cranelift is the slow part).
 fn hostile_with(memory_mib: u32, timeout_ms: u64, caps: Capabilities) -> ToolPlugin {
+    hostile_as("hostile", memory_mib, timeout_ms, caps)
+}
+
+/// [`hostile_with`] under another plugin id.
+fn hostile_as(id: &str, memory_mib: u32, timeout_ms: u64, caps: Capabilities) -> ToolPlugin {
     static COMPILED: OnceLock<wasmtime::component::Component> = OnceLock::new();
     let compiled = COMPILED.get_or_init(|| {
         compile(engine(), "hostile", &test_component("test-plugin-hostile")).unwrap()
     });
     ToolPlugin::new(
         engine(),
-        manifest("hostile", memory_mib, timeout_ms),
+        manifest(id, memory_mib, timeout_ms),
         compiled,
         caps,
     )
@@ -138,6 +143,32 @@ async fn a_memory_bomb_hits_the_cap_and_fails_cleanly() {
             .content,
         "ok"
     );
+}
+
+#[tokio::test]
+async fn traps_timeouts_and_memory_cap_hits_are_counted_for_their_plugin() {
+    // An id of its own: the metrics are the process's, shared with the other tests.
+    let plugin = hostile_as("hostile_counted", 32, 300, Capabilities::none());
+    assert!(plugin.invoke("panic", "{}").await.is_err());
+    assert!(plugin.invoke("eat_memory", "{}").await.is_err());
+    assert!(matches!(
+        plugin.invoke("spin", "{}").await,
+        Err(CallError::Timeout { .. })
+    ));
+    plugin
+        .invoke("echo", r#"{"text":"ok"}"#)
+        .await
+        .unwrap()
+        .unwrap();
+    let text = chatd::telemetry::metrics::render();
+    for line in [
+        r#"chatd_plugin_calls_total{plugin="hostile_counted",outcome="trap"} 2"#,
+        r#"chatd_plugin_calls_total{plugin="hostile_counted",outcome="timeout"} 1"#,
+        r#"chatd_plugin_calls_total{plugin="hostile_counted",outcome="ok"} 1"#,
+        r#"chatd_plugin_memory_cap_hits_total{plugin="hostile_counted"} 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+    }
 }
 
 #[tokio::test]

@@ -211,6 +211,26 @@ async fn a_stream_on_a_is_attached_and_resumed_on_b_with_the_same_events() {
         b.post(&attach, None, &[]).await.status(),
         StatusCode::NOT_FOUND
     );
+
+    // Each instance's metrics: A wrote the run's events (their lag measured) on PostgreSQL, B
+    // served the two attaches.
+    let text = |instance: &Instance| {
+        let url = instance.url("/metrics");
+        async move { reqwest::get(url).await.unwrap().text().await.unwrap() }
+    };
+    let on_a = text(&a).await;
+    let lagged: u64 = on_a
+        .lines()
+        .find_map(|l| l.strip_prefix("chatd_run_event_write_lag_seconds_count "))
+        .expect("the lag histogram")
+        .parse()
+        .unwrap();
+    assert!(lagged > 0, "{on_a}");
+    let began = r#"chatd_store_query_duration_seconds_count{backend="postgresql",operation="begin_call"} 1"#;
+    assert!(on_a.lines().any(|l| l == began), "{on_a}");
+    let on_b = text(&b).await;
+    let attaches = r#"chatd_run_attaches_total{kind="chat"} 2"#;
+    assert!(on_b.lines().any(|l| l == attaches), "{on_b}");
 }
 
 #[tokio::test]

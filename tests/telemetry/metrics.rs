@@ -258,17 +258,10 @@ async fn a_client_that_leaves_a_stream_and_one_that_attaches_are_counted() {
     let text = attach.text().await.unwrap();
     assert!(text.contains("event: done"), "{text}");
     // The departure is counted when the server notices the closed connection.
-    let mut m = Scrape::of(&chatd.base).await;
-    let started = std::time::Instant::now();
-    while m.value("chatd_run_client_disconnects", &[("kind", "chat")]) < 1.0 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "the departure was not counted:\n{}",
-            m.text
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        m = Scrape::of(&chatd.base).await;
-    }
+    let m = until(&chatd, |m| {
+        m.value("chatd_run_client_disconnects", &[("kind", "chat")]) >= 1.0
+    })
+    .await;
     assert_eq!(
         m.value("chatd_run_client_disconnects", &[("kind", "chat")]),
         1.0
@@ -311,4 +304,58 @@ async fn token_mode_hides_metrics_unless_the_operator_opens_them() {
     let (status, body) = call(Method::GET, &format!("{}/metrics", off.base), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(body.contains("message"), "{body}");
+}
+
+#[tokio::test]
+async fn refused_plugin_files_and_configuration_reloads_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::fs::write(plugins.join("broken.wasm"), b"not a component").unwrap();
+    std::fs::write(
+        plugins.join("broken.json"),
+        r#"{"id":"broken","kind":"tool","wit":"chatd:plugin@0.1.0"}"#,
+    )
+    .unwrap();
+    let config = dir.path().join("chatd.toml");
+    std::fs::write(&config, "").unwrap();
+    let chatd = Chatd::start([
+        ("PLUGINS_DIR", plugins.to_str().unwrap()),
+        ("CHATD_CONFIG", config.to_str().unwrap()),
+    ]);
+    let m = Scrape::of(&chatd.base).await;
+    // Tried at the first scan and again when the watch starts (a refused file is retried).
+    let refused = [("plugin", "broken"), ("outcome", "refused")];
+    assert!(m.value("chatd_plugin_loads", &refused) >= 1.0, "{}", m.text);
+
+    // A configuration file that cannot be used is refused; a good one is applied.
+    std::fs::write(&config, "[providers.x]\nadapter = 7\n").unwrap();
+    let refused = [("outcome", "refused")];
+    let m = until(&chatd, |m| m.value("chatd_config_reloads", &refused) >= 1.0).await;
+    assert_eq!(
+        m.value("chatd_config_reloads", &[("outcome", "applied")]),
+        0.0
+    );
+    std::fs::write(&config, "# nothing to declare\n").unwrap();
+    until(&chatd, |m| {
+        m.value("chatd_config_reloads", &[("outcome", "applied")]) >= 1.0
+    })
+    .await;
+}
+
+/// Scrapes until `done` holds (at most 20 s): what a watcher does happens after a change.
+async fn until(chatd: &Chatd, done: impl Fn(&Scrape) -> bool) -> Scrape {
+    let started = std::time::Instant::now();
+    loop {
+        let m = Scrape::of(&chatd.base).await;
+        if done(&m) {
+            return m;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "not seen in time:\n{}",
+            m.text
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
