@@ -112,7 +112,8 @@ pub struct Run {
     log: Arc<RunLog>,
     /// The shared run's id, until its end is stored.
     shared_id: Option<Arc<str>>,
-    /// How it ended, for the metrics: `done` or `error`; unset when dropped unfinished.
+    /// How it ended, once counted in the metrics: `done`, `error`, or `abandoned` (dropped
+    /// unfinished).
     outcome: Option<&'static str>,
 }
 
@@ -123,7 +124,9 @@ impl Run {
 
     /// Ends the run with its terminal event `name` (`done` or `error`) and `data`.
     pub async fn finish(mut self, name: &str, data: &str) {
-        self.outcome = Some(if name == "done" { "done" } else { "error" });
+        // Counted before the terminal event goes out: a client that has read it and scrapes
+        // sees the run ended.
+        self.ended(if name == "done" { "done" } else { "error" });
         let seq = self.log.close();
         if let (Some(shared), Some(run_id)) = (&self.runs.shared, self.shared_id.clone()) {
             let event = RunEvent {
@@ -145,6 +148,14 @@ impl Run {
         self.log.push(name, data, true);
     }
 
+    /// Counts the run's end once, with its outcome.
+    fn ended(&mut self, outcome: &'static str) {
+        if self.outcome.is_none() {
+            self.outcome = Some(outcome);
+            metrics::run_ended(self.kind.as_str(), outcome);
+        }
+    }
+
     fn leave(&self) {
         self.runs.with(self.kind, |map| {
             if map.get(&self.id).is_some_and(|l| Arc::ptr_eq(l, &self.log)) {
@@ -157,7 +168,7 @@ impl Run {
 impl Drop for Run {
     fn drop(&mut self) {
         self.leave();
-        metrics::run_ended(self.kind.as_str(), self.outcome.unwrap_or("abandoned"));
+        self.ended("abandoned");
         if let (Some(shared), Some(run_id)) = (&self.runs.shared, self.shared_id.take()) {
             let seq = self.log.close();
             shared.end_detached(RunEvent {
