@@ -40,6 +40,14 @@ pub async fn stream(chatd: &Chatd, body: Value, headers: &[(&str, &str)]) -> Vec
         .await
 }
 
+/// A new chat made of `body`; its id.
+pub async fn new_chat(chatd: &Chatd, body: Value) -> String {
+    let chat = chatd
+        .api(reqwest::Method::POST, "/v1/chats", Some(body), None)
+        .await;
+    chat["chat"]["id"].as_str().expect("a chat id").to_string()
+}
+
 /// A request's status and body text.
 pub async fn call(
     method: reqwest::Method,

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::binary::Chatd;
 use crate::scrape::Scrape;
 use crate::upstream::{COMPLETIONS, Upstreams, exa_results, text_reply, web_search_call};
-use crate::{call, stream};
+use crate::{call, new_chat, stream};
 
 /// A listed model of the recorded model list.
 const MODEL: &str = "gpt-4";
@@ -32,15 +32,11 @@ async fn metrics_count_a_tool_loop_and_a_failure_with_bounded_labels() {
     let title = format!("{fuzz} \"quoted\" {{braces}} \\ end");
     let made_up_model = format!("model-{fuzz}");
 
-    let chat = chatd
-        .api(
-            Method::POST,
-            "/v1/chats",
-            Some(json!({"title": title, "provider": "provider_c", "model": MODEL})),
-            None,
-        )
-        .await;
-    let chat_id = chat["chat"]["id"].as_str().unwrap().to_string();
+    let chat_id = new_chat(
+        &chatd,
+        json!({"title": title, "provider": "provider_c", "model": MODEL}),
+    )
+    .await;
     let events = stream(
         &chatd,
         json!({"chatId": chat_id, "provider": "provider_c", "model": MODEL,
@@ -54,15 +50,11 @@ async fn metrics_count_a_tool_loop_and_a_failure_with_bounded_labels() {
     assert!(names.contains(&"tool_call"), "{names:?}");
 
     // The upstream fails the next turn, on a chat whose model its provider does not list.
-    let failing = chatd
-        .api(
-            Method::POST,
-            "/v1/chats",
-            Some(json!({"title": title, "provider": "provider_c", "model": made_up_model})),
-            None,
-        )
-        .await;
-    let failing_id = failing["chat"]["id"].as_str().unwrap().to_string();
+    let failing_id = new_chat(
+        &chatd,
+        json!({"title": title, "provider": "provider_c", "model": made_up_model}),
+    )
+    .await;
     let events = stream(
         &chatd,
         json!({"chatId": failing_id, "provider": "provider_c", "model": made_up_model,
@@ -218,15 +210,7 @@ async fn a_client_that_leaves_a_stream_and_one_that_attaches_are_counted() {
     let upstreams = Upstreams::start([(COMPLETIONS, held)]).await;
     let chatd = Chatd::start(upstreams.env());
     // No tools: deltas go out as they arrive (with tools a round's text waits for its end).
-    let chat = chatd
-        .api(
-            Method::POST,
-            "/v1/chats",
-            Some(json!({"enabledTools": []})),
-            None,
-        )
-        .await;
-    let chat_id = chat["chat"]["id"].as_str().unwrap().to_string();
+    let chat_id = new_chat(&chatd, json!({"enabledTools": []})).await;
     let body = json!({"chatId": chat_id, "provider": "provider_c", "model": MODEL,
                       "messages": [{"role": "user", "content": "Count"}]});
     let response = reqwest::Client::new()

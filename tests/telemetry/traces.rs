@@ -35,15 +35,7 @@ async fn a_completion_with_a_tool_call_is_one_trace_continuing_the_callers() {
     let chatd = Chatd::start(env);
     let secret = "my-secret-question-about-the-capital";
     let system = "my-hidden-system-prompt";
-    let chat = chatd
-        .api(
-            Method::POST,
-            "/v1/chats",
-            Some(json!({"additionalSystemPrompt": system})),
-            None,
-        )
-        .await;
-    let chat_id = chat["chat"]["id"].as_str().unwrap().to_string();
+    let chat_id = crate::new_chat(&chatd, json!({"additionalSystemPrompt": system})).await;
     let traceparent = format!("00-{TRACE_ID}-{CALLER_SPAN}-01");
     let events = stream(
         &chatd,

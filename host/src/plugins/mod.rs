@@ -236,8 +236,7 @@ impl Core {
         f: impl CallFn<R>,
     ) -> Result<R, CallError> {
         let span = telemetry::trace::plugin_call(&self.manifest.id, operation);
-        let outcome = self.call_in_store(events, f).instrument(span.clone()).await;
-        let (outcome, memory_cap) = outcome;
+        let (outcome, memory_cap) = self.call_in_store(events, f).instrument(span.clone()).await;
         let kind = outcome.as_ref().err().map(CallError::kind);
         telemetry::metrics::plugin_call(&self.manifest.id, kind.unwrap_or("ok"), memory_cap);
         telemetry::trace::failed(&span, kind);
