@@ -1,33 +1,35 @@
 //! One chat completion: the model↔tool loop over a provider plugin and the tool plugins.
 //!
 //! A round is one provider turn. When it asks for tools, each call is announced (`initiated`),
-//! run in its tool plugin (the calls of a round run concurrently), logged as a `tool` message
-//! before its terminal `tool_call` event, and answered to the model in the next round. At most
-//! `max_rounds` rounds of tool calls run; a model still asking after that gets a tool-limit
+//! run in its tool plugin (`tool_calls.rs`), and answered to the model in the next round. At
+//! most `max_rounds` rounds of tool calls run; a model still asking after that gets a tool-limit
 //! message as the answer.
 //!
-//! Text order: the contract's stream is `meta → tool_call* → delta* → done`. With tools enabled a
-//! round's text is held until the round ends: if the round asked for tools, its text stays in the
-//! transcript the model sees next and never becomes a delta; otherwise it is released as deltas,
-//! piece by piece. Without tools there is nothing to decide and deltas go out as they arrive.
+//! Text streams as it arrives, with tools on too: a round's kind is decided by what the upstream
+//! says first (`round.rs` has the rule and what happens to text before a tool call). A turn the
+//! upstream refused before answering is tried again (`retry.rs`), and a first turn whose tries
+//! are exhausted may go to the operator's fallback provider. A client's stop ([`Stop`]) drops the
+//! turn (and its upstream request) or the tool calls running, and the completion ends with the
+//! text sent so far ([`Finished::stopped`]).
 //!
 //! A failing tool is a failed call the model sees, never a failed run. A failing provider ends the
 //! completion with [`CompletionError`].
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
-use super::events::{ChatEvent, ToolCallEvent, ToolStatus, Usage};
-use crate::model::{Role, now, to_millis};
+use super::events::{ChatEvent, Usage};
+use super::round::{Reply, Turn};
+use super::tool_calls::{self, Ran};
+use super::retry;
+use crate::config::retry::RetryPolicy;
 use crate::plugins::CallError;
 use crate::plugins::load::Plugin;
 use crate::plugins::provider::{
-    self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnEvent, TurnRequest,
+    self as wit, ContentPart, PluginError, ToolSpec, TurnRequest, UpstreamSeen,
 };
 use crate::plugins::refs::Refs;
 use crate::runs::RunLog;
@@ -37,10 +39,6 @@ use tracing::Instrument as _;
 
 /// Events a provider may get ahead of the loop before its `emit` waits.
 const TURN_EVENT_BUFFER: usize = 64;
-/// The longest `resultPreview`, in characters.
-const PREVIEW_CHARS: usize = 400;
-/// The longest `summary`, in characters.
-const SUMMARY_CHARS: usize = 120;
 
 /// A tool the model may call in this completion, and the plugin that runs it.
 #[derive(Clone)]
@@ -65,6 +63,22 @@ pub struct Completion {
     /// Whether the provider lists the model (or the operator named it): only then is the
     /// model named in metrics (`telemetry::metrics::ModelLabel`).
     pub listed: bool,
+    /// How a turn the upstream refused is tried again.
+    pub retry: RetryPolicy,
+    /// Who answers a first turn whose tries were exhausted.
+    pub fallback: Option<Fallback>,
+}
+
+/// Another provider and model for a first turn the requested one could not answer.
+pub struct Fallback {
+    pub provider: String,
+    pub model: String,
+    pub plugin: Arc<Plugin>,
+    pub listed: bool,
+    /// Its profile takes the host's tools (else it runs without them).
+    pub tools: bool,
+    /// Its own retry policy (its fallback is not followed: one hop).
+    pub retry: RetryPolicy,
 }
 
 /// What a finished completion produced.
@@ -76,6 +90,10 @@ pub struct Finished {
     pub usage: Option<Usage>,
     /// The last upstream response (non-streaming turns only).
     pub raw: Option<Value>,
+    /// A client stopped the run: `text` is what was sent until then.
+    pub stopped: bool,
+    /// The fallback's provider and model, when the fallback answered.
+    pub fallback: Option<(String, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +130,30 @@ impl CompletionError {
 pub struct Sink {
     pub log: Option<Arc<RunLog>>,
     pub chat: Option<ChatWriter>,
+    /// A client's request to stop the run.
+    pub stop: Stop,
+}
+
+/// A client's request to stop a run (`POST /v1/chats/:chatId/stream/cancel`); a run nobody can
+/// stop has none ([`Stop::default`]).
+#[derive(Clone, Debug, Default)]
+pub struct Stop(Option<watch::Receiver<bool>>);
+
+impl Stop {
+    pub fn new(requested: watch::Receiver<bool>) -> Self {
+        Self(Some(requested))
+    }
+
+    /// Resolves once a stop is requested; never, for a run nobody can stop.
+    pub async fn requested(&self) {
+        if let Some(rx) = &self.0 {
+            let mut rx = rx.clone();
+            if rx.wait_for(|stop| *stop).await.is_ok() {
+                return;
+            }
+        }
+        std::future::pending().await
+    }
 }
 
 /// The chat a completion's tool calls are stored in.
@@ -131,7 +173,7 @@ impl Sink {
         }
     }
 
-    async fn store_tool_log(&self, message: NewMessage) -> Result<(), CompletionError> {
+    pub(super) async fn store_tool_log(&self, message: NewMessage) -> Result<(), CompletionError> {
         if let Some(chat) = &self.chat {
             let mut recorded = chat.recorded.clone();
             match recorded.wait_for(Option::is_some).await.map(|r| *r) {
@@ -252,105 +294,89 @@ impl Completion {
     /// Runs the loop to its answer, reporting `tool_call` and `delta` events to `sink` (the
     /// caller sends `meta` before and `done`/`error` after).
     pub async fn run(mut self, sink: &Sink) -> Result<Finished, CompletionError> {
-        let provider_id = self.provider.as_str();
         // A provider that takes references gets the large values (attachments, long texts) as
         // tokens, filled in as its request is sent: its sandbox holds the turn's small parts.
-        let mut refs = self
-            .plugin
-            .as_provider()
-            .is_some_and(|p| p.takes_references())
-            .then(Refs::new)
-            .map(|mut refs| {
-                refs.take_large(&mut self.messages);
-                Arc::new(refs)
-            });
-        let hold_text = !self.tools.is_empty();
-        let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec.clone()).collect();
+        // Only when the fallback takes them too: the values are not put back.
+        let takes = |plugin: &Plugin| {
+            plugin
+                .as_provider()
+                .is_some_and(|p| p.takes_references())
+        };
+        let by_reference =
+            takes(&self.plugin) && self.fallback.as_ref().is_none_or(|f| takes(&f.plugin));
+        let mut refs = by_reference.then(Refs::new).map(|mut refs| {
+            refs.take_large(&mut self.messages);
+            Arc::new(refs)
+        });
+        let mut reply = Reply::default();
         let mut usage: Option<Usage> = None;
         let mut continuation = None;
         let mut raw = None;
         let mut rounds = 0u32;
+        let mut fallback = None;
         loop {
-            let request = TurnRequest {
-                model: self.model.clone(),
-                // Without tools this is the only round: the transcript (attachments included)
-                // moves into the request instead of being copied.
-                messages: if specs.is_empty() {
-                    std::mem::take(&mut self.messages)
-                } else {
-                    self.messages.clone()
-                },
-                tools: specs.clone(),
-                temperature: self.temperature,
-                max_tokens: self.max_tokens,
-                streaming: self.streaming,
-                may_continue: !specs.is_empty(),
-                continuation: continuation.take(),
-            };
-            let mut turn = self.turn(request, refs.clone(), hold_text, sink).await;
+            let mut turn = self
+                .tried(continuation.take(), refs.clone(), &mut reply, sink)
+                .await;
             if let Some(u) = turn.usage {
                 let total = usage.get_or_insert_with(Usage::default);
                 total.input_tokens += u.input_tokens;
                 total.output_tokens += u.output_tokens;
                 total.total_tokens += u.total_tokens;
             }
-            let outcome = match turn.result.expect("a finished turn has its result") {
-                Ok(Ok(outcome)) => outcome,
-                Ok(Err(error)) => {
-                    return Err(CompletionError::Provider {
-                        provider: provider_id.to_string(),
-                        detail: describe_plugin_error(&error),
-                        usage,
-                        // Only the first turn is the client's request as sent; a later one also
-                        // carries what the model and the tools added.
-                        refused: rounds == 0 && refused_request(&error),
-                    });
-                }
-                Err(error) => {
-                    return Err(CompletionError::Provider {
-                        provider: provider_id.to_string(),
-                        detail: describe_call_error(&error),
-                        usage,
-                        refused: false,
-                    });
+            let finished = |reply: Reply, usage, raw, stopped, fallback| Finished {
+                text: reply.into_text(),
+                usage,
+                raw,
+                stopped,
+                fallback,
+            };
+            let outcome = match turn.result.take() {
+                None => return Ok(finished(reply, usage, raw, true, fallback)),
+                Some(Ok(Ok(outcome))) => outcome,
+                Some(result) => {
+                    let exhausted = retry::retryable(&result, turn.events).is_some();
+                    if rounds == 0 && exhausted && self.fall_back() {
+                        fallback = Some((self.provider.clone(), self.model.clone()));
+                        continue;
+                    }
+                    return Err(self.failure(result, rounds, usage));
                 }
             };
             if let Some(json) = outcome.raw_json {
                 raw = Some(serde_json::from_str(&json).unwrap_or(Value::String(json)));
             }
-            let text = std::mem::take(&mut turn.text);
             if turn.calls.is_empty() {
-                for piece in &turn.held {
-                    sink.emit(&ChatEvent::Delta(piece.clone()));
-                }
-                return Ok(Finished { text, usage, raw });
+                return Ok(finished(reply, usage, raw, false, fallback));
             }
             if rounds >= self.max_rounds {
+                turn.release_held(&mut reply, sink);
                 let limit = format!(
                     "I stopped after {rounds} rounds of tool calls, the limit for one reply \
                      (CHAT_MAX_TOOL_ROUNDS), before reaching an answer."
                 );
-                let text = if text.trim().is_empty() {
-                    limit
-                } else {
-                    format!("{text}\n\n{limit}")
-                };
-                sink.emit(&ChatEvent::Delta(text.clone()));
-                return Ok(Finished { text, usage, raw });
+                reply.send(&limit, true, sink);
+                return Ok(finished(reply, usage, raw, false, fallback));
             }
             rounds += 1;
-            continuation = turn.continuation;
+            continuation = turn.continuation.take();
+            let started = tool_calls::announce(&turn.calls, sink);
+            turn.release_held(&mut reply, sink);
             // Boxed: the tools run between turns, and inline their state would be part of the
             // run's future, and so of the memory a live stream holds, for the whole run.
-            let results = Box::pin(self.run_tools(&turn.calls, sink)).await?;
+            let results =
+                match Box::pin(tool_calls::run(&self.tools, &turn.calls, started, sink)).await? {
+                    Ran::All(results) => results,
+                    Ran::Stopped => return Ok(finished(reply, usage, raw, true, fallback)),
+                };
             let mut content = Vec::new();
-            if !text.is_empty() {
-                content.push(ContentPart::Text(text));
+            if !turn.text.is_empty() {
+                content.push(ContentPart::Text(std::mem::take(&mut turn.text)));
             }
             let assistant = wit::Message {
                 role: wit::Role::Assistant,
                 content,
-                tool_calls: turn.calls,
+                tool_calls: std::mem::take(&mut turn.calls),
                 tool_result: None,
             };
             let mut added: Vec<wit::Message> = std::iter::once(assistant)
@@ -370,19 +396,122 @@ impl Completion {
         }
     }
 
+    /// Moves the completion to its fallback, if it has one; whether it did.
+    fn fall_back(&mut self) -> bool {
+        let Some(to) = self.fallback.take() else {
+            return false;
+        };
+        metrics::provider_fallback(&self.provider, &to.provider);
+        tracing::warn!(
+            provider = self.provider.as_str(),
+            fallback = to.provider.as_str(),
+            "the provider's tries were exhausted; its fallback answers"
+        );
+        self.provider = to.provider;
+        self.model = to.model;
+        self.plugin = to.plugin;
+        self.listed = to.listed;
+        self.retry = to.retry;
+        if !to.tools {
+            self.tools.clear();
+        }
+        true
+    }
+
+    /// The completion's error for a turn that failed.
+    fn failure(
+        &self,
+        result: Result<Result<wit::TurnOutcome, PluginError>, CallError>,
+        rounds: u32,
+        usage: Option<Usage>,
+    ) -> CompletionError {
+        let (detail, refused) = match result {
+            // Only the first turn is the client's request as sent; a later one also carries
+            // what the model and the tools added.
+            Ok(Err(error)) => (
+                describe_plugin_error(&error),
+                rounds == 0 && refused_request(&error),
+            ),
+            Err(error) => (describe_call_error(&error), false),
+            Ok(Ok(_)) => unreachable!("a failure is an error"),
+        };
+        CompletionError::Provider {
+            provider: self.provider.clone(),
+            detail,
+            usage,
+            refused,
+        }
+    }
+
+    /// One round's turn, tried again while the upstream refuses it before answering
+    /// (`retry.rs`), waiting what it asks within the policy's budget. A stop during a wait
+    /// ends the round as stopped.
+    async fn tried(
+        &self,
+        continuation: Option<String>,
+        refs: Option<Arc<Refs>>,
+        reply: &mut Reply,
+        sink: &Sink,
+    ) -> Turn {
+        let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec.clone()).collect();
+        let (mut failed, mut waited) = (0u32, Duration::ZERO);
+        loop {
+            let request = TurnRequest {
+                model: self.model.clone(),
+                // Copied, not moved: a refused turn is sent again. With references (chatd's
+                // providers) the copy holds no attachment.
+                messages: self.messages.clone(),
+                tools: specs.clone(),
+                temperature: self.temperature,
+                max_tokens: self.max_tokens,
+                streaming: self.streaming,
+                may_continue: !specs.is_empty(),
+                continuation: continuation.clone(),
+            };
+            let seen = UpstreamSeen::default();
+            let mut turn = self.turn(request, refs.clone(), reply, sink, &seen).await;
+            failed += 1;
+            let Some(result) = &turn.result else {
+                return turn;
+            };
+            let Some(kind) = retry::retryable(result, turn.events) else {
+                return turn;
+            };
+            let Some(wait) = retry::delay(&self.retry, failed, waited, seen.retry_after()) else {
+                return turn;
+            };
+            metrics::provider_retry(&self.provider, kind);
+            tracing::info!(
+                provider = self.provider.as_str(),
+                attempt = failed + 1,
+                wait_ms = wait.as_millis() as u64,
+                "the upstream refused a turn before answering; trying again"
+            );
+            tokio::select! {
+                () = tokio::time::sleep(wait) => waited += wait,
+                () = sink.stop.requested() => {
+                    turn.result = None;
+                    turn.stopped = true;
+                    return turn;
+                }
+            }
+        }
+    }
+
     /// One provider turn, its events read while it runs, in a span of its own and recorded in
     /// the provider metrics.
     async fn turn(
         &self,
         request: TurnRequest,
         refs: Option<Arc<Refs>>,
-        hold_text: bool,
+        reply: &mut Reply,
         sink: &Sink,
+        seen: &UpstreamSeen,
     ) -> Turn {
         let span = trace::provider_turn(&self.provider, &self.model);
         let started = Instant::now();
         let turn = self
-            .turn_events(request, refs, hold_text, sink, started)
+            .turn_events(request, refs, reply, sink, started, seen)
             .instrument(span.clone())
             .await;
         let error = turn.result.as_ref().and_then(error_kind);
@@ -405,16 +534,18 @@ impl Completion {
         &self,
         request: TurnRequest,
         refs: Option<Arc<Refs>>,
-        hold_text: bool,
+        reply: &mut Reply,
         sink: &Sink,
         started: Instant,
+        seen: &UpstreamSeen,
     ) -> Turn {
         let provider = self
             .plugin
             .as_provider()
             .expect("the caller checked the plugin's kind");
+        let tools = !self.tools.is_empty();
         let (tx, mut rx) = mpsc::channel(TURN_EVENT_BUFFER);
-        let call = provider.turn(request, refs, tx);
+        let call = provider.turn_seen(request, refs, tx, seen);
         tokio::pin!(call);
         let mut turn = Turn::default();
         let mut result = None;
@@ -423,17 +554,22 @@ impl Completion {
         // call's store, so the channel closes when the call is done).
         while result.is_none() || !drained {
             tokio::select! {
-                // Events first: what the plugin emitted before returning is handled before
-                // its result.
+                // A stop first, then events: what the plugin emitted before returning is
+                // handled before its result.
                 biased;
+                () = sink.stop.requested() => {
+                    // Returning drops the call, and with it the upstream request.
+                    turn.stopped = true;
+                    return turn;
+                }
                 event = rx.recv(), if !drained => match event {
                     Some(event) => {
-                        let first = matches!(&event, TurnEvent::TextDelta(t) if !t.is_empty())
-                            || matches!(event, TurnEvent::ToolCall(_));
+                        let first = matches!(&event, wit::TurnEvent::TextDelta(t) if !t.is_empty())
+                            || matches!(event, wit::TurnEvent::ToolCall(_));
                         if first && turn.first_token.is_none() {
                             turn.first_token = Some(started.elapsed());
                         }
-                        turn.take(event, hold_text, sink)
+                        turn.take(event, tools, reply, sink)
                     }
                     None => drained = true,
                 },
@@ -443,237 +579,23 @@ impl Completion {
         turn.result = result;
         turn
     }
-
-    /// Runs a round's tool calls concurrently; returns their results in call order.
-    async fn run_tools(
-        &self,
-        calls: &[wit::ToolCall],
-        sink: &Sink,
-    ) -> Result<Vec<ToolResult>, CompletionError> {
-        let mut started = Vec::with_capacity(calls.len());
-        for call in calls {
-            let args = parse_args(&call.arguments_json);
-            let event = ToolCallEvent {
-                tool_call_id: call.id.clone(),
-                name: call.name.clone(),
-                status: ToolStatus::Initiated,
-                summary: summarize(&call.name, &args),
-                args,
-                started_at: to_millis(&now()),
-                completed_at: None,
-                duration_ms: None,
-                result_preview: None,
-                error: None,
-            };
-            sink.emit(&ChatEvent::ToolCall(event.clone()));
-            started.push(event);
-        }
-        let mut running: FuturesUnordered<_> = calls
-            .iter()
-            .enumerate()
-            .map(|(i, call)| async move {
-                let tool = self.tool_label(&call.name);
-                let span = trace::tool_call(tool, &call.id);
-                let clock = Instant::now();
-                let outcome = self.invoke(call).instrument(span.clone()).await;
-                let took = clock.elapsed();
-                metrics::tool_call(tool, outcome.is_ok(), took);
-                trace::failed(&span, outcome.is_err().then_some("tool_error"));
-                (i, outcome, took)
-            })
-            .collect();
-        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
-        while let Some((i, outcome, took)) = running.next().await {
-            let call = &calls[i];
-            let mut event = started[i].clone();
-            event.completed_at = Some(to_millis(&now()));
-            event.duration_ms = Some(took.as_millis() as u64);
-            let (output, is_error) = match outcome {
-                Ok((content, summary)) => {
-                    event.status = ToolStatus::Completed;
-                    if let Some(summary) = summary.filter(|s| !s.trim().is_empty()) {
-                        event.summary = cut(&summary, SUMMARY_CHARS);
-                    }
-                    event.result_preview = Some(cut(&content, PREVIEW_CHARS));
-                    (content, false)
-                }
-                Err(error) => {
-                    event.status = ToolStatus::Failed;
-                    event.error = Some(error.clone());
-                    (format!("Error: {error}"), true)
-                }
-            };
-            sink.store_tool_log(tool_log(&event, &output)).await?;
-            sink.emit(&ChatEvent::ToolCall(event));
-            results[i] = Some(ToolResult {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                output,
-                is_error,
-            });
-        }
-        Ok(results.into_iter().flatten().collect())
-    }
-
-    /// The tool's name for metrics and traces: an enabled tool's, or `unknown` for a name the
-    /// model made up (model output never becomes a label).
-    fn tool_label(&self, name: &str) -> &str {
-        self.tools
-            .iter()
-            .find(|t| t.spec.name == name)
-            .map_or(metrics::UNKNOWN_TOOL, |t| t.spec.name.as_str())
-    }
-
-    /// Runs one call in its plugin: the output and the tool's summary, or why it failed.
-    async fn invoke(&self, call: &wit::ToolCall) -> Result<(String, Option<String>), String> {
-        let Some(tool) = self.tools.iter().find(|t| t.spec.name == call.name) else {
-            return Err(format!(
-                "the tool {} is not enabled for this chat",
-                call.name
-            ));
-        };
-        let plugin = tool.plugin.as_tool().expect("tool plugins are tools");
-        match plugin.invoke(&call.name, &call.arguments_json).await {
-            Ok(Ok(output)) => Ok((output.content, output.summary)),
-            Ok(Err(error)) => Err(tool_error(&error)),
-            Err(error) => Err(describe_call_error(&error)),
-        }
-    }
-}
-
-/// What one provider turn produced.
-#[derive(Default)]
-struct Turn {
-    /// The turn's text so far.
-    text: String,
-    /// Its pieces, kept only while they are held back (a turn that may call tools sends its
-    /// text once it turns out to be the answer, piece by piece as it came).
-    held: Vec<String>,
-    calls: Vec<wit::ToolCall>,
-    usage: Option<Usage>,
-    continuation: Option<String>,
-    result: Option<Result<Result<wit::TurnOutcome, PluginError>, CallError>>,
-    /// When its first text or tool call arrived, from its start.
-    first_token: Option<std::time::Duration>,
-}
-
-impl Turn {
-    fn take(&mut self, event: TurnEvent, hold_text: bool, sink: &Sink) {
-        match event {
-            TurnEvent::TextDelta(text) => {
-                if text.is_empty() {
-                    return;
-                }
-                self.text.push_str(&text);
-                if hold_text {
-                    self.held.push(text);
-                } else {
-                    sink.emit(&ChatEvent::Delta(text));
-                }
-            }
-            // Without tools offered, a call is the model's own mistake: the turn stays final (its
-            // text already went out as deltas, and the order is meta → tool_call* → delta*).
-            TurnEvent::ToolCall(call) if hold_text => self.calls.push(call),
-            TurnEvent::ToolCall(_) => {}
-            // The last report of a turn counts.
-            TurnEvent::Usage(u) => {
-                self.usage = Some(Usage {
-                    input_tokens: u.input_tokens,
-                    output_tokens: u.output_tokens,
-                    total_tokens: u.total_tokens,
-                })
-            }
-            TurnEvent::Continuation(state) => self.continuation = Some(state),
-        }
-    }
-}
-
-/// A tool's own error, as the model and the UI see it.
-fn tool_error(error: &PluginError) -> String {
-    match error {
-        PluginError::InvalidInput(m) => format!("invalid arguments: {m}"),
-        other => describe_plugin_error(other),
-    }
-}
-
-/// The arguments as a JSON object; anything else is shown under `_raw`.
-fn parse_args(text: &str) -> Value {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Value::Object(map),
-        _ if text.trim().is_empty() => json!({}),
-        _ => json!({ "_raw": text }),
-    }
-}
-
-/// A one-line description of a call: its name and the first string argument (the query, the
-/// URL, the command).
-fn summarize(name: &str, args: &Value) -> String {
-    let first = args
-        .as_object()
-        .and_then(|map| map.values().find_map(Value::as_str));
-    match first {
-        Some(value) => cut(&format!("{name}: {}", value.trim()), SUMMARY_CHARS),
-        None => name.to_string(),
-    }
-}
-
-fn cut(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_string(),
-    }
-}
-
-/// The stored `tool` message of a finished call.
-fn tool_log(event: &ToolCallEvent, output: &str) -> NewMessage {
-    let mut metadata = serde_json::to_value(event).expect("tool events serialize");
-    if let Value::Object(map) = &mut metadata {
-        map.insert("kind".into(), json!("tool_call"));
-    }
-    NewMessage {
-        role: Role::Tool,
-        content: output.to_string(),
-        name: Some(event.name.clone()),
-        metadata: Some(metadata),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugins::provider::UpstreamError;
 
     #[test]
-    fn summaries_and_previews_are_one_bounded_line() {
-        assert_eq!(
-            summarize("web_search", &json!({"query": " rust ", "n": 3})),
-            "web_search: rust"
-        );
-        assert_eq!(summarize("x", &json!({"n": 3})), "x");
-        assert_eq!(cut("héllo", 2), "hé…");
-        assert_eq!(parse_args("[1]"), json!({"_raw": "[1]"}));
-        assert_eq!(parse_args(""), json!({}));
-    }
-
-    #[test]
-    fn a_tool_log_carries_the_call_metadata() {
-        let event = ToolCallEvent {
-            tool_call_id: "c".into(),
-            name: "fetch_url".into(),
-            status: ToolStatus::Failed,
-            summary: "fetch_url: x".into(),
-            args: json!({"url": "x"}),
-            started_at: "s".into(),
-            completed_at: Some("e".into()),
-            duration_ms: Some(3),
-            result_preview: None,
-            error: Some("boom".into()),
+    fn refusals_are_the_requests_fault_only_for_what_the_client_sent() {
+        let status = |status| {
+            PluginError::Upstream(UpstreamError {
+                status,
+                message: String::new(),
+            })
         };
-        let log = tool_log(&event, "Error: boom");
-        assert_eq!(log.role, Role::Tool);
-        let meta = log.metadata.unwrap();
-        assert_eq!(meta["kind"], "tool_call");
-        assert_eq!(meta["status"], "failed");
-        assert_eq!(meta["args"], json!({"url": "x"}));
-        assert_eq!(meta["durationMs"], 3);
+        assert!(refused_request(&status(400)));
+        assert!(!refused_request(&status(429)));
+        assert!(refused_request(&PluginError::InvalidInput("x".into())));
     }
 }

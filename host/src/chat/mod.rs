@@ -1,4 +1,5 @@
-//! Chat completions: the model↔tool loop ([`completion`]), the transcript rules ([`history`]),
+//! Chat completions: the model↔tool loop ([`completion`]; a round as it streams in `round`,
+//! its tool calls in [`tool_calls`], refused turns tried again in `retry`), the transcript rules ([`history`]),
 //! the stream's events ([`events`]), model lists ([`models`]) and title suggestion ([`title`]).
 //! The HTTP layer (`http/completions.rs`) validates requests and runs these; the run registry
 //! (`runs`) keeps streams going without their clients.
@@ -10,7 +11,10 @@ pub mod completion;
 pub mod events;
 pub mod history;
 pub mod models;
+mod retry;
+mod round;
 pub mod title;
+pub mod tool_calls;
 
 /// The operator's settings for chat completions.
 #[derive(Clone, Debug)]

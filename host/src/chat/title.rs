@@ -42,10 +42,17 @@ pub async fn suggest(
         max_rounds: 0,
         // The operator's TITLE_MODEL.
         listed: true,
+        // One try: a title is a convenience the client waits for, not a reply to keep.
+        retry: crate::config::retry::RetryPolicy {
+            attempts: 1,
+            ..Default::default()
+        },
+        fallback: None,
     };
     let sink = Sink {
         log: None,
         chat: None,
+        stop: Default::default(),
     };
     let finished = completion.run(&sink).await?;
     Ok(clean(&finished.text))

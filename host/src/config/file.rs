@@ -17,6 +17,9 @@
 //!
 //! [plugins.weather.settings]        # non-secret settings the plugin declares and reads
 //! units = "metric"
+//!
+//! [retry]                           # provider turns refused before answering (`retry.rs`)
+//! attempts = 3
 //! ```
 //!
 //! Loading is all or nothing: the text is parsed, every `${VAR}` is read from the environment (an
@@ -55,6 +58,8 @@ pub struct FileConfig {
     pub services: BTreeMap<String, DeclaredService>,
     /// `[plugins.ID.settings]`: plugin id → setting → value.
     pub plugin_settings: BTreeMap<String, BTreeMap<String, SettingValue>>,
+    /// `[retry]`: provider turns tried again, and fallbacks.
+    pub retry: super::retry::RetrySettings,
     /// Accepted, but worth a log line (a literal secret).
     pub warnings: Vec<String>,
 }
@@ -128,6 +133,8 @@ struct RawFile {
     services: BTreeMap<String, RawService>,
     #[serde(default)]
     plugins: BTreeMap<String, RawPlugin>,
+    #[serde(default)]
+    retry: super::retry::RawRetry,
 }
 
 #[derive(Deserialize)]
@@ -237,6 +244,7 @@ impl FileConfig {
             }
             file.plugin_settings.insert(id, settings);
         }
+        file.retry = raw.retry.check()?;
         Ok(file)
     }
 }
@@ -261,7 +269,7 @@ fn without_values(message: &str) -> String {
 }
 
 /// Ids of providers, services and plugins: `[a-z0-9_-]{1,64}`, as plugin ids.
-fn check_id(key: &str, id: &str) -> Result<(), String> {
+pub(super) fn check_id(key: &str, id: &str) -> Result<(), String> {
     if crate::plugins::manifest::is_name(id, b"-") {
         Ok(())
     } else {

@@ -28,7 +28,7 @@ use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::limits::{self, MAX_MODEL_CHARS};
 use super::sse;
 use crate::chat::completion::{
-    ChatWriter, Completion, CompletionError, EnabledTool, Finished, Sink,
+    ChatWriter, Completion, CompletionError, EnabledTool, Fallback, Finished, Sink, Stop,
 };
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
@@ -237,6 +237,8 @@ async fn prepare(
         streaming,
         max_rounds: state.chat.max_tool_rounds,
         listed: state.models.lists(&body.provider, &model),
+        retry: provider.retry.clone(),
+        fallback: fallback(state, &snapshot, &provider),
     };
     // A parameter the model does not take is refused now, before anything is stored or sent.
     completion
@@ -338,6 +340,35 @@ fn enabled_tools(
         .collect()
 }
 
+/// The operator's fallback for `provider` (`[retry.providers.ID].fallback`), when this server
+/// serves it now; else none, said in the log.
+fn fallback(state: &AppState, snapshot: &Snapshot, provider: &ServedProvider) -> Option<Fallback> {
+    let wanted = provider.retry.fallback.as_ref()?;
+    let Some(plugin) = snapshot
+        .provider(&wanted.provider)
+        .and_then(|served| served.plugin.clone().map(|plugin| (served, plugin)))
+    else {
+        tracing::warn!(
+            provider = provider.id.as_str(),
+            fallback = wanted.provider.as_str(),
+            "the provider's fallback is not served now; its turns have none"
+        );
+        return None;
+    };
+    let (served, plugin) = plugin;
+    Some(Fallback {
+        provider: wanted.provider.clone(),
+        model: wanted.model.clone(),
+        plugin,
+        listed: state.models.lists(&wanted.provider, &wanted.model),
+        tools: served.profile.tools,
+        retry: crate::config::retry::RetryPolicy {
+            fallback: None,
+            ..served.retry.clone()
+        },
+    })
+}
+
 /// The loaded plugin serving `provider`; 503 when nothing serves it now.
 pub(super) fn provider_plugin(provider: &ServedProvider) -> ApiResult<Arc<Plugin>> {
     provider.plugin.clone().ok_or_else(|| {
@@ -396,18 +427,19 @@ async fn record(
     let latency = started.elapsed().as_millis() as u64;
     let stored = match outcome {
         Ok(finished) => {
-            let message = NewMessage {
+            // A stopped run with nothing said stores no message; its call still ends.
+            let message = (!finished.stopped || !finished.text.is_empty()).then(|| NewMessage {
                 role: Role::Assistant,
                 content: finished.text.clone(),
                 name: None,
-                metadata: None,
-            };
+                metadata: reply_metadata(finished),
+            });
             state
                 .store
                 .finish_call(
                     call_id,
                     chat_id,
-                    Some(message),
+                    message,
                     finished.usage.map(Into::into),
                     latency,
                 )
@@ -437,6 +469,22 @@ async fn record(
     Err(why.to_string())
 }
 
+/// The assistant message's metadata: `stopped` when a client stopped the reply, `fallback`
+/// naming the provider and model that answered when the requested one could not.
+fn reply_metadata(finished: &Finished) -> Option<Value> {
+    let mut map = serde_json::Map::new();
+    if finished.stopped {
+        map.insert("stopped".into(), Value::Bool(true));
+    }
+    if let Some((provider, model)) = &finished.fallback {
+        map.insert(
+            "fallback".into(),
+            serde_json::json!({ "provider": provider, "model": model }),
+        );
+    }
+    (!map.is_empty()).then_some(Value::Object(map))
+}
+
 #[utoipa::path(post, path = "/chat-completions", tag = "chats", request_body = CompletionRequest,
     responses((status = 200, body = CompletionResponse), (status = 400, body = ErrorBody),
               (status = 404, body = ErrorBody), (status = 413, body = ErrorBody),
@@ -455,7 +503,11 @@ pub async fn complete(
         model: prepared.model.clone(),
     };
     let (chat, recorded) = chat_writer(&state, call.chat_id.as_deref());
-    let sink = Sink { log: None, chat };
+    let sink = Sink {
+        log: None,
+        chat,
+        stop: Stop::default(),
+    };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let (work_state, work_call, stop_state, stop_call) =
         (state.clone(), call.clone(), state.clone(), call.clone());
@@ -629,6 +681,7 @@ async fn start_run(
     let sink = Sink {
         log: Some(log.clone()),
         chat,
+        stop: Stop::new(run.stop_requested()),
     };
     sink.emit(&ChatEvent::Meta {
         chat_id: Some(chat_id.clone()),
@@ -674,6 +727,7 @@ async fn ephemeral(state: &AppState, prepared: Prepared) -> Response {
     let sink = Sink {
         log: Some(log.clone()),
         chat: None,
+        stop: Stop::default(),
     };
     sink.emit(&ChatEvent::Meta {
         chat_id: None,

@@ -19,6 +19,7 @@ pub mod search_runs;
 pub mod searches;
 pub mod serve;
 pub mod sse;
+pub mod stop;
 pub mod title;
 pub mod web;
 
@@ -125,6 +126,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(completions::complete))
         .routes(routes!(completions::stream))
         .routes(routes!(completions::attach))
+        .routes(routes!(stop::stop_chat_stream))
         .routes(routes!(title::suggest_title))
         .routes(routes!(meta::workspace_items))
         .routes(routes!(chats::list_chats, chats::create_chat))

@@ -35,7 +35,7 @@ use super::bindings::codec_provider::{CodecProvider, CodecProviderPre};
 use super::grants::Capabilities;
 use super::http::{self, Refusal};
 use super::manifest::Manifest;
-use super::provider::{PluginError, TurnEvent, TurnOutcome, TurnRequest};
+use super::provider::{PluginError, TurnEvent, TurnOutcome, TurnRequest, UpstreamSeen};
 use super::refs::{ExpandError, Refs};
 use super::state::PluginState;
 use super::{CallError, Core, log_stderr, new_store};
@@ -203,6 +203,7 @@ impl Codecs {
         request: TurnRequest,
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
+        seen: &UpstreamSeen,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let manifest = &self.context.manifest;
         let limit = Duration::from_millis(manifest.limits.timeout_ms);
@@ -211,7 +212,7 @@ impl Codecs {
             id: manifest.id.clone(),
             after: limit,
         };
-        match tokio::time::timeout(limit, self.drive(request, refs, events)).await {
+        match tokio::time::timeout(limit, self.drive(request, refs, events, seen)).await {
             // The upstream request's own deadline is the same limit, started a moment later;
             // when both pass in the same timer tick the request's may be seen first. Either
             // way the turn ran out of time.
@@ -230,6 +231,7 @@ impl Codecs {
         request: TurnRequest,
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
+        seen: &UpstreamSeen,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let id = &self.context.manifest.id;
         let streaming = request.streaming;
@@ -264,7 +266,7 @@ impl Codecs {
         // One span for the body's decoding, however many calls it takes (one per piece).
         let decode = telemetry::trace::plugin_call(id, "decode");
         let decoded = self
-            .decode(&decoder, upstream, streaming, events)
+            .decode(&decoder, upstream, streaming, events, seen)
             .instrument(decode.clone())
             .await
             .map_err(|failure| failure.into_call_error(id));
@@ -330,6 +332,7 @@ impl Codecs {
         upstream: http::host::WitRequest,
         streaming: bool,
         events: mpsc::Sender<TurnEvent>,
+        seen: &UpstreamSeen,
     ) -> Result<Result<TurnOutcome, PluginError>, Failure> {
         let caps = &self.context.caps;
         // Sending is over in a moment: boxed, its state is not part of the turn's future (and
@@ -345,6 +348,10 @@ impl Codecs {
             Ok(response) => response,
             Err(refusal) => return Ok(Err(transport_error(refusal))),
         };
+        seen.head(
+            response.status,
+            response.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+        );
         let headers: Vec<_> = response
             .headers
             .iter()

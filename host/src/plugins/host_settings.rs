@@ -44,6 +44,8 @@ pub struct HostSettings {
     pub providers: Vec<ProviderSpec>,
     /// Default providers this configuration does not serve, and why.
     pub unserved: Vec<(String, String)>,
+    /// `[retry]`: each provider's retry policy.
+    pub retry: crate::config::retry::RetrySettings,
 }
 
 impl HostSettings {
@@ -100,6 +102,7 @@ impl HostSettings {
             devbox,
             providers,
             unserved,
+            retry: file.retry.clone(),
         }
     }
 

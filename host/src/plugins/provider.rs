@@ -12,6 +12,7 @@
 //! `profiled-codec-provider` for its [`Profile`] (once, at load).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use wasmtime::Engine;
@@ -187,8 +188,22 @@ impl ProviderPlugin {
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
+        self.turn_seen(request, refs, events, &UpstreamSeen::default())
+            .await
+    }
+
+    /// [`turn`](Self::turn), telling `seen` what the host saw of the upstream's answer (a
+    /// host-driven turn's error status asking for a wait; a plugin-driven turn's requests are
+    /// the plugin's own, and tell nothing).
+    pub async fn turn_seen(
+        &self,
+        request: TurnRequest,
+        refs: Option<Arc<Refs>>,
+        events: mpsc::Sender<TurnEvent>,
+        seen: &UpstreamSeen,
+    ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         match &self.codecs {
-            Some(codecs) => codecs.turn(request, refs, events).await,
+            Some(codecs) => codecs.turn(request, refs, events, seen).await,
             // Boxed: inline, this path's state would be part of every codec turn's future too.
             None => Box::pin(self.plugin_driven_turn(request, events)).await,
         }
@@ -220,6 +235,56 @@ impl ProviderPlugin {
             })
             .await
     }
+}
+
+/// What the host saw of a turn's upstream answer besides what the plugin decoded: how long an
+/// error status asked the client to wait before trying again.
+#[derive(Debug, Default)]
+pub struct UpstreamSeen {
+    retry_after: std::sync::Mutex<Option<Duration>>,
+}
+
+impl UpstreamSeen {
+    /// The wait the upstream asked for with its error status, if it asked.
+    pub fn retry_after(&self) -> Option<Duration> {
+        *self.retry_after.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The answer's head: an error status's `retry-after-ms` or `Retry-After` is kept.
+    pub(crate) fn head<'a>(&self, status: u16, headers: impl Iterator<Item = (&'a str, &'a str)>) {
+        if status >= 400 {
+            *self.retry_after.lock().unwrap_or_else(|e| e.into_inner()) =
+                retry_after(headers, std::time::SystemTime::now());
+        }
+    }
+}
+
+/// The wait a response asks for: `retry-after-ms` (milliseconds, the OpenAI and Anthropic SDKs'
+/// header) before `Retry-After` (seconds, or an HTTP date; RFC 9110 §10.2.3). Anything
+/// unreadable is no wait asked.
+fn retry_after<'a>(
+    headers: impl Iterator<Item = (&'a str, &'a str)>,
+    now: std::time::SystemTime,
+) -> Option<Duration> {
+    let (mut ms, mut after) = (None, None);
+    for (name, value) in headers {
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("retry-after-ms") {
+            ms = value
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e12)
+                .map(|v| Duration::from_micros((v * 1000.0) as u64));
+        } else if name.eq_ignore_ascii_case("retry-after") {
+            after = match value.parse::<u64>() {
+                Ok(secs) => Some(Duration::from_secs(secs.min(1 << 32))),
+                Err(_) => httpdate::parse_http_date(value)
+                    .ok()
+                    .map(|at| at.duration_since(now).unwrap_or_default()),
+            };
+        }
+    }
+    ms.or(after)
 }
 
 /// A declared profile, checked: an adapter name like an id, a key header the host may set.
@@ -256,4 +321,37 @@ fn profile_of(
         images: wit.images,
         text_files: wit.text_files,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn retry_after_reads_milliseconds_seconds_and_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let read = |headers: &[(&str, &str)]| retry_after(headers.iter().copied(), now);
+        assert_eq!(read(&[("Retry-After", "3")]), Some(Duration::from_secs(3)));
+        assert_eq!(
+            read(&[("retry-after", "2"), ("retry-after-ms", "250.5")]),
+            Some(Duration::from_micros(250_500))
+        );
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(7));
+        assert_eq!(read(&[("retry-after", &date)]), Some(Duration::from_secs(7)));
+        // A date already past asks for no wait; nonsense is no answer.
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(7));
+        assert_eq!(read(&[("retry-after", &past)]), Some(Duration::ZERO));
+        assert_eq!(read(&[("retry-after", "soon"), ("retry-after-ms", "-1")]), None);
+        assert_eq!(read(&[]), None);
+    }
+
+    #[test]
+    fn only_an_error_status_is_asked_for_its_wait() {
+        let seen = UpstreamSeen::default();
+        seen.head(200, [("retry-after", "3")].into_iter());
+        assert_eq!(seen.retry_after(), None);
+        seen.head(429, [("retry-after", "3")].into_iter());
+        assert_eq!(seen.retry_after(), Some(Duration::from_secs(3)));
+    }
 }

@@ -77,6 +77,8 @@ pub struct ServedProvider {
     pub extra_model: Option<String>,
     /// Listed with this error instead of asking for a list.
     pub error: Option<String>,
+    /// How its refused turns are tried again (`[retry]` of the configuration file).
+    pub retry: crate::config::retry::RetryPolicy,
 }
 
 impl Snapshot {
@@ -590,7 +592,7 @@ impl PluginHost {
             };
             served.insert(
                 spec.id.clone(),
-                Arc::new(served_provider(spec, plugin, error)),
+                Arc::new(served_provider(spec, plugin, error, settings)),
             );
         }
         *self.declared.lock().unwrap_or_else(|e| e.into_inner()) = declared_now;
@@ -606,6 +608,7 @@ impl PluginHost {
                     models: None,
                     extra_model: None,
                     error: None,
+                    retry: settings.retry.policy(plugin.id()),
                 };
                 served.insert(plugin.id().to_string(), Arc::new(provider));
             }
@@ -671,8 +674,10 @@ fn served_provider(
     spec: &ProviderSpec,
     plugin: Option<Arc<Plugin>>,
     error: Option<String>,
+    settings: &HostSettings,
 ) -> ServedProvider {
     ServedProvider {
+        retry: settings.retry.policy(&spec.id),
         id: spec.id.clone(),
         profile: plugin
             .as_ref()

@@ -60,8 +60,28 @@ impl Default for ActiveRuns {
 /// live in `shared.rs`).
 #[derive(Debug, Default)]
 struct Maps {
-    chats: BTreeMap<String, Arc<RunLog>>,
-    searches: BTreeMap<String, Arc<RunLog>>,
+    chats: BTreeMap<String, Entry>,
+    searches: BTreeMap<String, Entry>,
+}
+
+/// A run this process owns.
+#[derive(Debug)]
+struct Entry {
+    log: Arc<RunLog>,
+    /// Set when a client asks the run to stop.
+    stop: watch::Sender<bool>,
+    /// The shared run's id (PostgreSQL).
+    shared_id: Option<Arc<str>>,
+}
+
+impl Entry {
+    fn new(log: Arc<RunLog>, shared_id: Option<Arc<str>>) -> Self {
+        Self {
+            log,
+            stop: watch::Sender::new(false),
+            shared_id,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,11 +135,18 @@ pub struct Run {
     /// How it ended, once counted in the metrics: `done`, `error`, or `abandoned` (dropped
     /// unfinished).
     outcome: Option<&'static str>,
+    /// Becomes true when a client asks the run to stop ([`ActiveRuns::request_stop`]).
+    stop: watch::Receiver<bool>,
 }
 
 impl Run {
     pub fn log(&self) -> &Arc<RunLog> {
         &self.log
+    }
+
+    /// What becomes true when a client asks the run to stop.
+    pub fn stop_requested(&self) -> watch::Receiver<bool> {
+        self.stop.clone()
     }
 
     /// Ends the run with its terminal event `name` (`done` or `error`) and `data`.
@@ -158,7 +185,7 @@ impl Run {
 
     fn leave(&self) {
         self.runs.with(self.kind, |map| {
-            if map.get(&self.id).is_some_and(|l| Arc::ptr_eq(l, &self.log)) {
+            if map.get(&self.id).is_some_and(|e| Arc::ptr_eq(&e.log, &self.log)) {
                 map.remove(&self.id);
             }
         });
@@ -208,10 +235,63 @@ impl ActiveRuns {
     /// The registry for `store`: shared with the other instances on PostgreSQL, this process's
     /// own on SQLite. Shared, it starts the tasks that write and follow runs in the database.
     pub fn new(store: &Store) -> Arc<Self> {
-        Arc::new(Self {
-            shared: store.runs_table().map(Shared::start),
+        let (stops, mut stop_ids) = tokio::sync::mpsc::unbounded_channel();
+        let runs = Arc::new(Self {
+            shared: store.runs_table().map(|table| Shared::start(table, stops)),
             ..Self::default()
-        })
+        });
+        // Stop requests other instances made for runs this one owns (`shared.rs`).
+        let weak = Arc::downgrade(&runs);
+        tokio::spawn(async move {
+            while let Some(ids) = stop_ids.recv().await {
+                let Some(runs) = weak.upgrade() else { return };
+                runs.stop_owned(&ids);
+            }
+        });
+        runs
+    }
+
+    /// Stops this process's runs whose shared ids are `ids`.
+    fn stop_owned(&self, ids: &[String]) {
+        let maps = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        for entry in maps.chats.values().chain(maps.searches.values()) {
+            if entry
+                .shared_id
+                .as_deref()
+                .is_some_and(|id| ids.iter().any(|i| i == id))
+            {
+                entry.stop.send_replace(true);
+            }
+        }
+    }
+
+    /// Asks the running stream of `id` to stop, wherever it runs (shared: on any instance), and
+    /// returns its log, whose terminal event says it ended; `None` when nothing runs.
+    pub async fn request_stop(
+        &self,
+        kind: RunKind,
+        id: &str,
+    ) -> Result<Option<Arc<RunLog>>, StoreError> {
+        let local = self.with(kind, |map| {
+            map.get(id).map(|entry| {
+                entry.stop.send_replace(true);
+                entry.log.clone()
+            })
+        });
+        if local.is_some() {
+            metrics::run_cancelled(kind.as_str());
+            return Ok(local);
+        }
+        let Some(shared) = &self.shared else {
+            return Ok(None);
+        };
+        match shared.table.request_stop(kind.as_str(), id).await? {
+            Some((run_id, tag)) => {
+                metrics::run_cancelled(kind.as_str());
+                Ok(Some(shared.follow(&run_id, tag).await?))
+            }
+            None => Ok(None),
+        }
     }
 
     /// Whether runs are shared with other instances.
@@ -229,8 +309,10 @@ impl ActiveRuns {
                 if map.contains_key(id) {
                     return Err(StartError::Running);
                 }
-                map.insert(id.to_string(), log.clone());
-                Ok(self.run(kind, id, log, None))
+                let entry = Entry::new(log.clone(), None);
+                let stop = entry.stop.subscribe();
+                map.insert(id.to_string(), entry);
+                Ok(self.run(kind, id, log, None, stop))
             });
         };
         let run_id: Arc<str> = crate::model::new_id().into();
@@ -246,8 +328,10 @@ impl ActiveRuns {
         ));
         // The database said this run is the only one: an entry still here is a run whose end
         // is stored and which is on its way out.
-        self.with(kind, |map| map.insert(id.to_string(), log.clone()));
-        Ok(self.run(kind, id, log, Some(run_id)))
+        let entry = Entry::new(log.clone(), Some(run_id.clone()));
+        let stop = entry.stop.subscribe();
+        self.with(kind, |map| map.insert(id.to_string(), entry));
+        Ok(self.run(kind, id, log, Some(run_id), stop))
     }
 
     fn run(
@@ -256,6 +340,7 @@ impl ActiveRuns {
         id: &str,
         log: Arc<RunLog>,
         shared_id: Option<Arc<str>>,
+        stop: watch::Receiver<bool>,
     ) -> Run {
         metrics::run_started(kind.as_str());
         Run {
@@ -265,13 +350,14 @@ impl ActiveRuns {
             log,
             shared_id,
             outcome: None,
+            stop,
         }
     }
 
     /// The log of the running stream with that id: this process's own, or (shared) a mirror of
     /// another instance's run.
     pub async fn attach(&self, kind: RunKind, id: &str) -> Result<Option<Arc<RunLog>>, StoreError> {
-        if let Some(log) = self.with(kind, |map| map.get(id).cloned()) {
+        if let Some(log) = self.with(kind, |map| map.get(id).map(|e| e.log.clone())) {
             return Ok(Some(log));
         }
         let Some(shared) = &self.shared else {
@@ -313,7 +399,7 @@ impl ActiveRuns {
         Ok((chats, searches))
     }
 
-    fn with<R>(&self, kind: RunKind, f: impl FnOnce(&mut BTreeMap<String, Arc<RunLog>>) -> R) -> R {
+    fn with<R>(&self, kind: RunKind, f: impl FnOnce(&mut BTreeMap<String, Entry>) -> R) -> R {
         let mut maps = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         f(match kind {
             RunKind::Chat => &mut maps.chats,

@@ -12,6 +12,9 @@
 //!   [`POLL_EVERY`] whatever was heard, so a notification lost with the listener's connection
 //!   costs at most that long. Events enter a mirror only at its next position, so none is lost
 //!   or doubled, and its frames are the owner's byte for byte.
+//! - **Stopping.** A client's stop reaches a run's owner from any instance: the run is marked in
+//!   the database and its owner notified on the same channel; an owner whose listener was away
+//!   reads the marks when it listens again, so no stop is lost with a notification.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, Weak};
@@ -61,7 +64,8 @@ enum Write {
 
 impl Shared {
     /// Starts the writer, the listener and the follower tasks; they stop when the store closes.
-    pub(super) fn start(table: RunsTable) -> Self {
+    /// The ids of this instance's runs that clients asked to stop go to `stops`.
+    pub(super) fn start(table: RunsTable, stops: mpsc::UnboundedSender<Vec<String>>) -> Self {
         let (writer, queue) = mpsc::unbounded_channel();
         tokio::spawn(write_loop(table.clone(), queue));
         let followers = Arc::new(Followers {
@@ -69,7 +73,7 @@ impl Shared {
             mirrors: Mutex::default(),
         });
         let (wake, woken) = mpsc::unbounded_channel();
-        tokio::spawn(listen_loop(table.clone(), wake));
+        tokio::spawn(listen_loop(table.clone(), wake, stops));
         tokio::spawn(follow_loop(followers.clone(), woken));
         Self {
             table,
@@ -219,8 +223,13 @@ enum Wake {
 }
 
 /// Hears the notifications of new events and passes them on; reconnects when the connection
-/// drops, and then wakes every mirror (what was sent meanwhile was not heard).
-async fn listen_loop(table: RunsTable, wake: mpsc::UnboundedSender<Wake>) {
+/// drops, and then wakes every mirror and reads the stop requests (what was sent meanwhile was
+/// not heard). Stop requests go to `stops`.
+async fn listen_loop(
+    table: RunsTable,
+    wake: mpsc::UnboundedSender<Wake>,
+    stops: mpsc::UnboundedSender<Vec<String>>,
+) {
     loop {
         let mut listener = match table.listen().await {
             Ok(listener) => listener,
@@ -234,9 +243,24 @@ async fn listen_loop(table: RunsTable, wake: mpsc::UnboundedSender<Wake>) {
         if wake.send(Wake::All).is_err() {
             return;
         }
+        match table.stop_requests().await {
+            Ok(ids) if !ids.is_empty() => {
+                let _ = stops.send(ids);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not read the runs' stop requests"),
+        }
         loop {
             let heard = match listener.next().await {
-                Ok(Some(runs)) => Wake::Runs(runs),
+                Ok(Some(heard)) => {
+                    if !heard.stops.is_empty() {
+                        let _ = stops.send(heard.stops);
+                    }
+                    if heard.runs.is_empty() {
+                        continue;
+                    }
+                    Wake::Runs(heard.runs)
+                }
                 Ok(None) => {
                     tracing::warn!("the run events listener lost its connection; reconnecting");
                     Wake::All

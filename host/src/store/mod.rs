@@ -11,7 +11,7 @@ mod postgres;
 mod records;
 mod sqlite;
 
-pub use postgres::RunListener;
+pub use postgres::{Heard, RunListener};
 pub use records::{
     CallRecord, CallUsage, ChatPatch, ChatRecord, MessageRecord, NewCall, NewChat, NewMessage,
     NewSearch, RunEvent, RunStart, SearchDetailRecord, SearchRecord, SearchRunOutcome,
@@ -384,6 +384,16 @@ impl RunsTable {
     /// its data for a kind); how many.
     pub async fn end_lost(&self, error_data: &(dyn Fn(&str) -> String + Sync)) -> Result<usize> {
         measured(PG, "end_lost_runs", self.0.end_lost_runs(error_data)).await
+    }
+
+    /// Asks the owner of `target`'s live run to stop it; the run's id and tag, if one is live.
+    pub async fn request_stop(&self, kind: &str, target: &str) -> Result<Option<(String, u32)>> {
+        measured(PG, "request_run_stop", self.0.request_run_stop(kind, target)).await
+    }
+
+    /// This instance's live runs a client asked to stop.
+    pub async fn stop_requests(&self) -> Result<Vec<String>> {
+        measured(PG, "run_stop_requests", self.0.run_stop_requests()).await
     }
 
     pub async fn listen(&self) -> Result<RunListener> {

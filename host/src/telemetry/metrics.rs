@@ -73,6 +73,8 @@ labels!(ModelLabels {
     model: String
 });
 labels!(ProviderErrorLabels { provider: String, model: String, kind: &'static str });
+labels!(RetryLabels { provider: String, kind: &'static str });
+labels!(FallbackLabels { provider: String, fallback: String });
 labels!(TokenLabels { provider: String, model: String, direction: &'static str });
 labels!(ToolLabels { tool: String, outcome: &'static str });
 labels!(ToolNameLabels { tool: String });
@@ -93,6 +95,9 @@ struct Metrics {
     disconnects: Family<KindLabels, Counter>,
     provider_turns: Family<ModelLabels, Counter>,
     provider_errors: Family<ProviderErrorLabels, Counter>,
+    provider_retries: Family<RetryLabels, Counter>,
+    provider_fallbacks: Family<FallbackLabels, Counter>,
+    runs_cancelled: Family<KindLabels, Counter>,
     provider_duration: Family<ModelLabels, Histogram, fn() -> Histogram>,
     provider_first_token: Family<ModelLabels, Histogram, fn() -> Histogram>,
     provider_tokens: Family<TokenLabels, Counter>,
@@ -148,6 +153,9 @@ impl Metrics {
             disconnects: Family::default(),
             provider_turns: Family::default(),
             provider_errors: Family::default(),
+            provider_retries: Family::default(),
+            provider_fallbacks: Family::default(),
+            runs_cancelled: Family::default(),
             provider_duration: Family::new_with_constructor(long_call_buckets),
             provider_first_token: Family::new_with_constructor(first_token_buckets),
             provider_tokens: Family::default(),
@@ -219,6 +227,24 @@ impl Metrics {
             "provider_errors",
             "Provider turns that failed, by kind: upstream_4xx, upstream_5xx, upstream, transport, malformed_response, denied, invalid_input, unsupported, internal, trap, timeout",
             &m.provider_errors,
+        );
+        register(
+            r,
+            "provider_retries",
+            "Provider turns tried again after the upstream refused them before answering, by the refusal's kind (upstream_4xx for 429, upstream_5xx, transport)",
+            &m.provider_retries,
+        );
+        register(
+            r,
+            "provider_fallbacks",
+            "First turns another provider answered after this one's tries were exhausted",
+            &m.provider_fallbacks,
+        );
+        register(
+            r,
+            "runs_cancelled",
+            "Runs a client stopped (POST /v1/chats/:chatId/stream/cancel)",
+            &m.runs_cancelled,
         );
         register(
             r,
@@ -452,6 +478,37 @@ pub fn provider_turn(label: &ModelLabel, turn: &TurnRecord) {
                 kind,
             })
             .inc();
+    }
+}
+
+/// A provider turn the upstream refused is tried again; `kind` is the refusal's error kind.
+pub fn provider_retry(provider: &str, kind: &'static str) {
+    if let Some(m) = get() {
+        m.provider_retries
+            .get_or_create(&RetryLabels {
+                provider: provider.to_string(),
+                kind,
+            })
+            .inc();
+    }
+}
+
+/// A first turn `provider` could not answer goes to `fallback` (both operator ids).
+pub fn provider_fallback(provider: &str, fallback: &str) {
+    if let Some(m) = get() {
+        m.provider_fallbacks
+            .get_or_create(&FallbackLabels {
+                provider: provider.to_string(),
+                fallback: fallback.to_string(),
+            })
+            .inc();
+    }
+}
+
+/// A client stopped a run of `kind`.
+pub fn run_cancelled(kind: &'static str) {
+    if let Some(m) = get() {
+        m.runs_cancelled.get_or_create(&KindLabels { kind }).inc();
     }
 }
 

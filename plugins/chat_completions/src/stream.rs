@@ -5,7 +5,10 @@
 //!
 //! Text goes out as it arrives. Tool calls are assembled by `index` across chunks (the first
 //! piece of an index has `id` and `function.name`, the others `function.arguments` pieces) and
-//! go out whole, in index order, when the choice's `finish_reason` arrives or at `[DONE]`. The
+//! go out whole, in index order, when the choice's `finish_reason` arrives or at `[DONE]`.
+//! Text that arrives once a call has begun waits and goes out after the calls: a turn's events
+//! keep the order the upstream began its items in (`turn-event` in the WIT), which is how the
+//! host tells a round that began with a tool call. The
 //! usage chunk (`choices: []`, asked with `stream_options.include_usage`) becomes a usage event.
 
 use chatd_plugin_sdk::provider::TurnStream;
@@ -31,6 +34,8 @@ pub struct Stream {
     slots: BTreeMap<u32, u32>,
     /// How many calls went out.
     emitted_calls: usize,
+    /// Text that came after a call began, sent after the calls.
+    held: String,
     /// The first `finish_reason` seen.
     finish_reason: Option<String>,
     /// `[DONE]` seen.
@@ -51,6 +56,7 @@ impl Stream {
             calls: BTreeMap::new(),
             slots: BTreeMap::new(),
             emitted_calls: 0,
+            held: String::new(),
             finish_reason: None,
             done: false,
         }
@@ -83,8 +89,14 @@ impl Stream {
         // Only the first choice (index 0) is read: `n` is never asked for.
         if let Some(choice) = choices.into_iter().find(|c| c.index.unwrap_or(0) == 0) {
             if let Some(delta) = choice.delta {
+                // Before this chunk's call pieces: a chunk that starts a call and carries text
+                // had its text first.
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                    out.push(TurnEvent::TextDelta(text));
+                    if self.calls.is_empty() {
+                        out.push(TurnEvent::TextDelta(text));
+                    } else {
+                        self.held.push_str(&text);
+                    }
                 }
                 if self.flavor.returns_tool_calls() {
                     for (position, piece) in delta.tool_calls.unwrap_or_default().iter().enumerate()
@@ -194,6 +206,9 @@ impl Stream {
                 },
             }));
             self.emitted_calls += 1;
+        }
+        if !self.held.is_empty() {
+            out.push(TurnEvent::TextDelta(std::mem::take(&mut self.held)));
         }
         Ok(out)
     }
@@ -551,5 +566,37 @@ data: [DONE]
         let (events, outcome) = replay(body, Flavor::Standard);
         assert_eq!(events, [Ev::Text("Hi".into())]);
         assert_eq!(finish(outcome), FinishReason::Stop);
+    }
+
+    #[test]
+    fn text_after_a_call_began_goes_out_after_the_calls() {
+        let chunk = |delta: &str, finish: &str| Event {
+            event: String::new(),
+            data: format!(
+                r#"{{"choices":[{{"index":0,"delta":{delta},"finish_reason":{finish}}}]}}"#
+            ),
+            id: None,
+        };
+        let mut stream = Stream::new(Flavor::Standard);
+        let mut out = Vec::new();
+        for event in [
+            chunk(r#"{"content":"Before. "}"#, "null"),
+            chunk(
+                r#"{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{}"}}]}"#,
+                "null",
+            ),
+            chunk(r#"{"content":"After."}"#, "null"),
+            chunk("{}", r#""tool_calls""#),
+        ] {
+            out.extend(stream.push(&event).unwrap());
+        }
+        assert_eq!(
+            evs(&out),
+            vec![
+                Ev::Text("Before. ".into()),
+                Ev::call("c1", "f", "{}"),
+                Ev::Text("After.".into()),
+            ]
+        );
     }
 }

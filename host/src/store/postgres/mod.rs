@@ -17,7 +17,7 @@ mod searches;
 mod workspace;
 
 pub use liveness::RENEW_EVERY;
-pub use runs::RunListener;
+pub use runs::{Heard, RunListener};
 
 use std::str::FromStr;
 use std::sync::Arc;

@@ -15,8 +15,12 @@ use super::PgStore;
 use crate::store::{Result, RunEvent, RunStart, StoreError};
 
 /// The channel the instances' listeners hear new events on; a notification's payload is the
-/// ids of runs with new events, separated by commas.
+/// ids of runs with new events, separated by commas. An id after [`STOP_MARK`] is a run a client
+/// asked to stop, for its owner.
 const CHANNEL: &str = "chatd_runs";
+
+/// Marks a run id in a notification as a stop request rather than new events.
+const STOP_MARK: char = '!';
 
 /// A notification's payload is at most 8,000 bytes; ids are sent in pieces of at most this many.
 const MAX_PAYLOAD: usize = 7_000;
@@ -220,6 +224,37 @@ impl PgStore {
         Ok(lost.len())
     }
 
+    /// Asks the owner of `target`'s live run to stop it: the run is marked (for an owner whose
+    /// listener was away) and its owner notified. The run's id and tag; `None` when none is live.
+    pub async fn request_run_stop(&self, kind: &str, target: &str) -> Result<Option<(String, u32)>> {
+        let mut tx = self.tx().await?;
+        let row = sqlx::query(
+            "UPDATE runs SET stop_requested = TRUE \
+             WHERE kind = $1 AND target_id = $2 AND ended_at IS NULL RETURNING id, tag",
+        )
+        .bind(kind)
+        .bind(target)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let id: String = row.try_get("id")?;
+        notify(&mut tx, &[&format!("{STOP_MARK}{id}")]).await?;
+        tx.commit().await?;
+        Ok(Some((id, tag(&row)?)))
+    }
+
+    /// The ids of this instance's live runs a client asked to stop.
+    pub async fn run_stop_requests(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM runs WHERE instance_id = $1 AND ended_at IS NULL AND stop_requested",
+        )
+        .bind(&*self.instance)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// The connection listening for new events: one of its own, not one of the pool's.
     pub async fn listen_runs(&self) -> Result<RunListener> {
         let mut listener = PgListener::connect_with(&self.listen_pool).await?;
@@ -228,19 +263,31 @@ impl PgStore {
     }
 }
 
-/// Hears which runs have new events.
+/// Hears which runs have new events, and which a client asked to stop.
 pub struct RunListener(PgListener);
 
+/// What one notification said.
+#[derive(Debug, Default)]
+pub struct Heard {
+    /// Runs with new events.
+    pub runs: Vec<String>,
+    /// Runs a client asked to stop.
+    pub stops: Vec<String>,
+}
+
 impl RunListener {
-    /// The ids of runs with new events; `None` when the connection was lost, and notifications
+    /// What the next notification says; `None` when the connection was lost, and notifications
     /// with it (it is opened again on the next call, listening again).
-    pub async fn next(&mut self) -> Result<Option<Vec<String>>> {
+    pub async fn next(&mut self) -> Result<Option<Heard>> {
         Ok(self.0.try_recv().await?.map(|n| {
-            n.payload()
-                .split(',')
-                .filter(|id| !id.is_empty())
-                .map(str::to_string)
-                .collect()
+            let mut heard = Heard::default();
+            for id in n.payload().split(',').filter(|id| !id.is_empty()) {
+                match id.strip_prefix(STOP_MARK) {
+                    Some(run) => heard.stops.push(run.to_string()),
+                    None => heard.runs.push(id.to_string()),
+                }
+            }
+            heard
         }))
     }
 }
