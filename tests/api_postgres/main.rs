@@ -25,6 +25,8 @@ mod instances;
 mod large_bodies;
 #[path = "../api/limits.rs"]
 mod limits;
+#[path = "../api/live_replies.rs"]
+mod live_replies;
 #[path = "../api/models_titles.rs"]
 mod models_titles;
 #[path = "../api/postgres.rs"]
@@ -33,10 +35,14 @@ mod postgres;
 mod process;
 #[path = "../api/refusals.rs"]
 mod refusals;
+#[path = "../api/retries.rs"]
+mod retries;
 #[path = "../api/runs.rs"]
 mod runs;
 #[path = "../api/search_runs.rs"]
 mod search_runs;
+#[path = "../api/stops.rs"]
+mod stops;
 #[path = "../api/search_streams.rs"]
 mod search_streams;
 #[path = "../api/searches.rs"]

@@ -161,7 +161,7 @@ mod tests {
     }
 
     /// The event names and delta texts a sink got.
-    fn sent(log: &RunLog) -> Vec<String> {
+    fn sent(log: &Arc<RunLog>) -> Vec<String> {
         let mut reader = log.reader();
         let mut out = Vec::new();
         while let Some(frames) = futures::FutureExt::now_or_never(reader.next()).flatten() {

@@ -217,7 +217,7 @@ mod tests {
                 "[retry.providers.provider_a]\nfallback = { provider = \"x\", model = \"\" }",
                 "retry.providers.provider_a.fallback.model: must be a non-blank",
             ),
-            ("[retry]\ntries = 3", "retry: unknown field"),
+            ("[retry]\ntries = 3", "retry.tries: unknown field"),
         ];
         for (text, expected) in cases {
             let error = parse(text).unwrap_err();

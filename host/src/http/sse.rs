@@ -20,6 +20,12 @@ use crate::telemetry::metrics;
 /// calls.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// How often an idle stream that ends with its client (`persist: false`: it has an owner)
+/// sends one. The server sees a client gone when a write fails, which is the first or second
+/// write after it left (the connection is half-closed, not read: `serve.rs`); at this pace the
+/// run, and its upstream request, end within about half a second of the client leaving.
+const PROBE_EVERY: Duration = Duration::from_millis(250);
+
 /// What the OpenAPI document says of the `Last-Event-ID` header.
 pub const LAST_EVENT_ID_DOC: &str = "resume after this event: an id from this run's `id:` lines (`<run>-<position>`); one from an earlier run of the same chat or search, a bare position (the ids of older chatd versions), or a position past this run's last event replays this run from its start";
 
@@ -89,16 +95,22 @@ impl Drop for Departure {
 
 /// An SSE response reading a run's log. Each event is already framed, so this sends bytes as
 /// they are logged, in batches when the reader is behind, and a comment when nothing happened
-/// for [`KEEP_ALIVE`]. `owner`, if any, is dropped with the response.
+/// for [`KEEP_ALIVE`] ([`PROBE_EVERY`] with an owner). `owner`, if any, is dropped with the
+/// response.
 pub(crate) fn sse(kind: RunKind, reader: RunReader, owner: Option<AbortOnDrop>) -> Response {
     let departure = Departure { kind, ended: false };
+    let idle = if owner.is_some() {
+        PROBE_EVERY
+    } else {
+        KEEP_ALIVE
+    };
     let state = (reader, owner, departure);
-    let frames = futures::stream::unfold(state, |(mut reader, owner, mut departure)| async move {
+    let frames = futures::stream::unfold(state, move |(mut reader, owner, mut departure)| async move {
         if reader.finished() {
             departure.end();
             return None;
         }
-        let bytes = match tokio::time::timeout(KEEP_ALIVE, reader.next()).await {
+        let bytes = match tokio::time::timeout(idle, reader.next()).await {
             Ok(Some(frames)) => Bytes::from(frames.concat()),
             Ok(None) => {
                 departure.end();

@@ -179,6 +179,9 @@ pub struct ScriptedUpstream {
     url: String,
     requests: Arc<Mutex<Vec<Recorded>>>,
     arrivals: watch::Sender<usize>,
+    /// Bodies sent in pieces that were dropped before their end: the client closed the
+    /// connection mid-way.
+    dropped: watch::Sender<usize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -199,10 +202,12 @@ impl ScriptedUpstream {
         );
         let requests: Arc<Mutex<Vec<Recorded>>> = Arc::default();
         let arrivals = watch::Sender::new(0usize);
-        let (log, seen) = (requests.clone(), arrivals.clone());
+        let dropped = watch::Sender::new(0usize);
+        let (log, seen, gone) = (requests.clone(), arrivals.clone(), dropped.clone());
         let app = axum::Router::new().fallback(
             move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
-                let (routes, log, seen) = (routes.clone(), log.clone(), seen.clone());
+                let (routes, log, seen, gone) =
+                    (routes.clone(), log.clone(), seen.clone(), gone.clone());
                 async move {
                     let route = format!("{method} {}", uri.path());
                     // The reply is chosen before the arrival is announced: a test that waits
@@ -220,7 +225,7 @@ impl ScriptedUpstream {
                     });
                     seen.send_modify(|n| *n += 1);
                     match reply {
-                        Some(reply) => respond(reply).await,
+                        Some(reply) => respond(reply, gone).await,
                         None => axum::response::Response::builder()
                             .status(StatusCode::NOT_FOUND)
                             .header("content-type", "application/json")
@@ -247,6 +252,7 @@ impl ScriptedUpstream {
             url,
             requests,
             arrivals,
+            dropped,
             task,
         }
     }
@@ -265,6 +271,17 @@ impl ScriptedUpstream {
     pub async fn received(&self, n: usize) {
         let _ = self.arrivals.subscribe().wait_for(|seen| *seen >= n).await;
     }
+
+    /// Waits until `n` bodies sent in pieces ([`Reply::paced`], [`Reply::hold_before`]) were
+    /// dropped before their end: the client closed its connection mid-way.
+    pub async fn dropped(&self, n: usize) {
+        let _ = self.dropped.subscribe().wait_for(|gone| *gone >= n).await;
+    }
+
+    /// How many bodies were dropped before their end so far.
+    pub fn dropped_now(&self) -> usize {
+        *self.dropped.borrow()
+    }
 }
 
 impl Drop for ScriptedUpstream {
@@ -273,7 +290,28 @@ impl Drop for ScriptedUpstream {
     }
 }
 
-async fn respond(reply: Reply) -> axum::response::Response {
+/// Counts a body dropped before its end.
+struct EndWatch {
+    dropped: watch::Sender<usize>,
+    ended: bool,
+}
+
+impl EndWatch {
+    /// The body reached its end.
+    fn end(mut self) {
+        self.ended = true;
+    }
+}
+
+impl Drop for EndWatch {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.dropped.send_modify(|n| *n += 1);
+        }
+    }
+}
+
+async fn respond(reply: Reply, dropped: watch::Sender<usize>) -> axum::response::Response {
     if let Some(gate) = &reply.gate {
         gate.passed().await;
     }
@@ -286,7 +324,11 @@ async fn respond(reply: Reply) -> axum::response::Response {
     } else {
         let (pause, cut, hold) = (reply.pause, reply.cut, reply.hold);
         let pieces = reply.chunks;
-        let stream = futures::stream::unfold((0usize, pieces), move |(i, pieces)| {
+        let watch = EndWatch {
+            dropped,
+            ended: false,
+        };
+        let stream = futures::stream::unfold((0usize, pieces, watch), move |(i, pieces, mut watch)| {
             let hold = hold.clone();
             async move {
                 if i > 0 && i <= pieces.len() && !pause.is_zero() {
@@ -300,13 +342,19 @@ async fn respond(reply: Reply) -> axum::response::Response {
                 match pieces.get(i) {
                     Some(piece) => Some((
                         Ok::<_, std::io::Error>(Bytes::from(piece.clone())),
-                        (i + 1, pieces),
+                        (i + 1, pieces, watch),
                     )),
-                    None if cut => Some((
-                        Err(std::io::Error::other("scripted cut")),
-                        (i + 1, Vec::new()),
-                    )),
-                    None => None,
+                    None if cut => {
+                        watch.ended = true;
+                        Some((
+                            Err(std::io::Error::other("scripted cut")),
+                            (i + 1, Vec::new(), watch),
+                        ))
+                    }
+                    None => {
+                        watch.end();
+                        None
+                    }
                 }
             }
         });

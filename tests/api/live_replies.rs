@@ -1,0 +1,453 @@
+//! Replies stream live with tools on, for each tool-loop provider: a stream held by its upstream
+//! after its first text has that text delivered already (the round is not held to its end); a
+//! round that begins with a tool call keeps `meta → tool_call* → delta*`; text written before a
+//! tool call (a "preamble") is sent as it comes and stays in the reply, stored and in
+//! `done.text`, with the next round's text after a blank line.
+//!
+//! The upstreams speak each provider's wire as the recordings of `tests/fixtures/upstream` do,
+//! one SSE event per network write, so the test decides where a stream pauses.
+
+use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::completions::{deltas, names, transcript};
+use crate::support::{Events, Options, TestServer};
+
+/// What a test needs of one provider's wire.
+#[derive(Clone, Copy)]
+pub struct Wire {
+    pub provider: &'static str,
+    pub model: &'static str,
+    /// The turn route on the upstream, whose URL is the provider's base URL.
+    pub route: &'static str,
+    pub base_flag: &'static str,
+    pub key_flag: &'static str,
+    /// One SSE event group per piece: the head, then what `items` says, then the tail.
+    pub stream: fn(&[Item]) -> Vec<Vec<u8>>,
+}
+
+/// One output item of a round, in the order the upstream writes them.
+#[derive(Clone, Debug)]
+pub enum Item {
+    /// A text item, one delta per piece.
+    Text(Vec<&'static str>),
+    /// A tool call: id, name, arguments.
+    Call(&'static str, &'static str, &'static str),
+}
+
+pub const A: Wire = Wire {
+    provider: "provider_a",
+    model: "gpt-4o-mini",
+    route: "POST /responses",
+    base_flag: "--provider-a-base-url",
+    key_flag: "--provider-a-api-key",
+    stream: responses_stream,
+};
+
+pub const B: Wire = Wire {
+    provider: "provider_b",
+    model: "claude-haiku-4-5-20251001",
+    route: "POST /messages",
+    base_flag: "--provider-b-base-url",
+    key_flag: "--provider-b-api-key",
+    stream: messages_stream,
+};
+
+pub const C: Wire = Wire {
+    provider: "provider_c",
+    model: "grok-4",
+    route: "POST /chat/completions",
+    base_flag: "--provider-c-base-url",
+    key_flag: "--provider-c-api-key",
+    stream: chat_completions_stream,
+};
+
+fn sse(name: Option<&str>, data: Value) -> Vec<u8> {
+    match name {
+        Some(name) => format!("event: {name}\ndata: {data}\n\n").into_bytes(),
+        None => format!("data: {data}\n\n").into_bytes(),
+    }
+}
+
+/// The Responses API (`openai_responses/02_stream_text`, `03_stream_function_call`).
+fn responses_stream(items: &[Item]) -> Vec<Vec<u8>> {
+    let ev = |name: &str, mut data: Value| {
+        data["type"] = json!(name);
+        sse(Some(name), data)
+    };
+    let mut out = vec![ev(
+        "response.created",
+        json!({"response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+    )];
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            Item::Text(pieces) => {
+                let id = format!("msg_{i}");
+                out.push(ev(
+                    "response.output_item.added",
+                    json!({"output_index": i, "item": {"type": "message", "id": id, "role": "assistant", "content": []}}),
+                ));
+                for piece in pieces {
+                    out.push(ev(
+                        "response.output_text.delta",
+                        json!({"output_index": i, "item_id": id, "content_index": 0, "delta": piece}),
+                    ));
+                }
+                let text: String = pieces.concat();
+                out.push(ev(
+                    "response.output_item.done",
+                    json!({"output_index": i, "item": {"type": "message", "id": id, "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}]}}),
+                ));
+            }
+            Item::Call(id, name, arguments) => {
+                let item = json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": id,
+                    "name": name, "arguments": arguments, "status": "completed"});
+                let mut added = item.clone();
+                added["arguments"] = json!("");
+                out.push(ev(
+                    "response.output_item.added",
+                    json!({"output_index": i, "item": added}),
+                ));
+                out.push(ev(
+                    "response.function_call_arguments.delta",
+                    json!({"output_index": i, "item_id": format!("fc_{i}"), "delta": arguments}),
+                ));
+                out.push(ev(
+                    "response.output_item.done",
+                    json!({"output_index": i, "item": item}),
+                ));
+            }
+        }
+    }
+    out.push(ev(
+        "response.completed",
+        json!({"response": {"id": "resp_1", "status": "completed", "output": [],
+            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}),
+    ));
+    out
+}
+
+/// The Messages API (`anthropic_messages/04_stream_text`, `05a_stream_tool_use`).
+fn messages_stream(items: &[Item]) -> Vec<Vec<u8>> {
+    let ev = |name: &str, mut data: Value| {
+        data["type"] = json!(name);
+        sse(Some(name), data)
+    };
+    let mut out = vec![ev(
+        "message_start",
+        json!({"message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
+            "model": "claude-haiku-4-5-20251001", "stop_reason": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )];
+    let mut calls = false;
+    for (index, item) in items.iter().enumerate() {
+        match item {
+            Item::Text(pieces) => {
+                out.push(ev(
+                    "content_block_start",
+                    json!({"index": index, "content_block": {"type": "text", "text": ""}}),
+                ));
+                for piece in pieces {
+                    out.push(ev(
+                        "content_block_delta",
+                        json!({"index": index, "delta": {"type": "text_delta", "text": piece}}),
+                    ));
+                }
+            }
+            Item::Call(id, name, arguments) => {
+                calls = true;
+                out.push(ev(
+                    "content_block_start",
+                    json!({"index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+                ));
+                out.push(ev(
+                    "content_block_delta",
+                    json!({"index": index, "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+                ));
+            }
+        }
+        out.push(ev("content_block_stop", json!({"index": index})));
+    }
+    let stop = if calls { "tool_use" } else { "end_turn" };
+    out.push(ev(
+        "message_delta",
+        json!({"delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+    ));
+    out.push(ev("message_stop", json!({})));
+    out
+}
+
+/// Chat completions (`openai_chat/01_stream_tool_call_include_usage`, `02_stream_text_…`).
+fn chat_completions_stream(items: &[Item]) -> Vec<Vec<u8>> {
+    let chunk = |delta: Value, finish: Value| {
+        sse(
+            None,
+            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+                "model": "grok-4", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
+    };
+    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut calls = 0;
+    for item in items {
+        match item {
+            Item::Text(pieces) => {
+                for piece in pieces {
+                    out.push(chunk(json!({"content": piece}), Value::Null));
+                }
+            }
+            Item::Call(id, name, arguments) => {
+                out.push(chunk(
+                    json!({"tool_calls": [{"index": calls, "id": id, "type": "function",
+                        "function": {"name": name, "arguments": ""}}]}),
+                    Value::Null,
+                ));
+                out.push(chunk(
+                    json!({"tool_calls": [{"index": calls, "function": {"arguments": arguments}}]}),
+                    Value::Null,
+                ));
+                calls += 1;
+            }
+        }
+    }
+    let finish = if calls > 0 { "tool_calls" } else { "stop" };
+    let mut tail = chunk(json!({}), json!(finish));
+    tail.extend(sse(
+        None,
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "grok-4",
+            "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+    ));
+    tail.extend(b"data: [DONE]\n\n");
+    out.push(tail);
+    out
+}
+
+/// A paced reply of `items` (one write per event).
+pub fn paced(wire: Wire, items: &[Item]) -> Reply {
+    Reply::sse("").paced((wire.stream)(items), std::time::Duration::from_millis(2))
+}
+
+/// The index of the piece right after the first text delta of `items`' stream.
+pub fn after_first_text(wire: Wire, items: &[Item]) -> usize {
+    let pieces = (wire.stream)(items);
+    let first = match &items[0] {
+        Item::Text(p) => p[0],
+        Item::Call(..) => panic!("the first item is text"),
+    };
+    let needle = serde_json::to_string(first).unwrap();
+    pieces
+        .iter()
+        .position(|p| String::from_utf8_lossy(p).contains(&needle))
+        .expect("the first text is in the stream")
+        + 1
+}
+
+/// Exa's `/search`, which web_search calls.
+pub fn exa() -> Reply {
+    Reply::json(
+        200,
+        json!({"requestId": "r", "results": [{"url": "https://a.example/", "title": "A",
+            "summary": "About A."}]}),
+    )
+}
+
+/// A server whose `wire` provider and engine_a are the upstream, with `extra` flags.
+pub async fn server(wire: Wire, upstream: &ScriptedUpstream, options: Options) -> TestServer {
+    let url = upstream.url();
+    let mut args: Vec<String> = [
+        wire.base_flag,
+        &url,
+        wire.key_flag,
+        "test-key",
+        "--engine-a-base-url",
+        &url,
+        "--engine-a-api-key",
+        "e-key",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(options.args.iter().cloned());
+    TestServer::start_with(Options { args, ..options }).await
+}
+
+/// A persisted stream of a new chat with the default settings (every tool enabled).
+pub async fn ask(server: &TestServer, wire: Wire, text: &str) -> Events {
+    server
+        .stream(json!({"provider": wire.provider, "model": wire.model,
+            "messages": [{"role": "user", "content": text}]}))
+        .await
+}
+
+async fn live_text_with_tools_on(wire: Wire) {
+    let items = [Item::Text(vec!["The answer ", "is ", "42."])];
+    let gate = Gate::new();
+    let reply = paced(wire, &items).hold_before(after_first_text(wire, &items), &gate);
+    let upstream = ScriptedUpstream::start([(wire.route, reply), ("POST /search", exa())]).await;
+    let server = server(wire, &upstream, Options::default()).await;
+    let (_, tools) = server.get("/v1/chat-tools").await;
+    assert!(!tools["tools"].as_array().unwrap().is_empty());
+
+    let mut stream = ask(&server, wire, "What is the answer?").await;
+    let meta = stream.expect("meta").await;
+    // The upstream holds the rest of its round: the first delta must come without it.
+    let first = stream.expect("delta").await;
+    assert_eq!(first.data["text"], "The answer ", "{}", wire.provider);
+    gate.open();
+    let rest = stream.rest().await;
+    assert_eq!(names(&rest), ["delta", "delta", "done"], "{}", wire.provider);
+    let done = rest.last().unwrap();
+    assert_eq!(done.data["text"], "The answer is 42.");
+    let chat_id = meta.data["chatId"].as_str().unwrap();
+    let stored = transcript(&server, chat_id).await;
+    assert_eq!(stored.last().unwrap().1, "The answer is 42.");
+}
+
+/// A round that begins with a tool call: its events come before any text, and its text (here
+/// none) and the next round's follow.
+async fn a_tool_round_keeps_the_contracts_order(wire: Wire) {
+    let call = [Item::Call("call_1", "web_search", r#"{"query":"answer"}"#)];
+    let answer = [Item::Text(vec!["Found ", "it."])];
+    let upstream = ScriptedUpstream::start([
+        (wire.route, paced(wire, &call)),
+        (wire.route, paced(wire, &answer)),
+        ("POST /search", exa()),
+    ])
+    .await;
+    let server = server(wire, &upstream, Options::default()).await;
+    let events = ask(&server, wire, "Look it up").await.rest().await;
+    assert_eq!(
+        names(&events),
+        ["meta", "tool_call", "tool_call", "delta", "delta", "done"],
+        "{}",
+        wire.provider
+    );
+    assert_eq!(events[1].data["status"], "initiated");
+    assert_eq!(events[2].data["status"], "completed");
+    assert_eq!(deltas(&events), "Found it.");
+    assert_eq!(events.last().unwrap().data["text"], "Found it.");
+}
+
+/// Text before a tool call in the same round goes out as it comes and stays in the reply: the
+/// client never sees text the stored transcript does not hold.
+async fn a_preamble_streams_and_stays_in_the_reply(wire: Wire) {
+    let first = [
+        Item::Text(vec!["Let me ", "search."]),
+        Item::Call("call_1", "web_search", r#"{"query":"answer"}"#),
+    ];
+    let answer = [Item::Text(vec!["It is ", "42."])];
+    let gate = Gate::new();
+    let upstream = ScriptedUpstream::start([
+        (
+            wire.route,
+            paced(wire, &first).hold_before(after_first_text(wire, &first), &gate),
+        ),
+        (wire.route, paced(wire, &answer)),
+        ("POST /search", exa()),
+    ])
+    .await;
+    let server = server(wire, &upstream, Options::default()).await;
+    let mut stream = ask(&server, wire, "What is it?").await;
+    let meta = stream.expect("meta").await;
+    assert_eq!(stream.expect("delta").await.data["text"], "Let me ");
+    gate.open();
+    let rest = stream.rest().await;
+    assert_eq!(
+        names(&rest),
+        ["delta", "tool_call", "tool_call", "delta", "delta", "done"],
+        "{}",
+        wire.provider
+    );
+    let expected = "Let me search.\n\nIt is 42.";
+    assert_eq!(format!("Let me {}", deltas(&rest)), expected);
+    assert_eq!(rest.last().unwrap().data["text"], expected);
+    let chat_id = meta.data["chatId"].as_str().unwrap();
+    let stored = transcript(&server, chat_id).await;
+    let roles: Vec<&str> = stored.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(roles, ["user", "tool", "assistant"], "{}", wire.provider);
+    assert_eq!(stored[2].1, expected);
+    // The model saw its own preamble with its call in the second round.
+    let second: Value = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| format!("{} {}", r.method, r.path) == wire.route)
+        .nth(1)
+        .unwrap()
+        .json();
+    if wire.provider == A.provider {
+        // The Responses API keeps the round upstream (`store: true`) and is pointed at it.
+        assert_eq!(second["previous_response_id"], "resp_1", "{second}");
+    } else {
+        assert!(
+            second.to_string().contains("Let me search."),
+            "{}: {second}",
+            wire.provider
+        );
+    }
+}
+
+macro_rules! for_each_provider {
+    ($($wire:ident => $module:ident),*) => {$(
+        mod $module {
+            use super::*;
+
+            #[tokio::test]
+            async fn text_streams_live_with_tools_on() {
+                live_text_with_tools_on($wire).await;
+            }
+
+            #[tokio::test]
+            async fn a_round_that_calls_a_tool_keeps_meta_tool_calls_then_deltas() {
+                a_tool_round_keeps_the_contracts_order($wire).await;
+            }
+
+            #[tokio::test]
+            async fn text_before_a_tool_call_streams_and_stays_in_the_reply() {
+                a_preamble_streams_and_stays_in_the_reply($wire).await;
+            }
+        }
+    )*};
+}
+
+for_each_provider!(A => provider_a, B => provider_b, C => provider_c);
+
+#[tokio::test]
+async fn a_declared_provider_streams_live_with_tools_on() {
+    // A provider declared in the configuration file runs the same loop as the bundled ones.
+    let items = [Item::Text(vec!["Declared ", "and live."])];
+    let gate = Gate::new();
+    let reply = paced(C, &items).hold_before(after_first_text(C, &items), &gate);
+    let upstream = ScriptedUpstream::start([(C.route, reply), ("POST /search", exa())]).await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let config = crate::support::write_config(
+        dir.path(),
+        &format!(
+            "[providers.groq]\nadapter = \"chat_completions\"\nbase_url = \"{}\"\n\
+             api_key = \"k\"\nmodels = [\"llama\"]\n",
+            upstream.url()
+        ),
+    );
+    let server = server(
+        C,
+        &upstream,
+        Options {
+            config: Some(config),
+            dir: Some(dir),
+            allow_private_networks: true,
+            ..Options::default()
+        },
+    )
+    .await;
+    let mut stream = server
+        .stream(json!({"provider": "groq", "model": "llama",
+            "messages": [{"role": "user", "content": "hi"}]}))
+        .await;
+    stream.expect("meta").await;
+    assert_eq!(stream.expect("delta").await.data["text"], "Declared ");
+    gate.open();
+    let rest = stream.rest().await;
+    assert_eq!(rest.last().unwrap().data["text"], "Declared and live.");
+    let (status, _) = server.get("/v1/chat-tools").await;
+    assert_eq!(status, StatusCode::OK);
+}
