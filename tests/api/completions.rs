@@ -492,7 +492,14 @@ async fn upstream_failures_are_502s_and_error_events_and_the_chat_stays_usable()
         + "\n\n";
     let upstream = ScriptedUpstream::start([
         (ROUTE, Reply::text(401, "application/json", ERROR_401)),
-        (ROUTE, Reply::sse(&cut).cut()),
+        // Cut after its text went out (a pause, so the text is flushed first): a stream cut
+        // before anything arrived would be tried again (`retries.rs`).
+        (
+            ROUTE,
+            Reply::sse("")
+                .paced(vec![cut.into_bytes()], std::time::Duration::from_millis(50))
+                .cut(),
+        ),
         (ROUTE, Reply::sse(TEXT_STREAM)),
     ])
     .await;

@@ -337,6 +337,7 @@ async fn openapi_document_covers_every_route() {
         ("/v1/chat-completions/stream", &["post"]),
         ("/v1/chats/title/suggest", &["post"]),
         ("/v1/chats/{chatId}/stream/attach", &["post"]),
+        ("/v1/chats/{chatId}/stream/cancel", &["post"]),
         ("/v1/chats", &["get", "post"]),
         ("/v1/chats/{chatId}", &["get", "patch", "delete"]),
         ("/v1/chats/{chatId}/star", &["patch"]),

@@ -199,3 +199,20 @@ async fn a_persist_false_stream_whose_client_leaves_closes_its_upstream_within_a
     println!("upstream closed {:?} after the client left", left.elapsed());
     gate.open();
 }
+
+#[tokio::test]
+async fn on_postgres_a_stop_request_is_marked_for_an_owner_whose_listener_was_away() {
+    if !crate::support::on_postgres() {
+        return;
+    }
+    let upstream = ScriptedUpstream::start([]).await;
+    let server = server(C, &upstream, Options::default()).await;
+    let table = server.store.runs_table().expect("PostgreSQL shares runs");
+    assert_eq!(table.request_stop("chat", "nothing-runs").await.unwrap(), None);
+    table.start("run-1", "chat", "chat-1", 7).await.unwrap();
+    assert!(table.stop_requests().await.unwrap().is_empty());
+    let asked = table.request_stop("chat", "chat-1").await.unwrap();
+    assert_eq!(asked, Some(("run-1".to_string(), 7)));
+    // What the owner reads when it listens again (`runs/shared.rs`).
+    assert_eq!(table.stop_requests().await.unwrap(), ["run-1"]);
+}

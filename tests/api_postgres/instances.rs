@@ -3,7 +3,8 @@
 //! resumed on B with the same events; the 409 holds across them; B lists and joins A's runs;
 //! when A dies (kill -9) or freezes past its lease (SIGSTOP), B ends its runs within 15 s and A's
 //! late events are refused; a listener connection killed under B loses nothing; an instance
-//! whose lease ran out takes no new run until it has registered again.
+//! whose lease ran out takes no new run until it has registered again; a stop sent to B ends the
+//! run A owns.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -521,5 +522,56 @@ async fn an_instance_whose_lease_ran_out_takes_no_run_until_it_registers_again()
         assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert!(Instant::now() < deadline, "not registered again");
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A stop sent to B ends the run A owns: the database carries the request to A, A drops its
+/// upstream request and ends the run with the text so far, and every client (on A, attached on
+/// B, and B's stop request) sees that end.
+#[tokio::test]
+async fn a_stop_sent_to_b_ends_the_run_a_owns() {
+    let gate = Gate::new();
+    let held = paced_text(3, Duration::from_millis(5)).hold_before(3, &gate);
+    let upstream = ScriptedUpstream::start([(ROUTE, held)]).await;
+    let (_dir, a, b, _db) = deployment(&upstream).await;
+    let chat_id = a.new_chat().await;
+    let mut on_a = a.stream(&chat_id).await;
+    let seen = take(&mut on_a, 3).await;
+    assert_eq!(seen[2].data["text"], "w1 ");
+    let mut on_b = b.attach(&chat_id, None).await;
+    take(&mut on_b, 3).await;
+
+    let asked = Instant::now();
+    let res = b
+        .post(&format!("/v1/chats/{chat_id}/stream/cancel"), None, &[])
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let answered = asked.elapsed();
+    let rest = on_a.rest().await;
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].name, "done");
+    assert_eq!(rest[0].data["text"], "w0 w1 ");
+    assert_eq!(triples(&on_b.rest().await), triples(&rest));
+    tokio::time::timeout(Duration::from_secs(5), upstream.dropped(1))
+        .await
+        .expect("A dropped its upstream request");
+    println!("B's stop answered in {answered:?}");
+    assert!(answered < Duration::from_secs(5), "{answered:?}");
+
+    assert_eq!(b.get("/v1/active-runs").await["chats"], json!([]));
+    let chat = b.get(&format!("/v1/chats/{chat_id}")).await;
+    let last = chat["chat"]["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["content"], "w0 w1 ");
+    assert_eq!(last["metadata"]["stopped"], true);
+    // The chat takes its next stream, on either instance.
+    gate.open();
+    let next = b.stream(&chat_id).await.rest().await;
+    assert_eq!(next.last().unwrap().name, "done");
+    // Nothing runs now: a stop is 404 on both.
+    for instance in [&a, &b] {
+        let res = instance
+            .post(&format!("/v1/chats/{chat_id}/stream/cancel"), None, &[])
+            .await;
+        assert_eq!(res.status(), StatusCode::NOT_FOUND);
     }
 }

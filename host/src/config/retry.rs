@@ -6,9 +6,9 @@
 //! attempts = 3                         # tries of one turn, the first included (1: no retry)
 //! max_wait_ms = 20000                  # the most one turn waits between its tries, in all
 //!
-//! [retry.providers.provider_a]         # one provider's own, over the defaults
+//! [retry.providers.groq]               # one provider's own, over the defaults
 //! attempts = 4
-//! fallback = { provider = "provider_c", model = "gpt-4.1-mini" }
+//! fallback = { provider = "openrouter", model = "meta-llama/llama-3.3-70b-instruct" }
 //! ```
 //!
 //! The rule that decides what is retried, and when, is `chat::retry`'s; this file only reads

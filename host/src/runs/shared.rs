@@ -262,8 +262,10 @@ async fn listen_loop(
                     Wake::Runs(heard.runs)
                 }
                 Ok(None) => {
+                    // A new connection, listening before the stop requests are read: what was
+                    // sent while none listened is found either way.
                     tracing::warn!("the run events listener lost its connection; reconnecting");
-                    Wake::All
+                    break;
                 }
                 Err(_) if table.is_closed() => return,
                 Err(e) => {
