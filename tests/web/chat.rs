@@ -1,7 +1,8 @@
-//! A chat in the browser: the reply streams in before `done` and is stored; a reload or a
-//! second tab mid-stream reattaches and shows the whole answer once; a tool call's card moves
-//! from initiated to completed; an upstream failure keeps the input and a retry succeeds;
-//! attachments are checked and truncated before upload.
+//! A chat in the browser: the reply streams in before `done` and is stored (with tools on as
+//! well as off); a reload or a second tab mid-stream reattaches and shows the whole answer once;
+//! Stop ends a reply and keeps what was written; a tool call's card moves from initiated to
+//! completed; an upstream failure keeps the input and a retry succeeds; attachments are checked
+//! and truncated before upload.
 
 use chatd::plugins::testing::{Gate, Reply};
 use serde_json::json;
@@ -44,9 +45,7 @@ fn live_text_is(text: &str) -> String {
     )
 }
 
-/// Unchecks every tool in the new chat's settings. With tools enabled the server holds a round's
-/// text until it knows the round asks for no tool (host/src/chat/completion.rs), so a reply
-/// streams word by word only without them.
+/// Unchecks every tool in the new chat's settings (saved with the chat it creates).
 async fn without_tools(browser: &crate::harness::Browser) {
     browser.click(".chat-settings summary").await;
     for tool in ["web_search", "fetch_url"] {
@@ -150,14 +149,52 @@ async fn a_message_streams_live_then_is_stored_and_titled() {
 
 const COUNTED: &str = "One two three four five.";
 
-/// A new chat without tools whose reply is held after "One two" until the gate opens.
+/// A new chat with the default settings (every tool on) whose reply is held after "One two"
+/// until the gate opens: with tools on, the text streams all the same.
 async fn counting() -> Option<(Gate, Upstreams, Chatd, Browser)> {
     let gate = Gate::new();
     let reply = text_reply(&["One", " two", " three", " four", " five."]).hold_before(3, &gate);
     let (upstreams, chatd, browser) = open_app([(COMPLETIONS, reply)], &[]).await?;
     browser.ready().await;
-    without_tools(&browser).await;
     Some((gate, upstreams, chatd, browser))
+}
+
+#[tokio::test]
+async fn stop_ends_the_reply_and_keeps_what_was_written() {
+    let Some((gate, upstreams, chatd, browser)) = counting().await else {
+        return;
+    };
+    browser.type_and_enter("#message", "Count to five").await;
+    browser
+        .until("the first deltas", &live_text_is("One two"))
+        .await;
+    let hash = browser.hash().await;
+    // Stop takes the place of Send while the reply runs.
+    browser
+        .until(
+            "the Stop button",
+            "return !document.getElementById('stop').hidden && document.getElementById('send').hidden",
+        )
+        .await;
+    browser.click("#stop").await;
+    browser.until("the reply to be done", DONE).await;
+    assert_eq!(browser.text(".message.assistant .markdown").await, "One two");
+    assert_eq!(browser.text(".message.assistant .stopped-note").await, "Stopped");
+    assert_eq!(
+        browser
+            .eval("return document.getElementById('stop').hidden", vec![])
+            .await,
+        true
+    );
+    assert_eq!(
+        transcript(&chatd, &hash).await,
+        pairs(&[("user", "Count to five"), ("assistant", "One two")])
+    );
+    // The upstream's request was dropped, not left to run.
+    tokio::time::timeout(std::time::Duration::from_secs(5), upstreams.main.dropped(1))
+        .await
+        .expect("the upstream request is closed");
+    gate.open();
 }
 
 #[tokio::test]

@@ -3,7 +3,9 @@
 // rules: deltas rendered as they arrive, tool calls upserted by `toolCallId`, on `done` the
 // chat reloaded as canonical (and its usage shown), on `error` the input kept with a retry. A
 // chat opened while its run goes on (a reload, a second tab) attaches to it from
-// `GET /v1/active-runs`: the replay rebuilds the whole answer.
+// `GET /v1/active-runs`: the replay rebuilds the whole answer. While a reply runs, Stop asks the
+// server to end it (`POST …/stream/cancel`): the run ends with `done` and the text so far, which
+// stays on the page as the stored reply.
 
 import * as api from './api.js';
 import { LIMITS, imageSource, payloadBytes, readFiles } from './attachments.js';
@@ -82,6 +84,11 @@ class ChatView {
     });
     this.chips = h('ul.chips', { id: 'attachments', 'aria-label': 'Attachments' });
     this.sendButton = h('button.primary.send', { type: 'submit', id: 'send' }, 'Send');
+    this.stopButton = h(
+      'button.send.stop',
+      { type: 'button', id: 'stop', hidden: true, title: 'Stop the reply (it keeps what was written)', onclick: () => this.stop() },
+      'Stop',
+    );
     const attachButton = h(
       'button.attach',
       { type: 'button', id: 'attach', 'aria-label': 'Attach files', title: 'Attach images (PNG, JPEG) or text files', onclick: () => this.fileInput.click() },
@@ -91,7 +98,7 @@ class ChatView {
       'form.composer',
       { id: 'composer', onsubmit: (e) => { e.preventDefault(); this.send(); } },
       this.chips,
-      h('div.composer-row', {}, attachButton, this.input, this.sendButton),
+      h('div.composer-row', {}, attachButton, this.input, this.sendButton, this.stopButton),
       this.fileInput,
       h('p.hint', {}, 'Enter sends · Shift+Enter for a new line'),
     );
@@ -286,7 +293,26 @@ class ChatView {
 
   updateSendable() {
     this.sendButton.disabled = this.running || this.sending || !this.modelSelect.value;
-    this.sendButton.textContent = this.running ? 'Generating…' : 'Send';
+    this.sendButton.hidden = this.running;
+    this.stopButton.hidden = !this.running;
+    this.stopButton.disabled = Boolean(this.stopping);
+    this.stopButton.textContent = this.stopping ? 'Stopping…' : 'Stop';
+  }
+
+  /** Asks the server to stop the running reply; its stream then ends with `done`. */
+  async stop() {
+    if (!this.running || this.stopping || !this.chat) return;
+    this.stopping = true;
+    this.updateSendable();
+    try {
+      await api.post(`v1/chats/${encodeURIComponent(this.chat.id)}/stream/cancel`, undefined, { signal: this.abort.signal });
+    } catch (err) {
+      // 404: the reply ended on its own meanwhile.
+      if (err.name !== 'AbortError' && err.status !== 404) toast(`Could not stop the reply: ${err.message}`, 'error');
+    } finally {
+      this.stopping = false;
+      this.updateSendable();
+    }
   }
 
   /**
@@ -583,6 +609,7 @@ export function renderMessage(message) {
   const el = h(`div.message.${role === 'assistant' ? 'assistant' : 'user'}`, { dataset: { role } });
   if (role === 'assistant') {
     el.append(h('div.markdown', {}, renderMarkdown(message.content)));
+    if (message.metadata?.stopped) el.append(h('p.stopped-note', {}, 'Stopped'));
   } else {
     el.append(h('div.text', {}, message.content));
     const attachments = message.metadata?.attachments;
