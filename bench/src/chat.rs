@@ -20,6 +20,10 @@
 //!    Both run the same component; what differs is the lookup and the link under another id,
 //!    so the two added latencies should be equal within noise.
 //!
+//! 6. Live replies per tool-loop provider: first delta with tools on over `enabledTools: []`.
+//! 7. Stop: from `POST …/stream/cancel` to the upstream connection closed (both `live.rs`, on a
+//!    mock of all three wires; `--live-only` runs them alone).
+//!
 //! `--telemetry` compares three servers, metrics off, metrics on, and traces exported too
 //! (`telemetry.rs`): what observability costs per request.
 //!
@@ -57,10 +61,11 @@ pub struct Options {
     attaches: usize,
     persist_false_only: bool,
     telemetry: bool,
+    live_only: bool,
 }
 
 pub fn usage() -> &'static str {
-    "usage: bench chat [--requests N] [--streams N] [--attaches N] [--persist-false-only | --telemetry]\n\
+    "usage: bench chat [--requests N] [--streams N] [--attaches N] [--persist-false-only | --telemetry | --live-only]\n\
      needs the release server binary: run `cargo build --release` first\n\
      defaults: 2000 sequential requests per latency figure, 1000 live streams, 1000 attaches"
 }
@@ -72,6 +77,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         attaches: 1000,
         persist_false_only: false,
         telemetry: false,
+        live_only: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -82,6 +88,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         match flag.as_str() {
             "--persist-false-only" => o.persist_false_only = true,
             "--telemetry" => o.telemetry = true,
+            "--live-only" => o.live_only = true,
             "--requests" => o.requests = value()?.parse()?,
             "--streams" => o.streams = value()?.parse()?,
             "--attaches" => o.attaches = value()?.parse()?,
@@ -107,6 +114,11 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     let mock_url = format!("http://{mock}");
     if o.telemetry {
         return crate::telemetry::run(o.requests, &mock_url).await;
+    }
+    // Live replies: at most this many samples a figure (each waits a paced stream).
+    let live = o.requests.min(300);
+    if o.live_only {
+        return crate::live::run(live).await;
     }
     let dir = tempfile::tempdir()?;
     let binary = server_binary()?;
@@ -150,7 +162,7 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     live_streams(&client, &base, pid, o.streams).await?;
     declared(&client, &base, &mock_url, o.requests).await?;
     drop(server);
-    Ok(())
+    crate::live::run(live).await
 }
 
 /// Percentiles of `samples` in ms: p50, p99, max.

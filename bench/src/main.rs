@@ -26,8 +26,13 @@ mod body;
 mod chat;
 mod floor;
 mod instances;
+mod live;
 mod plugins;
 mod telemetry;
+/// The providers' streamed wires, shared with the black-box tests (which use all of it).
+#[allow(dead_code)]
+#[path = "../../tests/common/wires.rs"]
+mod wires;
 
 use std::time::{Duration, Instant};
 

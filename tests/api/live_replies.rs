@@ -12,6 +12,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::completions::{deltas, names, transcript};
+pub use crate::wires::{Item, call, chat_completions_stream, messages_stream, responses_stream, text};
 use crate::support::{Events, Options, TestServer};
 
 /// What a test needs of one provider's wire.
@@ -25,15 +26,6 @@ pub struct Wire {
     pub key_flag: &'static str,
     /// One SSE event group per piece: the head, then what `items` says, then the tail.
     pub stream: fn(&[Item]) -> Vec<Vec<u8>>,
-}
-
-/// One output item of a round, in the order the upstream writes them.
-#[derive(Clone, Debug)]
-pub enum Item {
-    /// A text item, one delta per piece.
-    Text(Vec<&'static str>),
-    /// A tool call: id, name, arguments.
-    Call(&'static str, &'static str, &'static str),
 }
 
 pub const A: Wire = Wire {
@@ -63,166 +55,6 @@ pub const C: Wire = Wire {
     stream: chat_completions_stream,
 };
 
-fn sse(name: Option<&str>, data: Value) -> Vec<u8> {
-    match name {
-        Some(name) => format!("event: {name}\ndata: {data}\n\n").into_bytes(),
-        None => format!("data: {data}\n\n").into_bytes(),
-    }
-}
-
-/// The Responses API (`openai_responses/02_stream_text`, `03_stream_function_call`).
-fn responses_stream(items: &[Item]) -> Vec<Vec<u8>> {
-    let ev = |name: &str, mut data: Value| {
-        data["type"] = json!(name);
-        sse(Some(name), data)
-    };
-    let mut out = vec![ev(
-        "response.created",
-        json!({"response": {"id": "resp_1", "status": "in_progress", "output": []}}),
-    )];
-    for (i, item) in items.iter().enumerate() {
-        match item {
-            Item::Text(pieces) => {
-                let id = format!("msg_{i}");
-                out.push(ev(
-                    "response.output_item.added",
-                    json!({"output_index": i, "item": {"type": "message", "id": id, "role": "assistant", "content": []}}),
-                ));
-                for piece in pieces {
-                    out.push(ev(
-                        "response.output_text.delta",
-                        json!({"output_index": i, "item_id": id, "content_index": 0, "delta": piece}),
-                    ));
-                }
-                let text: String = pieces.concat();
-                out.push(ev(
-                    "response.output_item.done",
-                    json!({"output_index": i, "item": {"type": "message", "id": id, "role": "assistant",
-                        "content": [{"type": "output_text", "text": text, "annotations": []}]}}),
-                ));
-            }
-            Item::Call(id, name, arguments) => {
-                let item = json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": id,
-                    "name": name, "arguments": arguments, "status": "completed"});
-                let mut added = item.clone();
-                added["arguments"] = json!("");
-                out.push(ev(
-                    "response.output_item.added",
-                    json!({"output_index": i, "item": added}),
-                ));
-                out.push(ev(
-                    "response.function_call_arguments.delta",
-                    json!({"output_index": i, "item_id": format!("fc_{i}"), "delta": arguments}),
-                ));
-                out.push(ev(
-                    "response.output_item.done",
-                    json!({"output_index": i, "item": item}),
-                ));
-            }
-        }
-    }
-    out.push(ev(
-        "response.completed",
-        json!({"response": {"id": "resp_1", "status": "completed", "output": [],
-            "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}}),
-    ));
-    out
-}
-
-/// The Messages API (`anthropic_messages/04_stream_text`, `05a_stream_tool_use`).
-fn messages_stream(items: &[Item]) -> Vec<Vec<u8>> {
-    let ev = |name: &str, mut data: Value| {
-        data["type"] = json!(name);
-        sse(Some(name), data)
-    };
-    let mut out = vec![ev(
-        "message_start",
-        json!({"message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
-            "model": "claude-haiku-4-5-20251001", "stop_reason": null,
-            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
-    )];
-    let mut calls = false;
-    for (index, item) in items.iter().enumerate() {
-        match item {
-            Item::Text(pieces) => {
-                out.push(ev(
-                    "content_block_start",
-                    json!({"index": index, "content_block": {"type": "text", "text": ""}}),
-                ));
-                for piece in pieces {
-                    out.push(ev(
-                        "content_block_delta",
-                        json!({"index": index, "delta": {"type": "text_delta", "text": piece}}),
-                    ));
-                }
-            }
-            Item::Call(id, name, arguments) => {
-                calls = true;
-                out.push(ev(
-                    "content_block_start",
-                    json!({"index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-                ));
-                out.push(ev(
-                    "content_block_delta",
-                    json!({"index": index, "delta": {"type": "input_json_delta", "partial_json": arguments}}),
-                ));
-            }
-        }
-        out.push(ev("content_block_stop", json!({"index": index})));
-    }
-    let stop = if calls { "tool_use" } else { "end_turn" };
-    out.push(ev(
-        "message_delta",
-        json!({"delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
-    ));
-    out.push(ev("message_stop", json!({})));
-    out
-}
-
-/// Chat completions (`openai_chat/01_stream_tool_call_include_usage`, `02_stream_text_…`).
-fn chat_completions_stream(items: &[Item]) -> Vec<Vec<u8>> {
-    let chunk = |delta: Value, finish: Value| {
-        sse(
-            None,
-            json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
-                "model": "grok-4", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
-        )
-    };
-    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
-    let mut calls = 0;
-    for item in items {
-        match item {
-            Item::Text(pieces) => {
-                for piece in pieces {
-                    out.push(chunk(json!({"content": piece}), Value::Null));
-                }
-            }
-            Item::Call(id, name, arguments) => {
-                out.push(chunk(
-                    json!({"tool_calls": [{"index": calls, "id": id, "type": "function",
-                        "function": {"name": name, "arguments": ""}}]}),
-                    Value::Null,
-                ));
-                out.push(chunk(
-                    json!({"tool_calls": [{"index": calls, "function": {"arguments": arguments}}]}),
-                    Value::Null,
-                ));
-                calls += 1;
-            }
-        }
-    }
-    let finish = if calls > 0 { "tool_calls" } else { "stop" };
-    let mut tail = chunk(json!({}), json!(finish));
-    tail.extend(sse(
-        None,
-        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "grok-4",
-            "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
-    ));
-    tail.extend(b"data: [DONE]\n\n");
-    out.push(tail);
-    out
-}
-
 /// A paced reply of `items` (one write per event).
 pub fn paced(wire: Wire, items: &[Item]) -> Reply {
     Reply::sse("").paced((wire.stream)(items), std::time::Duration::from_millis(2))
@@ -232,7 +64,7 @@ pub fn paced(wire: Wire, items: &[Item]) -> Reply {
 pub fn after_first_text(wire: Wire, items: &[Item]) -> usize {
     let pieces = (wire.stream)(items);
     let first = match &items[0] {
-        Item::Text(p) => p[0],
+        Item::Text(p) => &p[0],
         Item::Call(..) => panic!("the first item is text"),
     };
     let needle = serde_json::to_string(first).unwrap();
@@ -281,7 +113,7 @@ pub async fn ask(server: &TestServer, wire: Wire, text: &str) -> Events {
 }
 
 async fn live_text_with_tools_on(wire: Wire) {
-    let items = [Item::Text(vec!["The answer ", "is ", "42."])];
+    let items = [text(&["The answer ", "is ", "42."])];
     let gate = Gate::new();
     let reply = paced(wire, &items).hold_before(after_first_text(wire, &items), &gate);
     let upstream = ScriptedUpstream::start([(wire.route, reply), ("POST /search", exa())]).await;
@@ -307,8 +139,8 @@ async fn live_text_with_tools_on(wire: Wire) {
 /// A round that begins with a tool call: its events come before any text, and its text (here
 /// none) and the next round's follow.
 async fn a_tool_round_keeps_the_contracts_order(wire: Wire) {
-    let call = [Item::Call("call_1", "web_search", r#"{"query":"answer"}"#)];
-    let answer = [Item::Text(vec!["Found ", "it."])];
+    let call = [call("call_1", "web_search", r#"{"query":"answer"}"#)];
+    let answer = [text(&["Found ", "it."])];
     let upstream = ScriptedUpstream::start([
         (wire.route, paced(wire, &call)),
         (wire.route, paced(wire, &answer)),
@@ -333,10 +165,10 @@ async fn a_tool_round_keeps_the_contracts_order(wire: Wire) {
 /// client never sees text the stored transcript does not hold.
 async fn a_preamble_streams_and_stays_in_the_reply(wire: Wire) {
     let first = [
-        Item::Text(vec!["Let me ", "search."]),
-        Item::Call("call_1", "web_search", r#"{"query":"answer"}"#),
+        text(&["Let me ", "search."]),
+        call("call_1", "web_search", r#"{"query":"answer"}"#),
     ];
-    let answer = [Item::Text(vec!["It is ", "42."])];
+    let answer = [text(&["It is ", "42."])];
     let gate = Gate::new();
     let upstream = ScriptedUpstream::start([
         (
@@ -415,7 +247,7 @@ for_each_provider!(A => provider_a, B => provider_b, C => provider_c);
 #[tokio::test]
 async fn a_declared_provider_streams_live_with_tools_on() {
     // A provider declared in the configuration file runs the same loop as the bundled ones.
-    let items = [Item::Text(vec!["Declared ", "and live."])];
+    let items = [text(&["Declared ", "and live."])];
     let gate = Gate::new();
     let reply = paced(C, &items).hold_before(after_first_text(C, &items), &gate);
     let upstream = ScriptedUpstream::start([(C.route, reply), ("POST /search", exa())]).await;

@@ -39,3 +39,5 @@ mod stops;
 mod support;
 mod web_page;
 mod workspace;
+#[path = "../common/wires.rs"]
+mod wires;

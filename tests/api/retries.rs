@@ -11,7 +11,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::completions::{deltas, names};
-use crate::live_replies::{A, C, Item, ask, paced, server};
+use crate::live_replies::{A, C, ask, paced, server, text};
 use crate::support::{Options, TestServer, write_config};
 
 fn refused(status: u16) -> Reply {
@@ -43,7 +43,7 @@ async fn configured(upstream: &ScriptedUpstream, config: &str, extra: &[&str]) -
 
 #[tokio::test]
 async fn a_429_then_success_is_one_normal_stream_over_two_calls() {
-    let answer = [Item::Text(vec!["Hello ", "again."])];
+    let answer = [text(&["Hello ", "again."])];
     let upstream = ScriptedUpstream::start([
         (C.route, refused(429).header("retry-after-ms", "20")),
         (C.route, paced(C, &answer)),
@@ -83,7 +83,7 @@ async fn a_refusal_that_persists_ends_with_the_error_within_the_budget() {
 
 #[tokio::test]
 async fn a_failure_after_the_first_delta_is_not_retried() {
-    let items = [Item::Text(vec!["Half ", "of it"])];
+    let items = [text(&["Half ", "of it"])];
     let mut pieces = (C.stream)(&items);
     pieces.pop(); // no finish, no [DONE]: the connection is cut mid-answer
     let cut = Reply::sse("")
@@ -107,7 +107,7 @@ async fn client_errors_are_not_retried() {
 
 #[tokio::test]
 async fn the_fallback_answers_when_the_tries_are_exhausted() {
-    let answer = [Item::Text(vec!["From ", "the fallback."])];
+    let answer = [text(&["From ", "the fallback."])];
     let upstream = ScriptedUpstream::start([
         (C.route, refused(529).header("retry-after-ms", "5")),
         (A.route, paced(A, &answer)),

@@ -11,7 +11,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::completions::{deltas, names};
-use crate::live_replies::{C, Item, after_first_text, ask, exa, paced, server};
+use crate::live_replies::{C, after_first_text, ask, call, exa, paced, server, text};
 use crate::support::{Events, Options, TestServer};
 
 /// What the chat holds: each message's role, content and metadata.
@@ -39,7 +39,7 @@ async fn stop(server: &TestServer, chat_id: &str) -> (StatusCode, Value) {
 
 #[tokio::test]
 async fn a_stopped_reply_ends_with_its_text_stored_and_the_upstream_closed() {
-    let items = [Item::Text(vec!["Partial ", "answer", " never sent"])];
+    let items = [text(&["Partial ", "answer", " never sent"])];
     let gate = Gate::new();
     // Held after two deltas, for good: only a stop ends this stream.
     let reply = paced(C, &items).hold_before(after_first_text(C, &items) + 1, &gate);
@@ -103,8 +103,8 @@ async fn a_stopped_reply_ends_with_its_text_stored_and_the_upstream_closed() {
 #[tokio::test]
 async fn a_tool_running_when_the_reply_stops_ends_as_failed_and_is_stored() {
     let call = [
-        Item::Text(vec!["Searching."]),
-        Item::Call("call_1", "web_search", r#"{"query":"slow"}"#),
+        text(&["Searching."]),
+        call("call_1", "web_search", r#"{"query":"slow"}"#),
     ];
     let search_gate = Gate::new();
     let upstream = ScriptedUpstream::start([
@@ -180,7 +180,7 @@ async fn stopping_with_nothing_running_is_404() {
 
 #[tokio::test]
 async fn a_persist_false_stream_whose_client_leaves_closes_its_upstream_within_a_second() {
-    let items = [Item::Text(vec!["One ", "two ", "three"])];
+    let items = [text(&["One ", "two ", "three"])];
     let gate = Gate::new();
     let reply = paced(C, &items).hold_before(after_first_text(C, &items), &gate);
     let upstream = ScriptedUpstream::start([(C.route, reply)]).await;

@@ -52,3 +52,5 @@ mod searches;
 mod support;
 #[path = "../api/workspace.rs"]
 mod workspace;
+#[path = "../common/wires.rs"]
+mod wires;
