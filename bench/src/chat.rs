@@ -144,10 +144,7 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     )?;
     let pid = server.child.id();
     let base = format!("http://{addr}");
-    let client = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(usize::MAX)
-        .build()?;
+    let client = client()?;
     // The model lists are loaded before anything is measured.
     check(client.get(format!("{base}/v1/models")).send().await?).await?;
 
@@ -163,6 +160,14 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     declared(&client, &base, &mock_url, o.requests).await?;
     drop(server);
     crate::live::run(live).await
+}
+
+/// The benchmark's client: TCP_NODELAY, and as many idle connections as it leaves.
+pub(crate) fn client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(usize::MAX)
+        .build()?)
 }
 
 /// Percentiles of `samples` in ms: p50, p99, max.

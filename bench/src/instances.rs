@@ -81,10 +81,7 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     let (server_a, _, a) = start_with(&binary, dir.path(), &env)?;
     let (server_b, _, b) = start_with(&binary, dir.path(), &env)?;
     let (a, b) = (format!("http://{a}"), format!("http://{b}"));
-    let client = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(usize::MAX)
-        .build()?;
+    let client = crate::chat::client()?;
     for base in [&a, &b] {
         check(client.get(format!("{base}/v1/models")).send().await?).await?;
     }

@@ -39,7 +39,11 @@ const HELD_AFTER: usize = 4;
 const WIRES: [(&str, &str, fn(&[Item]) -> Vec<Vec<u8>>); 3] = [
     ("provider_a", "/responses", wires::responses_stream),
     ("provider_b", "/messages", wires::messages_stream),
-    ("provider_c", "/chat/completions", wires::chat_completions_stream),
+    (
+        "provider_c",
+        "/chat/completions",
+        wires::chat_completions_stream,
+    ),
 ];
 
 #[derive(Clone)]
@@ -68,10 +72,7 @@ pub async fn run(n: usize) -> anyhow::Result<()> {
     }
     let (server, _, addr) = start_with(&binary, dir.path(), &env)?;
     let base = format!("http://{addr}");
-    let client = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(usize::MAX)
-        .build()?;
+    let client = crate::chat::client()?;
     check(client.get(format!("{base}/v1/models")).send().await?).await?;
     let tools = check(client.get(format!("{base}/v1/chat-tools")).send().await?).await?;
     let tools: Value = serde_json::from_slice(&tools)?;
@@ -119,7 +120,10 @@ async fn first_delta(
         }
     }
     let with = row(&format!("first delta: {provider}, tools on"), &mut on);
-    let without = row(&format!("first delta: {provider}, enabledTools []"), &mut off);
+    let without = row(
+        &format!("first delta: {provider}, enabledTools []"),
+        &mut off,
+    );
     println!(
         "{:<50} {:>9.2} {:>9.2}",
         format!("  tools on / off: {provider}"),
@@ -144,7 +148,10 @@ async fn stops(
         let mut stream = res.bytes_stream();
         let mut seen = Vec::new();
         while !seen.windows(DELTA.len()).any(|w| w == DELTA) {
-            let chunk = stream.next().await.context("the stream ended before a delta")??;
+            let chunk = stream
+                .next()
+                .await
+                .context("the stream ended before a delta")??;
             seen.extend_from_slice(&chunk);
         }
         let text = String::from_utf8_lossy(&seen);
@@ -172,7 +179,10 @@ async fn stops(
         }
     }
     println!("stop: a persisted provider_c stream stopped after its first delta");
-    row("stop request to the upstream connection closed", &mut closed);
+    row(
+        "stop request to the upstream connection closed",
+        &mut closed,
+    );
     row("stop request to its answer (the run ended)", &mut answered);
     Ok(())
 }

@@ -66,10 +66,7 @@ async fn start_sink() -> anyhow::Result<(Sink, String)> {
 pub async fn run(requests: usize, mock_url: &str) -> anyhow::Result<()> {
     let binary = server_binary()?;
     let (sink, sink_url) = start_sink().await?;
-    let client = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(usize::MAX)
-        .build()?;
+    let client = crate::chat::client()?;
     let common = [
         ("PROVIDER_C_BASE_URL", mock_url),
         ("PROVIDER_C_API_KEY", "bench"),

@@ -19,13 +19,15 @@
 //! - [`model`]: the shared vocabulary (roles, providers, ids, timestamps).
 //! - [`attachments`]: the attachment policy (count, type by magic number, sizes).
 //! - [`tools`]: the tool catalogue, the one answer to "which tools exist".
-//! - [`chat`]: chat completions: the model↔tool loop, the transcript rules, the stream's events,
-//!   model lists, title suggestion.
+//! - [`chat`]: chat completions: the model↔tool loop (text live as it comes, refused turns
+//!   tried again, a client's stop), the transcript rules, the stream's events, model lists,
+//!   title suggestion.
 //! - [`search`]: search mode: one run of the search plugin's search and answer side by side,
 //!   its stream events, the seed message of a chat started from a search.
 //! - [`runs`]: backend-owned runs: the registry behind `GET /v1/active-runs` and attach, each
-//!   run's event log, the shutdown grace period; on PostgreSQL the runs shared by the instances
-//!   (events in the database, followed from any instance) and the instance's lease.
+//!   run's event log, a client's stop, the shutdown grace period; on PostgreSQL the runs shared
+//!   by the instances (events and stop requests in the database, from any instance) and the
+//!   instance's lease.
 //! - [`plugins`]: the plugin host: wasmtime components, their grants (one folder per
 //!   capability: http, ssh for the devbox tools only, settings, log), the services whose keys
 //!   the host adds, bundled, PLUGINS_DIR and declared providers with hot reload, the compile

@@ -147,6 +147,13 @@ pub fn image_data_url(image: &crate::host::Image) -> String {
 
 /// A streamed response's parser, fed one server-sent event at a time. Each provider has its
 /// own; [`relay`] drives any of them.
+///
+/// What a provider says of its round is the order of its events: text and tool calls go out in
+/// the order the upstream began them (the WIT's `turn-event`), and text as soon as it arrives.
+/// The host streams a round that begins with text live and holds the text of a round that
+/// begins with a tool call until its calls are announced. A wire whose items interleave (chat
+/// completions' indexed deltas) holds text that arrives after a call began until that call is
+/// emitted (`plugins/chat_completions/src/stream.rs`).
 pub trait TurnStream {
     /// The turn events one server-sent event yields, in order.
     fn push(&mut self, event: &crate::sse::Event) -> Result<Vec<TurnEvent>, PluginError>;

@@ -37,25 +37,15 @@ fn exa_results() -> Value {
 
 /// A server whose provider_c and engine_a point at `upstream`.
 pub(crate) async fn server_for(upstream: &ScriptedUpstream, extra: &[&str]) -> TestServer {
-    let url = upstream.url();
-    let mut args: Vec<String> = [
-        "--provider-c-base-url",
-        &url,
-        "--provider-c-api-key",
-        "c-key",
-        "--engine-a-base-url",
-        &url,
-        "--engine-a-api-key",
-        "e-key",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    TestServer::start_with(Options {
-        args,
-        ..Options::default()
-    })
+    let args = extra.iter().map(|s| s.to_string()).collect();
+    crate::live_replies::server(
+        crate::live_replies::C,
+        upstream,
+        Options {
+            args,
+            ..Options::default()
+        },
+    )
     .await
 }
 

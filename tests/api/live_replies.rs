@@ -12,8 +12,10 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::completions::{deltas, names, transcript};
-pub use crate::wires::{Item, call, chat_completions_stream, messages_stream, responses_stream, text};
 use crate::support::{Events, Options, TestServer};
+pub use crate::wires::{
+    Item, call, chat_completions_stream, messages_stream, responses_stream, text,
+};
 
 /// What a test needs of one provider's wire.
 #[derive(Clone, Copy)]
@@ -84,14 +86,16 @@ pub fn exa() -> Reply {
     )
 }
 
-/// A server whose `wire` provider and engine_a are the upstream, with `extra` flags.
+/// A server whose `wire` provider (its key `a-key`, `b-key`, `c-key`) and engine_a are the
+/// upstream, with `options`.
 pub async fn server(wire: Wire, upstream: &ScriptedUpstream, options: Options) -> TestServer {
     let url = upstream.url();
+    let key = format!("{}-key", wire.provider.trim_start_matches("provider_"));
     let mut args: Vec<String> = [
         wire.base_flag,
         &url,
         wire.key_flag,
-        "test-key",
+        &key,
         "--engine-a-base-url",
         &url,
         "--engine-a-api-key",
@@ -128,7 +132,12 @@ async fn live_text_with_tools_on(wire: Wire) {
     assert_eq!(first.data["text"], "The answer ", "{}", wire.provider);
     gate.open();
     let rest = stream.rest().await;
-    assert_eq!(names(&rest), ["delta", "delta", "done"], "{}", wire.provider);
+    assert_eq!(
+        names(&rest),
+        ["delta", "delta", "done"],
+        "{}",
+        wire.provider
+    );
     let done = rest.last().unwrap();
     assert_eq!(done.data["text"], "The answer is 42.");
     let chat_id = meta.data["chatId"].as_str().unwrap();

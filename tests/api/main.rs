@@ -38,6 +38,6 @@ mod searches;
 mod stops;
 mod support;
 mod web_page;
-mod workspace;
 #[path = "../common/wires.rs"]
 mod wires;
+mod workspace;

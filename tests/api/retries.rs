@@ -15,11 +15,18 @@ use crate::live_replies::{A, C, ask, paced, server, text};
 use crate::support::{Options, TestServer, write_config};
 
 fn refused(status: u16) -> Reply {
-    Reply::json(status, json!({"error": {"message": "slow down", "type": "rate_limit"}}))
+    Reply::json(
+        status,
+        json!({"error": {"message": "slow down", "type": "rate_limit"}}),
+    )
 }
 
 fn turns(upstream: &ScriptedUpstream, path: &str) -> usize {
-    upstream.requests().iter().filter(|r| r.path == path).count()
+    upstream
+        .requests()
+        .iter()
+        .filter(|r| r.path == path)
+        .count()
 }
 
 /// A server on `upstream` with the configuration file `config`.
@@ -58,8 +65,14 @@ async fn a_429_then_success_is_one_normal_stream_over_two_calls() {
 
 #[tokio::test]
 async fn a_refusal_that_persists_ends_with_the_error_within_the_budget() {
-    let upstream = ScriptedUpstream::start([(C.route, refused(503).header("retry-after", "0"))]).await;
-    let server = configured(&upstream, "[retry]\nattempts = 3\nmax_wait_ms = 2000\n", &[]).await;
+    let upstream =
+        ScriptedUpstream::start([(C.route, refused(503).header("retry-after", "0"))]).await;
+    let server = configured(
+        &upstream,
+        "[retry]\nattempts = 3\nmax_wait_ms = 2000\n",
+        &[],
+    )
+    .await;
     let started = Instant::now();
     let events = ask(&server, C, "hi").await.rest().await;
     assert_eq!(names(&events), ["meta", "error"]);
@@ -72,7 +85,8 @@ async fn a_refusal_that_persists_ends_with_the_error_within_the_budget() {
     assert!(started.elapsed() < Duration::from_secs(10));
 
     // A Retry-After past the budget is not waited for: one try, at once.
-    let upstream = ScriptedUpstream::start([(C.route, refused(429).header("retry-after", "3600"))]).await;
+    let upstream =
+        ScriptedUpstream::start([(C.route, refused(429).header("retry-after", "3600"))]).await;
     let server = configured(&upstream, "[retry]\nmax_wait_ms = 1000\n", &[]).await;
     let started = Instant::now();
     let events = ask(&server, C, "hi").await.rest().await;
@@ -86,9 +100,7 @@ async fn a_failure_after_the_first_delta_is_not_retried() {
     let items = [text(&["Half ", "of it"])];
     let mut pieces = (C.stream)(&items);
     pieces.pop(); // no finish, no [DONE]: the connection is cut mid-answer
-    let cut = Reply::sse("")
-        .paced(pieces, Duration::from_millis(2))
-        .cut();
+    let cut = Reply::sse("").paced(pieces, Duration::from_millis(2)).cut();
     let upstream = ScriptedUpstream::start([(C.route, cut)]).await;
     let server = configured(&upstream, "", &[]).await;
     let events = ask(&server, C, "hi").await.rest().await;
@@ -119,7 +131,10 @@ async fn the_fallback_answers_when_the_tries_are_exhausted() {
     let server = configured(&upstream, config, &["--provider-a-base-url", &url]).await;
     let events = ask(&server, C, "hi").await.rest().await;
     assert_eq!(names(&events), ["meta", "delta", "delta", "done"]);
-    assert_eq!(events[0].data["provider"], "provider_c", "meta names the request's");
+    assert_eq!(
+        events[0].data["provider"], "provider_c",
+        "meta names the request's"
+    );
     assert_eq!(deltas(&events), "From the fallback.");
     assert_eq!(turns(&upstream, "/chat/completions"), 2);
     assert_eq!(turns(&upstream, "/responses"), 1);
@@ -133,7 +148,12 @@ async fn the_fallback_answers_when_the_tries_are_exhausted() {
     let chat_id = events[0].data["chatId"].as_str().unwrap();
     let (status, chat) = server.get(&format!("/v1/chats/{chat_id}")).await;
     assert_eq!(status, StatusCode::OK);
-    let reply = chat["chat"]["messages"].as_array().unwrap().last().unwrap().clone();
+    let reply = chat["chat"]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(reply["content"], "From the fallback.");
     assert_eq!(
         reply["metadata"]["fallback"],

@@ -61,7 +61,10 @@ async fn a_stopped_reply_ends_with_its_text_stored_and_the_upstream_closed() {
     let took = asked.elapsed();
     assert_eq!(names(&rest), ["done"]);
     assert_eq!(rest[0].data["text"], "Partial answer");
-    assert!(took < Duration::from_secs(1), "the stream ended {took:?} after the stop");
+    assert!(
+        took < Duration::from_secs(1),
+        "the stream ended {took:?} after the stop"
+    );
     // The upstream saw its connection closed.
     tokio::time::timeout(Duration::from_secs(5), upstream.dropped(1))
         .await
@@ -82,7 +85,10 @@ async fn a_stopped_reply_ends_with_its_text_stored_and_the_upstream_closed() {
         .await
         .unwrap()
         .unwrap();
-    assert!(call.completed_at.is_some() && call.error.is_none(), "{call:?}");
+    assert!(
+        call.completed_at.is_some() && call.error.is_none(),
+        "{call:?}"
+    );
 
     let (_, runs) = server.get("/v1/active-runs").await;
     assert_eq!(runs["chats"], json!([]));
@@ -127,7 +133,10 @@ async fn a_tool_running_when_the_reply_stops_ends_as_failed_and_is_stored() {
     assert_eq!(names(&rest), ["tool_call", "done"]);
     assert_eq!(rest[0].data["status"], "failed");
     assert!(
-        rest[0].data["error"].as_str().unwrap().starts_with("stopped"),
+        rest[0].data["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("stopped"),
         "{}",
         rest[0].data
     );
@@ -186,8 +195,10 @@ async fn a_persist_false_stream_whose_client_leaves_closes_its_upstream_within_a
     let upstream = ScriptedUpstream::start([(C.route, reply)]).await;
     let server = server(C, &upstream, Options::default()).await;
     let mut stream = server
-        .stream(json!({"provider": C.provider, "model": C.model, "persist": false,
-            "messages": [{"role": "user", "content": "count"}]}))
+        .stream(
+            json!({"provider": C.provider, "model": C.model, "persist": false,
+            "messages": [{"role": "user", "content": "count"}]}),
+        )
         .await;
     stream.expect("meta").await;
     stream.expect("delta").await;
@@ -208,7 +219,10 @@ async fn on_postgres_a_stop_request_is_marked_for_an_owner_whose_listener_was_aw
     let upstream = ScriptedUpstream::start([]).await;
     let server = server(C, &upstream, Options::default()).await;
     let table = server.store.runs_table().expect("PostgreSQL shares runs");
-    assert_eq!(table.request_stop("chat", "nothing-runs").await.unwrap(), None);
+    assert_eq!(
+        table.request_stop("chat", "nothing-runs").await.unwrap(),
+        None
+    );
     table.start("run-1", "chat", "chat-1", 7).await.unwrap();
     assert!(table.stop_requests().await.unwrap().is_empty());
     let asked = table.request_stop("chat", "chat-1").await.unwrap();

@@ -560,7 +560,12 @@ async fn a_stop_sent_to_b_ends_the_run_a_owns() {
 
     assert_eq!(b.get("/v1/active-runs").await["chats"], json!([]));
     let chat = b.get(&format!("/v1/chats/{chat_id}")).await;
-    let last = chat["chat"]["messages"].as_array().unwrap().last().unwrap().clone();
+    let last = chat["chat"]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["content"], "w0 w1 ");
     assert_eq!(last["metadata"]["stopped"], true);
     // The chat takes its next stream, on either instance.

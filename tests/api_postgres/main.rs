@@ -41,16 +41,16 @@ mod retries;
 mod runs;
 #[path = "../api/search_runs.rs"]
 mod search_runs;
-#[path = "../api/stops.rs"]
-mod stops;
 #[path = "../api/search_streams.rs"]
 mod search_streams;
 #[path = "../api/searches.rs"]
 mod searches;
+#[path = "../api/stops.rs"]
+mod stops;
 #[path = "../api/support.rs"]
 #[allow(dead_code)]
 mod support;
-#[path = "../api/workspace.rs"]
-mod workspace;
 #[path = "../common/wires.rs"]
 mod wires;
+#[path = "../api/workspace.rs"]
+mod workspace;

@@ -15,7 +15,6 @@ pub enum Item {
     Call(String, String, String),
 }
 
-
 /// A text item of `pieces`.
 pub fn text(pieces: &[&str]) -> Item {
     Item::Text(pieces.iter().map(|p| p.to_string()).collect())
@@ -151,7 +150,10 @@ pub fn chat_completions_stream(items: &[Item]) -> Vec<Vec<u8>> {
                 "model": "grok-4", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
         )
     };
-    let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut out = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     let mut calls = 0;
     for item in items {
         match item {
@@ -185,4 +187,3 @@ pub fn chat_completions_stream(items: &[Item]) -> Vec<Vec<u8>> {
     out.push(tail);
     out
 }
-

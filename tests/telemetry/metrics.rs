@@ -20,7 +20,8 @@ async fn metrics_count_a_tool_loop_and_a_failure_with_bounded_labels() {
         (COMPLETIONS, text_reply(&["The capital ", "is London."])),
         (
             COMPLETIONS,
-            Reply::json(500, json!({"error": {"message": "overloaded"}})),
+            Reply::json(500, json!({"error": {"message": "overloaded"}}))
+                .header("retry-after-ms", "1"),
         ),
         ("POST /search", Reply::json(200, exa_results(2))),
     ])
@@ -153,9 +154,10 @@ async fn metrics_count_a_tool_loop_and_a_failure_with_bounded_labels() {
         ) >= 2.0
     );
 
-    // The failure: an upstream 5xx of an unlisted model, its run ended by an error.
+    // The failure: an upstream 5xx of an unlisted model, tried three times (the default
+    // attempts), its run ended by an error.
     let unlisted = [("provider", "provider_c"), ("model", "unlisted")];
-    assert_eq!(m.value("chatd_provider_turns", &unlisted), 1.0);
+    assert_eq!(m.value("chatd_provider_turns", &unlisted), 3.0);
     assert_eq!(
         m.value(
             "chatd_provider_errors",
@@ -165,7 +167,14 @@ async fn metrics_count_a_tool_loop_and_a_failure_with_bounded_labels() {
                 ("kind", "upstream_5xx")
             ]
         ),
-        1.0
+        3.0
+    );
+    assert_eq!(
+        m.value(
+            "chatd_provider_retries",
+            &[("provider", "provider_c"), ("kind", "upstream_5xx")]
+        ),
+        2.0
     );
     assert_eq!(
         m.value("chatd_runs_ended", &[("kind", "chat"), ("outcome", "done")]),
@@ -209,7 +218,7 @@ async fn a_client_that_leaves_a_stream_and_one_that_attaches_are_counted() {
         .hold_before(2, &gate);
     let upstreams = Upstreams::start([(COMPLETIONS, held)]).await;
     let chatd = Chatd::start(upstreams.env());
-    // No tools: deltas go out as they arrive (with tools a round's text waits for its end).
+    // A chat without tools (deltas go out as they arrive with tools on too: `chat/round.rs`).
     let chat_id = new_chat(&chatd, json!({"enabledTools": []})).await;
     let body = json!({"chatId": chat_id, "provider": "provider_c", "model": MODEL,
                       "messages": [{"role": "user", "content": "Count"}]});
@@ -256,6 +265,48 @@ async fn a_client_that_leaves_a_stream_and_one_that_attaches_are_counted() {
         m.value("chatd_runs_ended", &[("kind", "chat"), ("outcome", "done")]),
         1.0
     );
+}
+
+#[tokio::test]
+async fn a_stopped_run_is_counted_and_ends_done() {
+    let gate = chatd::plugins::testing::Gate::new();
+    let pieces = crate::upstream::text_pieces(&["One ", "two ", "three."]);
+    let held = Reply::sse("")
+        .paced(pieces, std::time::Duration::from_millis(5))
+        .hold_before(2, &gate);
+    let upstreams = Upstreams::start([(COMPLETIONS, held)]).await;
+    let chatd = Chatd::start(upstreams.env());
+    let chat_id = new_chat(&chatd, json!({})).await;
+    let body = json!({"chatId": chat_id, "provider": "provider_c", "model": MODEL,
+                      "messages": [{"role": "user", "content": "Count"}]});
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/chat-completions/stream", chatd.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let mut bytes = response.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("event: delta") {
+        use futures::StreamExt;
+        let chunk = bytes.next().await.expect("the stream goes on").unwrap();
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let (status, _) = call(
+        Method::POST,
+        &format!("{}/v1/chats/{chat_id}/stream/cancel", chatd.base),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let m = Scrape::of(&chatd.base).await;
+    assert_eq!(m.value("chatd_runs_cancelled", &[("kind", "chat")]), 1.0);
+    assert_eq!(
+        m.value("chatd_runs_ended", &[("kind", "chat"), ("outcome", "done")]),
+        1.0
+    );
+    assert_eq!(m.value("chatd_runs_live", &[("kind", "chat")]), 0.0);
+    gate.open();
 }
 
 #[tokio::test]

@@ -178,8 +178,14 @@ async fn stop_ends_the_reply_and_keeps_what_was_written() {
         .await;
     browser.click("#stop").await;
     browser.until("the reply to be done", DONE).await;
-    assert_eq!(browser.text(".message.assistant .markdown").await, "One two");
-    assert_eq!(browser.text(".message.assistant .stopped-note").await, "Stopped");
+    assert_eq!(
+        browser.text(".message.assistant .markdown").await,
+        "One two"
+    );
+    assert_eq!(
+        browser.text(".message.assistant .stopped-note").await,
+        "Stopped"
+    );
     assert_eq!(
         browser
             .eval("return document.getElementById('stop').hidden", vec![])

@@ -19,12 +19,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{mpsc, watch};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::{Notify, mpsc, watch};
 
 use super::events::{ChatEvent, Usage};
+use super::retry;
 use super::round::{Reply, Turn};
 use super::tool_calls::{self, Ran};
-use super::retry;
 use crate::config::retry::RetryPolicy;
 use crate::plugins::CallError;
 use crate::plugins::load::Plugin;
@@ -134,25 +136,47 @@ pub struct Sink {
     pub stop: Stop,
 }
 
-/// A client's request to stop a run (`POST /v1/chats/:chatId/stream/cancel`); a run nobody can
-/// stop has none ([`Stop::default`]).
+/// The switch a client's stop throws (`POST /v1/chats/:chatId/stream/cancel`), shared by a run's
+/// registry entry (`runs`) and its completion. A flag and a `Notify`: a few dozen bytes per run,
+/// where a watch channel took half a KiB (memory per live stream, BENCHMARKS.md).
+#[derive(Debug, Default)]
+pub struct StopSwitch {
+    requested: AtomicBool,
+    notify: Notify,
+}
+
+impl StopSwitch {
+    /// Asks the run to stop; any later wait sees it too.
+    pub fn request(&self) {
+        self.requested.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+}
+
+/// What a completion watches for a client's stop; a run nobody can stop has none
+/// ([`Stop::default`]).
 #[derive(Clone, Debug, Default)]
-pub struct Stop(Option<watch::Receiver<bool>>);
+pub struct Stop(Option<Arc<StopSwitch>>);
 
 impl Stop {
-    pub fn new(requested: watch::Receiver<bool>) -> Self {
-        Self(Some(requested))
+    pub fn new(switch: Arc<StopSwitch>) -> Self {
+        Self(Some(switch))
     }
 
     /// Resolves once a stop is requested; never, for a run nobody can stop.
     pub async fn requested(&self) {
-        if let Some(rx) = &self.0 {
-            let mut rx = rx.clone();
-            if rx.wait_for(|stop| *stop).await.is_ok() {
+        let Some(switch) = &self.0 else {
+            return std::future::pending().await;
+        };
+        loop {
+            // Made before the flag is read: `notify_waiters` wakes every `Notified` that
+            // exists, polled or not, so a request between the two is not missed.
+            let notified = switch.notify.notified();
+            if switch.requested.load(Ordering::SeqCst) {
                 return;
             }
+            notified.await;
         }
-        std::future::pending().await
     }
 }
 
@@ -297,11 +321,7 @@ impl Completion {
         // A provider that takes references gets the large values (attachments, long texts) as
         // tokens, filled in as its request is sent: its sandbox holds the turn's small parts.
         // Only when the fallback takes them too: the values are not put back.
-        let takes = |plugin: &Plugin| {
-            plugin
-                .as_provider()
-                .is_some_and(|p| p.takes_references())
-        };
+        let takes = |plugin: &Plugin| plugin.as_provider().is_some_and(|p| p.takes_references());
         let by_reference =
             takes(&self.plugin) && self.fallback.as_ref().is_none_or(|f| takes(&f.plugin));
         let mut refs = by_reference.then(Refs::new).map(|mut refs| {
@@ -447,20 +467,38 @@ impl Completion {
     /// (`retry.rs`), waiting what it asks within the policy's budget. A stop during a wait
     /// ends the round as stopped.
     async fn tried(
+        &mut self,
+        continuation: Option<String>,
+        refs: Option<Arc<Refs>>,
+        reply: &mut Reply,
+        sink: &Sink,
+    ) -> Turn {
+        // Each try gets a copy of the transcript. Without tools this is the only round: once
+        // its turn has given an event it is not tried again, and the copy kept for a new try is
+        // let go (`turn_events`), so a live stream holds no transcript it will not send.
+        let mut transcript = Some(std::mem::take(&mut self.messages));
+        let turn = self
+            .tries(continuation, refs, reply, sink, &mut transcript)
+            .await;
+        self.messages = transcript.unwrap_or_default();
+        turn
+    }
+
+    async fn tries(
         &self,
         continuation: Option<String>,
         refs: Option<Arc<Refs>>,
         reply: &mut Reply,
         sink: &Sink,
+        transcript: &mut Option<Vec<wit::Message>>,
     ) -> Turn {
         let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec.clone()).collect();
         let (mut failed, mut waited) = (0u32, Duration::ZERO);
         loop {
             let request = TurnRequest {
                 model: self.model.clone(),
-                // Copied, not moved: a refused turn is sent again. With references (chatd's
-                // providers) the copy holds no attachment.
-                messages: self.messages.clone(),
+                // With references (chatd's providers) the copy holds no attachment.
+                messages: transcript.clone().unwrap_or_default(),
                 tools: specs.clone(),
                 temperature: self.temperature,
                 max_tokens: self.max_tokens,
@@ -468,8 +506,9 @@ impl Completion {
                 may_continue: !specs.is_empty(),
                 continuation: continuation.clone(),
             };
-            let seen = UpstreamSeen::default();
-            let mut turn = self.turn(request, refs.clone(), reply, sink, &seen).await;
+            let mut turn = self
+                .turn(request, refs.clone(), reply, sink, transcript)
+                .await;
             failed += 1;
             let Some(result) = &turn.result else {
                 return turn;
@@ -477,7 +516,7 @@ impl Completion {
             let Some(kind) = retry::retryable(result, turn.events) else {
                 return turn;
             };
-            let Some(wait) = retry::delay(&self.retry, failed, waited, seen.retry_after()) else {
+            let Some(wait) = retry::delay(&self.retry, failed, waited, turn.retry_after) else {
                 return turn;
             };
             metrics::provider_retry(&self.provider, kind);
@@ -506,12 +545,12 @@ impl Completion {
         refs: Option<Arc<Refs>>,
         reply: &mut Reply,
         sink: &Sink,
-        seen: &UpstreamSeen,
+        transcript: &mut Option<Vec<wit::Message>>,
     ) -> Turn {
         let span = trace::provider_turn(&self.provider, &self.model);
         let started = Instant::now();
         let turn = self
-            .turn_events(request, refs, reply, sink, started, seen)
+            .turn_events(request, refs, reply, sink, started, transcript)
             .instrument(span.clone())
             .await;
         let error = turn.result.as_ref().and_then(error_kind);
@@ -537,7 +576,7 @@ impl Completion {
         reply: &mut Reply,
         sink: &Sink,
         started: Instant,
-        seen: &UpstreamSeen,
+        transcript: &mut Option<Vec<wit::Message>>,
     ) -> Turn {
         let provider = self
             .plugin
@@ -545,11 +584,15 @@ impl Completion {
             .expect("the caller checked the plugin's kind");
         let tools = !self.tools.is_empty();
         let (tx, mut rx) = mpsc::channel(TURN_EVENT_BUFFER);
-        let call = provider.turn_seen(request, refs, tx, seen);
+        let seen = UpstreamSeen::default();
+        let call = provider.turn_seen(request, refs, tx, &seen);
         tokio::pin!(call);
         let mut turn = Turn::default();
         let mut result = None;
         let mut drained = false;
+        // One wait for the whole turn, not one per event.
+        let stop = sink.stop.requested();
+        tokio::pin!(stop);
         // Until both the call has returned and its channel is drained (the sender lives in the
         // call's store, so the channel closes when the call is done).
         while result.is_none() || !drained {
@@ -557,7 +600,7 @@ impl Completion {
                 // A stop first, then events: what the plugin emitted before returning is
                 // handled before its result.
                 biased;
-                () = sink.stop.requested() => {
+                () = &mut stop => {
                     // Returning drops the call, and with it the upstream request.
                     turn.stopped = true;
                     return turn;
@@ -569,6 +612,10 @@ impl Completion {
                         if first && turn.first_token.is_none() {
                             turn.first_token = Some(started.elapsed());
                         }
+                        // Answered: no new try, and without tools no next round either.
+                        if !tools {
+                            *transcript = None;
+                        }
                         turn.take(event, tools, reply, sink)
                     }
                     None => drained = true,
@@ -577,6 +624,7 @@ impl Completion {
             }
         }
         turn.result = result;
+        turn.retry_after = seen.retry_after();
         turn
     }
 }

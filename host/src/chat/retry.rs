@@ -109,11 +109,18 @@ mod tests {
         let asked = Some(Duration::from_secs(2));
         assert_eq!(delay(&policy, 1, Duration::ZERO, asked), asked);
         assert_eq!(delay(&policy, 2, Duration::from_secs(2), asked), asked);
-        assert_eq!(delay(&policy, 3, Duration::ZERO, asked), None, "attempts used up");
+        assert_eq!(
+            delay(&policy, 3, Duration::ZERO, asked),
+            None,
+            "attempts used up"
+        );
         // A Retry-After past what is left is not waited for.
         assert_eq!(delay(&policy, 1, Duration::from_secs(4), asked), None);
         let own = delay(&policy, 2, Duration::ZERO, None).unwrap();
-        assert!(own <= Duration::from_secs(1) && own >= Duration::from_millis(750), "{own:?}");
+        assert!(
+            own <= Duration::from_secs(1) && own >= Duration::from_millis(750),
+            "{own:?}"
+        );
         assert!(backoff(30) <= MAX_BACKOFF);
     }
 }

@@ -89,6 +89,8 @@ pub(super) struct Turn {
     /// A client stopped the run during the turn; the turn was dropped (its upstream request
     /// with it) and has no result.
     pub stopped: bool,
+    /// The wait the upstream asked for with its error status.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl Turn {
@@ -165,7 +167,11 @@ mod tests {
         let mut reader = log.reader();
         let mut out = Vec::new();
         while let Some(frames) = futures::FutureExt::now_or_never(reader.next()).flatten() {
-            out.extend(frames.iter().map(|b| String::from_utf8_lossy(b).into_owned()));
+            out.extend(
+                frames
+                    .iter()
+                    .map(|b| String::from_utf8_lossy(b).into_owned()),
+            );
             if out.len() > 100 {
                 break;
             }
@@ -201,7 +207,11 @@ mod tests {
         second.take(call("c2"), true, &mut reply, &sink);
         second.take(text("noted"), true, &mut reply, &sink);
         assert_eq!(second.kind, Kind::Tools);
-        assert_eq!(reply.text(), "Let me look.", "held until its calls are announced");
+        assert_eq!(
+            reply.text(),
+            "Let me look.",
+            "held until its calls are announced"
+        );
         second.release_held(&mut reply, &sink);
 
         let mut last = Turn::default();

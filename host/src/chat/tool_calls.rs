@@ -10,7 +10,9 @@ use futures::stream::FuturesUnordered;
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
-use super::completion::{CompletionError, EnabledTool, Sink, describe_call_error, describe_plugin_error};
+use super::completion::{
+    CompletionError, EnabledTool, Sink, describe_call_error, describe_plugin_error,
+};
 use super::events::{ChatEvent, ToolCallEvent, ToolStatus};
 use crate::model::{Role, now, to_millis};
 use crate::plugins::provider::{self as wit, PluginError, ToolResult};
@@ -80,10 +82,12 @@ pub(super) async fn run(
         })
         .collect();
     let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+    let stop = sink.stop.requested();
+    tokio::pin!(stop);
     loop {
         let next = tokio::select! {
             next = running.next() => next,
-            () = sink.stop.requested() => break,
+            () = &mut stop => break,
         };
         let Some((i, outcome, took)) = next else {
             return Ok(Ran::All(results.into_iter().flatten().collect()));

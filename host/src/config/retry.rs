@@ -207,8 +207,14 @@ mod tests {
     #[test]
     fn bad_values_name_their_key() {
         let cases = [
-            ("[retry]\nattempts = 0", "retry.attempts: must be an integer from 1"),
-            ("[retry]\nmax_wait_ms = -1", "retry.max_wait_ms: must be an integer from 0"),
+            (
+                "[retry]\nattempts = 0",
+                "retry.attempts: must be an integer from 1",
+            ),
+            (
+                "[retry]\nmax_wait_ms = -1",
+                "retry.max_wait_ms: must be an integer from 0",
+            ),
             (
                 "[retry.providers.provider_a]\nfallback = { provider = \"provider_a\", model = \"m\" }",
                 "retry.providers.provider_a.fallback.provider: must be another provider",

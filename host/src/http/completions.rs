@@ -681,7 +681,7 @@ async fn start_run(
     let sink = Sink {
         log: Some(log.clone()),
         chat,
-        stop: Stop::new(run.stop_requested()),
+        stop: Stop::new(run.stop_switch()),
     };
     sink.emit(&ChatEvent::Meta {
         chat_id: Some(chat_id.clone()),

@@ -105,23 +105,26 @@ pub(crate) fn sse(kind: RunKind, reader: RunReader, owner: Option<AbortOnDrop>) 
         KEEP_ALIVE
     };
     let state = (reader, owner, departure);
-    let frames = futures::stream::unfold(state, move |(mut reader, owner, mut departure)| async move {
-        if reader.finished() {
-            departure.end();
-            return None;
-        }
-        let bytes = match tokio::time::timeout(idle, reader.next()).await {
-            Ok(Some(frames)) => Bytes::from(frames.concat()),
-            Ok(None) => {
+    let frames = futures::stream::unfold(
+        state,
+        move |(mut reader, owner, mut departure)| async move {
+            if reader.finished() {
                 departure.end();
                 return None;
             }
-            Err(_) => Bytes::from_static(b": keep-alive\n\n"),
-        };
-        // The terminal event is in these bytes: a client that leaves now has had the run's end.
-        departure.ended = reader.finished();
-        Some((Ok::<_, Infallible>(bytes), (reader, owner, departure)))
-    });
+            let bytes = match tokio::time::timeout(idle, reader.next()).await {
+                Ok(Some(frames)) => Bytes::from(frames.concat()),
+                Ok(None) => {
+                    departure.end();
+                    return None;
+                }
+                Err(_) => Bytes::from_static(b": keep-alive\n\n"),
+            };
+            // The terminal event is in these bytes: a client that leaves now has had the run's end.
+            departure.ended = reader.finished();
+            Some((Ok::<_, Infallible>(bytes), (reader, owner, departure)))
+        },
+    );
     (
         [
             (header::CONTENT_TYPE, "text/event-stream; charset=utf-8"),

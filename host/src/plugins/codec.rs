@@ -350,7 +350,10 @@ impl Codecs {
         };
         seen.head(
             response.status,
-            response.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+            response
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str())),
         );
         let headers: Vec<_> = response
             .headers

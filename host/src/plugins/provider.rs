@@ -338,11 +338,17 @@ mod tests {
             Some(Duration::from_micros(250_500))
         );
         let date = httpdate::fmt_http_date(now + Duration::from_secs(7));
-        assert_eq!(read(&[("retry-after", &date)]), Some(Duration::from_secs(7)));
+        assert_eq!(
+            read(&[("retry-after", &date)]),
+            Some(Duration::from_secs(7))
+        );
         // A date already past asks for no wait; nonsense is no answer.
         let past = httpdate::fmt_http_date(now - Duration::from_secs(7));
         assert_eq!(read(&[("retry-after", &past)]), Some(Duration::ZERO));
-        assert_eq!(read(&[("retry-after", "soon"), ("retry-after-ms", "-1")]), None);
+        assert_eq!(
+            read(&[("retry-after", "soon"), ("retry-after-ms", "-1")]),
+            None
+        );
         assert_eq!(read(&[]), None);
     }
 

@@ -328,36 +328,37 @@ async fn respond(reply: Reply, dropped: watch::Sender<usize>) -> axum::response:
             dropped,
             ended: false,
         };
-        let stream = futures::stream::unfold((0usize, pieces, watch), move |(i, pieces, mut watch)| {
-            let hold = hold.clone();
-            async move {
-                if i > 0 && i <= pieces.len() && !pause.is_zero() {
-                    tokio::time::sleep(pause).await;
-                }
-                if let Some((at, gate)) = &hold
-                    && *at == i
-                {
-                    gate.passed().await;
-                }
-                match pieces.get(i) {
-                    Some(piece) => Some((
-                        Ok::<_, std::io::Error>(Bytes::from(piece.clone())),
-                        (i + 1, pieces, watch),
-                    )),
-                    None if cut => {
-                        watch.ended = true;
-                        Some((
-                            Err(std::io::Error::other("scripted cut")),
-                            (i + 1, Vec::new(), watch),
-                        ))
+        let stream =
+            futures::stream::unfold((0usize, pieces, watch), move |(i, pieces, mut watch)| {
+                let hold = hold.clone();
+                async move {
+                    if i > 0 && i <= pieces.len() && !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
                     }
-                    None => {
-                        watch.end();
-                        None
+                    if let Some((at, gate)) = &hold
+                        && *at == i
+                    {
+                        gate.passed().await;
+                    }
+                    match pieces.get(i) {
+                        Some(piece) => Some((
+                            Ok::<_, std::io::Error>(Bytes::from(piece.clone())),
+                            (i + 1, pieces, watch),
+                        )),
+                        None if cut => {
+                            watch.ended = true;
+                            Some((
+                                Err(std::io::Error::other("scripted cut")),
+                                (i + 1, Vec::new(), watch),
+                            ))
+                        }
+                        None => {
+                            watch.end();
+                            None
+                        }
                     }
                 }
-            }
-        });
+            });
         Body::from_stream(stream)
     };
     builder.body(body).expect("a valid scripted response")

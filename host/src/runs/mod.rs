@@ -24,6 +24,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::Instrument as _;
 
+use crate::chat::completion::StopSwitch;
 use crate::store::{RunEvent, RunStart, Store, StoreError};
 use crate::telemetry::{metrics, trace};
 use shared::Shared;
@@ -68,8 +69,8 @@ struct Maps {
 #[derive(Debug)]
 struct Entry {
     log: Arc<RunLog>,
-    /// Set when a client asks the run to stop.
-    stop: watch::Sender<bool>,
+    /// Thrown when a client asks the run to stop.
+    stop: Arc<StopSwitch>,
     /// The shared run's id (PostgreSQL).
     shared_id: Option<Arc<str>>,
 }
@@ -78,7 +79,7 @@ impl Entry {
     fn new(log: Arc<RunLog>, shared_id: Option<Arc<str>>) -> Self {
         Self {
             log,
-            stop: watch::Sender::new(false),
+            stop: Arc::default(),
             shared_id,
         }
     }
@@ -135,8 +136,8 @@ pub struct Run {
     /// How it ended, once counted in the metrics: `done`, `error`, or `abandoned` (dropped
     /// unfinished).
     outcome: Option<&'static str>,
-    /// Becomes true when a client asks the run to stop ([`ActiveRuns::request_stop`]).
-    stop: watch::Receiver<bool>,
+    /// Thrown when a client asks the run to stop ([`ActiveRuns::request_stop`]).
+    stop: Arc<StopSwitch>,
 }
 
 impl Run {
@@ -144,8 +145,8 @@ impl Run {
         &self.log
     }
 
-    /// What becomes true when a client asks the run to stop.
-    pub fn stop_requested(&self) -> watch::Receiver<bool> {
+    /// What a client's stop throws.
+    pub fn stop_switch(&self) -> Arc<StopSwitch> {
         self.stop.clone()
     }
 
@@ -185,7 +186,10 @@ impl Run {
 
     fn leave(&self) {
         self.runs.with(self.kind, |map| {
-            if map.get(&self.id).is_some_and(|e| Arc::ptr_eq(&e.log, &self.log)) {
+            if map
+                .get(&self.id)
+                .is_some_and(|e| Arc::ptr_eq(&e.log, &self.log))
+            {
                 map.remove(&self.id);
             }
         });
@@ -260,7 +264,7 @@ impl ActiveRuns {
                 .as_deref()
                 .is_some_and(|id| ids.iter().any(|i| i == id))
             {
-                entry.stop.send_replace(true);
+                entry.stop.request();
             }
         }
     }
@@ -274,7 +278,7 @@ impl ActiveRuns {
     ) -> Result<Option<Arc<RunLog>>, StoreError> {
         let local = self.with(kind, |map| {
             map.get(id).map(|entry| {
-                entry.stop.send_replace(true);
+                entry.stop.request();
                 entry.log.clone()
             })
         });
@@ -310,7 +314,7 @@ impl ActiveRuns {
                     return Err(StartError::Running);
                 }
                 let entry = Entry::new(log.clone(), None);
-                let stop = entry.stop.subscribe();
+                let stop = entry.stop.clone();
                 map.insert(id.to_string(), entry);
                 Ok(self.run(kind, id, log, None, stop))
             });
@@ -329,7 +333,7 @@ impl ActiveRuns {
         // The database said this run is the only one: an entry still here is a run whose end
         // is stored and which is on its way out.
         let entry = Entry::new(log.clone(), Some(run_id.clone()));
-        let stop = entry.stop.subscribe();
+        let stop = entry.stop.clone();
         self.with(kind, |map| map.insert(id.to_string(), entry));
         Ok(self.run(kind, id, log, Some(run_id), stop))
     }
@@ -340,7 +344,7 @@ impl ActiveRuns {
         id: &str,
         log: Arc<RunLog>,
         shared_id: Option<Arc<str>>,
-        stop: watch::Receiver<bool>,
+        stop: Arc<StopSwitch>,
     ) -> Run {
         metrics::run_started(kind.as_str());
         Run {

@@ -388,7 +388,12 @@ impl RunsTable {
 
     /// Asks the owner of `target`'s live run to stop it; the run's id and tag, if one is live.
     pub async fn request_stop(&self, kind: &str, target: &str) -> Result<Option<(String, u32)>> {
-        measured(PG, "request_run_stop", self.0.request_run_stop(kind, target)).await
+        measured(
+            PG,
+            "request_run_stop",
+            self.0.request_run_stop(kind, target),
+        )
+        .await
     }
 
     /// This instance's live runs a client asked to stop.

@@ -74,7 +74,10 @@ labels!(ModelLabels {
 });
 labels!(ProviderErrorLabels { provider: String, model: String, kind: &'static str });
 labels!(RetryLabels { provider: String, kind: &'static str });
-labels!(FallbackLabels { provider: String, fallback: String });
+labels!(FallbackLabels {
+    provider: String,
+    fallback: String
+});
 labels!(TokenLabels { provider: String, model: String, direction: &'static str });
 labels!(ToolLabels { tool: String, outcome: &'static str });
 labels!(ToolNameLabels { tool: String });

@@ -226,7 +226,11 @@ impl PgStore {
 
     /// Asks the owner of `target`'s live run to stop it: the run is marked (for an owner whose
     /// listener was away) and its owner notified. The run's id and tag; `None` when none is live.
-    pub async fn request_run_stop(&self, kind: &str, target: &str) -> Result<Option<(String, u32)>> {
+    pub async fn request_run_stop(
+        &self,
+        kind: &str,
+        target: &str,
+    ) -> Result<Option<(String, u32)>> {
         let mut tx = self.tx().await?;
         let row = sqlx::query(
             "UPDATE runs SET stop_requested = TRUE \
