@@ -145,10 +145,13 @@ async fn live_text_with_tools_on(wire: Wire) {
     assert_eq!(stored.last().unwrap().1, "The answer is 42.");
 }
 
-/// A round that begins with a tool call: its events come before any text, and its text (here
-/// none) and the next round's follow.
+/// A round that begins with a tool call: its `tool_call` events, the terminal one included,
+/// come before any text of it, and its text and the next round's follow.
 async fn a_tool_round_keeps_the_contracts_order(wire: Wire) {
-    let call = [call("call_1", "web_search", r#"{"query":"answer"}"#)];
+    let call = [
+        call("call_1", "web_search", r#"{"query":"answer"}"#),
+        text(&["Noted."]),
+    ];
     let answer = [text(&["Found ", "it."])];
     let upstream = ScriptedUpstream::start([
         (wire.route, paced(wire, &call)),
@@ -160,14 +163,23 @@ async fn a_tool_round_keeps_the_contracts_order(wire: Wire) {
     let events = ask(&server, wire, "Look it up").await.rest().await;
     assert_eq!(
         names(&events),
-        ["meta", "tool_call", "tool_call", "delta", "delta", "done"],
+        [
+            "meta",
+            "tool_call",
+            "tool_call",
+            "delta",
+            "delta",
+            "delta",
+            "done"
+        ],
         "{}",
         wire.provider
     );
     assert_eq!(events[1].data["status"], "initiated");
     assert_eq!(events[2].data["status"], "completed");
-    assert_eq!(deltas(&events), "Found it.");
-    assert_eq!(events.last().unwrap().data["text"], "Found it.");
+    assert_eq!(events[3].data["text"], "Noted.");
+    assert_eq!(deltas(&events), "Noted.\n\nFound it.");
+    assert_eq!(events.last().unwrap().data["text"], "Noted.\n\nFound it.");
 }
 
 /// Text before a tool call in the same round goes out as it comes and stays in the reply: the

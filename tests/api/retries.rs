@@ -109,6 +109,21 @@ async fn a_failure_after_the_first_delta_is_not_retried() {
 }
 
 #[tokio::test]
+async fn a_body_cut_after_its_head_is_not_retried() {
+    // A 200 whose body breaks before any event (an SSE comment, then the cut, a pause later so
+    // the head is out first): the upstream began answering, and may have generated, so the
+    // turn is not sent again.
+    let broken = Reply::sse("")
+        .paced(vec![b": working\n\n".to_vec()], Duration::from_millis(20))
+        .cut();
+    let upstream = ScriptedUpstream::start([(C.route, broken)]).await;
+    let server = configured(&upstream, "", &[]).await;
+    let events = ask(&server, C, "hi").await.rest().await;
+    assert_eq!(names(&events), ["meta", "error"]);
+    assert_eq!(turns(&upstream, "/chat/completions"), 1);
+}
+
+#[tokio::test]
 async fn client_errors_are_not_retried() {
     let upstream = ScriptedUpstream::start([(C.route, refused(401))]).await;
     let server = configured(&upstream, "", &[]).await;

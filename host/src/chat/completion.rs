@@ -31,7 +31,7 @@ use crate::config::retry::RetryPolicy;
 use crate::plugins::CallError;
 use crate::plugins::load::Plugin;
 use crate::plugins::provider::{
-    self as wit, ContentPart, PluginError, ToolSpec, TurnRequest, UpstreamSeen,
+    self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnRequest, UpstreamSeen,
 };
 use crate::plugins::refs::Refs;
 use crate::runs::RunLog;
@@ -84,7 +84,7 @@ pub struct Fallback {
 }
 
 /// What a finished completion produced.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Finished {
     /// The assistant's answer: exactly the concatenated deltas.
     pub text: String,
@@ -96,6 +96,15 @@ pub struct Finished {
     pub stopped: bool,
     /// The fallback's provider and model, when the fallback answered.
     pub fallback: Option<(String, String)>,
+}
+
+impl Finished {
+    /// The completion's end, with the reply as sent.
+    fn ended(mut self, reply: Reply, stopped: bool) -> Self {
+        self.text = reply.into_text();
+        self.stopped = stopped;
+        self
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -329,45 +338,47 @@ impl Completion {
             Arc::new(refs)
         });
         let mut reply = Reply::default();
-        let mut usage: Option<Usage> = None;
+        let mut out = Finished::default();
         let mut continuation = None;
-        let mut raw = None;
         let mut rounds = 0u32;
-        let mut fallback = None;
+        // The named provider's failure, once its fallback took over.
+        let mut primary_failure: Option<String> = None;
         loop {
             let mut turn = self
                 .tried(continuation.take(), refs.clone(), &mut reply, sink)
                 .await;
             if let Some(u) = turn.usage {
-                let total = usage.get_or_insert_with(Usage::default);
+                let total = out.usage.get_or_insert_with(Usage::default);
                 total.input_tokens += u.input_tokens;
                 total.output_tokens += u.output_tokens;
                 total.total_tokens += u.total_tokens;
             }
-            let finished = |reply: Reply, usage, raw, stopped, fallback| Finished {
-                text: reply.into_text(),
-                usage,
-                raw,
-                stopped,
-                fallback,
-            };
             let outcome = match turn.result.take() {
-                None => return Ok(finished(reply, usage, raw, true, fallback)),
+                None => return Ok(out.ended(reply, true)),
                 Some(Ok(Ok(outcome))) => outcome,
                 Some(result) => {
-                    let exhausted = retry::retryable(&result, turn.events).is_some();
-                    if rounds == 0 && exhausted && self.fall_back() {
-                        fallback = Some((self.provider.clone(), self.model.clone()));
+                    let exhausted =
+                        retry::retryable(&result, turn.events, turn.unanswered).is_some();
+                    if rounds == 0 && exhausted && self.fallback.is_some() {
+                        primary_failure = Some(self.failure(result, false, None, None).to_string());
+                        self.fall_back();
+                        out.fallback = Some((self.provider.clone(), self.model.clone()));
                         continue;
                     }
-                    return Err(self.failure(result, rounds, usage));
+                    // Only the first turn of the provider the client named is its request as
+                    // sent: a fallback's refusal is not the client's doing.
+                    let refusable = rounds == 0 && out.fallback.is_none();
+                    let after = primary_failure.as_deref();
+                    return Err(self.failure(result, refusable, out.usage, after));
                 }
             };
+            // A turn answered: its fallback is needed no more.
+            self.fallback = None;
             if let Some(json) = outcome.raw_json {
-                raw = Some(serde_json::from_str(&json).unwrap_or(Value::String(json)));
+                out.raw = Some(serde_json::from_str(&json).unwrap_or(Value::String(json)));
             }
             if turn.calls.is_empty() {
-                return Ok(finished(reply, usage, raw, false, fallback));
+                return Ok(out.ended(reply, false));
             }
             if rounds >= self.max_rounds {
                 turn.release_held(&mut reply, sink);
@@ -376,44 +387,57 @@ impl Completion {
                      (CHAT_MAX_TOOL_ROUNDS), before reaching an answer."
                 );
                 reply.send(&limit, true, sink);
-                return Ok(finished(reply, usage, raw, false, fallback));
+                return Ok(out.ended(reply, false));
             }
             rounds += 1;
             continuation = turn.continuation.take();
             let started = tool_calls::announce(&turn.calls, sink);
-            turn.release_held(&mut reply, sink);
             // Boxed: the tools run between turns, and inline their state would be part of the
             // run's future, and so of the memory a live stream holds, for the whole run.
             let results =
                 match Box::pin(tool_calls::run(&self.tools, &turn.calls, started, sink)).await? {
                     Ran::All(results) => results,
-                    Ran::Stopped => return Ok(finished(reply, usage, raw, true, fallback)),
+                    Ran::Stopped => return Ok(out.ended(reply, true)),
                 };
-            let mut content = Vec::new();
-            if !turn.text.is_empty() {
-                content.push(ContentPart::Text(std::mem::take(&mut turn.text)));
-            }
-            let assistant = wit::Message {
-                role: wit::Role::Assistant,
-                content,
-                tool_calls: std::mem::take(&mut turn.calls),
-                tool_result: None,
-            };
-            let mut added: Vec<wit::Message> = std::iter::once(assistant)
-                .chain(results.into_iter().map(|result| wit::Message {
-                    role: wit::Role::Tool,
-                    content: Vec::new(),
-                    tool_calls: Vec::new(),
-                    tool_result: Some(result),
-                }))
-                .collect();
-            // The turn that used the values is over, so this is their one holder; were it not,
-            // the new messages would simply stay inline.
-            if let Some(refs) = refs.as_mut().and_then(Arc::get_mut) {
-                refs.take_large(&mut added);
-            }
-            self.messages.extend(added);
+            // A round that began with a tool call sends its text once its calls have ended, so
+            // all of its `tool_call` events come before it.
+            turn.release_held(&mut reply, sink);
+            self.add_round(turn, results, &mut refs);
         }
+    }
+
+    /// The round's assistant message (its text and calls) and the calls' results, added to the
+    /// transcript the model sees next.
+    fn add_round(
+        &mut self,
+        mut turn: Turn,
+        results: Vec<ToolResult>,
+        refs: &mut Option<Arc<Refs>>,
+    ) {
+        let mut content = Vec::new();
+        if !turn.text.is_empty() {
+            content.push(ContentPart::Text(std::mem::take(&mut turn.text)));
+        }
+        let assistant = wit::Message {
+            role: wit::Role::Assistant,
+            content,
+            tool_calls: std::mem::take(&mut turn.calls),
+            tool_result: None,
+        };
+        let mut added: Vec<wit::Message> = std::iter::once(assistant)
+            .chain(results.into_iter().map(|result| wit::Message {
+                role: wit::Role::Tool,
+                content: Vec::new(),
+                tool_calls: Vec::new(),
+                tool_result: Some(result),
+            }))
+            .collect();
+        // The turn that used the values is over, so this is their one holder; were it not,
+        // the new messages would simply stay inline.
+        if let Some(refs) = refs.as_mut().and_then(Arc::get_mut) {
+            refs.take_large(&mut added);
+        }
+        self.messages.extend(added);
     }
 
     /// Moves the completion to its fallback, if it has one; whether it did.
@@ -433,28 +457,39 @@ impl Completion {
         self.listed = to.listed;
         self.retry = to.retry;
         if !to.tools {
+            // Without tools the tool loop's instruction would only mislead the model.
             self.tools.clear();
+            self.messages.retain(|m| {
+                !(matches!(m.role, wit::Role::System)
+                    && matches!(m.content.as_slice(),
+                        [ContentPart::Text(t)] if t == super::TOOL_LOOP_INSTRUCTION))
+            });
         }
         true
     }
 
-    /// The completion's error for a turn that failed.
+    /// The completion's error for a turn that failed. `refusable`: the turn is the client's
+    /// request as sent (the first turn of the provider it named), so a refusal of it is the
+    /// client's doing ([`refused_request`]). `after`: the named provider's failure, when this
+    /// was its fallback's.
     fn failure(
         &self,
         result: Result<Result<wit::TurnOutcome, PluginError>, CallError>,
-        rounds: u32,
+        refusable: bool,
         usage: Option<Usage>,
+        after: Option<&str>,
     ) -> CompletionError {
-        let (detail, refused) = match result {
-            // Only the first turn is the client's request as sent; a later one also carries
-            // what the model and the tools added.
+        let (mut detail, refused) = match result {
             Ok(Err(error)) => (
                 describe_plugin_error(&error),
-                rounds == 0 && refused_request(&error),
+                refusable && refused_request(&error),
             ),
             Err(error) => (describe_call_error(&error), false),
             Ok(Ok(_)) => unreachable!("a failure is an error"),
         };
+        if let Some(after) = after {
+            detail = format!("{detail} (the fallback, after {after})");
+        }
         CompletionError::Provider {
             provider: self.provider.clone(),
             detail,
@@ -513,13 +548,12 @@ impl Completion {
             let Some(result) = &turn.result else {
                 return turn;
             };
-            let Some(kind) = retry::retryable(result, turn.events) else {
+            let Some(kind) = retry::retryable(result, turn.events, turn.unanswered) else {
                 return turn;
             };
             let Some(wait) = retry::delay(&self.retry, failed, waited, turn.retry_after) else {
                 return turn;
             };
-            metrics::provider_retry(&self.provider, kind);
             tracing::info!(
                 provider = self.provider.as_str(),
                 attempt = failed + 1,
@@ -528,12 +562,13 @@ impl Completion {
             );
             tokio::select! {
                 () = tokio::time::sleep(wait) => waited += wait,
+                // Stopped while waiting: the round ends without a result.
                 () = sink.stop.requested() => {
                     turn.result = None;
-                    turn.stopped = true;
                     return turn;
                 }
             }
+            metrics::provider_retry(&self.provider, kind);
         }
     }
 
@@ -600,11 +635,9 @@ impl Completion {
                 // A stop first, then events: what the plugin emitted before returning is
                 // handled before its result.
                 biased;
-                () = &mut stop => {
-                    // Returning drops the call, and with it the upstream request.
-                    turn.stopped = true;
-                    return turn;
-                }
+                // Returning drops the call, and with it the upstream request; the turn has no
+                // result, which says it was stopped.
+                () = &mut stop => return turn,
                 event = rx.recv(), if !drained => match event {
                     Some(event) => {
                         let first = matches!(&event, wit::TurnEvent::TextDelta(t) if !t.is_empty())
@@ -625,6 +658,7 @@ impl Completion {
         }
         turn.result = result;
         turn.retry_after = seen.retry_after();
+        turn.unanswered = seen.unanswered();
         turn
     }
 }

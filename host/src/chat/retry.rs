@@ -2,9 +2,14 @@
 //! `[retry]` of the configuration file, `config::retry`).
 //!
 //! A turn is tried again only when the upstream refused it before answering anything: a 429, a
-//! 500, 502, 503, 504 or 529, or a connection that failed, and the turn gave no event at all (no
-//! text, no tool call, not even usage). Nothing of it reached the client then, and nothing was
-//! generated to pay for twice. A failure after the first event is never retried. The wait is
+//! 500, 502, 503, 504 or 529 status, or a connection that failed before any answer's head came
+//! back (the host saw it: a host-driven turn), and the turn gave no event at all (no text, no tool
+//! call, not even usage). Nothing of it reached the client then, and nothing was generated to
+//! pay for twice: a body cut after its head, or one over a size cap, is not retried, even when
+//! nothing of it was decoded yet (a whole answer is decoded at its end; a tool call at its
+//! end). A failure after the first event is never retried. An error the upstream reports inside
+//! a stream it began (Anthropic's `overloaded_error` after `message_start`) is a failure after
+//! the head, and is not retried either. The wait is
 //! what the upstream asked for (`retry-after-ms`, `Retry-After`), else an exponential backoff
 //! with jitter; a wait past what is left of the turn's budget is not waited for: the turn fails
 //! (or goes to the fallback) at once.
@@ -24,10 +29,12 @@ const MAX_BACKOFF: Duration = Duration::from_secs(8);
 const RETRIED_STATUSES: [u16; 6] = [429, 500, 502, 503, 504, 529];
 
 /// The error kind (as metrics name it) of a turn that may be tried again: it failed with a
-/// refusal that says "not now" and gave no event.
+/// refusal that says "not now" and gave no event. `unanswered`: the host sent the request and
+/// no answer's head came back (`UpstreamSeen::unanswered`).
 pub(super) fn retryable(
     result: &Result<Result<TurnOutcome, PluginError>, CallError>,
     events: usize,
+    unanswered: bool,
 ) -> Option<&'static str> {
     if events > 0 {
         return None;
@@ -40,7 +47,7 @@ pub(super) fn retryable(
                 "upstream_5xx"
             })
         }
-        Ok(Err(PluginError::Transport(_))) => Some("transport"),
+        Ok(Err(PluginError::Transport(_))) if unanswered => Some("transport"),
         _ => None,
     }
 }
@@ -87,16 +94,22 @@ mod tests {
 
     #[test]
     fn only_refusals_before_any_event_are_retried() {
-        assert_eq!(retryable(&refused(429), 0), Some("upstream_4xx"));
-        assert_eq!(retryable(&refused(529), 0), Some("upstream_5xx"));
-        assert_eq!(retryable(&refused(429), 1), None, "after an event: never");
+        assert_eq!(retryable(&refused(429), 0, false), Some("upstream_4xx"));
+        assert_eq!(retryable(&refused(529), 0, false), Some("upstream_5xx"));
+        assert_eq!(
+            retryable(&refused(429), 1, false),
+            None,
+            "after an event: never"
+        );
         for status in [400, 401, 403, 404, 413, 422, 501, 0] {
-            assert_eq!(retryable(&refused(status), 0), None, "{status}");
+            assert_eq!(retryable(&refused(status), 0, false), None, "{status}");
         }
-        let cut = Ok(Err(PluginError::Transport("reset".into())));
-        assert_eq!(retryable(&cut, 0), Some("transport"));
+        let failed = Ok(Err(PluginError::Transport("reset".into())));
+        assert_eq!(retryable(&failed, 0, true), Some("transport"));
+        // A body cut after its head (or over a cap), or a plugin's own request: not retried.
+        assert_eq!(retryable(&failed, 0, false), None);
         let malformed = Ok(Err(PluginError::MalformedResponse("x".into())));
-        assert_eq!(retryable(&malformed, 0), None);
+        assert_eq!(retryable(&malformed, 0, true), None);
     }
 
     #[test]

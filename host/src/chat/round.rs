@@ -8,11 +8,15 @@
 //!   model that writes a sentence before calling a tool), the text already sent stays part of
 //!   the reply: the calls' `tool_call` events follow it, and the next round's text follows them
 //!   after a blank line. Nothing the client saw is taken back.
-//! - **Tool call first**: any text of the round is held until the round ends, then sent after
-//!   its calls' `initiated` events, so the round keeps the contract's `tool_call* → delta*`.
+//! - **Tool call first**: any text of the round is held until its calls have ended, then sent
+//!   after their `tool_call` events, so the round keeps the contract's `tool_call* → delta*`.
+//!   (Text of an earlier round still precedes a later round's `tool_call` events: the reply is
+//!   the work in its order.)
 //!
 //! The reply (`done.text`, the stored assistant message) is exactly the deltas sent: every
-//! round's text in order. Text held when a run stops or fails was never sent and is dropped.
+//! round's text in order. Text held when a run stops or fails was never sent and is dropped. A
+//! reply that fails after some of its text went out ends with the `error` event and is not
+//! stored, as the contract has it for a failed stream.
 
 use super::completion::Sink;
 use super::events::{ChatEvent, Usage};
@@ -72,9 +76,10 @@ impl Reply {
 #[derive(Default)]
 pub(super) struct Turn {
     pub kind: Kind,
-    /// The turn's own text, for the transcript the model sees next round.
+    /// The turn's own text, for the transcript the model sees next round (kept only when tools
+    /// are on: without them there is no next round, and the reply holds the text already).
     pub text: String,
-    /// Text of a round that began with a tool call, sent once its calls are announced.
+    /// Text of a round that began with a tool call, sent once its calls have ended.
     pub held: Vec<String>,
     /// Whether any of its text went out as a delta.
     pub sent: bool,
@@ -83,14 +88,15 @@ pub(super) struct Turn {
     pub calls: Vec<wit::ToolCall>,
     pub usage: Option<Usage>,
     pub continuation: Option<String>,
+    /// How the turn ended; `None` when a client stopped the run during it (the turn was
+    /// dropped, and its upstream request with it).
     pub result: Option<Result<Result<wit::TurnOutcome, PluginError>, CallError>>,
     /// When its first text or tool call arrived, from its start.
     pub first_token: Option<std::time::Duration>,
-    /// A client stopped the run during the turn; the turn was dropped (its upstream request
-    /// with it) and has no result.
-    pub stopped: bool,
     /// The wait the upstream asked for with its error status.
     pub retry_after: Option<std::time::Duration>,
+    /// The host sent the turn's request and no answer came back.
+    pub unanswered: bool,
 }
 
 impl Turn {
@@ -102,7 +108,9 @@ impl Turn {
                 if text.is_empty() {
                     return;
                 }
-                self.text.push_str(&text);
+                if tools {
+                    self.text.push_str(&text);
+                }
                 if self.kind == Kind::Undecided {
                     self.kind = Kind::Text;
                 }
@@ -135,7 +143,7 @@ impl Turn {
     }
 
     /// Sends the text held back (a round that began with a tool call), after its calls'
-    /// `initiated` events.
+    /// terminal `tool_call` events.
     pub(super) fn release_held(&mut self, reply: &mut Reply, sink: &Sink) {
         for piece in std::mem::take(&mut self.held) {
             reply.send(&piece, !self.sent, sink);

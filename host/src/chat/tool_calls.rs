@@ -130,6 +130,7 @@ pub(super) async fn run(
         event.completed_at = Some(to_millis(&now()));
         event.duration_ms = Some(began.elapsed().as_millis() as u64);
         event.error = Some(STOPPED_CALL.into());
+        metrics::tool_call(tool_label(tools, &event.name), false, began.elapsed());
         sink.store_tool_log(tool_log(&event, &format!("Error: {STOPPED_CALL}")))
             .await?;
         sink.emit(&ChatEvent::ToolCall(event));

@@ -238,7 +238,7 @@ async fn prepare(
         max_rounds: state.chat.max_tool_rounds,
         listed: state.models.lists(&body.provider, &model),
         retry: provider.retry.clone(),
-        fallback: fallback(state, &snapshot, &provider),
+        fallback: fallback(state, &snapshot, &provider, &history),
     };
     // A parameter the model does not take is refused now, before anything is stored or sent.
     completion
@@ -341,21 +341,27 @@ fn enabled_tools(
 }
 
 /// The operator's fallback for `provider` (`[retry.providers.ID].fallback`), when this server
-/// serves it now; else none, said in the log.
-fn fallback(state: &AppState, snapshot: &Snapshot, provider: &ServedProvider) -> Option<Fallback> {
+/// serves it now and it takes the request's attachments; else none, said in the log.
+fn fallback(
+    state: &AppState,
+    snapshot: &Snapshot,
+    provider: &ServedProvider,
+    history: &[NewMessage],
+) -> Option<Fallback> {
     let wanted = provider.retry.fallback.as_ref()?;
-    let Some(plugin) = snapshot
+    let usable = snapshot
         .provider(&wanted.provider)
         .and_then(|served| served.plugin.clone().map(|plugin| (served, plugin)))
-    else {
+        .filter(|(served, _)| check_attachments(served, history).is_ok());
+    let Some((served, plugin)) = usable else {
         tracing::warn!(
             provider = provider.id.as_str(),
             fallback = wanted.provider.as_str(),
-            "the provider's fallback is not served now; its turns have none"
+            "the provider's fallback is not served now, or does not take this request's \
+             attachments; the request has none"
         );
         return None;
     };
-    let (served, plugin) = plugin;
     Some(Fallback {
         provider: wanted.provider.clone(),
         model: wanted.model.clone(),

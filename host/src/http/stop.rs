@@ -30,35 +30,40 @@ pub struct StopResponse {
 
 #[utoipa::path(post, path = "/chats/{chatId}/stream/cancel", tag = "chats",
     params(("chatId" = String, Path)),
-    responses((status = 200, body = StopResponse, description = "the run stopped: its stream (and every attached one) ended with `done` carrying the text sent so far, stored as the assistant message with `metadata.stopped`"),
+    responses((status = 200, body = StopResponse, description = "the run stopped: its stream (and every attached one) ended with `done` carrying the text sent so far, stored (when there is any) as the assistant message with `metadata.stopped`"),
               (status = 404, body = ErrorBody, description = "active chat stream not found"),
               (status = 503, body = ErrorBody, description = "the run did not end within 15 s (its instance may be gone; it ends when its lease runs out)")))]
 pub async fn stop_chat_stream(
     State(state): State<AppState>,
     ApiPath(chat_id): ApiPath<String>,
 ) -> ApiResult<Json<StopResponse>> {
-    let log = state
-        .runs
-        .request_stop(RunKind::Chat, &chat_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(ACTIVE_STREAM_NOT_FOUND))?;
-    let mut reader = log.reader();
-    let ended = async {
+    // All of it under the one bound, the database's part too: a store that stalls is a 503,
+    // not a request that hangs.
+    let stopped = async {
+        let log = state
+            .runs
+            .request_stop(RunKind::Chat, &chat_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(ACTIVE_STREAM_NOT_FOUND))?;
+        let mut reader = log.reader();
         while !reader.finished() {
             if reader.next().await.is_none() {
                 break;
             }
         }
+        Ok::<_, ApiError>(())
     };
-    tokio::time::timeout(STOP_WAIT, ended).await.map_err(|_| {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "the run was asked to stop but did not end within {} s; it ends when its \
+    tokio::time::timeout(STOP_WAIT, stopped)
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the run was asked to stop but did not end within {} s; it ends when its \
                  instance stops it or its lease runs out",
-                STOP_WAIT.as_secs()
-            ),
-        )
-    })?;
+                    STOP_WAIT.as_secs()
+                ),
+            )
+        })??;
     Ok(Json(StopResponse { stopped: true }))
 }

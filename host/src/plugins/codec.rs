@@ -338,6 +338,7 @@ impl Codecs {
         // Sending is over in a moment: boxed, its state is not part of the turn's future (and
         // so of the memory of every live stream) while the turn waits for the next chunk.
         // Matched in place, not bound first: a moved-from binding keeps its room in the future.
+        seen.sending();
         let mut response = match Box::pin(http::send(
             &caps.clients,
             &caps.http,

@@ -193,8 +193,8 @@ impl ProviderPlugin {
     }
 
     /// [`turn`](Self::turn), telling `seen` what the host saw of the upstream's answer (a
-    /// host-driven turn's error status asking for a wait; a plugin-driven turn's requests are
-    /// the plugin's own, and tell nothing).
+    /// host-driven turn's; a plugin-driven turn's requests are the plugin's own, and tell
+    /// nothing).
     pub async fn turn_seen(
         &self,
         request: TurnRequest,
@@ -237,10 +237,14 @@ impl ProviderPlugin {
     }
 }
 
-/// What the host saw of a turn's upstream answer besides what the plugin decoded: how long an
-/// error status asked the client to wait before trying again.
+/// What the host saw of a turn's upstream request besides what the plugin decoded: whether it
+/// sent the request and had an answer's head back, and how long an error status asked the
+/// client to wait before trying again. A plugin-driven turn sends its requests itself, so the
+/// host sees nothing of it.
 #[derive(Debug, Default)]
 pub struct UpstreamSeen {
+    sent: std::sync::atomic::AtomicBool,
+    answered: std::sync::atomic::AtomicBool,
     retry_after: std::sync::Mutex<Option<Duration>>,
 }
 
@@ -250,8 +254,22 @@ impl UpstreamSeen {
         *self.retry_after.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The host sent the turn's request and no answer came back: the connection failed before
+    /// the upstream answered anything (so nothing of the turn was generated).
+    pub fn unanswered(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.sent.load(Relaxed) && !self.answered.load(Relaxed)
+    }
+
+    /// The host is sending the turn's request.
+    pub(crate) fn sending(&self) {
+        self.sent.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The answer's head: an error status's `retry-after-ms` or `Retry-After` is kept.
     pub(crate) fn head<'a>(&self, status: u16, headers: impl Iterator<Item = (&'a str, &'a str)>) {
+        self.answered
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         if status >= 400 {
             *self.retry_after.lock().unwrap_or_else(|e| e.into_inner()) =
                 retry_after(headers, std::time::SystemTime::now());
@@ -355,7 +373,11 @@ mod tests {
     #[test]
     fn only_an_error_status_is_asked_for_its_wait() {
         let seen = UpstreamSeen::default();
+        assert!(!seen.unanswered(), "nothing sent yet");
+        seen.sending();
+        assert!(seen.unanswered());
         seen.head(200, [("retry-after", "3")].into_iter());
+        assert!(!seen.unanswered());
         assert_eq!(seen.retry_after(), None);
         seen.head(429, [("retry-after", "3")].into_iter());
         assert_eq!(seen.retry_after(), Some(Duration::from_secs(3)));

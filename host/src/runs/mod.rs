@@ -63,7 +63,13 @@ impl Default for ActiveRuns {
 struct Maps {
     chats: BTreeMap<String, Entry>,
     searches: BTreeMap<String, Entry>,
+    /// Shared run ids whose stop was heard for no run of this process, newest last: a run whose
+    /// row was committed but whose entry was not in yet looks here once it is.
+    unmatched_stops: std::collections::VecDeque<String>,
 }
+
+/// How many unmatched stop requests are remembered (every instance hears every stop).
+const UNMATCHED_STOPS: usize = 256;
 
 /// A run this process owns.
 #[derive(Debug)]
@@ -255,16 +261,23 @@ impl ActiveRuns {
         runs
     }
 
-    /// Stops this process's runs whose shared ids are `ids`.
+    /// Stops this process's runs whose shared ids are `ids`; the others are remembered a while.
     fn stop_owned(&self, ids: &[String]) {
-        let maps = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        for entry in maps.chats.values().chain(maps.searches.values()) {
-            if entry
-                .shared_id
-                .as_deref()
-                .is_some_and(|id| ids.iter().any(|i| i == id))
-            {
-                entry.stop.request();
+        let mut maps = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        for id in ids {
+            let owned = maps
+                .chats
+                .values()
+                .chain(maps.searches.values())
+                .find(|entry| entry.shared_id.as_deref() == Some(id.as_str()));
+            match owned {
+                Some(entry) => entry.stop.request(),
+                None => {
+                    if maps.unmatched_stops.len() == UNMATCHED_STOPS {
+                        maps.unmatched_stops.pop_front();
+                    }
+                    maps.unmatched_stops.push_back(id.clone());
+                }
             }
         }
     }
@@ -331,10 +344,22 @@ impl ActiveRuns {
             false,
         ));
         // The database said this run is the only one: an entry still here is a run whose end
-        // is stored and which is on its way out.
+        // is stored and which is on its way out. A stop heard between the run's commit and now
+        // found no entry; it is taken now.
         let entry = Entry::new(log.clone(), Some(run_id.clone()));
         let stop = entry.stop.clone();
-        self.with(kind, |map| map.insert(id.to_string(), entry));
+        {
+            let mut maps = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(at) = maps.unmatched_stops.iter().position(|i| **i == *run_id) {
+                maps.unmatched_stops.remove(at);
+                stop.request();
+            }
+            let map = match kind {
+                RunKind::Chat => &mut maps.chats,
+                RunKind::Search => &mut maps.searches,
+            };
+            map.insert(id.to_string(), entry);
+        }
         Ok(self.run(kind, id, log, Some(run_id), stop))
     }
 

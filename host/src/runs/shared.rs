@@ -248,7 +248,14 @@ async fn listen_loop(
                 let _ = stops.send(ids);
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "could not read the runs' stop requests"),
+            Err(_) if table.is_closed() => return,
+            // Listened again, and read again, until the read succeeds: a stop made while no one
+            // listened is never lost.
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the runs' stop requests; trying again");
+                tokio::time::sleep(RETRY_AFTER).await;
+                continue;
+            }
         }
         loop {
             let heard = match listener.next().await {

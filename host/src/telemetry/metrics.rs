@@ -246,7 +246,7 @@ impl Metrics {
         register(
             r,
             "runs_cancelled",
-            "Runs a client stopped (POST /v1/chats/:chatId/stream/cancel)",
+            "Stop requests (POST /v1/chats/:chatId/stream/cancel) that found a run going, counted on the instance asked",
             &m.runs_cancelled,
         );
         register(

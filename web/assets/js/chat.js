@@ -32,6 +32,9 @@ class ChatView {
     this.pending = [];
     this.lastUsage = null;
     this.failed = null; // a failed run's request and the draft it came from, for retry
+    this.runSeq = 0; // counts the runs this view read, so a stop belongs to one
+    this.stoppable = false; // the current run's `meta` came
+    this.stopping = null; // the run a stop was asked for, while it is asked
     this.abort = new AbortController();
     this.build();
   }
@@ -295,14 +298,17 @@ class ChatView {
     this.sendButton.disabled = this.running || this.sending || !this.modelSelect.value;
     this.sendButton.hidden = this.running;
     this.stopButton.hidden = !this.running;
-    this.stopButton.disabled = Boolean(this.stopping);
-    this.stopButton.textContent = this.stopping ? 'Stopping…' : 'Stop';
+    // Usable once the run is registered (its `meta` came), until a stop of it is asked.
+    const stopping = this.stopping !== null && this.stopping === this.runSeq;
+    this.stopButton.disabled = !this.stoppable || stopping;
+    this.stopButton.textContent = stopping ? 'Stopping…' : 'Stop';
   }
 
   /** Asks the server to stop the running reply; its stream then ends with `done`. */
   async stop() {
-    if (!this.running || this.stopping || !this.chat) return;
-    this.stopping = true;
+    if (!this.running || !this.stoppable || this.stopping === this.runSeq || !this.chat) return;
+    const run = this.runSeq;
+    this.stopping = run;
     this.updateSendable();
     try {
       await api.post(`v1/chats/${encodeURIComponent(this.chat.id)}/stream/cancel`, undefined, { signal: this.abort.signal });
@@ -310,7 +316,8 @@ class ChatView {
       // 404: the reply ended on its own meanwhile.
       if (err.name !== 'AbortError' && err.status !== 404) toast(`Could not stop the reply: ${err.message}`, 'error');
     } finally {
-      this.stopping = false;
+      // A later run's button is not this stop's to change.
+      if (this.stopping === run) this.stopping = null;
       this.updateSendable();
     }
   }
@@ -476,6 +483,8 @@ class ChatView {
 
   async read(live, { open, onFail, skipCalls = new Set() }) {
     this.running = true;
+    this.runSeq = (this.runSeq || 0) + 1;
+    this.stoppable = false;
     this.updateSendable();
     this.app.markRunning('chat', this.chat.id, true);
     let text = '';
@@ -508,8 +517,12 @@ class ChatView {
         signal: this.abort.signal,
         onEvent: ({ event, data }) => {
           if (event === 'meta') {
-            // A replay starts again from the beginning.
+            // A replay starts again from the beginning. The run is registered: it can be stopped.
             text = '';
+            if (!this.stoppable) {
+              this.stoppable = true;
+              this.updateSendable();
+            }
           } else if (event === 'delta' && typeof data.text === 'string') {
             text += data.text;
             schedule();
