@@ -209,8 +209,17 @@ async fn metrics_count_a_tool_loop_and_a_failure_with_bounded_labels() {
     assert!(!m.text.contains(&fuzz), "{}", m.text);
 }
 
-#[tokio::test]
-async fn a_client_that_leaves_a_stream_and_one_that_attaches_are_counted() {
+/// A persisted stream of a chat made with `settings`, its upstream held after its first delta
+/// until the gate opens, read as far as that delta.
+struct HeldStream {
+    gate: chatd::plugins::testing::Gate,
+    _upstreams: Upstreams,
+    chatd: Chatd,
+    chat_id: String,
+    bytes: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+}
+
+async fn held_stream(settings: serde_json::Value) -> HeldStream {
     let gate = chatd::plugins::testing::Gate::new();
     let pieces = crate::upstream::text_pieces(&["One ", "two ", "three."]);
     let held = Reply::sse("")
@@ -218,8 +227,7 @@ async fn a_client_that_leaves_a_stream_and_one_that_attaches_are_counted() {
         .hold_before(2, &gate);
     let upstreams = Upstreams::start([(COMPLETIONS, held)]).await;
     let chatd = Chatd::start(upstreams.env());
-    // A chat without tools (deltas go out as they arrive with tools on too: `chat/round.rs`).
-    let chat_id = new_chat(&chatd, json!({"enabledTools": []})).await;
+    let chat_id = new_chat(&chatd, settings).await;
     let body = json!({"chatId": chat_id, "provider": "provider_c", "model": MODEL,
                       "messages": [{"role": "user", "content": "Count"}]});
     let response = reqwest::Client::new()
@@ -229,14 +237,33 @@ async fn a_client_that_leaves_a_stream_and_one_that_attaches_are_counted() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    // The first delta arrived: the run is live. Then the client leaves.
-    let mut bytes = response.bytes_stream();
+    let mut bytes = Box::pin(response.bytes_stream());
     let mut seen = String::new();
     while !seen.contains("event: delta") {
         use futures::StreamExt;
         let chunk = bytes.next().await.expect("the stream goes on").unwrap();
         seen.push_str(&String::from_utf8_lossy(&chunk));
     }
+    HeldStream {
+        gate,
+        _upstreams: upstreams,
+        chatd,
+        chat_id,
+        bytes,
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_leaves_a_stream_and_one_that_attaches_are_counted() {
+    // A chat without tools (deltas go out as they arrive with tools on too: `chat/round.rs`).
+    let HeldStream {
+        gate,
+        _upstreams,
+        chatd,
+        chat_id,
+        bytes,
+    } = held_stream(json!({"enabledTools": []})).await;
+    // The first delta arrived: the run is live. Then the client leaves.
     let live = Scrape::of(&chatd.base).await;
     assert_eq!(live.value("chatd_runs_live", &[("kind", "chat")]), 1.0);
     drop(bytes);
@@ -269,29 +296,8 @@ async fn a_client_that_leaves_a_stream_and_one_that_attaches_are_counted() {
 
 #[tokio::test]
 async fn a_stopped_run_is_counted_and_ends_done() {
-    let gate = chatd::plugins::testing::Gate::new();
-    let pieces = crate::upstream::text_pieces(&["One ", "two ", "three."]);
-    let held = Reply::sse("")
-        .paced(pieces, std::time::Duration::from_millis(5))
-        .hold_before(2, &gate);
-    let upstreams = Upstreams::start([(COMPLETIONS, held)]).await;
-    let chatd = Chatd::start(upstreams.env());
-    let chat_id = new_chat(&chatd, json!({})).await;
-    let body = json!({"chatId": chat_id, "provider": "provider_c", "model": MODEL,
-                      "messages": [{"role": "user", "content": "Count"}]});
-    let response = reqwest::Client::new()
-        .post(format!("{}/v1/chat-completions/stream", chatd.base))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let mut bytes = response.bytes_stream();
-    let mut seen = String::new();
-    while !seen.contains("event: delta") {
-        use futures::StreamExt;
-        let chunk = bytes.next().await.expect("the stream goes on").unwrap();
-        seen.push_str(&String::from_utf8_lossy(&chunk));
-    }
+    let held = held_stream(json!({})).await;
+    let (chatd, chat_id, gate) = (&held.chatd, &held.chat_id, &held.gate);
     let (status, _) = call(
         Method::POST,
         &format!("{}/v1/chats/{chat_id}/stream/cancel", chatd.base),
