@@ -119,11 +119,7 @@ impl RawRetry {
                 Some(f) => {
                     let provider = f.provider.trim().to_string();
                     let model = f.model.trim().to_string();
-                    if !crate::plugins::manifest::is_name(&provider, b"-") {
-                        return Err(format!(
-                            "{key}.fallback.provider: must be a provider id ([a-z0-9_-]{{1,64}})"
-                        ));
-                    }
+                    super::file::check_id(&format!("{key}.fallback.provider"), &provider)?;
                     if provider == id {
                         return Err(format!(
                             "{key}.fallback.provider: must be another provider than {id}"

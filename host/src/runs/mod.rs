@@ -1,7 +1,7 @@
 //! Backend-owned runs: the registry of running chat and search streams, their event logs
-//! (`log.rs`), and the switches every run watches (shutdown; on a shared database, a lost lease).
-//! `GET /v1/active-runs` reads the registry, attach reads a run's log, `cacheHit` asks whether a
-//! search is streaming.
+//! (`log.rs`), and the switches every run watches (shutdown; on a shared database, a lost lease;
+//! a client's stop, [`ActiveRuns::request_stop`]). `GET /v1/active-runs` reads the registry,
+//! attach reads a run's log, `cacheHit` asks whether a search is streaming.
 //!
 //! Where runs live is the store's to say. On SQLite one process owns everything, and the
 //! registry and logs are this process's memory only (runs are not durable across restarts, per
@@ -250,14 +250,17 @@ impl ActiveRuns {
             shared: store.runs_table().map(|table| Shared::start(table, stops)),
             ..Self::default()
         });
-        // Stop requests other instances made for runs this one owns (`shared.rs`).
-        let weak = Arc::downgrade(&runs);
-        tokio::spawn(async move {
-            while let Some(ids) = stop_ids.recv().await {
-                let Some(runs) = weak.upgrade() else { return };
-                runs.stop_owned(&ids);
-            }
-        });
+        // Stop requests other instances made for runs this one owns (`shared.rs`); on SQLite a
+        // stop is always this process's own.
+        if runs.shared.is_some() {
+            let weak = Arc::downgrade(&runs);
+            tokio::spawn(async move {
+                while let Some(ids) = stop_ids.recv().await {
+                    let Some(runs) = weak.upgrade() else { return };
+                    runs.stop_owned(&ids);
+                }
+            });
+        }
         runs
     }
 

@@ -483,7 +483,7 @@ class ChatView {
 
   async read(live, { open, onFail, skipCalls = new Set() }) {
     this.running = true;
-    this.runSeq = (this.runSeq || 0) + 1;
+    this.runSeq += 1;
     this.stoppable = false;
     this.updateSendable();
     this.app.markRunning('chat', this.chat.id, true);
