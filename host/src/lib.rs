@@ -62,9 +62,7 @@
 pub mod attachments;
 pub mod chat;
 pub mod config;
-pub mod defaults;
 pub mod http;
-pub mod model;
 pub mod plugins;
 pub mod runs;
 pub mod search;
@@ -72,3 +70,4 @@ pub mod server;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+pub mod vocabulary;

@@ -28,7 +28,6 @@ mod plugins_cli;
 mod postgres;
 #[path = "../common/process.rs"]
 mod process;
-mod providers_as_data;
 mod refusals;
 mod retries;
 mod runs;
@@ -36,6 +35,7 @@ mod search_runs;
 mod search_streams;
 mod searches;
 mod stops;
+mod structure;
 mod support;
 mod web_page;
 #[path = "../common/wires.rs"]

@@ -10,9 +10,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::attachments::Attachment;
-use crate::model::Role;
 use crate::plugins::provider::{self as wit, ContentPart};
 use crate::store::{MessageRecord, NewMessage};
+use crate::vocabulary::Role;
 
 /// The rows of `supplied` the chat does not have yet, in order. Assistant rows are never taken
 /// from a client (the chat's assistant rows are the ones the service wrote).

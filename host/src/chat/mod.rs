@@ -25,9 +25,4 @@ pub struct ChatSettings {
     pub title_model: String,
 }
 
-/// The internal system instruction of the tool loop (the contract's "internal system
-/// instruction"), sent first when tools are enabled, to the providers whose profile asks for it.
-pub const TOOL_LOOP_INSTRUCTION: &str = "You can call tools to answer. Use web_search for \
-    current events and facts you are not sure of, and fetch_url to read a page in full. Call a \
-    tool only when it helps; when you have enough, answer directly. When an answer relies on \
-    web pages, cite their URLs. If a tool fails, say so briefly and continue with what you have.";
+pub use crate::plugins::builtin::TOOL_LOOP_INSTRUCTION;

@@ -17,9 +17,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::completion::describe_plugin_error;
-use crate::model::{now, to_millis};
 use crate::plugins::load::Plugin;
 use crate::plugins::registry::{PluginHost, ServedProvider};
+use crate::vocabulary::{now, to_millis};
 
 /// The longest one model listing may take.
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(20);

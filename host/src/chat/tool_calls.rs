@@ -14,10 +14,10 @@ use super::completion::{
     CompletionError, EnabledTool, Sink, describe_call_error, describe_plugin_error,
 };
 use super::events::{ChatEvent, ToolCallEvent, ToolStatus};
-use crate::model::{Role, now, to_millis};
 use crate::plugins::provider::{self as wit, PluginError, ToolResult};
 use crate::store::NewMessage;
 use crate::telemetry::{metrics, trace};
+use crate::vocabulary::{Role, now, to_millis};
 
 /// The longest `resultPreview`, in characters.
 const PREVIEW_CHARS: usize = 400;

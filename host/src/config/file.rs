@@ -36,7 +36,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::Secret;
-use crate::plugins::services::Auth;
+use super::names::{Auth, is_host_header, is_name};
 
 /// The most models a declared provider may list.
 const MAX_MODELS: usize = 1_000;
@@ -270,7 +270,7 @@ fn without_values(message: &str) -> String {
 
 /// Ids of providers, services and plugins: `[a-z0-9_-]{1,64}`, as plugin ids.
 pub(super) fn check_id(key: &str, id: &str) -> Result<(), String> {
-    if crate::plugins::manifest::is_name(id, b"-") {
+    if is_name(id, b"-") {
         Ok(())
     } else {
         Err(format!("{key}: the name must match [a-z0-9_-]{{1,64}}"))
@@ -280,12 +280,6 @@ pub(super) fn check_id(key: &str, id: &str) -> Result<(), String> {
 fn declared_provider(id: &str, raw: RawProvider) -> Result<DeclaredProvider, String> {
     let key = format!("providers.{id}");
     check_id(&key, id)?;
-    if crate::defaults::is_default_provider(id) {
-        return Err(format!(
-            "{key}: {id} is one of the contract's providers; its variables configure it (its \
-             upstream is also [services.NAME] of the same mechanism)"
-        ));
-    }
     let adapter = raw.adapter.trim().to_string();
     if adapter.is_empty() {
         return Err(format!("{key}.adapter: must name an adapter"));
@@ -331,15 +325,6 @@ fn declared_provider(id: &str, raw: RawProvider) -> Result<DeclaredProvider, Str
 fn declared_service(name: &str, raw: RawService) -> Result<DeclaredService, String> {
     let key = format!("services.{name}");
     check_id(&key, name)?;
-    let builtin = crate::defaults::is_builtin_service(name);
-    if !builtin && raw.base_url.is_none() {
-        return Err(format!("{key}.base_url: a new service needs one"));
-    }
-    if !builtin && raw.plugins.is_empty() {
-        return Err(format!(
-            "{key}.plugins: must name the plugin ids that may use it"
-        ));
-    }
     for (i, plugin) in raw.plugins.iter().enumerate() {
         check_id(&format!("{key}.plugins[{i}]"), plugin)?;
     }
@@ -379,9 +364,7 @@ fn headers(
         .map(|(name, value)| {
             let header = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("{key}.headers: {name:?} is not a header name"))?;
-            if crate::plugins::http::is_host_header(&header)
-                || header == reqwest::header::AUTHORIZATION
-            {
+            if is_host_header(&header) || header == reqwest::header::AUTHORIZATION {
                 return Err(format!(
                     "{key}.headers.{header}: set by the host (a key goes in api_key and auth)"
                 ));
@@ -554,10 +537,6 @@ days = 3
                 "providers.groq.models: must list 1 to",
             ),
             (
-                "[providers.provider_a]\nadapter = \"a\"\nbase_url = \"http://h\"",
-                "providers.provider_a: provider_a is one of the contract's providers",
-            ),
-            (
                 "[providers.Groq]\nadapter = \"a\"\nbase_url = \"http://h\"",
                 "providers.Groq: the name must match",
             ),
@@ -568,14 +547,6 @@ days = 3
             (
                 "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nheaders = { host = \"x\" }",
                 "providers.g.headers.host: set by the host",
-            ),
-            (
-                "[services.weather]\nbase_url = \"http://h\"",
-                "services.weather.plugins: must name",
-            ),
-            (
-                "[services.weather]\nplugins = [\"w\"]",
-                "services.weather.base_url: a new service needs one",
             ),
             (
                 "[plugins.w.settings]\nlist = [1]",

@@ -8,6 +8,7 @@
 //! config) never shows them, and `--help` never echoes their environment values.
 
 pub mod file;
+pub mod names;
 pub mod retry;
 
 use std::collections::BTreeSet;
@@ -442,16 +443,6 @@ impl Config {
         let base = self.otel_exporter_otlp_endpoint.as_deref()?.trim();
         Some(format!("{}/v1/traces", base.trim_end_matches('/')))
     }
-
-    /// Where compiled plugin code is kept: PLUGIN_CACHE_DIR, else `plugin-cache` in the
-    /// database's folder; none for an in-memory database (nothing on disk to keep it beside).
-    pub fn plugin_cache_dir(&self) -> Option<PathBuf> {
-        if let Some(dir) = &self.plugin_cache_dir {
-            return Some(dir.clone());
-        }
-        let parent = crate::store::Store::folder(&self.database_url)?;
-        Some(parent.join("plugin-cache"))
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -718,29 +709,6 @@ mod tests {
             Config::from_args(["chatd", "--agent-api-key", "", "--agent-model", " "]).unwrap();
         assert!(config.agent_api_key.is_none());
         assert!(config.agent_model.is_none());
-    }
-
-    #[test]
-    fn the_plugin_cache_lives_beside_the_database() {
-        let config = |args: &[&str]| {
-            Config::from_args(std::iter::once("chatd").chain(args.iter().copied())).unwrap()
-        };
-        assert_eq!(
-            config(&[]).plugin_cache_dir(),
-            Some(PathBuf::from("data/plugin-cache"))
-        );
-        assert_eq!(
-            config(&["--database-url", "sqlite:///var/lib/chatd/x.db?mode=rwc"]).plugin_cache_dir(),
-            Some(PathBuf::from("/var/lib/chatd/plugin-cache"))
-        );
-        assert_eq!(
-            config(&["--database-url", "sqlite::memory:"]).plugin_cache_dir(),
-            None
-        );
-        assert_eq!(
-            config(&["--plugin-cache-dir", "/tmp/c"]).plugin_cache_dir(),
-            Some(PathBuf::from("/tmp/c"))
-        );
     }
 
     #[test]

@@ -13,8 +13,8 @@ use super::limits::{
     self, MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_SYSTEM_PROMPT_CHARS, MAX_TITLE_CHARS,
 };
 use crate::attachments::{self, AttachmentInput};
-use crate::model::{Role, to_millis};
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
+use crate::vocabulary::{Role, to_millis};
 
 pub const CHAT_NOT_FOUND: &str = "chat not found";
 

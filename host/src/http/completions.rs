@@ -32,12 +32,12 @@ use crate::chat::completion::{
 };
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
-use crate::model::{Role, new_id};
 use crate::plugins::load::Plugin;
 use crate::plugins::provider as wit;
 use crate::plugins::registry::{ServedProvider, Snapshot};
 use crate::runs::{self, Run, RunKind, RunLog, RunReader, StartError, Stopped};
 use crate::store::{ChatRecord, NewCall, NewChat, NewMessage};
+use crate::vocabulary::{Role, new_id};
 
 pub const ACTIVE_STREAM_NOT_FOUND: &str = "active chat stream not found";
 
@@ -58,7 +58,7 @@ pub struct CompletionRequest {
     /// 0 to 2.
     pub temperature: Option<f64>,
     /// 1 to 1,000,000.
-    #[serde(default, deserialize_with = "crate::model::whole::option_u64")]
+    #[serde(default, deserialize_with = "crate::vocabulary::whole::option_u64")]
     pub max_tokens: Option<u64>,
     /// Streaming only (default true): false writes nothing and needs no `chatId`.
     pub persist: Option<bool>,

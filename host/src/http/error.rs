@@ -300,7 +300,7 @@ mod tests {
     #[derive(Debug, serde::Deserialize)]
     #[allow(dead_code)]
     struct Item {
-        role: crate::model::Role,
+        role: crate::vocabulary::Role,
     }
 
     #[test]

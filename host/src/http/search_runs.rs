@@ -21,12 +21,14 @@ use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
 use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
 use super::sse::{self, LAST_EVENT_ID_DOC, last_event_id};
-use crate::model::{Role, trimmed_or_none};
+use crate::plugins::builtin::SEARCH_PLUGIN;
 use crate::plugins::load::Plugin;
 use crate::runs::{self, EventId, RunKind, RunReader, StartError, Stopped};
-use crate::search::{self, RunRequest, SEARCH_PLUGIN, SearchType, events, seed};
+use crate::search::{self, RunRequest, events, seed};
 use crate::store::{NewChat, NewMessage, SearchDetailRecord};
 use crate::telemetry::metrics;
+use crate::vocabulary::SearchType;
+use crate::vocabulary::{Role, trimmed_or_none};
 
 pub const ACTIVE_SEARCH_NOT_FOUND: &str = "active search stream not found";
 
@@ -50,7 +52,7 @@ pub struct RunSearchRequest {
     pub search_type: Option<SearchType>,
     /// How many results, 1 to 100 (default 10).
     #[schema(minimum = 1, maximum = 100)]
-    #[serde(default, deserialize_with = "crate::model::whole::option_i64")]
+    #[serde(default, deserialize_with = "crate::vocabulary::whole::option_i64")]
     pub num_results: Option<i64>,
     /// Only results from these domains (up to 100).
     pub include_domains: Option<Vec<String>>,

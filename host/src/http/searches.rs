@@ -12,9 +12,9 @@ use super::AppState;
 use super::chats::{DeletedResponse, StarRequest};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
-use crate::model::to_millis;
 use crate::runs::RunKind;
 use crate::store::{NewSearch, SearchDetailRecord, SearchRecord};
+use crate::vocabulary::to_millis;
 
 pub const SEARCH_NOT_FOUND: &str = "search not found";
 

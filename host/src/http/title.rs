@@ -12,7 +12,7 @@ use super::chats::{CHAT_NOT_FOUND, ChatResponse};
 use super::completions::provider_plugin;
 use super::error::{ApiError, ApiJson, ApiResult, ErrorBody};
 use crate::chat::title;
-use crate::defaults::TITLE_PROVIDER;
+use crate::plugins::builtin::TITLE_PROVIDER;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

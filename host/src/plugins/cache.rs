@@ -20,6 +20,18 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::LoadError;
+use crate::config::Config;
+use crate::store::Store;
+
+/// Where compiled plugin code is kept: PLUGIN_CACHE_DIR, else `plugin-cache` in the
+/// database's folder; none for an in-memory database (nothing on disk to keep it beside).
+pub fn folder(config: &Config) -> Option<PathBuf> {
+    if let Some(dir) = &config.plugin_cache_dir {
+        return Some(dir.clone());
+    }
+    let parent = Store::folder(&config.database_url)?;
+    Some(parent.join("plugin-cache"))
+}
 
 #[derive(Clone, Debug)]
 pub struct CompileCache {
@@ -119,6 +131,32 @@ fn key(engine: &Engine, wasm: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_plugin_cache_lives_beside_the_database() {
+        let config = |args: &[&str]| {
+            Config::from_args(std::iter::once("chatd").chain(args.iter().copied())).unwrap()
+        };
+        assert_eq!(
+            folder(&config(&[])),
+            Some(PathBuf::from("data/plugin-cache"))
+        );
+        assert_eq!(
+            folder(&config(&[
+                "--database-url",
+                "sqlite:///var/lib/chatd/x.db?mode=rwc"
+            ])),
+            Some(PathBuf::from("/var/lib/chatd/plugin-cache"))
+        );
+        assert_eq!(
+            folder(&config(&["--database-url", "sqlite::memory:"])),
+            None
+        );
+        assert_eq!(
+            folder(&config(&["--plugin-cache-dir", "/tmp/c"])),
+            Some(PathBuf::from("/tmp/c"))
+        );
+    }
+
     use super::*;
 
     /// The smallest component there is.

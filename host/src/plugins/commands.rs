@@ -110,8 +110,7 @@ async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
     let engine = super::engine::new_engine().map_err(|e| e.to_string())?;
     // The file under test is compiled fresh; the bundled plugins come from the server's compile
     // cache when it exists (a check creates nothing).
-    let cache = config
-        .plugin_cache_dir()
+    let cache = super::cache::folder(config)
         .filter(|dir| dir.is_dir())
         .map(super::cache::CompileCache::new);
     let mut loader = Loader::new(

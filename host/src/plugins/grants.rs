@@ -206,9 +206,10 @@ mod tests {
         let file = FileConfig::parse(file, &|_| None).unwrap();
         HostSettings::new(
             &config,
-            Some(&file),
+            &file,
             super::super::ssh::DevboxAccess::from_config(&config),
         )
+        .unwrap()
     }
 
     fn resolve(m: &Manifest, host: &HostSettings) -> Result<Resolved, GrantError> {
@@ -364,7 +365,7 @@ plugins = ["company_search"]
             name: "groq".into(),
             base_url: Some(url::Url::parse("https://api.groq.com/openai/v1").unwrap()),
             key: Some(crate::config::Secret::new("gsk-secret-1")),
-            auth: super::super::services::Auth::Bearer,
+            auth: crate::config::names::Auth::Bearer,
             headers: Vec::new(),
             owners: vec![super::super::services::Owner::any("groq")],
             base_url_key: "groq_base_url".into(),

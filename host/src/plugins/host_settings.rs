@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 
+use super::builtin;
 use super::services::{Owner, Service, Services, SetBy};
 use super::ssh::DevboxAccess;
 use crate::config::Config;
 use crate::config::file::{DeclaredProvider, FileConfig, SettingValue};
-use crate::defaults;
 
 /// A provider this configuration serves.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,17 +51,22 @@ pub struct HostSettings {
 impl HostSettings {
     /// The environment alone (no configuration file).
     pub fn from_config(config: &Config) -> Self {
-        Self::new(config, None, DevboxAccess::from_config(config))
+        let empty = FileConfig::default();
+        Self::build(config, &empty, DevboxAccess::from_config(config))
     }
 
-    /// The environment and `file`; `devbox` is kept from an earlier build.
-    pub fn new(config: &Config, file: Option<&FileConfig>, devbox: DevboxAccess) -> Self {
-        let empty = FileConfig::default();
-        let file = file.unwrap_or(&empty);
+    /// The environment and `file`; `devbox` is kept from an earlier build. Refused, in one line
+    /// naming the key and the rule, when the file contradicts the built-in table.
+    pub fn new(config: &Config, file: &FileConfig, devbox: DevboxAccess) -> Result<Self, String> {
+        check_against_builtins(file)?;
+        Ok(Self::build(config, file, devbox))
+    }
+
+    fn build(config: &Config, file: &FileConfig, devbox: DevboxAccess) -> Self {
         let services = services(config, file);
         let mut providers = Vec::new();
         let mut unserved = Vec::new();
-        for default in defaults::PROVIDERS {
+        for default in builtin::PROVIDERS {
             // The variable, or the file's key for the provider's service where it is unset.
             let key_set = (default.key)(config).is_some()
                 || services
@@ -78,7 +83,7 @@ impl HostSettings {
                 id: default.id.to_string(),
                 runs: Runs::Plugin(default.id.to_string()),
                 listing_error: (!key_set).then(|| format!("{} is not set", default.key_var)),
-                extra_model: (default.id == defaults::AGENT_MODEL_PROVIDER)
+                extra_model: (default.id == builtin::AGENT_MODEL_PROVIDER)
                     .then(|| config.agent_model.clone())
                     .flatten(),
             });
@@ -93,7 +98,7 @@ impl HostSettings {
         }
         Self {
             services,
-            host_values: defaults::host_settings(config)
+            host_values: builtin::host_settings(config)
                 .into_iter()
                 .filter_map(|(name, value)| Some((name, value?)))
                 .collect(),
@@ -112,10 +117,38 @@ impl HostSettings {
     }
 }
 
+/// What the file may not say given the built-in table (the file itself is checked without it,
+/// in `config::file`): a declared provider may not take a contract provider's id, and a service
+/// that is not built in needs its base URL and the plugins that may use it.
+fn check_against_builtins(file: &FileConfig) -> Result<(), String> {
+    for id in file.providers.keys() {
+        if builtin::is_default_provider(id) {
+            return Err(format!(
+                "providers.{id}: {id} is one of the contract's providers; its variables \
+                 configure it (its upstream is also [services.NAME] of the same mechanism)"
+            ));
+        }
+    }
+    for (name, service) in &file.services {
+        if builtin::is_builtin_service(name) {
+            continue;
+        }
+        if service.base_url.is_none() {
+            return Err(format!("services.{name}.base_url: a new service needs one"));
+        }
+        if service.plugins.is_empty() {
+            return Err(format!(
+                "services.{name}.plugins: must name the plugin ids that may use it"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The built-in services, with what the file adds to them, and the file's own. A built-in
 /// service's variable wins over the file's value; the file's `plugins` join its owners.
 fn services(config: &Config, file: &FileConfig) -> Services {
-    let mut all = defaults::services(config);
+    let mut all = builtin::services(config);
     for service in &mut all {
         let Some(declared) = file.services.get(&service.name) else {
             continue;
@@ -143,7 +176,7 @@ fn services(config: &Config, file: &FileConfig) -> Services {
             .extend(declared.plugins.iter().map(|id| Owner::any(id)));
     }
     for declared in file.services.values() {
-        if defaults::is_builtin_service(&declared.name) {
+        if builtin::is_builtin_service(&declared.name) {
             continue;
         }
         all.push(Service {
@@ -153,7 +186,7 @@ fn services(config: &Config, file: &FileConfig) -> Services {
             auth: declared
                 .auth
                 .clone()
-                .unwrap_or(super::services::Auth::Bearer),
+                .unwrap_or(crate::config::names::Auth::Bearer),
             headers: declared.headers.clone(),
             owners: declared.plugins.iter().map(|id| Owner::any(id)).collect(),
             base_url_key: format!("{}_base_url", declared.name),
@@ -161,4 +194,38 @@ fn services(config: &Config, file: &FileConfig) -> Services {
         });
     }
     Services::new(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(text: &str) -> String {
+        let file = FileConfig::parse(text, &|_| None).unwrap();
+        let config = Config::from_args(["chatd"]).unwrap();
+        match HostSettings::new(&config, &file, DevboxAccess::default()) {
+            Err(e) => e,
+            Ok(_) => panic!("{text:?} was accepted"),
+        }
+    }
+
+    #[test]
+    fn the_file_may_not_contradict_the_builtin_table() {
+        assert!(
+            refusal("[providers.provider_a]\nadapter = \"a\"\nbase_url = \"http://h\"")
+                .starts_with("providers.provider_a: provider_a is one of the contract's providers")
+        );
+        assert!(
+            refusal("[services.weather]\nbase_url = \"http://h\"")
+                .starts_with("services.weather.plugins: must name")
+        );
+        assert!(
+            refusal("[services.weather]\nplugins = [\"w\"]")
+                .starts_with("services.weather.base_url: a new service needs one")
+        );
+        // A built-in service needs neither: its variables give the rest.
+        let file = FileConfig::parse("[services.engine_b]\nplugins = [\"w\"]", &|_| None).unwrap();
+        let config = Config::from_args(["chatd"]).unwrap();
+        assert!(HostSettings::new(&config, &file, DevboxAccess::default()).is_ok());
+    }
 }

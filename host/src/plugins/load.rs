@@ -16,10 +16,11 @@ use super::host_settings::HostSettings;
 use super::manifest::{Kind, Manifest};
 use super::provider::{Profile, ProviderPlugin};
 use super::search::SearchPlugin;
-use super::services::{Auth, Owner, Service, SetBy};
+use super::services::{Owner, Service, SetBy};
 use super::tool::{ToolPlugin, ToolSpec};
 use super::{LoadError, http};
 use crate::config::file::DeclaredProvider;
+use crate::config::names::Auth;
 
 /// How long a plugin may take to describe its tools (or a provider its profile) at load.
 const DESCRIBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -336,7 +337,7 @@ fn check_tools(id: &str, tools: &[ToolSpec]) -> Result<(), LoadError> {
     };
     for (i, tool) in tools.iter().enumerate() {
         let name = &tool.name;
-        if !super::manifest::is_name(name, b"") {
+        if !crate::config::names::is_name(name, b"") {
             return Err(bad(format!(
                 "tool name {name:?} must match [a-z0-9_]{{1,64}}"
             )));

@@ -3,6 +3,8 @@
 
 use serde::Deserialize;
 
+use crate::config::names::is_name;
+
 /// The WIT package every plugin of this build must target.
 pub const WIT_PACKAGE: &str = "chatd:plugin@0.1.0";
 
@@ -153,16 +155,6 @@ impl Default for Limits {
             timeout_ms: DEFAULT_TIMEOUT_MS,
         }
     }
-}
-
-/// Whether `text` is 1 to 64 bytes of lower-case ASCII letters, digits, `_` and the bytes of
-/// `also`: the one shape of the names plugins and operators give (ids `[a-z0-9_-]`, tool and
-/// setting names `[a-z0-9_]`).
-pub fn is_name(text: &str, also: &[u8]) -> bool {
-    (1..=64).contains(&text.len())
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || also.contains(&b))
 }
 
 fn default_memory() -> u32 {

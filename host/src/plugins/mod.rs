@@ -28,6 +28,7 @@
 //! linked); SSH reaches only the operator's devbox, and only from the devbox tools ([`ssh`]).
 
 pub mod bindings;
+pub mod builtin;
 pub mod bundled;
 pub mod cache;
 pub mod codec;

@@ -312,7 +312,7 @@ fn profile_of(
     if let Some(name) = wit
         .adapter
         .as_ref()
-        .filter(|n| !super::manifest::is_name(n, b"-"))
+        .filter(|n| !crate::config::names::is_name(n, b"-"))
     {
         return Err(format!(
             "its profile's adapter {name:?} must match [a-z0-9_-]{{1,64}}"
@@ -323,7 +323,7 @@ fn profile_of(
         Some(name) => {
             let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("its profile's key-header {name:?} is not a header name"))?;
-            if super::http::is_host_header(&header) {
+            if crate::config::names::is_host_header(&header) {
                 return Err(format!(
                     "its profile's key-header {header} is a header the host sets itself"
                 ));

@@ -208,11 +208,17 @@ impl PluginHost {
         for warning in file.iter().flat_map(|f| &f.warnings) {
             tracing::warn!("configuration file: {warning}");
         }
-        let devbox = super::ssh::DevboxAccess::from_config(config);
+        let settings = match &file {
+            Some(file) => {
+                HostSettings::new(config, file, super::ssh::DevboxAccess::from_config(config))
+                    .map_err(LoadError::Config)?
+            }
+            None => HostSettings::from_config(config),
+        };
         let loader = Loader::new(
             engine,
-            HostSettings::new(config, file.as_ref(), devbox),
-            config.plugin_cache_dir().map(CompileCache::new),
+            settings,
+            super::cache::folder(config).map(CompileCache::new),
         );
         let host = Self::load_with(
             loader,
@@ -439,7 +445,7 @@ impl PluginHost {
             super::settings::check(manifest, id, file.plugin_settings.get(id))?;
         }
         let current = self.loader.settings();
-        let settings = HostSettings::new(config, Some(file), current.devbox.clone());
+        let settings = HostSettings::new(config, file, current.devbox.clone())?;
         let loader = self.loader.with_settings(settings);
         let mut bundled = Vec::new();
         for plugin in self.bundled() {

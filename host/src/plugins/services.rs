@@ -19,64 +19,7 @@ use url::Url;
 use super::http::{Credential, Origin, Place};
 use super::manifest::Kind;
 use crate::config::Secret;
-
-/// How a service's key goes on the wire.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Auth {
-    /// `Authorization: Bearer <key>`.
-    Bearer,
-    /// The bare key as the value of this header (`x-api-key`, Azure's `api-key`).
-    Header(HeaderName),
-    /// The key as this query parameter (`?key=…`), for upstreams that take it there.
-    Query(String),
-    /// No credential, even when a key is set.
-    None,
-}
-
-impl Auth {
-    /// `bearer`, `header:NAME`, `query:NAME` or `none`, as the configuration file writes it.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        match text.trim() {
-            "bearer" => Ok(Auth::Bearer),
-            "none" => Ok(Auth::None),
-            other => {
-                // The value is not echoed: `${VAR}` may have put a key here by mistake.
-                if let Some(name) = other.strip_prefix("query:") {
-                    let name = name.trim();
-                    let valid = !name.is_empty()
-                        && name.len() <= 64
-                        && name
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-                    if !valid {
-                        return Err(
-                            "query:NAME must name a parameter ([A-Za-z0-9_-], 1 to 64)".into()
-                        );
-                    }
-                    return Ok(Auth::Query(name.to_string()));
-                }
-                let name = other
-                    .strip_prefix("header:")
-                    .ok_or("must be bearer, header:NAME, query:NAME or none")?;
-                let header = HeaderName::from_bytes(name.trim().as_bytes())
-                    .map_err(|_| "header:NAME must name a valid header".to_string())?;
-                if super::http::is_host_header(&header) {
-                    return Err(format!("{header} is a header the host sets itself"));
-                }
-                Ok(Auth::Header(header))
-            }
-        }
-    }
-
-    fn describe(&self) -> String {
-        match self {
-            Auth::Bearer => "bearer".into(),
-            Auth::Header(name) => format!("header {name}"),
-            Auth::Query(name) => format!("query parameter {name}"),
-            Auth::None => "none".into(),
-        }
-    }
-}
+use crate::config::names::Auth;
 
 /// A plugin that may be granted a service: its id, and for the built-in services the world it
 /// must implement (a tool that takes a bundled provider's id does not get that provider's key).

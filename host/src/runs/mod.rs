@@ -335,7 +335,7 @@ impl ActiveRuns {
                 Ok(self.run(kind, id, log, None, stop))
             });
         };
-        let run_id: Arc<str> = crate::model::new_id().into();
+        let run_id: Arc<str> = crate::vocabulary::new_id().into();
         let tag = log::next_tag();
         match shared.table.start(&run_id, kind.as_str(), id, tag).await? {
             RunStart::Running => return Err(StartError::Running),

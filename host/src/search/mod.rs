@@ -20,32 +20,8 @@ use crate::chat::completion::{describe_call_error, describe_plugin_error};
 use crate::plugins::CallError;
 use crate::plugins::search::{PluginError, SearchPlugin, SearchRequest};
 use crate::store::SearchRunOutcome;
+use crate::vocabulary::SearchType;
 pub use events::SearchEvent;
-
-/// The plugin that serves search mode. Operators may replace it by dropping a plugin with this
-/// id in PLUGINS_DIR; the `engine_a` service and its key are granted to this id only.
-pub const SEARCH_PLUGIN: &str = "search_engine_a";
-
-/// `type` of a run: how hard the engine searches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SearchType {
-    Auto,
-    Fast,
-    Deep,
-    Instant,
-}
-
-impl SearchType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SearchType::Auto => "auto",
-            SearchType::Fast => "fast",
-            SearchType::Deep => "deep",
-            SearchType::Instant => "instant",
-        }
-    }
-}
 
 /// One run, validated: the query to send (the override or the stored one) and the options.
 #[derive(Clone, Debug, PartialEq)]

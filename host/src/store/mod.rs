@@ -48,7 +48,7 @@ pub enum StoreError {
     #[error("stored JSON is invalid: {0}")]
     Json(#[from] serde_json::Error),
     #[error("stored value is invalid: {0}")]
-    Value(#[from] crate::model::UnknownValue),
+    Value(#[from] crate::vocabulary::UnknownValue),
     /// This instance did not renew its lease in time, and other instances took it for gone.
     #[error("this instance's lease on the database ran out; other instances ended its work")]
     LeaseLost,

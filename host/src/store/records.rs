@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::model::Role;
+use crate::vocabulary::Role;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChatRecord {

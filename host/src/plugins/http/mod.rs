@@ -29,6 +29,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use url::Url;
 
+use crate::config::names::is_host_header;
+
 use crate::config::Secret;
 use address::{PrivateAddress, PublicOnly, is_private};
 
@@ -123,11 +125,6 @@ pub fn grant(
 /// The most response body a plugin may read from one request.
 pub const MAX_BODY_BYTES: u64 = 32 * 1024 * 1024;
 
-/// Whether the host sets `name` itself (a plugin may not, nor may an operator's service).
-pub fn is_host_header(name: &HeaderName) -> bool {
-    FORBIDDEN_HEADERS.contains(&name.as_str())
-}
-
 /// What one plugin may do over HTTP.
 #[derive(Clone, Debug)]
 pub struct HttpGrant {
@@ -180,7 +177,7 @@ fn plugin_headers(pairs: &[(String, String)]) -> Result<HeaderMap, Refusal> {
     for (name, value) in pairs {
         let name = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| Refusal::Invalid(format!("header name {name:?} is not valid")))?;
-        if FORBIDDEN_HEADERS.contains(&name.as_str()) {
+        if is_host_header(&name) {
             return Err(Refusal::Invalid(format!(
                 "header {name} is set by the host"
             )));
@@ -300,23 +297,6 @@ impl Incoming {
         }
     }
 }
-
-/// Headers a plugin may not set: the host owns the connection, the framing and the content
-/// coding (it asks for compressed bodies and decodes them; a plugin asking itself would get
-/// undecoded bytes past the size cap's reach).
-const FORBIDDEN_HEADERS: &[&str] = &[
-    "host",
-    "accept-encoding",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "upgrade",
-    "te",
-    "trailer",
-    "keep-alive",
-    "proxy-authorization",
-    "proxy-connection",
-];
 
 /// Headers a plugin set that are not sent on to a redirect's different origin.
 const CROSS_ORIGIN_DROPPED: &[&str] = &["authorization", "cookie", "x-api-key", "api-key"];

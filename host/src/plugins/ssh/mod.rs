@@ -30,6 +30,7 @@ use openssh::{ControlPersist, KnownHosts, SessionBuilder, Stdio};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::bindings::imports::chatd::plugin::ssh::{ExecOutput, SshError};
+use super::builtin::DEVBOX_TOOLS;
 use crate::config::Config;
 
 /// The most of each of stdout and stderr kept per command.
@@ -47,12 +48,6 @@ const MASTER_IDLE: std::num::NonZeroUsize = std::num::NonZeroUsize::new(60).unwr
 /// local commands, whatever the operator's own files say.
 const CLIENT_CONFIG: &str = "ForwardAgent no\nForwardX11 no\nClearAllForwardings yes\n\
                              PermitLocalCommand no\nRequestTTY no\n";
-
-/// The devbox tools: plugin id, its enable switch, its timeout.
-pub const DEVBOX_TOOLS: &[(&str, &str)] = &[
-    ("coding_exec", "CHAT_CODING_TOOL_ENABLED"),
-    ("shell_exec", "CHAT_SHELL_TOOL_ENABLED"),
-];
 
 /// The operator's devbox and how to reach it.
 #[derive(Debug)]
@@ -376,22 +371,10 @@ impl DevboxAccess {
                 None
             }
         };
-        let tools = std::collections::BTreeMap::from([
-            (
-                "coding_exec",
-                (
-                    config.chat_coding_tool_enabled,
-                    Duration::from_millis(config.chat_coding_exec_timeout_ms),
-                ),
-            ),
-            (
-                "shell_exec",
-                (
-                    config.chat_shell_tool_enabled,
-                    Duration::from_millis(config.chat_shell_exec_timeout_ms),
-                ),
-            ),
-        ]);
+        let tools = DEVBOX_TOOLS
+            .iter()
+            .map(|tool| (tool.id, ((tool.enabled)(config), (tool.limit)(config))))
+            .collect();
         Self { devbox, tools }
     }
 
@@ -400,9 +383,9 @@ impl DevboxAccess {
     pub fn refusal(&self, id: &str) -> Option<String> {
         match (
             self.tools.get(id),
-            DEVBOX_TOOLS.iter().find(|(tool, _)| *tool == id),
+            DEVBOX_TOOLS.iter().find(|tool| tool.id == id),
         ) {
-            (Some((false, _)), Some((_, var))) => Some(format!("{var} is not true")),
+            (Some((false, _)), Some(tool)) => Some(format!("{} is not true", tool.enable_var)),
             _ => None,
         }
     }
@@ -419,9 +402,11 @@ pub fn grant(
     }
     let tool = access.tools.get(manifest.id.as_str());
     if manifest.kind != super::manifest::Kind::Tool || tool.is_none() {
-        return Err(
-            "grants.ssh: only the devbox tools coding_exec and shell_exec may use SSH".into(),
-        );
+        let names: Vec<&str> = DEVBOX_TOOLS.iter().map(|tool| tool.id).collect();
+        return Err(format!(
+            "grants.ssh: only the devbox tools {} may use SSH",
+            names.join(" and ")
+        ));
     }
     Ok(match (&access.devbox, tool) {
         (Some(devbox), Some((true, limit))) => Some(Arc::new(SshGrant {

@@ -7,8 +7,8 @@ use sqlx::Row;
 
 use super::chats::{fetch_chat, insert_messages, load_messages, touch_chat};
 use super::{PgStore, next_updated_at, put, text};
-use crate::model::now;
 use crate::store::{CallRecord, CallUsage, ChatRecord, MessageRecord, NewCall, NewMessage, Result};
+use crate::vocabulary::now;
 
 impl PgStore {
     pub async fn begin_call(

@@ -8,8 +8,8 @@ use sqlx::postgres::PgRow;
 use sqlx::{Postgres, Row, Transaction};
 
 use super::{Member, PgStore, next_updated_at, put, put_opt, set_membership, take, text};
-use crate::model::{new_id, now};
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage, Result, json};
+use crate::vocabulary::{new_id, now};
 
 macro_rules! select_chat {
     () => {

@@ -9,9 +9,9 @@ use std::time::Duration;
 use sqlx::Row;
 
 use super::PgStore;
-use crate::model::now;
 use crate::store::liveness::{LOST_REPLY, millis_between};
 use crate::store::{Result, StoreError};
+use crate::vocabulary::now;
 
 /// How long an instance stays alive without renewing.
 pub const LEASE: Duration = Duration::from_secs(10);

@@ -26,10 +26,10 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use super::{Result, StoreError};
-use crate::model::new_id;
+use crate::vocabulary::new_id;
 
 /// The next `updated_at` of a row being updated, as a SQL expression whose one parameter is
-/// `$n`, bound to [`crate::model::now`]; the rule is `chatd_next_stamp` in the first migration.
+/// `$n`, bound to [`crate::vocabulary::now`]; the rule is `chatd_next_stamp` in the first migration.
 macro_rules! next_updated_at {
     ($n:literal) => {
         concat!("chatd_next_stamp($", $n, ", updated_at)")
@@ -175,7 +175,7 @@ async fn set_membership(
     };
     let mut query = sqlx::query(&sql).bind(super::STARRED_PROJECT).bind(id);
     if starred {
-        query = query.bind(crate::model::now());
+        query = query.bind(crate::vocabulary::now());
     }
     query.execute(&mut **tx).await?;
     Ok(())

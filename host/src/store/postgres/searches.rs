@@ -4,10 +4,10 @@ use sqlx::postgres::PgRow;
 use sqlx::{Postgres, Row, Transaction};
 
 use super::{Member, PgStore, next_updated_at, put, put_opt, set_membership, text};
-use crate::model::{new_id, now};
 use crate::store::{
     NewSearch, Result, SearchDetailRecord, SearchRecord, SearchRunOutcome, json, normalize_query,
 };
+use crate::vocabulary::{new_id, now};
 
 const SELECT_SEARCH: &str = "SELECT s.id, s.title, s.query, s.created_at, s.updated_at, \
      p.created_at AS starred_at, \

@@ -149,9 +149,9 @@ impl SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Role;
     use crate::store::sqlite::SqliteStore;
     use crate::store::{MessageRecord, NewCall, NewChat, NewMessage};
+    use crate::vocabulary::Role;
 
     fn user(content: &str) -> NewMessage {
         NewMessage {
@@ -263,7 +263,8 @@ mod tests {
         assert_eq!(contents, ["a", "b", "c"]);
         assert!(messages.iter().all(|m| m.created_at == after.updated_at));
         assert!(
-            crate::model::to_millis(&after.updated_at) > crate::model::to_millis(&chat.updated_at)
+            crate::vocabulary::to_millis(&after.updated_at)
+                > crate::vocabulary::to_millis(&chat.updated_at)
         );
         assert_eq!(after.last_used_model.as_deref(), Some("m"));
         assert_eq!(store.get_call("call-1").await.unwrap().unwrap().model, "m");

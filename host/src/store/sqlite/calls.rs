@@ -10,8 +10,8 @@ use super::chats::{
     Condition, SELECT_CHAT_BY_ID, chat_from_row, load_messages, push_message, touch_chat,
 };
 use super::{Result, SqliteStore};
-use crate::model::now;
 use crate::store::{CallRecord, CallUsage, ChatRecord, MessageRecord, NewCall, NewMessage};
+use crate::vocabulary::now;
 
 impl SqliteStore {
     /// Starts a call, in one transaction: stores the rows `new_rows` picks from the chat's

@@ -8,8 +8,8 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use super::batch::Batch;
 use super::{Member, Result, SqliteStore, json, set_membership};
-use crate::model::{new_id, now};
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
+use crate::vocabulary::{new_id, now};
 
 macro_rules! select_chat {
     () => {

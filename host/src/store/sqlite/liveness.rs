@@ -6,8 +6,8 @@
 use sqlx::Row;
 
 use super::{Result, SqliteStore};
-use crate::model::{new_id, now};
 use crate::store::liveness::{LOST_REPLY, millis_between};
+use crate::vocabulary::{new_id, now};
 
 impl SqliteStore {
     /// Closes the calls earlier processes left open (see the module doc); how many there were.

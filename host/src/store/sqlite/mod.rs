@@ -13,7 +13,7 @@
 //! timeout so concurrent writers queue instead of failing with SQLITE_BUSY.
 
 /// The next `updated_at` of a row being updated, as a SQL expression with one placeholder, bound
-/// to [`crate::model::now`]: now, or the first microsecond of the millisecond after the stored
+/// to [`crate::vocabulary::now`]: now, or the first microsecond of the millisecond after the stored
 /// value when the clock has not moved past it, so that `updatedAt` (milliseconds, as clients see
 /// it) increases on every update. Computed inside the statement rather than read first, so that an
 /// update is one statement. Stored stamps are fixed-width text, so `MAX` compares them in time
@@ -219,7 +219,7 @@ async fn set_membership(
             "INSERT INTO {table} (project_id, {column}, created_at) VALUES (?, ?, ?) \
              ON CONFLICT (project_id, {column}) DO NOTHING"
         );
-        let at = crate::model::now();
+        let at = crate::vocabulary::now();
         sqlx::query(&sql)
             .bind(STARRED_PROJECT)
             .bind(id)

@@ -8,10 +8,10 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use super::batch::Batch;
 use super::{Member, Result, SqliteStore, json, set_membership};
-use crate::model::{new_id, now};
 use crate::store::{
     NewSearch, SearchDetailRecord, SearchRecord, SearchRunOutcome, normalize_query,
 };
+use crate::vocabulary::{new_id, now};
 
 pub(super) const SELECT_SEARCH: &str = "SELECT s.id, s.title, s.query, s.created_at, s.updated_at, \
      p.created_at AS starred_at, \

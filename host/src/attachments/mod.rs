@@ -1,73 +1,20 @@
-//! Attachments on user messages: the accepted input shape, the stored shape, and the policy that
-//! turns one into the other (the contract's Limits table). Images are judged by their decoded
+//! Attachments on user messages: the policy that turns the accepted shape into the stored one
+//! (the contract's Limits table; both shapes are in [`wire`]). Images are judged by their decoded
 //! bytes (magic numbers), not by the mimeType a client claims.
 //!
 //! "MB" in the contract is taken as MiB (1,048,576 bytes) throughout.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+
+mod wire;
+pub use wire::{Attachment, AttachmentInput};
 
 pub const MIB: usize = 1024 * 1024;
 pub const MAX_ATTACHMENTS_PER_MESSAGE: usize = 8;
 pub const MAX_IMAGE_BYTES: usize = 6 * MIB;
 pub const MAX_TEXT_SOURCE_BYTES: u64 = 8 * MIB as u64;
 pub const MAX_TEXT_CHARS: usize = 200_000;
-
-/// An attachment as a client sends it. Only `kind` and the payload (`dataUrl` or `text`) are
-/// required; the rest is filled in or recomputed.
-#[derive(Clone, Debug, Deserialize, ToSchema)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum AttachmentInput {
-    #[serde(rename_all = "camelCase")]
-    Image {
-        id: Option<String>,
-        filename: Option<String>,
-        /// `image/png` or `image/jpeg`; must match the decoded bytes.
-        mime_type: Option<String>,
-        /// Ignored: the stored value is the decoded size.
-        #[serde(default, deserialize_with = "crate::model::whole::option_u64")]
-        size_bytes: Option<u64>,
-        /// `data:image/png;base64,…` or `data:image/jpeg;base64,…`, at most 6 MiB decoded.
-        data_url: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    Text {
-        id: Option<String>,
-        filename: Option<String>,
-        mime_type: Option<String>,
-        /// Size of the source file; at most 8 MiB. Defaults to the UTF-8 length of `text`.
-        #[serde(default, deserialize_with = "crate::model::whole::option_u64")]
-        size_bytes: Option<u64>,
-        /// Inlined content, at most 200,000 characters.
-        text: String,
-        truncated: Option<bool>,
-    },
-}
-
-/// An attachment as stored in `metadata.attachments` and returned to clients.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Attachment {
-    #[serde(rename_all = "camelCase")]
-    Image {
-        id: String,
-        filename: String,
-        mime_type: String,
-        size_bytes: u64,
-        data_url: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    Text {
-        id: String,
-        filename: String,
-        mime_type: String,
-        size_bytes: u64,
-        text: String,
-        truncated: bool,
-    },
-}
 
 /// A rejected attachment list; the message names the field and the rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -164,7 +111,7 @@ fn validate_one(input: AttachmentInput, field: &str) -> Result<Attachment, Attac
             Ok(Attachment::Image {
                 id: id
                     .filter(|s| !s.trim().is_empty())
-                    .unwrap_or_else(crate::model::new_id),
+                    .unwrap_or_else(crate::vocabulary::new_id),
                 filename,
                 mime_type: detected.to_string(),
                 size_bytes: bytes.len() as u64,
@@ -194,7 +141,7 @@ fn validate_one(input: AttachmentInput, field: &str) -> Result<Attachment, Attac
             Ok(Attachment::Text {
                 id: id
                     .filter(|s| !s.trim().is_empty())
-                    .unwrap_or_else(crate::model::new_id),
+                    .unwrap_or_else(crate::vocabulary::new_id),
                 filename: filename
                     .map(|f| f.trim().to_string())
                     .filter(|f| !f.is_empty())

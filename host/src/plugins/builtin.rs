@@ -1,8 +1,7 @@
-//! The built-in defaults, as data: the contract's four providers and the six services of chatd's
-//! bundled plugins, with the environment variables that configure them. This is the one file of
-//! the host that names a bundled plugin; everything else looks providers and services up in the
-//! tables built from here (a test fails if another host file names one:
-//! `tests/api/providers_as_data.rs`).
+//! The plugin host's built-in table, as data: the contract's four providers, the six services of
+//! chatd's bundled plugins with the environment variables that configure them, the search
+//! plugin and the devbox tools. The one file of the host that names a bundled plugin; everything
+//! else looks them up here.
 //!
 //! A default provider is served by the plugin of its id (bundled, or a PLUGINS_DIR plugin that
 //! replaces it), on the service its manifest names (`provider.service`); what it needs (tools,
@@ -10,9 +9,10 @@
 
 use reqwest::header::HeaderName;
 
+use super::manifest::Kind;
+use super::services::{Owner, Service, SetBy};
+use crate::config::names::Auth;
 use crate::config::{Config, Secret, WebSearchEngine};
-use crate::plugins::manifest::Kind;
-use crate::plugins::services::{Auth, Owner, Service, SetBy};
 
 /// A provider the contract names.
 pub struct DefaultProvider {
@@ -71,6 +71,42 @@ pub const AGENT_MODEL_PROVIDER: &str = "provider_agent";
 pub fn is_default_provider(id: &str) -> bool {
     PROVIDERS.iter().any(|p| p.id == id)
 }
+
+/// The plugin that serves search mode. Operators may replace it by dropping a plugin with this
+/// id in PLUGINS_DIR; the `engine_a` service and its key are granted to this id only.
+pub const SEARCH_PLUGIN: &str = "search_engine_a";
+
+/// A devbox tool: its plugin id, the variable that enables it, and its switch and time limit as
+/// configured.
+pub struct DevboxTool {
+    pub id: &'static str,
+    pub enable_var: &'static str,
+    pub enabled: fn(&Config) -> bool,
+    pub limit: fn(&Config) -> std::time::Duration,
+}
+
+/// The tools that may use SSH to the devbox (the only plugins that may).
+pub const DEVBOX_TOOLS: &[DevboxTool] = &[
+    DevboxTool {
+        id: "coding_exec",
+        enable_var: "CHAT_CODING_TOOL_ENABLED",
+        enabled: |config| config.chat_coding_tool_enabled,
+        limit: |config| std::time::Duration::from_millis(config.chat_coding_exec_timeout_ms),
+    },
+    DevboxTool {
+        id: "shell_exec",
+        enable_var: "CHAT_SHELL_TOOL_ENABLED",
+        enabled: |config| config.chat_shell_tool_enabled,
+        limit: |config| std::time::Duration::from_millis(config.chat_shell_exec_timeout_ms),
+    },
+];
+
+/// The internal system instruction of the tool loop (the contract's "internal system
+/// instruction"; it names the bundled tools), sent first when tools are enabled, to the providers whose profile asks for it.
+pub const TOOL_LOOP_INSTRUCTION: &str = "You can call tools to answer. Use web_search for \
+    current events and facts you are not sure of, and fetch_url to read a page in full. Call a \
+    tool only when it helps; when you have enough, answer directly. When an answer relies on \
+    web pages, cite their URLs. If a tool fails, say so briefly and continue with what you have.";
 
 /// The six built-in services with the operator's values: each provider's upstream, and the two
 /// search engines.

@@ -1,5 +1,7 @@
-//! Domain vocabulary shared by the HTTP layer and the store: roles, ids and timestamps. Nothing
-//! here touches SQL or HTTP. Provider ids are plain strings: which ones exist is the running
+//! The words the API, the store and the runs share: roles, search types, ids and timestamps.
+//! A role or a search type is the same word stored and on the wire, so its serde and schema
+//! derives are here (the map's one exception besides `http/`, the streams' events and
+//! `attachments/wire.rs`). Nothing here touches SQL or HTTP. Provider ids are plain strings: which ones exist is the running
 //! server's data (`plugins::registry::Snapshot::provider`), and stored chats keep whatever id
 //! they were written with.
 
@@ -46,6 +48,27 @@ impl FromStr for Role {
 
 /// A stored value that is not one of the enum's variants (only possible if the database was edited
 /// by hand).
+/// `type` of a run: how hard the engine searches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchType {
+    Auto,
+    Fast,
+    Deep,
+    Instant,
+}
+
+impl SearchType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchType::Auto => "auto",
+            SearchType::Fast => "fast",
+            SearchType::Deep => "deep",
+            SearchType::Instant => "instant",
+        }
+    }
+}
+
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("unknown value {0:?}")]
 pub struct UnknownValue(pub String);

@@ -1,0 +1,166 @@
+//! The map's invariants about where things are written (ARCHITECTURE.md, "Invariants"), checked
+//! over the host's source text:
+//!
+//! - no host file but the plugin host's built-in table (`plugins/builtin.rs`) names a bundled
+//!   plugin's id (every `plugins/*/manifest.json`): providers, search and tools are data;
+//! - wire types (serde `Serialize` or utoipa `ToSchema` derives) are declared only where the map
+//!   says: `http/`, the streams' events (`events.rs`), `attachments/wire.rs` and `vocabulary.rs`;
+//!   `config/` and `plugins/` only read files (`Deserialize`).
+//!
+//! Exempt: unit tests (a file's `#[cfg(test)]` tail), and `host/build.rs`, which lists the plugin
+//! crates compiled into the binary (a build list like the workspace's `Cargo.toml`, not
+//! behaviour). The layering rules (no import cycle, no upward import) are `.ci/layers.py`'s.
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every host source file, as its path under `host/src` and its code without unit tests.
+fn host_code() -> Vec<(String, String)> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    assert!(files.len() > 20, "host/src has the host's code: {files:?}");
+    files
+        .iter()
+        .map(|file| {
+            let text = std::fs::read_to_string(file).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+            let rel = file
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, code)
+        })
+        .collect()
+}
+
+/// The ids of the bundled plugins, from their manifests.
+fn bundled_ids() -> Vec<String> {
+    let plugins = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins");
+    let mut ids = Vec::new();
+    for entry in std::fs::read_dir(plugins).unwrap() {
+        let manifest = entry.unwrap().path().join("manifest.json");
+        if let Ok(text) = std::fs::read_to_string(&manifest) {
+            let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+            ids.push(json["id"].as_str().unwrap().to_string());
+        }
+    }
+    ids.sort();
+    ids
+}
+
+/// Whether `line` has `id` as a whole word (`provider_a_api_key` is a variable, not the id).
+fn names(line: &str, id: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(id).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + id.len()..].chars().next();
+        !before.is_some_and(word) && !after.is_some_and(word)
+    })
+}
+
+#[test]
+fn no_host_code_outside_the_builtin_table_names_a_bundled_plugin() {
+    let ids = bundled_ids();
+    for id in [
+        "provider_a",
+        "provider_agent",
+        "search_engine_a",
+        "web_search",
+        "shell_exec",
+    ] {
+        assert!(ids.iter().any(|i| i == id), "{id} is bundled: {ids:?}");
+    }
+    let mut found = Vec::new();
+    let mut table = String::new();
+    for (file, code) in host_code() {
+        if file == "plugins/builtin.rs" {
+            table = code;
+            continue;
+        }
+        for (n, line) in code.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue; // docs may say which plugin they mean
+            }
+            for id in &ids {
+                if names(line, id) {
+                    found.push(format!("host/src/{file}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "host code names a bundled plugin outside plugins/builtin.rs (declare it in the \
+         plugin's profile, or add it to the built-in table):\n{}",
+        found.join("\n")
+    );
+    // The check itself: the table does name them (the tools are listed by their manifests).
+    for id in ["provider_a", "provider_b", "provider_c", "provider_agent"] {
+        assert!(table.lines().any(|l| names(l, id)), "{id}");
+    }
+    for id in ["search_engine_a", "shell_exec", "coding_exec"] {
+        assert!(table.lines().any(|l| names(l, id)), "{id}");
+    }
+    assert!(!names("provider_a_api_key", "provider_a"));
+    assert!(names("\"provider_a\",", "provider_a"));
+}
+
+/// Where each derive may be written.
+fn derive_allowed(file: &str, derive: &str) -> bool {
+    let wire = file.starts_with("http/")
+        || file.ends_with("/events.rs")
+        || file == "attachments/wire.rs"
+        || file == "vocabulary.rs";
+    match derive {
+        "Deserialize" => wire || file.starts_with("config/") || file.starts_with("plugins/"),
+        _ => wire,
+    }
+}
+
+#[test]
+fn wire_types_are_declared_only_where_the_map_says() {
+    let mut found = Vec::new();
+    let mut seen = 0;
+    for (file, code) in host_code() {
+        for (n, line) in code.lines().enumerate() {
+            let line = line.trim();
+            if !line.starts_with("#[derive(") {
+                continue;
+            }
+            for derive in ["Serialize", "Deserialize", "ToSchema"] {
+                let named = line
+                    .trim_start_matches("#[derive(")
+                    .trim_end_matches(")]")
+                    .split(',')
+                    .any(|d| d.trim().rsplit("::").next() == Some(derive));
+                if named {
+                    seen += 1;
+                    if !derive_allowed(&file, derive) {
+                        found.push(format!("host/src/{file}:{}: {derive}", n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen > 20, "the derives are found: {seen}");
+    assert!(
+        found.is_empty(),
+        "a wire type outside http/, the streams' events, attachments/wire.rs and vocabulary.rs \
+         (ARCHITECTURE.md, \"Invariants\"):\n{}",
+        found.join("\n")
+    );
+    assert!(!derive_allowed("store/records.rs", "Serialize"));
+    assert!(derive_allowed("chat/events.rs", "Serialize"));
+}
