@@ -38,10 +38,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use chatd::config::{Config, DatabaseUrl};
-use chatd::model::Role;
 use chatd::plugins::registry::PluginHost;
 use chatd::server::Server;
 use chatd::store::{NewChat, NewMessage, Store};
+use chatd::vocabulary::Role;
 use serde_json::json;
 
 struct Options {
