@@ -50,7 +50,7 @@
 //! ```
 //!
 //! `chatd plugins check echo.wasm` validates both; dropping them into chatd's PLUGINS_DIR loads
-//! them without a restart. chatd's README lists every grant a manifest can ask for.
+//! them without a restart. chatd's docs/plugins.md lists every grant a manifest can ask for.
 //!
 //! # A new provider, end to end
 //!

@@ -111,7 +111,7 @@ pub struct Config {
     #[arg(long, env = "DATABASE_URL", value_name = "DATABASE_URL",
           default_value = "sqlite://data/chatd.db", value_parser = parse_database_url)]
     pub database_url: DatabaseUrl,
-    /// PostgreSQL only: the most connections this instance opens (README, "Running several
+    /// PostgreSQL only: the most connections this instance opens (docs/operating.md, "Running several
     /// instances").
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", value_name = "DATABASE_MAX_CONNECTIONS",
           default_value = "16", value_parser = parse_max_connections)]

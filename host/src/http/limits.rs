@@ -3,7 +3,7 @@
 //! value would weigh on every later request; each is refused above its limit (400 naming the
 //! field) rather than cut. Counted in characters (Unicode scalar values) as sent, surrounding
 //! white space included (as the OpenAPI document's `maxLength` counts them); stored trimmed.
-//! README.md, "Limits", lists them; the OpenAPI document gives them as `maxLength`.
+//! docs/api.md, "Length limits", lists them; the OpenAPI document gives them as `maxLength`.
 
 use utoipa::openapi::schema::Schema;
 use utoipa::openapi::{OpenApi, RefOr};

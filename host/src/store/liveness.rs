@@ -1,5 +1,5 @@
 //! The servers' signs of life, and the calls a server left open when it stopped without ending
-//! them (kill -9, a crash, power loss). A graceful shutdown ends every call itself (README,
+//! them (kill -9, a crash, power loss). A graceful shutdown ends every call itself (docs/api.md,
 //! "Shutdown"). Each server process is a row of `instances` that it renews (SQLite: every
 //! [`HEARTBEAT`]; PostgreSQL: a lease);
 //! a call left open by a server no longer alive is closed with [`LOST_REPLY`] and a latency up

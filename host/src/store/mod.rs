@@ -38,7 +38,7 @@ pub enum StoreError {
     #[error(
         "the database is in use by another chatd process ({path} is locked): SQLite serves one \
          instance; stop the other, give this one another DATABASE_URL, or run several instances \
-         on PostgreSQL (README, \"Running several instances\")"
+         on PostgreSQL (docs/operating.md, \"Running several instances\")"
     )]
     InUse { path: String },
     #[error("database migration failed: {0}")]
