@@ -34,6 +34,7 @@ LAYERS = {
         "attachments",
         "tools",
         "plugins",
+        "runlog",
         "chat",
         "search",
         "runs",

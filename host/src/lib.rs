@@ -64,6 +64,7 @@ pub mod chat;
 pub mod config;
 pub mod http;
 pub mod plugins;
+pub mod runlog;
 pub mod runs;
 pub mod search;
 pub mod server;

@@ -8,7 +8,7 @@
 //! Text streams as it arrives, with tools on too: a round's kind is decided by what the upstream
 //! says first (`round.rs` has the rule and what happens to text before a tool call). A turn the
 //! upstream refused before answering is tried again (`retry.rs`), and a first turn whose tries
-//! are exhausted may go to the operator's fallback provider. A client's stop ([`Stop`]) drops the
+//! are exhausted may go to the operator's fallback provider. A client's stop ([`super::sink::Stop`]) drops the
 //! turn (and its upstream request) or the tool calls running, and the completion ends with the
 //! text sent so far ([`Finished::stopped`]).
 //!
@@ -19,14 +19,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::mpsc;
 
-use super::events::{ChatEvent, Usage};
+use super::events::Usage;
+use super::failure::{
+    CompletionError, describe_call_error, describe_plugin_error, error_kind, refused_request,
+};
 use super::retry;
 use super::round::{Reply, Turn};
-use super::tool_calls::{self, Ran};
+use super::sink::Sink;
+use super::tool_calls::{self, EnabledTool, Ran};
 use crate::config::retry::RetryPolicy;
 use crate::plugins::CallError;
 use crate::plugins::load::Plugin;
@@ -34,20 +37,11 @@ use crate::plugins::provider::{
     self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnRequest, UpstreamSeen,
 };
 use crate::plugins::refs::Refs;
-use crate::runs::RunLog;
-use crate::store::{NewMessage, Store, StoreError};
 use crate::telemetry::{metrics, trace};
 use tracing::Instrument as _;
 
 /// Events a provider may get ahead of the loop before its `emit` waits.
 const TURN_EVENT_BUFFER: usize = 64;
-
-/// A tool the model may call in this completion, and the plugin that runs it.
-#[derive(Clone)]
-pub struct EnabledTool {
-    pub spec: ToolSpec,
-    pub plugin: Arc<Plugin>,
-}
 
 /// Everything one completion needs.
 pub struct Completion {
@@ -104,179 +98,6 @@ impl Finished {
         self.text = reply.into_text();
         self.stopped = stopped;
         self
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum CompletionError {
-    /// The provider's upstream failed, or its plugin did.
-    #[error("{provider}: {detail}")]
-    Provider {
-        provider: String,
-        detail: String,
-        /// What had been counted before the failure.
-        usage: Option<Usage>,
-        /// The request was refused for what the client sent ([`refused_request`]), not for a
-        /// failure of the upstream or the plugin.
-        refused: bool,
-    },
-    #[error("could not store the tool call: {0}")]
-    Store(#[from] StoreError),
-    /// The call's own record could not be written, so its tool calls cannot be either.
-    #[error("the request could not be stored")]
-    NotRecorded,
-}
-
-impl CompletionError {
-    pub fn usage(&self) -> Option<Usage> {
-        match self {
-            CompletionError::Provider { usage, .. } => *usage,
-            CompletionError::Store(_) | CompletionError::NotRecorded => None,
-        }
-    }
-}
-
-/// Where a completion's events and tool logs go: a run's log (streams) and a chat (persisted).
-/// Both optional: a non-streaming completion keeps no log, a `persist: false` stream no chat.
-pub struct Sink {
-    pub log: Option<Arc<RunLog>>,
-    pub chat: Option<ChatWriter>,
-    /// A client's request to stop the run.
-    pub stop: Stop,
-}
-
-/// The switch a client's stop throws (`POST /v1/chats/:chatId/stream/cancel`), shared by a run's
-/// registry entry (`runs`) and its completion. A flag and a `Notify`: a few dozen bytes per run,
-/// where a watch channel took half a KiB (memory per live stream, BENCHMARKS.md).
-#[derive(Debug, Default)]
-pub struct StopSwitch {
-    requested: AtomicBool,
-    notify: Notify,
-}
-
-impl StopSwitch {
-    /// Asks the run to stop; any later wait sees it too.
-    pub fn request(&self) {
-        self.requested.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-}
-
-/// What a completion watches for a client's stop; a run nobody can stop has none
-/// ([`Stop::default`]).
-#[derive(Clone, Debug, Default)]
-pub struct Stop(Option<Arc<StopSwitch>>);
-
-impl Stop {
-    pub fn new(switch: Arc<StopSwitch>) -> Self {
-        Self(Some(switch))
-    }
-
-    /// Resolves once a stop is requested; never, for a run nobody can stop.
-    pub async fn requested(&self) {
-        let Some(switch) = &self.0 else {
-            return std::future::pending().await;
-        };
-        loop {
-            // Made before the flag is read: `notify_waiters` wakes every `Notified` that
-            // exists, polled or not, so a request between the two is not missed.
-            let notified = switch.notify.notified();
-            if switch.requested.load(Ordering::SeqCst) {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// The chat a completion's tool calls are stored in.
-pub struct ChatWriter {
-    pub store: Store,
-    pub chat_id: String,
-    /// Whether the call's own record (and the history rows before it) is written: `None` while
-    /// it is being written beside the first turn. Tool rows wait for it, so they come after the
-    /// history in the transcript.
-    pub recorded: watch::Receiver<Option<bool>>,
-}
-
-impl Sink {
-    pub fn emit(&self, event: &ChatEvent) {
-        if let Some(log) = &self.log {
-            log.push(event.name(), &event.data(), event.is_terminal());
-        }
-    }
-
-    pub(super) async fn store_tool_log(&self, message: NewMessage) -> Result<(), CompletionError> {
-        if let Some(chat) = &self.chat {
-            let mut recorded = chat.recorded.clone();
-            match recorded.wait_for(Option::is_some).await.map(|r| *r) {
-                Ok(Some(true)) => {}
-                _ => return Err(CompletionError::NotRecorded),
-            }
-            chat.store.append_message(&chat.chat_id, message).await?;
-        }
-        Ok(())
-    }
-}
-
-/// The words the contract's error events and 502 bodies carry for a provider's failure.
-pub fn describe_plugin_error(error: &PluginError) -> String {
-    match error {
-        PluginError::Upstream(e) if e.status > 0 => {
-            format!("upstream answered {}: {}", e.status, e.message)
-        }
-        PluginError::Upstream(e) => format!("upstream error: {}", e.message),
-        PluginError::Transport(m) => format!("upstream connection failed: {m}"),
-        PluginError::MalformedResponse(m) => format!("malformed upstream response: {m}"),
-        PluginError::Denied(m) => format!("request denied by the host: {m}"),
-        PluginError::InvalidInput(m) => format!("invalid request: {m}"),
-        PluginError::Unsupported(m) => format!("not supported: {m}"),
-        PluginError::Internal(m) => format!("plugin error: {m}"),
-    }
-}
-
-/// Whether a provider's failure is the request's fault rather than the upstream's or the
-/// plugin's: the plugin found the input invalid before calling (a parameter the model does not
-/// take), or the upstream refused it as invalid (400), for a model it does not have (404), as
-/// too large (413) or as unprocessable (422). Not 401, 403 or 429: the operator's key and quota
-/// are not the client's doing.
-pub fn refused_request(error: &PluginError) -> bool {
-    match error {
-        PluginError::InvalidInput(_) => true,
-        PluginError::Upstream(e) => matches!(e.status, 400 | 404 | 413 | 422),
-        _ => false,
-    }
-}
-
-/// A failed turn's kind, as metrics and traces name it (a fixed word).
-fn error_kind(
-    result: &Result<Result<wit::TurnOutcome, PluginError>, CallError>,
-) -> Option<&'static str> {
-    Some(match result {
-        Ok(Ok(_)) => return None,
-        Ok(Err(PluginError::Upstream(e))) => match e.status {
-            400..=499 => "upstream_4xx",
-            500..=599 => "upstream_5xx",
-            _ => "upstream",
-        },
-        Ok(Err(PluginError::Transport(_))) => "transport",
-        Ok(Err(PluginError::MalformedResponse(_))) => "malformed_response",
-        Ok(Err(PluginError::Denied(_))) => "denied",
-        Ok(Err(PluginError::InvalidInput(_))) => "invalid_input",
-        Ok(Err(PluginError::Unsupported(_))) => "unsupported",
-        Ok(Err(PluginError::Internal(_))) => "internal",
-        Err(CallError::Trap { .. }) => "trap",
-        Err(CallError::Timeout { .. }) => "timeout",
-    })
-}
-
-/// The words for a plugin call that trapped or ran out of time.
-pub fn describe_call_error(error: &CallError) -> String {
-    match error {
-        CallError::Trap { reason, .. } => format!("the plugin failed: {reason}"),
-        CallError::Timeout { after, .. } => {
-            format!("no answer within the plugin's {} s limit", after.as_secs())
-        }
     }
 }
 

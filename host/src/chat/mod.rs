@@ -9,10 +9,12 @@
 
 pub mod completion;
 pub mod events;
+pub mod failure;
 pub mod history;
 pub mod models;
 mod retry;
 mod round;
+pub mod sink;
 pub mod title;
 pub mod tool_calls;
 

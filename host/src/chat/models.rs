@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::completion::describe_plugin_error;
+use super::failure::describe_plugin_error;
 use crate::plugins::load::Plugin;
 use crate::plugins::registry::{PluginHost, ServedProvider};
 use crate::vocabulary::{now, to_millis};

@@ -18,8 +18,8 @@
 //! reply that fails after some of its text went out ends with the `error` event and is not
 //! stored, as the contract has it for a failed stream.
 
-use super::completion::Sink;
 use super::events::{ChatEvent, Usage};
+use super::sink::Sink;
 use crate::plugins::CallError;
 use crate::plugins::provider::{self as wit, PluginError, TurnEvent};
 
@@ -155,7 +155,7 @@ impl Turn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runs::RunLog;
+    use crate::runlog::RunLog;
     use std::sync::Arc;
 
     fn call(id: &str) -> TurnEvent {

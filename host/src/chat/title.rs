@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
-use super::completion::{Completion, CompletionError, Sink};
+use super::completion::Completion;
+use super::failure::CompletionError;
 use super::history::text_message;
+use super::sink::Sink;
 use crate::plugins::load::Plugin;
 use crate::plugins::provider as wit;
 

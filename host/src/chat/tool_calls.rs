@@ -7,17 +7,26 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
-use super::completion::{
-    CompletionError, EnabledTool, Sink, describe_call_error, describe_plugin_error,
-};
 use super::events::{ChatEvent, ToolCallEvent, ToolStatus};
-use crate::plugins::provider::{self as wit, PluginError, ToolResult};
+use super::failure::{CompletionError, describe_call_error, describe_plugin_error};
+use super::sink::Sink;
+use crate::plugins::load::Plugin;
+use crate::plugins::provider::{self as wit, PluginError, ToolResult, ToolSpec};
 use crate::store::NewMessage;
 use crate::telemetry::{metrics, trace};
 use crate::vocabulary::{Role, now, to_millis};
+
+/// A tool the model may call in this completion, and the plugin that runs it.
+#[derive(Clone)]
+pub struct EnabledTool {
+    pub spec: ToolSpec,
+    pub plugin: Arc<Plugin>,
+}
 
 /// The longest `resultPreview`, in characters.
 const PREVIEW_CHARS: usize = 400;

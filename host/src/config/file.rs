@@ -36,7 +36,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::Secret;
-use super::names::{Auth, is_host_header, is_name};
+use super::names::{Auth, check_id, is_host_header};
 
 /// The most models a declared provider may list.
 const MAX_MODELS: usize = 1_000;
@@ -266,15 +266,6 @@ fn without_values(message: &str) -> String {
         }
     }
     out
-}
-
-/// Ids of providers, services and plugins: `[a-z0-9_-]{1,64}`, as plugin ids.
-pub(super) fn check_id(key: &str, id: &str) -> Result<(), String> {
-    if is_name(id, b"-") {
-        Ok(())
-    } else {
-        Err(format!("{key}: the name must match [a-z0-9_-]{{1,64}}"))
-    }
 }
 
 fn declared_provider(id: &str, raw: RawProvider) -> Result<DeclaredProvider, String> {
@@ -594,5 +585,62 @@ days = 3
         .unwrap();
         assert!(file.providers["ollama"].api_key.is_none());
         assert!(file.warnings.is_empty());
+    }
+
+    use super::super::retry::{Fallback, RetryPolicy, RetrySettings};
+    use std::time::Duration;
+
+    fn parse_retry(text: &str) -> Result<RetrySettings, String> {
+        FileConfig::parse(text, &|_| None).map(|f| f.retry)
+    }
+
+    #[test]
+    fn retry_defaults_apply_to_every_provider_and_a_provider_overrides_them() {
+        let none = parse_retry("").unwrap();
+        assert_eq!(none.policy("provider_a"), RetryPolicy::default());
+        let file = parse_retry(
+            "[retry]\nattempts = 2\nmax_wait_ms = 500\n\
+             [retry.providers.provider_a]\nattempts = 5\n\
+             fallback = { provider = \"provider_c\", model = \" m \" }\n",
+        )
+        .unwrap();
+        assert_eq!(file.policy("provider_b").attempts, 2);
+        let a = file.policy("provider_a");
+        assert_eq!(a.attempts, 5);
+        assert_eq!(a.max_wait, Duration::from_millis(500));
+        assert_eq!(
+            a.fallback,
+            Some(Fallback {
+                provider: "provider_c".into(),
+                model: "m".into()
+            })
+        );
+    }
+
+    #[test]
+    fn retry_bad_values_name_their_key() {
+        let cases = [
+            (
+                "[retry]\nattempts = 0",
+                "retry.attempts: must be an integer from 1",
+            ),
+            (
+                "[retry]\nmax_wait_ms = -1",
+                "retry.max_wait_ms: must be an integer from 0",
+            ),
+            (
+                "[retry.providers.provider_a]\nfallback = { provider = \"provider_a\", model = \"m\" }",
+                "retry.providers.provider_a.fallback.provider: must be another provider",
+            ),
+            (
+                "[retry.providers.provider_a]\nfallback = { provider = \"x\", model = \"\" }",
+                "retry.providers.provider_a.fallback.model: must be a non-blank",
+            ),
+            ("[retry]\ntries = 3", "retry.tries: unknown field"),
+        ];
+        for (text, expected) in cases {
+            let error = parse_retry(text).unwrap_err();
+            assert!(error.starts_with(expected), "{text:?}: {error}");
+        }
     }
 }

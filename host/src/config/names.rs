@@ -14,6 +14,15 @@ pub fn is_name(text: &str, also: &[u8]) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || also.contains(&b))
 }
 
+/// Ids of providers, services and plugins: `[a-z0-9_-]{1,64}`, as plugin ids.
+pub fn check_id(key: &str, id: &str) -> Result<(), String> {
+    if is_name(id, b"-") {
+        Ok(())
+    } else {
+        Err(format!("{key}: the name must match [a-z0-9_-]{{1,64}}"))
+    }
+}
+
 /// Headers a plugin may not set: the host owns the connection, the framing and the content
 /// coding (it asks for compressed bodies and decodes them; a plugin asking itself would get
 /// undecoded bytes past the size cap's reach).

@@ -113,13 +113,13 @@ impl RawRetry {
         let mut providers = BTreeMap::new();
         for (id, raw) in self.providers {
             let key = format!("retry.providers.{id}");
-            super::file::check_id(&key, &id)?;
+            super::names::check_id(&key, &id)?;
             let fallback = match raw.fallback {
                 None => None,
                 Some(f) => {
                     let provider = f.provider.trim().to_string();
                     let model = f.model.trim().to_string();
-                    super::file::check_id(&format!("{key}.fallback.provider"), &provider)?;
+                    super::names::check_id(&format!("{key}.fallback.provider"), &provider)?;
                     if provider == id {
                         return Err(format!(
                             "{key}.fallback.provider: must be another provider than {id}"
@@ -165,65 +165,5 @@ fn max_wait(key: &str, value: Option<i64>, default: Duration) -> Result<Duration
         None => Ok(default),
         Some(n) if (0..=most).contains(&n) => Ok(Duration::from_millis(n as u64)),
         Some(_) => Err(format!("{key}: must be an integer from 0 to {most}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::file::FileConfig;
-    use super::*;
-
-    fn parse(text: &str) -> Result<RetrySettings, String> {
-        FileConfig::parse(text, &|_| None).map(|f| f.retry)
-    }
-
-    #[test]
-    fn defaults_apply_to_every_provider_and_a_provider_overrides_them() {
-        let none = parse("").unwrap();
-        assert_eq!(none.policy("provider_a"), RetryPolicy::default());
-        let file = parse(
-            "[retry]\nattempts = 2\nmax_wait_ms = 500\n\
-             [retry.providers.provider_a]\nattempts = 5\n\
-             fallback = { provider = \"provider_c\", model = \" m \" }\n",
-        )
-        .unwrap();
-        assert_eq!(file.policy("provider_b").attempts, 2);
-        let a = file.policy("provider_a");
-        assert_eq!(a.attempts, 5);
-        assert_eq!(a.max_wait, Duration::from_millis(500));
-        assert_eq!(
-            a.fallback,
-            Some(Fallback {
-                provider: "provider_c".into(),
-                model: "m".into()
-            })
-        );
-    }
-
-    #[test]
-    fn bad_values_name_their_key() {
-        let cases = [
-            (
-                "[retry]\nattempts = 0",
-                "retry.attempts: must be an integer from 1",
-            ),
-            (
-                "[retry]\nmax_wait_ms = -1",
-                "retry.max_wait_ms: must be an integer from 0",
-            ),
-            (
-                "[retry.providers.provider_a]\nfallback = { provider = \"provider_a\", model = \"m\" }",
-                "retry.providers.provider_a.fallback.provider: must be another provider",
-            ),
-            (
-                "[retry.providers.provider_a]\nfallback = { provider = \"x\", model = \"\" }",
-                "retry.providers.provider_a.fallback.model: must be a non-blank",
-            ),
-            ("[retry]\ntries = 3", "retry.tries: unknown field"),
-        ];
-        for (text, expected) in cases {
-            let error = parse(text).unwrap_err();
-            assert!(error.starts_with(expected), "{text:?}: {error}");
-        }
     }
 }

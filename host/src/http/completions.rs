@@ -27,10 +27,11 @@ use super::chats::{CHAT_NOT_FOUND, MessageInput, new_messages, system_prompt};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::limits::{self, MAX_MODEL_CHARS};
 use super::sse;
-use crate::chat::completion::{
-    ChatWriter, Completion, CompletionError, EnabledTool, Fallback, Finished, Sink, Stop,
-};
+use crate::chat::completion::{Completion, Fallback, Finished};
 use crate::chat::events::{ChatEvent, Usage};
+use crate::chat::failure::CompletionError;
+use crate::chat::sink::{ChatWriter, Sink, Stop};
+use crate::chat::tool_calls::EnabledTool;
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::plugins::load::Plugin;
 use crate::plugins::provider as wit;

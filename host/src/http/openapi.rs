@@ -17,7 +17,7 @@ pub const NON_BLANK: &str = "[^\\t\\n\\u000B\\f\\r \\u0085\\u00A0\\u1680\\u2000-
 pub const BLANK: &str = "^[\\t\\n\\u000B\\f\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]*$";
 
 /// A `Last-Event-ID` chatd accepts: `<run>-<position>`, or a bare position (older chatd); a
-/// position of at most 19 digits, as `runs::EventId::parse` reads it into a `u64`.
+/// position of at most 19 digits, as `runlog::EventId::parse` reads it into a `u64`.
 pub const EVENT_ID: &str = "^([0-9A-Fa-f]{8}-)?[0-9]{1,19}$";
 
 /// An image attachment's `dataUrl` as the attachment policy accepts it: a PNG or JPEG whose

@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
@@ -64,32 +64,6 @@ pub struct RunSearchRequest {
 pub struct SearchChatRequest {
     /// The chat's title; default `Search: <query or title>`.
     pub title: Option<String>,
-}
-
-/// A ranked result or an answer citation as search mode stores and returns it (engine_a's
-/// fields; only `id`, `url` and `title` are always there, and citations carry fewer).
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)] // documents the shape of `results`; the items are stored as the plugin made them
-pub struct SearchResultItem {
-    /// The engine's id for the result (its URL when the engine gives none).
-    pub id: String,
-    pub url: String,
-    pub title: Option<String>,
-    pub published_date: Option<String>,
-    pub author: Option<String>,
-    /// Relevance, 0 to 1.
-    pub score: Option<f64>,
-    /// The page's text, up to 2,000 characters.
-    pub text: Option<String>,
-    /// Passages of the page most relevant to the query.
-    pub highlights: Option<Vec<String>>,
-    /// A summary of the page.
-    pub summary: Option<String>,
-    /// An image URL of the page.
-    pub image: Option<String>,
-    /// The site's icon URL.
-    pub favicon: Option<String>,
 }
 
 fn not_found() -> ApiError {

@@ -65,11 +65,11 @@ pub struct SearchDetail {
     pub answer_text: Option<String>,
     pub answer_request_id: Option<String>,
     /// The answer's sources (url, title, …; see SearchResultItem).
-    #[schema(value_type = Vec<super::search_runs::SearchResultItem>)]
+    #[schema(value_type = Vec<SearchResultItem>)]
     pub answer_citations: Vec<Value>,
     pub answer_error: Option<String>,
     /// Ranked results, best first.
-    #[schema(value_type = Vec<super::search_runs::SearchResultItem>)]
+    #[schema(value_type = Vec<SearchResultItem>)]
     pub results: Vec<Value>,
 }
 
@@ -226,6 +226,32 @@ pub async fn delete_search(
         return Err(not_found());
     }
     Ok(Json(DeletedResponse { deleted: true }))
+}
+
+/// A ranked result or an answer citation as search mode stores and returns it (engine_a's
+/// fields; only `id`, `url` and `title` are always there, and citations carry fewer).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // documents the shape of `results`; the items are stored as the plugin made them
+pub struct SearchResultItem {
+    /// The engine's id for the result (its URL when the engine gives none).
+    pub id: String,
+    pub url: String,
+    pub title: Option<String>,
+    pub published_date: Option<String>,
+    pub author: Option<String>,
+    /// Relevance, 0 to 1.
+    pub score: Option<f64>,
+    /// The page's text, up to 2,000 characters.
+    pub text: Option<String>,
+    /// Passages of the page most relevant to the query.
+    pub highlights: Option<Vec<String>>,
+    /// A summary of the page.
+    pub summary: Option<String>,
+    /// An image URL of the page.
+    pub image: Option<String>,
+    /// The site's icon URL.
+    pub favicon: Option<String>,
 }
 
 #[cfg(test)]

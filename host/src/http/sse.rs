@@ -2,7 +2,7 @@
 //! response over a run's log with its keep-alive comments, `Last-Event-ID`, and attaching to a
 //! running run, counted in the metrics with the clients that leave before a run's end. The
 //! frames themselves (`id:`, `event:`, one `data:` line) are written once, as the run logs each
-//! event (`runs::RunLog::push`), so every reader sends the same bytes.
+//! event (`runlog::RunLog::push`), so every reader sends the same bytes.
 
 use std::convert::Infallible;
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! Backend-owned runs: the registry of running chat and search streams, their event logs
-//! (`log.rs`), and the switches every run watches (shutdown; on a shared database, a lost lease;
+//! ([`crate::runlog`]), and the switches every run watches (shutdown; on a shared database, a lost lease;
 //! a client's stop, [`ActiveRuns::request_stop`]). `GET /v1/active-runs` reads the registry,
 //! attach reads a run's log, `cacheHit` asks whether a search is streaming.
 //!
@@ -11,10 +11,9 @@
 //! `beat.rs` keeps the instance's lease and ends the runs of instances that lost theirs.
 
 pub mod beat;
-mod log;
 mod shared;
 
-pub use log::{EventId, RunLog, RunReader};
+pub use crate::runlog::{EventId, RunLog, RunReader};
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -24,7 +23,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::Instrument as _;
 
-use crate::chat::completion::StopSwitch;
+use crate::chat::sink::StopSwitch;
 use crate::store::{RunEvent, RunStart, Store, StoreError};
 use crate::telemetry::{metrics, trace};
 use shared::Shared;
@@ -336,7 +335,7 @@ impl ActiveRuns {
             });
         };
         let run_id: Arc<str> = crate::vocabulary::new_id().into();
-        let tag = log::next_tag();
+        let tag = crate::runlog::next_tag();
         match shared.table.start(&run_id, kind.as_str(), id, tag).await? {
             RunStart::Running => return Err(StartError::Running),
             RunStart::Started => {}

@@ -23,7 +23,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::log::{Forward, RunLog};
+use crate::runlog::{Forward, RunLog};
 use crate::store::{RunEvent, RunsTable, StoreError};
 use crate::telemetry::metrics;
 

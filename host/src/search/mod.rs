@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::chat::completion::{describe_call_error, describe_plugin_error};
+use crate::chat::failure::{describe_call_error, describe_plugin_error};
 use crate::plugins::CallError;
 use crate::plugins::search::{PluginError, SearchPlugin, SearchRequest};
 use crate::store::SearchRunOutcome;

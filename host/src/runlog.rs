@@ -6,7 +6,7 @@
 //! nor see one twice, and a slow reader never holds up the run (there is no per-reader queue).
 //!
 //! On a shared database the owner's log also hands each event to the database writer
-//! (`shared.rs`), and an instance following another's run keeps a mirror of its log, filled
+//! (`runs/shared.rs`), and an instance following another's run keeps a mirror of its log, filled
 //! from the database by sequence: the frames, ids included, are the owner's byte for byte.
 
 use std::fmt::Write as _;
@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use crate::store::RunEvent;
 
 /// Takes each event an owner logs, in order, to record it where other instances read it.
-pub(super) type Forward = Box<dyn Fn(RunEvent) + Send + Sync>;
+pub(crate) type Forward = Box<dyn Fn(RunEvent) + Send + Sync>;
 
 /// One run's events, in order, each already framed for SSE (`id:`, `event:`, `data:`), so every
 /// reader sends the same bytes without serializing again.
@@ -69,7 +69,7 @@ static NEXT_TAG: LazyLock<AtomicU32> = LazyLock::new(|| {
     AtomicU32::new(random as u32)
 });
 
-pub(super) fn next_tag() -> u32 {
+pub(crate) fn next_tag() -> u32 {
     NEXT_TAG.fetch_add(1, Ordering::Relaxed)
 }
 
@@ -80,7 +80,7 @@ impl Default for RunLog {
 }
 
 impl RunLog {
-    pub(super) fn new(tag: u32, forward: Option<(Arc<str>, Forward)>, mirror: bool) -> Self {
+    pub(crate) fn new(tag: u32, forward: Option<(Arc<str>, Forward)>, mirror: bool) -> Self {
         Self {
             tag,
             events: Mutex::default(),
@@ -115,7 +115,7 @@ impl RunLog {
 
     /// Takes the terminal event's position: events pushed from now on are dropped, but for the
     /// terminal one.
-    pub(super) fn close(&self) -> u32 {
+    pub(crate) fn close(&self) -> u32 {
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         events.closed = true;
         events.frames.len() as u32 + 1
@@ -123,7 +123,7 @@ impl RunLog {
 
     /// A mirror's next event from the database: taken only at the next position, so a
     /// duplicate or one out of order (two catch-ups crossing) changes nothing.
-    pub(super) fn push_at(&self, event: &RunEvent) {
+    pub(crate) fn push_at(&self, event: &RunEvent) {
         let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         if event.seq as usize == events.frames.len() + 1 && !self.len.borrow().1 {
             self.append(&mut events, &event.name, &event.data, event.terminal);
@@ -146,7 +146,7 @@ impl RunLog {
     }
 
     /// How many events are logged, and whether the last is terminal.
-    pub(super) fn len(&self) -> (usize, bool) {
+    pub(crate) fn len(&self) -> (usize, bool) {
         *self.len.borrow()
     }
 
