@@ -17,9 +17,8 @@ use std::time::Instant;
 use anyhow::{Context, bail, ensure};
 use futures::StreamExt;
 
-use crate::chat::{
-    PACED_DELTAS, attach_times, chats, check, completion, open_stream, row, start_mock, verify,
-};
+use crate::chat::{PACED_DELTAS, attach_times, start_mock, verify};
+use crate::harness::{chats, check, completion, open_stream, row};
 use crate::plugins::{server_binary, start_with};
 
 pub struct Options {
@@ -81,7 +80,7 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     let (server_a, _, a) = start_with(&binary, dir.path(), &env)?;
     let (server_b, _, b) = start_with(&binary, dir.path(), &env)?;
     let (a, b) = (format!("http://{a}"), format!("http://{b}"));
-    let client = crate::chat::client()?;
+    let client = crate::harness::client()?;
     for base in [&a, &b] {
         check(client.get(format!("{base}/v1/models")).send().await?).await?;
     }

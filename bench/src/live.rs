@@ -24,7 +24,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::chat::{DELTA, check, open_stream, row, to_first};
+use crate::harness::{DELTA, check, open_stream, row, to_first};
 use crate::plugins::{server_binary, start_with};
 use crate::wires::{self, Item};
 
@@ -72,7 +72,7 @@ pub async fn run(n: usize) -> anyhow::Result<()> {
     }
     let (server, _, addr) = start_with(&binary, dir.path(), &env)?;
     let base = format!("http://{addr}");
-    let client = crate::chat::client()?;
+    let client = crate::harness::client()?;
     check(client.get(format!("{base}/v1/models")).send().await?).await?;
     let tools = check(client.get(format!("{base}/v1/chat-tools")).send().await?).await?;
     let tools: Value = serde_json::from_slice(&tools)?;

@@ -13,7 +13,7 @@
 //! `cargo run --release -p bench -- chat` measures chat completions against a zero-delay mock
 //! upstream: added latency, time to first delta, live streams and RSS, attach (see `chat.rs`).
 //! `bench proxy` is the do-nothing proxy its `--persist-false-only` mode compares chatd with
-//! (`floor.rs`).
+//! (`proxy.rs`).
 //!
 //! `cargo run --release -p bench -- body` measures the server's peak memory for a 32 MB request
 //! of images, the largest the contract allows (see `body.rs`).
@@ -24,10 +24,11 @@
 
 mod body;
 mod chat;
-mod floor;
+mod harness;
 mod instances;
 mod live;
 mod plugins;
+mod proxy;
 mod telemetry;
 /// The providers' streamed wires, shared with the black-box tests (which use all of it).
 #[allow(dead_code)]
@@ -102,7 +103,7 @@ fn main() -> anyhow::Result<()> {
         Some("crud") => crud(parse(&args[1..])?),
         Some("plugins") => plugins::run(plugins::parse(&args[1..])?),
         Some("chat") => chat::run(chat::parse(&args[1..])?),
-        Some("proxy") => floor::run(&args[1..]),
+        Some("proxy") => proxy::run(&args[1..]),
         Some("body") => body::run(body::parse(&args[1..])?),
         Some("instances") => instances::run(instances::parse(&args[1..])?),
         _ => {
@@ -111,7 +112,7 @@ fn main() -> anyhow::Result<()> {
                 usage(),
                 plugins::usage(),
                 chat::usage(),
-                floor::usage(),
+                proxy::usage(),
                 body::usage(),
                 instances::usage()
             );

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use axum::body::Bytes;
 
-use crate::chat::{Cpu, DELTA, added_by, chats, check, completion, ephemeral_body, row, to_first};
+use crate::harness::{
+    Cpu, DELTA, added_by, chats, check, completion, ephemeral_body, row, to_first,
+};
 use crate::plugins::{Running, server_binary, start_with};
 
 const WARMUP: usize = 200;
@@ -66,7 +68,7 @@ async fn start_sink() -> anyhow::Result<(Sink, String)> {
 pub async fn run(requests: usize, mock_url: &str) -> anyhow::Result<()> {
     let binary = server_binary()?;
     let (sink, sink_url) = start_sink().await?;
-    let client = crate::chat::client()?;
+    let client = crate::harness::client()?;
     let common = [
         ("PROVIDER_C_BASE_URL", mock_url),
         ("PROVIDER_C_API_KEY", "bench"),

@@ -199,7 +199,7 @@ const MAX_ERROR_TEXT: usize = 300;
 pub fn error_message(body: &[u8]) -> Option<String> {
     if let Ok(json) = serde_json::from_slice::<serde_json::Value>(body) {
         for pointer in ["/error/message", "/error", "/message", "/detail"] {
-            if let Some(text) = crate::json::str_at(&json, pointer)
+            if let Some(text) = json.pointer(pointer).and_then(serde_json::Value::as_str)
                 && !text.trim().is_empty()
             {
                 return Some(text.trim().to_string());

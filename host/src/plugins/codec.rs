@@ -32,11 +32,15 @@ use wasmtime::{Engine, Store};
 
 use super::bindings::codec_provider::exports::chatd::plugin::turn_codec::Decoded;
 use super::bindings::codec_provider::{CodecProvider, CodecProviderPre};
+use super::bindings::imports::chatd::plugin::types::PluginError;
+use super::bindings::provider::chatd::plugin::provider_types::{
+    FinishReason, TurnEvent, TurnOutcome, TurnRequest,
+};
 use super::grants::Capabilities;
 use super::http::{self, Refusal};
 use super::manifest::Manifest;
-use super::provider::{PluginError, TurnEvent, TurnOutcome, TurnRequest, UpstreamSeen};
 use super::refs::{ExpandError, Refs};
+use super::seen::UpstreamSeen;
 use super::state::PluginState;
 use super::{CallError, Core, log_stderr, new_store};
 use crate::telemetry;
@@ -519,7 +523,7 @@ impl Step {
 /// What a turn the run stopped listening to returns; nobody reads it.
 fn cancelled() -> TurnOutcome {
     TurnOutcome {
-        finish: super::provider::FinishReason::Other,
+        finish: FinishReason::Other,
         raw_json: None,
     }
 }

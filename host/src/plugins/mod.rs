@@ -46,6 +46,7 @@ pub mod provider;
 pub mod refs;
 pub mod registry;
 pub mod search;
+pub mod seen;
 pub mod services;
 pub mod settings;
 pub mod ssh;

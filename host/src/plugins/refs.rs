@@ -19,7 +19,9 @@ use std::sync::Arc;
 
 use memchr::memmem;
 
-use super::provider::{ContentPart, Image, Message, TextFile, ToolResult};
+use super::bindings::imports::chatd::plugin::types::{
+    ContentPart, Image, Message, TextFile, ToolResult,
+};
 
 /// Texts up to this many bytes stay inline: the common case costs nothing.
 pub const INLINE_BYTES: usize = 16 * 1024;
@@ -242,7 +244,7 @@ impl Held {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::provider::Role;
+    use crate::plugins::bindings::imports::chatd::plugin::types::Role;
 
     fn message(content: Vec<ContentPart>) -> Message {
         Message {

@@ -161,9 +161,9 @@ pub struct PluginHost {
     /// Bumped after every scan of the folder, whatever it found (tests and tools await it).
     scans: watch::Sender<u64>,
     /// Keeps the folder watcher alive; dropped with the host.
-    pub(super) watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// Keeps the configuration file's watcher alive.
-    pub(super) config_watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    config_watcher: Mutex<Option<notify::RecommendedWatcher>>,
 }
 
 /// A plugin that could not be used, and why.
@@ -178,11 +178,11 @@ impl PluginHost {
     /// cache, with the folder and the configuration file watched for changes.
     pub async fn start(config: &Config) -> Result<Arc<Self>, LoadError> {
         let host = Self::from_config(config).await?;
-        super::watch::start(&host).map_err(|e| LoadError::Io {
+        host.watch_folder().map_err(|e| LoadError::Io {
             path: host.dir().map(Path::to_path_buf).unwrap_or_default(),
             reason: format!("cannot watch PLUGINS_DIR: {e}"),
         })?;
-        super::watch::start_config(&host).map_err(|e| LoadError::Io {
+        host.watch_config().map_err(|e| LoadError::Io {
             path: config.config.clone().unwrap_or_default(),
             reason: format!("cannot watch the configuration file: {e}"),
         })?;
@@ -192,6 +192,50 @@ impl PluginHost {
             host.rescan().await;
         }
         Ok(host)
+    }
+
+    /// Rescans the folder when it changes (nothing to do without one). The watcher lives as
+    /// long as the host; the task holds only a weak handle, so it ends when the host is dropped.
+    fn watch_folder(self: &Arc<Self>) -> notify::Result<()> {
+        let Some(dir) = self.dir() else {
+            return Ok(());
+        };
+        let weak = Arc::downgrade(self);
+        let watcher = super::watch::folder(dir, move || {
+            let host = weak.upgrade();
+            async move {
+                let Some(host) = host else { return false };
+                host.rescan().await;
+                true
+            }
+        })?;
+        *self.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+        tracing::info!("watching {} for plugin changes", dir.display());
+        Ok(())
+    }
+
+    /// Reloads the configuration file when it changes, if there is one: a reload reads and
+    /// checks it whole, and a file that cannot be used is refused with one log line while the
+    /// last good configuration keeps serving ([`Self::reconfigure`]).
+    fn watch_config(self: &Arc<Self>) -> notify::Result<()> {
+        let Some(path) = self.config_path().map(Path::to_path_buf) else {
+            return Ok(());
+        };
+        let weak = Arc::downgrade(self);
+        let watcher = super::watch::file(&path, move || {
+            let host = weak.upgrade();
+            async move {
+                let Some(host) = host else { return false };
+                host.reload_config().await;
+                true
+            }
+        })?;
+        *self
+            .config_watcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(watcher);
+        tracing::info!("watching {} for configuration changes", path.display());
+        Ok(())
     }
 
     /// As [`Self::start`], without watching anything (`chatd plugins list`). A configuration

@@ -15,7 +15,12 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::provider::chatd::plugin::provider_types::TurnEvent;
 use super::grants::Capabilities;
+use super::http::host::HttpView;
+use super::imports::TurnEventsView;
+use super::log::host::LogView;
 use super::manifest::Manifest;
+use super::settings::host::ConfigView;
+use super::ssh::host::SshView;
 
 /// Guest stderr kept per store (one call, or a shared decoding instance, which is retired at half
 /// of it); writes past it fail (Rust's panic handler ignores that).
@@ -148,6 +153,46 @@ impl PluginState {
         let all = self.stderr.contents();
         let new = all.get(offset..).unwrap_or_default();
         (String::from_utf8_lossy(new).into_owned(), all.len())
+    }
+}
+
+/// The view each WIT interface is linked through ([`super::linker`]): the part of the state
+/// that capability may touch, and nothing else.
+impl PluginState {
+    pub fn http(&mut self) -> HttpView<'_> {
+        HttpView {
+            grant: &self.caps.http,
+            clients: &self.caps.clients,
+            table: &mut self.table,
+            open_responses: &mut self.open_responses,
+        }
+    }
+
+    pub fn log(&mut self) -> LogView<'_> {
+        LogView {
+            plugin: &self.id,
+            grant: self.caps.log,
+            lines: &mut self.log_lines,
+        }
+    }
+
+    pub fn config(&mut self) -> ConfigView<'_> {
+        ConfigView {
+            values: &self.caps.config,
+        }
+    }
+
+    pub fn ssh(&mut self) -> SshView<'_> {
+        SshView {
+            plugin: &self.id,
+            grant: self.caps.ssh.as_ref(),
+        }
+    }
+
+    pub fn turn_events(&mut self) -> TurnEventsView<'_> {
+        TurnEventsView {
+            events: self.events.as_ref(),
+        }
     }
 }
 

@@ -1,30 +1,27 @@
-//! Hot reload: PLUGINS_DIR and the configuration file are watched (`notify`: inotify on
-//! Linux), and a change triggers a reload once things have been quiet for [`QUIET`], so a file
-//! being written is read once, whole, rather than at every write. A folder rescan
-//! ([`PluginHost::rescan`]) loads only what changed, compiles off the async runtime, and swaps
-//! atomically. The file is watched through its folder (editors replace a file by renaming a new
-//! one over it, which a watch on the file itself would lose); a reload reads and checks it
-//! whole, and a file that cannot be used is refused with one log line while the last good
-//! configuration keeps serving ([`PluginHost::reconfigure`]).
+//! Watching for hot reload: a folder (PLUGINS_DIR) or a file (the configuration file) is watched
+//! (`notify`: inotify on Linux), and a change calls back once things have been quiet for
+//! [`QUIET`], so a file being written is read once, whole, rather than at every write. A file is
+//! watched through its folder (editors replace a file by renaming a new one over it, which a
+//! watch on the file itself would lose). What a change does is the caller's
+//! (`registry.rs`: a rescan, or a reload of the configuration file).
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use notify::{RecursiveMode, Watcher};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
-
-use super::registry::PluginHost;
 
 /// How long the folder must be still before it is read again.
 pub const QUIET: Duration = Duration::from_millis(150);
 
-/// Starts watching the host's folder (nothing to do without one). The watcher lives as long as
-/// the host; the task holds only a weak handle, so it ends when the host is dropped.
-pub fn start(host: &Arc<PluginHost>) -> notify::Result<()> {
-    let Some(dir) = host.dir() else {
-        return Ok(());
-    };
+/// Watches `dir`; after each quiet change calls `changed`, until it answers `false` or the
+/// returned watcher is dropped.
+pub fn folder<F, Fut>(dir: &Path, changed: F) -> notify::Result<RecommendedWatcher>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = bool> + Send + 'static,
+{
     // One pending signal is enough: a scan reads the whole folder.
     let (tx, rx) = mpsc::channel::<()>(1);
     let mut watcher =
@@ -36,17 +33,17 @@ pub fn start(host: &Arc<PluginHost>) -> notify::Result<()> {
             Err(e) => tracing::warn!("watching PLUGINS_DIR: {e}"),
         })?;
     watcher.watch(dir, RecursiveMode::NonRecursive)?;
-    *host.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(watcher);
-    tokio::spawn(reload_loop(Arc::downgrade(host), rx));
-    tracing::info!("watching {} for plugin changes", dir.display());
-    Ok(())
+    tokio::spawn(call_when_quiet(rx, changed));
+    Ok(watcher)
 }
 
-/// Starts watching the configuration file, if there is one.
-pub fn start_config(host: &Arc<PluginHost>) -> notify::Result<()> {
-    let Some(path) = host.config_path().map(Path::to_path_buf) else {
-        return Ok(());
-    };
+/// Watches the file at `path` through its folder; after each quiet change to it calls
+/// `changed`, until it answers `false` or the returned watcher is dropped.
+pub fn file<F, Fut>(path: &Path, changed: F) -> notify::Result<RecommendedWatcher>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = bool> + Send + 'static,
+{
     let folder = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
@@ -68,20 +65,20 @@ pub fn start_config(host: &Arc<PluginHost>) -> notify::Result<()> {
             Err(e) => tracing::warn!("watching the configuration file: {e}"),
         })?;
     watcher.watch(&folder, RecursiveMode::NonRecursive)?;
-    *host
-        .config_watcher
-        .lock()
-        .unwrap_or_else(|e| e.into_inner()) = Some(watcher);
-    let weak = Arc::downgrade(host);
-    tokio::spawn(async move {
-        let mut rx = rx;
-        while quiet_after_change(&mut rx).await {
-            let Some(host) = weak.upgrade() else { return };
-            host.reload_config().await;
+    tokio::spawn(call_when_quiet(rx, changed));
+    Ok(watcher)
+}
+
+async fn call_when_quiet<F, Fut>(mut changes: mpsc::Receiver<()>, changed: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    while quiet_after_change(&mut changes).await {
+        if !changed().await {
+            return;
         }
-    });
-    tracing::info!("watching {} for configuration changes", path.display());
-    Ok(())
+    }
 }
 
 /// Waits for a change, then for [`QUIET`] without one; `false` once the watcher is gone.
@@ -95,12 +92,5 @@ async fn quiet_after_change(changes: &mut mpsc::Receiver<()>) -> bool {
             Ok(None) => return false,
             Err(_quiet) => return true,
         }
-    }
-}
-
-async fn reload_loop(host: Weak<PluginHost>, mut changes: mpsc::Receiver<()>) {
-    while quiet_after_change(&mut changes).await {
-        let Some(host) = host.upgrade() else { return };
-        host.rescan().await;
     }
 }

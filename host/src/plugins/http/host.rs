@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use wasmtime::component::Resource;
+use wasmtime::component::{HasData, Resource, ResourceTable};
 
-use super::{Incoming, Outgoing, Refusal};
+use super::{Clients, HttpGrant, Incoming, Outgoing, Refusal};
 use crate::plugins::bindings::imports::chatd::plugin::http;
-use crate::plugins::state::PluginState;
 
 pub use crate::plugins::bindings::imports::chatd::plugin::http::{
     Header as WitHeader, Request as WitRequest,
@@ -17,30 +16,46 @@ pub use crate::plugins::bindings::imports::chatd::plugin::http::{
 /// Responses one call may hold open at once.
 pub const MAX_OPEN_RESPONSES: usize = 16;
 
-impl http::Host for PluginState {
+/// What the `http` interface sees of one call's state: its grant, the shared connection pools,
+/// the resource table its responses live in, and how many are open.
+pub struct HttpView<'a> {
+    pub grant: &'a HttpGrant,
+    pub clients: &'a Clients,
+    pub table: &'a mut ResourceTable,
+    pub open_responses: &'a mut usize,
+}
+
+/// Links the `http` interface through [`HttpView`].
+pub struct HttpHost;
+
+impl HasData for HttpHost {
+    type Data<'a> = HttpView<'a>;
+}
+
+impl http::Host for HttpView<'_> {
     async fn send(
         &mut self,
         request: http::Request,
     ) -> Result<Resource<Incoming>, http::HttpError> {
         let outgoing = outgoing(request);
-        if self.open_responses >= MAX_OPEN_RESPONSES {
+        if *self.open_responses >= MAX_OPEN_RESPONSES {
             return Err(http::HttpError::InvalidRequest(format!(
                 "at most {MAX_OPEN_RESPONSES} responses may be open at once; drop one first"
             )));
         }
-        let incoming = super::send(&self.caps.clients, &self.caps.http, outgoing)
+        let incoming = super::send(self.clients, self.grant, outgoing)
             .await
             .map_err(wit_error)?;
         let handle = self
             .table
             .push(incoming)
             .map_err(|e| http::HttpError::Connection(format!("cannot keep the response: {e}")))?;
-        self.open_responses += 1;
+        *self.open_responses += 1;
         Ok(handle)
     }
 }
 
-impl http::HostResponse for PluginState {
+impl http::HostResponse for HttpView<'_> {
     async fn status(&mut self, this: Resource<Incoming>) -> u16 {
         self.table.get(&this).map(|r| r.status).unwrap_or(0)
     }
@@ -81,7 +96,7 @@ impl http::HostResponse for PluginState {
 
     async fn drop(&mut self, this: Resource<Incoming>) -> wasmtime::Result<()> {
         self.table.delete(this)?;
-        self.open_responses = self.open_responses.saturating_sub(1);
+        *self.open_responses = self.open_responses.saturating_sub(1);
         Ok(())
     }
 }

@@ -1,16 +1,33 @@
 //! The host side of the WIT `log` interface: tracing, tagged with the plugin id, within the
 //! plugin's [`LogGrant`](super::LogGrant).
 
-use super::super::bindings::imports::chatd::plugin::log;
-use super::super::state::PluginState;
+use wasmtime::component::HasData;
 
-impl log::Host for PluginState {
+use super::super::bindings::imports::chatd::plugin::log;
+use super::LogGrant;
+
+/// What the `log` interface sees of one call's state: the plugin's id, its grant, and the lines
+/// written so far.
+pub struct LogView<'a> {
+    pub plugin: &'a str,
+    pub grant: LogGrant,
+    pub lines: &'a mut usize,
+}
+
+/// Links the `log` interface through [`LogView`].
+pub struct LogHost;
+
+impl HasData for LogHost {
+    type Data<'a> = LogView<'a>;
+}
+
+impl log::Host for LogView<'_> {
     async fn write(&mut self, level: log::Level, message: String) {
-        self.log_lines += 1;
-        let plugin = &*self.id;
-        let grant = self.caps.log;
-        if self.log_lines > grant.max_lines {
-            if self.log_lines == grant.max_lines + 1 {
+        *self.lines += 1;
+        let plugin = self.plugin;
+        let grant = self.grant;
+        if *self.lines > grant.max_lines {
+            if *self.lines == grant.max_lines + 1 {
                 tracing::warn!(
                     plugin,
                     "more than {} log lines in one call; the rest are dropped",

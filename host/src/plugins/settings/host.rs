@@ -1,16 +1,30 @@
 //! The host side of the WIT `config` interface: the grant's settings, nothing else.
 
-use super::super::bindings::imports::chatd::plugin::config;
-use super::super::state::PluginState;
+use std::collections::BTreeMap;
 
-impl config::Host for PluginState {
+use wasmtime::component::HasData;
+
+use super::super::bindings::imports::chatd::plugin::config;
+
+/// What the `config` interface sees of one call's state: the settings granted to the plugin.
+pub struct ConfigView<'a> {
+    pub values: &'a BTreeMap<String, String>,
+}
+
+/// Links the `config` interface through [`ConfigView`].
+pub struct ConfigHost;
+
+impl HasData for ConfigHost {
+    type Data<'a> = ConfigView<'a>;
+}
+
+impl config::Host for ConfigView<'_> {
     async fn get(&mut self, key: String) -> Option<String> {
-        self.caps.config.get(&key).cloned()
+        self.values.get(&key).cloned()
     }
 
     async fn all(&mut self) -> Vec<(String, String)> {
-        self.caps
-            .config
+        self.values
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
