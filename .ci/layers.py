@@ -35,7 +35,7 @@ LAYERS = {
         "telemetry",
         "store",
         "attachments",
-        "tools",
+        "catalog",
         "plugins",
         "runlog",
         "chat",

@@ -5,6 +5,7 @@
 //! The code map and the invariants are in ARCHITECTURE.md at the repository's root.
 
 pub mod attachments;
+pub mod catalog;
 pub mod chat;
 pub mod config;
 pub mod http;
@@ -15,5 +16,4 @@ pub mod search;
 pub mod server;
 pub mod store;
 pub mod telemetry;
-pub mod tools;
 pub mod vocabulary;

@@ -2,7 +2,7 @@
 //! A role or a search type is the same word stored and on the wire, so its serde and schema
 //! derives are here (the map's one exception besides `http/`, the streams' events and
 //! `attachments/wire.rs`). Nothing here touches SQL or HTTP. Provider ids are plain strings: which ones exist is the running
-//! server's data (`plugins::registry::Snapshot::provider`), and stored chats keep whatever id
+//! server's data (`plugins::snapshot::Snapshot::provider`), and stored chats keep whatever id
 //! they were written with.
 
 use std::fmt;

@@ -1,5 +1,6 @@
 //! The chat stream's events, shaped as the contract's "Chat stream events" table. The run
-//! produces them and the run log keeps them serialized; the HTTP layer only frames bytes.
+//! produces them; the run log (`runlog.rs`) frames each once for SSE, and the HTTP layer sends
+//! those bytes.
 
 use serde::Serialize;
 use serde_json::Value;

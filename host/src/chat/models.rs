@@ -18,7 +18,8 @@ use tokio::sync::watch;
 
 use super::failure::describe_plugin_error;
 use crate::plugins::load::Plugin;
-use crate::plugins::registry::{PluginHost, ServedProvider};
+use crate::plugins::registry::PluginHost;
+use crate::plugins::snapshot::ServedProvider;
 use crate::vocabulary::{now, to_millis};
 
 /// The longest one model listing may take.

@@ -26,7 +26,7 @@
 //! unset one is an error naming it), and every table is checked, before anything is used. An
 //! error is one line naming the key and the rule, never a value. What can only be checked
 //! against the loaded plugins (an adapter's name, a setting's declared type) is checked where
-//! the file is applied (`plugins::host_settings`).
+//! the file is applied (`plugins::operator`).
 
 use std::collections::BTreeMap;
 use std::path::Path;

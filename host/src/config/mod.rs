@@ -140,7 +140,7 @@ pub struct Config {
     pub agent_api_base_url: Url,
     #[arg(long, env = "AGENT_MODEL", value_name = "AGENT_MODEL")]
     pub agent_model: Option<String>,
-    /// The fixed small model of title suggestions (of the title provider, `defaults.rs`).
+    /// The fixed small model of title suggestions (of the title provider, `plugins/builtin.rs`).
     #[arg(
         long,
         env = "TITLE_MODEL",

@@ -1,6 +1,6 @@
-//! The HTTP layer: routes, DTOs, the error type, auth and request logging. The only place with
-//! JSON DTOs (besides the WIT bindings and the streams' events, ARCHITECTURE.md's invariants).
-//! Handlers translate between DTOs and store records; they hold no SQL and no vendor payloads.
+//! The HTTP layer: routes, DTOs, the error type, auth and request logging (where wire types may
+//! be declared besides: ARCHITECTURE.md, "Invariants"). Handlers translate between DTOs and
+//! store records; they hold no SQL and no vendor payloads.
 //!
 //! Routes are registered through `utoipa_axum`'s `routes!`, which records each handler's
 //! OpenAPI operation as it adds the route: `/openapi.json` is generated from the same list the
@@ -37,13 +37,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::attachments::MIB;
+use crate::catalog::ToolCatalog;
 use crate::chat::ChatSettings;
 use crate::chat::models::Models;
 use crate::config::MetricsAccess;
 use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::store::Store;
-use crate::tools::ToolCatalog;
 use error::ApiError;
 pub use middleware::TokenDigest;
 

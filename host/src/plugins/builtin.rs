@@ -208,7 +208,7 @@ const BUILTIN_SERVICES: &[&str] = &[
 ];
 
 /// The host settings a plugin may ask to read (`grants.config`), with their values.
-pub fn host_settings(config: &Config) -> Vec<(&'static str, Option<String>)> {
+pub fn operator(config: &Config) -> Vec<(&'static str, Option<String>)> {
     vec![
         (
             "chat_web_search_engine",

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use super::bundled;
 use super::load::{Loader, Package, Plugin};
-use super::registry::{PluginHost, Snapshot};
+use super::registry::PluginHost;
+use super::snapshot::Snapshot;
 use crate::config::Config;
 
 /// `chatd plugins list`.
@@ -115,7 +116,7 @@ async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
         .map(super::cache::CompileCache::new);
     let mut loader = Loader::new(
         engine,
-        super::host_settings::HostSettings::from_config(config),
+        super::operator::OperatorSettings::from_config(config),
         None,
     );
     let plugin = loader.load(package).await.map_err(|e| e.to_string())?;

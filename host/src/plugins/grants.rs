@@ -14,10 +14,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::host_settings::HostSettings;
 use super::http::{Clients, HttpGrant, Origin};
 use super::log::LogGrant;
 use super::manifest::{Grants, Manifest};
+use super::operator::OperatorSettings;
 use super::services::{Reach, Service};
 use super::ssh::SshGrant;
 
@@ -67,7 +67,7 @@ pub struct GrantError {
 /// whatever its manifest says; `clients` are the host's shared connection pools.
 pub fn resolve(
     manifest: &Manifest,
-    host: &HostSettings,
+    host: &OperatorSettings,
     clients: Clients,
     own: Option<&Service>,
 ) -> Result<Resolved, GrantError> {
@@ -196,15 +196,15 @@ mod tests {
         manifest(id, "tool", grants)
     }
 
-    fn host(args: &[&str]) -> HostSettings {
+    fn host(args: &[&str]) -> OperatorSettings {
         host_with_file(args, "")
     }
 
-    fn host_with_file(args: &[&str], file: &str) -> HostSettings {
+    fn host_with_file(args: &[&str], file: &str) -> OperatorSettings {
         let config =
             Config::from_args(std::iter::once("chatd").chain(args.iter().copied())).unwrap();
         let file = FileConfig::parse(file, &|_| None).unwrap();
-        HostSettings::new(
+        OperatorSettings::new(
             &config,
             &file,
             super::super::ssh::DevboxAccess::from_config(&config),
@@ -212,7 +212,7 @@ mod tests {
         .unwrap()
     }
 
-    fn resolve(m: &Manifest, host: &HostSettings) -> Result<Resolved, GrantError> {
+    fn resolve(m: &Manifest, host: &OperatorSettings) -> Result<Resolved, GrantError> {
         super::resolve(m, host, Clients::new(), None)
     }
 

@@ -12,8 +12,8 @@ use wasmtime::component::Component;
 use super::cache::{self, CompileCache};
 use super::codec::Instances;
 use super::grants;
-use super::host_settings::HostSettings;
 use super::manifest::{Kind, Manifest};
+use super::operator::OperatorSettings;
 use super::provider::{Profile, ProviderPlugin};
 use super::search::SearchPlugin;
 use super::services::{Owner, Service, SetBy};
@@ -139,13 +139,13 @@ impl Plugin {
 #[derive(Clone)]
 pub struct Loader {
     pub engine: Engine,
-    settings: Arc<std::sync::RwLock<Arc<HostSettings>>>,
+    settings: Arc<std::sync::RwLock<Arc<OperatorSettings>>>,
     pub cache: Option<CompileCache>,
     clients: http::Clients,
 }
 
 impl Loader {
-    pub fn new(engine: Engine, settings: HostSettings, cache: Option<CompileCache>) -> Self {
+    pub fn new(engine: Engine, settings: OperatorSettings, cache: Option<CompileCache>) -> Self {
         Self {
             engine,
             settings: Arc::new(std::sync::RwLock::new(Arc::new(settings))),
@@ -155,7 +155,7 @@ impl Loader {
     }
 
     /// The operator's settings plugins are granted under now.
-    pub fn settings(&self) -> Arc<HostSettings> {
+    pub fn settings(&self) -> Arc<OperatorSettings> {
         self.settings
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -163,7 +163,7 @@ impl Loader {
     }
 
     /// A loader like this one (engine, cache, connection pools) whose grants follow `settings`.
-    pub fn with_settings(&self, settings: HostSettings) -> Self {
+    pub fn with_settings(&self, settings: OperatorSettings) -> Self {
         Self {
             settings: Arc::new(std::sync::RwLock::new(Arc::new(settings))),
             ..self.clone()
@@ -172,7 +172,7 @@ impl Loader {
 
     /// Grants from now on follow `settings`; plugins loaded before keep theirs until linked
     /// again.
-    pub fn set_settings(&self, settings: HostSettings) {
+    pub fn set_settings(&self, settings: OperatorSettings) {
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(settings);
     }
 

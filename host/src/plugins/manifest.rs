@@ -121,7 +121,7 @@ pub struct Grants {
     /// Origins (`scheme://host[:port]`) the plugin may call.
     #[serde(default)]
     pub http: Vec<String>,
-    /// Operator-configured upstreams by name (the built-in ones of `defaults.rs`, and the
+    /// Operator-configured upstreams by name (the built-in ones of `plugins/builtin.rs`, and the
     /// configuration file's `[services.NAME]`; see [`super::services`]): the base URL's origin
     /// becomes reachable, its `…_base_url` setting readable, and the host adds the service's
     /// credential to requests to it. A service lists the plugin ids that may have it; another

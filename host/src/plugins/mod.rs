@@ -1,31 +1,8 @@
 //! The plugin host: wasmtime components behind the WIT package `chatd:plugin@0.1.0` (`/wit`).
-//!
-//! Loading: [`registry`] holds what serves (bundled plugins from [`bundled`], PLUGINS_DIR's,
-//! and the providers: the defaults, the declared ones, the folder's; swapped atomically on
-//! reload by [`watch`]); [`load`] turns a manifest and bytes into a plugin: [`manifest`] →
-//! [`grants`] → compile through [`cache`] → link ([`linker`], [`bindings`]).
-//!
-//! Granting: [`host_settings`] is the operator's configuration (environment and file);
-//! [`grants`] dispatches to each capability's one deciding function: [`http`], [`ssh`],
-//! [`settings`] (the `config` interface), [`log`]; [`services`] are the upstreams with keys that
-//! feed HTTP and settings.
-//!
-//! Running: [`tool`], [`provider`], [`search`] are loaded components of each world; every call
-//! goes through `Core`: a fresh store ([`state`]) and instance from the shared [`engine`],
-//! the manifest's memory cap and deadline. The one exception is [`codec`]: the host drives a
-//! `codec-provider`'s turns itself, and chatd's own providers decode them in a few shared
-//! instances. The host's side of the imports is [`imports`]; the HTTP capability it rests on is
-//! [`http`].
-//!
-//! Operators and authors: [`commands`] (`chatd plugins list|check`), [`testing`] (a component in
-//! the real host against a scripted upstream).
-//!
-//! Invariants: a fresh store and instance per call (per turn for a codec provider, whose turn
-//! is several calls), except that bundled providers' turns decode in shared instances
-//! ([`codec`]); every call has a wall-clock deadline and every store a memory cap
-//! (a shared decoding instance's is shared by its turns); a trap, a timeout or an exhausted
-//! limit fails that call only (in a shared decoding instance: the turns decoding in it); nothing a plugin is not granted is reachable (filesystem and sockets are not even
-//! linked); SSH reaches only the operator's devbox, and only from the devbox tools ([`ssh`]).
+//! This file owns what every call shares: [`Core`] (the engine, a loaded component's manifest
+//! and grants, a fresh store and instance per call under the manifest's memory cap and
+//! deadline), [`CallError`] and [`LoadError`]. The folder's map and the sandbox's invariants
+//! are in ARCHITECTURE.md.
 
 pub mod bindings;
 pub mod builtin;
@@ -34,14 +11,15 @@ pub mod cache;
 pub mod codec;
 pub mod commands;
 pub mod engine;
+mod folder;
 pub mod grants;
-pub mod host_settings;
 pub mod http;
 pub mod imports;
 pub mod linker;
 pub mod load;
 pub mod log;
 pub mod manifest;
+pub mod operator;
 pub mod provider;
 pub mod refs;
 pub mod registry;
@@ -49,11 +27,13 @@ pub mod search;
 pub mod seen;
 pub mod services;
 pub mod settings;
+pub mod snapshot;
 pub mod ssh;
 pub mod state;
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod tool;
-pub mod watch;
+pub mod watcher;
 
 use std::pin::Pin;
 use std::time::Duration;

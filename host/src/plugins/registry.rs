@@ -4,142 +4,26 @@
 //! Readers take the current [`Snapshot`] (an `Arc`) and keep it for the call: a reload builds a
 //! new snapshot and swaps the pointer, so a call in flight finishes on the version it started
 //! with, and no reader ever sees half a reload.
-//!
-//! Rules of assembly, in order: bundled plugins first, in their fixed order; then PLUGINS_DIR's
-//! `.wasm` files by name. A folder plugin with a bundled plugin's id replaces it; two folder
-//! plugins with one id, or a plugin providing a tool name another already provides, are refused
-//! (the first one stays; tool names are claimed by the bundled plugins and their replacements
-//! first). A refused replacement leaves the bundled plugin it meant to replace serving. A
-//! devbox tool (bundled or not) serves only while its CHAT_*_ENABLED is true. A
-//! folder plugin that fails to load is refused with a log line, and its last good version, if
-//! any, keeps serving.
-//!
-//! Providers are assembled last, from the operator's [`ProviderSpec`]s: each default provider
-//! is the provider plugin of its id; each declared provider is its adapter's component (the
-//! provider plugin whose profile names that adapter, else the one with that id) linked under the
-//! provider's id and upstream; each provider plugin from the folder whose id no spec takes serves
-//! under its own id.
-//!
-//! The configuration file is applied the same way ([`PluginHost::reconfigure`]): every plugin
-//! is linked again under the new settings and the result swapped in at once, or, when the new
+//! How a snapshot is assembled is `snapshot.rs`'s; the folder's files are `folder.rs`'s. The
+//! configuration file is applied the same way ([`PluginHost::reconfigure`]): every plugin is
+//! linked again under the new settings and the result swapped in at once, or, when the new
 //! settings break a bundled plugin or name an adapter no plugin offers, nothing changes.
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use super::LoadError;
 use super::cache::CompileCache;
-use super::host_settings::{HostSettings, ProviderSpec, Runs};
+use super::folder::FolderEntry;
 use super::load::{Loader, Package, Plugin};
-use super::provider::Profile;
-use super::tool::ToolSpec;
+use super::operator::OperatorSettings;
+use super::snapshot::{DeclaredLink, Snapshot};
+use crate::catalog::{ToolCatalog, ToolInfo};
 use crate::config::Config;
-use crate::config::file::{DeclaredProvider, FileConfig};
+use crate::config::file::FileConfig;
 use crate::telemetry;
-use crate::tools::{ToolCatalog, ToolInfo};
-
-/// The plugins serving right now.
-#[derive(Default)]
-pub struct Snapshot {
-    /// In assembly order.
-    pub plugins: Vec<Arc<Plugin>>,
-    /// Tool name → the plugin providing it.
-    tools: BTreeMap<String, Arc<Plugin>>,
-    /// Provider id → what serves it.
-    providers: BTreeMap<String, Arc<ServedProvider>>,
-    /// Default providers not served, and why.
-    unserved: Vec<(String, String)>,
-    /// A declared provider whose adapter no loaded plugin offers, and the message saying so.
-    missing_adapter: Option<String>,
-}
-
-/// Why a declared provider has no plugin.
-enum NotLinked {
-    /// No loaded provider offers its adapter: the configuration's problem.
-    NoAdapter(String),
-    /// Its adapter would not link under its id and upstream.
-    Link(String),
-}
-
-/// A provider this server serves.
-pub struct ServedProvider {
-    pub id: String,
-    /// What runs its turns, linked under its id; `None` when nothing does (`error` says why).
-    pub plugin: Option<Arc<Plugin>>,
-    pub profile: Profile,
-    /// A declared provider's fixed model list.
-    pub models: Option<Vec<String>>,
-    /// Added to its listed models.
-    pub extra_model: Option<String>,
-    /// Listed with this error instead of asking for a list.
-    pub error: Option<String>,
-    /// How its refused turns are tried again (`[retry]` of the configuration file).
-    pub retry: crate::config::retry::RetryPolicy,
-}
-
-impl Snapshot {
-    /// The provider `id`, when this server has it.
-    pub fn provider(&self, id: &str) -> Option<&Arc<ServedProvider>> {
-        self.providers.get(id)
-    }
-
-    /// Every provider, by id.
-    pub fn providers(&self) -> impl Iterator<Item = &Arc<ServedProvider>> {
-        self.providers.values()
-    }
-
-    /// Why a request naming `id` is refused: the providers this server has (and any default
-    /// one it does not serve, with the reason).
-    pub fn unknown_provider(&self, id: &str) -> String {
-        let ids: Vec<&str> = self.providers.keys().map(String::as_str).collect();
-        let mut message = format!(
-            "provider: {id:?} is not a provider of this server; it has: {}",
-            ids.join(", ")
-        );
-        for (unserved, why) in &self.unserved {
-            message.push_str(&format!(" ({unserved} is not served: {why})"));
-        }
-        message
-    }
-
-    /// Default providers not served, and why.
-    pub fn unserved(&self) -> &[(String, String)] {
-        &self.unserved
-    }
-
-    pub fn plugin(&self, id: &str) -> Option<&Arc<Plugin>> {
-        self.plugins.iter().find(|p| p.id() == id)
-    }
-
-    pub fn tool(&self, name: &str) -> Option<&Arc<Plugin>> {
-        self.tools.get(name)
-    }
-
-    /// Every tool, in plugin order.
-    pub fn tool_specs(&self) -> Vec<&ToolSpec> {
-        self.plugins.iter().flat_map(|p| p.tools.iter()).collect()
-    }
-}
-
-/// A declared provider's link: its spec, the adapter it was linked from, the plugin it runs.
-type DeclaredLink = (DeclaredProvider, Arc<Plugin>, Arc<Plugin>);
-
-/// What the folder held at the last scan, per `.wasm` file.
-#[derive(Clone)]
-struct FolderEntry {
-    /// SHA-256 of the component and the manifest: unchanged files are not loaded again.
-    fingerprint: [u8; 32],
-    /// The last version that loaded.
-    good: Option<Arc<Plugin>>,
-    /// Why the current files did not load, if they did not.
-    load_error: Option<String>,
-    /// Why the loaded version is not serving (an id or tool name taken), if it is not.
-    conflict: Option<String>,
-}
 
 pub struct PluginHost {
     loader: Loader,
@@ -201,7 +85,7 @@ impl PluginHost {
             return Ok(());
         };
         let weak = Arc::downgrade(self);
-        let watcher = super::watch::folder(dir, move || {
+        let watcher = super::watcher::folder(dir, move || {
             let host = weak.upgrade();
             async move {
                 let Some(host) = host else { return false };
@@ -222,7 +106,7 @@ impl PluginHost {
             return Ok(());
         };
         let weak = Arc::downgrade(self);
-        let watcher = super::watch::file(&path, move || {
+        let watcher = super::watcher::file(&path, move || {
             let host = weak.upgrade();
             async move {
                 let Some(host) = host else { return false };
@@ -254,10 +138,10 @@ impl PluginHost {
         }
         let settings = match &file {
             Some(file) => {
-                HostSettings::new(config, file, super::ssh::DevboxAccess::from_config(config))
+                OperatorSettings::new(config, file, super::ssh::DevboxAccess::from_config(config))
                     .map_err(LoadError::Config)?
             }
-            None => HostSettings::from_config(config),
+            None => OperatorSettings::from_config(config),
         };
         let loader = Loader::new(
             engine,
@@ -411,7 +295,7 @@ impl PluginHost {
     pub async fn rescan(&self) {
         let mut folder = self.folder.lock().await;
         if let Some(dir) = &self.dir {
-            let files = match wasm_files(dir) {
+            let files = match super::folder::wasm_files(dir) {
                 Ok(files) => files,
                 Err(e) => {
                     tracing::error!("cannot read PLUGINS_DIR {}: {e}", dir.display());
@@ -428,11 +312,12 @@ impl PluginHost {
                 kept
             });
             for path in files {
-                self.scan_file(&mut folder, path).await;
+                super::folder::scan_file(&self.loader, &mut folder, path).await;
             }
         }
         let bundled = self.bundled();
-        let snapshot = self.assemble(&self.loader, &bundled, &mut folder).await;
+        let snapshot =
+            super::snapshot::assemble(&self.loader, &self.declared, &bundled, &mut folder).await;
         self.publish(snapshot, &folder);
         drop(folder);
         self.scans.send_modify(|n| *n += 1);
@@ -489,7 +374,7 @@ impl PluginHost {
             super::settings::check(manifest, id, file.plugin_settings.get(id))?;
         }
         let current = self.loader.settings();
-        let settings = HostSettings::new(config, file, current.devbox.clone())?;
+        let settings = OperatorSettings::new(config, file, current.devbox.clone())?;
         let loader = self.loader.with_settings(settings);
         let mut bundled = Vec::new();
         for plugin in self.bundled() {
@@ -514,7 +399,8 @@ impl PluginHost {
             }
             next.insert(path.clone(), entry);
         }
-        let snapshot = self.assemble(&loader, &bundled, &mut next).await;
+        let snapshot =
+            super::snapshot::assemble(&loader, &self.declared, &bundled, &mut next).await;
         if let Some(problem) = snapshot.missing_adapter() {
             return Err(problem);
         }
@@ -526,375 +412,4 @@ impl PluginHost {
         self.scans.send_modify(|n| *n += 1);
         Ok(())
     }
-
-    async fn scan_file(&self, folder: &mut BTreeMap<PathBuf, FolderEntry>, path: PathBuf) {
-        let package = Package::read(&path);
-        let fingerprint = match &package {
-            Ok(p) => fingerprint(p),
-            Err(_) => [0; 32],
-        };
-        // Unchanged and loaded: nothing to do. A file that failed is tried again (the failure
-        // may have been passing: a describe timing out under load).
-        if folder.get(&path).is_some_and(|e| {
-            e.fingerprint == fingerprint && fingerprint != [0; 32] && e.load_error.is_none()
-        }) {
-            return;
-        }
-        let loaded = match package {
-            Ok(package) => self.loader.load(package).await,
-            Err(e) => Err(e),
-        };
-        let entry = folder.entry(path.clone()).or_insert(FolderEntry {
-            fingerprint,
-            good: None,
-            load_error: None,
-            conflict: None,
-        });
-        entry.fingerprint = fingerprint;
-        match loaded {
-            Ok(plugin) => {
-                // Operators see what a folder plugin holds when it arrives.
-                tracing::info!(
-                    plugin = plugin.id(),
-                    version = plugin.manifest().version.as_deref().unwrap_or("-"),
-                    "plugin loaded from {}; grants: {}",
-                    path.display(),
-                    if plugin.grants.is_empty() {
-                        "none".to_string()
-                    } else {
-                        plugin.grants.join("; ")
-                    }
-                );
-                telemetry::metrics::plugin_load(plugin.id(), true);
-                entry.good = Some(Arc::new(plugin));
-                entry.load_error = None;
-            }
-            Err(e) => {
-                // Its id may be unreadable: the file's name, the operator's, stands for it.
-                let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-                telemetry::metrics::plugin_load(&stem, false);
-                let keeps = match &entry.good {
-                    Some(old) => format!("; the previous version of {} keeps serving", old.id()),
-                    None => String::new(),
-                };
-                tracing::error!("plugin file {} refused: {e}{keeps}", path.display());
-                entry.load_error = Some(e.to_string());
-            }
-        }
-    }
-
-    /// Bundled plugins, then folder plugins by file name, then the providers, under the rules
-    /// of the module docs and `loader`'s settings.
-    async fn assemble(
-        &self,
-        loader: &Loader,
-        bundled: &[Arc<Plugin>],
-        folder: &mut BTreeMap<PathBuf, FolderEntry>,
-    ) -> Snapshot {
-        let settings = loader.settings();
-        let plugins = served(&settings, bundled, folder);
-        let (plugins, tools) = claim_tools(bundled, plugins, folder);
-        let (providers, missing_adapter) = self.providers(loader, &settings, &plugins).await;
-        Snapshot {
-            plugins,
-            tools,
-            providers,
-            unserved: settings.unserved.clone(),
-            missing_adapter,
-        }
-    }
-
-    /// The providers of `settings` and the folder, served by `plugins` (see the module docs).
-    async fn providers(
-        &self,
-        loader: &Loader,
-        settings: &HostSettings,
-        plugins: &[Arc<Plugin>],
-    ) -> (BTreeMap<String, Arc<ServedProvider>>, Option<String>) {
-        let provider_plugin = |id: &str| {
-            plugins
-                .iter()
-                .find(|p| p.id() == id && p.as_provider().is_some())
-                .cloned()
-        };
-        let mut served = BTreeMap::new();
-        let mut declared_now = Vec::new();
-        let mut missing_adapter = None;
-        for spec in &settings.providers {
-            let (plugin, error) = match &spec.runs {
-                Runs::Plugin(id) => match provider_plugin(id) {
-                    Some(plugin) => (Some(plugin), None),
-                    None => (None, Some(format!("no provider plugin {id} is loaded"))),
-                },
-                Runs::Declared(declared) => {
-                    match self.declared_provider(loader, plugins, declared).await {
-                        Ok((adapter, plugin)) => {
-                            declared_now.push(((**declared).clone(), adapter, plugin.clone()));
-                            (Some(plugin), None)
-                        }
-                        Err(NotLinked::Link(why)) => (None, Some(why)),
-                        Err(NotLinked::NoAdapter(why)) => {
-                            missing_adapter.get_or_insert(why.clone());
-                            (None, Some(why))
-                        }
-                    }
-                }
-            };
-            served.insert(
-                spec.id.clone(),
-                Arc::new(served_provider(spec, plugin, error, settings)),
-            );
-        }
-        *self.declared.lock().unwrap_or_else(|e| e.into_inner()) = declared_now;
-        for plugin in plugins {
-            let own_id = plugin.as_provider().is_some()
-                && matches!(plugin.source, super::load::Source::File(_))
-                && !served.contains_key(plugin.id());
-            if own_id {
-                let provider = ServedProvider {
-                    id: plugin.id().to_string(),
-                    profile: plugin.profile.clone().unwrap_or_default(),
-                    plugin: Some(plugin.clone()),
-                    models: None,
-                    extra_model: None,
-                    error: None,
-                    retry: settings.retry.policy(plugin.id()),
-                };
-                served.insert(plugin.id().to_string(), Arc::new(provider));
-            }
-        }
-        (served, missing_adapter)
-    }
-
-    /// A declared provider's plugin: its adapter (the provider plugin whose profile names it,
-    /// else the provider plugin of that id) linked under its id and upstream; the last one linked
-    /// when neither changed. The adapter and the result, or why there is none.
-    async fn declared_provider(
-        &self,
-        loader: &Loader,
-        plugins: &[Arc<Plugin>],
-        spec: &DeclaredProvider,
-    ) -> Result<(Arc<Plugin>, Arc<Plugin>), NotLinked> {
-        let providers = || plugins.iter().filter(|p| p.as_provider().is_some());
-        let adapter = providers()
-            .find(|p| p.profile.as_ref().and_then(|x| x.adapter.as_deref()) == Some(&spec.adapter))
-            .or_else(|| providers().find(|p| p.id() == spec.adapter))
-            .ok_or_else(|| {
-                let mut known: Vec<String> = providers()
-                    .filter_map(|p| p.profile.as_ref()?.adapter.clone())
-                    .collect();
-                known.extend(
-                    providers()
-                        .filter(|p| matches!(p.source, super::load::Source::File(_)))
-                        .map(|p| p.id().to_string()),
-                );
-                NotLinked::NoAdapter(format!(
-                    "providers.{}.adapter: no loaded provider offers {:?}; adapters: {}",
-                    spec.id,
-                    spec.adapter,
-                    known.join(", ")
-                ))
-            })?;
-        let reused = self
-            .declared
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .find(|(old, old_adapter, _)| old == spec && Arc::ptr_eq(old_adapter, adapter))
-            .map(|(_, _, plugin)| plugin.clone());
-        if let Some(plugin) = reused {
-            return Ok((adapter.clone(), plugin));
-        }
-        let plugin = loader
-            .declared(adapter, spec)
-            .await
-            .map_err(|e| NotLinked::Link(format!("providers.{}: {e}", spec.id)))?;
-        tracing::info!(
-            provider = spec.id,
-            adapter = adapter.id(),
-            "declared provider linked; grants: {}",
-            plugin.grants.join("; ")
-        );
-        Ok((adapter.clone(), Arc::new(plugin)))
-    }
-}
-
-/// A provider of `spec`, served by `plugin`.
-fn served_provider(
-    spec: &ProviderSpec,
-    plugin: Option<Arc<Plugin>>,
-    error: Option<String>,
-    settings: &HostSettings,
-) -> ServedProvider {
-    ServedProvider {
-        retry: settings.retry.policy(&spec.id),
-        id: spec.id.clone(),
-        profile: plugin
-            .as_ref()
-            .and_then(|p| p.profile.clone())
-            .unwrap_or_default(),
-        plugin,
-        models: match &spec.runs {
-            Runs::Declared(declared) => declared.models.clone(),
-            Runs::Plugin(_) => None,
-        },
-        extra_model: spec.extra_model.clone(),
-        error: error.or_else(|| spec.listing_error.clone()),
-    }
-}
-
-impl Snapshot {
-    /// A declared provider whose adapter no loaded plugin offers: the configuration's problem,
-    /// refused at startup and on reload.
-    pub fn missing_adapter(&self) -> Option<String> {
-        self.missing_adapter.clone()
-    }
-}
-
-/// The plugins that may serve, by id: the bundled ones (a devbox tool only while the
-/// operator enables it), each replaced by a folder plugin with its id, then the folder's
-/// others. A folder plugin refused here has its entry's `conflict` say why.
-fn served(
-    settings: &HostSettings,
-    bundled: &[Arc<Plugin>],
-    folder: &mut BTreeMap<PathBuf, FolderEntry>,
-) -> Vec<Arc<Plugin>> {
-    let mut plugins: Vec<Arc<Plugin>> = bundled
-        .iter()
-        .filter(|p| settings.refusal(p.id()).is_none())
-        .cloned()
-        .collect();
-    let mut from_folder: Vec<String> = Vec::new();
-    for (path, entry) in folder.iter_mut() {
-        entry.conflict = None;
-        let Some(plugin) = entry.good.clone() else {
-            continue;
-        };
-        let id = plugin.id();
-        // By id and by tool name: a plugin under another id cannot list a disabled
-        // devbox tool either.
-        let refused = settings.refusal(id).or_else(|| {
-            plugin
-                .tools
-                .iter()
-                .find_map(|tool| settings.refusal(&tool.name))
-        });
-        if let Some(why) = refused {
-            let why = format!("plugin {id} is not served: {why}");
-            tracing::error!("plugin file {} refused: {why}", path.display());
-            entry.conflict = Some(why);
-            continue;
-        }
-        if from_folder.iter().any(|taken| taken == id) {
-            let why = format!("another file in PLUGINS_DIR already provides plugin {id}");
-            tracing::error!("plugin file {} refused: {why}", path.display());
-            entry.conflict = Some(why);
-            continue;
-        }
-        from_folder.push(id.to_string());
-        match plugins.iter().position(|p| p.id() == id) {
-            Some(at) => {
-                tracing::debug!(
-                    plugin = id,
-                    "{} overrides the bundled plugin",
-                    path.display()
-                );
-                plugins[at] = plugin;
-            }
-            None => plugins.push(plugin),
-        }
-    }
-    plugins
-}
-
-/// Tool names, claimed by the bundled plugins (as overridden) first, then by the folder's
-/// in file order: a folder plugin never displaces a bundled tool except by replacing its
-/// plugin. A plugin whose tool is taken does not serve (a refused override leaves the
-/// bundled plugin it meant to replace serving). The plugins that serve, and the tools.
-fn claim_tools(
-    bundled: &[Arc<Plugin>],
-    mut plugins: Vec<Arc<Plugin>>,
-    folder: &mut BTreeMap<PathBuf, FolderEntry>,
-) -> (Vec<Arc<Plugin>>, BTreeMap<String, Arc<Plugin>>) {
-    let mut tools: BTreeMap<String, Arc<Plugin>> = BTreeMap::new();
-    // Position in `plugins` → what serves there instead (`None`: nothing).
-    let mut replaced: Vec<(usize, Option<Arc<Plugin>>)> = Vec::new();
-    type Placed<'a> = Vec<(usize, &'a Arc<Plugin>)>;
-    let (first, later): (Placed, Placed) = plugins.iter().enumerate().partition(|(_, p)| {
-        p.source == super::load::Source::Bundled || bundled.iter().any(|b| b.id() == p.id())
-    });
-    for (at, plugin) in first.into_iter().chain(later) {
-        let Some((name, other)) = taken_tool(&tools, plugin) else {
-            for tool in &plugin.tools {
-                tools.insert(tool.name.clone(), plugin.clone());
-            }
-            continue;
-        };
-        let why = format!("tool {name} is already provided by plugin {other}");
-        tracing::error!(plugin = plugin.id(), "plugin refused: {why}");
-        if let super::load::Source::File(path) = &plugin.source
-            && let Some(entry) = folder.get_mut(path)
-        {
-            entry.conflict = Some(why);
-        }
-        let fallback = bundled
-            .iter()
-            .find(|b| b.id() == plugin.id() && !Arc::ptr_eq(b, plugin))
-            .filter(|b| taken_tool(&tools, b).is_none())
-            .cloned();
-        if let Some(bundled) = &fallback {
-            for tool in &bundled.tools {
-                tools.insert(tool.name.clone(), bundled.clone());
-            }
-        }
-        replaced.push((at, fallback));
-    }
-    for (at, instead) in &replaced {
-        if let Some(instead) = instead {
-            plugins[*at] = instead.clone();
-        }
-    }
-    let gone: Vec<usize> = replaced
-        .iter()
-        .filter(|(_, instead)| instead.is_none())
-        .map(|(at, _)| *at)
-        .collect();
-    let serving = plugins
-        .into_iter()
-        .enumerate()
-        .filter(|(at, _)| !gone.contains(at))
-        .map(|(_, p)| p)
-        .collect();
-    (serving, tools)
-}
-
-/// The first of `plugin`'s tools another plugin in `tools` already provides: its name and that
-/// plugin's id; `None` when every name is free.
-fn taken_tool(tools: &BTreeMap<String, Arc<Plugin>>, plugin: &Plugin) -> Option<(String, String)> {
-    plugin.tools.iter().find_map(|t| {
-        tools
-            .get(&t.name)
-            .map(|other| (t.name.clone(), other.id().to_string()))
-    })
-}
-
-/// The folder's `*.wasm` files, sorted by name.
-fn wasm_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-fn fingerprint(package: &Package) -> [u8; 32] {
-    let mut digest = Sha256::new();
-    digest.update((package.wasm.len() as u64).to_le_bytes());
-    digest.update(&package.wasm);
-    digest.update(package.manifest_json.as_bytes());
-    digest.finalize().into()
 }

@@ -1,6 +1,6 @@
 //! Services: the upstreams the operator configured, each an origin, a key, how the key goes on the
 //! wire, a few non-secret headers, and the plugins that may be granted it. One table holds them
-//! all: the built-in ones (`crate::defaults`, from the environment) and the configuration
+//! all: the built-in ones ([`super::builtin`], from the environment) and the configuration
 //! file's `[services.NAME]`; a declared provider's upstream is a service of its own.
 //!
 //! What a granted service gives a plugin is a [`Reach`]: its origin becomes reachable whatever

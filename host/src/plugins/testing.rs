@@ -1,4 +1,6 @@
-//! Running a plugin in the real host against a scripted HTTP upstream, from a test.
+//! Running a plugin in the real host against a scripted HTTP upstream, from a test. Compiled
+//! only with the `testing` feature (`chatd = { …, features = ["testing"] }` as a
+//! dev-dependency), so none of it is in the release binary.
 //!
 //! This is how chatd tests its bundled plugins, and how a plugin author tests theirs: build the
 //! component, start a [`ScriptedUpstream`] that answers as the real API would (recorded bodies,
@@ -38,8 +40,8 @@ use tokio::sync::watch;
 
 use super::LoadError;
 use super::cache::CompileCache;
-use super::host_settings::HostSettings;
 use super::load::{Loader, Package, Plugin, Source};
+use super::operator::OperatorSettings;
 use crate::config::Config;
 
 /// One request the upstream received.
@@ -377,7 +379,11 @@ impl TestHost {
         let config = Config::from_args(std::iter::once("chatd").chain(args.iter().copied()))
             .unwrap_or_else(|e| panic!("invalid test configuration: {e}"));
         Self {
-            loader: Loader::new(shared_engine(), HostSettings::from_config(&config), None),
+            loader: Loader::new(
+                shared_engine(),
+                OperatorSettings::from_config(&config),
+                None,
+            ),
         }
     }
 

@@ -1,15 +1,18 @@
 //! The store: the only module with SQL. Callers get plain records (`records.rs`), never rows, and
 //! one set of semantics whichever database holds them: SQLite (`sqlite/`, the embedded default,
 //! one process per database) or PostgreSQL (`postgres/`, shared by several instances). Each
-//! backend has its own migrations (`/migrations/sqlite`, `/migrations/postgres`) and its own
-//! queries, written for what that database does well; [`Store`] only chooses between them.
-//! The black-box suite runs against both (`tests/api_postgres`), which is what holds them to one
-//! behaviour.
+//! backend has its own migrations (`/migrations/sqlite`, `/migrations/postgres`). Reads are
+//! written once for both (`read.rs`); writes are each backend's own, written for what that
+//! database does well; [`Store`] only chooses between them. The black-box suite runs against
+//! both (`tests/api_postgres`), which is what holds them to one behaviour.
 
+mod backend;
 pub mod liveness;
 mod postgres;
+mod read;
 mod records;
 mod sqlite;
+mod text;
 
 pub use postgres::{Heard, RunListener};
 pub use records::{
@@ -19,6 +22,7 @@ pub use records::{
 };
 
 use crate::config::DatabaseUrl;
+use backend::{Calls, Chats, Liveness, Searches};
 use postgres::PgStore;
 use sqlite::SqliteStore;
 
@@ -75,6 +79,20 @@ macro_rules! on_backend {
             Backend::Sqlite($db) => $call,
             Backend::Postgres($db) => $call,
         }
+    };
+}
+
+/// A function of the shared read side (`read.rs`) on whichever backend `$store` has, on its pool,
+/// [`measured`] under the name `$op`.
+macro_rules! read {
+    ($store:expr, $op:literal, $f:ident($($arg:expr),*)) => {
+        measured($store.backend_name(), $op, async {
+            match &$store.backend {
+                Backend::Sqlite(db) => read::sqlite::$f(db.pool(), $($arg),*).await,
+                Backend::Postgres(db) => read::postgres::$f(db.pool(), $($arg),*).await,
+            }
+        })
+        .await
     };
 }
 
@@ -160,11 +178,11 @@ impl Store {
 
     /// All chats, most recently updated first.
     pub async fn list_chats(&self) -> Result<Vec<ChatRecord>> {
-        timed!(self, "list_chats", db => db.list_chats().await)
+        read!(self, "list_chats", chats())
     }
 
     pub async fn get_chat(&self, id: &str) -> Result<Option<ChatRecord>> {
-        timed!(self, "get_chat", db => db.get_chat(id).await)
+        read!(self, "get_chat", chat(id))
     }
 
     /// The chat and its transcript, in transcript order.
@@ -239,7 +257,7 @@ impl Store {
     }
 
     pub async fn get_call(&self, id: &str) -> Result<Option<CallRecord>> {
-        timed!(self, "get_call", db => db.get_call(id).await)
+        read!(self, "get_call", call(id))
     }
 
     /// Sets the title only if the chat still has none (a title set meanwhile wins). Returns the
@@ -265,11 +283,11 @@ impl Store {
 
     /// All searches, most recently updated first.
     pub async fn list_searches(&self) -> Result<Vec<SearchRecord>> {
-        timed!(self, "list_searches", db => db.list_searches().await)
+        read!(self, "list_searches", searches())
     }
 
     pub async fn get_search(&self, id: &str) -> Result<Option<SearchDetailRecord>> {
-        timed!(self, "get_search", db => db.get_search(id).await)
+        read!(self, "get_search", search_detail(id))
     }
 
     /// Replaces the search's last outcome with `outcome` and bumps `updatedAt`.
@@ -298,7 +316,7 @@ impl Store {
     /// Up to `per_kind` chats and `per_kind` searches, newest `updatedAt` first (ties: newest id,
     /// and ids are UUIDv7, ordered by creation).
     pub async fn workspace_items(&self, per_kind: u32) -> Result<Vec<WorkspaceRecord>> {
-        timed!(self, "workspace_items", db => db.workspace_items(per_kind).await)
+        read!(self, "workspace_items", workspace(per_kind))
     }
 
     /// Closes the calls that servers no longer alive left open (`liveness.rs`); how many.

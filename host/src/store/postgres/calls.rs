@@ -3,15 +3,14 @@
 //! transaction, made safe against concurrent writers by row locks: the chat's row for the
 //! transcript, the call's row for its outcome.
 
-use sqlx::Row;
-
 use super::chats::{fetch_chat, insert_messages, load_messages, touch_chat};
-use super::{PgStore, next_updated_at, put, text};
-use crate::store::{CallRecord, CallUsage, ChatRecord, MessageRecord, NewCall, NewMessage, Result};
+use super::{PgStore, next_updated_at, put};
+use crate::store::backend::Calls;
+use crate::store::{CallUsage, ChatRecord, MessageRecord, NewCall, NewMessage, Result};
 use crate::vocabulary::now;
 
-impl PgStore {
-    pub async fn begin_call(
+impl Calls for PgStore {
+    async fn begin_call(
         &self,
         call: NewCall,
         new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
@@ -52,7 +51,7 @@ impl PgStore {
         Ok(true)
     }
 
-    pub async fn finish_call(
+    async fn finish_call(
         &self,
         call_id: &str,
         chat_id: Option<&str>,
@@ -85,7 +84,7 @@ impl PgStore {
         Ok(())
     }
 
-    pub async fn fail_call(
+    async fn fail_call(
         &self,
         call_id: &str,
         error: &str,
@@ -109,38 +108,7 @@ impl PgStore {
         Ok(())
     }
 
-    pub async fn get_call(&self, id: &str) -> Result<Option<CallRecord>> {
-        let row = sqlx::query(
-            "SELECT id, chat_id, provider, model, created_at, completed_at, input_tokens, \
-             output_tokens, total_tokens, latency_ms, error FROM llm_calls WHERE id = $1",
-        )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let usage = CallUsage::from_columns(
-            row.try_get("input_tokens")?,
-            row.try_get("output_tokens")?,
-            row.try_get("total_tokens")?,
-        );
-        Ok(Some(CallRecord {
-            id: row.try_get("id")?,
-            chat_id: row.try_get("chat_id")?,
-            provider: text(&row, "provider")?.unwrap_or_default(),
-            model: text(&row, "model")?.unwrap_or_default(),
-            created_at: row.try_get("created_at")?,
-            completed_at: row.try_get("completed_at")?,
-            usage,
-            latency_ms: row.try_get("latency_ms")?,
-            error: text(&row, "error")?,
-        }))
-    }
-
-    pub async fn set_title_if_unset(
-        &self,
-        chat_id: &str,
-        title: &str,
-    ) -> Result<Option<ChatRecord>> {
+    async fn set_title_if_unset(&self, chat_id: &str, title: &str) -> Result<Option<ChatRecord>> {
         let mut tx = self.tx().await?;
         sqlx::query(concat!(
             "UPDATE chats SET title = $1, updated_at = ",

@@ -4,58 +4,16 @@
 //! first updates the chat's row (bumping `updated_at`), which locks it until commit: the next
 //! `seq` is read by a later statement, after any other appender committed.
 
-use sqlx::postgres::PgRow;
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{Postgres, Transaction};
 
-use super::{Member, PgStore, next_updated_at, put, put_opt, set_membership, take, text};
-use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage, Result, json};
+use super::{Member, PgStore, next_updated_at, put, put_opt, set_membership};
+use crate::store::backend::Chats;
+use crate::store::read;
+use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage, Result};
 use crate::vocabulary::{new_id, now};
 
-macro_rules! select_chat {
-    () => {
-        "SELECT c.id, c.title, c.created_at, c.updated_at, s.created_at AS starred_at, \
-         c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model, \
-         c.additional_system_prompt, c.enabled_tools \
-         FROM chats c LEFT JOIN project_chats s ON s.chat_id = c.id AND s.project_id = 'starred'"
-    };
-}
-const SELECT_CHAT_BY_ID: &str = concat!(select_chat!(), " WHERE c.id = $1");
-
-const SELECT_MESSAGES: &str = "SELECT id, created_at, role, content, name, metadata FROM messages \
-     WHERE chat_id = $1 ORDER BY seq";
-
-pub(super) fn chat_from_row(row: &PgRow) -> Result<ChatRecord> {
-    Ok(ChatRecord {
-        id: row.try_get("id")?,
-        title: text(row, "title")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        starred_at: row.try_get("starred_at")?,
-        initiated_provider: text(row, "initiated_provider")?,
-        initiated_model: text(row, "initiated_model")?,
-        last_used_provider: text(row, "last_used_provider")?,
-        last_used_model: text(row, "last_used_model")?,
-        additional_system_prompt: text(row, "additional_system_prompt")?,
-        enabled_tools: json(row.try_get::<&str, _>("enabled_tools")?)?,
-    })
-}
-
-fn message_from_row(row: &PgRow) -> Result<MessageRecord> {
-    Ok(MessageRecord {
-        id: row.try_get("id")?,
-        created_at: row.try_get("created_at")?,
-        role: row.try_get::<&str, _>("role")?.parse()?,
-        content: take(row.try_get("content")?),
-        name: text(row, "name")?,
-        metadata: row
-            .try_get::<Option<&str>, _>("metadata")?
-            .map(json)
-            .transpose()?,
-    })
-}
-
-impl PgStore {
-    pub async fn create_chat(&self, chat: NewChat) -> Result<ChatRecord> {
+impl Chats for PgStore {
+    async fn create_chat(&self, chat: NewChat) -> Result<ChatRecord> {
         let id = new_id();
         let at = now();
         let (provider, model) = match chat.provider_model {
@@ -85,27 +43,9 @@ impl PgStore {
         Ok(record)
     }
 
-    pub async fn list_chats(&self) -> Result<Vec<ChatRecord>> {
-        let rows = sqlx::query(concat!(
-            select_chat!(),
-            " ORDER BY c.updated_at DESC, c.id DESC"
-        ))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(chat_from_row).collect()
-    }
-
-    pub async fn get_chat(&self, id: &str) -> Result<Option<ChatRecord>> {
-        let row = sqlx::query(SELECT_CHAT_BY_ID)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(chat_from_row).transpose()
-    }
-
     /// Both reads in one repeatable-read transaction: one snapshot, so the transcript is the
     /// one the chat's `updatedAt` describes.
-    pub async fn get_chat_with_messages(
+    async fn get_chat_with_messages(
         &self,
         id: &str,
     ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
@@ -121,7 +61,7 @@ impl PgStore {
         Ok(Some((chat, messages)))
     }
 
-    pub async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {
+    async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {
         let (set_prompt, prompt) = match patch.additional_system_prompt {
             Some(p) => (true, p),
             None => (false, None),
@@ -152,7 +92,7 @@ impl PgStore {
         Ok(record)
     }
 
-    pub async fn set_chat_starred(&self, id: &str, starred: bool) -> Result<Option<ChatRecord>> {
+    async fn set_chat_starred(&self, id: &str, starred: bool) -> Result<Option<ChatRecord>> {
         let mut tx = self.tx().await?;
         // Locked, so a delete cannot come between the check and the membership's insert.
         let exists = sqlx::query("SELECT 1 FROM chats WHERE id = $1 FOR UPDATE")
@@ -168,7 +108,7 @@ impl PgStore {
         Ok(record)
     }
 
-    pub async fn delete_chat(&self, id: &str) -> Result<bool> {
+    async fn delete_chat(&self, id: &str) -> Result<bool> {
         let deleted = sqlx::query("DELETE FROM chats WHERE id = $1")
             .bind(id)
             .execute(&self.pool)
@@ -176,7 +116,7 @@ impl PgStore {
         Ok(deleted.rows_affected() > 0)
     }
 
-    pub async fn append_message(
+    async fn append_message(
         &self,
         chat_id: &str,
         message: NewMessage,
@@ -204,11 +144,7 @@ pub(super) async fn fetch_chat(
     tx: &mut Transaction<'_, Postgres>,
     id: &str,
 ) -> Result<Option<ChatRecord>> {
-    let row = sqlx::query(SELECT_CHAT_BY_ID)
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await?;
-    row.as_ref().map(chat_from_row).transpose()
+    read::postgres::chat(&mut **tx, id).await
 }
 
 /// A chat's transcript, inside a transaction.
@@ -216,11 +152,7 @@ pub(super) async fn load_messages(
     tx: &mut Transaction<'_, Postgres>,
     chat_id: &str,
 ) -> Result<Vec<MessageRecord>> {
-    let rows = sqlx::query(SELECT_MESSAGES)
-        .bind(chat_id)
-        .fetch_all(&mut **tx)
-        .await?;
-    rows.iter().map(message_from_row).collect()
+    read::postgres::messages(&mut **tx, chat_id).await
 }
 
 /// Bumps the chat's `updated_at`, locking its row until the transaction ends; the new stamp and

@@ -9,6 +9,7 @@ use std::time::Duration;
 use sqlx::Row;
 
 use super::PgStore;
+use crate::store::backend::Liveness;
 use crate::store::liveness::{LOST_REPLY, millis_between};
 use crate::store::{Result, StoreError};
 use crate::vocabulary::now;
@@ -20,10 +21,10 @@ pub const LEASE: Duration = Duration::from_secs(10);
 /// survives a few missed renewals.
 pub const RENEW_EVERY: Duration = Duration::from_secs(2);
 
-impl PgStore {
+impl Liveness for PgStore {
     /// Removes the instances whose lease ran out and closes the calls open under them (or under
     /// no instance still registered); how many calls.
-    pub async fn close_lost_calls(&self) -> Result<usize> {
+    async fn close_lost_calls(&self) -> Result<usize> {
         let mut tx = self.tx().await?;
         let gone = sqlx::query(
             "DELETE FROM instances WHERE lease_until < clock_timestamp() RETURNING id, alive_at",
@@ -67,7 +68,7 @@ impl PgStore {
     /// Registers this process with a fresh lease; its id. Again after its lease ran out: its
     /// old runs and calls stay ended (another instance ended them, or will: they are not taken
     /// back by a renewed row, see `end_lost_runs`), its new ones are owned under the new lease.
-    pub async fn register_instance(&self) -> Result<String> {
+    async fn register_instance(&self) -> Result<String> {
         let at = now();
         sqlx::query(
             "INSERT INTO instances (id, started_at, alive_at, lease_until) \
@@ -83,17 +84,8 @@ impl PgStore {
         Ok(self.instance.to_string())
     }
 
-    /// Deletes instance `id`'s row: it has stopped, leaving nothing open.
-    pub async fn leave(&self, id: &str) -> Result<()> {
-        sqlx::query("DELETE FROM instances WHERE id = $1")
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
     /// Renews the lease of instance `id`, while it still holds it; an error once it lost it.
-    pub async fn heartbeat(&self, id: &str) -> Result<()> {
+    async fn heartbeat(&self, id: &str) -> Result<()> {
         let renewed = sqlx::query(
             "UPDATE instances SET alive_at = $1, \
              lease_until = clock_timestamp() + make_interval(secs => $2) \
@@ -107,6 +99,17 @@ impl PgStore {
         if renewed.rows_affected() == 0 {
             return Err(StoreError::LeaseLost);
         }
+        Ok(())
+    }
+}
+
+impl PgStore {
+    /// Deletes instance `id`'s row: it has stopped, leaving nothing open.
+    pub async fn leave(&self, id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM instances WHERE id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 }

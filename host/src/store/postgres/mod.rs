@@ -14,11 +14,11 @@ mod chats;
 mod liveness;
 mod runs;
 mod searches;
-mod workspace;
 
 pub use liveness::RENEW_EVERY;
 pub use runs::{Heard, RunListener};
 
+use super::text::{put, put_opt};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,61 +89,14 @@ impl PgStore {
         (self.pool.size().saturating_sub(idle), idle)
     }
 
+    /// The pool reads and writes go through.
+    pub(super) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
     async fn tx(&self) -> Result<sqlx::Transaction<'_, sqlx::Postgres>> {
         Ok(self.pool.begin().await?)
     }
-}
-
-/// PostgreSQL's TEXT cannot hold U+0000, which SQLite's can and any client string may carry, so
-/// free text is stored escaped: [`ESCAPE`] doubled stands for itself and [`ESCAPE`] `0` for
-/// U+0000. The mapping is one-to-one, so equality (the reuseByQuery key) and emptiness hold as
-/// they would on the text itself. Ids, stamps and JSON (which escapes U+0000) need none of it.
-const ESCAPE: char = '\u{10FFFF}';
-
-/// `text` as stored: borrowed when there is nothing to escape, the usual case.
-fn put(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains(['\0', ESCAPE]) {
-        return text.into();
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\0' => out.extend([ESCAPE, '0']),
-            ESCAPE => out.extend([ESCAPE, ESCAPE]),
-            c => out.push(c),
-        }
-    }
-    out.into()
-}
-
-fn put_opt(text: Option<&str>) -> Option<std::borrow::Cow<'_, str>> {
-    text.map(put)
-}
-
-/// Stored text as it was given to [`put`].
-fn take(text: String) -> String {
-    if !text.contains(ESCAPE) {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match (c, c == ESCAPE) {
-            (_, true) => match chars.next() {
-                Some('0') => out.push('\0'),
-                Some(other) => out.push(other),
-                None => out.push(ESCAPE),
-            },
-            (c, false) => out.push(c),
-        }
-    }
-    out
-}
-
-/// A free-text column of `row`, unescaped.
-fn text(row: &sqlx::postgres::PgRow, column: &str) -> Result<Option<String>> {
-    use sqlx::Row;
-    Ok(row.try_get::<Option<String>, _>(column)?.map(take))
 }
 
 /// What can be starred, and the membership table that says so.
@@ -179,29 +132,4 @@ async fn set_membership(
     }
     query.execute(&mut **tx).await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{ESCAPE, put, take};
-
-    #[test]
-    fn stored_text_has_no_nul_and_comes_back_as_given() {
-        let e = ESCAPE;
-        for given in [
-            String::new(),
-            "plain".into(),
-            "a\0b".into(),
-            format!("{e}"),
-            format!("{e}0"),
-            format!("\0{e}{e}0\0"),
-        ] {
-            let stored = put(&given);
-            assert!(!stored.contains('\0'), "{stored:?}");
-            assert_eq!(take(stored.into_owned()), given);
-        }
-        assert!(matches!(put("plain"), std::borrow::Cow::Borrowed(_)));
-        // One-to-one: different texts are stored differently.
-        assert_ne!(put("\0"), put(&format!("{e}0")));
-    }
 }

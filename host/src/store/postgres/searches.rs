@@ -1,57 +1,20 @@
 //! Searches and search stars, on PostgreSQL.
 
-use sqlx::postgres::PgRow;
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{Postgres, Transaction};
 
-use super::{Member, PgStore, next_updated_at, put, put_opt, set_membership, text};
+use super::{Member, PgStore, next_updated_at, put, put_opt, set_membership};
+use crate::store::backend::Searches;
+use crate::store::read;
 use crate::store::{
-    NewSearch, Result, SearchDetailRecord, SearchRecord, SearchRunOutcome, json, normalize_query,
+    NewSearch, Result, SearchDetailRecord, SearchRecord, SearchRunOutcome, normalize_query,
 };
 use crate::vocabulary::{new_id, now};
 
-const SELECT_SEARCH: &str = "SELECT s.id, s.title, s.query, s.created_at, s.updated_at, \
-     p.created_at AS starred_at, \
-     (s.results <> '[]' OR COALESCE(s.answer_text, '') <> '') AS has_output \
-     FROM searches s LEFT JOIN project_searches p ON p.search_id = s.id AND p.project_id = 'starred'";
-
-const SELECT_SEARCH_DETAIL: &str = "SELECT s.id, s.title, s.query, s.created_at, s.updated_at, \
-     p.created_at AS starred_at, \
-     (s.results <> '[]' OR COALESCE(s.answer_text, '') <> '') AS has_output, \
-     s.request_id, s.latency_ms, s.error, s.results, s.answer_text, s.answer_request_id, \
-     s.answer_citations, s.answer_error \
-     FROM searches s LEFT JOIN project_searches p ON p.search_id = s.id AND p.project_id = 'starred'";
-
-pub(super) fn search_from_row(row: &PgRow) -> Result<SearchRecord> {
-    Ok(SearchRecord {
-        id: row.try_get("id")?,
-        title: text(row, "title")?,
-        query: text(row, "query")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        starred_at: row.try_get("starred_at")?,
-        has_output: row.try_get("has_output")?,
-    })
-}
-
-fn detail_from_row(row: &PgRow) -> Result<SearchDetailRecord> {
-    Ok(SearchDetailRecord {
-        search: search_from_row(row)?,
-        request_id: text(row, "request_id")?,
-        latency_ms: row.try_get("latency_ms")?,
-        error: text(row, "error")?,
-        results: json(row.try_get::<&str, _>("results")?)?,
-        answer_text: text(row, "answer_text")?,
-        answer_request_id: text(row, "answer_request_id")?,
-        answer_citations: json(row.try_get::<&str, _>("answer_citations")?)?,
-        answer_error: text(row, "answer_error")?,
-    })
-}
-
-impl PgStore {
+impl Searches for PgStore {
     /// With `reuse_by_query`, lookup and insert hold a transaction-scoped advisory lock on the
     /// normalized query: concurrent callers with a new query (on any instance) end up with one
     /// search.
-    pub async fn create_search(
+    async fn create_search(
         &self,
         search: NewSearch,
         reuse_by_query: bool,
@@ -66,15 +29,8 @@ impl PgStore {
                 .bind(normalized)
                 .execute(&mut *tx)
                 .await?;
-            let row = sqlx::query(&format!(
-                "{SELECT_SEARCH} WHERE s.normalized_query = $1 \
-                 ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
-            ))
-            .bind(normalized)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some(row) = row {
-                let existing = search_from_row(&row)?;
+            let found = read::postgres::search_by_query(&mut *tx, normalized).await?;
+            if let Some(existing) = found {
                 tx.commit().await?;
                 return Ok((existing, true));
             }
@@ -98,24 +54,7 @@ impl PgStore {
         Ok((record, false))
     }
 
-    pub async fn list_searches(&self) -> Result<Vec<SearchRecord>> {
-        let rows = sqlx::query(&format!(
-            "{SELECT_SEARCH} ORDER BY s.updated_at DESC, s.id DESC"
-        ))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(search_from_row).collect()
-    }
-
-    pub async fn get_search(&self, id: &str) -> Result<Option<SearchDetailRecord>> {
-        let row = sqlx::query(&format!("{SELECT_SEARCH_DETAIL} WHERE s.id = $1"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(detail_from_row).transpose()
-    }
-
-    pub async fn record_search_run(
+    async fn record_search_run(
         &self,
         id: &str,
         outcome: SearchRunOutcome,
@@ -149,19 +88,12 @@ impl PgStore {
         .bind(id)
         .execute(&mut *tx)
         .await?;
-        let row = sqlx::query(&format!("{SELECT_SEARCH_DETAIL} WHERE s.id = $1"))
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let detail = read::postgres::search_detail(&mut *tx, id).await?;
         tx.commit().await?;
-        row.as_ref().map(detail_from_row).transpose()
+        Ok(detail)
     }
 
-    pub async fn set_search_starred(
-        &self,
-        id: &str,
-        starred: bool,
-    ) -> Result<Option<SearchRecord>> {
+    async fn set_search_starred(&self, id: &str, starred: bool) -> Result<Option<SearchRecord>> {
         let mut tx = self.tx().await?;
         let exists = sqlx::query("SELECT 1 FROM searches WHERE id = $1 FOR UPDATE")
             .bind(id)
@@ -176,7 +108,7 @@ impl PgStore {
         Ok(record)
     }
 
-    pub async fn delete_search(&self, id: &str) -> Result<bool> {
+    async fn delete_search(&self, id: &str) -> Result<bool> {
         let deleted = sqlx::query("DELETE FROM searches WHERE id = $1")
             .bind(id)
             .execute(&self.pool)
@@ -189,9 +121,5 @@ async fn fetch_search(
     tx: &mut Transaction<'_, Postgres>,
     id: &str,
 ) -> Result<Option<SearchRecord>> {
-    let row = sqlx::query(&format!("{SELECT_SEARCH} WHERE s.id = $1"))
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await?;
-    row.as_ref().map(search_from_row).transpose()
+    read::postgres::search(&mut **tx, id).await
 }

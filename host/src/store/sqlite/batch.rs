@@ -149,6 +149,7 @@ impl SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::backend::{Calls, Chats};
     use crate::store::sqlite::SqliteStore;
     use crate::store::{MessageRecord, NewCall, NewChat, NewMessage};
     use crate::vocabulary::Role;
@@ -267,7 +268,14 @@ mod tests {
                 > crate::vocabulary::to_millis(&chat.updated_at)
         );
         assert_eq!(after.last_used_model.as_deref(), Some("m"));
-        assert_eq!(store.get_call("call-1").await.unwrap().unwrap().model, "m");
+        assert_eq!(
+            crate::store::read::sqlite::call(store.pool(), "call-1")
+                .await
+                .unwrap()
+                .unwrap()
+                .model,
+            "m"
+        );
     }
 
     #[tokio::test]
@@ -280,7 +288,12 @@ mod tests {
         assert!(!begun);
         // The call's insert is conditional too: a foreign key failure would have failed the
         // whole batch.
-        assert!(store.get_call("call-2").await.unwrap().is_none());
+        assert!(
+            crate::store::read::sqlite::call(store.pool(), "call-2")
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 
     /// The history a client sends, stored without the turns the transcript already has.
@@ -320,7 +333,12 @@ mod tests {
         // None of the first write landed (not even "y", whose own position was free after
         // "z"): all of this call's rows come after the other request's, in order, once.
         assert_eq!(contents, ["z", "x", "y"]);
-        assert!(store.get_call("call-3").await.unwrap().is_some());
+        assert!(
+            crate::store::read::sqlite::call(store.pool(), "call-3")
+                .await
+                .unwrap()
+                .is_some()
+        );
     }
 
     #[tokio::test]
@@ -348,7 +366,10 @@ mod tests {
             .unwrap();
         let contents = transcript(&store, &chat.id).await;
         assert_eq!(contents, ["q"]);
-        let record = store.get_call("call-4").await.unwrap().unwrap();
+        let record = crate::store::read::sqlite::call(store.pool(), "call-4")
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(record.error.as_deref(), Some("shutdown"));
         assert_eq!(record.latency_ms, Some(5));
     }
@@ -369,7 +390,10 @@ mod tests {
             .bind(chat.id.clone())
             .bind("2026-11-22T10:00:00.000000Z");
         assert!(store.commit(batch).await.is_err());
-        let after = store.get_chat(&chat.id).await.unwrap().unwrap();
+        let after = crate::store::read::sqlite::chat(store.pool(), &chat.id)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(after.title, None);
         // The write lock was released: the next write does not wait out the busy timeout.
         let written = tokio::time::timeout(
@@ -420,7 +444,20 @@ mod tests {
         // The next write opens a connection of its own, with the store's options.
         let chat = store.create_chat(NewChat::default()).await.unwrap();
         assert!(store.writer.slot.lock().await.conn.is_some());
-        assert_eq!(store.get_chat(&chat.id).await.unwrap().unwrap().id, chat.id);
-        assert_eq!(store.list_chats().await.unwrap().len(), 1);
+        assert_eq!(
+            crate::store::read::sqlite::chat(store.pool(), &chat.id)
+                .await
+                .unwrap()
+                .unwrap()
+                .id,
+            chat.id
+        );
+        assert_eq!(
+            crate::store::read::sqlite::chats(store.pool())
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
     }
 }

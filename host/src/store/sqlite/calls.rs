@@ -3,17 +3,15 @@
 //! when it ends (one transaction: the contract's "persisted, then `done`"), the error when it
 //! fails. Also the conditional title write of title suggestion.
 
-use sqlx::Row;
-
 use super::batch::Batch;
-use super::chats::{
-    Condition, SELECT_CHAT_BY_ID, chat_from_row, load_messages, push_message, touch_chat,
-};
+use super::chats::{Condition, SELECT_CHAT_BY_ID, chat_from_row, push_message, touch_chat};
 use super::{Result, SqliteStore};
-use crate::store::{CallRecord, CallUsage, ChatRecord, MessageRecord, NewCall, NewMessage};
+use crate::store::backend::Calls;
+use crate::store::read;
+use crate::store::{CallUsage, ChatRecord, MessageRecord, NewCall, NewMessage};
 use crate::vocabulary::now;
 
-impl SqliteStore {
+impl Calls for SqliteStore {
     /// Starts a call, in one transaction: stores the rows `new_rows` picks from the chat's
     /// transcript (so two calls with the same history cannot both store it), sets the chat's
     /// last-used provider and model (and the initiated ones if unset), and records the call.
@@ -23,7 +21,7 @@ impl SqliteStore {
     /// writes are made in one, on condition that the transcript has not grown in between
     /// (messages are only ever appended, so its length is its last `seq`). When it has, the
     /// transcript is read again under the write lock and `new_rows` asked again.
-    pub async fn begin_call(
+    async fn begin_call(
         &self,
         call: NewCall,
         new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
@@ -32,11 +30,11 @@ impl SqliteStore {
             self.commit(call_batch(&call, &[], None)?).await?;
             return Ok(true);
         };
-        let read = self.get_messages(chat_id).await?;
-        let after = read.len() as i64;
+        let transcript = read::sqlite::messages(&self.pool, chat_id).await?;
+        let after = transcript.len() as i64;
         // The rows are dropped once bound, before the write: with attachments they can be tens
         // of MiB, and the write copies them again.
-        let batch = call_batch(&call, &new_rows(&read), Some(after))?;
+        let batch = call_batch(&call, &new_rows(&transcript), Some(after))?;
         let touched = self.commit(batch).await?;
         if !touched.is_empty() {
             return Ok(true);
@@ -44,7 +42,7 @@ impl SqliteStore {
         let mut tx = self.write_tx().await?;
         let batch = call_batch(
             &call,
-            &new_rows(&load_messages(&mut tx, chat_id).await?),
+            &new_rows(&read::sqlite::messages(&mut *tx, chat_id).await?),
             None,
         )?;
         let touched = batch.run(&mut tx).await?;
@@ -58,7 +56,7 @@ impl SqliteStore {
 
     /// Ends a call that succeeded: its assistant message (when it has a chat) and its usage and
     /// latency, in one transaction.
-    pub async fn finish_call(
+    async fn finish_call(
         &self,
         call_id: &str,
         chat_id: Option<&str>,
@@ -92,7 +90,7 @@ impl SqliteStore {
 
     /// Ends a call that failed: its error and latency (and whatever usage was reported). A call
     /// that already ended keeps its outcome (a run stopped while its success was committing).
-    pub async fn fail_call(
+    async fn fail_call(
         &self,
         call_id: &str,
         error: &str,
@@ -115,40 +113,9 @@ impl SqliteStore {
         Ok(())
     }
 
-    pub async fn get_call(&self, id: &str) -> Result<Option<CallRecord>> {
-        let row = sqlx::query(
-            "SELECT id, chat_id, provider, model, created_at, completed_at, input_tokens, \
-             output_tokens, total_tokens, latency_ms, error FROM llm_calls WHERE id = ?",
-        )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let usage = CallUsage::from_columns(
-            row.try_get("input_tokens")?,
-            row.try_get("output_tokens")?,
-            row.try_get("total_tokens")?,
-        );
-        Ok(Some(CallRecord {
-            id: row.try_get("id")?,
-            chat_id: row.try_get("chat_id")?,
-            provider: row.try_get("provider")?,
-            model: row.try_get("model")?,
-            created_at: row.try_get("created_at")?,
-            completed_at: row.try_get("completed_at")?,
-            usage,
-            latency_ms: row.try_get("latency_ms")?,
-            error: row.try_get("error")?,
-        }))
-    }
-
     /// Sets the title only if the chat still has none (a title set meanwhile wins). Returns the
     /// chat as it is afterwards; `None` when it does not exist.
-    pub async fn set_title_if_unset(
-        &self,
-        chat_id: &str,
-        title: &str,
-    ) -> Result<Option<ChatRecord>> {
+    async fn set_title_if_unset(&self, chat_id: &str, title: &str) -> Result<Option<ChatRecord>> {
         let mut batch = Batch::new();
         batch
             .push(concat!(

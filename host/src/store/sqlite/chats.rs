@@ -4,21 +4,16 @@
 //! the timestamp: two messages written in the same millisecond keep the order they were sent in.
 
 use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{FromRow, Row, Sqlite, Transaction};
 
 use super::batch::Batch;
-use super::{Member, Result, SqliteStore, json, set_membership};
+use super::{Member, Result, SqliteStore, set_membership};
+use crate::store::backend::Chats;
+use crate::store::read::{self, ChatRow, MessageRow, select_chat};
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
 use crate::vocabulary::{new_id, now};
 
-macro_rules! select_chat {
-    () => {
-        "SELECT c.id, c.title, c.created_at, c.updated_at, s.created_at AS starred_at, \
-         c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model, \
-         c.additional_system_prompt, c.enabled_tools \
-         FROM chats c LEFT JOIN project_chats s ON s.chat_id = c.id AND s.project_id = 'starred'"
-    };
-}
+/// For a batch, whose placeholders are `?`.
 pub(super) const SELECT_CHAT_BY_ID: &str = concat!(select_chat!(), " WHERE c.id = ?");
 
 /// What must hold, besides the chat existing, for a batch's write to a chat to be made.
@@ -82,56 +77,11 @@ pub(super) fn touch_chat(batch: &mut Batch, chat_id: &str, only: Condition) {
 }
 
 pub(super) fn chat_from_row(row: &SqliteRow) -> Result<ChatRecord> {
-    Ok(ChatRecord {
-        id: row.try_get("id")?,
-        title: row.try_get("title")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        starred_at: row.try_get("starred_at")?,
-        initiated_provider: row.try_get("initiated_provider")?,
-        initiated_model: row.try_get("initiated_model")?,
-        last_used_provider: row.try_get("last_used_provider")?,
-        last_used_model: row.try_get("last_used_model")?,
-        additional_system_prompt: row.try_get("additional_system_prompt")?,
-        enabled_tools: json(row.try_get::<&str, _>("enabled_tools")?)?,
-    })
+    ChatRow::from_row(row)?.record()
 }
 
-macro_rules! select_messages {
-    () => {
-        "SELECT id, created_at, role, content, name, metadata FROM messages WHERE chat_id = ? ORDER BY seq"
-    };
-}
-const SELECT_MESSAGES: &str = select_messages!();
-
-/// A chat's transcript, inside a transaction.
-pub(super) async fn load_messages(
-    tx: &mut Transaction<'_, Sqlite>,
-    chat_id: &str,
-) -> Result<Vec<MessageRecord>> {
-    let rows = sqlx::query(SELECT_MESSAGES)
-        .bind(chat_id)
-        .fetch_all(&mut **tx)
-        .await?;
-    rows.iter().map(message_from_row).collect()
-}
-
-fn message_from_row(row: &SqliteRow) -> Result<MessageRecord> {
-    Ok(MessageRecord {
-        id: row.try_get("id")?,
-        created_at: row.try_get("created_at")?,
-        role: row.try_get::<&str, _>("role")?.parse()?,
-        content: row.try_get("content")?,
-        name: row.try_get("name")?,
-        metadata: row
-            .try_get::<Option<&str>, _>("metadata")?
-            .map(json)
-            .transpose()?,
-    })
-}
-
-impl SqliteStore {
-    pub async fn create_chat(&self, chat: NewChat) -> Result<ChatRecord> {
+impl Chats for SqliteStore {
+    async fn create_chat(&self, chat: NewChat) -> Result<ChatRecord> {
         let id = new_id();
         let at = now();
         let (provider, model) = match chat.provider_model {
@@ -163,45 +113,18 @@ impl SqliteStore {
         chat_from_row(rows.last().expect("inserted in this transaction"))
     }
 
-    /// All chats, most recently updated first.
-    pub async fn list_chats(&self) -> Result<Vec<ChatRecord>> {
-        let rows = sqlx::query(concat!(
-            select_chat!(),
-            " ORDER BY c.updated_at DESC, c.id DESC"
-        ))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(chat_from_row).collect()
-    }
-
-    pub async fn get_chat(&self, id: &str) -> Result<Option<ChatRecord>> {
-        let row = sqlx::query(SELECT_CHAT_BY_ID)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(chat_from_row).transpose()
-    }
-
-    /// A chat's transcript, read outside any transaction; empty when the chat does not exist.
-    pub(super) async fn get_messages(&self, chat_id: &str) -> Result<Vec<MessageRecord>> {
-        let rows = sqlx::query(SELECT_MESSAGES)
-            .bind(chat_id)
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter().map(message_from_row).collect()
-    }
-
     /// The chat and its transcript, in one round trip: two reads sent as one query, without a
     /// transaction. A message appended in between shows up with the chat's older `updatedAt`,
     /// which no reader can tell from a slightly earlier read.
-    pub async fn get_chat_with_messages(
+    async fn get_chat_with_messages(
         &self,
         id: &str,
     ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
         let rows = sqlx::query(concat!(
             select_chat!(),
             " WHERE c.id = ?;\n",
-            select_messages!()
+            "SELECT id, created_at, role, content, name, metadata FROM messages WHERE chat_id = ? \
+             ORDER BY seq"
         ))
         .bind(id)
         .bind(id)
@@ -213,13 +136,13 @@ impl SqliteStore {
         };
         let messages = messages
             .iter()
-            .map(message_from_row)
+            .map(|row| MessageRow::from_row(row)?.record())
             .collect::<Result<_>>()?;
         Ok(Some((chat_from_row(chat)?, messages)))
     }
 
     /// Applies a settings update and bumps `updatedAt`. `None` when the chat does not exist.
-    pub async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {
+    async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {
         let (set_prompt, prompt) = match patch.additional_system_prompt {
             Some(p) => (true, p),
             None => (false, None),
@@ -251,7 +174,7 @@ impl SqliteStore {
 
     /// Stars or unstars; never touches `updatedAt` or the transcript. Starring twice keeps the
     /// first `starredAt`.
-    pub async fn set_chat_starred(&self, id: &str, starred: bool) -> Result<Option<ChatRecord>> {
+    async fn set_chat_starred(&self, id: &str, starred: bool) -> Result<Option<ChatRecord>> {
         let mut tx = self.write_tx().await?;
         if fetch_chat(&mut tx, id).await?.is_none() {
             return Ok(None);
@@ -263,7 +186,7 @@ impl SqliteStore {
     }
 
     /// Deletes the chat with its messages and stars. `false` when it did not exist.
-    pub async fn delete_chat(&self, id: &str) -> Result<bool> {
+    async fn delete_chat(&self, id: &str) -> Result<bool> {
         let deleted = sqlx::query("DELETE FROM chats WHERE id = ?")
             .bind(id)
             .execute(&self.pool)
@@ -272,7 +195,7 @@ impl SqliteStore {
     }
 
     /// Appends a message and bumps the chat's `updatedAt`. `None` when the chat does not exist.
-    pub async fn append_message(
+    async fn append_message(
         &self,
         chat_id: &str,
         message: NewMessage,
@@ -294,11 +217,7 @@ pub(super) async fn fetch_chat(
     tx: &mut Transaction<'_, Sqlite>,
     id: &str,
 ) -> Result<Option<ChatRecord>> {
-    let row = sqlx::query(SELECT_CHAT_BY_ID)
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await?;
-    row.as_ref().map(chat_from_row).transpose()
+    read::sqlite::chat(&mut **tx, id).await
 }
 
 /// Adds the insert of `message` to `batch`, at the end of the chat's transcript and stamped with

@@ -6,12 +6,13 @@
 use sqlx::Row;
 
 use super::{Result, SqliteStore};
+use crate::store::backend::Liveness;
 use crate::store::liveness::{LOST_REPLY, millis_between};
 use crate::vocabulary::{new_id, now};
 
-impl SqliteStore {
+impl Liveness for SqliteStore {
     /// Closes the calls earlier processes left open (see the module doc); how many there were.
-    pub async fn close_lost_calls(&self) -> Result<usize> {
+    async fn close_lost_calls(&self) -> Result<usize> {
         let alive: Option<String> = sqlx::query_scalar("SELECT MAX(alive_at) FROM instances")
             .fetch_one(&self.pool)
             .await?;
@@ -41,7 +42,7 @@ impl SqliteStore {
 
     /// Registers this process (the rows of earlier ones are dropped: their last sign of life has
     /// served [`SqliteStore::close_lost_calls`]); its id, for [`SqliteStore::heartbeat`].
-    pub async fn register_instance(&self) -> Result<String> {
+    async fn register_instance(&self) -> Result<String> {
         let id = new_id();
         let at = now();
         let mut tx = self.write_tx().await?;
@@ -59,7 +60,7 @@ impl SqliteStore {
     }
 
     /// Records that instance `id` is alive now.
-    pub async fn heartbeat(&self, id: &str) -> Result<()> {
+    async fn heartbeat(&self, id: &str) -> Result<()> {
         sqlx::query("UPDATE instances SET alive_at = ? WHERE id = ?")
             .bind(now())
             .bind(id)

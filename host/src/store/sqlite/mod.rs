@@ -29,7 +29,6 @@ mod calls;
 mod chats;
 mod liveness;
 mod searches;
-mod workspace;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -38,7 +37,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use super::{Result, STARRED_PROJECT, StoreError, json};
+use super::{Result, STARRED_PROJECT, StoreError};
 use batch::Writer;
 
 #[derive(Clone, Debug)]
@@ -52,6 +51,11 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// The pool reads go through (writes go through the writer).
+    pub(super) fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     /// The folder the database file is in (empty: the working directory); `None` for an
     /// in-memory database. Other files chatd keeps (the plugin compile cache) live beside it.
     pub fn folder(raw: &str) -> Option<std::path::PathBuf> {

@@ -3,74 +3,31 @@
 //! Results and citations are JSON arrays kept as the search plugin returned them: the contract
 //! leaves their fields open, so the store does not pick them apart.
 
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::{FromRow, Sqlite, Transaction};
 
 use super::batch::Batch;
-use super::{Member, Result, SqliteStore, json, set_membership};
+use super::{Member, Result, SqliteStore, set_membership};
+use crate::store::backend::Searches;
+use crate::store::read::{self, SearchDetailRow, select_search_detail};
 use crate::store::{
     NewSearch, SearchDetailRecord, SearchRecord, SearchRunOutcome, normalize_query,
 };
 use crate::vocabulary::{new_id, now};
 
-pub(super) const SELECT_SEARCH: &str = "SELECT s.id, s.title, s.query, s.created_at, s.updated_at, \
-     p.created_at AS starred_at, \
-     (s.results <> '[]' OR COALESCE(s.answer_text, '') <> '') AS has_output \
-     FROM searches s LEFT JOIN project_searches p ON p.search_id = s.id AND p.project_id = 'starred'";
-
-const SELECT_SEARCH_DETAIL: &str = "SELECT s.id, s.title, s.query, s.created_at, s.updated_at, \
-     p.created_at AS starred_at, \
-     (s.results <> '[]' OR COALESCE(s.answer_text, '') <> '') AS has_output, \
-     s.request_id, s.latency_ms, s.error, s.results, s.answer_text, s.answer_request_id, \
-     s.answer_citations, s.answer_error \
-     FROM searches s LEFT JOIN project_searches p ON p.search_id = s.id AND p.project_id = 'starred'";
-
-pub(super) fn search_from_row(row: &SqliteRow) -> Result<SearchRecord> {
-    Ok(SearchRecord {
-        id: row.try_get("id")?,
-        title: row.try_get("title")?,
-        query: row.try_get("query")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        starred_at: row.try_get("starred_at")?,
-        has_output: row.try_get("has_output")?,
-    })
-}
-
-fn detail_from_row(row: &SqliteRow) -> Result<SearchDetailRecord> {
-    Ok(SearchDetailRecord {
-        search: search_from_row(row)?,
-        request_id: row.try_get("request_id")?,
-        latency_ms: row.try_get("latency_ms")?,
-        error: row.try_get("error")?,
-        results: json(row.try_get::<&str, _>("results")?)?,
-        answer_text: row.try_get("answer_text")?,
-        answer_request_id: row.try_get("answer_request_id")?,
-        answer_citations: json(row.try_get::<&str, _>("answer_citations")?)?,
-        answer_error: row.try_get("answer_error")?,
-    })
-}
-
-impl SqliteStore {
+impl Searches for SqliteStore {
     /// Creates a search; with `reuse_by_query`, first looks for the most recently updated search
     /// with the same normalized query and returns that instead (`true` = reused). Lookup and
     /// insert share one write transaction, so concurrent callers with a new query end up with one
     /// search, not one each.
-    pub async fn create_search(
+    async fn create_search(
         &self,
         search: NewSearch,
         reuse_by_query: bool,
     ) -> Result<(SearchRecord, bool)> {
         let mut tx = self.write_tx().await?;
         if reuse_by_query && let Some(query) = &search.query {
-            let row = sqlx::query(&format!(
-                "{SELECT_SEARCH} WHERE s.normalized_query = ? ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
-            ))
-            .bind(normalize_query(query))
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some(row) = row {
-                let existing = search_from_row(&row)?;
+            let found = read::sqlite::search_by_query(&mut *tx, &normalize_query(query)).await?;
+            if let Some(existing) = found {
                 tx.commit().await?;
                 return Ok((existing, true));
             }
@@ -96,31 +53,13 @@ impl SqliteStore {
         Ok((record, false))
     }
 
-    /// All searches, most recently updated first.
-    pub async fn list_searches(&self) -> Result<Vec<SearchRecord>> {
-        let rows = sqlx::query(&format!(
-            "{SELECT_SEARCH} ORDER BY s.updated_at DESC, s.id DESC"
-        ))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(search_from_row).collect()
-    }
-
-    pub async fn get_search(&self, id: &str) -> Result<Option<SearchDetailRecord>> {
-        let row = sqlx::query(&format!("{SELECT_SEARCH_DETAIL} WHERE s.id = ?"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(detail_from_row).transpose()
-    }
-
     /// Replaces the search's last outcome with `outcome` and bumps `updatedAt`.
-    pub async fn record_search_run(
+    async fn record_search_run(
         &self,
         id: &str,
         outcome: SearchRunOutcome,
     ) -> Result<Option<SearchDetailRecord>> {
-        let detail = format!("{SELECT_SEARCH_DETAIL} WHERE s.id = ?");
+        let detail = concat!(select_search_detail!(), " WHERE s.id = ?");
         let mut batch = Batch::new();
         batch
             .push(concat!(
@@ -144,18 +83,16 @@ impl SqliteStore {
             .bind(serde_json::to_string(&outcome.answer_citations)?)
             .bind(outcome.answer_error)
             .bind(id.to_string());
-        batch.push(&detail).bind(id.to_string());
+        batch.push(detail).bind(id.to_string());
         let rows = self.commit(batch).await?;
         // No row: the search does not exist.
-        rows.first().map(detail_from_row).transpose()
+        rows.first()
+            .map(|row| SearchDetailRow::from_row(row)?.record())
+            .transpose()
     }
 
     /// Stars or unstars; never touches `updatedAt` or the results.
-    pub async fn set_search_starred(
-        &self,
-        id: &str,
-        starred: bool,
-    ) -> Result<Option<SearchRecord>> {
+    async fn set_search_starred(&self, id: &str, starred: bool) -> Result<Option<SearchRecord>> {
         let mut tx = self.write_tx().await?;
         if fetch_search(&mut tx, id).await?.is_none() {
             return Ok(None);
@@ -167,7 +104,7 @@ impl SqliteStore {
     }
 
     /// `false` when the search did not exist.
-    pub async fn delete_search(&self, id: &str) -> Result<bool> {
+    async fn delete_search(&self, id: &str) -> Result<bool> {
         let deleted = sqlx::query("DELETE FROM searches WHERE id = ?")
             .bind(id)
             .execute(&self.pool)
@@ -177,9 +114,5 @@ impl SqliteStore {
 }
 
 async fn fetch_search(tx: &mut Transaction<'_, Sqlite>, id: &str) -> Result<Option<SearchRecord>> {
-    let row = sqlx::query(&format!("{SELECT_SEARCH} WHERE s.id = ?"))
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await?;
-    row.as_ref().map(search_from_row).transpose()
+    read::sqlite::search(&mut **tx, id).await
 }

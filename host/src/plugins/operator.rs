@@ -32,7 +32,7 @@ pub enum Runs {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct HostSettings {
+pub struct OperatorSettings {
     pub services: Services,
     /// Host settings plugins may ask to read (`grants.config`), those that are set.
     pub host_values: BTreeMap<&'static str, String>,
@@ -48,7 +48,7 @@ pub struct HostSettings {
     pub retry: crate::config::retry::RetrySettings,
 }
 
-impl HostSettings {
+impl OperatorSettings {
     /// The environment alone (no configuration file).
     pub fn from_config(config: &Config) -> Self {
         let empty = FileConfig::default();
@@ -98,7 +98,7 @@ impl HostSettings {
         }
         Self {
             services,
-            host_values: builtin::host_settings(config)
+            host_values: builtin::operator(config)
                 .into_iter()
                 .filter_map(|(name, value)| Some((name, value?)))
                 .collect(),
@@ -203,7 +203,7 @@ mod tests {
     fn refusal(text: &str) -> String {
         let file = FileConfig::parse(text, &|_| None).unwrap();
         let config = Config::from_args(["chatd"]).unwrap();
-        match HostSettings::new(&config, &file, DevboxAccess::default()) {
+        match OperatorSettings::new(&config, &file, DevboxAccess::default()) {
             Err(e) => e,
             Ok(_) => panic!("{text:?} was accepted"),
         }
@@ -226,6 +226,6 @@ mod tests {
         // A built-in service needs neither: its variables give the rest.
         let file = FileConfig::parse("[services.engine_b]\nplugins = [\"w\"]", &|_| None).unwrap();
         let config = Config::from_args(["chatd"]).unwrap();
-        assert!(HostSettings::new(&config, &file, DevboxAccess::default()).is_ok());
+        assert!(OperatorSettings::new(&config, &file, DevboxAccess::default()).is_ok());
     }
 }

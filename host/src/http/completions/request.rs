@@ -1,0 +1,290 @@
+//! A completion request, validated into what runs: the provider and its plugin, the model, the
+//! transcript the provider gets, sampling, the tools, the fallback and the attachments it
+//! accepts. Nothing is stored or sent until all of it holds.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::super::AppState;
+use super::super::chats::{CHAT_NOT_FOUND, MessageInput, new_messages, system_prompt};
+use super::super::error::{ApiError, ApiResult};
+use super::super::limits::{self, MAX_MODEL_CHARS};
+use crate::chat::completion::{Completion, Fallback};
+use crate::chat::tool_calls::EnabledTool;
+use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
+use crate::plugins::load::Plugin;
+use crate::plugins::provider as wit;
+use crate::plugins::snapshot::{ServedProvider, Snapshot};
+use crate::store::{ChatRecord, NewMessage};
+use crate::vocabulary::Role;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompletionRequest {
+    /// An existing chat; its new history rows are stored.
+    pub chat_id: Option<String>,
+    /// A provider this server has (`GET /v1/models` lists them).
+    pub provider: String,
+    pub model: String,
+    /// The history, oldest first; at least one message.
+    pub messages: Vec<MessageInput>,
+    /// A one-off system prompt, sent first and never stored.
+    pub additional_system_prompt: Option<String>,
+    /// Tools for this request; omitted: the chat's setting, else every tool; empty: none.
+    pub enabled_tools: Option<Vec<String>>,
+    /// 0 to 2.
+    pub temperature: Option<f64>,
+    /// 1 to 1,000,000.
+    #[serde(default, deserialize_with = "crate::vocabulary::whole::option_u64")]
+    pub max_tokens: Option<u64>,
+    /// Streaming only (default true): false writes nothing and needs no `chatId`.
+    pub persist: Option<bool>,
+}
+
+/// A validated request, ready to run.
+pub(super) struct Prepared {
+    pub(super) provider: String,
+    pub(super) model: String,
+    pub(super) chat_id: Option<String>,
+    /// The supplied history; its new rows are stored when the call is recorded. Shared by the
+    /// run and its stop path: with attachments it can be tens of MiB.
+    pub(super) history: Arc<[NewMessage]>,
+    /// `enabledTools` for a chat this request creates: the request's, else every tool.
+    pub(super) new_chat_tools: Vec<String>,
+    pub(super) completion: Completion,
+}
+
+pub(super) async fn prepare(
+    state: &AppState,
+    mut body: CompletionRequest,
+    streaming: bool,
+) -> ApiResult<Prepared> {
+    let snapshot = state.plugins.snapshot();
+    let provider = snapshot
+        .provider(&body.provider)
+        .ok_or_else(|| ApiError::bad_request(snapshot.unknown_provider(&body.provider)))?
+        .clone();
+    let model = limits::optional(Some(&body.model), "model", MAX_MODEL_CHARS)?
+        .ok_or_else(|| ApiError::bad_request("model: must be a non-blank string"))?;
+    if body.messages.is_empty() {
+        return Err(ApiError::bad_request(
+            "messages: must hold at least one message",
+        ));
+    }
+    let (temperature, max_tokens) = sampling(&body)?;
+    let history = new_messages(std::mem::take(&mut body.messages))?;
+    check_attachments(&provider, &history)?;
+    // Only the chat's settings are needed now; its transcript is read when the call is recorded,
+    // beside the first model turn.
+    let chat = match &body.chat_id {
+        Some(id) => Some(
+            state
+                .store
+                .get_chat(id)
+                .await?
+                .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?,
+        ),
+        None => None,
+    };
+    let plugin = provider_plugin(&provider)?;
+    let tools = enabled_tools(state, &snapshot, &provider, &body, chat.as_ref());
+    let instruction = provider.profile.tool_instruction && !tools.is_empty();
+    let messages = provider_transcript(&body, chat.as_ref(), instruction, &history)?;
+    let completion = Completion {
+        provider: body.provider.clone(),
+        model: model.clone(),
+        plugin,
+        messages,
+        tools,
+        temperature,
+        max_tokens,
+        streaming,
+        max_rounds: state.chat.max_tool_rounds,
+        listed: state.models.lists(&body.provider, &model),
+        retry: provider.retry.clone(),
+        fallback: fallback(state, &snapshot, &provider, &history),
+    };
+    // A parameter the model does not take is refused now, before anything is stored or sent.
+    completion
+        .check()
+        .await
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(Prepared {
+        provider: body.provider,
+        model,
+        chat_id: body.chat_id,
+        history: history.into(),
+        new_chat_tools: match &body.enabled_tools {
+            Some(requested) => state.tools.keep_known(requested),
+            None => state.tools.names(),
+        },
+        completion,
+    })
+}
+
+/// What the provider gets: the system prompts (the tool loop's `instruction`, when tools are on
+/// for a provider that wants it; the request's or the chat's `additionalSystemPrompt`), then the
+/// history. 400 when it gives the model nothing to answer.
+fn provider_transcript(
+    body: &CompletionRequest,
+    chat: Option<&ChatRecord>,
+    instruction: bool,
+    history: &[NewMessage],
+) -> ApiResult<Vec<wit::Message>> {
+    let extra_prompt = match &body.additional_system_prompt {
+        Some(prompt) => system_prompt(Some(prompt))?,
+        None => chat.and_then(|c| c.additional_system_prompt.clone()),
+    };
+    let mut system: Vec<&str> = Vec::new();
+    if instruction {
+        system.push(TOOL_LOOP_INSTRUCTION);
+    }
+    if let Some(prompt) = &extra_prompt {
+        system.push(prompt);
+    }
+    let messages = history::to_provider(&system, history);
+    if !history::has_user_turn(&messages) {
+        return Err(ApiError::bad_request(
+            "messages: must hold a user message with text or an attachment (blank messages are \
+             not sent, and system or tool messages alone give the model nothing to answer)",
+        ));
+    }
+    Ok(messages)
+}
+
+/// `temperature` (0 to 2) and `maxTokens` (1 to 1,000,000), checked.
+fn sampling(body: &CompletionRequest) -> ApiResult<(Option<f32>, Option<u32>)> {
+    let temperature = match body.temperature {
+        None => None,
+        Some(t) if t.is_finite() && (0.0..=2.0).contains(&t) => Some(t as f32),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "temperature: must be a number from 0 to 2",
+            ));
+        }
+    };
+    let max_tokens = match body.max_tokens {
+        None => None,
+        Some(n @ 1..=1_000_000) => Some(n as u32),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "maxTokens: must be an integer from 1 to 1000000",
+            ));
+        }
+    };
+    Ok((temperature, max_tokens))
+}
+
+/// The tools the model may call: the request's `enabledTools`, else the chat's, else every
+/// tool (none for a provider whose profile declines the host's tools), each with the plugin
+/// serving it now.
+fn enabled_tools(
+    state: &AppState,
+    snapshot: &Snapshot,
+    provider: &ServedProvider,
+    body: &CompletionRequest,
+    chat: Option<&ChatRecord>,
+) -> Vec<EnabledTool> {
+    let names = match (&body.enabled_tools, chat) {
+        _ if !provider.profile.tools => Vec::new(),
+        (Some(requested), _) => state.tools.keep_known(requested),
+        (None, Some(chat)) => state.tools.keep_known(&chat.enabled_tools),
+        (None, None) => state.tools.names(),
+    };
+    names
+        .iter()
+        .filter_map(|name| {
+            let plugin = snapshot.tool(name)?;
+            let spec = plugin.tools.iter().find(|t| &t.name == name)?.clone();
+            Some(EnabledTool {
+                spec,
+                plugin: plugin.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The operator's fallback for `provider` (`[retry.providers.ID].fallback`), when this server
+/// serves it now and it takes the request's attachments; else none, said in the log.
+fn fallback(
+    state: &AppState,
+    snapshot: &Snapshot,
+    provider: &ServedProvider,
+    history: &[NewMessage],
+) -> Option<Fallback> {
+    let wanted = provider.retry.fallback.as_ref()?;
+    let usable = snapshot
+        .provider(&wanted.provider)
+        .and_then(|served| served.plugin.clone().map(|plugin| (served, plugin)))
+        .filter(|(served, _)| check_attachments(served, history).is_ok());
+    let Some((served, plugin)) = usable else {
+        tracing::warn!(
+            provider = provider.id.as_str(),
+            fallback = wanted.provider.as_str(),
+            "the provider's fallback is not served now, or does not take this request's \
+             attachments; the request has none"
+        );
+        return None;
+    };
+    Some(Fallback {
+        provider: wanted.provider.clone(),
+        model: wanted.model.clone(),
+        plugin,
+        listed: state.models.lists(&wanted.provider, &wanted.model),
+        tools: served.profile.tools,
+        retry: crate::config::retry::RetryPolicy {
+            fallback: None,
+            ..served.retry.clone()
+        },
+    })
+}
+
+/// The loaded plugin serving `provider`; 503 when nothing serves it now.
+pub(crate) fn provider_plugin(provider: &ServedProvider) -> ApiResult<Arc<Plugin>> {
+    provider.plugin.clone().ok_or_else(|| {
+        let why = provider
+            .error
+            .as_deref()
+            .unwrap_or("no provider plugin is loaded");
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("{}: {why}", provider.id),
+        )
+    })
+}
+
+/// 400 for an attachment the provider's profile says it does not understand.
+fn check_attachments(provider: &ServedProvider, history: &[NewMessage]) -> ApiResult<()> {
+    let profile = &provider.profile;
+    if profile.images && profile.text_files {
+        return Ok(());
+    }
+    // Only a user message's attachments reach the provider (`chat::history`).
+    for (i, message) in history.iter().enumerate() {
+        if message.role != Role::User {
+            continue;
+        }
+        let attachments = message
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("attachments"))
+            .and_then(Value::as_array);
+        for (j, attachment) in attachments.into_iter().flatten().enumerate() {
+            let (refused, kind) = match attachment.get("kind").and_then(Value::as_str) {
+                Some("image") => (!profile.images, "images"),
+                _ => (!profile.text_files, "text files"),
+            };
+            if refused {
+                return Err(ApiError::bad_request(format!(
+                    "messages[{i}].attachments[{j}]: provider {} does not take {kind}",
+                    provider.id
+                )));
+            }
+        }
+    }
+    Ok(())
+}
