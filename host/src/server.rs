@@ -9,11 +9,13 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::chat::ChatSettings;
+use crate::chat::events::ChatEvent;
 use crate::chat::models::Models;
 use crate::config::Config;
 use crate::http::{self, AppState, TokenDigest};
 use crate::plugins::registry::PluginHost;
-use crate::runs::{ActiveRuns, beat};
+use crate::runs::{ActiveRuns, ErrorData, beat};
+use crate::search;
 use crate::store::{Store, StoreError};
 
 /// How long past the shutdown grace period connections may stay open: time for the runs
@@ -56,9 +58,13 @@ impl Server {
             })?;
         // SQLite: this process holds the database's lock, so every call still open is another's,
         // lost. PostgreSQL: those of instances whose lease ran out, and their runs.
-        beat::end_lost(&store).await?;
+        let errors = ErrorData {
+            chat: |message| ChatEvent::Error(message.into()).data(),
+            search: search::events::error_data,
+        };
+        beat::end_lost(&store, &errors).await?;
         let instance = store.register_instance().await?;
-        let runs = ActiveRuns::new(&store);
+        let runs = ActiveRuns::new(&store, errors);
         tokio::spawn(beat::beat(store.clone(), runs.clone(), instance.clone()));
         let models = Models::new(plugins.clone());
         let refresh =

@@ -127,7 +127,8 @@
 //!
 //! Unit-test parsing natively (`cargo test`: the bindings compile for the host target, they only
 //! cannot be called there). To run the component itself in the real host against a scripted
-//! HTTP upstream, use `chatd::plugins::testing` from a test of yours (`ScriptedUpstream` answers
+//! HTTP upstream, use `chatd::plugins::testing` (chatd's `testing` feature, as a dev-dependency)
+//! from a test of yours (`ScriptedUpstream` answers
 //! recorded bodies and records requests; `TestHost` loads your `.wasm` with its manifest and
 //! chatd's own flags, e.g. `--engine-a-base-url`). chatd's bundled plugins are tested that way.
 

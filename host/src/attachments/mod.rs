@@ -61,63 +61,7 @@ fn validate_one(input: AttachmentInput, field: &str) -> Result<Attachment, Attac
             mime_type,
             data_url,
             ..
-        } => {
-            let (header_mime, payload) = split_data_url(&data_url).ok_or_else(|| {
-                AttachmentError(format!(
-                    "{field}.dataUrl: must be a base64 data URL (data:<mime>;base64,<data>)"
-                ))
-            })?;
-            // Reject by length before decoding so a huge string costs no allocation.
-            if payload.len() / 4 * 3 > MAX_IMAGE_BYTES + 3 {
-                return Err(too_large_image(field));
-            }
-            let bytes = STANDARD.decode(payload).map_err(|_| {
-                AttachmentError(format!("{field}.dataUrl: data is not valid base64"))
-            })?;
-            if bytes.len() > MAX_IMAGE_BYTES {
-                return Err(too_large_image(field));
-            }
-            let detected = sniff_image(&bytes).ok_or_else(|| {
-                AttachmentError(format!("{field}.dataUrl: image data must be PNG or JPEG"))
-            })?;
-            for (claimed, what) in [
-                (mime_type.as_deref(), "mimeType"),
-                (Some(header_mime), "dataUrl"),
-            ] {
-                if let Some(claimed) = claimed {
-                    let normalized = normalize_image_mime(claimed).ok_or_else(|| {
-                        AttachmentError(format!("{field}.{what}: images must be image/png or image/jpeg (got {claimed:?})"))
-                    })?;
-                    if normalized != detected {
-                        return Err(AttachmentError(format!(
-                            "{field}.{what}: claims {normalized} but the data is {detected}"
-                        )));
-                    }
-                }
-            }
-            let filename = filename
-                .map(|f| f.trim().to_string())
-                .filter(|f| !f.is_empty())
-                .unwrap_or_else(|| {
-                    format!(
-                        "image.{}",
-                        if detected == "image/png" {
-                            "png"
-                        } else {
-                            "jpg"
-                        }
-                    )
-                });
-            Ok(Attachment::Image {
-                id: id
-                    .filter(|s| !s.trim().is_empty())
-                    .unwrap_or_else(crate::vocabulary::new_id),
-                filename,
-                mime_type: detected.to_string(),
-                size_bytes: bytes.len() as u64,
-                data_url: format!("data:{detected};base64,{payload}"),
-            })
-        }
+        } => image(id, filename, mime_type, &data_url, field),
         AttachmentInput::Text {
             id,
             filename,
@@ -139,23 +83,86 @@ fn validate_one(input: AttachmentInput, field: &str) -> Result<Attachment, Attac
                 )));
             }
             Ok(Attachment::Text {
-                id: id
-                    .filter(|s| !s.trim().is_empty())
-                    .unwrap_or_else(crate::vocabulary::new_id),
-                filename: filename
-                    .map(|f| f.trim().to_string())
-                    .filter(|f| !f.is_empty())
-                    .unwrap_or_else(|| "attachment.txt".into()),
-                mime_type: mime_type
-                    .map(|m| m.trim().to_string())
-                    .filter(|m| !m.is_empty())
-                    .unwrap_or_else(|| "text/plain".into()),
+                id: id_or_new(id),
+                filename: non_blank(filename).unwrap_or_else(|| "attachment.txt".into()),
+                mime_type: non_blank(mime_type).unwrap_or_else(|| "text/plain".into()),
                 size_bytes,
                 text,
                 truncated: truncated.unwrap_or(false),
             })
         }
     }
+}
+
+/// An image attachment: its data decoded and sniffed, every claim about its type checked
+/// against what the bytes are.
+fn image(
+    id: Option<String>,
+    filename: Option<String>,
+    mime_type: Option<String>,
+    data_url: &str,
+    field: &str,
+) -> Result<Attachment, AttachmentError> {
+    let (header_mime, payload) = split_data_url(data_url).ok_or_else(|| {
+        AttachmentError(format!(
+            "{field}.dataUrl: must be a base64 data URL (data:<mime>;base64,<data>)"
+        ))
+    })?;
+    // Reject by length before decoding so a huge string costs no allocation.
+    if payload.len() / 4 * 3 > MAX_IMAGE_BYTES + 3 {
+        return Err(too_large_image(field));
+    }
+    let bytes = STANDARD
+        .decode(payload)
+        .map_err(|_| AttachmentError(format!("{field}.dataUrl: data is not valid base64")))?;
+    if bytes.len() > MAX_IMAGE_BYTES {
+        return Err(too_large_image(field));
+    }
+    let detected = sniff_image(&bytes).ok_or_else(|| {
+        AttachmentError(format!("{field}.dataUrl: image data must be PNG or JPEG"))
+    })?;
+    for (claimed, what) in [
+        (mime_type.as_deref(), "mimeType"),
+        (Some(header_mime), "dataUrl"),
+    ] {
+        if let Some(claimed) = claimed {
+            let normalized = normalize_image_mime(claimed).ok_or_else(|| {
+                AttachmentError(format!(
+                    "{field}.{what}: images must be image/png or image/jpeg (got {claimed:?})"
+                ))
+            })?;
+            if normalized != detected {
+                return Err(AttachmentError(format!(
+                    "{field}.{what}: claims {normalized} but the data is {detected}"
+                )));
+            }
+        }
+    }
+    let extension = if detected == "image/png" {
+        "png"
+    } else {
+        "jpg"
+    };
+    Ok(Attachment::Image {
+        id: id_or_new(id),
+        filename: non_blank(filename).unwrap_or_else(|| format!("image.{extension}")),
+        mime_type: detected.to_string(),
+        size_bytes: bytes.len() as u64,
+        data_url: format!("data:{detected};base64,{payload}"),
+    })
+}
+
+/// The client's id, or a new one when it gave none (or a blank one).
+fn id_or_new(id: Option<String>) -> String {
+    id.filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(crate::vocabulary::new_id)
+}
+
+/// `value` trimmed, unless that leaves nothing.
+fn non_blank(value: Option<String>) -> Option<String> {
+    value
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
 }
 
 fn too_large_image(field: &str) -> AttachmentError {

@@ -148,16 +148,7 @@ impl Completion {
     /// Runs the loop to its answer, reporting `tool_call` and `delta` events to `sink` (the
     /// caller sends `meta` before and `done`/`error` after).
     pub async fn run(mut self, sink: &Sink) -> Result<Finished, CompletionError> {
-        // A provider that takes references gets the large values (attachments, long texts) as
-        // tokens, filled in as its request is sent: its sandbox holds the turn's small parts.
-        // Only when the fallback takes them too: the values are not put back.
-        let takes = |plugin: &Plugin| plugin.as_provider().is_some_and(|p| p.takes_references());
-        let by_reference =
-            takes(&self.plugin) && self.fallback.as_ref().is_none_or(|f| takes(&f.plugin));
-        let mut refs = by_reference.then(Refs::new).map(|mut refs| {
-            refs.take_large(&mut self.messages);
-            Arc::new(refs)
-        });
+        let mut refs = self.references();
         let mut reply = Reply::default();
         let mut out = Finished::default();
         let mut continuation = None;
@@ -168,12 +159,7 @@ impl Completion {
             let mut turn = self
                 .tried(continuation.take(), refs.clone(), &mut reply, sink)
                 .await;
-            if let Some(u) = turn.usage {
-                let total = out.usage.get_or_insert_with(Usage::default);
-                total.input_tokens += u.input_tokens;
-                total.output_tokens += u.output_tokens;
-                total.total_tokens += u.total_tokens;
-            }
+            add_usage(&mut out.usage, turn.usage);
             let outcome = match turn.result.take() {
                 None => return Ok(out.ended(reply, true)),
                 Some(Ok(Ok(outcome))) => outcome,
@@ -186,11 +172,7 @@ impl Completion {
                         out.fallback = Some((self.provider.clone(), self.model.clone()));
                         continue;
                     }
-                    // Only the first turn of the provider the client named is its request as
-                    // sent: a fallback's refusal is not the client's doing.
-                    let refusable = rounds == 0 && out.fallback.is_none();
-                    let after = primary_failure.as_deref();
-                    return Err(self.failure(result, refusable, out.usage, after));
+                    return Err(self.failed(result, rounds, &out, primary_failure.as_deref()));
                 }
             };
             // A turn answered: its fallback is needed no more.
@@ -203,11 +185,7 @@ impl Completion {
             }
             if rounds >= self.max_rounds {
                 turn.release_held(&mut reply, sink);
-                let limit = format!(
-                    "I stopped after {rounds} rounds of tool calls, the limit for one reply \
-                     (CHAT_MAX_TOOL_ROUNDS), before reaching an answer."
-                );
-                reply.send(&limit, true, sink);
+                reply.send(&tool_limit(rounds), true, sink);
                 return Ok(out.ended(reply, false));
             }
             rounds += 1;
@@ -225,6 +203,32 @@ impl Completion {
             turn.release_held(&mut reply, sink);
             self.add_round(turn, results, &mut refs);
         }
+    }
+
+    /// A provider that takes references gets the large values (attachments, long texts) as
+    /// tokens, filled in as its request is sent: its sandbox holds the turn's small parts. Only
+    /// when the fallback takes them too: the values are not put back.
+    fn references(&mut self) -> Option<Arc<Refs>> {
+        let takes = |plugin: &Plugin| plugin.as_provider().is_some_and(|p| p.takes_references());
+        let by_reference =
+            takes(&self.plugin) && self.fallback.as_ref().is_none_or(|f| takes(&f.plugin));
+        by_reference.then(Refs::new).map(|mut refs| {
+            refs.take_large(&mut self.messages);
+            Arc::new(refs)
+        })
+    }
+
+    /// The error a failed turn ends the completion with. Only the first turn of the provider
+    /// the client named is its request as sent: a fallback's refusal is not the client's doing.
+    fn failed(
+        &self,
+        result: Result<Result<wit::TurnOutcome, PluginError>, CallError>,
+        rounds: u32,
+        out: &Finished,
+        primary_failure: Option<&str>,
+    ) -> CompletionError {
+        let refusable = rounds == 0 && out.fallback.is_none();
+        self.failure(result, refusable, out.usage, primary_failure)
     }
 
     /// The round's assistant message (its text and calls) and the calls' results, added to the
@@ -482,6 +486,24 @@ impl Completion {
         turn.unanswered = seen.unanswered();
         turn
     }
+}
+
+/// Adds a turn's usage to the completion's.
+fn add_usage(total: &mut Option<Usage>, turn: Option<Usage>) {
+    if let Some(u) = turn {
+        let total = total.get_or_insert_with(Usage::default);
+        total.input_tokens += u.input_tokens;
+        total.output_tokens += u.output_tokens;
+        total.total_tokens += u.total_tokens;
+    }
+}
+
+/// The answer of a model still asking for tools after the last round allowed.
+fn tool_limit(rounds: u32) -> String {
+    format!(
+        "I stopped after {rounds} rounds of tool calls, the limit for one reply \
+         (CHAT_MAX_TOOL_ROUNDS), before reaching an answer."
+    )
 }
 
 #[cfg(test)]

@@ -1,8 +1,5 @@
-//! Chat completions: the model↔tool loop ([`completion`]; a round as it streams in `round`,
-//! its tool calls in [`tool_calls`], refused turns tried again in `retry`), the transcript rules ([`history`]),
-//! the stream's events ([`events`]), model lists ([`models`]) and title suggestion ([`title`]).
-//! The HTTP layer (`http/completions.rs`) validates requests and runs these; the run registry
-//! (`runs`) keeps streams going without their clients.
+//! Chat completions below the HTTP layer: the model↔tool loop and what it rests on (the files:
+//! ARCHITECTURE.md). This file owns the loop's settings ([`ChatSettings`]).
 //!
 //! Deliberately absent: any vendor payload. Providers are plugins; this module speaks only the
 //! WIT types (`plugins::provider`).

@@ -338,12 +338,27 @@ impl Codecs {
         events: mpsc::Sender<TurnEvent>,
         seen: &UpstreamSeen,
     ) -> Result<Result<TurnOutcome, PluginError>, Failure> {
+        let (mut response, status) = match self.open(decoder, upstream, seen).await? {
+            Ok(opened) => opened,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.feed(decoder, &mut response, status, streaming, events)
+            .await
+    }
+
+    /// Sends the turn's request and hands the answer's head to the decoder.
+    async fn open(
+        &self,
+        decoder: &Decoder,
+        upstream: http::host::WitRequest,
+        seen: &UpstreamSeen,
+    ) -> Result<Result<(http::Incoming, u16), PluginError>, Failure> {
         let caps = &self.context.caps;
         // Sending is over in a moment: boxed, its state is not part of the turn's future (and
         // so of the memory of every live stream) while the turn waits for the next chunk.
         // Matched in place, not bound first: a moved-from binding keeps its room in the future.
         seen.sending();
-        let mut response = match Box::pin(http::send(
+        let response = match Box::pin(http::send(
             &caps.clients,
             &caps.http,
             http::host::outgoing(upstream),
@@ -385,6 +400,20 @@ impl Codecs {
                 |_| None,
             )
             .await?;
+        Ok(Ok((response, status)))
+    }
+
+    /// Feeds the answer's body to the decoder, chunk by chunk (or whole, for a non-streaming
+    /// turn), and its events to the run, until the turn ends.
+    async fn feed(
+        &self,
+        decoder: &Decoder,
+        response: &mut http::Incoming,
+        status: u16,
+        streaming: bool,
+        events: mpsc::Sender<TurnEvent>,
+    ) -> Result<Result<TurnOutcome, PluginError>, Failure> {
+        let handle = decoder.handle;
         // A whole answer is gathered here and decoded in one call (see the module's docs).
         let mut whole = (!streaming).then(Vec::new);
         loop {

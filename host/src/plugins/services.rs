@@ -166,14 +166,7 @@ impl Reach {
         also_as: Option<&str>,
     ) -> Result<(), String> {
         if !service.admits(id, kind) {
-            return Err(match service.owners.is_empty() {
-                true => format!("{} lists no plugins that may use it", service.name),
-                false => format!(
-                    "{} belongs to {}; no other plugin can be granted it",
-                    service.name,
-                    service.owner_list()
-                ),
-            });
+            return Err(refusal(service));
         }
         let Some(base) = &service.base_url else {
             self.lines.push(format!(
@@ -198,6 +191,28 @@ impl Reach {
         if let Some(name) = also_as {
             self.settings.insert(name.to_string(), shown.clone());
         }
+        let sent = self.add_credentials(service, &origin, basic);
+        if !self.trusted.contains(&origin) {
+            self.trusted.push(origin);
+        }
+        self.lines.push(match sent.as_slice() {
+            [] => format!("service {}: {shown}", service.name),
+            sent => format!(
+                "service {}: {shown} with {}",
+                service.name,
+                sent.join(" and ")
+            ),
+        });
+        Ok(())
+    }
+    /// The credentials and headers the host adds for `service` on requests to `origin`: its key
+    /// as its `auth` says, else the base URL's user and password; what is sent, for operators.
+    fn add_credentials(
+        &mut self,
+        service: &Service,
+        origin: &Origin,
+        basic: Option<Secret>,
+    ) -> Vec<String> {
         let mut sent = Vec::new();
         let mut authorization_taken = false;
         if let Some(key) = &service.key {
@@ -243,18 +258,20 @@ impl Reach {
             });
             sent.push(format!("header {name}"));
         }
-        if !self.trusted.contains(&origin) {
-            self.trusted.push(origin);
-        }
-        self.lines.push(match sent.as_slice() {
-            [] => format!("service {}: {shown}", service.name),
-            sent => format!(
-                "service {}: {shown} with {}",
-                service.name,
-                sent.join(" and ")
-            ),
-        });
-        Ok(())
+        sent
+    }
+}
+
+/// Why `service` may not be granted to a plugin it does not admit.
+fn refusal(service: &Service) -> String {
+    if service.owners.is_empty() {
+        format!("{} lists no plugins that may use it", service.name)
+    } else {
+        format!(
+            "{} belongs to {}; no other plugin can be granted it",
+            service.name,
+            service.owner_list()
+        )
     }
 }
 

@@ -6,15 +6,15 @@
 
 use std::sync::Arc;
 
-use super::{ActiveRuns, RunKind};
+use super::{ActiveRuns, ErrorData, RunKind};
 use crate::store::liveness::LOST_REPLY;
 use crate::store::{Store, StoreError};
 
 /// The `error` event's data of a run ended because its instance is gone, by kind.
-fn lost_run_data(kind: &str) -> String {
+fn lost_run_data(errors: &ErrorData, kind: &str) -> String {
     match RunKind::from_stored(kind) {
-        RunKind::Chat => crate::chat::events::ChatEvent::Error(LOST_REPLY.into()).data(),
-        RunKind::Search => crate::search::events::error_data(LOST_SEARCH),
+        RunKind::Chat => errors.of(RunKind::Chat, LOST_REPLY),
+        RunKind::Search => errors.of(RunKind::Search, LOST_SEARCH),
     }
 }
 
@@ -24,13 +24,15 @@ const LOST_SEARCH: &str = "the server stopped before the search was finished";
 /// Ends what instances gone before this one left open: their calls, then their runs (so a
 /// client told of the end finds the call's error recorded). Shared only: on SQLite a process
 /// closes its predecessors' calls at start, and runs were in their memory.
-pub async fn end_lost(store: &Store) -> Result<(), StoreError> {
+pub async fn end_lost(store: &Store, errors: &ErrorData) -> Result<(), StoreError> {
     let calls = store.close_lost_calls().await?;
     if calls > 0 {
         tracing::warn!(calls, "closed calls left open by a server that is gone");
     }
     if let Some(table) = store.runs_table() {
-        let runs = table.end_lost(&lost_run_data).await?;
+        let runs = table
+            .end_lost(&|kind: &str| lost_run_data(errors, kind))
+            .await?;
         if runs > 0 {
             tracing::warn!(runs, "ended runs of a server that is gone");
         }
@@ -47,7 +49,7 @@ pub async fn beat(store: Store, runs: Arc<ActiveRuns>, id: String) {
         }
         let mut result = store.heartbeat(&id).await;
         if result.is_ok() && store.is_shared() {
-            result = end_lost(&store).await;
+            result = end_lost(&store, &runs.errors).await;
         }
         match result {
             Ok(()) => {}
@@ -73,12 +75,19 @@ mod tests {
 
     #[test]
     fn a_lost_run_ends_with_its_kind_of_error_event() {
+        let errors = ErrorData {
+            chat: |message| serde_json::json!({ "kind": "chat", "message": message }).to_string(),
+            search: |message| {
+                serde_json::json!({ "kind": "search", "message": message }).to_string()
+            },
+        };
         let chat: serde_json::Value =
-            serde_json::from_str(&lost_run_data(RunKind::Chat.as_str())).unwrap();
-        assert_eq!(chat["type"], "error");
+            serde_json::from_str(&lost_run_data(&errors, RunKind::Chat.as_str())).unwrap();
+        assert_eq!(chat["kind"], "chat");
         assert_eq!(chat["message"], LOST_REPLY);
         let search: serde_json::Value =
-            serde_json::from_str(&lost_run_data(RunKind::Search.as_str())).unwrap();
+            serde_json::from_str(&lost_run_data(&errors, RunKind::Search.as_str())).unwrap();
+        assert_eq!(search["kind"], "search");
         assert_eq!(search["message"], LOST_SEARCH);
     }
 }

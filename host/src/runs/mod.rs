@@ -41,6 +41,36 @@ pub struct ActiveRuns {
     fence: watch::Sender<u64>,
     /// The runs of a shared database; `None` on SQLite.
     shared: Option<Shared>,
+    /// How each kind's `error` event is written.
+    errors: ErrorData,
+}
+
+/// How each kind of run writes its `error` event's data: the streams' own formats, given by
+/// the layer that knows both (`server.rs`), so the registry depends on neither chat nor search.
+#[derive(Clone, Copy, Debug)]
+pub struct ErrorData {
+    pub chat: fn(&str) -> String,
+    pub search: fn(&str) -> String,
+}
+
+impl ErrorData {
+    pub fn of(&self, kind: RunKind, message: &str) -> String {
+        match kind {
+            RunKind::Chat => (self.chat)(message),
+            RunKind::Search => (self.search)(message),
+        }
+    }
+}
+
+impl Default for ErrorData {
+    /// `{ "message": … }` for both (tests of the registry).
+    fn default() -> Self {
+        let plain = |message: &str| serde_json::json!({ "message": message }).to_string();
+        Self {
+            chat: plain,
+            search: plain,
+        }
+    }
 }
 
 impl Default for ActiveRuns {
@@ -52,6 +82,7 @@ impl Default for ActiveRuns {
             stop: watch::Sender::new(false),
             fence: watch::Sender::new(0),
             shared: None,
+            errors: ErrorData::default(),
         }
     }
 }
@@ -211,19 +242,10 @@ impl Drop for Run {
                 run_id,
                 seq,
                 name: "error".into(),
-                data: abandoned_data(self.kind),
+                data: self.runs.errors.of(self.kind, Stopped::Panicked.message()),
                 terminal: true,
             });
         }
-    }
-}
-
-/// The `error` event's data of a shared run dropped without its end.
-fn abandoned_data(kind: RunKind) -> String {
-    let message = Stopped::Panicked.message();
-    match kind {
-        RunKind::Chat => crate::chat::events::ChatEvent::Error(message.into()).data(),
-        RunKind::Search => crate::search::events::error_data(message),
     }
 }
 
@@ -243,10 +265,11 @@ pub async fn end(registration: &Mutex<Option<Run>>, log: &RunLog, name: &str, da
 impl ActiveRuns {
     /// The registry for `store`: shared with the other instances on PostgreSQL, this process's
     /// own on SQLite. Shared, it starts the tasks that write and follow runs in the database.
-    pub fn new(store: &Store) -> Arc<Self> {
+    pub fn new(store: &Store, errors: ErrorData) -> Arc<Self> {
         let (stops, mut stop_ids) = tokio::sync::mpsc::unbounded_channel();
         let runs = Arc::new(Self {
             shared: store.runs_table().map(|table| Shared::start(table, stops)),
+            errors,
             ..Self::default()
         });
         // Stop requests other instances made for runs this one owns (`shared.rs`); on SQLite a

@@ -1,8 +1,8 @@
-//! Search mode: one run of a stored search against the search plugin (`search_engine_a`, the
-//! `search` world). The engine's search and its answer run side by side; each part reports its
-//! own event as soon as it ends ([`events`]), and the run's outcome is what the store persists
-//! in place of the previous run's. The seed message of a chat started from a search is built in
-//! [`seed`].
+//! Search mode: one run of a stored search against the search plugin
+//! ([`crate::plugins::builtin::SEARCH_PLUGIN`], the `search` world). The engine's search and its
+//! answer run side by side; each part reports its own event as soon as it ends ([`events`]), and
+//! the run's outcome is what the store persists in place of the previous run's. The seed message
+//! of a chat started from a search is built in [`seed`].
 //!
 //! What is deliberately here and not in the plugin: which parts run, in parallel, the latency,
 //! and what happens when one or both fail. What is deliberately in the plugin: every field of
