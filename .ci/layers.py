@@ -15,7 +15,9 @@ host type stands for a WIT resource, and the capability that defines the type im
 generated traits (wasmtime-wasi-http's bindings and types have the same shape).
 
 For the host crate the top level has a declared order (LAYERS below, lowest first); a module
-may import only from modules listed before it. Test modules count like any code.
+may import only from modules listed before it. Test modules count like any code; inline
+`mod x { … }` blocks resolve `super::` from where they are; names a `use x::*` brings in count as
+x's; a path in a string (`deserialize_with = "crate::…"`) counts as a path.
 """
 
 import os
@@ -48,6 +50,24 @@ LAYERS = {
 }
 
 
+PATH_STRING = re.compile(r"^(crate|super|self)(::\w+)+$")
+ITEM = re.compile(
+    r"\b(?:fn|struct|enum|trait|type|const|static|union|mod)\s+(\w+)|macro_rules!\s*(\w+)"
+)
+
+
+def inline_modules(code):
+    """(start, end, name) of every inline `mod name { … }` block of stripped code."""
+    blocks = []
+    for m in re.finditer(r"\bmod\s+(\w+)\s*\{", code):
+        depth, i = 1, m.end()
+        while i < len(code) and depth:
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            i += 1
+        blocks.append((m.end(), i, m.group(1)))
+    return blocks
+
+
 def strip(text):
     """The code without comments, strings or char literals (their text cannot name a module)."""
     out = []
@@ -72,11 +92,14 @@ def strip(text):
             i = n if end < 0 else end + 1 + len(m.group(1))
             out.append('""')
         elif c == '"':
+            start = i + 1
             i += 1
             while i < n and text[i] != '"':
                 i += 2 if text[i] == "\\" else 1
+            content = text[start:i]
             i += 1
-            out.append('""')
+            # A path in a string (serde's `deserialize_with = "crate::…"`) names a module too.
+            out.append(f' {content} ' if PATH_STRING.match(content) else '""')
         elif c == "'" and re.match(r"'(\\.[^']*|[^\\'])'", text[i:i + 12]):
             m = re.match(r"'(\\.[^']*|[^\\'])'", text[i:])
             i += m.end()
@@ -151,6 +174,8 @@ class Crate:
                     continue
                 self.files[tuple(parts)] = rel
         self.code = {}
+        self.inline = {}  # module -> inline `mod x { … }` blocks
+        self.defs = {}  # module -> names of the items its file defines
         self.imports = {}  # module -> {name: absolute path}
         self.globs = {}
         for module, rel in self.files.items():
@@ -158,10 +183,12 @@ class Crate:
                 code = strip(f.read())
             code = re.sub(r"\bwith:\s*\{[^{}]*\}", "", code)
             self.code[module] = code
+            self.inline[module] = inline_modules(code)
+            self.defs[module] = {a or b for a, b in ITEM.findall(code)}
             names, globs = {}, []
             for m in re.finditer(r"\buse\s+([^;]+);", code):
                 for alias, path in use_tree(m.group(1)):
-                    absolute = self.absolute(module, path)
+                    absolute = self.absolute(self.scope(module, m.start()), path)
                     if absolute is None:
                         continue
                     if alias == "*":
@@ -170,6 +197,12 @@ class Crate:
                         names[alias] = absolute
             self.imports[module] = names
             self.globs[module] = globs
+
+    def scope(self, module, at):
+        """The module a position of the file is in: the file's, plus the inline modules around
+        it (so `super::` inside `mod tests { … }` is the file's module)."""
+        inner = [name for start, end, name in self.inline.get(module, ()) if start <= at < end]
+        return module + tuple(inner)
 
     def absolute(self, module, path):
         """A path as seen from `module`, made absolute; None outside the crate."""
@@ -207,6 +240,12 @@ class Crate:
             target = self.imports[module].get(name)
             if target is not None and target != path:
                 return self.resolve(target + path[k + 1:], depth + 1) or module
+            if name not in self.defs[module]:
+                # A name a `pub use x::*` brings in is x's.
+                for glob in self.globs[module]:
+                    found = self.resolve(glob + (name,) + path[k + 1:], depth + 1)
+                    if found is not None and name in self.defs.get(found, ()):
+                        return found
         return module
 
     def references(self, module):
@@ -214,9 +253,18 @@ class Crate:
         code = self.code[module]
         paths = list(self.imports[module].values()) + self.globs[module]
         for m in re.finditer(r"\b((?:crate|super|self)(?:::\w+)+)", code):
-            absolute = self.absolute(module, m.group(1).split("::"))
+            absolute = self.absolute(self.scope(module, m.start()), m.group(1).split("::"))
             if absolute is not None:
                 paths.append(absolute)
+        # Bare names a `use x::*` brings in.
+        for glob in self.globs[module]:
+            target = self.resolve(glob)
+            if target is None or target == module:
+                continue
+            names = self.defs.get(target, set()) - self.defs[module]
+            used = set(re.findall(r"\b[A-Za-z_]\w*\b", code))
+            for name in names & used:
+                paths.append(glob + (name,))
         return paths
 
 
@@ -291,6 +339,8 @@ def check(crate):
         known = {m[0] for m in crate.files if m}
         for name in sorted(known - set(order)):
             problems.append(f"{crate.src}: top-level module `{name}` has no place in LAYERS")
+        for name in sorted(set(order) - known):
+            problems.append(f"{crate.src}: LAYERS names `{name}`, which is not a module")
         for a, targets in sorted(top.items()):
             for b in sorted(targets):
                 if a in order and b in order and order.index(b) > order.index(a):
@@ -299,7 +349,43 @@ def check(crate):
     return problems
 
 
+# Cycles the check must find (`--self-test`): one each through an inline module, a glob
+# re-export, a glob import's bare names, and a path in a string.
+SELF_TEST = {
+    "lib.rs": "mod a; mod b; mod c; mod d; mod e; mod f; mod g;",
+    "a.rs": "pub struct A;\nmod inner { use super::super::b::B; }",
+    "b.rs": "use crate::a::A;\npub struct B;",
+    "c/mod.rs": "pub use x::*;\nmod x; mod y;",
+    "c/x.rs": "pub struct X;\nuse super::y::Y;",
+    "c/y.rs": "pub struct Y;\nuse super::X;",
+    "d.rs": "use crate::e::*;\npub struct D;\nfn f() { let _ = E; }",
+    "e.rs": "pub const E: u8 = 0;\nuse crate::d::D;",
+    "f.rs": "pub struct F;\n#[serde(deserialize_with = \"crate::g::h\")]\nstruct S;",
+    "g.rs": "use crate::f::F;\npub fn h() {}",
+}
+
+
+def self_test():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as dir:
+        for name, text in SELF_TEST.items():
+            os.makedirs(os.path.dirname(os.path.join(dir, name)), exist_ok=True)
+            with open(os.path.join(dir, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        found = check(Crate(dir))
+    expected = ["between a, b", "between d, e", "between f, g", "between x, y"]
+    missed = [e for e in expected if not any(e in p for p in found)]
+    if missed or len(found) != len(expected):
+        print(f"layers self-test failed: missed {missed}; found {found}")
+        return 1
+    print("layers self-test: the four planted cycles are found")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     problems = []
     for src in CRATES:
         problems += check(Crate(src))

@@ -1,4 +1,5 @@
-//! A run's event log and its readers, and the event ids clients resume with.
+//! A run's event log and its readers, the event ids clients resume with, and the switch a
+//! client's stop throws: what a run's task and its clients share.
 //!
 //! A run's events are kept in order in its [`RunLog`] until the run ends. A reader holds a
 //! cursor into the log: it takes what is there under the lock, then waits for the length to
@@ -10,11 +11,11 @@
 //! from the database by sequence: the frames, ids included, are the owner's byte for byte.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use bytes::Bytes;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::store::RunEvent;
 
@@ -258,6 +259,51 @@ impl RunReader {
         terminal && self.cursor >= len
     }
 }
+
+/// The switch a client's stop throws (`POST /v1/chats/:chatId/stream/cancel`), shared by a run's
+/// registry entry (`runs`) and its completion. A flag and a `Notify`: a few dozen bytes per run,
+/// where a watch channel took half a KiB (memory per live stream, BENCHMARKS.md).
+#[derive(Debug, Default)]
+pub struct StopSwitch {
+    requested: AtomicBool,
+    notify: Notify,
+}
+
+impl StopSwitch {
+    /// Asks the run to stop; any later wait sees it too.
+    pub fn request(&self) {
+        self.requested.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+}
+
+/// What a completion watches for a client's stop; a run nobody can stop has none
+/// ([`Stop::default`]).
+#[derive(Clone, Debug, Default)]
+pub struct Stop(Option<Arc<StopSwitch>>);
+
+impl Stop {
+    pub fn new(switch: Arc<StopSwitch>) -> Self {
+        Self(Some(switch))
+    }
+
+    /// Resolves once a stop is requested; never, for a run nobody can stop.
+    pub async fn requested(&self) {
+        let Some(switch) = &self.0 else {
+            return std::future::pending().await;
+        };
+        loop {
+            // Made before the flag is read: `notify_waiters` wakes every `Notified` that
+            // exists, polled or not, so a request between the two is not missed.
+            let notified = switch.notify.notified();
+            if switch.requested.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use crate::chat::models::Models;
 use crate::config::Config;
 use crate::http::{self, AppState, TokenDigest};
 use crate::plugins::registry::PluginHost;
-use crate::runs::{ActiveRuns, ErrorData, beat};
+use crate::runs::{ActiveRuns, ErrorEvents, beat};
 use crate::search;
 use crate::store::{Store, StoreError};
 
@@ -58,7 +58,7 @@ impl Server {
             })?;
         // SQLite: this process holds the database's lock, so every call still open is another's,
         // lost. PostgreSQL: those of instances whose lease ran out, and their runs.
-        let errors = ErrorData {
+        let errors = ErrorEvents {
             chat: |message| ChatEvent::Error(message.into()).data(),
             search: search::events::error_data,
         };

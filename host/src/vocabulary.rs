@@ -1,9 +1,9 @@
-//! The words the API, the store and the runs share: roles, search types, ids and timestamps.
-//! A role or a search type is the same word stored and on the wire, so its serde and schema
-//! derives are here (the map's one exception besides `http/`, the streams' events and
-//! `attachments/wire.rs`). Nothing here touches SQL or HTTP. Provider ids are plain strings: which ones exist is the running
-//! server's data (`plugins::snapshot::Snapshot::provider`), and stored chats keep whatever id
-//! they were written with.
+//! The words the API, the store and the runs share: roles, search types, ids and timestamps. A role
+//! or a search type is the same word stored and on the wire, so its serde and schema derives are
+//! here (the map's one exception besides `http/`, the streams' events and `attachments/wire.rs`).
+//! Nothing here touches SQL or HTTP. Provider ids are plain strings: which ones exist is the
+//! running server's data (`plugins::snapshot::Snapshot::provider`), and stored chats keep whatever
+//! id they were written with.
 
 use std::fmt;
 use std::str::FromStr;
@@ -46,8 +46,6 @@ impl FromStr for Role {
     }
 }
 
-/// A stored value that is not one of the enum's variants (only possible if the database was edited
-/// by hand).
 /// `type` of a run: how hard the engine searches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -69,6 +67,8 @@ impl SearchType {
     }
 }
 
+/// A stored value that is not one of the enum's variants (only possible if the database was edited
+/// by hand).
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("unknown value {0:?}")]
 pub struct UnknownValue(pub String);

@@ -7,7 +7,7 @@
 //!   says: `http/`, the streams' events (`events.rs`), `attachments/wire.rs` and `vocabulary.rs`;
 //!   `config/` and `plugins/` only read files (`Deserialize`).
 //!
-//! Exempt: unit tests (a file's `#[cfg(test)]` tail), and `host/build.rs`, which lists the plugin
+//! Exempt: unit tests (a file's `#[cfg(test)]` items), and `host/build.rs`, which lists the plugin
 //! crates compiled into the binary (a build list like the workspace's `Cargo.toml`, not
 //! behaviour). The layering rules (no import cycle, no upward import) are `.ci/layers.py`'s.
 
@@ -34,7 +34,7 @@ fn host_code() -> Vec<(String, String)> {
         .iter()
         .map(|file| {
             let text = std::fs::read_to_string(file).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+            let code = without_unit_tests(&text);
             let rel = file
                 .strip_prefix(&src)
                 .unwrap()
@@ -43,6 +43,40 @@ fn host_code() -> Vec<(String, String)> {
             (rel, code)
         })
         .collect()
+}
+
+/// `text` without its unit tests: every `#[cfg(test)]` item (a `mod tests { … }`, or a helper
+/// function), found by its braces.
+fn without_unit_tests(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let item = &rest[at..];
+        // The item ends with its first `;` before any brace, or where its braces close.
+        let mut depth = 0usize;
+        let mut end = item.len();
+        for (i, c) in item.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                ';' if depth == 0 => {
+                    end = i + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The ids of the bundled plugins, from their manifests.
@@ -120,7 +154,8 @@ fn no_host_code_outside_the_builtin_table_names_a_bundled_plugin() {
 /// Where each derive may be written.
 fn derive_allowed(file: &str, derive: &str) -> bool {
     let wire = file.starts_with("http/")
-        || file.ends_with("/events.rs")
+        || file == "chat/events.rs"
+        || file == "search/events.rs"
         || file == "attachments/wire.rs"
         || file == "vocabulary.rs";
     match derive {
@@ -134,23 +169,29 @@ fn wire_types_are_declared_only_where_the_map_says() {
     let mut found = Vec::new();
     let mut seen = 0;
     for (file, code) in host_code() {
-        for (n, line) in code.lines().enumerate() {
-            let line = line.trim();
-            if !line.starts_with("#[derive(") {
-                continue;
-            }
+        // Every `derive(…)` (one line or several, inside `cfg_attr` too), and any hand-written
+        // `impl Serialize`/`impl ToSchema`.
+        for (at, _) in code.match_indices("derive(") {
+            let list = &code[at + "derive(".len()..];
+            let list = &list[..list.find(')').unwrap_or(list.len())];
+            let line = code[..at].lines().count();
             for derive in ["Serialize", "Deserialize", "ToSchema"] {
-                let named = line
-                    .trim_start_matches("#[derive(")
-                    .trim_end_matches(")]")
+                let named = list
                     .split(',')
                     .any(|d| d.trim().rsplit("::").next() == Some(derive));
                 if named {
                     seen += 1;
                     if !derive_allowed(&file, derive) {
-                        found.push(format!("host/src/{file}:{}: {derive}", n + 1));
+                        found.push(format!("host/src/{file}:{line}: {derive}"));
                     }
                 }
+            }
+        }
+        for derive in ["Serialize", "ToSchema"] {
+            let by_hand = code.contains(&format!("impl {derive} for"))
+                || code.contains(&format!("::{derive} for"));
+            if by_hand && !derive_allowed(&file, derive) {
+                found.push(format!("host/src/{file}: impl {derive}"));
             }
         }
     }
@@ -163,4 +204,9 @@ fn wire_types_are_declared_only_where_the_map_says() {
     );
     assert!(!derive_allowed("store/records.rs", "Serialize"));
     assert!(derive_allowed("chat/events.rs", "Serialize"));
+    assert!(!derive_allowed("runs/events.rs", "Serialize"));
+    // The unit-test filter keeps what follows a `#[cfg(test)]` helper.
+    let kept =
+        without_unit_tests("a\n#[cfg(test)]\nfn t() { x }\nb\n#[cfg(test)]\nmod tests { y }\n");
+    assert!(kept.contains('a') && kept.contains('b') && !kept.contains('x') && !kept.contains('y'));
 }

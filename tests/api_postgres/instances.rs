@@ -360,6 +360,8 @@ async fn when_a_is_killed_b_ends_its_run_and_takes_new_streams() {
     let (seen, took) = until_end(&mut on_b).await;
     let end = seen.last().expect("the run's end");
     assert_eq!(end.name, "error", "{end:?}");
+    // The chat stream's own error event, as a client of A would have had it.
+    assert_eq!(end.data["type"], "error", "{end:?}");
     assert_eq!(
         end.data["message"],
         "the server stopped before the reply was finished"

@@ -8,9 +8,9 @@
 //! Text streams as it arrives, with tools on too: a round's kind is decided by what the upstream
 //! says first (`round.rs` has the rule and what happens to text before a tool call). A turn the
 //! upstream refused before answering is tried again (`retry.rs`), and a first turn whose tries
-//! are exhausted may go to the operator's fallback provider. A client's stop ([`super::sink::Stop`]) drops the
-//! turn (and its upstream request) or the tool calls running, and the completion ends with the
-//! text sent so far ([`Finished::stopped`]).
+//! are exhausted may go to the operator's fallback provider. A client's stop
+//! ([`crate::runlog::Stop`]) drops the turn (and its upstream request) or the tool calls running,
+//! and the completion ends with the text sent so far ([`Finished::stopped`]).
 //!
 //! A failing tool is a failed call the model sees, never a failed run. A failing provider ends the
 //! completion with [`CompletionError`].

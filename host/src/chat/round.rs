@@ -1,8 +1,8 @@
 //! One round of the loop as it streams: what kind of round it is, decided by what the upstream
 //! says first, and the reply's text, sent as it arrives.
 //!
-//! The rule (docs/api.md, "Live replies"): a round's kind is decided by its first text or tool call.
-//! The WIT says a provider emits a round's items in the order the upstream began them
+//! The rule (docs/api.md, "Live replies"): a round's kind is decided by its first text or tool
+//! call. The WIT says a provider emits a round's items in the order the upstream began them
 //! (`turn-event` in `wit/worlds.wit`), so that is what the upstream said first.
 //! - **Text first**: the text goes out as deltas as it arrives. Should a tool call follow (a
 //!   model that writes a sentence before calling a tool), the text already sent stays part of

@@ -1,14 +1,13 @@
-//! Where a completion's events and tool messages go (a run's log, a chat) and what it watches
-//! for a client's stop.
+//! Where a completion's events and tool messages go (a run's log, a chat), and the stop it
+//! watches ([`crate::runlog::Stop`]).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use super::events::ChatEvent;
 use super::failure::CompletionError;
-use crate::runlog::RunLog;
+use crate::runlog::{RunLog, Stop};
 use crate::store::{NewMessage, Store};
 
 /// Where a completion's events and tool logs go: a run's log (streams) and a chat (persisted).
@@ -18,50 +17,6 @@ pub struct Sink {
     pub chat: Option<ChatWriter>,
     /// A client's request to stop the run.
     pub stop: Stop,
-}
-
-/// The switch a client's stop throws (`POST /v1/chats/:chatId/stream/cancel`), shared by a run's
-/// registry entry (`runs`) and its completion. A flag and a `Notify`: a few dozen bytes per run,
-/// where a watch channel took half a KiB (memory per live stream, BENCHMARKS.md).
-#[derive(Debug, Default)]
-pub struct StopSwitch {
-    requested: AtomicBool,
-    notify: Notify,
-}
-
-impl StopSwitch {
-    /// Asks the run to stop; any later wait sees it too.
-    pub fn request(&self) {
-        self.requested.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-}
-
-/// What a completion watches for a client's stop; a run nobody can stop has none
-/// ([`Stop::default`]).
-#[derive(Clone, Debug, Default)]
-pub struct Stop(Option<Arc<StopSwitch>>);
-
-impl Stop {
-    pub fn new(switch: Arc<StopSwitch>) -> Self {
-        Self(Some(switch))
-    }
-
-    /// Resolves once a stop is requested; never, for a run nobody can stop.
-    pub async fn requested(&self) {
-        let Some(switch) = &self.0 else {
-            return std::future::pending().await;
-        };
-        loop {
-            // Made before the flag is read: `notify_waiters` wakes every `Notified` that
-            // exists, polled or not, so a request between the two is not missed.
-            let notified = switch.notify.notified();
-            if switch.requested.load(Ordering::SeqCst) {
-                return;
-            }
-            notified.await;
-        }
-    }
 }
 
 /// The chat a completion's tool calls are stored in.

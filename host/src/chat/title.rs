@@ -1,6 +1,7 @@
-//! Title suggestion: a one-line title of about four words from the first message, by the
-//! operator's small model (TITLE_MODEL) of the title provider (`plugins::builtin::TITLE_PROVIDER`). The model's answer is cleaned up (quotes,
-//! a `Title:` label, markdown, a final period) and bounded, whatever it wrote.
+//! Title suggestion: a one-line title of about four words from the first message, by the operator's
+//! small model (TITLE_MODEL) of the title provider (`plugins::builtin::TITLE_PROVIDER`). The
+//! model's answer is cleaned up (quotes, a `Title:` label, markdown, a final period) and bounded,
+//! whatever it wrote.
 
 use std::sync::Arc;
 

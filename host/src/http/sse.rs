@@ -13,7 +13,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use super::error::{ApiError, ApiResult};
-use crate::runs::{EventId, RunKind, RunReader};
+use crate::runlog::{EventId, RunReader};
+use crate::runs::RunKind;
 use crate::telemetry::metrics;
 
 /// How often an idle stream sends an SSE comment, so proxies keep it open through long tool

@@ -101,8 +101,9 @@ pub const DEVBOX_TOOLS: &[DevboxTool] = &[
     },
 ];
 
-/// The internal system instruction of the tool loop (the contract's "internal system
-/// instruction"; it names the bundled tools), sent first when tools are enabled, to the providers whose profile asks for it.
+/// The internal system instruction of the tool loop (the contract's "internal system instruction";
+/// it names the bundled tools), sent first when tools are enabled, to the providers whose profile
+/// asks for it.
 pub const TOOL_LOOP_INSTRUCTION: &str = "You can call tools to answer. Use web_search for \
     current events and facts you are not sure of, and fetch_url to read a page in full. Call a \
     tool only when it helps; when you have enough, answer directly. When an answer relies on \

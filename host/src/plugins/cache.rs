@@ -131,6 +131,8 @@ fn key(engine: &Engine, wasm: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn the_plugin_cache_lives_beside_the_database() {
         let config = |args: &[&str]| {
@@ -156,8 +158,6 @@ mod tests {
             Some(PathBuf::from("/tmp/c"))
         );
     }
-
-    use super::*;
 
     /// The smallest component there is.
     const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";

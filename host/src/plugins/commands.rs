@@ -120,7 +120,8 @@ async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
         None,
     );
     let plugin = loader.load(package).await.map_err(|e| e.to_string())?;
-    // Would it serve next to the bundled plugins? Same rules as the registry's assembly.
+    // Would it serve next to the bundled plugins? Same rules as the snapshot's assembly
+    // (`snapshot.rs`).
     loader.cache = cache;
     let bundled = PluginHost::load(loader, bundled::packages(), None)
         .await

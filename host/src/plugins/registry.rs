@@ -128,9 +128,7 @@ impl PluginHost {
         let engine =
             super::engine::new_engine().map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let file = match &config.config {
-            Some(path) => {
-                Some(FileConfig::load(path).map_err(|e| LoadError::Config(e.to_string()))?)
-            }
+            Some(path) => Some(read_file(path).map_err(LoadError::Config)?),
             None => None,
         };
         for warning in file.iter().flat_map(|f| &f.warnings) {
@@ -163,7 +161,7 @@ impl PluginHost {
 
     /// Loads `bundled` (all must load: a bundled plugin that does not is a bug of this build)
     /// and, when `dir` is given, the folder's plugins. Does not watch the folder; see
-    /// [`super::watch`].
+    /// [`super::watcher`].
     pub async fn load(
         loader: Loader,
         bundled: Vec<Package>,
@@ -242,14 +240,14 @@ impl PluginHost {
         let Some(path) = self.config_path() else {
             return;
         };
-        let applied = match FileConfig::load(path) {
+        let applied = match read_file(path) {
             Ok(file) => {
                 for warning in &file.warnings {
                     tracing::warn!("configuration file: {warning}");
                 }
                 self.reconfigure(&file).await
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         telemetry::metrics::config_reload(applied.is_ok());
         match applied {
@@ -412,4 +410,13 @@ impl PluginHost {
         self.scans.send_modify(|n| *n += 1);
         Ok(())
     }
+}
+
+/// The configuration file at `path`, read and checked whole, the built-in table included; an
+/// error is one line naming the file, the key and the rule.
+fn read_file(path: &Path) -> Result<FileConfig, String> {
+    let file = FileConfig::load(path).map_err(|e| e.to_string())?;
+    super::operator::check_against_builtins(&file)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(file)
 }

@@ -205,6 +205,7 @@ impl Reach {
         });
         Ok(())
     }
+
     /// The credentials and headers the host adds for `service` on requests to `origin`: its key
     /// as its `auth` says, else the base URL's user and password; what is sent, for operators.
     fn add_credentials(

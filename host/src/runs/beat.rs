@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use super::{ActiveRuns, ErrorData, RunKind};
+use super::{ActiveRuns, ErrorEvents, RunKind};
 use crate::store::liveness::LOST_REPLY;
 use crate::store::{Store, StoreError};
 
 /// The `error` event's data of a run ended because its instance is gone, by kind.
-fn lost_run_data(errors: &ErrorData, kind: &str) -> String {
+fn lost_run_data(errors: &ErrorEvents, kind: &str) -> String {
     match RunKind::from_stored(kind) {
         RunKind::Chat => errors.of(RunKind::Chat, LOST_REPLY),
         RunKind::Search => errors.of(RunKind::Search, LOST_SEARCH),
@@ -24,7 +24,7 @@ const LOST_SEARCH: &str = "the server stopped before the search was finished";
 /// Ends what instances gone before this one left open: their calls, then their runs (so a
 /// client told of the end finds the call's error recorded). Shared only: on SQLite a process
 /// closes its predecessors' calls at start, and runs were in their memory.
-pub async fn end_lost(store: &Store, errors: &ErrorData) -> Result<(), StoreError> {
+pub async fn end_lost(store: &Store, errors: &ErrorEvents) -> Result<(), StoreError> {
     let calls = store.close_lost_calls().await?;
     if calls > 0 {
         tracing::warn!(calls, "closed calls left open by a server that is gone");
@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn a_lost_run_ends_with_its_kind_of_error_event() {
-        let errors = ErrorData {
+        let errors = ErrorEvents {
             chat: |message| serde_json::json!({ "kind": "chat", "message": message }).to_string(),
             search: |message| {
                 serde_json::json!({ "kind": "search", "message": message }).to_string()

@@ -1,6 +1,6 @@
 //! Backend-owned runs: the registry of running chat and search streams, their event logs
-//! ([`crate::runlog`]), and the switches every run watches (shutdown; on a shared database, a lost lease;
-//! a client's stop, [`ActiveRuns::request_stop`]). `GET /v1/active-runs` reads the registry,
+//! ([`crate::runlog`]), and the switches every run watches (shutdown; on a shared database, a lost
+//! lease; a client's stop, [`ActiveRuns::request_stop`]). `GET /v1/active-runs` reads the registry,
 //! attach reads a run's log, `cacheHit` asks whether a search is streaming.
 //!
 //! Where runs live is the store's to say. On SQLite one process owns everything, and the
@@ -13,7 +13,7 @@
 pub mod beat;
 mod shared;
 
-pub use crate::runlog::{EventId, RunLog, RunReader};
+use crate::runlog::RunLog;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -23,7 +23,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::Instrument as _;
 
-use crate::chat::sink::StopSwitch;
+use crate::runlog::StopSwitch;
 use crate::store::{RunEvent, RunStart, Store, StoreError};
 use crate::telemetry::{metrics, trace};
 use shared::Shared;
@@ -42,18 +42,18 @@ pub struct ActiveRuns {
     /// The runs of a shared database; `None` on SQLite.
     shared: Option<Shared>,
     /// How each kind's `error` event is written.
-    errors: ErrorData,
+    errors: ErrorEvents,
 }
 
 /// How each kind of run writes its `error` event's data: the streams' own formats, given by
-/// the layer that knows both (`server.rs`), so the registry depends on neither chat nor search.
+/// the layer that knows both (`server.rs`), so the registry imports neither chat nor search.
 #[derive(Clone, Copy, Debug)]
-pub struct ErrorData {
+pub struct ErrorEvents {
     pub chat: fn(&str) -> String,
     pub search: fn(&str) -> String,
 }
 
-impl ErrorData {
+impl ErrorEvents {
     pub fn of(&self, kind: RunKind, message: &str) -> String {
         match kind {
             RunKind::Chat => (self.chat)(message),
@@ -62,7 +62,7 @@ impl ErrorData {
     }
 }
 
-impl Default for ErrorData {
+impl Default for ErrorEvents {
     /// `{ "message": … }` for both (tests of the registry).
     fn default() -> Self {
         let plain = |message: &str| serde_json::json!({ "message": message }).to_string();
@@ -82,7 +82,7 @@ impl Default for ActiveRuns {
             stop: watch::Sender::new(false),
             fence: watch::Sender::new(0),
             shared: None,
-            errors: ErrorData::default(),
+            errors: ErrorEvents::default(),
         }
     }
 }
@@ -265,7 +265,7 @@ pub async fn end(registration: &Mutex<Option<Run>>, log: &RunLog, name: &str, da
 impl ActiveRuns {
     /// The registry for `store`: shared with the other instances on PostgreSQL, this process's
     /// own on SQLite. Shared, it starts the tasks that write and follow runs in the database.
-    pub fn new(store: &Store, errors: ErrorData) -> Arc<Self> {
+    pub fn new(store: &Store, errors: ErrorEvents) -> Arc<Self> {
         let (stops, mut stop_ids) = tokio::sync::mpsc::unbounded_channel();
         let runs = Arc::new(Self {
             shared: store.runs_table().map(|table| Shared::start(table, stops)),

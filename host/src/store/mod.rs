@@ -72,7 +72,7 @@ enum Backend {
     Postgres(PgStore),
 }
 
-/// Runs `$call` on whichever backend `$store` has: both have the same inherent methods.
+/// Runs `$call` on whichever backend `$store` has: both implement `backend.rs`'s traits.
 macro_rules! on_backend {
     ($store:expr, $db:ident => $call:expr) => {
         match &$store.backend {

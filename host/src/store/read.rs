@@ -2,6 +2,11 @@
 //! PostgreSQL's and, through sqlx, SQLite's too), the rows as `sqlx::FromRow`, and the records
 //! they become. [`reads!`] makes the functions for one database type; `read::sqlite` and
 //! `read::postgres` are the two. The write paths stay per backend (`sqlite/`, `postgres/`).
+//!
+//! A SQLite `Batch` (several statements in one query) keeps `?` placeholders: there `$N` would
+//! mean the whole query's Nth argument, not the statement's, and bind the wrong value. Batches
+//! build their reads from the same column lists ([`select_chat!`], [`select_messages!`],
+//! [`select_search_detail!`]) with `?`.
 
 use serde_json::Value;
 
@@ -45,11 +50,18 @@ macro_rules! select_search_detail {
 }
 pub(super) use select_search_detail;
 
-pub(super) const CHAT_BY_ID: &str = concat!(select_chat!(), " WHERE c.id = $1");
+const CHAT_BY_ID: &str = concat!(select_chat!(), " WHERE c.id = $1");
 const CHATS: &str = concat!(select_chat!(), " ORDER BY c.updated_at DESC, c.id DESC");
+/// A chat's messages' columns; `WHERE`/`ORDER BY` follow.
+macro_rules! select_messages {
+    () => {
+        "SELECT id, created_at, role, content, name, metadata FROM messages"
+    };
+}
+pub(super) use select_messages;
+
 /// A chat's transcript, in order.
-pub(super) const MESSAGES: &str = "SELECT id, created_at, role, content, name, metadata \
-     FROM messages WHERE chat_id = $1 ORDER BY seq";
+const MESSAGES: &str = concat!(select_messages!(), " WHERE chat_id = $1 ORDER BY seq");
 const SEARCHES: &str = concat!(select_search!(), " ORDER BY s.updated_at DESC, s.id DESC");
 const SEARCH_BY_ID: &str = concat!(select_search!(), " WHERE s.id = $1");
 const SEARCH_DETAIL_BY_ID: &str = concat!(select_search_detail!(), " WHERE s.id = $1");
@@ -95,6 +107,7 @@ pub(super) struct ChatRow {
     last_used_provider: Option<Text>,
     last_used_model: Option<Text>,
     additional_system_prompt: Option<Text>,
+    /// NOT NULL for a chat; `None` only in the workspace list's search rows, which pad it.
     enabled_tools: Option<String>,
 }
 
@@ -195,7 +208,7 @@ impl SearchDetailRow {
 }
 
 #[derive(sqlx::FromRow)]
-pub(super) struct CallRow {
+struct CallRow {
     id: String,
     chat_id: Option<String>,
     provider: Option<Text>,
@@ -210,7 +223,7 @@ pub(super) struct CallRow {
 }
 
 impl CallRow {
-    pub(super) fn record(self) -> CallRecord {
+    fn record(self) -> CallRecord {
         CallRecord {
             id: self.id,
             chat_id: self.chat_id,
@@ -231,7 +244,7 @@ impl CallRow {
 
 /// One row of the workspace list: a chat's columns or a search's, by `kind`.
 #[derive(sqlx::FromRow)]
-pub(super) struct WorkspaceRow {
+struct WorkspaceRow {
     kind: String,
     #[sqlx(flatten)]
     chat: ChatRow,

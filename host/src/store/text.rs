@@ -35,7 +35,7 @@ pub(super) fn put_opt(text: Option<&str>) -> Option<std::borrow::Cow<'_, str>> {
 }
 
 /// Text as it was given to [`put`].
-pub(super) fn take(text: String) -> String {
+fn take(text: String) -> String {
     if !text.contains(ESCAPE) {
         return text;
     }

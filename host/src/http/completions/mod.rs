@@ -1,9 +1,9 @@
 //! Chat completions: `POST /v1/chat-completions`, `POST /v1/chat-completions/stream` and
-//! `POST /v1/chats/:chatId/stream/attach`. Here: the request's validation, the 409, and the
-//! wiring of a run (its task, its record beside the first turn, its terminal event). Elsewhere:
-//! which supplied rows are new and what the provider gets (`chat::history`), the writes that
-//! begin and end a call (`store::calls`), the loop (`chat::completion`), the SSE response
-//! (`http::sse`).
+//! `POST /v1/chats/:chatId/stream/attach`. Here: the 409 and the wiring of a run (its task, its
+//! record beside the first turn, its terminal event); the request's validation is `request.rs`.
+//! Elsewhere: which supplied rows are new and what the provider gets (`chat::history`), the
+//! writes that begin and end a call (`Store::begin_call`, `finish_call`), the loop
+//! (`chat::completion`), the SSE response (`http::sse`).
 //!
 //! Every completion runs as a backend-owned task (`ActiveRuns::spawn`): a client that leaves
 //! does not stop it (except a `persist: false` stream, which has nothing to keep and whose
@@ -30,8 +30,10 @@ use crate::chat::completion::{Completion, Finished};
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::failure::CompletionError;
 use crate::chat::history;
-use crate::chat::sink::{ChatWriter, Sink, Stop};
-use crate::runs::{self, Run, RunKind, RunLog, RunReader, StartError, Stopped};
+use crate::chat::sink::{ChatWriter, Sink};
+use crate::runlog::Stop;
+use crate::runlog::{RunLog, RunReader};
+use crate::runs::{self, Run, RunKind, StartError, Stopped};
 use crate::store::{NewCall, NewChat, NewMessage};
 use crate::vocabulary::{Role, new_id};
 pub use request::CompletionRequest;

@@ -1,5 +1,6 @@
 //! The PostgreSQL store, for several chatd instances sharing one database. Same records and
-//! semantics as the SQLite store; its own migrations (`/migrations/postgres`) and queries.
+//! semantics as the SQLite store; its own migrations (`/migrations/postgres`) and writes (the
+//! reads are `read.rs`'s, shared).
 //!
 //! Concurrency is READ COMMITTED with row locks where SQLite relied on its single writer: a
 //! write to a chat's transcript first updates (and so locks) the chat's row, so the next `seq`

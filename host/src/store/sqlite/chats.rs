@@ -9,7 +9,7 @@ use sqlx::{FromRow, Row, Sqlite, Transaction};
 use super::batch::Batch;
 use super::{Member, Result, SqliteStore, set_membership};
 use crate::store::backend::Chats;
-use crate::store::read::{self, ChatRow, MessageRow, select_chat};
+use crate::store::read::{self, ChatRow, MessageRow, select_chat, select_messages};
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
 use crate::vocabulary::{new_id, now};
 
@@ -123,8 +123,8 @@ impl Chats for SqliteStore {
         let rows = sqlx::query(concat!(
             select_chat!(),
             " WHERE c.id = ?;\n",
-            "SELECT id, created_at, role, content, name, metadata FROM messages WHERE chat_id = ? \
-             ORDER BY seq"
+            select_messages!(),
+            " WHERE chat_id = ? ORDER BY seq"
         ))
         .bind(id)
         .bind(id)
