@@ -84,6 +84,7 @@ impl Server {
                 .as_ref()
                 .map(|t| TokenDigest::new(t.expose())),
             metrics: config.chatd_metrics,
+            allowed_hosts: config.chatd_allowed_hosts.clone().into(),
         };
         Ok(Self {
             listener,

@@ -28,6 +28,7 @@ mod plugins_cli;
 mod postgres;
 #[path = "../common/process.rs"]
 mod process;
+mod rebinding;
 mod refusals;
 mod retries;
 mod runs;

@@ -207,6 +207,11 @@ pub struct Config {
     #[arg(long, env = "CHAT_SHELL_EXEC_TIMEOUT_MS", value_name = "CHAT_SHELL_EXEC_TIMEOUT_MS", default_value = "120000", value_parser = parse_positive_u64)]
     pub chat_shell_exec_timeout_ms: u64,
 
+    /// Open mode (no ADMIN_TOKEN) answers only requests whose Host is a loopback name (localhost,
+    /// 127.0.0.0/8, [::1]) or one of these names (comma-separated, e.g. chat.lan,192.168.1.5), so
+    /// a web page cannot reach it through DNS rebinding. Token mode serves any Host.
+    #[arg(long, env = "CHATD_ALLOWED_HOSTS", value_name = "CHATD_ALLOWED_HOSTS", value_delimiter = ',', value_parser = parse_host_name)]
+    pub chatd_allowed_hosts: Vec<String>,
     /// Lets tool plugins reach loopback, private and link-local addresses.
     #[arg(long, env = "CHATD_ALLOW_PRIVATE_NETWORKS", value_name = "CHATD_ALLOW_PRIVATE_NETWORKS", default_value = "false", value_parser = parse_bool, action = clap::ArgAction::Set)]
     pub chatd_allow_private_networks: bool,
@@ -593,6 +598,20 @@ fn parse_max_connections(s: &str) -> Result<u32, String> {
     }
 }
 
+fn parse_host_name(s: &str) -> Result<String, String> {
+    let name = s.trim().to_ascii_lowercase();
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    if valid {
+        Ok(name)
+    } else {
+        Err("each must be a host name or an address, without a scheme, path or port".into())
+    }
+}
+
 fn parse_database_url(s: &str) -> Result<DatabaseUrl, String> {
     let s = s.trim();
     let scheme = s
@@ -618,6 +637,19 @@ mod tests {
 
     fn ok(args: &[&str]) -> Config {
         Config::from_args(std::iter::once("chatd").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn allowed_hosts_are_a_list_of_names() {
+        assert!(ok(&[]).chatd_allowed_hosts.is_empty());
+        assert_eq!(
+            ok(&["--chatd-allowed-hosts", "Chat.LAN, 192.168.1.5"]).chatd_allowed_hosts,
+            vec!["chat.lan".to_string(), "192.168.1.5".to_string()]
+        );
+        assert!(
+            err(&["--chatd-allowed-hosts", "http://chat.lan/"])
+                .starts_with("CHATD_ALLOWED_HOSTS: invalid value")
+        );
     }
 
     #[test]

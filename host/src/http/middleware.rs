@@ -40,6 +40,65 @@ impl TokenDigest {
     }
 }
 
+/// Open mode (no ADMIN_TOKEN) serves only requests whose `Host` is a loopback name or one of
+/// CHATD_ALLOWED_HOSTS, on every route: a web page that rebinds its own name to 127.0.0.1 sends
+/// its name as the Host, and is refused before it can read a chat or drive a tool. Token mode
+/// serves any Host: such a page cannot know the token, and a deployment behind a proxy may be
+/// reached under any name.
+pub async fn require_served_host(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if state.token.is_some() {
+        return next.run(req).await;
+    }
+    let host = req
+        .headers()
+        .get(axum::http::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim);
+    match host {
+        Some(host) if host_served(host, &state.allowed_hosts) => next.run(req).await,
+        Some(host) => ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            format!(
+                "Host: {:?} is not served: without ADMIN_TOKEN chatd answers only loopback names \
+                 and CHATD_ALLOWED_HOSTS",
+                host.chars().take(100).collect::<String>()
+            ),
+        )
+        .into_response(),
+        None => ApiError::bad_request("Host: the header is required").into_response(),
+    }
+}
+
+/// Whether `host` (a Host header: a name or an address, maybe a port) is a loopback name or
+/// one of `allowed`.
+fn host_served(host: &str, allowed: &[String]) -> bool {
+    let host = host.to_ascii_lowercase();
+    // `[::1]:8787`, `127.0.0.1:8787`, `localhost`: the name without its port.
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map_or(rest, |(addr, _)| addr),
+        None => host.rsplit_once(':').map_or(host.as_str(), |(name, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                name
+            } else {
+                host.as_str()
+            }
+        }),
+    };
+    let loopback = name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback
+        || allowed
+            .iter()
+            .any(|a| a.trim_start_matches('[').trim_end_matches(']') == name)
+}
+
 pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let Some(expected) = &state.token else {
         return next.run(req).await;
@@ -104,6 +163,34 @@ pub fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn loopback_names_and_allowed_hosts_are_served() {
+        let allowed = vec!["chat.lan".to_string(), "192.168.1.5".to_string()];
+        for served in [
+            "127.0.0.1:8787",
+            "127.1.2.3",
+            "localhost",
+            "LOCALHOST:8787",
+            "app.localhost:1",
+            "[::1]:8787",
+            "chat.lan:8787",
+            "192.168.1.5",
+        ] {
+            assert!(super::host_served(served, &allowed), "{served}");
+        }
+        for refused in [
+            "rebind.attacker.example",
+            "rebind.attacker.example:8787",
+            "localhost.attacker.example",
+            "127.0.0.1.nip.io",
+            "[::2]:8787",
+            "10.0.0.1",
+            "",
+        ] {
+            assert!(!super::host_served(refused, &allowed), "{refused}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -89,6 +89,8 @@ pub struct AppState {
     pub models: Arc<Models>,
     /// Set in token mode.
     pub token: Option<TokenDigest>,
+    /// CHATD_ALLOWED_HOSTS: in open mode, the Host names served besides loopback ones.
+    pub allowed_hosts: Arc<[String]>,
     /// Whether `/metrics` is served, and whether it needs the token.
     pub metrics: MetricsAccess,
 }
@@ -247,11 +249,15 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
         )
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        // Outermost last: log → catch panics → body limit and idle timeout → token check →
-        // handler.
+        // Outermost last: log → catch panics → body limit and idle timeout → Host check →
+        // token check → handler.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::require_token,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::require_served_host,
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // Boxed again: the router's routes take axum's body type. (`TimeoutBody` passes on no
