@@ -150,7 +150,10 @@ fn spawn(
     loop {
         if let Ok(mut tcp) = std::net::TcpStream::connect(&addr) {
             use std::io::{Read, Write};
-            tcp.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+            // The server's own address as the Host: open mode answers loopback names only.
+            let request =
+                format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+            tcp.write_all(request.as_bytes())?;
             let mut answer = String::new();
             tcp.read_to_string(&mut answer)?;
             if answer.starts_with("HTTP/1.1 200") {
