@@ -42,7 +42,8 @@ impl TokenDigest {
 
 /// Open mode (no ADMIN_TOKEN) serves only requests whose `Host` is a loopback name or one of
 /// CHATD_ALLOWED_HOSTS, on every route: a web page that rebinds its own name to 127.0.0.1 sends
-/// its name as the Host, and is refused before it can read a chat or drive a tool. Token mode
+/// its name as the Host, and is refused before it can read a chat or drive a tool. A request
+/// with no Host (not HTTP/1.1, or an in-process call) is no page's and is served. Token mode
 /// serves any Host: such a page cannot know the token, and a deployment behind a proxy may be
 /// reached under any name.
 pub async fn require_served_host(
@@ -53,12 +54,11 @@ pub async fn require_served_host(
     if state.token.is_some() {
         return next.run(req).await;
     }
-    let host = req
-        .headers()
-        .get(axum::http::header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim);
-    match host {
+    let host = match req.headers().get(axum::http::header::HOST) {
+        Some(value) => Some(value.to_str().unwrap_or("(not text)").trim().to_string()),
+        None => req.uri().authority().map(|a| a.as_str().to_string()),
+    };
+    match host.as_deref() {
         Some(host) if host_served(host, &state.allowed_hosts) => next.run(req).await,
         Some(host) => ApiError::new(
             axum::http::StatusCode::FORBIDDEN,
@@ -69,7 +69,8 @@ pub async fn require_served_host(
             ),
         )
         .into_response(),
-        None => ApiError::bad_request("Host: the header is required").into_response(),
+        // No Host at all is no browser's request (a browser always sends one), so no page's.
+        None => next.run(req).await,
     }
 }
 
