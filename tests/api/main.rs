@@ -19,6 +19,9 @@ mod large_bodies;
 mod lifecycle;
 mod limits;
 mod live_replies;
+#[path = "../common/mcp.rs"]
+mod mcp;
+mod mcp_tools;
 mod models_titles;
 mod plugin_provider;
 mod plugin_services;

@@ -16,16 +16,24 @@ use super::events::{ChatEvent, ToolCallEvent, ToolStatus};
 use super::failure::{CompletionError, describe_call_error, describe_plugin_error};
 use super::sink::Sink;
 use crate::plugins::load::Plugin;
+use crate::plugins::mcp::McpTool;
 use crate::plugins::provider::{self as wit, PluginError, ToolResult, ToolSpec};
 use crate::store::NewMessage;
 use crate::telemetry::{metrics, trace};
 use crate::vocabulary::{Role, now, to_millis};
 
-/// A tool the model may call in this completion, and the plugin that runs it.
+/// A tool the model may call in this completion, and what runs it.
 #[derive(Clone)]
 pub struct EnabledTool {
     pub spec: ToolSpec,
-    pub plugin: Arc<Plugin>,
+    pub runner: Runner,
+}
+
+/// What runs a tool: a tool plugin, or a declared MCP server.
+#[derive(Clone)]
+pub enum Runner {
+    Plugin(Arc<Plugin>),
+    Mcp(McpTool),
 }
 
 /// The longest `resultPreview`, in characters.
@@ -167,11 +175,20 @@ async fn invoke(
             call.name
         ));
     };
-    let plugin = tool.plugin.as_tool().expect("tool plugins are tools");
-    match plugin.invoke(&call.name, &call.arguments_json).await {
-        Ok(Ok(output)) => Ok((output.content, output.summary)),
-        Ok(Err(error)) => Err(tool_error(&error)),
-        Err(error) => Err(describe_call_error(&error)),
+    match &tool.runner {
+        Runner::Plugin(plugin) => {
+            let plugin = plugin.as_tool().expect("tool plugins are tools");
+            match plugin.invoke(&call.name, &call.arguments_json).await {
+                Ok(Ok(output)) => Ok((output.content, output.summary)),
+                Ok(Err(error)) => Err(tool_error(&error)),
+                Err(error) => Err(describe_call_error(&error)),
+            }
+        }
+        // An error result is a failed call whose error is the server's text.
+        Runner::Mcp(tool) => match tool.call(&call.arguments_json).await? {
+            outcome if outcome.is_error => Err(outcome.text),
+            outcome => Ok((outcome.text, None)),
+        },
     }
 }
 

@@ -18,6 +18,9 @@
 //! [plugins.weather.settings]        # non-secret settings the plugin declares and reads
 //! units = "metric"
 //!
+//! [mcp.github]                      # a remote MCP server's tools (`mcp.rs`)
+//! url = "https://api.example.com/mcp"
+//!
 //! [retry]                           # provider turns refused before answering (`retry.rs`)
 //! attempts = 3
 //! ```
@@ -60,6 +63,8 @@ pub struct FileConfig {
     pub plugin_settings: BTreeMap<String, BTreeMap<String, SettingValue>>,
     /// `[retry]`: provider turns tried again, and fallbacks.
     pub retry: super::retry::RetrySettings,
+    /// `[mcp.NAME]`, by name.
+    pub mcp: BTreeMap<String, super::mcp::DeclaredMcp>,
     /// Accepted, but worth a log line (a literal secret).
     pub warnings: Vec<String>,
 }
@@ -135,6 +140,8 @@ struct RawFile {
     plugins: BTreeMap<String, RawPlugin>,
     #[serde(default)]
     retry: super::retry::RawRetry,
+    #[serde(default)]
+    mcp: BTreeMap<String, super::mcp::RawMcp>,
 }
 
 #[derive(Deserialize)]
@@ -245,6 +252,10 @@ impl FileConfig {
             file.plugin_settings.insert(id, settings);
         }
         file.retry = raw.retry.check()?;
+        for (name, raw) in raw.mcp {
+            let server = super::mcp::declared(&name, raw)?;
+            file.mcp.insert(name, server);
+        }
         Ok(file)
     }
 }
@@ -336,18 +347,18 @@ fn declared_service(name: &str, raw: RawService) -> Result<DeclaredService, Stri
 }
 
 /// An empty key counts as none, as `KEY=` does in an environment file.
-fn api_key(raw: Option<String>) -> Option<Secret> {
+pub(super) fn api_key(raw: Option<String>) -> Option<Secret> {
     raw.filter(|k| !k.trim().is_empty()).map(Secret::new)
 }
 
-fn base_url(key: &str, text: &str) -> Result<Url, String> {
+pub(super) fn base_url(key: &str, text: &str) -> Result<Url, String> {
     match Url::parse(text.trim()) {
         Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(url),
         _ => Err(format!("{key}: must be an absolute http(s) URL")),
     }
 }
 
-fn headers(
+pub(super) fn headers(
     key: &str,
     raw: BTreeMap<String, String>,
 ) -> Result<Vec<(HeaderName, HeaderValue)>, String> {

@@ -8,6 +8,7 @@
 //! config) never shows them, and `--help` never echoes their environment values.
 
 pub mod file;
+pub mod mcp;
 pub mod names;
 pub mod retry;
 

@@ -19,6 +19,7 @@ pub mod linker;
 pub mod load;
 pub mod log;
 pub mod manifest;
+pub mod mcp;
 pub mod operator;
 pub mod provider;
 pub mod refs;

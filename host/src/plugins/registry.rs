@@ -18,6 +18,7 @@ use super::LoadError;
 use super::cache::CompileCache;
 use super::folder::FolderEntry;
 use super::load::{Loader, Package, Plugin};
+use super::mcp::McpServers;
 use super::operator::OperatorSettings;
 use super::snapshot::{DeclaredLink, Snapshot};
 use crate::catalog::{ToolCatalog, ToolInfo};
@@ -40,6 +41,8 @@ pub struct PluginHost {
     // A std lock, not a tokio one: held only to clone or replace an Arc, never across an await.
     current: RwLock<Arc<Snapshot>>,
     catalog: Arc<ToolCatalog>,
+    /// `[mcp.*]`: their tools join the catalogue after the plugins' own.
+    mcp: Arc<McpServers>,
     /// What the last scan refused (a std lock: read without awaiting, e.g. by `plugins list`).
     refused: Mutex<Vec<Refused>>,
     /// Bumped after every scan of the folder, whatever it found (tests and tools await it).
@@ -156,6 +159,10 @@ impl PluginHost {
         if let Some(problem) = host.snapshot().missing_adapter() {
             return Err(LoadError::Config(problem));
         }
+        if let Some(file) = &file {
+            host.mcp.apply(&file.mcp);
+        }
+        host.follow_mcp();
         Ok(host)
     }
 
@@ -212,6 +219,7 @@ impl PluginHost {
             folder: Default::default(),
             current: Default::default(),
             catalog: Arc::new(ToolCatalog::default()),
+            mcp: Arc::new(McpServers::default()),
             refused: Mutex::default(),
             scans: watch::Sender::new(0),
             watcher: Mutex::new(None),
@@ -331,16 +339,7 @@ impl PluginHost {
 
     /// Makes `snapshot` the one serving, with the tool catalogue and the refusals in step.
     fn publish(&self, snapshot: Snapshot, folder: &BTreeMap<PathBuf, FolderEntry>) {
-        self.catalog.replace(
-            snapshot
-                .tool_specs()
-                .into_iter()
-                .map(|spec| ToolInfo {
-                    name: spec.name.clone(),
-                    description: spec.description.clone(),
-                })
-                .collect(),
-        );
+        self.fill_catalog(&snapshot);
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
         *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = folder
             .iter()
@@ -352,6 +351,48 @@ impl PluginHost {
                 })
             })
             .collect();
+    }
+
+    /// The catalogue: `snapshot`'s tools, then the MCP servers' (a name a plugin provides is
+    /// the plugin's).
+    fn fill_catalog(&self, snapshot: &Snapshot) {
+        let mut tools: Vec<ToolInfo> = snapshot
+            .tool_specs()
+            .into_iter()
+            .map(|spec| ToolInfo {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+            })
+            .collect();
+        for tool in self.mcp.tools() {
+            if tools.iter().any(|t| t.name == tool.spec.name) {
+                continue;
+            }
+            tools.push(ToolInfo {
+                name: tool.spec.name,
+                description: tool.spec.description,
+            });
+        }
+        self.catalog.replace(tools);
+    }
+
+    /// Keeps the catalogue in step with the MCP servers' lists, which change on their own
+    /// (a server comes up, goes down, says its list changed). The task holds a weak handle.
+    fn follow_mcp(self: &Arc<Self>) {
+        let mut changed = self.mcp.changed();
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while changed.changed().await.is_ok() {
+                let Some(host) = weak.upgrade() else { return };
+                host.fill_catalog(&host.snapshot());
+                host.scans.send_modify(|n| *n += 1);
+            }
+        });
+    }
+
+    /// The declared MCP servers.
+    pub fn mcp(&self) -> &Arc<McpServers> {
+        &self.mcp
     }
 
     /// Applies a configuration file that was just read: every plugin linked again under the
@@ -405,6 +446,7 @@ impl PluginHost {
         self.loader.set_settings((*loader.settings()).clone());
         *self.bundled.write().unwrap_or_else(|e| e.into_inner()) = bundled;
         *folder = next;
+        self.mcp.apply(&file.mcp);
         self.publish(snapshot, &folder);
         drop(folder);
         self.scans.send_modify(|n| *n += 1);

@@ -14,7 +14,7 @@ use super::super::chats::{CHAT_NOT_FOUND, MessageInput, new_messages, system_pro
 use super::super::error::{ApiError, ApiResult};
 use super::super::limits::{self, MAX_MODEL_CHARS};
 use crate::chat::completion::{Completion, Fallback};
-use crate::chat::tool_calls::EnabledTool;
+use crate::chat::tool_calls::{EnabledTool, Runner};
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::plugins::load::Plugin;
 use crate::plugins::provider as wit;
@@ -198,11 +198,17 @@ fn enabled_tools(
     names
         .iter()
         .filter_map(|name| {
-            let plugin = snapshot.tool(name)?;
+            let Some(plugin) = snapshot.tool(name) else {
+                let tool = state.plugins.mcp().tool(name)?;
+                return Some(EnabledTool {
+                    spec: tool.spec.clone(),
+                    runner: Runner::Mcp(tool),
+                });
+            };
             let spec = plugin.tools.iter().find(|t| &t.name == name)?.clone();
             Some(EnabledTool {
                 spec,
-                plugin: plugin.clone(),
+                runner: Runner::Plugin(plugin.clone()),
             })
         })
         .collect()

@@ -1,0 +1,293 @@
+//! One declared MCP server: its session (opened when first needed, opened again after it
+//! failed), its tool list (listed in the background: at start, every [`REFRESH_EVERY`], when
+//! the server says the list changed, after a call found the session gone), and its calls.
+//!
+//! Nothing here can fail startup or hold a run: listing runs in a task of its own, retried with
+//! a growing pause while the server is down; a call waits at most the server's `timeout_secs`.
+
+use std::sync::{Arc, RwLock, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+    ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, Peer, ServiceExt};
+use tokio::sync::{Notify, watch};
+
+use super::result::{self, Outcome};
+use super::wire::Wire;
+use crate::config::mcp::DeclaredMcp;
+use crate::plugins::http::scrub;
+use crate::plugins::tool::ToolSpec;
+
+/// How often a reachable server's tools are listed again without being asked.
+pub const REFRESH_EVERY: Duration = Duration::from_secs(600);
+/// The longest pause between two tries of a server that is down.
+const MAX_PAUSE: Duration = Duration::from_secs(60);
+/// The most tools one server may offer; the rest are left out, said in the log.
+const MAX_TOOLS: usize = 256;
+/// The largest input schema taken, in bytes of JSON.
+const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+
+/// A tool as the server listed it: the spec models see, and the server's own name.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    pub spec: ToolSpec,
+    pub remote: String,
+}
+
+/// What chatd tells a server about itself, and the list-changed notice it listens for.
+#[derive(Clone)]
+struct Handler {
+    refresh: Arc<Notify>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.refresh.notify_one();
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("chatd", env!("CARGO_PKG_VERSION")),
+        );
+        // The newest version with an `initialize` handshake; a server on 2025-06-18 answers
+        // with that one, and rmcp speaks it.
+        info.protocol_version = ProtocolVersion::V_2025_11_25;
+        info
+    }
+}
+
+type Session = RunningService<RoleClient, Handler>;
+
+pub struct Server {
+    pub declared: DeclaredMcp,
+    wire: Wire,
+    /// The key's forms, scrubbed from decoded text (errors, results).
+    keys: Arc<[Box<[u8]>]>,
+    tools: RwLock<Arc<[Listed]>>,
+    session: tokio::sync::Mutex<Option<Session>>,
+    refresh: Arc<Notify>,
+    changed: watch::Sender<u64>,
+    task: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Server {
+    /// Starts listing the server's tools in the background; `changed` is bumped whenever the
+    /// list it offers changes.
+    pub fn start(
+        declared: DeclaredMcp,
+        wire: Wire,
+        keys: Arc<[Box<[u8]>]>,
+        changed: watch::Sender<u64>,
+    ) -> Arc<Self> {
+        let server = Arc::new(Self {
+            declared,
+            wire,
+            keys,
+            tools: RwLock::new(Arc::new([])),
+            session: tokio::sync::Mutex::new(None),
+            refresh: Arc::new(Notify::new()),
+            changed,
+            task: std::sync::Mutex::new(None),
+        });
+        let task = tokio::spawn(keep_listing(Arc::downgrade(&server)));
+        *server.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+        server
+    }
+
+    /// Stops listing and closes the session (removed or replaced by a reload). Calls in flight
+    /// end with the session's end.
+    pub fn stop(&self) {
+        if let Some(task) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            task.abort();
+        }
+        if let Ok(mut session) = self.session.try_lock() {
+            session.take();
+        }
+    }
+
+    pub fn tools(&self) -> Arc<[Listed]> {
+        self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set_tools(&self, tools: Vec<Listed>) {
+        let tools: Arc<[Listed]> = tools.into();
+        let mut current = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        let same = current.len() == tools.len()
+            && current
+                .iter()
+                .zip(tools.iter())
+                .all(|(a, b)| same_spec(&a.spec, &b.spec));
+        *current = tools;
+        drop(current);
+        if !same {
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// `what` failed: the reason, scrubbed, naming the server.
+    fn failure(&self, what: &str, why: impl std::fmt::Display) -> String {
+        scrub::text(
+            &self.keys,
+            format!("MCP server {}: {what}: {why}", self.declared.name),
+        )
+    }
+
+    /// The open session's peer, opening one when there is none or it ended.
+    async fn peer(&self) -> Result<Peer<RoleClient>, String> {
+        let mut session = self.session.lock().await;
+        if let Some(open) = session.as_ref().filter(|s| !s.is_closed()) {
+            return Ok(open.peer().clone());
+        }
+        session.take();
+        let config = StreamableHttpClientTransportConfig::with_uri(self.declared.url.as_str())
+            .max_json_response_size(self.wire.grant.max_body_bytes as usize);
+        let transport = StreamableHttpClientTransport::with_client(self.wire.clone(), config);
+        let handler = Handler {
+            refresh: self.refresh.clone(),
+        };
+        let opened = tokio::time::timeout(self.declared.timeout, handler.serve(transport))
+            .await
+            .map_err(|_| self.failure("connecting", "no answer in time"))?
+            .map_err(|e| self.failure("connecting", e))?;
+        let peer = opened.peer().clone();
+        *session = Some(opened);
+        Ok(peer)
+    }
+
+    /// Lists the server's tools (every page), named for chatd and cut to the allow-list.
+    async fn list(&self) -> Result<Vec<Listed>, String> {
+        let peer = self.peer().await?;
+        let listed = tokio::time::timeout(self.declared.timeout, peer.list_all_tools())
+            .await
+            .map_err(|_| self.failure("listing tools", "no answer in time"))?
+            .map_err(|e| self.failure("listing tools", e))?;
+        let name = &self.declared.name;
+        let mut tools: Vec<Listed> = Vec::new();
+        for tool in listed {
+            let remote = tool.name.to_string();
+            if let Some(allowed) = &self.declared.tools
+                && !allowed.contains(&remote)
+            {
+                continue;
+            }
+            let schema = serde_json::to_string(&tool.input_schema).unwrap_or_default();
+            if schema.len() > MAX_SCHEMA_BYTES {
+                tracing::warn!(
+                    "MCP server {name}: tool {remote:?} left out: its schema is over {MAX_SCHEMA_BYTES} bytes"
+                );
+                continue;
+            }
+            let spec = ToolSpec {
+                name: result::tool_name(name, &remote),
+                description: scrub::text(
+                    &self.keys,
+                    format!(
+                        "(MCP server {name}) {}",
+                        tool.description
+                            .as_deref()
+                            .or(tool.title.as_deref())
+                            .unwrap_or(&remote)
+                    ),
+                ),
+                parameters_schema_json: schema,
+            };
+            if tools.iter().any(|t| t.spec.name == spec.name) {
+                tracing::warn!("MCP server {name}: tool {remote:?} left out: its name is taken");
+                continue;
+            }
+            tools.push(Listed { spec, remote });
+        }
+        if tools.len() > MAX_TOOLS {
+            tracing::warn!(
+                "MCP server {name}: {} tools; the first {MAX_TOOLS} are offered",
+                tools.len()
+            );
+            tools.truncate(MAX_TOOLS);
+        }
+        Ok(tools)
+    }
+
+    /// Calls the server's tool `remote` with `arguments_json`: its result, or why it failed.
+    pub async fn call(&self, remote: &str, arguments_json: &str) -> Result<Outcome, String> {
+        let arguments = match serde_json::from_str::<serde_json::Value>(arguments_json) {
+            _ if arguments_json.trim().is_empty() => JsonObject::new(),
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => return Err("invalid arguments: not a JSON object".into()),
+        };
+        let peer = self.peer().await?;
+        let params = CallToolRequestParams::new(remote.to_string()).with_arguments(arguments);
+        match tokio::time::timeout(self.declared.timeout, peer.call_tool(params)).await {
+            Err(_) => Err(self.failure(
+                &format!("tool {remote}"),
+                format!("no answer within {} s", self.declared.timeout.as_secs()),
+            )),
+            Ok(Err(e)) => {
+                // The session may be gone (the server restarted): list again, which reopens it.
+                if peer.is_transport_closed() {
+                    self.refresh.notify_one();
+                }
+                Err(self.failure(&format!("tool {remote}"), e))
+            }
+            Ok(Ok(answer)) => {
+                let value = serde_json::to_value(&answer).unwrap_or_default();
+                Ok(result::outcome(&value, &self.keys))
+            }
+        }
+    }
+}
+
+fn same_spec(a: &ToolSpec, b: &ToolSpec) -> bool {
+    a.name == b.name
+        && a.description == b.description
+        && a.parameters_schema_json == b.parameters_schema_json
+}
+
+/// Lists the server's tools until the server is dropped: again after [`REFRESH_EVERY`], at
+/// once when it says its list changed, and after a pause growing to [`MAX_PAUSE`] while it
+/// cannot be listed (its tools are then not offered).
+async fn keep_listing(server: Weak<Server>) {
+    let mut pause = Duration::from_secs(1);
+    let mut last_error: Option<String> = None;
+    loop {
+        let Some(strong) = server.upgrade() else {
+            return;
+        };
+        let refresh = strong.refresh.clone();
+        let wait = match strong.list().await {
+            Ok(tools) => {
+                tracing::info!(
+                    "MCP server {}: {} tools offered",
+                    strong.declared.name,
+                    tools.len()
+                );
+                strong.set_tools(tools);
+                pause = Duration::from_secs(1);
+                last_error = None;
+                REFRESH_EVERY
+            }
+            Err(why) => {
+                if last_error.as_ref() != Some(&why) {
+                    tracing::warn!("{why}; its tools are not offered until it answers");
+                }
+                last_error = Some(why);
+                strong.set_tools(Vec::new());
+                strong.session.lock().await.take();
+                let this = pause;
+                pause = (pause * 2).min(MAX_PAUSE);
+                this
+            }
+        };
+        drop(strong);
+        tokio::select! {
+            () = refresh.notified() => {}
+            () = tokio::time::sleep(wait) => {}
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! Remote MCP servers as a tool source: `[mcp.NAME]` of the configuration file, each a session
+//! over streamable HTTP whose tools join the service-managed tools (`mcp__NAME__TOOL`).
+//!
+//! Why the client lives in the host, on rmcp (the MCP project's Rust SDK), and not in a Wasm
+//! tool plugin: a session outlives a call (the `Mcp-Session-Id`, the server's stream that says
+//! its list changed), which a fresh instance per call cannot hold, and the protocol is an open
+//! standard with an official SDK, not a vendor's wire. What the sandbox gives a plugin holds
+//! all the same, because every byte goes through the plugin HTTP stack ([`wire`]): only the
+//! configured origin, the key added by the host and never handed to code that could leak it,
+//! no redirect followed, size and time caps, the key scrubbed from what comes back. The tools
+//! themselves run on the remote server; nothing is spawned here (no stdio servers: a command
+//! from a file is a process, and a process is outside every sandbox chatd has).
+//!
+//! - here: [`McpServers`], the servers serving now, applied from the file on start and reload;
+//! - [`connection`]: one server's session, tool list and calls;
+//! - [`wire`]: rmcp's HTTP client trait on [`crate::plugins::http::send`];
+//! - [`result`]: tool names and results as chatd's text.
+
+mod connection;
+pub mod result;
+mod wire;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+use super::http::{Clients, HttpGrant, MAX_BODY_BYTES, scrub};
+use super::manifest::Kind;
+use super::services::{Owner, Reach, Service, SetBy};
+use super::tool::ToolSpec;
+use crate::config::mcp::DeclaredMcp;
+use crate::config::names::Auth;
+use connection::Server;
+pub use result::Outcome;
+
+/// The longest a server's own stream (its list-changed notices) stays open before it is
+/// opened again.
+const STREAM_LIFETIME: std::time::Duration = std::time::Duration::from_secs(900);
+
+/// A tool of a declared MCP server, as offered now.
+#[derive(Clone)]
+pub struct McpTool {
+    pub spec: ToolSpec,
+    remote: String,
+    server: Arc<Server>,
+}
+
+impl McpTool {
+    /// Calls it: the result as text (an error result is `is_error`), or why the call failed.
+    pub async fn call(&self, arguments_json: &str) -> Result<Outcome, String> {
+        self.server.call(&self.remote, arguments_json).await
+    }
+
+    /// The `[mcp.NAME]` it comes from.
+    pub fn server(&self) -> &str {
+        &self.server.declared.name
+    }
+}
+
+/// The declared MCP servers.
+pub struct McpServers {
+    clients: Clients,
+    servers: Mutex<BTreeMap<String, Arc<Server>>>,
+    changed: watch::Sender<u64>,
+}
+
+impl Default for McpServers {
+    fn default() -> Self {
+        Self {
+            clients: Clients::new(),
+            servers: Mutex::default(),
+            changed: watch::Sender::new(0),
+        }
+    }
+}
+
+impl McpServers {
+    /// Serves `declared`: a new server starts (listing in the background), one whose table
+    /// changed starts again, one no longer declared stops; the rest keep their sessions.
+    pub fn apply(&self, declared: &BTreeMap<String, DeclaredMcp>) {
+        let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = false;
+        servers.retain(|name, server| {
+            let kept = declared.get(name) == Some(&server.declared);
+            if !kept {
+                tracing::info!("MCP server {name}: stopped");
+                server.stop();
+                changed = true;
+            }
+            kept
+        });
+        for (name, table) in declared {
+            if servers.contains_key(name) {
+                continue;
+            }
+            let (wire, keys) = self.wire(table);
+            servers.insert(
+                name.clone(),
+                Server::start(table.clone(), wire, keys, self.changed.clone()),
+            );
+        }
+        drop(servers);
+        if changed {
+            self.changed.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// The grant a server's requests go under: its own origin only (reachable at any address,
+    /// as every operator-configured upstream), its key as `auth` says, the caps.
+    fn wire(&self, table: &DeclaredMcp) -> (wire::Wire, Arc<[Box<[u8]>]>) {
+        let id = format!("mcp.{}", table.name);
+        let service = Service {
+            name: id.clone(),
+            base_url: Some(table.url.clone()),
+            key: table.api_key.clone(),
+            auth: table.auth.clone().unwrap_or(Auth::Bearer),
+            headers: table.headers.clone(),
+            owners: vec![Owner::any(&id)],
+            base_url_key: String::new(),
+            set_by: SetBy::File(format!("[mcp.{}]", table.name)),
+        };
+        let mut reach = Reach::default();
+        // The owner is the server itself, and the URL was checked when the file was read.
+        let _ = reach.add(&service, &id, Kind::Tool, None);
+        let keys = scrub::keys(
+            reach
+                .credentials
+                .iter()
+                .filter_map(|c| c.secret.as_ref())
+                .map(|s| s.expose()),
+        );
+        let grant = HttpGrant {
+            trusted: reach.trusted,
+            credentials: reach.credentials,
+            scrubbed: keys.clone(),
+            max_body_bytes: MAX_BODY_BYTES,
+            max_timeout: STREAM_LIFETIME.max(table.timeout),
+            ..HttpGrant::none()
+        };
+        let wire = wire::Wire {
+            clients: self.clients.clone(),
+            grant: Arc::new(grant),
+            call_timeout: table.timeout,
+        };
+        (wire, keys)
+    }
+
+    /// Every tool offered now, servers in name order, each server's in its order.
+    pub fn tools(&self) -> Vec<McpTool> {
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        servers
+            .values()
+            .flat_map(|server| {
+                server
+                    .tools()
+                    .iter()
+                    .map(|listed| McpTool {
+                        spec: listed.spec.clone(),
+                        remote: listed.remote.clone(),
+                        server: server.clone(),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// The tool offered under `name`, if any.
+    pub fn tool(&self, name: &str) -> Option<McpTool> {
+        self.tools().into_iter().find(|t| t.spec.name == name)
+    }
+
+    /// Bumped whenever the tools offered change (a server listed, failed, came or went).
+    pub fn changed(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+impl Drop for McpServers {
+    fn drop(&mut self) {
+        for server in self
+            .servers
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            server.stop();
+        }
+    }
+}

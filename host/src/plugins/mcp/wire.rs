@@ -1,0 +1,357 @@
+//! MCP's streamable HTTP over chatd's plugin HTTP: rmcp's client transport asks, and every
+//! request goes through [`crate::plugins::http::send`] under the server's [`HttpGrant`]. So an
+//! MCP server is reached exactly as a plugin's service is: only its own origin, the key added
+//! by the host for that origin, no redirect followed (a 3xx is an error: the key never goes
+//! anywhere else), the answer capped in size and time, and the key scrubbed from every byte
+//! that comes back, before rmcp parses it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::{Sse, SseStream};
+
+use crate::plugins::http::{Clients, HttpGrant, Incoming, Outgoing, Refusal, send};
+
+const SESSION_ID: &str = "mcp-session-id";
+const LAST_EVENT_ID: &str = "last-event-id";
+const EVENT_STREAM: &str = "text/event-stream";
+const JSON: &str = "application/json";
+/// The most of an error answer's body kept for its message.
+const ERROR_SNIPPET: usize = 300;
+
+/// Why a request to an MCP server failed, in words an operator reads (never a key: the
+/// request's credential is the host's, and what came back was scrubbed).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WireError(pub String);
+
+impl From<Refusal> for WireError {
+    fn from(refusal: Refusal) -> Self {
+        WireError(match refusal {
+            Refusal::Denied(why) | Refusal::Invalid(why) => why,
+            Refusal::Timeout => "timed out".into(),
+            Refusal::Connection(why) => why,
+            Refusal::TooLarge(cap) => format!("the answer is over the {cap}-byte cap"),
+        })
+    }
+}
+
+type Failed = StreamableHttpError<WireError>;
+
+fn failed(why: impl Into<String>) -> Failed {
+    StreamableHttpError::Client(WireError(why.into()))
+}
+
+/// One MCP server's HTTP: the shared pools and the server's grant.
+#[derive(Clone)]
+pub struct Wire {
+    pub clients: Clients,
+    pub grant: Arc<HttpGrant>,
+    /// The longest a POST (a call and its streamed answer) may take.
+    pub call_timeout: Duration,
+}
+
+impl Wire {
+    async fn request(
+        &self,
+        method: reqwest::Method,
+        uri: &str,
+        headers: Vec<(String, String)>,
+        body: Option<Vec<u8>>,
+        timeout: Duration,
+    ) -> Result<Incoming, Failed> {
+        let outgoing = Outgoing {
+            method,
+            url: uri.to_string(),
+            headers,
+            body,
+            timeout: Some(timeout),
+            follow_redirects: false,
+        };
+        let incoming = send(&self.clients, &self.grant, outgoing)
+            .await
+            .map_err(|r| StreamableHttpError::Client(r.into()))?;
+        if (300..400).contains(&incoming.status) {
+            return Err(failed(format!(
+                "the server redirected (HTTP {}); redirects are not followed",
+                incoming.status
+            )));
+        }
+        Ok(incoming)
+    }
+}
+
+/// The headers every request carries: the session, rmcp's own (the protocol version), never
+/// an `Authorization` of rmcp's (the host adds the configured key itself).
+fn headers(
+    accept: &str,
+    session: Option<&str>,
+    custom: HashMap<HeaderName, HeaderValue>,
+) -> Vec<(String, String)> {
+    let mut headers = vec![("accept".to_string(), accept.to_string())];
+    if let Some(session) = session {
+        headers.push((SESSION_ID.into(), session.into()));
+    }
+    for (name, value) in custom {
+        if name == reqwest::header::AUTHORIZATION {
+            continue;
+        }
+        if let Ok(value) = value.to_str() {
+            headers.push((name.as_str().to_string(), value.to_string()));
+        }
+    }
+    headers
+}
+
+fn header<'a>(incoming: &'a Incoming, name: &str) -> Option<&'a str> {
+    incoming
+        .headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+fn media_type(incoming: &Incoming) -> String {
+    header(incoming, "content-type")
+        .and_then(|v| v.split(';').next())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The body, whole, up to `cap` bytes.
+async fn read_all(incoming: &mut Incoming, cap: usize) -> Result<Vec<u8>, Failed> {
+    let mut body = Vec::new();
+    while let Some(chunk) = incoming
+        .next_chunk()
+        .await
+        .map_err(|r| StreamableHttpError::Client(r.into()))?
+    {
+        if chunk.len() > cap.saturating_sub(body.len()) {
+            return Err(StreamableHttpError::ResponseBodyTooLarge { max_size: cap });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The body as a stream of chunks; it ends at the first failure (after yielding it).
+fn chunks(incoming: Incoming) -> impl futures::Stream<Item = Result<Bytes, WireError>> + Send {
+    futures::stream::unfold(Some(incoming), |state| async move {
+        let mut incoming = state?;
+        match incoming.next_chunk().await {
+            Ok(Some(chunk)) => Some((Ok(Bytes::from(chunk)), Some(incoming))),
+            Ok(None) => None,
+            Err(refusal) => Some((Err(refusal.into()), None)),
+        }
+    })
+}
+
+fn sse(incoming: Incoming) -> BoxStream<'static, Result<Sse, SseError>> {
+    SseStream::from_bytes_stream(chunks(incoming)).boxed()
+}
+
+/// A failed status as an error: the status and the start of the body (already scrubbed).
+async fn status_error(mut incoming: Incoming) -> Failed {
+    let status = incoming.status;
+    let mut snippet = Vec::new();
+    while snippet.len() < ERROR_SNIPPET {
+        match incoming.next_chunk().await {
+            Ok(Some(chunk)) => snippet.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    snippet.truncate(ERROR_SNIPPET);
+    let text = String::from_utf8_lossy(&snippet);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let why = match status {
+        401 | 403 => "the server refused the key",
+        404 => "no MCP endpoint at this URL",
+        _ => "the server failed",
+    };
+    if text.is_empty() {
+        failed(format!("{why} (HTTP {status})"))
+    } else {
+        failed(format!("{why} (HTTP {status}): {text}"))
+    }
+}
+
+impl StreamableHttpClient for Wire {
+    type Error = WireError;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, Failed> {
+        // rmcp's defaults; the grant's cap on the whole body holds under them.
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            limits,
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, Failed> {
+        let body = serde_json::to_vec(&message)?;
+        let mut headers = headers(
+            &format!("{JSON}, {EVENT_STREAM}"),
+            session_id.as_deref(),
+            custom_headers,
+        );
+        headers.push(("content-type".into(), JSON.into()));
+        let mut incoming = self
+            .request(
+                reqwest::Method::POST,
+                &uri,
+                headers,
+                Some(body),
+                self.call_timeout,
+            )
+            .await?;
+        let status = incoming.status;
+        if matches!(status, 202 | 204) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if status == 404 && session_id.is_some() {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        let session = header(&incoming, SESSION_ID).map(str::to_string);
+        let media = media_type(&incoming);
+        if media == EVENT_STREAM && (200..300).contains(&status) {
+            return Ok(StreamableHttpPostResponse::Sse(sse(incoming), session));
+        }
+        if media == JSON {
+            let body = read_all(&mut incoming, limits.max_json_response_size).await?;
+            let message: ServerJsonRpcMessage = match serde_json::from_slice(&body) {
+                Ok(message) => message,
+                Err(_) if !(200..300).contains(&status) => {
+                    return Err(failed(format!("the server failed (HTTP {status})")));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            // A JSON-RPC error with a failed status is still the server's answer to the call.
+            if (200..300).contains(&status) || matches!(message, JsonRpcMessage::Error(_)) {
+                return Ok(StreamableHttpPostResponse::Json(message, session));
+            }
+            return Err(failed(format!("the server failed (HTTP {status})")));
+        }
+        if !(200..300).contains(&status) {
+            return Err(status_error(incoming).await);
+        }
+        Err(StreamableHttpError::UnexpectedContentType(Some(media)))
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), Failed> {
+        let headers = headers("*/*", Some(&session_id), custom_headers);
+        let incoming = self
+            .request(
+                reqwest::Method::DELETE,
+                &uri,
+                headers,
+                None,
+                Duration::from_secs(5),
+            )
+            .await?;
+        match incoming.status {
+            200..300 | 404 | 405 => Ok(()),
+            _ => Err(status_error(incoming).await),
+        }
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failed> {
+        let mut headers = headers(EVENT_STREAM, session_id.as_deref(), custom_headers);
+        if let Some(id) = last_event_id {
+            headers.push((LAST_EVENT_ID.into(), id));
+        }
+        // The server's own stream (list changes) lives until the grant's longest request.
+        let incoming = self
+            .request(
+                reqwest::Method::GET,
+                &uri,
+                headers,
+                None,
+                self.grant.max_timeout,
+            )
+            .await?;
+        match incoming.status {
+            405 => Err(StreamableHttpError::ServerDoesNotSupportSse),
+            200..300 if media_type(&incoming) == EVENT_STREAM => Ok(sse(incoming)),
+            200..300 => Err(StreamableHttpError::UnexpectedContentType(Some(
+                media_type(&incoming),
+            ))),
+            _ => Err(status_error(incoming).await),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rmcps_authorization_never_replaces_the_hosts() {
+        let mut custom = HashMap::new();
+        custom.insert(
+            reqwest::header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer from-rmcp"),
+        );
+        custom.insert(
+            HeaderName::from_static("mcp-protocol-version"),
+            HeaderValue::from_static("2025-11-25"),
+        );
+        let sent = headers(JSON, Some("s-1"), custom);
+        assert!(sent.iter().all(|(n, _)| n != "authorization"), "{sent:?}");
+        assert!(sent.contains(&("mcp-session-id".into(), "s-1".into())));
+        assert!(sent.contains(&("mcp-protocol-version".into(), "2025-11-25".into())));
+    }
+
+    #[test]
+    fn refusals_read_as_operators_words() {
+        assert_eq!(WireError::from(Refusal::Timeout).0, "timed out");
+        assert!(
+            WireError::from(Refusal::TooLarge(9))
+                .0
+                .contains("9-byte cap")
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! A real MCP server for the tests: `tests/mcp/server.py`, on the official Python SDK, started
+//! on loopback. The Python is CHATD_MCP_PYTHON, else `target/mcp-venv/bin/python` (what
+//! `.ci/run` installs, `mcp` pinned). Without it the tests say so and pass, unless
+//! CHATD_REQUIRE_MCP is set (`.ci/run` sets it), so CI never skips them.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The Python with the `mcp` package, if there is one.
+pub fn python() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = std::env::var_os("CHATD_MCP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/mcp-venv/bin/python"));
+    if python.exists() {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("CHATD_REQUIRE_MCP").is_none(),
+        "CHATD_REQUIRE_MCP is set but {} is missing (.ci/run installs it)",
+        python.display()
+    );
+    eprintln!(
+        "skipped: no Python with the mcp package at {} (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp==2.3.0)",
+        python.display()
+    );
+    None
+}
+
+/// The script of the SDK server (also the folder of the SDK client scripts).
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp")
+        .join(name)
+}
+
+/// A running `tests/mcp/server.py`; stopped when dropped.
+pub struct McpServer {
+    pub url: String,
+    child: Child,
+}
+
+impl McpServer {
+    /// Starts one; `key`: the Bearer key it requires. `None` when there is no SDK here.
+    pub fn start(key: Option<&str>, stateless: bool) -> Option<Self> {
+        let python = python()?;
+        let mut command = Command::new(python);
+        command
+            .arg(script("server.py"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .env_remove("MCP_TEST_KEY");
+        if let Some(key) = key {
+            command.env("MCP_TEST_KEY", key);
+        }
+        if stateless {
+            command.env("MCP_TEST_STATELESS", "1");
+        }
+        let mut child = command.spawn().expect("the MCP test server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("the MCP test server says where it listens");
+        let url = line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_string();
+        Some(Self { url, child })
+    }
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
