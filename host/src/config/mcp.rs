@@ -61,7 +61,7 @@ pub(super) struct RawMcp {
 pub(super) fn declared(name: &str, raw: RawMcp) -> Result<DeclaredMcp, String> {
     let key = format!("mcp.{name}");
     check_id(&key, name)?;
-    let url = super::file::base_url(&format!("{key}.url"), &raw.url)?;
+    let url = super::values::base_url(&format!("{key}.url"), &raw.url)?;
     if let Some(tools) = &raw.tools {
         if tools.len() > MAX_TOOLS {
             return Err(format!("{key}.tools: at most {MAX_TOOLS} names"));
@@ -83,12 +83,12 @@ pub(super) fn declared(name: &str, raw: RawMcp) -> Result<DeclaredMcp, String> {
     Ok(DeclaredMcp {
         name: name.to_string(),
         url,
-        api_key: super::file::api_key(raw.api_key),
+        api_key: super::values::api_key(raw.api_key),
         auth: raw
             .auth
             .map(|a| Auth::parse(&a).map_err(|e| format!("{key}.auth: {e}")))
             .transpose()?,
-        headers: super::file::headers(&key, raw.headers)?,
+        headers: super::values::headers(&key, raw.headers)?,
         tools: raw.tools,
         timeout,
     })
@@ -96,22 +96,20 @@ pub(super) fn declared(name: &str, raw: RawMcp) -> Result<DeclaredMcp, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::file::FileConfig;
     use super::*;
 
-    fn parse(text: &str) -> Result<FileConfig, String> {
-        FileConfig::parse(text, &|name| {
-            (name == "TOKEN").then(|| "t-123456789".into())
-        })
+    fn parse(name: &str, text: &str) -> Result<DeclaredMcp, String> {
+        let raw: RawMcp = toml::from_str(text).map_err(|e| e.message().to_string())?;
+        declared(name, raw)
     }
 
     #[test]
     fn the_issue_example_parses_with_its_defaults() {
-        let file = parse(
-            "[mcp.github]\nurl = \"https://api.example.com/mcp\"\napi_key = \"${TOKEN}\"\nauth = \"bearer\"\ntools = [\"search_issues\"]\n",
+        let github = parse(
+            "github",
+            "url = \"https://api.example.com/mcp\"\napi_key = \"t-123456789\"\nauth = \"bearer\"\ntools = [\"search_issues\"]\n",
         )
         .unwrap();
-        let github = &file.mcp["github"];
         assert_eq!(github.url.as_str(), "https://api.example.com/mcp");
         assert_eq!(github.api_key.as_ref().unwrap().expose(), "t-123456789");
         assert_eq!(github.auth, Some(Auth::Bearer));
@@ -120,38 +118,31 @@ mod tests {
             Some(&["search_issues".to_string()][..])
         );
         assert_eq!(github.timeout, DEFAULT_TIMEOUT);
-        assert!(file.warnings.is_empty());
     }
 
     #[test]
     fn bad_tables_name_the_key_and_the_rule() {
-        for (text, expected) in [
+        for (name, text, expected) in [
+            ("Git", "url = \"https://x\"", "mcp.Git: the name must match"),
             (
-                "[mcp.Git]\nurl = \"https://x\"",
-                "mcp.Git: the name must match",
-            ),
-            (
-                "[mcp.a]\nurl = \"stdio:npx\"",
+                "a",
+                "url = \"stdio:npx\"",
                 "mcp.a.url: must be an absolute http(s) URL",
             ),
+            ("a", "command = \"npx\"", "unknown field `command`"),
             (
-                "[mcp.a]\ncommand = \"npx\"",
-                "mcp.a: unknown field `command`",
-            ),
-            (
-                "[mcp.a]\nurl = \"https://x\"\ntimeout_secs = 0",
+                "a",
+                "url = \"https://x\"\ntimeout_secs = 0",
                 "mcp.a.timeout_secs: from 1 to 600",
             ),
             (
-                "[mcp.a]\nurl = \"https://x\"\ntools = [\"\"]",
+                "a",
+                "url = \"https://x\"\ntools = [\"\"]",
                 "mcp.a.tools[0]: a tool name",
             ),
-            (
-                "[mcp.a]\nurl = \"https://x\"\nauth = \"basic\"",
-                "mcp.a.auth:",
-            ),
+            ("a", "url = \"https://x\"\nauth = \"basic\"", "mcp.a.auth:"),
         ] {
-            let error = parse(text).unwrap_err();
+            let error = parse(name, text).unwrap_err();
             assert!(error.starts_with(expected), "{text}: {error}");
         }
     }

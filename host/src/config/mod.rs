@@ -11,6 +11,7 @@ pub mod file;
 pub mod mcp;
 pub mod names;
 pub mod retry;
+pub mod values;
 
 use std::collections::BTreeSet;
 use std::fmt;
