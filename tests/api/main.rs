@@ -21,6 +21,7 @@ mod limits;
 mod live_replies;
 #[path = "../common/mcp.rs"]
 mod mcp;
+mod mcp_server;
 mod mcp_tools;
 mod models_titles;
 mod plugin_provider;

@@ -99,3 +99,14 @@ async fn token_mode_serves_any_host_but_only_with_the_token() {
         .unwrap();
     assert_eq!(res.status(), 200);
 }
+
+#[tokio::test]
+async fn open_mode_refuses_a_foreign_host_on_mcp() {
+    let server = TestServer::start().await;
+    for path in ["/mcp", "/api/mcp"] {
+        let (status, body) = get_with_host(&server, path, Some("rebind.attacker.example")).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert!(body.contains("CHATD_ALLOWED_HOSTS"), "{body}");
+    }
+    server.stop().await;
+}

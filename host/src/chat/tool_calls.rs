@@ -16,8 +16,9 @@ use super::events::{ChatEvent, ToolCallEvent, ToolStatus};
 use super::failure::{CompletionError, describe_call_error, describe_plugin_error};
 use super::sink::Sink;
 use crate::plugins::load::Plugin;
-use crate::plugins::mcp::McpTool;
+use crate::plugins::mcp::{McpServers, McpTool};
 use crate::plugins::provider::{self as wit, PluginError, ToolResult, ToolSpec};
+use crate::plugins::snapshot::Snapshot;
 use crate::store::NewMessage;
 use crate::telemetry::{metrics, trace};
 use crate::vocabulary::{Role, now, to_millis};
@@ -27,6 +28,44 @@ use crate::vocabulary::{Role, now, to_millis};
 pub struct EnabledTool {
     pub spec: ToolSpec,
     pub runner: Runner,
+}
+
+impl EnabledTool {
+    /// The tool serving as `name` now: a tool plugin's of `snapshot`, else a declared MCP
+    /// server's (a plugin's name wins, as in the catalogue).
+    pub fn find(snapshot: &Snapshot, mcp: &McpServers, name: &str) -> Option<Self> {
+        let Some(plugin) = snapshot.tool(name) else {
+            let tool = mcp.tool(name)?;
+            return Some(Self {
+                spec: tool.spec.clone(),
+                runner: Runner::Mcp(tool),
+            });
+        };
+        let spec = plugin.tools.iter().find(|t| t.name == name)?.clone();
+        Some(Self {
+            spec,
+            runner: Runner::Plugin(plugin.clone()),
+        })
+    }
+
+    /// Runs it with `arguments_json`: the output and the tool's summary, or why it failed (an
+    /// MCP server's error result is a failure whose reason is the server's text).
+    pub async fn run(&self, arguments_json: &str) -> Result<(String, Option<String>), String> {
+        match &self.runner {
+            Runner::Plugin(plugin) => {
+                let plugin = plugin.as_tool().expect("tool plugins are tools");
+                match plugin.invoke(&self.spec.name, arguments_json).await {
+                    Ok(Ok(output)) => Ok((output.content, output.summary)),
+                    Ok(Err(error)) => Err(tool_error(&error)),
+                    Err(error) => Err(describe_call_error(&error)),
+                }
+            }
+            Runner::Mcp(tool) => match tool.call(arguments_json).await? {
+                outcome if outcome.is_error => Err(outcome.text),
+                outcome => Ok((outcome.text, None)),
+            },
+        }
+    }
 }
 
 /// What runs a tool: a tool plugin, or a declared MCP server.
@@ -175,21 +214,7 @@ async fn invoke(
             call.name
         ));
     };
-    match &tool.runner {
-        Runner::Plugin(plugin) => {
-            let plugin = plugin.as_tool().expect("tool plugins are tools");
-            match plugin.invoke(&call.name, &call.arguments_json).await {
-                Ok(Ok(output)) => Ok((output.content, output.summary)),
-                Ok(Err(error)) => Err(tool_error(&error)),
-                Err(error) => Err(describe_call_error(&error)),
-            }
-        }
-        // An error result is a failed call whose error is the server's text.
-        Runner::Mcp(tool) => match tool.call(&call.arguments_json).await? {
-            outcome if outcome.is_error => Err(outcome.text),
-            outcome => Ok((outcome.text, None)),
-        },
-    }
+    tool.run(&call.arguments_json).await
 }
 
 /// A tool's own error, as the model and the UI see it.

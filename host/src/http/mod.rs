@@ -11,6 +11,7 @@ pub mod chats;
 pub mod completions;
 pub mod error;
 pub mod limits;
+pub mod mcp;
 pub mod meta;
 pub mod metrics;
 pub mod middleware;
@@ -228,6 +229,8 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
     if state.metrics != MetricsAccess::Off {
         routes = routes.route(metrics::PATH, get(metrics::scrape));
     }
+    // MCP's own protocol, not part of the OpenAPI document (docs/mcp-server.md).
+    routes = routes.route_service(mcp::PATH, mcp::service(state.clone()));
     let app = routes
         .route(
             "/openapi.json",

@@ -72,7 +72,10 @@ fn not_found() -> ApiError {
 }
 
 /// The body, validated against the stored search (which gives the query when the body does not).
-fn run_request(body: RunSearchRequest, stored_query: Option<&str>) -> ApiResult<RunRequest> {
+pub(super) fn run_request(
+    body: RunSearchRequest,
+    stored_query: Option<&str>,
+) -> ApiResult<RunRequest> {
     let query_override = limits::non_blank(body.query.as_deref(), "query", MAX_QUERY_CHARS)?;
     let title = limits::non_blank(body.title.as_deref(), "title", MAX_TITLE_CHARS)?;
     let num_results = match body.num_results {
@@ -127,7 +130,7 @@ fn domains(list: Option<Vec<String>>, field: &str) -> ApiResult<Vec<String>> {
 }
 
 /// The search plugin serving now; 503 when the operator has none loaded.
-fn search_plugin(state: &AppState) -> ApiResult<Arc<Plugin>> {
+pub(super) fn search_plugin(state: &AppState) -> ApiResult<Arc<Plugin>> {
     state
         .plugins
         .snapshot()

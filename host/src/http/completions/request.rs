@@ -14,7 +14,7 @@ use super::super::chats::{CHAT_NOT_FOUND, MessageInput, new_messages, system_pro
 use super::super::error::{ApiError, ApiResult};
 use super::super::limits::{self, MAX_MODEL_CHARS};
 use crate::chat::completion::{Completion, Fallback};
-use crate::chat::tool_calls::{EnabledTool, Runner};
+use crate::chat::tool_calls::EnabledTool;
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::plugins::load::Plugin;
 use crate::plugins::provider as wit;
@@ -197,20 +197,7 @@ fn enabled_tools(
     };
     names
         .iter()
-        .filter_map(|name| {
-            let Some(plugin) = snapshot.tool(name) else {
-                let tool = state.plugins.mcp().tool(name)?;
-                return Some(EnabledTool {
-                    spec: tool.spec.clone(),
-                    runner: Runner::Mcp(tool),
-                });
-            };
-            let spec = plugin.tools.iter().find(|t| &t.name == name)?.clone();
-            Some(EnabledTool {
-                spec,
-                runner: Runner::Plugin(plugin.clone()),
-            })
-        })
+        .filter_map(|name| EnabledTool::find(snapshot, state.plugins.mcp(), name))
         .collect()
 }
 

@@ -1,0 +1,250 @@
+//! chatd as an MCP server: `/mcp` (and `/api/mcp`), streamable HTTP on rmcp's server, behind
+//! the same middleware as every route (the Host check in open mode, the token in token mode).
+//!
+//! Its tools are the service-managed tools this server has, each run exactly as the tool loop
+//! runs it, under its plugin's grants and secrets or through its MCP server
+//! ([`EnabledTool::run`]), plus [`SEARCH_TOOL`], a search-mode run whose answer comes back with
+//! its citations (not stored as a search: it is a tool call). Stateless (no `Mcp-Session-Id`):
+//! every request stands alone, so any instance of a PostgreSQL deployment answers any request
+//! and nothing needs sticky sessions. `logging/setLevel` is accepted; chatd sends no log
+//! notifications.
+
+use std::sync::Arc;
+
+// Logging (`logging/setLevel`) is part of 2025-06-18 and 2025-11-25, the versions served here;
+// only the 2026-07-28 draft deprecates it.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::search_runs::{RunSearchRequest, run_request, search_plugin};
+use crate::chat::tool_calls::EnabledTool;
+use crate::search;
+
+/// The path, at the root and under `/api`.
+pub const PATH: &str = "/mcp";
+/// The search-mode tool's name.
+pub const SEARCH_TOOL: &str = "chatd_search";
+
+/// The `/mcp` endpoint.
+pub fn service(state: AppState) -> StreamableHttpService<Tools, NeverSessionManager> {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        // Hosts are checked by `middleware::require_served_host`, as on every route (token
+        // mode serves any name: a proxy may reach chatd under any).
+        .disable_allowed_hosts();
+    StreamableHttpService::new(
+        move || {
+            Ok(Tools {
+                state: state.clone(),
+            })
+        },
+        Arc::new(NeverSessionManager::default()),
+        config,
+    )
+}
+
+/// The tools `/mcp` serves.
+#[derive(Clone)]
+pub struct Tools {
+    state: AppState,
+}
+
+impl Tools {
+    /// Every tool served now: the catalogue's, then the search tool.
+    fn list(&self) -> Vec<Tool> {
+        let snapshot = self.state.plugins.snapshot();
+        let mcp = self.state.plugins.mcp();
+        let mut tools: Vec<Tool> = self
+            .state
+            .tools
+            .names()
+            .iter()
+            .filter_map(|name| EnabledTool::find(&snapshot, mcp, name))
+            .map(|tool| {
+                let schema = serde_json::from_str::<JsonObject>(&tool.spec.parameters_schema_json)
+                    .unwrap_or_else(|_| object_schema());
+                Tool::new(tool.spec.name, tool.spec.description, Arc::new(schema))
+            })
+            .collect();
+        if search_plugin(&self.state).is_ok() {
+            tools.push(Tool::new(
+                SEARCH_TOOL,
+                "Search the web in chatd's search mode: the engine's answer to the query, with \
+                 the sources it cites, and the ranked results.",
+                Arc::new(search_schema()),
+            ));
+        }
+        tools
+    }
+
+    async fn search(&self, arguments: JsonObject) -> CallToolResult {
+        let body: RunSearchRequest = match serde_json::from_value(Value::Object(arguments)) {
+            Ok(body) => body,
+            Err(e) => return failed(format!("invalid arguments: {e}")),
+        };
+        if body.query.is_none() {
+            return failed("query: required".into());
+        }
+        let request = match run_request(body, None) {
+            Ok(request) => request,
+            Err(e) => return failed(e.message().to_string()),
+        };
+        let plugin = match search_plugin(&self.state) {
+            Ok(plugin) => plugin,
+            Err(e) => return failed(e.message().to_string()),
+        };
+        let engine = plugin.as_search().expect("checked by search_plugin");
+        match search::run(engine, &request, &|_| {}).await {
+            Err(both) => failed(both.to_string()),
+            Ok(outcome) => {
+                let structured = json!({
+                    "answer": outcome.answer_text,
+                    "citations": outcome.answer_citations,
+                    "results": outcome.results,
+                    "answerError": outcome.answer_error,
+                    "searchError": outcome.error,
+                });
+                let mut result = CallToolResult::structured(structured);
+                result.content = vec![ContentBlock::text(search_text(
+                    outcome.answer_text.as_deref(),
+                    &outcome.answer_citations,
+                    outcome.answer_error.as_deref(),
+                ))];
+                result
+            }
+        }
+    }
+}
+
+/// The answer, then its sources as a numbered list of titles and URLs.
+fn search_text(answer: Option<&str>, citations: &[Value], error: Option<&str>) -> String {
+    let mut text = match (answer, error) {
+        (Some(answer), _) => answer.to_string(),
+        (None, Some(error)) => format!("(no answer: {error})"),
+        (None, None) => "(no answer)".to_string(),
+    };
+    if !citations.is_empty() {
+        text.push_str("\n\nSources:");
+        for (i, citation) in citations.iter().enumerate() {
+            let url = citation["url"].as_str().unwrap_or("");
+            let title = citation["title"].as_str().unwrap_or(url);
+            text.push_str(&format!("\n{}. {title} <{url}>", i + 1));
+        }
+    }
+    text
+}
+
+fn failed(message: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+fn object_schema() -> JsonObject {
+    let Value::Object(map) = json!({"type": "object"}) else {
+        unreachable!()
+    };
+    map
+}
+
+fn search_schema() -> JsonObject {
+    let Value::Object(map) = json!({
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What to search for."},
+            "type": {"type": "string", "description": "How hard the engine searches (default auto)."},
+            "numResults": {"type": "integer", "minimum": 1, "maximum": 100},
+            "includeDomains": {"type": "array", "items": {"type": "string"}},
+            "excludeDomains": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["query"]
+    }) else {
+        unreachable!()
+    };
+    map
+}
+
+impl ServerHandler for Tools {
+    #[allow(deprecated)] // enable_logging: see the import of SetLevelRequestParams
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_logging()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("chatd", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "chatd's service-managed tools, each run in chatd's sandbox under its grants, and \
+                 a search-mode search (chatd_search).",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        if request.name == SEARCH_TOOL {
+            return Ok(self.search(arguments).await.into());
+        }
+        let snapshot = self.state.plugins.snapshot();
+        let Some(tool) = EnabledTool::find(&snapshot, self.state.plugins.mcp(), &request.name)
+        else {
+            return Err(ErrorData::invalid_params(
+                format!("no tool named {:?} on this server", request.name),
+                None,
+            ));
+        };
+        let arguments = Value::Object(arguments).to_string();
+        let result = match tool.run(&arguments).await {
+            Ok((output, _summary)) => CallToolResult::success(vec![ContentBlock::text(output)]),
+            Err(error) => failed(error),
+        };
+        Ok(result.into())
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_search_answer_lists_its_sources() {
+        let citations = [
+            json!({"url": "https://a.example/", "title": "A"}),
+            json!({"url": "https://b.example/"}),
+        ];
+        assert_eq!(
+            search_text(Some("London."), &citations, None),
+            "London.\n\nSources:\n1. A <https://a.example/>\n2. https://b.example/ <https://b.example/>"
+        );
+        assert_eq!(search_text(None, &[], Some("quota")), "(no answer: quota)");
+    }
+}
