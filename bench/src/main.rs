@@ -27,6 +27,8 @@ mod chat;
 mod harness;
 mod instances;
 mod live;
+mod mcp;
+mod mcp_served;
 mod plugins;
 mod proxy;
 mod telemetry;
@@ -106,15 +108,17 @@ fn main() -> anyhow::Result<()> {
         Some("proxy") => proxy::run(&args[1..]),
         Some("body") => body::run(body::parse(&args[1..])?),
         Some("instances") => instances::run(instances::parse(&args[1..])?),
+        Some("mcp") => mcp::run(&args[1..]),
         _ => {
             eprintln!(
-                "{}\n{}\n{}\n{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}\n{}\n{}",
                 usage(),
                 plugins::usage(),
                 chat::usage(),
                 proxy::usage(),
                 body::usage(),
-                instances::usage()
+                instances::usage(),
+                mcp::usage()
             );
             std::process::exit(2);
         }

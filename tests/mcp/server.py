@@ -6,7 +6,8 @@ Tools: `add` (structured and text content), `echo_auth` (says which Authorizatio
 server received: a server that echoes the key), `slow` (sleeps), `fail` (an error result),
 `picture` (an image). With MCP_TEST_KEY set, a request without `Authorization: Bearer <key>` is
 refused with 401, and the refusal quotes the header it got (an echo in an error).
-MCP_TEST_STATELESS=1 serves without sessions.
+MCP_TEST_STATELESS=1 serves without sessions; MCP_TEST_JSON=1 answers calls with JSON bodies
+instead of SSE streams.
 """
 
 import asyncio
@@ -80,7 +81,8 @@ def main():
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     stateless = os.environ.get("MCP_TEST_STATELESS") == "1"
-    app = Gate(server.streamable_http_app(stateless_http=stateless))
+    json_response = os.environ.get("MCP_TEST_JSON") == "1"
+    app = Gate(server.streamable_http_app(stateless_http=stateless, json_response=json_response))
     print(f"listening http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
