@@ -19,6 +19,9 @@ pub struct Chatd {
     pub base: String,
     /// Its stdout lines after the one saying where it listens.
     pub lines: mpsc::Receiver<String>,
+    /// The lines before it (startup).
+    #[allow(dead_code)] // read by the telemetry suite only
+    pub startup: Vec<String>,
     _dir: tempfile::TempDir,
 }
 
@@ -39,11 +42,12 @@ impl Chatd {
             .spawn()
             .expect("spawn chatd");
         let lines = process::stdout_lines(&mut child);
-        let base = process::listening_on(&lines);
+        let (base, startup) = process::listening_after(&lines);
         Self {
             child,
             base,
             lines,
+            startup,
             _dir: dir,
         }
     }

@@ -24,13 +24,21 @@ pub fn stdout_lines(child: &mut Child) -> mpsc::Receiver<String> {
 /// Waits for the "listening on http://…" line and returns that address.
 #[allow(dead_code)] // lifecycle waits for its lines itself
 pub fn listening_on(lines: &mpsc::Receiver<String>) -> String {
+    listening_after(lines).0
+}
+
+/// [`listening_on`], and the lines before it (startup's log).
+#[allow(dead_code)]
+pub fn listening_after(lines: &mpsc::Receiver<String>) -> (String, Vec<String>) {
+    let mut before = Vec::new();
     loop {
         let line = lines
             .recv_timeout(Duration::from_secs(120))
             .expect("chatd says where it listens");
         if let Some(at) = line.find("listening on http://") {
             let url = &line[at + "listening on ".len()..];
-            return url.split_whitespace().next().unwrap().to_string();
+            return (url.split_whitespace().next().unwrap().to_string(), before);
         }
+        before.push(line);
     }
 }

@@ -4,6 +4,9 @@
 
 #[path = "../common/binary.rs"]
 mod binary;
+#[path = "../common/mcp.rs"]
+mod mcp;
+mod mcp_logs;
 mod metrics;
 mod otlp;
 #[path = "../common/process.rs"]
@@ -13,6 +16,9 @@ mod traces;
 #[path = "../common/upstream.rs"]
 #[allow(dead_code)] // the browser tests use the rest
 mod upstream;
+#[path = "../common/wires.rs"]
+#[allow(dead_code)] // the other wires are the API suite's
+mod wires;
 
 use binary::Chatd;
 use serde_json::Value;

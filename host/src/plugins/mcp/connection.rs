@@ -139,6 +139,14 @@ impl Server {
         )
     }
 
+    /// Why rmcp failed: the HTTP failure under it when there is one (rmcp's own words wrap it
+    /// in its type names), else rmcp's.
+    fn reason(&self, error: impl std::fmt::Display) -> String {
+        self.wire
+            .take_failure()
+            .unwrap_or_else(|| error.to_string())
+    }
+
     /// The open session's peer, opening one when there is none or it ended.
     async fn peer(&self) -> Result<Peer<RoleClient>, String> {
         let mut session = self.session.lock().await;
@@ -155,7 +163,7 @@ impl Server {
         let opened = tokio::time::timeout(self.declared.timeout, handler.serve(transport))
             .await
             .map_err(|_| self.failure("connecting", "no answer in time"))?
-            .map_err(|e| self.failure("connecting", e))?;
+            .map_err(|e| self.failure("connecting", self.reason(e)))?;
         let peer = opened.peer().clone();
         *session = Some(opened);
         Ok(peer)
@@ -167,7 +175,7 @@ impl Server {
         let listed = tokio::time::timeout(self.declared.timeout, peer.list_all_tools())
             .await
             .map_err(|_| self.failure("listing tools", "no answer in time"))?
-            .map_err(|e| self.failure("listing tools", e))?;
+            .map_err(|e| self.failure("listing tools", self.reason(e)))?;
         let name = &self.declared.name;
         let mut tools: Vec<Listed> = Vec::new();
         for tool in listed {
@@ -233,7 +241,7 @@ impl Server {
                 if peer.is_transport_closed() {
                     self.refresh.notify_one();
                 }
-                Err(self.failure(&format!("tool {remote}"), e))
+                Err(self.failure(&format!("tool {remote}"), self.reason(e)))
             }
             Ok(Ok(answer)) => {
                 let value = serde_json::to_value(&answer).unwrap_or_default();

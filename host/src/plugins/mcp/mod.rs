@@ -142,6 +142,7 @@ impl McpServers {
             clients: self.clients.clone(),
             grant: Arc::new(grant),
             call_timeout: table.timeout,
+            last_failure: Arc::default(),
         };
         (wire, keys)
     }

@@ -59,9 +59,26 @@ pub struct Wire {
     pub grant: Arc<HttpGrant>,
     /// The longest a POST (a call and its streamed answer) may take.
     pub call_timeout: Duration,
+    /// The last failure, in operators' words: rmcp's own error wraps it in its type names.
+    pub last_failure: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Wire {
+    /// The last failure, taken.
+    pub fn take_failure(&self) -> Option<String> {
+        self.last_failure
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    fn note<T>(&self, result: Result<T, Failed>) -> Result<T, Failed> {
+        if let Err(StreamableHttpError::Client(why)) = &result {
+            *self.last_failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.0.clone());
+        }
+        result
+    }
+
     async fn request(
         &self,
         method: reqwest::Method,
@@ -171,8 +188,12 @@ async fn status_error(mut incoming: Incoming) -> Failed {
             _ => break,
         }
     }
-    snippet.truncate(ERROR_SNIPPET);
-    let text = String::from_utf8_lossy(&snippet);
+    failed(words(status, &snippet))
+}
+
+/// A failed status in words, with the start of the body (already scrubbed of the key).
+fn words(status: u16, body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(ERROR_SNIPPET)]);
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let why = match status {
         401 | 403 => "the server refused the key",
@@ -180,9 +201,9 @@ async fn status_error(mut incoming: Incoming) -> Failed {
         _ => "the server failed",
     };
     if text.is_empty() {
-        failed(format!("{why} (HTTP {status})"))
+        format!("{why} (HTTP {status})")
     } else {
-        failed(format!("{why} (HTTP {status}): {text}"))
+        format!("{why} (HTTP {status}): {text}")
     }
 }
 
@@ -219,6 +240,56 @@ impl StreamableHttpClient for Wire {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, Failed> {
+        let posted = self.post(uri, message, session_id, custom_headers, limits);
+        self.note(posted.await)
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), Failed> {
+        let headers = headers("*/*", Some(&session_id), custom_headers);
+        let incoming = self
+            .request(
+                reqwest::Method::DELETE,
+                &uri,
+                headers,
+                None,
+                Duration::from_secs(5),
+            )
+            .await?;
+        match incoming.status {
+            200..300 | 404 | 405 => Ok(()),
+            _ => Err(status_error(incoming).await),
+        }
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failed> {
+        let opened = self.open_stream(uri, session_id, last_event_id, custom_headers);
+        self.note(opened.await)
+    }
+}
+
+impl Wire {
+    /// A POST and its answer: accepted, JSON, or an SSE stream.
+    async fn post(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, Failed> {
         let body = serde_json::to_vec(&message)?;
         let mut headers = headers(
             &format!("{JSON}, {EVENT_STREAM}"),
@@ -252,7 +323,7 @@ impl StreamableHttpClient for Wire {
             let message: ServerJsonRpcMessage = match serde_json::from_slice(&body) {
                 Ok(message) => message,
                 Err(_) if !(200..300).contains(&status) => {
-                    return Err(failed(format!("the server failed (HTTP {status})")));
+                    return Err(failed(words(status, &body)));
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -260,7 +331,7 @@ impl StreamableHttpClient for Wire {
             if (200..300).contains(&status) || matches!(message, JsonRpcMessage::Error(_)) {
                 return Ok(StreamableHttpPostResponse::Json(message, session));
             }
-            return Err(failed(format!("the server failed (HTTP {status})")));
+            return Err(failed(words(status, &body)));
         }
         if !(200..300).contains(&status) {
             return Err(status_error(incoming).await);
@@ -268,35 +339,12 @@ impl StreamableHttpClient for Wire {
         Err(StreamableHttpError::UnexpectedContentType(Some(media)))
     }
 
-    async fn delete_session(
-        &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        _auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<(), Failed> {
-        let headers = headers("*/*", Some(&session_id), custom_headers);
-        let incoming = self
-            .request(
-                reqwest::Method::DELETE,
-                &uri,
-                headers,
-                None,
-                Duration::from_secs(5),
-            )
-            .await?;
-        match incoming.status {
-            200..300 | 404 | 405 => Ok(()),
-            _ => Err(status_error(incoming).await),
-        }
-    }
-
-    async fn get_stream(
+    /// The server's own stream (its notices), a GET.
+    async fn open_stream(
         &self,
         uri: Arc<str>,
         session_id: Option<Arc<str>>,
         last_event_id: Option<String>,
-        _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<Sse, SseError>>, Failed> {
         let mut headers = headers(EVENT_STREAM, session_id.as_deref(), custom_headers);
