@@ -310,3 +310,21 @@ async fn a_slow_mcp_tool_holds_no_other_chat() {
     assert_eq!(terminal["status"], "failed");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_server_saying_its_list_changed_is_listed_again_at_once() {
+    let Some(mcp) = McpServer::start(None, false) else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start(calling(C, "mcp__t__grow", "{}")).await;
+    let (server, _, _files) = server_with(C, &upstream, &table("t", &mcp.url, "")).await;
+    listed(&server, "mcp__t__grow", true).await;
+    assert!(!tools(&server).await.contains(&"mcp__t__grown".to_string()));
+    let mut stream = ask(&server, C, "grow").await;
+    let (_, _, terminal) = tool_round(&mut stream).await;
+    assert_eq!(terminal["resultPreview"], "added grown");
+    // Without the notice the list would wait for the next scheduled listing (10 minutes).
+    listed(&server, "mcp__t__grown", true).await;
+    assert_eq!(stream.rest().await.last().unwrap().name, "done");
+    server.stop().await;
+}

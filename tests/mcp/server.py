@@ -4,7 +4,7 @@ and its benchmark: streamable HTTP on 127.0.0.1, a free port, announced on stdou
 
 Tools: `add` (structured and text content), `echo_auth` (says which Authorization header the
 server received: a server that echoes the key), `slow` (sleeps), `fail` (an error result),
-`picture` (an image). With MCP_TEST_KEY set, a request without `Authorization: Bearer <key>` is
+`picture` (an image), `grow` (adds the tool `grown` and says the tool list changed). With MCP_TEST_KEY set, a request without `Authorization: Bearer <key>` is
 refused with 401, and the refusal quotes the header it got (an echo in an error).
 MCP_TEST_STATELESS=1 serves without sessions; MCP_TEST_JSON=1 answers calls with JSON bodies
 instead of SSE streams.
@@ -17,7 +17,7 @@ import os
 import socket
 
 import uvicorn
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 KEY = os.environ.get("MCP_TEST_KEY")
@@ -55,6 +55,19 @@ def fail(reason: str) -> str:
 def picture() -> Image:
     """A tiny PNG."""
     return Image(data=base64.b64decode("iVBORw0KGgo="), format="png")
+
+
+def grown() -> str:
+    """A tool added while the server runs."""
+    return "grown"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `grown` and says the list changed."""
+    server.add_tool(grown)
+    await ctx.session.send_tool_list_changed()
+    return "added grown"
 
 
 class Gate:
