@@ -223,3 +223,40 @@ async fn the_mcp_conformance_suite_passes_its_server_scenarios() {
     }
     server.stop().await;
 }
+
+#[tokio::test]
+async fn every_request_stands_alone_so_any_instance_can_answer_it() {
+    let server = TestServer::start().await;
+    let post = |body: Value| {
+        server
+            .client
+            .post(format!("{}/mcp", server.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body)
+            .send()
+    };
+    let initialized = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(initialized.status(), StatusCode::OK);
+    // No session to stick to: chatd gives none, and a call without one is answered.
+    assert!(initialized.headers().get("mcp-session-id").is_none());
+    let listed = post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), StatusCode::OK);
+    let body: Value = listed.json().await.unwrap();
+    let names: Vec<&str> = body["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"fetch_url"), "{body}");
+    server.stop().await;
+}

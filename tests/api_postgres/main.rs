@@ -27,6 +27,10 @@ mod large_bodies;
 mod limits;
 #[path = "../api/live_replies.rs"]
 mod live_replies;
+#[path = "../common/mcp.rs"]
+mod mcp;
+#[path = "../api/mcp_server.rs"]
+mod mcp_server;
 #[path = "../api/models_titles.rs"]
 mod models_titles;
 #[path = "../api/postgres.rs"]
