@@ -328,3 +328,58 @@ async fn a_server_saying_its_list_changed_is_listed_again_at_once() {
     assert_eq!(stream.rest().await.last().unwrap().name, "done");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_so_the_key_goes_nowhere_else() {
+    let elsewhere = ScriptedUpstream::start([]).await;
+    let target = format!("{}/mcp", elsewhere.url());
+    let redirecting = ScriptedUpstream::start([("POST /mcp", Reply::redirect(307, &target))]).await;
+    let url = format!("{}/mcp", redirecting.url());
+    let upstream = ScriptedUpstream::start([]).await;
+    let (server, _, _files) = server_with(C, &upstream, &table("r", &url, KEY)).await;
+    // chatd asked, with the key, and was sent elsewhere.
+    redirecting.received(1).await;
+    assert_eq!(
+        redirecting.requests()[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    // A second try (after a pause) shows the first one ended without following.
+    redirecting.received(2).await;
+    assert!(elsewhere.requests().is_empty(), "the redirect was followed");
+    assert!(
+        tools(&server)
+            .await
+            .iter()
+            .all(|n| !n.starts_with("mcp__r__"))
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn chatd_serves_a_declared_servers_tools_on_its_own_mcp() {
+    let Some(mcp) = McpServer::start(Some(KEY), false) else {
+        return;
+    };
+    let python = crate::mcp::python().unwrap();
+    let upstream = ScriptedUpstream::start([]).await;
+    let (server, _, _files) = server_with(C, &upstream, &table("t", &mcp.url, KEY)).await;
+    listed(&server, "mcp__t__echo_auth", true).await;
+    let out = tokio::process::Command::new(python)
+        .arg(crate::mcp::script("client.py"))
+        .args([&format!("{}/mcp", server.base), "mcp__t__echo_auth", "{}"])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Relayed through chatd's client: the key injected there, and scrubbed from the echo.
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "the server received: Bearer [redacted]"
+    );
+    server.stop().await;
+}
