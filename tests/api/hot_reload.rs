@@ -14,7 +14,7 @@ fn manifest(id: &str, version: &str, extra: &str) -> String {
     )
 }
 
-fn tool_names(body: &Value) -> Vec<String> {
+pub(crate) fn tool_names(body: &Value) -> Vec<String> {
     body["tools"]
         .as_array()
         .unwrap()

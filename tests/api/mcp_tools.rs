@@ -43,12 +43,7 @@ async fn server_with(
 async fn tools(server: &TestServer) -> Vec<String> {
     let (status, body) = server.get("/v1/chat-tools").await;
     assert_eq!(status, StatusCode::OK);
-    body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
+    crate::hot_reload::tool_names(&body)
 }
 
 /// Waits until the catalogue has (`present`) or lacks `name`.

@@ -57,7 +57,7 @@ async fn an_mcp_servers_echo_of_its_key_never_reaches_the_log() {
     let mut log: Vec<String> = chatd.startup.clone();
     while !(log
         .iter()
-        .any(|l| l.contains("MCP server t: 5 tools offered"))
+        .any(|l| l.contains("MCP server t: ") && l.contains("tools offered"))
         && log.iter().any(|l| l.contains("MCP server wrong:")))
     {
         let line = chatd

@@ -171,6 +171,8 @@ impl Server {
 
     /// Lists the server's tools (every page), named for chatd and cut to the allow-list.
     async fn list(&self) -> Result<Vec<Listed>, String> {
+        // A failure noted earlier (the server's own stream ending) is not this one's.
+        self.wire.take_failure();
         let peer = self.peer().await?;
         let listed = tokio::time::timeout(self.declared.timeout, peer.list_all_tools())
             .await
@@ -229,6 +231,7 @@ impl Server {
             Ok(serde_json::Value::Object(map)) => map,
             _ => return Err("invalid arguments: not a JSON object".into()),
         };
+        self.wire.take_failure();
         let peer = self.peer().await?;
         let params = CallToolRequestParams::new(remote.to_string()).with_arguments(arguments);
         match tokio::time::timeout(self.declared.timeout, peer.call_tool(params)).await {
