@@ -219,7 +219,7 @@ async fn the_mcp_conformance_suite_passes_its_server_scenarios() {
             "{scenario} failed:\n{printed}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(printed.contains("0 failed"), "{scenario}:\n{printed}");
+        assert!(printed.contains(", 0 failed"), "{scenario}:\n{printed}");
     }
     server.stop().await;
 }

@@ -272,7 +272,7 @@ async fn a_slow_mcp_tool_holds_no_other_chat() {
     let upstream = ScriptedUpstream::start([
         (
             C.route,
-            live_replies::paced(C, &[call("s", "mcp__t__slow", r#"{"seconds":60}"#)]),
+            live_replies::paced(C, &[call("s", "mcp__t__slow", r#"{"seconds":500}"#)]),
         ),
         (
             C.route,
@@ -281,7 +281,9 @@ async fn a_slow_mcp_tool_holds_no_other_chat() {
         (C.route, live_replies::paced(C, &[text(&["Nine."])])),
     ])
     .await;
-    let (server, _, _files) = server_with(C, &upstream, &table("t", &mcp.url, "")).await;
+    // Its call would outlast the test: only the stop below can end it.
+    let config = format!("{}timeout_secs = 600\n", table("t", &mcp.url, ""));
+    let (server, _, _files) = server_with(C, &upstream, &config).await;
     listed(&server, "mcp__t__slow", true).await;
     let mut slow = ask(&server, C, "wait").await;
     let slow_chat = slow.expect("meta").await.data["chatId"]

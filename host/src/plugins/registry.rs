@@ -43,6 +43,8 @@ pub struct PluginHost {
     catalog: Arc<ToolCatalog>,
     /// `[mcp.*]`: their tools join the catalogue after the plugins' own.
     mcp: Arc<McpServers>,
+    /// Held while the catalogue is filled (`fill_catalog`).
+    filling: Mutex<()>,
     /// What the last scan refused (a std lock: read without awaiting, e.g. by `plugins list`).
     refused: Mutex<Vec<Refused>>,
     /// Bumped after every scan of the folder, whatever it found (tests and tools await it).
@@ -220,6 +222,7 @@ impl PluginHost {
             current: Default::default(),
             catalog: Arc::new(ToolCatalog::default()),
             mcp: Arc::new(McpServers::default()),
+            filling: Mutex::default(),
             refused: Mutex::default(),
             scans: watch::Sender::new(0),
             watcher: Mutex::new(None),
@@ -339,8 +342,8 @@ impl PluginHost {
 
     /// Makes `snapshot` the one serving, with the tool catalogue and the refusals in step.
     fn publish(&self, snapshot: Snapshot, folder: &BTreeMap<PathBuf, FolderEntry>) {
-        self.fill_catalog(&snapshot);
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
+        self.fill_catalog();
         *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = folder
             .iter()
             .filter_map(|(path, entry)| {
@@ -353,9 +356,12 @@ impl PluginHost {
             .collect();
     }
 
-    /// The catalogue: `snapshot`'s tools, then the MCP servers' (a name a plugin provides is
-    /// the plugin's).
-    fn fill_catalog(&self, snapshot: &Snapshot) {
+    /// The catalogue: the serving snapshot's tools, then the MCP servers' (a name a plugin
+    /// provides is the plugin's). Read and written under one lock, so of a reload and an MCP
+    /// server's change the one that fills last fills from both as they are.
+    fn fill_catalog(&self) {
+        let _filling = self.filling.lock().unwrap_or_else(|e| e.into_inner());
+        let snapshot = self.snapshot();
         let mut tools: Vec<ToolInfo> = snapshot
             .tool_specs()
             .into_iter()
@@ -384,7 +390,7 @@ impl PluginHost {
         tokio::spawn(async move {
             while changed.changed().await.is_ok() {
                 let Some(host) = weak.upgrade() else { return };
-                host.fill_catalog(&host.snapshot());
+                host.fill_catalog();
                 host.scans.send_modify(|n| *n += 1);
             }
         });

@@ -51,12 +51,11 @@ impl Telemetry {
         // The log's filter is RUST_LOG's (default info), with chatd's spans on only where a
         // JSON line shows their trace id; text lines stay as they were.
         let log_filter = |show_spans: bool| {
-            // By default rmcp says only warnings (it logs each MCP session it opens at info,
-            // with the server's whole description), and its transport worker nothing: it logs
-            // every failed connection as an error, each retry again, where chatd's own line
-            // names the server and the reason once per change (plugins/mcp/connection.rs).
+            // By default rmcp (the MCP SDK) logs nothing: its lines quote what a remote server
+            // sent, unscrubbed, and repeat each failed retry; chatd's own lines name the server
+            // and the reason once per change, with the key scrubbed (plugins/mcp/).
             let filter = EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn,rmcp::transport::worker=off"));
+                .unwrap_or_else(|_| EnvFilter::new("info,rmcp=off"));
             let level = if show_spans { spans } else { "off" };
             filter.add_directive(
                 format!("{}={level}", trace::TARGET)

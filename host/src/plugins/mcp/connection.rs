@@ -32,6 +32,10 @@ const MAX_PAUSE: Duration = Duration::from_secs(60);
 const MAX_TOOLS: usize = 256;
 /// The largest input schema taken, in bytes of JSON.
 const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// The longest description kept, in characters (the rest is cut).
+const MAX_DESCRIPTION_CHARS: usize = 4096;
+/// The most pages of a tool list read.
+const MAX_PAGES: usize = 32;
 
 /// A tool as the server listed it: the spec models see, and the server's own name.
 #[derive(Clone, Debug)]
@@ -75,6 +79,8 @@ pub struct Server {
     refresh: Arc<Notify>,
     changed: watch::Sender<u64>,
     task: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// Removed from the configuration: no session is opened again.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 impl Server {
@@ -95,15 +101,18 @@ impl Server {
             refresh: Arc::new(Notify::new()),
             changed,
             task: std::sync::Mutex::new(None),
+            stopped: std::sync::atomic::AtomicBool::new(false),
         });
         let task = tokio::spawn(keep_listing(Arc::downgrade(&server)));
         *server.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
         server
     }
 
-    /// Stops listing and closes the session (removed or replaced by a reload). Calls in flight
-    /// end with the session's end.
+    /// Stops listing and closes the session (removed or replaced by a reload); no session is
+    /// opened again. A call in flight holding the session (or connecting) ends on its own.
     pub fn stop(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         if let Some(task) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
             task.abort();
         }
@@ -150,7 +159,11 @@ impl Server {
     /// The open session's peer, opening one when there is none or it ended.
     async fn peer(&self) -> Result<Peer<RoleClient>, String> {
         let mut session = self.session.lock().await;
-        if let Some(open) = session.as_ref().filter(|s| !s.is_closed()) {
+        if self.stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(self.failure("calling", "removed from the configuration"));
+        }
+        let open = |s: &&Session| !s.is_closed() && !s.peer().is_transport_closed();
+        if let Some(open) = session.as_ref().filter(open) {
             return Ok(open.peer().clone());
         }
         session.take();
@@ -169,59 +182,90 @@ impl Server {
         Ok(peer)
     }
 
-    /// Lists the server's tools (every page), named for chatd and cut to the allow-list.
+    /// Lists the server's tools (page by page, at most [`MAX_PAGES`] and [`MAX_TOOLS`]), named
+    /// for chatd and cut to the allow-list.
     async fn list(&self) -> Result<Vec<Listed>, String> {
         // A failure noted earlier (the server's own stream ending) is not this one's.
         self.wire.take_failure();
-        let peer = self.peer().await?;
-        let listed = tokio::time::timeout(self.declared.timeout, peer.list_all_tools())
+        let listed = tokio::time::timeout(self.declared.timeout, self.pages())
             .await
-            .map_err(|_| self.failure("listing tools", "no answer in time"))?
-            .map_err(|e| self.failure("listing tools", self.reason(e)))?;
-        let name = &self.declared.name;
+            .map_err(|_| self.failure("listing tools", "no answer in time"))??;
         let mut tools: Vec<Listed> = Vec::new();
+        let mut names = std::collections::HashSet::new();
         for tool in listed {
-            let remote = tool.name.to_string();
-            if let Some(allowed) = &self.declared.tools
-                && !allowed.contains(&remote)
-            {
-                continue;
-            }
-            let schema = serde_json::to_string(&tool.input_schema).unwrap_or_default();
-            if schema.len() > MAX_SCHEMA_BYTES {
+            if tools.len() == MAX_TOOLS {
                 tracing::warn!(
-                    "MCP server {name}: tool {remote:?} left out: its schema is over {MAX_SCHEMA_BYTES} bytes"
+                    "MCP server {}: over {MAX_TOOLS} tools; the first {MAX_TOOLS} are offered",
+                    self.declared.name
                 );
-                continue;
+                break;
             }
-            let spec = ToolSpec {
-                name: result::tool_name(name, &remote),
-                description: scrub::text(
-                    &self.keys,
-                    format!(
-                        "(MCP server {name}) {}",
-                        tool.description
-                            .as_deref()
-                            .or(tool.title.as_deref())
-                            .unwrap_or(&remote)
-                    ),
-                ),
-                parameters_schema_json: schema,
-            };
-            if tools.iter().any(|t| t.spec.name == spec.name) {
-                tracing::warn!("MCP server {name}: tool {remote:?} left out: its name is taken");
-                continue;
+            if let Some(listed) = self.take(tool)
+                && names.insert(listed.spec.name.clone())
+            {
+                tools.push(listed);
             }
-            tools.push(Listed { spec, remote });
-        }
-        if tools.len() > MAX_TOOLS {
-            tracing::warn!(
-                "MCP server {name}: {} tools; the first {MAX_TOOLS} are offered",
-                tools.len()
-            );
-            tools.truncate(MAX_TOOLS);
         }
         Ok(tools)
+    }
+
+    /// The tool list's pages, until the last or the caps.
+    async fn pages(&self) -> Result<Vec<rmcp::model::Tool>, String> {
+        let peer = self.peer().await?;
+        let (mut tools, mut cursor) = (Vec::new(), None);
+        for _ in 0..MAX_PAGES {
+            let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+            let page = peer
+                .list_tools(Some(params))
+                .await
+                .map_err(|e| self.failure("listing tools", self.reason(e)))?;
+            tools.extend(page.tools);
+            cursor = page.next_cursor;
+            if cursor.is_none() || tools.len() > MAX_TOOLS {
+                break;
+            }
+        }
+        Ok(tools)
+    }
+
+    /// `tool` as chatd offers it, or `None` when it is not (not allowed, a schema too large, or
+    /// a name or schema holding the key, which the log does not quote).
+    fn take(&self, tool: rmcp::model::Tool) -> Option<Listed> {
+        let name = &self.declared.name;
+        let remote = tool.name.to_string();
+        if let Some(allowed) = &self.declared.tools
+            && !allowed.contains(&remote)
+        {
+            return None;
+        }
+        let schema = serde_json::to_string(&tool.input_schema).unwrap_or_default();
+        // Decoded, an escaped key is plain again: the name and the schema must not hold it.
+        if scrub::text(&self.keys, remote.clone()) != remote
+            || scrub::text(&self.keys, schema.clone()) != schema
+        {
+            tracing::warn!("MCP server {name}: a tool left out: its name or schema holds the key");
+            return None;
+        }
+        if schema.len() > MAX_SCHEMA_BYTES {
+            tracing::warn!(
+                "MCP server {name}: tool {remote:?} left out: its schema is over {MAX_SCHEMA_BYTES} bytes"
+            );
+            return None;
+        }
+        let about = tool
+            .description
+            .as_deref()
+            .or(tool.title.as_deref())
+            .unwrap_or(&remote);
+        let about: String = about.chars().take(MAX_DESCRIPTION_CHARS).collect();
+        Some(Listed {
+            spec: ToolSpec {
+                name: result::tool_name(name, &remote),
+                description: scrub::text(&self.keys, format!("(MCP server {name}) {about}")),
+                parameters_schema_json: schema,
+            },
+            remote,
+        })
     }
 
     /// Calls the server's tool `remote` with `arguments_json`: its result, or why it failed.
@@ -232,21 +276,26 @@ impl Server {
             _ => return Err("invalid arguments: not a JSON object".into()),
         };
         self.wire.take_failure();
-        let peer = self.peer().await?;
         let params = CallToolRequestParams::new(remote.to_string()).with_arguments(arguments);
-        match tokio::time::timeout(self.declared.timeout, peer.call_tool(params)).await {
+        // One deadline for all of it: waiting for the session, opening it, the call.
+        let called = tokio::time::timeout(self.declared.timeout, async {
+            let peer = self.peer().await?;
+            Ok::<_, String>((peer.call_tool(params).await, peer))
+        });
+        match called.await {
             Err(_) => Err(self.failure(
                 &format!("tool {remote}"),
                 format!("no answer within {} s", self.declared.timeout.as_secs()),
             )),
-            Ok(Err(e)) => {
+            Ok(Err(why)) => Err(why),
+            Ok(Ok((Err(e), peer))) => {
                 // The session may be gone (the server restarted): list again, which reopens it.
                 if peer.is_transport_closed() {
                     self.refresh.notify_one();
                 }
                 Err(self.failure(&format!("tool {remote}"), self.reason(e)))
             }
-            Ok(Ok(answer)) => {
+            Ok(Ok((Ok(answer), _))) => {
                 let value = serde_json::to_value(&answer).unwrap_or_default();
                 Ok(result::outcome(&value, &self.keys))
             }
@@ -289,7 +338,6 @@ async fn keep_listing(server: Weak<Server>) {
                 }
                 last_error = Some(why);
                 strong.set_tools(Vec::new());
-                strong.session.lock().await.take();
                 let this = pause;
                 pause = (pause * 2).min(MAX_PAUSE);
                 this

@@ -147,28 +147,41 @@ impl McpServers {
         (wire, keys)
     }
 
-    /// Every tool offered now, servers in name order, each server's in its order.
+    /// Every tool offered now, servers in name order, each server's in its order; a name two
+    /// servers give (`[mcp.a]`'s `b__c` and `[mcp.a__b]`'s `c`) is the first one's.
     pub fn tools(&self) -> Vec<McpTool> {
-        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
-        servers
-            .values()
-            .flat_map(|server| {
-                server
-                    .tools()
-                    .iter()
-                    .map(|listed| McpTool {
+        let mut names = std::collections::HashSet::new();
+        let mut tools = Vec::new();
+        for server in self.servers() {
+            for listed in server.tools().iter() {
+                if names.insert(listed.spec.name.clone()) {
+                    tools.push(McpTool {
                         spec: listed.spec.clone(),
                         remote: listed.remote.clone(),
                         server: server.clone(),
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+                    });
+                }
+            }
+        }
+        tools
     }
 
-    /// The tool offered under `name`, if any.
+    /// The tool offered under `name`, if any (the first server's, as in [`Self::tools`]).
     pub fn tool(&self, name: &str) -> Option<McpTool> {
-        self.tools().into_iter().find(|t| t.spec.name == name)
+        self.servers().into_iter().find_map(|server| {
+            let tools = server.tools();
+            let listed = tools.iter().find(|t| t.spec.name == name)?;
+            Some(McpTool {
+                spec: listed.spec.clone(),
+                remote: listed.remote.clone(),
+                server: server.clone(),
+            })
+        })
+    }
+
+    fn servers(&self) -> Vec<Arc<Server>> {
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        servers.values().cloned().collect()
     }
 
     /// Bumped whenever the tools offered change (a server listed, failed, came or went).

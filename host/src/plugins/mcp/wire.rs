@@ -20,14 +20,16 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Sse, SseStream};
 
-use crate::plugins::http::{Clients, HttpGrant, Incoming, Outgoing, Refusal, send};
+use crate::plugins::http::{Clients, HttpGrant, Incoming, Outgoing, Refusal, scrub, send};
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
 const EVENT_STREAM: &str = "text/event-stream";
 const JSON: &str = "application/json";
-/// The most of an error answer's body kept for its message.
+/// The most of an error answer's body kept for its message, in characters.
 const ERROR_SNIPPET: usize = 300;
+/// The most of an error answer's body read.
+const ERROR_BODY: usize = 16 * 1024;
 
 /// Why a request to an MCP server failed, in words an operator reads (never a key: the
 /// request's credential is the host's, and what came back was scrubbed).
@@ -179,21 +181,28 @@ fn sse(incoming: Incoming) -> BoxStream<'static, Result<Sse, SseError>> {
 }
 
 /// A failed status as an error: the status and the start of the body (already scrubbed).
-async fn status_error(mut incoming: Incoming) -> Failed {
+async fn status_error(mut incoming: Incoming, keys: &[Box<[u8]>]) -> Failed {
     let status = incoming.status;
     let mut snippet = Vec::new();
-    while snippet.len() < ERROR_SNIPPET {
+    // Enough of it to decode a JSON error whole; the words keep its start.
+    while snippet.len() < ERROR_BODY {
         match incoming.next_chunk().await {
             Ok(Some(chunk)) => snippet.extend_from_slice(&chunk),
             _ => break,
         }
     }
-    failed(words(status, &snippet))
+    failed(words(status, &snippet, keys))
 }
 
-/// A failed status in words, with the start of the body (already scrubbed of the key).
-fn words(status: u16, body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(ERROR_SNIPPET)]);
+/// A failed status in words, with the start of the body: scrubbed of the key again once a JSON
+/// body is decoded (an escaped key, `\u0073k-…`, passes the byte-level scrubber).
+fn words(status: u16, body: &[u8], keys: &[Box<[u8]>]) -> String {
+    let text = match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(json) => json.to_string(),
+        Err(_) => String::from_utf8_lossy(body).into_owned(),
+    };
+    let text = scrub::text(keys, text);
+    let text: String = text.chars().take(ERROR_SNIPPET).collect();
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let why = match status {
         401 | 403 => "the server refused the key",
@@ -263,7 +272,7 @@ impl StreamableHttpClient for Wire {
             .await?;
         match incoming.status {
             200..300 | 404 | 405 => Ok(()),
-            _ => Err(status_error(incoming).await),
+            _ => Err(status_error(incoming, &self.grant.scrubbed).await),
         }
     }
 
@@ -323,7 +332,7 @@ impl Wire {
             let message: ServerJsonRpcMessage = match serde_json::from_slice(&body) {
                 Ok(message) => message,
                 Err(_) if !(200..300).contains(&status) => {
-                    return Err(failed(words(status, &body)));
+                    return Err(failed(words(status, &body, &self.grant.scrubbed)));
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -331,10 +340,10 @@ impl Wire {
             if (200..300).contains(&status) || matches!(message, JsonRpcMessage::Error(_)) {
                 return Ok(StreamableHttpPostResponse::Json(message, session));
             }
-            return Err(failed(words(status, &body)));
+            return Err(failed(words(status, &body, &self.grant.scrubbed)));
         }
         if !(200..300).contains(&status) {
-            return Err(status_error(incoming).await);
+            return Err(status_error(incoming, &self.grant.scrubbed).await);
         }
         Err(StreamableHttpError::UnexpectedContentType(Some(media)))
     }
@@ -367,7 +376,7 @@ impl Wire {
             200..300 => Err(StreamableHttpError::UnexpectedContentType(Some(
                 media_type(&incoming),
             ))),
-            _ => Err(status_error(incoming).await),
+            _ => Err(status_error(incoming, &self.grant.scrubbed).await),
         }
     }
 }
@@ -391,6 +400,17 @@ mod tests {
         assert!(sent.iter().all(|(n, _)| n != "authorization"), "{sent:?}");
         assert!(sent.contains(&("mcp-session-id".into(), "s-1".into())));
         assert!(sent.contains(&("mcp-protocol-version".into(), "2025-11-25".into())));
+    }
+
+    #[test]
+    fn an_escaped_key_in_an_error_body_is_scrubbed_once_decoded() {
+        let keys = scrub::keys(["sk-secret-123"]);
+        let said = words(401, br#"{"error": "bad key \u0073k-secret-123"}"#, &keys);
+        assert_eq!(
+            said,
+            r#"the server refused the key (HTTP 401): {"error":"bad key [redacted]"}"#
+        );
+        assert_eq!(words(500, b"", &keys), "the server failed (HTTP 500)");
     }
 
     #[test]
