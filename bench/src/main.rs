@@ -294,7 +294,7 @@ fn messages_in_chat(i: usize, o: &Options) -> usize {
 /// Reuses a database seeded by an earlier run with `--db` (seeding takes minutes; handy when
 /// comparing changes). The 50-message chats are the ones titled `chat 0` … `chat 99`.
 async fn existing(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-    let store = Store::open(url, 16).await?;
+    let store = Store::open(url, 16, std::time::Duration::from_secs(30)).await?;
     let chats = store.list_chats().await?;
     store.close().await;
     let long: Vec<String> = chats
@@ -319,7 +319,7 @@ async fn existing(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>
 /// Seeds through the store's own write path (one transaction per chat, as the API does).
 /// Returns every chat id and the ids of the 50-message chats.
 async fn seed(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-    let store = Store::open(url, 16).await?;
+    let store = Store::open(url, 16, std::time::Duration::from_secs(30)).await?;
     let started = Instant::now();
     let mut ids = Vec::with_capacity(o.chats);
     let mut long_ids = Vec::with_capacity(o.long_chats);

@@ -73,6 +73,10 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
         None => {}
     }
 
+    if let Err(line) = chatd::store::prepare_data_dir(&config) {
+        eprintln!("chatd: cannot start: {line}");
+        return ExitCode::FAILURE;
+    }
     let shutdown = shutdown_signal();
     let started = std::time::Instant::now();
     let plugins = match PluginHost::start(&config).await {

@@ -14,6 +14,7 @@ use crate::chat::models::Models;
 use crate::config::Config;
 use crate::http::{self, AppState, TokenDigest};
 use crate::plugins::registry::PluginHost;
+use crate::runs::ready::{self, Readiness};
 use crate::runs::{ActiveRuns, ErrorEvents, beat};
 use crate::search;
 use crate::store::{Store, StoreError};
@@ -48,7 +49,12 @@ impl Server {
     /// Opens the database (migrating it) and binds the listen address. `plugins` is usually
     /// [`PluginHost::start`]`(config)`; tests share one.
     pub async fn bind(config: &Config, plugins: Arc<PluginHost>) -> Result<Self, StartError> {
-        let store = Store::open(&config.database_url, config.database_max_connections).await?;
+        let store = Store::open(
+            &config.database_url,
+            config.database_max_connections,
+            std::time::Duration::from_secs(config.database_timeout_secs),
+        )
+        .await?;
         let addr = format!("{}:{}", config.host, config.port);
         let listener = TcpListener::bind(&addr)
             .await
@@ -65,7 +71,14 @@ impl Server {
         beat::end_lost(&store, &errors).await?;
         let instance = store.register_instance().await?;
         let runs = ActiveRuns::new(&store, errors);
-        tokio::spawn(beat::beat(store.clone(), runs.clone(), instance.clone()));
+        let ready = Arc::new(Readiness::default());
+        tokio::spawn(ready::probe(store.clone(), ready.clone()));
+        tokio::spawn(beat::beat(
+            store.clone(),
+            runs.clone(),
+            ready.clone(),
+            instance.clone(),
+        ));
         let models = Models::new(plugins.clone());
         let refresh =
             models.spawn_refresh(std::time::Duration::from_secs(config.models_refresh_secs));
@@ -74,6 +87,7 @@ impl Server {
             tools: plugins.catalog(),
             plugins,
             runs,
+            ready,
             chat: Arc::new(ChatSettings {
                 max_tool_rounds: config.chat_max_tool_rounds,
                 title_model: config.title_model.clone(),
@@ -105,11 +119,16 @@ impl Server {
 
     /// Serves until `shutdown` resolves; then stops accepting, lets runs and requests in flight
     /// finish (runs within the grace period, after which they are stopped with an error
-    /// recorded), and closes the store.
+    /// recorded), and closes the store. All of it ends within the grace period and
+    /// [`CLOSE_AFTER_GRACE`] of the signal whatever the database does: what is left then (a
+    /// write to a database that does not answer) is given up, and the calls it left open are
+    /// closed as lost by the next start or another instance.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) {
         let store = self.state.store.clone();
         let runs = self.state.runs.clone();
         let grace = self.grace;
+        let close_after = grace.saturating_add(CLOSE_AFTER_GRACE);
+        let signaled = Arc::new(std::sync::OnceLock::new());
         let (stopping_tx, stopping) = tokio::sync::oneshot::channel::<()>();
         // The grace clock starts with the signal, while the listener drains: streams in flight
         // keep their connections open until their runs end.
@@ -121,11 +140,14 @@ impl Server {
                 }
             })
         };
-        let shutdown = async move {
-            shutdown.await;
-            let _ = stopping_tx.send(());
+        let shutdown = {
+            let signaled = signaled.clone();
+            async move {
+                shutdown.await;
+                let _ = signaled.set(tokio::time::Instant::now());
+                let _ = stopping_tx.send(());
+            }
         };
-        let close_after = grace.saturating_add(CLOSE_AFTER_GRACE);
         http::serve::serve(
             self.listener,
             http::router(self.state),
@@ -133,14 +155,25 @@ impl Server {
             close_after,
         )
         .await;
-        let _ = drain.await;
-        runs.shut_down(grace).await;
+        let now = tokio::time::Instant::now();
+        let deadline = signaled.get().map_or(now, |at| *at + close_after);
+        let rest = async {
+            let _ = drain.await;
+            runs.shut_down(grace).await;
+            // Its runs have ended: the others need not wait for its lease to run out.
+            if let Err(e) = store.leave(&self.instance).await {
+                tracing::warn!(error = %e, "could not deregister from the database");
+            }
+            store.close().await;
+        };
         self.refresh.abort();
-        // Its runs have ended: the others need not wait for its lease to run out.
-        if let Err(e) = store.leave(&self.instance).await {
-            tracing::warn!(error = %e, "could not deregister from the database");
+        // At least a second: a server whose grace ran out still closes a database that answers.
+        let until = deadline.max(now + std::time::Duration::from_secs(1));
+        if tokio::time::timeout_at(until, rest).await.is_err() {
+            tracing::warn!(
+                "shutdown: the database did not answer in time; stopping without closing it"
+            );
         }
-        store.close().await;
     }
 }
 

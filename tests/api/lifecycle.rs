@@ -458,7 +458,7 @@ async fn a_call_left_open_by_kill_9_is_closed_at_the_next_start() {
     upstream.received(1).await;
     let db_url = format!("sqlite://{}", dir.path().join("data/chatd.db").display());
     let mut db = sqlx::SqliteConnection::connect(&db_url).await.unwrap();
-    // The call is recorded beside the first turn, and the server's heartbeat passes its start.
+    // The call is recorded before the first turn, and the server's heartbeat passes its start.
     let (call_id, created_at, alive_at) = loop {
         let call: Option<(String, String)> =
             sqlx::query_as("SELECT id, created_at FROM llm_calls WHERE completed_at IS NULL")
@@ -487,7 +487,11 @@ async fn a_call_left_open_by_kill_9_is_closed_at_the_next_start() {
             .fetch_one(&mut db)
             .await
             .unwrap();
-    assert!(completed_at.is_some(), "closed at the start");
+    assert_eq!(
+        completed_at.as_deref(),
+        Some(alive_at.as_str()),
+        "ended at the last sign of life, not at the restart"
+    );
     assert_eq!(
         error.as_deref(),
         Some("the server stopped before the reply was finished")

@@ -25,41 +25,52 @@ const STREAM: &str = "/v1/chat-completions/stream";
 const TAKEOVER: Duration = Duration::from_secs(15);
 
 /// One chatd process; killed when dropped.
-struct Instance {
-    child: Child,
-    base: String,
+pub(crate) struct Instance {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+    /// Its stdout lines after the one saying where it listens.
+    pub(crate) lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Instance {
     /// The binary on `database`, its provider_c and engine_a at `upstream`.
     fn start(dir: &tempfile::TempDir, database: &str, upstream: &str) -> Self {
         let cache = plugin_cache_dir();
-        let mut child = Command::new(BIN)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .envs([
-                ("PORT", "0"),
+        Self::with_env(
+            dir.path(),
+            &[
                 ("DATABASE_URL", database),
                 ("PLUGIN_CACHE_DIR", cache.to_str().unwrap()),
                 ("PROVIDER_C_BASE_URL", upstream),
                 ("PROVIDER_C_API_KEY", "c-key"),
                 ("ENGINE_A_BASE_URL", upstream),
                 ("ENGINE_A_API_KEY", "e-key"),
-            ])
-            .current_dir(dir.path())
+            ],
+        )
+    }
+
+    /// The binary in `dir` with only `env` (and PATH, PORT=0).
+    pub(crate) fn with_env(dir: &std::path::Path, env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(BIN)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PORT", "0")
+            .envs(env.iter().copied())
+            .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn chatd");
-        let base = process::listening_on(&process::stdout_lines(&mut child));
-        Self { child, base }
+        let lines = process::stdout_lines(&mut child);
+        let base = process::listening_on(&lines);
+        Self { child, base, lines }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
-    async fn post(
+    pub(crate) async fn post(
         &self,
         path: &str,
         body: Option<Value>,
@@ -76,7 +87,7 @@ impl Instance {
     }
 
     /// A persisted stream of the chat, which must be accepted.
-    async fn stream(&self, chat_id: &str) -> Events {
+    pub(crate) async fn stream(&self, chat_id: &str) -> Events {
         let res = self.post(STREAM, Some(chat_stream(chat_id)), &[]).await;
         Events::of(res).await
     }
@@ -88,7 +99,7 @@ impl Instance {
         Events::of(self.post(&path, None, header.as_slice()).await).await
     }
 
-    async fn get(&self, path: &str) -> Value {
+    pub(crate) async fn get(&self, path: &str) -> Value {
         reqwest::get(self.url(path))
             .await
             .unwrap()
@@ -97,7 +108,7 @@ impl Instance {
             .unwrap()
     }
 
-    async fn new_chat(&self) -> String {
+    pub(crate) async fn new_chat(&self) -> String {
         let res = self
             .post("/v1/chats", Some(json!({"enabledTools": []})), &[])
             .await;
@@ -105,7 +116,7 @@ impl Instance {
         chat["chat"]["id"].as_str().unwrap().to_string()
     }
 
-    fn signal(&self, signal: &str) {
+    pub(crate) fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
             .status()

@@ -23,8 +23,8 @@ pub struct Sink {
 pub struct ChatWriter {
     pub store: Store,
     pub chat_id: String,
-    /// Whether the call's own record (and the history rows before it) is written: `None` while
-    /// it is being written beside the first turn. Tool rows wait for it, so they come after the
+    /// Whether the call's own record (and the history rows before it) is written: `None` until
+    /// it is (before the first turn). Tool rows wait for it, so they come after the
     /// history in the transcript.
     pub recorded: watch::Receiver<Option<bool>>,
 }

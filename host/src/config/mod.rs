@@ -118,6 +118,11 @@ pub struct Config {
     #[arg(long, env = "DATABASE_MAX_CONNECTIONS", value_name = "DATABASE_MAX_CONNECTIONS",
           default_value = "16", value_parser = parse_max_connections)]
     pub database_max_connections: u32,
+    /// The longest chatd waits for the database in one operation, a connection included: past
+    /// it the request is answered 503 naming the database, and `/ready` says not ready.
+    #[arg(long, env = "DATABASE_TIMEOUT_SECS", value_name = "DATABASE_TIMEOUT_SECS",
+          default_value = "5", value_parser = parse_database_timeout)]
+    pub database_timeout_secs: u64,
     /// When set, every /v1 route needs `Authorization: Bearer <ADMIN_TOKEN>`.
     #[arg(long, env = "ADMIN_TOKEN", value_name = "ADMIN_TOKEN", hide_env_values = true,
           value_parser = parse_admin_token)]
@@ -224,8 +229,12 @@ pub struct Config {
     /// Folder of operator plugins.
     #[arg(long, env = "PLUGINS_DIR", value_name = "PLUGINS_DIR")]
     pub plugins_dir: Option<PathBuf>,
+    /// The folder for what is not in the database: compiled plugins, the devbox's pinned host key
+    /// (default: the SQLite database's folder; `./data` on PostgreSQL). Created if missing.
+    #[arg(long, env = "CHATD_DATA_DIR", value_name = "CHATD_DATA_DIR")]
+    pub chatd_data_dir: Option<PathBuf>,
     /// Compiled plugin code, kept so a restart does not compile again (default: `plugin-cache`
-    /// beside the database file).
+    /// in CHATD_DATA_DIR).
     #[arg(long, env = "PLUGIN_CACHE_DIR", value_name = "PLUGIN_CACHE_DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
     /// The configuration file (TOML): declared providers, services, plugin settings. Watched
@@ -597,6 +606,13 @@ fn parse_max_connections(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(n) if (2..=1000).contains(&n) => Ok(n),
         _ => Err("must be an integer from 2 to 1000".into()),
+    }
+}
+
+fn parse_database_timeout(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if (1..=300).contains(&n) => Ok(n),
+        _ => Err("must be an integer from 1 to 300 (seconds)".into()),
     }
 }
 

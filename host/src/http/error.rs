@@ -77,7 +77,7 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
             // Not this request's fault nor a bug: another instance can serve it.
-            StoreError::LeaseLost => {
+            StoreError::LeaseLost | StoreError::Unavailable { .. } => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string())
             }
             err => ApiError::internal(err),

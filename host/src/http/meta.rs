@@ -1,4 +1,4 @@
-//! Health, session, active runs and the combined workspace list.
+//! Health and readiness, session, active runs and the combined workspace list.
 
 use axum::Json;
 use axum::extract::State;
@@ -71,6 +71,22 @@ pub struct WorkspaceItemsResponse {
     responses((status = 200, body = HealthResponse)))]
 pub async fn health() -> Json<HealthResponse> {
     Json(HealthResponse { ok: true })
+}
+
+/// Readiness; needs no token. 200 while the database answers (and, on PostgreSQL, this
+/// instance holds its lease); otherwise 503 naming what is missing, within about a second of
+/// the database going away (`runs::ready`).
+#[utoipa::path(get, path = "/ready", tag = "meta", security(()),
+    responses((status = 200, body = HealthResponse),
+              (status = 503, body = ErrorBody, description = "the database is unavailable, or this instance does not hold its lease on it")))]
+pub async fn ready(State(state): State<AppState>) -> ApiResult<Json<HealthResponse>> {
+    match state.ready.missing() {
+        None => Ok(Json(HealthResponse { ok: true })),
+        Some(why) => Err(super::error::ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            why,
+        )),
+    }
 }
 
 #[utoipa::path(get, path = "/auth/session", tag = "meta",

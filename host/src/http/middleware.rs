@@ -24,7 +24,7 @@ use crate::config::MetricsAccess;
 use crate::telemetry::{metrics, trace};
 
 /// Paths (relative to the root or to `/api`) that need no token.
-pub const OPEN_PATHS: &[&str] = &["/health", "/openapi.json"];
+pub const OPEN_PATHS: &[&str] = &["/health", "/ready", "/openapi.json"];
 
 /// The admin token, kept only as its SHA-256 digest. Comparing fixed-size digests in constant
 /// time leaks neither the token's bytes nor its length through timing.

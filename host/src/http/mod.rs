@@ -44,6 +44,7 @@ use crate::chat::models::Models;
 use crate::config::MetricsAccess;
 use crate::plugins::registry::PluginHost;
 use crate::runs::ActiveRuns;
+use crate::runs::ready::Readiness;
 use crate::store::Store;
 use error::ApiError;
 pub use middleware::TokenDigest;
@@ -86,6 +87,8 @@ pub struct AppState {
     pub tools: Arc<ToolCatalog>,
     pub plugins: Arc<PluginHost>,
     pub runs: Arc<ActiveRuns>,
+    /// What `/ready` answers (`runs::ready`).
+    pub ready: Arc<Readiness>,
     pub chat: Arc<ChatSettings>,
     pub models: Arc<Models>,
     /// Set in token mode.
@@ -154,6 +157,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
 pub fn api() -> (Router<AppState>, serde_json::Value) {
     let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(meta::health))
+        .routes(routes!(meta::ready))
         .nest("/v1", v1_routes())
         .split_for_parts();
     document_body_errors(&mut openapi);

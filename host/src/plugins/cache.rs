@@ -21,16 +21,14 @@ use wasmtime::component::Component;
 
 use super::LoadError;
 use crate::config::Config;
-use crate::store::Store;
 
-/// Where compiled plugin code is kept: PLUGIN_CACHE_DIR, else `plugin-cache` in the
-/// database's folder; none for an in-memory database (nothing on disk to keep it beside).
+/// Where compiled plugin code is kept: PLUGIN_CACHE_DIR, else `plugin-cache` in the data
+/// folder; none for an in-memory database without a data folder.
 pub fn folder(config: &Config) -> Option<PathBuf> {
     if let Some(dir) = &config.plugin_cache_dir {
         return Some(dir.clone());
     }
-    let parent = Store::folder(&config.database_url)?;
-    Some(parent.join("plugin-cache"))
+    Some(crate::store::data_dir(config)?.join("plugin-cache"))
 }
 
 #[derive(Clone, Debug)]

@@ -6,8 +6,12 @@
 
 use std::sync::Arc;
 
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::ready::Readiness;
 use super::{ActiveRuns, ErrorEvents, RunKind};
-use crate::store::liveness::LOST_REPLY;
+use crate::store::liveness::{LEASE, LOST_REPLY};
 use crate::store::{Store, StoreError};
 
 /// The `error` event's data of a run ended because its instance is gone, by kind.
@@ -40,16 +44,29 @@ pub async fn end_lost(store: &Store, errors: &ErrorEvents) -> Result<(), StoreEr
     Ok(())
 }
 
-/// Records this process's signs of life until the store closes (see the module doc).
-pub async fn beat(store: Store, runs: Arc<ActiveRuns>, id: String) {
+/// Records this process's signs of life until the store closes (see the module doc). On a
+/// shared database a watchdog beside it ends this instance's runs the moment its lease runs out
+/// without a renewal, whether or not the database can be reached ([`watch_lease`]).
+pub async fn beat(store: Store, runs: Arc<ActiveRuns>, ready: Arc<Readiness>, id: String) {
+    // The lease was granted at registration, just before: counted from now, never late.
+    let (lease, lease_until) = watch::channel(Instant::now() + LEASE);
+    if store.is_shared() {
+        tokio::spawn(watch_lease(lease_until, runs.clone(), ready.clone()));
+    }
     loop {
         tokio::time::sleep(store.heartbeat_every()).await;
         if store.is_closed() {
             return;
         }
+        // The database set the renewed lease from its clock after this moment.
+        let sent = Instant::now();
         let mut result = store.heartbeat(&id).await;
-        if result.is_ok() && store.is_shared() {
-            result = end_lost(&store, &runs.errors).await;
+        if result.is_ok() {
+            lease.send_replace(sent + LEASE);
+            ready.set_lease(true);
+            if store.is_shared() {
+                result = end_lost(&store, &runs.errors).await;
+            }
         }
         match result {
             Ok(()) => {}
@@ -59,12 +76,47 @@ pub async fn beat(store: Store, runs: Arc<ActiveRuns>, id: String) {
                     "this instance's lease on the database ran out (it was frozen or cut off): \
                      its runs stop, and it registers again"
                 );
+                ready.set_lease(false);
                 runs.fence();
-                if let Err(e) = store.register_instance().await {
-                    tracing::warn!(error = %e, "could not register again; retrying");
+                let sent = Instant::now();
+                match store.register_instance().await {
+                    Ok(_) => {
+                        lease.send_replace(sent + LEASE);
+                        ready.set_lease(true);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "could not register again; retrying"),
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not record the server's heartbeat"),
+        }
+    }
+}
+
+/// Fences this instance's runs when its lease runs out before a renewal moves it: a partitioned
+/// instance ends its own clients' runs (their `error` event) then, as the other instances end
+/// them in the database, instead of when the database answers again. Ends with `beat`.
+async fn watch_lease(
+    mut until: watch::Receiver<Instant>,
+    runs: Arc<ActiveRuns>,
+    ready: Arc<Readiness>,
+) {
+    loop {
+        let deadline = *until.borrow_and_update();
+        tokio::select! {
+            changed = until.changed() => if changed.is_err() { return },
+            _ = tokio::time::sleep_until(deadline) => {
+                if ready.lease_held() {
+                    tracing::error!(
+                        "this instance's lease on the database ran out without a renewal (the \
+                         database is away or too slow): its runs stop"
+                    );
+                    ready.set_lease(false);
+                    runs.fence();
+                }
+                if until.changed().await.is_err() {
+                    return;
+                }
+            }
         }
     }
 }

@@ -11,6 +11,7 @@
 //! `beat.rs` keeps the instance's lease and ends the runs of instances that lost theirs.
 
 pub mod beat;
+pub mod ready;
 mod shared;
 
 use crate::runlog::RunLog;
@@ -174,6 +175,8 @@ pub struct Run {
     outcome: Option<&'static str>,
     /// Thrown when a client asks the run to stop ([`ActiveRuns::request_stop`]).
     stop: Arc<StopSwitch>,
+    /// The lease epoch it started in ([`ActiveRuns::fence`]).
+    epoch: u64,
 }
 
 impl Run {
@@ -200,7 +203,17 @@ impl Run {
                 data: data.to_string(),
                 terminal: true,
             };
-            if !shared.end(event).await {
+            let mut fence = self.runs.fence.subscribe();
+            let epoch = self.epoch;
+            // Biased: the end is handed to the writer first, whatever the fence says.
+            let stored = tokio::select! {
+                biased;
+                stored = shared.end(event) => Some(stored),
+                // The lease ran out: other instances end the run, and this one's readers are
+                // not kept waiting for a database that may not answer.
+                _ = fence.wait_for(|e| *e != epoch) => None,
+            };
+            if stored == Some(false) {
                 tracing::warn!(
                     run = %self.id,
                     "a run's end was refused: another instance ended it (this one lost its lease)"
@@ -405,6 +418,7 @@ impl ActiveRuns {
             shared_id,
             outcome: None,
             stop,
+            epoch: *self.fence.borrow(),
         }
     }
 

@@ -26,6 +26,32 @@ use backend::{Calls, Chats, Liveness, Searches};
 use postgres::PgStore;
 use sqlite::SqliteStore;
 
+/// The folder for what chatd keeps outside the database (compiled plugins, the devbox's pinned
+/// host key): CHATD_DATA_DIR, else [`Store::default_data_dir`]; `None` for an in-memory SQLite
+/// database without CHATD_DATA_DIR.
+pub fn data_dir(config: &crate::config::Config) -> Option<std::path::PathBuf> {
+    match &config.chatd_data_dir {
+        Some(dir) => Some(dir.clone()),
+        None => Store::default_data_dir(&config.database_url),
+    }
+}
+
+/// Creates the data folder when missing and proves chatd can write in it (a file made and
+/// removed); `Err` is the one line startup stops with.
+pub fn prepare_data_dir(config: &crate::config::Config) -> std::result::Result<(), String> {
+    let Some(dir) = data_dir(config) else {
+        return Ok(());
+    };
+    let shown = dir.display();
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("CHATD_DATA_DIR: cannot create {shown}: {e}"))?;
+    tempfile::Builder::new()
+        .prefix(".chatd-write-check")
+        .tempfile_in(&dir)
+        .map(drop)
+        .map_err(|e| format!("CHATD_DATA_DIR: {shown} is not writable: {e}"))
+}
+
 /// The id of the reserved project whose members are the starred chats and searches.
 pub const STARRED_PROJECT: &str = "starred";
 
@@ -56,6 +82,47 @@ pub enum StoreError {
     /// This instance did not renew its lease in time, and other instances took it for gone.
     #[error("this instance's lease on the database ran out; other instances ended its work")]
     LeaseLost,
+    /// The database cannot be reached, did not answer within the timeout
+    /// (DATABASE_TIMEOUT_SECS), or cannot take a write (a full disk): not the request's fault,
+    /// not a bug. Made from the driver's error by [`unavailable`].
+    #[error("the database ({backend}) is unavailable: {reason}")]
+    Unavailable {
+        backend: &'static str,
+        reason: String,
+    },
+}
+
+/// The driver's errors that mean the database is away or out of room, as
+/// [`StoreError::Unavailable`]'s reason; `None` for the others (a bug, bad stored data).
+fn unavailable(backend: &'static str, err: &sqlx::Error) -> Option<String> {
+    match err {
+        sqlx::Error::PoolTimedOut => Some("no connection free or made within the timeout".into()),
+        sqlx::Error::PoolClosed => Some("the server is shutting down".into()),
+        sqlx::Error::WorkerCrashed => Some("its worker thread stopped".into()),
+        sqlx::Error::Io(e) => Some(e.to_string()),
+        sqlx::Error::Tls(e) => Some(format!("TLS: {e}")),
+        sqlx::Error::Database(db) => {
+            let code = db.code()?;
+            let away = if backend == PG {
+                // SQLSTATE classes: 08 connection exception, 53 insufficient resources (a full
+                // disk, too many connections), 57P shutting down or starting, 58 system (I/O).
+                ["08", "53", "57P", "58"].iter().any(|c| code.starts_with(c))
+            } else {
+                // Primary result codes: BUSY, LOCKED, READONLY, IOERR, FULL, CANTOPEN.
+                code.parse::<i32>()
+                    .is_ok_and(|c| matches!(c & 0xff, 5 | 6 | 8 | 10 | 13 | 14))
+            };
+            away.then(|| db.message().to_string())
+        }
+        _ => None,
+    }
+}
+
+impl StoreError {
+    /// Whether the database was away (or full) rather than the operation wrong.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Unavailable { .. })
+    }
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -64,6 +131,9 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 #[derive(Clone, Debug)]
 pub struct Store {
     backend: Backend,
+    /// The longest a store operation may take (DATABASE_TIMEOUT_SECS), waiting for a connection
+    /// included.
+    timeout: std::time::Duration,
 }
 
 #[derive(Clone, Debug)]
@@ -86,7 +156,7 @@ macro_rules! on_backend {
 /// [`measured`] under the name `$op`.
 macro_rules! read {
     ($store:expr, $op:literal, $f:ident($($arg:expr),*)) => {
-        measured($store.backend_name(), $op, async {
+        measured($store.backend_name(), $op, $store.timeout, async {
             match &$store.backend {
                 Backend::Sqlite(db) => read::sqlite::$f(db.pool(), $($arg),*).await,
                 Backend::Postgres(db) => read::postgres::$f(db.pool(), $($arg),*).await,
@@ -99,22 +169,35 @@ macro_rules! read {
 /// [`on_backend!`] for an operation that goes to the database, [`measured`] under the name `$op`.
 macro_rules! timed {
     ($store:expr, $op:literal, $db:ident => $call:expr) => {
-        measured($store.backend_name(), $op, async { on_backend!($store, $db => $call) }).await
+        measured($store.backend_name(), $op, $store.timeout, async { on_backend!($store, $db => $call) }).await
     };
 }
 
 /// Runs a store operation timed into the store's metrics, and in a span of its own inside a
-/// trace (`telemetry`).
+/// trace (`telemetry`), for at most `timeout`: a database that does not answer (a connection
+/// cut without a reset keeps a query waiting for minutes) is [`StoreError::Unavailable`] then,
+/// as the driver's errors that say it is away are.
 async fn measured<T>(
     backend: &'static str,
     operation: &'static str,
+    timeout: std::time::Duration,
     work: impl Future<Output = Result<T>>,
 ) -> Result<T> {
     use crate::telemetry::{metrics, trace};
     use tracing::Instrument as _;
     let span = trace::store(backend, operation);
     let started = std::time::Instant::now();
-    let result = work.instrument(span.clone()).await;
+    let result = match tokio::time::timeout(timeout, work.instrument(span.clone())).await {
+        Ok(Err(StoreError::Sql(e))) => Err(match unavailable(backend, &e) {
+            Some(reason) => StoreError::Unavailable { backend, reason },
+            None => StoreError::Sql(e),
+        }),
+        Ok(result) => result,
+        Err(_) => Err(StoreError::Unavailable {
+            backend,
+            reason: format!("no answer within {} s", timeout.as_secs_f32()),
+        }),
+    };
     metrics::store_query(backend, operation, started.elapsed(), result.is_ok());
     if result.is_err() {
         trace::failed(&span, Some("store"));
@@ -123,26 +206,42 @@ async fn measured<T>(
 }
 
 impl Store {
-    /// The folder the database file is in (empty: the working directory); `None` for an
-    /// in-memory database or a server database. Other files chatd keeps (the plugin compile
-    /// cache) live beside it.
-    pub fn folder(url: &DatabaseUrl) -> Option<std::path::PathBuf> {
+    /// The data folder (CHATD_DATA_DIR) when `explicit` does not name it: the SQLite file's
+    /// folder (`.` for a file in the working directory), `data` on PostgreSQL; `None` for an
+    /// in-memory database, which keeps nothing on disk.
+    pub fn default_data_dir(url: &DatabaseUrl) -> Option<std::path::PathBuf> {
         match url {
-            DatabaseUrl::Sqlite(raw) => SqliteStore::folder(raw),
-            DatabaseUrl::Postgres(_) => None,
+            DatabaseUrl::Sqlite(raw) => SqliteStore::folder(raw).map(|folder| {
+                if folder.as_os_str().is_empty() {
+                    ".".into()
+                } else {
+                    folder
+                }
+            }),
+            DatabaseUrl::Postgres(_) => Some("data".into()),
         }
     }
 
     /// Opens (creating an SQLite file and its folder if needed) and migrates the database;
-    /// `max_connections` bounds a PostgreSQL pool (SQLite's is fixed).
-    pub async fn open(url: &DatabaseUrl, max_connections: u32) -> Result<Self> {
+    /// `max_connections` bounds a PostgreSQL pool (SQLite's is fixed); `timeout` bounds each
+    /// operation, a connection's wait and making one included.
+    pub async fn open(
+        url: &DatabaseUrl,
+        max_connections: u32,
+        timeout: std::time::Duration,
+    ) -> Result<Self> {
         let backend = match url {
-            DatabaseUrl::Sqlite(raw) => Backend::Sqlite(SqliteStore::open(raw).await?),
+            DatabaseUrl::Sqlite(raw) => Backend::Sqlite(SqliteStore::open(raw, timeout).await?),
             DatabaseUrl::Postgres(raw) => {
-                Backend::Postgres(PgStore::open(raw, max_connections).await?)
+                Backend::Postgres(PgStore::open(raw, max_connections, timeout).await?)
             }
         };
-        Ok(Self { backend })
+        Ok(Self { backend, timeout })
+    }
+
+    /// Whether the database answers now (a trivial query within the timeout).
+    pub async fn ping(&self) -> Result<()> {
+        timed!(self, "ping", db => db.ping().await)
     }
 
     /// Whether several processes may share this database (PostgreSQL).
@@ -341,7 +440,7 @@ impl Store {
     pub async fn leave(&self, id: &str) -> Result<()> {
         match &self.backend {
             Backend::Sqlite(_) => Ok(()),
-            Backend::Postgres(db) => measured(PG, "leave", db.leave(id)).await,
+            Backend::Postgres(db) => measured(PG, "leave", self.timeout, db.leave(id)).await,
         }
     }
 
@@ -350,7 +449,7 @@ impl Store {
     pub fn runs_table(&self) -> Option<RunsTable> {
         match &self.backend {
             Backend::Sqlite(_) => None,
-            Backend::Postgres(db) => Some(RunsTable(db.clone())),
+            Backend::Postgres(db) => Some(RunsTable(db.clone(), self.timeout)),
         }
     }
 
@@ -368,40 +467,40 @@ const PG: &str = "postgresql";
 
 /// The runs table of a shared database (`postgres/runs.rs`), for `runs::shared`.
 #[derive(Clone, Debug)]
-pub struct RunsTable(PgStore);
+pub struct RunsTable(PgStore, std::time::Duration);
 
 impl RunsTable {
     /// Registers a live run of `target` owned by this instance; [`StoreError::LeaseLost`] when
     /// this instance's lease ran out.
     pub async fn start(&self, id: &str, kind: &str, target: &str, tag: u32) -> Result<RunStart> {
-        measured(PG, "start_run", self.0.start_run(id, kind, target, tag)).await
+        measured(PG, "start_run", self.1, self.0.start_run(id, kind, target, tag)).await
     }
 
     /// The live run of `target`: its id and tag.
     pub async fn live(&self, kind: &str, target: &str) -> Result<Option<(String, u32)>> {
-        measured(PG, "live_run", self.0.live_run(kind, target)).await
+        measured(PG, "live_run", self.1, self.0.live_run(kind, target)).await
     }
 
     /// `(kind, target)` of every live run of an instance whose lease holds, sorted.
     pub async fn all_live(&self) -> Result<Vec<(String, String)>> {
-        measured(PG, "live_runs", self.0.live_runs()).await
+        measured(PG, "live_runs", self.1, self.0.live_runs()).await
     }
 
     /// Stores this instance's events (a terminal one ends its run); the ids of the runs whose
     /// events were refused because this instance no longer owns them.
     pub async fn write(&self, events: &[RunEvent]) -> Result<std::collections::HashSet<String>> {
-        measured(PG, "write_run_events", self.0.write_run_events(events)).await
+        measured(PG, "write_run_events", self.1, self.0.write_run_events(events)).await
     }
 
     /// The events of each `(run id, last seq seen)` after that seq, in order.
     pub async fn events_after(&self, cursors: &[(&str, u32)]) -> Result<Vec<RunEvent>> {
-        measured(PG, "run_events_after", self.0.run_events_after(cursors)).await
+        measured(PG, "run_events_after", self.1, self.0.run_events_after(cursors)).await
     }
 
     /// Ends the runs of instances whose lease ran out with an `error` event (`error_data` gives
     /// its data for a kind); how many.
     pub async fn end_lost(&self, error_data: &(dyn Fn(&str) -> String + Sync)) -> Result<usize> {
-        measured(PG, "end_lost_runs", self.0.end_lost_runs(error_data)).await
+        measured(PG, "end_lost_runs", self.1, self.0.end_lost_runs(error_data)).await
     }
 
     /// Asks the owner of `target`'s live run to stop it; the run's id and tag, if one is live.
@@ -409,6 +508,7 @@ impl RunsTable {
         measured(
             PG,
             "request_run_stop",
+            self.1,
             self.0.request_run_stop(kind, target),
         )
         .await
@@ -416,7 +516,7 @@ impl RunsTable {
 
     /// This instance's live runs a client asked to stop.
     pub async fn stop_requests(&self) -> Result<Vec<String>> {
-        measured(PG, "run_stop_requests", self.0.run_stop_requests()).await
+        measured(PG, "run_stop_requests", self.1, self.0.run_stop_requests()).await
     }
 
     pub async fn listen(&self) -> Result<RunListener> {

@@ -1,6 +1,6 @@
 //! Chat completions: `POST /v1/chat-completions`, `POST /v1/chat-completions/stream` and
 //! `POST /v1/chats/:chatId/stream/attach`. Here: the 409 and the wiring of a run (its task, its
-//! record beside the first turn, its terminal event); the request's validation is `request.rs`.
+//! record before the first turn, its terminal event); the request's validation is `request.rs`.
 //! Elsewhere: which supplied rows are new and what the provider gets (`chat::history`), the
 //! writes that begin and end a call (`Store::begin_call`, `finish_call`), the loop
 //! (`chat::completion`), the SSE response (`http::sse`).
@@ -72,8 +72,8 @@ enum RunError {
     /// The chat was deleted before the call could be recorded.
     #[error("chat not found")]
     ChatGone,
-    /// The call could not be recorded; nothing of it is stored.
-    #[error("the request could not be stored")]
+    /// The call could not be recorded; nothing of it is stored, and the upstream was not called.
+    #[error("the request could not be stored: {0}")]
     NotRecorded(#[source] crate::store::StoreError),
 }
 
@@ -94,6 +94,7 @@ impl RunError {
                 ApiError::new(StatusCode::BAD_GATEWAY, e.to_string())
             }
             RunError::ChatGone => ApiError::not_found(CHAT_NOT_FOUND),
+            RunError::NotRecorded(e) if e.is_unavailable() => ApiError::from(e),
             other => {
                 ApiError::internal(format!("{other}: {:?}", std::error::Error::source(&other)))
             }
@@ -101,9 +102,10 @@ impl RunError {
     }
 }
 
-/// Runs a completion while its call is recorded (the new history rows, the last-used provider,
-/// the call row), so the first model token does not wait for the database. Tool rows wait for
-/// that record ([`ChatWriter::recorded`]); a failed record stops the completion.
+/// Records the call (the new history rows, the last-used provider, the call row), then runs the
+/// completion: the upstream is called only once the user's input is stored, so a database that
+/// cannot take it (away, a full disk) refuses the request before anything is paid for. Tool rows
+/// wait for that record ([`ChatWriter::recorded`]).
 async fn run_recorded(
     state: &AppState,
     call: NewCall,
@@ -112,35 +114,16 @@ async fn run_recorded(
     sink: &Sink,
     recorded: watch::Sender<Option<bool>>,
 ) -> Result<Finished, RunError> {
-    let begin = async {
-        let begun = state
-            .store
-            .begin_call(call, |stored| history::new_rows(stored, &history))
-            .await;
-        recorded.send_replace(Some(matches!(begun, Ok(true))));
-        match begun {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(RunError::ChatGone),
-            Err(e) => Err(RunError::NotRecorded(e)),
-        }
-    };
-    // Boxed, and dropped once done: the write takes a moment, the run as long as the upstream
-    // streams, and a future held inline would keep the write's state for the whole run (the
-    // task's size is memory per live stream).
-    let mut begin = Some(Box::pin(begin));
-    let run = completion.run(sink);
-    tokio::pin!(run);
-    let mut finished = None;
-    while begin.is_some() || finished.is_none() {
-        tokio::select! {
-            b = async { begin.as_mut().expect("polled only while some").await }, if begin.is_some() => {
-                b?;
-                begin = None;
-            }
-            r = &mut run, if finished.is_none() => finished = Some(r),
-        }
+    let begun = state
+        .store
+        .begin_call(call, |stored| history::new_rows(stored, &history))
+        .await;
+    recorded.send_replace(Some(matches!(begun, Ok(true))));
+    match begun {
+        Ok(true) => Ok(completion.run(sink).await?),
+        Ok(false) => Err(RunError::ChatGone),
+        Err(e) => Err(RunError::NotRecorded(e)),
     }
-    Ok(finished.expect("the loop ends with the run finished")?)
 }
 
 /// The pieces of a run that write to a chat: the sink's writer and the record's signal.
@@ -450,13 +433,16 @@ async fn start_run(
             end(&registration, &log, &end_event(outcome, stored)).await;
         },
         move |why| async move {
-            record_stopped(&stop_state, stop_call, &stop_history, started, why).await;
-            end(
-                &stop_registration,
-                &stop_log,
-                &ChatEvent::Error(why.message().into()),
-            )
-            .await;
+            let event = ChatEvent::Error(why.message().into());
+            if why == Stopped::LeaseLost {
+                // The database may be away: the clients are told first, and the call is
+                // recorded when it answers (or another instance closes it as lost).
+                end(&stop_registration, &stop_log, &event).await;
+                record_stopped(&stop_state, stop_call, &stop_history, started, why).await;
+            } else {
+                record_stopped(&stop_state, stop_call, &stop_history, started, why).await;
+                end(&stop_registration, &stop_log, &event).await;
+            }
         },
     );
     Ok(reader)

@@ -3,9 +3,9 @@
 //! The devbox is the operator's (CHAT_CODING_REMOTE_*): a plugin chooses the command line, never
 //! the host, user, port or key. Each command is one SSH session through the system OpenSSH
 //! client (the `openssh` crate): key authentication only (`BatchMode`), the devbox's host key
-//! accepted on first contact and pinned in `devbox_known_hosts` beside the database (OpenSSH's
-//! `accept-new`; the contract has no known_hosts setting, and a key that changes later is
-//! refused), stdin closed, stdout and stderr capped, and a time limit the devbox enforces itself
+//! accepted on first contact and pinned in `devbox_known_hosts` in the data folder
+//! (CHATD_DATA_DIR; OpenSSH's `accept-new`; the contract has no known_hosts setting, and a key
+//! that changes later is refused, after a restart too), stdin closed, stdout and stderr capped, and a time limit the devbox enforces itself
 //! ([`remote`]) with the host's own deadline behind it.
 //!
 //! A key given as CHAT_CODING_SSH_PRIVATE_KEY_B64 is written, mode 0600, into a private
@@ -91,7 +91,7 @@ impl Devbox {
         };
         let client_config = private.path().join("ssh_config");
         std::fs::write(&client_config, CLIENT_CONFIG)?;
-        let known_hosts = crate::store::Store::folder(&config.database_url)
+        let known_hosts = crate::store::data_dir(config)
             .map(|folder| folder.join("devbox_known_hosts"))
             .unwrap_or_else(|| private.path().join("known_hosts"));
         Ok(Some(Self {

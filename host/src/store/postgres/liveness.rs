@@ -10,7 +10,7 @@ use sqlx::Row;
 
 use super::PgStore;
 use crate::store::backend::Liveness;
-use crate::store::liveness::{LOST_REPLY, millis_between};
+use crate::store::liveness::{LOST_REPLY, lost_call_end};
 use crate::store::{Result, StoreError};
 use crate::vocabulary::now;
 
@@ -43,13 +43,11 @@ impl Liveness for PgStore {
             .iter()
             .map(|g| Ok((g.try_get("id")?, g.try_get("alive_at")?)))
             .collect::<Result<_>>()?;
-        let closed_at = now();
         for row in &open {
             let owner: Option<String> = row.try_get("instance_id")?;
             let created_at: String = row.try_get("created_at")?;
-            let latency = owner
-                .and_then(|owner| alive.get(&owner))
-                .map_or(0, |alive| millis_between(&created_at, alive));
+            let last = owner.and_then(|owner| alive.get(&owner));
+            let (closed_at, latency) = lost_call_end(&created_at, last.map(String::as_str));
             sqlx::query(
                 "UPDATE llm_calls SET completed_at = $1, error = $2, latency_ms = $3 \
                  WHERE id = $4 AND completed_at IS NULL",

@@ -16,7 +16,7 @@ mod liveness;
 mod runs;
 mod searches;
 
-pub use liveness::RENEW_EVERY;
+pub use liveness::{LEASE, RENEW_EVERY};
 pub use runs::{Heard, RunListener};
 
 use super::text::{put, put_opt};
@@ -50,8 +50,9 @@ pub struct PgStore {
 }
 
 impl PgStore {
-    /// Connects (at most `max_connections` at a time) and migrates the database.
-    pub async fn open(raw: &str, max_connections: u32) -> Result<Self> {
+    /// Connects (at most `max_connections` at a time) and migrates the database; `timeout`
+    /// bounds a wait for a connection (making one included).
+    pub async fn open(raw: &str, max_connections: u32, timeout: Duration) -> Result<Self> {
         let open_error = |source| StoreError::Open {
             url: crate::config::redact_url(raw),
             source,
@@ -61,7 +62,7 @@ impl PgStore {
             .application_name("chatd");
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10))
+            .acquire_timeout(timeout)
             .connect_with(options.clone())
             .await
             .map_err(open_error)?;
@@ -82,6 +83,12 @@ impl PgStore {
 
     pub fn is_closed(&self) -> bool {
         self.pool.is_closed() || self.listen_pool.is_closed()
+    }
+
+    /// A trivial query: whether the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
     }
 
     /// The readers' pool now: connections in use, idle.

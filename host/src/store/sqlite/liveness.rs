@@ -1,13 +1,13 @@
 //! Liveness on SQLite (the rule is `store/liveness.rs`). One process per database file, so a
 //! call still open when a server starts was lost with the process before it: at start, before
-//! it serves, a server closes every open call with a latency up to the last sign of life before
-//! it (the latest `alive_at`, or the call's own start when there is none later).
+//! it serves, a server closes every open call as ended at the last sign of life before it (the
+//! latest `alive_at`, or the call's own start when there is none later), its latency up to then.
 
 use sqlx::Row;
 
 use super::{Result, SqliteStore};
 use crate::store::backend::Liveness;
-use crate::store::liveness::{LOST_REPLY, millis_between};
+use crate::store::liveness::{LOST_REPLY, lost_call_end};
 use crate::vocabulary::{new_id, now};
 
 impl Liveness for SqliteStore {
@@ -19,13 +19,10 @@ impl Liveness for SqliteStore {
         let open = sqlx::query("SELECT id, created_at FROM llm_calls WHERE completed_at IS NULL")
             .fetch_all(&self.pool)
             .await?;
-        let closed_at = now();
         for row in &open {
             let id: String = row.try_get("id")?;
             let created_at: String = row.try_get("created_at")?;
-            let latency = alive
-                .as_deref()
-                .map_or(0, |alive| millis_between(&created_at, alive));
+            let (closed_at, latency) = lost_call_end(&created_at, alive.as_deref());
             sqlx::query(
                 "UPDATE llm_calls SET completed_at = ?, error = ?, latency_ms = ? \
                  WHERE id = ? AND completed_at IS NULL",

@@ -67,8 +67,9 @@ impl SqliteStore {
         Some(path.parent()?.to_path_buf())
     }
 
-    /// Opens (creating file and folder if needed) and migrates the database.
-    pub async fn open(raw: &str) -> Result<Self> {
+    /// Opens (creating file and folder if needed) and migrates the database; `timeout` bounds a
+    /// wait for a connection or for SQLite's lock.
+    pub async fn open(raw: &str, timeout: Duration) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(raw)
             .map_err(|source| StoreError::Open {
                 url: raw.to_string(),
@@ -78,7 +79,7 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10))
+            .busy_timeout(timeout)
             .row_buffer_size(256)
             // Checkpoints run in the background (`checkpoints`); this is only the safety net
             // should that task fall behind (10,000 pages: about 40 MiB of WAL).
@@ -92,6 +93,7 @@ impl SqliteStore {
         let lock = lock_database(options.get_filename())?;
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            .acquire_timeout(timeout)
             // sqlx pings a connection before lending it out, by default: one more round trip to
             // the connection's worker thread per query or transaction, which was a fifth of a
             // persisted completion's database hops. A SQLite connection is a file handle in this
@@ -127,6 +129,12 @@ impl SqliteStore {
 
     pub fn is_closed(&self) -> bool {
         self.pool.is_closed()
+    }
+
+    /// A trivial query: whether the database answers.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
     }
 
     /// The readers' pool now: connections in use, idle.

@@ -1,0 +1,94 @@
+//! Readiness (`GET /ready`): whether this instance can serve, kept up to date in the background
+//! so a probe is answered at once: the database answers (a ping every [`PROBE_EVERY`], bounded
+//! by the store's timeout) and, on a shared database, this instance holds its lease (set by
+//! `beat.rs`). The plugins are loaded before the server listens, so a listening server has them.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::store::Store;
+
+/// How often the database is pinged.
+pub const PROBE_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Debug)]
+pub struct Readiness {
+    /// Why the database is not usable, from the last ping; `None` when it answered.
+    database: Mutex<Option<String>>,
+    /// On a shared database, whether this instance holds its lease (always on SQLite).
+    lease: AtomicBool,
+}
+
+impl Default for Readiness {
+    fn default() -> Self {
+        Self {
+            database: Mutex::new(None),
+            lease: AtomicBool::new(true),
+        }
+    }
+}
+
+impl Readiness {
+    /// What keeps this instance from serving, as the one line `/ready` answers; `None` when
+    /// ready.
+    pub fn missing(&self) -> Option<String> {
+        if let Some(why) = self.database.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Some(why);
+        }
+        (!self.lease.load(Ordering::Relaxed)).then(|| {
+            "this instance does not hold its lease on the database (PostgreSQL): it was cut \
+             off or frozen, and registers again when the database answers"
+                .to_string()
+        })
+    }
+
+    pub(super) fn set_lease(&self, held: bool) {
+        self.lease.store(held, Ordering::Relaxed);
+    }
+
+    pub(super) fn lease_held(&self) -> bool {
+        self.lease.load(Ordering::Relaxed)
+    }
+
+    fn set_database(&self, why: Option<String>) {
+        let mut database = self.database.lock().unwrap_or_else(|e| e.into_inner());
+        if *database != why {
+            match &why {
+                Some(why) => tracing::warn!("not ready: {why}"),
+                None => tracing::info!("ready: the database answers again"),
+            }
+            *database = why;
+        }
+    }
+}
+
+/// Pings the database until the store closes, recording the outcome in `ready`.
+pub async fn probe(store: Store, ready: std::sync::Arc<Readiness>) {
+    loop {
+        let answer = store.ping().await;
+        if store.is_closed() {
+            return;
+        }
+        ready.set_database(answer.err().map(|e| e.to_string()));
+        tokio::time::sleep(PROBE_EVERY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_database_is_named_first_then_the_lease() {
+        let ready = Readiness::default();
+        assert_eq!(ready.missing(), None);
+        ready.set_lease(false);
+        assert!(ready.missing().unwrap().contains("lease"));
+        ready.set_database(Some("the database (postgresql) is unavailable: x".into()));
+        assert!(ready.missing().unwrap().starts_with("the database (postgresql)"));
+        ready.set_database(None);
+        ready.set_lease(true);
+        assert_eq!(ready.missing(), None);
+    }
+}
