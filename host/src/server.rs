@@ -22,7 +22,12 @@ use crate::store::{Store, StoreError};
 /// How long past the shutdown grace period connections may stay open: time for the runs
 /// stopped at its end to send their last events. A connection open after that is a client that
 /// stopped reading or sending, and is closed.
-const CLOSE_AFTER_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+const CLOSE_AFTER_GRACE: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// How long past the grace period the whole shutdown may take (connections closed, the store
+/// left and closed): the process is gone within the grace period and 5 s, whatever clients or
+/// the database do.
+const STOP_AFTER_GRACE: std::time::Duration = std::time::Duration::from_millis(4_500);
 
 pub struct Server {
     listener: TcpListener,
@@ -120,7 +125,7 @@ impl Server {
     /// Serves until `shutdown` resolves; then stops accepting, lets runs and requests in flight
     /// finish (runs within the grace period, after which they are stopped with an error
     /// recorded), and closes the store. All of it ends within the grace period and
-    /// [`CLOSE_AFTER_GRACE`] of the signal whatever the database does: what is left then (a
+    /// [`STOP_AFTER_GRACE`] of the signal whatever the database does: what is left then (a
     /// write to a database that does not answer) is given up, and the calls it left open are
     /// closed as lost by the next start or another instance.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) {
@@ -156,7 +161,8 @@ impl Server {
         )
         .await;
         let now = tokio::time::Instant::now();
-        let deadline = signaled.get().map_or(now, |at| *at + close_after);
+        let stop_after = grace.saturating_add(STOP_AFTER_GRACE);
+        let deadline = signaled.get().map_or(now, |at| *at + stop_after);
         let rest = async {
             let _ = drain.await;
             runs.shut_down(grace).await;
@@ -167,8 +173,8 @@ impl Server {
             store.close().await;
         };
         self.refresh.abort();
-        // At least a second: a server whose grace ran out still closes a database that answers.
-        let until = deadline.max(now + std::time::Duration::from_secs(1));
+        // A moment at least: a server whose grace ran out still closes a database that answers.
+        let until = deadline.max(now + std::time::Duration::from_millis(500));
         if tokio::time::timeout_at(until, rest).await.is_err() {
             tracing::warn!(
                 "shutdown: the database did not answer in time; stopping without closing it"

@@ -65,6 +65,36 @@ fn write_executable(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// sshd with the configuration in `d`, once it accepts connections on `port`.
+fn spawn_sshd(d: &Path, port: u16) -> Child {
+    // As root, sshd wants its privilege-separation folder.
+    let _ = std::fs::create_dir_all("/run/sshd");
+    let log = std::fs::File::create(d.join("sshd.log")).unwrap();
+    let mut child = Command::new(SSHD)
+        .arg("-D")
+        .arg("-e")
+        .arg("-f")
+        .arg(d.join("sshd_config"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start sshd");
+    for _ in 0..500 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return child;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "sshd exited ({status}): {}",
+                std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("sshd did not listen on port {port}");
+}
+
 impl Sshd {
     /// Starts one; `None` (after saying why) when this machine has no sshd and CI does not
     /// require it.
@@ -145,38 +175,25 @@ impl Sshd {
             ),
         )
         .unwrap();
-        // As root, sshd wants its privilege-separation folder.
-        let _ = std::fs::create_dir_all("/run/sshd");
-        let log = std::fs::File::create(d.join("sshd.log")).unwrap();
-        let mut child = Command::new(SSHD)
-            .arg("-D")
-            .arg("-e")
-            .arg("-f")
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start sshd");
-        // Ready when it accepts connections.
-        for _ in 0..500 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(Self {
-                    dir,
-                    port,
-                    user,
-                    child,
-                });
-            }
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!(
-                    "sshd exited ({status}): {}",
-                    std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("sshd did not listen on port {port}");
+        let child = spawn_sshd(d, port);
+        Some(Self {
+            dir,
+            port,
+            user,
+            child,
+        })
+    }
+
+    /// Stops the server and starts it again on the same port with a new host key: a devbox
+    /// rebuilt, or another machine answering in its place.
+    fn restart_with_a_new_host_key(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let d = self.dir.path();
+        std::fs::remove_file(d.join("host_key")).unwrap();
+        std::fs::remove_file(d.join("host_key.pub")).unwrap();
+        keygen(&d.join("host_key"));
+        self.child = spawn_sshd(d, self.port);
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -478,6 +495,34 @@ async fn an_unreachable_devbox_and_a_wrong_key_are_failed_calls() {
     let tool = sshd.tool_from("shell_exec", args).await;
     let message = failure(call(&tool, shell("true")).await);
     assert!(message.contains("refused the SSH key"), "{message}");
+}
+
+/// On PostgreSQL nothing is beside a database file: the key is pinned in CHATD_DATA_DIR, and a
+/// server started again still refuses a devbox whose host key changed.
+#[tokio::test]
+async fn on_postgresql_the_pinned_host_key_outlives_a_restart() {
+    let Some(mut sshd) = Sshd::start(RemotePath::Full) else {
+        return;
+    };
+    let data = tempfile::tempdir().unwrap();
+    let mut args = sshd.args_with(&[("--database-url", "postgres://chatd@127.0.0.1:1/not_opened")]);
+    args.extend(["--chatd-data-dir".into(), data.path().display().to_string()]);
+    let first = sshd.tool_from("shell_exec", args.clone()).await;
+    let out = call(&first, shell("echo first")).await.unwrap();
+    assert!(out.content.contains("first"), "{}", out.content);
+    let pinned = std::fs::read_to_string(data.path().join("devbox_known_hosts")).unwrap();
+    assert!(pinned.contains("ssh-ed25519"), "{pinned}");
+    drop(first);
+
+    sshd.restart_with_a_new_host_key();
+    let restarted = sshd.tool_from("shell_exec", args).await;
+    let message = failure(call(&restarted, shell("echo second")).await);
+    assert!(message.contains("not the one pinned"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(data.path().join("devbox_known_hosts")).unwrap(),
+        pinned,
+        "the pin is kept, not replaced"
+    );
 }
 
 #[tokio::test]

@@ -131,7 +131,13 @@ fn init_cluster(bin: &Path, dir: &Path) -> PathBuf {
 
 /// The server of the cluster in `data` on 127.0.0.1:`port`, with `settings` (`name=value`)
 /// after the suite's own; it gets SIGQUIT when the thread that spawns it ends.
-fn postgres_command(bin: &Path, data: &Path, dir: &Path, port: u16, settings: &[String]) -> Command {
+fn postgres_command(
+    bin: &Path,
+    data: &Path,
+    dir: &Path,
+    port: u16,
+    settings: &[String],
+) -> Command {
     let mut postgres = Command::new(bin.join("postgres"));
     postgres
         .arg("-D")
@@ -213,9 +219,10 @@ impl OwnedCluster {
             while let Ok(command) = commands.recv() {
                 match command {
                     Control::Start(reply) => {
-                        let spawned = postgres_command(&bin, &data_folder, &folder, port, &settings)
-                            .spawn()
-                            .map(|c| child = Some(c));
+                        let spawned =
+                            postgres_command(&bin, &data_folder, &folder, port, &settings)
+                                .spawn()
+                                .map(|c| child = Some(c));
                         let _ = reply.send(spawned);
                     }
                     Control::Stop(reply) => {

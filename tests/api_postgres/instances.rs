@@ -28,8 +28,8 @@ const TAKEOVER: Duration = Duration::from_secs(15);
 pub(crate) struct Instance {
     pub(crate) child: Child,
     pub(crate) base: String,
-    /// Its stdout lines after the one saying where it listens.
-    pub(crate) lines: std::sync::mpsc::Receiver<String>,
+    /// The lines before it (startup's log).
+    pub(crate) startup: Vec<String>,
 }
 
 impl Instance {
@@ -62,8 +62,12 @@ impl Instance {
             .spawn()
             .expect("spawn chatd");
         let lines = process::stdout_lines(&mut child);
-        let base = process::listening_on(&lines);
-        Self { child, base, lines }
+        let (base, startup) = process::listening_after(&lines);
+        Self {
+            child,
+            base,
+            startup,
+        }
     }
 
     pub(crate) fn url(&self, path: &str) -> String {
@@ -123,6 +127,18 @@ impl Instance {
             .unwrap();
         assert!(status.success(), "kill {signal}");
     }
+
+    /// Its exit status once it exits, if it does within `limit`.
+    pub(crate) fn exit_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
 }
 
 impl Drop for Instance {
@@ -146,7 +162,7 @@ async fn deployment(upstream: &ScriptedUpstream) -> (tempfile::TempDir, Instance
 }
 
 /// The recorded text stream with `n` deltas (`w0 `, `w1 `, …), one every `pause`.
-fn paced_text(n: usize, pause: Duration) -> Reply {
+pub(crate) fn paced_text(n: usize, pause: Duration) -> Reply {
     let blocks: Vec<&str> = TEXT_STREAM
         .split("\n\n")
         .filter(|b| !b.is_empty())

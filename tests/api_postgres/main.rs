@@ -20,6 +20,8 @@ mod chats;
 mod completions;
 #[path = "../api/declared_providers.rs"]
 mod declared_providers;
+mod deploy;
+mod faults;
 mod instances;
 #[path = "../api/large_bodies.rs"]
 mod large_bodies;
@@ -37,6 +39,7 @@ mod models_titles;
 mod postgres;
 #[path = "../common/process.rs"]
 mod process;
+mod proxy;
 #[path = "../api/refusals.rs"]
 mod refusals;
 #[path = "../api/retries.rs"]

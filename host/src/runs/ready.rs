@@ -33,7 +33,12 @@ impl Readiness {
     /// What keeps this instance from serving, as the one line `/ready` answers; `None` when
     /// ready.
     pub fn missing(&self) -> Option<String> {
-        if let Some(why) = self.database.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        if let Some(why) = self
+            .database
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
             return Some(why);
         }
         (!self.lease.load(Ordering::Relaxed)).then(|| {
@@ -86,7 +91,12 @@ mod tests {
         ready.set_lease(false);
         assert!(ready.missing().unwrap().contains("lease"));
         ready.set_database(Some("the database (postgresql) is unavailable: x".into()));
-        assert!(ready.missing().unwrap().starts_with("the database (postgresql)"));
+        assert!(
+            ready
+                .missing()
+                .unwrap()
+                .starts_with("the database (postgresql)")
+        );
         ready.set_database(None);
         ready.set_lease(true);
         assert_eq!(ready.missing(), None);

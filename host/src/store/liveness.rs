@@ -46,7 +46,6 @@ pub(super) fn millis_between(start: &str, end: &str) -> i64 {
 mod tests {
     use super::millis_between;
 
-
     #[test]
     fn latency_is_the_time_between_two_stored_stamps_never_negative() {
         let start = "2026-11-24T10:00:00.250000Z";

@@ -106,7 +106,9 @@ fn unavailable(backend: &'static str, err: &sqlx::Error) -> Option<String> {
             let away = if backend == PG {
                 // SQLSTATE classes: 08 connection exception, 53 insufficient resources (a full
                 // disk, too many connections), 57P shutting down or starting, 58 system (I/O).
-                ["08", "53", "57P", "58"].iter().any(|c| code.starts_with(c))
+                ["08", "53", "57P", "58"]
+                    .iter()
+                    .any(|c| code.starts_with(c))
             } else {
                 // Primary result codes: BUSY, LOCKED, READONLY, IOERR, FULL, CANTOPEN.
                 code.parse::<i32>()
@@ -473,7 +475,13 @@ impl RunsTable {
     /// Registers a live run of `target` owned by this instance; [`StoreError::LeaseLost`] when
     /// this instance's lease ran out.
     pub async fn start(&self, id: &str, kind: &str, target: &str, tag: u32) -> Result<RunStart> {
-        measured(PG, "start_run", self.1, self.0.start_run(id, kind, target, tag)).await
+        measured(
+            PG,
+            "start_run",
+            self.1,
+            self.0.start_run(id, kind, target, tag),
+        )
+        .await
     }
 
     /// The live run of `target`: its id and tag.
@@ -489,18 +497,36 @@ impl RunsTable {
     /// Stores this instance's events (a terminal one ends its run); the ids of the runs whose
     /// events were refused because this instance no longer owns them.
     pub async fn write(&self, events: &[RunEvent]) -> Result<std::collections::HashSet<String>> {
-        measured(PG, "write_run_events", self.1, self.0.write_run_events(events)).await
+        measured(
+            PG,
+            "write_run_events",
+            self.1,
+            self.0.write_run_events(events),
+        )
+        .await
     }
 
     /// The events of each `(run id, last seq seen)` after that seq, in order.
     pub async fn events_after(&self, cursors: &[(&str, u32)]) -> Result<Vec<RunEvent>> {
-        measured(PG, "run_events_after", self.1, self.0.run_events_after(cursors)).await
+        measured(
+            PG,
+            "run_events_after",
+            self.1,
+            self.0.run_events_after(cursors),
+        )
+        .await
     }
 
     /// Ends the runs of instances whose lease ran out with an `error` event (`error_data` gives
     /// its data for a kind); how many.
     pub async fn end_lost(&self, error_data: &(dyn Fn(&str) -> String + Sync)) -> Result<usize> {
-        measured(PG, "end_lost_runs", self.1, self.0.end_lost_runs(error_data)).await
+        measured(
+            PG,
+            "end_lost_runs",
+            self.1,
+            self.0.end_lost_runs(error_data),
+        )
+        .await
     }
 
     /// Asks the owner of `target`'s live run to stop it; the run's id and tag, if one is live.

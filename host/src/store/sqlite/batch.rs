@@ -183,7 +183,9 @@ mod tests {
     }
 
     async fn store() -> SqliteStore {
-        SqliteStore::open("sqlite::memory:", std::time::Duration::from_secs(5)).await.unwrap()
+        SqliteStore::open("sqlite::memory:", std::time::Duration::from_secs(5))
+            .await
+            .unwrap()
     }
 
     /// What [`next_updated_at!`] makes of a stored stamp, given the `now` it is bound to.
@@ -417,7 +419,9 @@ mod tests {
             "sqlite://{}?mode=rwc",
             dir.path().join("chatd.db").display()
         );
-        let store = SqliteStore::open(&url, std::time::Duration::from_secs(5)).await.unwrap();
+        let store = SqliteStore::open(&url, std::time::Duration::from_secs(5))
+            .await
+            .unwrap();
         // The write lock, held by another connection; the writer's connection swapped for one
         // that does not wait for it, so its `BEGIN IMMEDIATE` fails at once, and then its
         // `ROLLBACK` (there is no transaction to roll back).
