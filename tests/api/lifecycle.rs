@@ -27,15 +27,15 @@ pub fn chatd(dir: &Path, env: &[(&str, &str)]) -> Command {
 }
 
 /// A running binary whose stdout lines are collected; `base` is read from its listening line.
-struct Process {
-    child: Child,
-    base: String,
+pub(crate) struct Process {
+    pub(crate) child: Child,
+    pub(crate) base: String,
     lines: mpsc::Receiver<String>,
     seen: Vec<String>,
 }
 
 impl Process {
-    fn start(dir: &Path, env: &[(&str, &str)]) -> Self {
+    pub(crate) fn start(dir: &Path, env: &[(&str, &str)]) -> Self {
         let mut child = chatd(dir, env)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -88,7 +88,7 @@ impl Process {
     }
 
     /// SIGTERM, then everything it printed; asserts a clean exit.
-    fn stop(mut self) -> (String, String) {
+    pub(crate) fn stop(mut self) -> (String, String) {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()

@@ -14,6 +14,7 @@ mod completions;
 mod declared_providers;
 mod devbox;
 mod fixtures;
+mod full_disk;
 mod hot_reload;
 mod large_bodies;
 mod lifecycle;
