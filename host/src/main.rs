@@ -1,12 +1,16 @@
 //! The `chatd` binary: parse the configuration, set up the log, traces and metrics, load the
-//! plugins, serve until a signal. `chatd plugins …` runs an operator command instead of serving.
+//! plugins, serve until a signal. `chatd plugins …`, `config check`, `export`, `import` and
+//! `backup` run an operator command instead of serving.
 
 use std::process::ExitCode;
 
-use chatd::config::{Command, Config, ConfigError, MetricsAccess, PluginsCommand};
+use chatd::config::{
+    Command, Config, ConfigCommand, ConfigError, DatabaseUrl, MetricsAccess, PluginsCommand,
+};
 use chatd::plugins::registry::PluginHost;
 use chatd::plugins::{LoadError, commands};
 use chatd::server::{Server, shutdown_signal};
+use chatd::store::{Store, transfer};
 use chatd::telemetry::{LogTo, Telemetry};
 
 fn main() -> ExitCode {
@@ -70,6 +74,15 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
         Some(Command::Plugins(PluginsCommand::Check { file })) => {
             return commands::check(&config, file).await;
         }
+        Some(Command::Config(ConfigCommand::Check)) => {
+            return commands::config_check(&config).await;
+        }
+        Some(Command::Export) => return export(&config.database_url).await,
+        Some(Command::Import {
+            file,
+            skip_existing,
+        }) => return import(&config, file, *skip_existing).await,
+        Some(Command::Backup { file }) => return backup(&config.database_url, file).await,
         None => {}
     }
 
@@ -126,4 +139,79 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
     server.run(shutdown).await;
     tracing::info!("chatd stopped");
     ExitCode::SUCCESS
+}
+
+/// `chatd export`: JSON Lines on stdout, counts on stderr.
+async fn export(url: &DatabaseUrl) -> ExitCode {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match transfer::export(url, &mut out).await {
+        Ok(counts) => {
+            eprintln!("chatd: exported {counts}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("chatd: export failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `chatd import FILE`: into DATABASE_URL's database, opened (and migrated) as a server opens
+/// it; on SQLite the serving lock is taken, so a running server refuses it.
+async fn import(config: &Config, file: &std::path::Path, skip_existing: bool) -> ExitCode {
+    let input: Box<dyn std::io::BufRead> = if file.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        match std::fs::File::open(file) {
+            Ok(f) => Box::new(std::io::BufReader::new(f)),
+            Err(e) => {
+                eprintln!("chatd: cannot read {}: {e}", file.display());
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let timeout = std::time::Duration::from_secs(config.database_timeout_secs);
+    let store = match Store::open(
+        &config.database_url,
+        config.database_max_connections,
+        timeout,
+    )
+    .await
+    {
+        Ok(store) => store,
+        Err(e) => {
+            eprintln!("chatd: import failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = store.import(input, skip_existing).await;
+    store.close().await;
+    match result {
+        Ok(done) => {
+            eprintln!("chatd: imported {}", done.stored);
+            if done.skipped.0.iter().any(|(_, n)| *n > 0) {
+                eprintln!("chatd: skipped (already there) {}", done.skipped);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("chatd: import failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `chatd backup FILE`.
+async fn backup(url: &DatabaseUrl, file: &std::path::Path) -> ExitCode {
+    match transfer::backup(url, file).await {
+        Ok(()) => {
+            eprintln!("chatd: backed up {url} to {}", file.display());
+            ExitCode::SUCCESS
+        }
+        Err(line) => {
+            eprintln!("chatd: {line}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -35,6 +35,7 @@ mod mcp;
 mod mcp_server;
 #[path = "../api/models_titles.rs"]
 mod models_titles;
+mod moves;
 #[path = "../api/postgres.rs"]
 mod postgres;
 #[path = "../common/process.rs"]

@@ -297,6 +297,34 @@ pub enum Command {
     /// Inspect plugins without starting the server.
     #[command(subcommand)]
     Plugins(PluginsCommand),
+    /// Check the configuration without starting the server.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Write every chat (messages and attachments), search, star and call of DATABASE_URL's
+    /// database to stdout as JSON Lines, from one snapshot; safe beside a running server.
+    Export,
+    /// Read an export into DATABASE_URL's database (migrated first), in one transaction: a row
+    /// whose id exists there stops it, and nothing is stored.
+    Import {
+        /// The export (`-`: stdin).
+        file: PathBuf,
+        /// Skip rows whose id exists instead of stopping.
+        #[arg(long)]
+        skip_existing: bool,
+    },
+    /// Copy a live SQLite database to FILE (consistent and compacted; FILE must not exist).
+    Backup {
+        /// The copy to write.
+        file: PathBuf,
+    },
+}
+
+#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
+pub enum ConfigCommand {
+    /// Validate the environment and the configuration file as startup would, then print the
+    /// effective settings, providers, services, MCP servers and plugins, keys redacted. Exit 0
+    /// when startup would accept them, 2 when not.
+    Check,
 }
 
 #[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]

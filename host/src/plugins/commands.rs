@@ -174,3 +174,125 @@ pub fn describe(plugin: &Plugin) -> String {
     );
     out
 }
+
+/// `chatd config check`: the environment and the configuration file validated as startup
+/// validates them (the plugins linked under them, the compile cache read when present), then
+/// what they give, keys never shown. Exit 2 where startup would stop with a configuration error.
+pub async fn config_check(config: &Config) -> ExitCode {
+    let host = match PluginHost::from_config(config).await {
+        Ok(host) => host,
+        Err(super::LoadError::Config(line)) => {
+            eprintln!("chatd: configuration error: {line}");
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("chatd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut out = settings(config);
+    out.push_str("plugins\n");
+    let snapshot = host.snapshot();
+    for plugin in &snapshot.plugins {
+        for line in describe(plugin).lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    for r in host.refused() {
+        let _ = writeln!(out, "  refused {}: {}", r.path.display(), r.reason);
+    }
+    out.push_str(&providers(&snapshot));
+    out.push_str("services\n");
+    for service in host.loader().settings().services.iter() {
+        let origin = service
+            .base_url
+            .as_ref()
+            .map_or_else(|| "not set: grants nothing".into(), |u| redact(u.as_str()));
+        let key = if service.key.is_some() { "set" } else { "none" };
+        let _ = writeln!(
+            out,
+            "  {}: {origin}; key {key}; for {}",
+            service.name,
+            service.owner_list()
+        );
+    }
+    out.push_str("mcp servers\n");
+    let file = config
+        .config
+        .as_deref()
+        .and_then(|path| crate::config::file::FileConfig::load(path).ok());
+    for (name, server) in file.iter().flat_map(|f| &f.mcp) {
+        let tools = server
+            .tools
+            .as_ref()
+            .map_or_else(|| "all tools".into(), |t| format!("tools {}", t.join(", ")));
+        let key = if server.api_key.is_some() {
+            "set"
+        } else {
+            "none"
+        };
+        let _ = writeln!(
+            out,
+            "  {name}: {}; key {key}; {tools}; timeout {} s",
+            redact(server.url.as_str()),
+            server.timeout.as_secs()
+        );
+    }
+    print!("{out}");
+    println!("configuration ok");
+    ExitCode::SUCCESS
+}
+
+fn redact(url: &str) -> String {
+    crate::config::redact_url(url)
+}
+
+/// The server's own settings as startup reads them.
+fn settings(config: &Config) -> String {
+    let mut out = String::from("server\n");
+    let data = crate::store::data_dir(config).map_or_else(
+        || "none (in-memory database)".into(),
+        |d| d.display().to_string(),
+    );
+    let lines = [
+        ("listen", format!("{}:{}", config.host, config.port)),
+        (
+            "auth",
+            match config.token_mode() {
+                true => "token (ADMIN_TOKEN set)".to_string(),
+                false if config.chatd_allowed_hosts.is_empty() => {
+                    "open, loopback Hosts only".into()
+                }
+                false => format!("open, Hosts {}", config.chatd_allowed_hosts.join(", ")),
+            },
+        ),
+        ("database", config.database_url.to_string()),
+        (
+            "database timeout",
+            format!("{} s", config.database_timeout_secs),
+        ),
+        ("data folder", data),
+        (
+            "configuration file",
+            config
+                .config
+                .as_ref()
+                .map_or_else(|| "none".into(), |p| p.display().to_string()),
+        ),
+        (
+            "plugins folder",
+            config
+                .plugins_dir
+                .as_ref()
+                .map_or_else(|| "none".into(), |p| p.display().to_string()),
+        ),
+        (
+            "shutdown grace",
+            format!("{} s", config.chatd_shutdown_grace_secs),
+        ),
+    ];
+    for (name, value) in lines {
+        let _ = writeln!(out, "  {name}: {value}");
+    }
+    out
+}

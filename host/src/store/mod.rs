@@ -13,6 +13,7 @@ mod read;
 mod records;
 mod sqlite;
 mod text;
+pub mod transfer;
 
 pub use postgres::{Heard, RunListener};
 pub use records::{

@@ -1,0 +1,609 @@
+//! Moving data in and out with chatd itself (`chatd export`, `chatd import`, `chatd backup`).
+//!
+//! The export is JSON Lines: a header line ([`Header`], versioned), then one line per row of
+//! the tables that hold users' data, parents before children ([`TABLES`]): chats, their
+//! messages (attachments are in a message's metadata), searches with their results and
+//! answers, projects and their memberships (the stars), LLM calls. A row is its columns as they
+//! are stored (text and integers, the same on both databases), so an import reads back exactly
+//! what was exported, ids, timestamps and transcript positions included, into either database.
+//! The export reads one snapshot (a read transaction) through a connection of its own: it runs
+//! beside a serving chatd, and on SQLite it neither migrates nor takes the serving lock.
+//!
+//! An import is one transaction into a migrated database: all of the file or nothing. A row
+//! whose id (or transcript position) exists already stops it, unless the operator asked to
+//! skip such rows; the reserved `starred` project and memberships already there are never a
+//! conflict. `backup` copies a live SQLite database to a file (`VACUUM INTO`, a consistent,
+//! compacted copy); PostgreSQL has its own tools (docs/operating.md).
+
+use std::io::{BufRead, Write};
+use std::str::FromStr;
+
+use futures::TryStreamExt as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{Backend, Result, Store, StoreError};
+use crate::config::DatabaseUrl;
+
+/// What an export's first line says.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// [`VERSION`]: an import refuses any other.
+    pub version: u32,
+    #[serde(rename = "exportedAt")]
+    pub exported_at: String,
+    /// `sqlite` or `postgresql`.
+    pub from: String,
+}
+
+pub const FORMAT: &str = "chatd-export";
+pub const VERSION: u32 = 1;
+
+/// A column's stored type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Integer,
+}
+
+/// A table of an export: its name on the line (`"chat"`), its SQL name, its key (what a
+/// conflict names) and its columns, the first ones the key.
+struct Table {
+    line: &'static str,
+    sql: &'static str,
+    key: usize,
+    columns: &'static [(&'static str, Kind)],
+    /// A conflict is never an error (rows every database has, or that follow their parent).
+    always_skip: bool,
+}
+
+use Kind::{Integer as I, Text as T};
+
+/// Every exported table, parents first.
+const TABLES: &[Table] = &[
+    Table {
+        line: "chat",
+        sql: "chats",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("title", T),
+            ("created_at", T),
+            ("updated_at", T),
+            ("initiated_provider", T),
+            ("initiated_model", T),
+            ("last_used_provider", T),
+            ("last_used_model", T),
+            ("additional_system_prompt", T),
+            ("enabled_tools", T),
+        ],
+        always_skip: false,
+    },
+    Table {
+        line: "message",
+        sql: "messages",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("chat_id", T),
+            ("seq", I),
+            ("created_at", T),
+            ("role", T),
+            ("content", T),
+            ("name", T),
+            ("metadata", T),
+        ],
+        always_skip: false,
+    },
+    Table {
+        line: "search",
+        sql: "searches",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("title", T),
+            ("query", T),
+            ("normalized_query", T),
+            ("created_at", T),
+            ("updated_at", T),
+            ("request_id", T),
+            ("latency_ms", I),
+            ("error", T),
+            ("results", T),
+            ("answer_text", T),
+            ("answer_request_id", T),
+            ("answer_citations", T),
+            ("answer_error", T),
+        ],
+        always_skip: false,
+    },
+    Table {
+        line: "project",
+        sql: "projects",
+        key: 1,
+        columns: &[("id", T), ("name", T), ("created_at", T)],
+        always_skip: true,
+    },
+    Table {
+        line: "projectChat",
+        sql: "project_chats",
+        key: 2,
+        columns: &[("project_id", T), ("chat_id", T), ("created_at", T)],
+        always_skip: true,
+    },
+    Table {
+        line: "projectSearch",
+        sql: "project_searches",
+        key: 2,
+        columns: &[("project_id", T), ("search_id", T), ("created_at", T)],
+        always_skip: true,
+    },
+    Table {
+        line: "call",
+        sql: "llm_calls",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("chat_id", T),
+            ("provider", T),
+            ("model", T),
+            ("created_at", T),
+            ("completed_at", T),
+            ("input_tokens", I),
+            ("output_tokens", I),
+            ("total_tokens", I),
+            ("latency_ms", I),
+            ("error", T),
+        ],
+        always_skip: false,
+    },
+];
+
+/// Rows by table line name, in [`TABLES`] order: what an export wrote or an import stored.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Counts(pub Vec<(&'static str, u64)>);
+
+impl Counts {
+    fn add(&mut self, table: &'static str) {
+        match self.0.iter_mut().find(|(name, _)| *name == table) {
+            Some((_, n)) => *n += 1,
+            None => self.0.push((table, 1)),
+        }
+    }
+
+    pub fn get(&self, table: &str) -> u64 {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == table)
+            .map_or(0, |(_, n)| *n)
+    }
+}
+
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = TABLES
+            .iter()
+            .map(|t| format!("{} {}", self.get(t.line), t.sql))
+            .collect();
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// What an import did: rows stored, and rows skipped because they existed.
+#[derive(Debug, Default)]
+pub struct Imported {
+    pub stored: Counts,
+    pub skipped: Counts,
+}
+
+/// Why an import stopped; nothing of the file is stored.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("line {line}: {reason}")]
+    Line { line: usize, reason: String },
+    #[error(
+        "line {line}: {what} exists in the database (nothing was imported; --skip-existing skips such rows)"
+    )]
+    Exists { line: usize, what: String },
+    #[error("cannot read the file: {0}")]
+    Read(#[from] std::io::Error),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for ImportError {
+    fn from(e: sqlx::Error) -> Self {
+        ImportError::Store(e.into())
+    }
+}
+
+/// Writes every row of the database at `url` to `out` (see the module doc); the counts.
+pub async fn export(url: &DatabaseUrl, out: &mut impl Write) -> Result<Counts> {
+    let header = |from: &str| Header {
+        format: FORMAT.into(),
+        version: VERSION,
+        exported_at: crate::vocabulary::now(),
+        from: from.into(),
+    };
+    let write_err = |e: std::io::Error| StoreError::Unavailable {
+        backend: "output",
+        reason: e.to_string(),
+    };
+    let mut counts = Counts::default();
+    match url {
+        DatabaseUrl::Sqlite(raw) => {
+            let options = sqlx::sqlite::SqliteConnectOptions::from_str(raw)
+                .map_err(|source| open_error(raw, source))?
+                .read_only(true);
+            let mut conn = sqlx::ConnectOptions::connect(&options)
+                .await
+                .map_err(|source| open_error(raw, source))?;
+            let mut tx = sqlx::Connection::begin(&mut conn).await?;
+            line(out, &header("sqlite")).map_err(write_err)?;
+            for table in TABLES {
+                let sql = select(table);
+                let mut rows = sqlx::query(&sql).fetch(&mut *tx);
+                while let Some(row) = rows.try_next().await? {
+                    line(out, &row_line(table, &row)?).map_err(write_err)?;
+                    counts.add(table.line);
+                }
+            }
+        }
+        DatabaseUrl::Postgres(raw) => {
+            let options = sqlx::postgres::PgConnectOptions::from_str(raw)
+                .map_err(|source| open_error(raw, source))?;
+            let mut conn = sqlx::ConnectOptions::connect(&options)
+                .await
+                .map_err(|source| open_error(raw, source))?;
+            let mut tx = sqlx::Connection::begin(&mut conn).await?;
+            // One snapshot for every table.
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .execute(&mut *tx)
+                .await?;
+            line(out, &header("postgresql")).map_err(write_err)?;
+            for table in TABLES {
+                let sql = select(table);
+                let mut rows = sqlx::query(&sql).fetch(&mut *tx);
+                while let Some(row) = rows.try_next().await? {
+                    line(out, &row_line(table, &row)?).map_err(write_err)?;
+                    counts.add(table.line);
+                }
+            }
+        }
+    }
+    out.flush().map_err(write_err)?;
+    Ok(counts)
+}
+
+fn open_error(raw: &str, source: sqlx::Error) -> StoreError {
+    StoreError::Open {
+        url: crate::config::redact_url(raw),
+        source,
+    }
+}
+
+fn line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.write_all(b"\n")
+}
+
+fn select(table: &Table) -> String {
+    let columns: Vec<&str> = table.columns.iter().map(|(c, _)| *c).collect();
+    let key = columns[..table.key].join(", ");
+    format!(
+        "SELECT {} FROM {} ORDER BY {key}",
+        columns.join(", "),
+        table.sql
+    )
+}
+
+/// `{"<table>": {column: value, …}}` for one row, whichever database it came from.
+fn row_line<R>(table: &Table, row: &R) -> Result<Value>
+where
+    R: sqlx::Row,
+    for<'a> &'a str: sqlx::ColumnIndex<R>,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let mut fields = Map::new();
+    for (column, kind) in table.columns {
+        let value = match kind {
+            Kind::Text => row.try_get::<Option<String>, _>(*column)?.map(Value::from),
+            Kind::Integer => row.try_get::<Option<i64>, _>(*column)?.map(Value::from),
+        };
+        fields.insert((*column).to_string(), value.unwrap_or(Value::Null));
+    }
+    let mut line = Map::new();
+    line.insert(table.line.to_string(), Value::Object(fields));
+    Ok(Value::Object(line))
+}
+
+/// One parsed line of an export: its table and its values in column order.
+fn parse_line(text: &str) -> std::result::Result<(&'static Table, Vec<Value>), String> {
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let Value::Object(line) = value else {
+        return Err("must be a JSON object".into());
+    };
+    let mut entries = line.into_iter();
+    let (Some((name, fields)), None) = (entries.next(), entries.next()) else {
+        return Err("must hold exactly one row, as {\"<table>\": {…}}".into());
+    };
+    let table = TABLES
+        .iter()
+        .find(|t| t.line == name)
+        .ok_or_else(|| format!("unknown row type {name:?}"))?;
+    let Value::Object(mut fields) = fields else {
+        return Err(format!("{name}: must be an object of columns"));
+    };
+    let mut values = Vec::with_capacity(table.columns.len());
+    for (column, kind) in table.columns {
+        let value = fields.remove(*column).unwrap_or(Value::Null);
+        let fits = match (kind, &value) {
+            (_, Value::Null) => true,
+            (Kind::Text, Value::String(_)) => true,
+            (Kind::Integer, Value::Number(n)) => n.is_i64(),
+            _ => false,
+        };
+        if !fits {
+            let want = if *kind == Kind::Text {
+                "a string"
+            } else {
+                "an integer"
+            };
+            return Err(format!("{name}.{column}: must be {want} or null"));
+        }
+        values.push(value);
+    }
+    if let Some(extra) = fields.keys().next() {
+        return Err(format!("{name}.{extra}: not a column of {}", table.sql));
+    }
+    Ok((table, values))
+}
+
+fn insert(table: &Table, postgres: bool) -> String {
+    let columns: Vec<&str> = table.columns.iter().map(|(c, _)| *c).collect();
+    let marks: Vec<String> = (1..=columns.len())
+        .map(|n| {
+            if postgres {
+                format!("${n}")
+            } else {
+                "?".into()
+            }
+        })
+        .collect();
+    format!(
+        "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING",
+        table.sql,
+        columns.join(", "),
+        marks.join(", ")
+    )
+}
+
+/// The row's key as a message names it: `chat 0193…`.
+fn describe(table: &Table, values: &[Value]) -> String {
+    let key: Vec<String> = values[..table.key]
+        .iter()
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+        .collect();
+    format!("{} {}", table.line, key.join("/"))
+}
+
+/// Binds `values` (already checked against the table's kinds) in column order.
+macro_rules! bind_all {
+    ($query:expr, $table:expr, $values:expr) => {{
+        let mut query = $query;
+        for ((_, kind), value) in $table.columns.iter().zip($values) {
+            query = match kind {
+                Kind::Text => query.bind(value.as_str().map(str::to_string)),
+                Kind::Integer => query.bind(value.as_i64()),
+            };
+        }
+        query
+    }};
+}
+
+impl Store {
+    /// Stores an export read from `input`, in one transaction (see the module doc).
+    pub async fn import(
+        &self,
+        input: impl BufRead,
+        skip_existing: bool,
+    ) -> std::result::Result<Imported, ImportError> {
+        let mut lines = input.lines().enumerate();
+        let header = match lines.next() {
+            Some((_, text)) => text?,
+            None => {
+                return Err(ImportError::Line {
+                    line: 1,
+                    reason: "the file is empty".into(),
+                });
+            }
+        };
+        check_header(&header).map_err(|reason| ImportError::Line { line: 1, reason })?;
+        let mut done = Imported::default();
+        let rows = lines.filter(|(_, l)| !l.as_ref().is_ok_and(|l| l.trim().is_empty()));
+        match &self.backend {
+            Backend::Sqlite(db) => {
+                let mut tx = db.pool().begin_with("BEGIN IMMEDIATE").await?;
+                for (at, text) in rows {
+                    let line = at + 1;
+                    let (table, values) =
+                        parse_line(&text?).map_err(|reason| ImportError::Line { line, reason })?;
+                    let sql = insert(table, false);
+                    let query = bind_all!(sqlx::query(&sql), table, &values);
+                    let stored = query
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| refused(line, e))?;
+                    tally(
+                        &mut done,
+                        table,
+                        &values,
+                        stored.rows_affected(),
+                        skip_existing,
+                        line,
+                    )?;
+                }
+                tx.commit().await?;
+            }
+            Backend::Postgres(db) => {
+                let mut tx = db.pool().begin().await?;
+                for (at, text) in rows {
+                    let line = at + 1;
+                    let (table, values) =
+                        parse_line(&text?).map_err(|reason| ImportError::Line { line, reason })?;
+                    let sql = insert(table, true);
+                    let query = bind_all!(sqlx::query(&sql), table, &values);
+                    let stored = query
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| refused(line, e))?;
+                    tally(
+                        &mut done,
+                        table,
+                        &values,
+                        stored.rows_affected(),
+                        skip_existing,
+                        line,
+                    )?;
+                }
+                tx.commit().await?;
+            }
+        }
+        Ok(done)
+    }
+}
+
+fn check_header(text: &str) -> std::result::Result<(), String> {
+    let header: Header =
+        serde_json::from_str(text).map_err(|e| format!("not a chatd export header ({e})"))?;
+    if header.format != FORMAT {
+        return Err(format!("format {:?} is not {FORMAT:?}", header.format));
+    }
+    if header.version != VERSION {
+        return Err(format!(
+            "export version {} is not one this chatd reads ({VERSION})",
+            header.version
+        ));
+    }
+    Ok(())
+}
+
+/// A row the database refused (a reference to a chat the file and the database lack, a value
+/// past a limit): the line and the database's words.
+fn refused(line: usize, e: sqlx::Error) -> ImportError {
+    match e {
+        sqlx::Error::Database(db) => ImportError::Line {
+            line,
+            reason: format!("the database refused the row: {}", db.message()),
+        },
+        other => ImportError::Store(other.into()),
+    }
+}
+
+/// Counts a row stored or skipped; a skipped one stops the import unless asked otherwise.
+fn tally(
+    done: &mut Imported,
+    table: &'static Table,
+    values: &[Value],
+    stored: u64,
+    skip_existing: bool,
+    line: usize,
+) -> std::result::Result<(), ImportError> {
+    if stored > 0 {
+        done.stored.add(table.line);
+        return Ok(());
+    }
+    if table.always_skip || skip_existing {
+        done.skipped.add(table.line);
+        return Ok(());
+    }
+    Err(ImportError::Exists {
+        line,
+        what: describe(table, values),
+    })
+}
+
+/// Copies the SQLite database at `url` to `file` while it may be serving: `VACUUM INTO` reads
+/// one snapshot and writes a compacted database, which chatd opens as it is. `file` must not
+/// exist. `Err` is the line to print.
+pub async fn backup(url: &DatabaseUrl, file: &std::path::Path) -> std::result::Result<(), String> {
+    let DatabaseUrl::Sqlite(raw) = url else {
+        return Err(
+            "chatd backup copies an SQLite database; on PostgreSQL use pg_dump or chatd export \
+             (docs/operating.md, \"Backup and restore\")"
+                .into(),
+        );
+    };
+    if file.exists() {
+        return Err(format!("{} exists: give a new file", file.display()));
+    }
+    let target = file
+        .to_str()
+        .ok_or_else(|| format!("{}: the path must be text", file.display()))?;
+    let options = sqlx::sqlite::SqliteConnectOptions::from_str(raw)
+        .map_err(|e| open_error(raw, e).to_string())?
+        .read_only(true);
+    let mut conn = sqlx::ConnectOptions::connect(&options)
+        .await
+        .map_err(|e| open_error(raw, e).to_string())?;
+    sqlx::query("VACUUM INTO ?")
+        .bind(target)
+        .execute(&mut conn)
+        .await
+        .map_err(|e| format!("backup to {} failed: {e}", file.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_must_be_one_known_row_with_typed_columns() {
+        let (table, values) =
+            parse_line(r#"{"message":{"id":"m1","chat_id":"c1","seq":3,"role":"user"}}"#).unwrap();
+        assert_eq!(table.sql, "messages");
+        assert_eq!(values[2], Value::from(3));
+        assert_eq!(values[5], Value::Null, "a missing column is null");
+        assert_eq!(describe(table, &values), "message m1");
+        let err = |text: &str| parse_line(text).unwrap_err();
+        assert!(err("[]").contains("JSON object"));
+        assert!(err(r#"{"chat":{},"search":{}}"#).contains("exactly one row"));
+        assert!(err(r#"{"user":{}}"#).contains("unknown row type"));
+        assert_eq!(
+            err(r#"{"message":{"seq":"3"}}"#),
+            "message.seq: must be an integer or null"
+        );
+        assert_eq!(
+            err(r#"{"chat":{"id":"c","owner":"x"}}"#),
+            "chat.owner: not a column of chats"
+        );
+    }
+
+    #[test]
+    fn the_header_is_checked_for_format_and_version() {
+        let ok = r#"{"format":"chatd-export","version":1,"exportedAt":"x","from":"sqlite"}"#;
+        assert!(check_header(ok).is_ok());
+        assert!(
+            check_header(&ok.replace(":1,", ":2,"))
+                .unwrap_err()
+                .contains("version 2")
+        );
+        assert!(
+            check_header("{}")
+                .unwrap_err()
+                .contains("not a chatd export header")
+        );
+    }
+
+    #[test]
+    fn inserts_use_each_database_s_placeholders() {
+        let chats = &TABLES[0];
+        assert!(insert(chats, true).contains("VALUES ($1, $2,"));
+        assert!(insert(chats, false).contains("VALUES (?, ?,"));
+        assert!(select(&TABLES[4]).ends_with("ORDER BY project_id, chat_id"));
+    }
+}
