@@ -25,6 +25,7 @@ mod mcp;
 mod mcp_server;
 mod mcp_tools;
 mod models_titles;
+mod operator_cli;
 mod plugin_provider;
 mod plugin_services;
 mod plugins;

@@ -109,7 +109,7 @@ pub struct Config {
     #[arg(long, env = "PORT", value_name = "PORT", default_value = "8787", value_parser = parse_port)]
     pub port: u16,
     /// `sqlite://PATH` (file and folder are created) or `postgres://USER:PASSWORD@HOST/DB`
-    /// (several instances may share it).
+    /// (several instances may share it; TLS with `?sslmode=verify-full&sslrootcert=CA.pem`).
     #[arg(long, env = "DATABASE_URL", value_name = "DATABASE_URL",
           default_value = "sqlite://data/chatd.db", value_parser = parse_database_url)]
     pub database_url: DatabaseUrl,
@@ -128,23 +128,31 @@ pub struct Config {
           value_parser = parse_admin_token)]
     pub admin_token: Option<Secret>,
 
+    /// provider_a's key (OpenAI); unset: provider_a is not served.
     #[arg(long, env = "PROVIDER_A_API_KEY", value_name = "PROVIDER_A_API_KEY", hide_env_values = true, value_parser = parse_secret)]
     pub provider_a_api_key: Option<Secret>,
+    /// provider_a's API base URL.
     #[arg(long, env = "PROVIDER_A_BASE_URL", value_name = "PROVIDER_A_BASE_URL", default_value = "https://api.openai.com/v1", value_parser = parse_http_url)]
     pub provider_a_base_url: Url,
+    /// provider_b's key (Anthropic); unset: provider_b is not served.
     #[arg(long, env = "PROVIDER_B_API_KEY", value_name = "PROVIDER_B_API_KEY", hide_env_values = true, value_parser = parse_secret)]
     pub provider_b_api_key: Option<Secret>,
+    /// provider_b's API base URL.
     #[arg(long, env = "PROVIDER_B_BASE_URL", value_name = "PROVIDER_B_BASE_URL", default_value = "https://api.anthropic.com/v1", value_parser = parse_http_url)]
     pub provider_b_base_url: Url,
+    /// provider_c's key (xAI); unset: provider_c is not served.
     #[arg(long, env = "PROVIDER_C_API_KEY", value_name = "PROVIDER_C_API_KEY", hide_env_values = true, value_parser = parse_secret)]
     pub provider_c_api_key: Option<Secret>,
+    /// provider_c's API base URL.
     #[arg(long, env = "PROVIDER_C_BASE_URL", value_name = "PROVIDER_C_BASE_URL", default_value = "https://api.x.ai/v1", value_parser = parse_http_url)]
     pub provider_c_base_url: Url,
     /// Any non-empty value serves the agent provider (the agent server may need no auth).
     #[arg(long, env = "AGENT_API_KEY", value_name = "AGENT_API_KEY", hide_env_values = true, value_parser = parse_secret)]
     pub agent_api_key: Option<Secret>,
+    /// The agent server's OpenAI-compatible base URL.
     #[arg(long, env = "AGENT_API_BASE_URL", value_name = "AGENT_API_BASE_URL", default_value = "http://127.0.0.1:8642/v1", value_parser = parse_http_url)]
     pub agent_api_base_url: Url,
+    /// The agent provider's one model (default: whatever the agent server lists).
     #[arg(long, env = "AGENT_MODEL", value_name = "AGENT_MODEL")]
     pub agent_model: Option<String>,
     /// The fixed small model of title suggestions (of the title provider, `plugins/builtin.rs`).
@@ -155,15 +163,20 @@ pub struct Config {
         default_value = "gpt-4.1-mini"
     )]
     pub title_model: String,
+    /// How often the providers' model lists are asked for again.
     #[arg(long, env = "MODELS_REFRESH_SECS", value_name = "MODELS_REFRESH_SECS", default_value = "86400", value_parser = parse_positive_u64)]
     pub models_refresh_secs: u64,
 
+    /// The search engine's key (Exa): searches and the chat `web_search` tool.
     #[arg(long, env = "ENGINE_A_API_KEY", value_name = "ENGINE_A_API_KEY", hide_env_values = true, value_parser = parse_secret)]
     pub engine_a_api_key: Option<Secret>,
+    /// The search engine's API base URL.
     #[arg(long, env = "ENGINE_A_BASE_URL", value_name = "ENGINE_A_BASE_URL", default_value = "https://api.exa.ai", value_parser = parse_http_url)]
     pub engine_a_base_url: Url,
+    /// A SearXNG-style engine for the chat `web_search` tool (with CHAT_WEB_SEARCH_ENGINE=engine_b).
     #[arg(long, env = "ENGINE_B_BASE_URL", value_name = "ENGINE_B_BASE_URL", value_parser = parse_http_url)]
     pub engine_b_base_url: Option<Url>,
+    /// The chat `web_search` tool's engine: `engine_a` or `engine_b`.
     #[arg(
         long,
         env = "CHAT_WEB_SEARCH_ENGINE",
@@ -176,8 +189,10 @@ pub struct Config {
     #[arg(long, env = "CHAT_MAX_TOOL_ROUNDS", value_name = "CHAT_MAX_TOOL_ROUNDS", default_value = "100", value_parser = parse_positive_u32, allow_hyphen_values = true)]
     pub chat_max_tool_rounds: u32,
 
+    /// Offers the `coding_exec` tool (Codex on the devbox): `true` or `false`.
     #[arg(long, env = "CHAT_CODING_TOOL_ENABLED", value_name = "CHAT_CODING_TOOL_ENABLED", default_value = "false", value_parser = parse_bool, action = clap::ArgAction::Set)]
     pub chat_coding_tool_enabled: bool,
+    /// Offers the `shell_exec` tool (a shell command on the devbox): `true` or `false`.
     #[arg(long, env = "CHAT_SHELL_TOOL_ENABLED", value_name = "CHAT_SHELL_TOOL_ENABLED", default_value = "false", value_parser = parse_bool, action = clap::ArgAction::Set)]
     pub chat_shell_tool_enabled: bool,
     /// The devbox: host or address, may hold `user@host`.
@@ -187,30 +202,37 @@ pub struct Config {
         value_name = "CHAT_CODING_REMOTE_HOST"
     )]
     pub chat_coding_remote_host: Option<String>,
+    /// The devbox's SSH user (a user in CHAT_CODING_REMOTE_HOST wins).
     #[arg(
         long,
         env = "CHAT_CODING_REMOTE_USER",
         value_name = "CHAT_CODING_REMOTE_USER"
     )]
     pub chat_coding_remote_user: Option<String>,
+    /// The devbox's SSH port.
     #[arg(long, env = "CHAT_CODING_REMOTE_PORT", value_name = "CHAT_CODING_REMOTE_PORT", default_value = "22", value_parser = parse_port)]
     pub chat_coding_remote_port: u16,
+    /// The devbox folder commands run in, created when missing (`~/…` is the remote home).
     #[arg(
         long,
         env = "CHAT_CODING_REMOTE_WORKDIR",
         value_name = "CHAT_CODING_REMOTE_WORKDIR"
     )]
     pub chat_coding_remote_workdir: Option<String>,
+    /// The devbox's private key file (preferred over the base64 form).
     #[arg(
         long,
         env = "CHAT_CODING_SSH_KEY_PATH",
         value_name = "CHAT_CODING_SSH_KEY_PATH"
     )]
     pub chat_coding_ssh_key_path: Option<PathBuf>,
+    /// The devbox's private key, base64-encoded (written 0600 to a private folder).
     #[arg(long, env = "CHAT_CODING_SSH_PRIVATE_KEY_B64", value_name = "CHAT_CODING_SSH_PRIVATE_KEY_B64", hide_env_values = true, value_parser = parse_secret)]
     pub chat_coding_ssh_private_key_b64: Option<Secret>,
+    /// The longest one `coding_exec` command may run.
     #[arg(long, env = "CHAT_CODING_EXEC_TIMEOUT_MS", value_name = "CHAT_CODING_EXEC_TIMEOUT_MS", default_value = "600000", value_parser = parse_positive_u64)]
     pub chat_coding_exec_timeout_ms: u64,
+    /// The longest one `shell_exec` command may run.
     #[arg(long, env = "CHAT_SHELL_EXEC_TIMEOUT_MS", value_name = "CHAT_SHELL_EXEC_TIMEOUT_MS", default_value = "120000", value_parser = parse_positive_u64)]
     pub chat_shell_exec_timeout_ms: u64,
 
@@ -239,7 +261,12 @@ pub struct Config {
     pub plugin_cache_dir: Option<PathBuf>,
     /// The configuration file (TOML): declared providers, services, plugin settings. Watched
     /// and reloaded when it changes.
-    #[arg(long = "config", env = "CHATD_CONFIG", value_name = "CHATD_CONFIG")]
+    #[arg(
+        long = "config",
+        env = "CHATD_CONFIG",
+        value_name = "CHATD_CONFIG",
+        global = true
+    )]
     pub config: Option<PathBuf>,
 
     /// The log on stdout: `text` (the default) or `json`, one object per line.
@@ -277,6 +304,7 @@ pub struct Config {
     /// The OTLP protocol: chatd exports `http/protobuf` only.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_PROTOCOL", value_name = "OTEL_EXPORTER_OTLP_PROTOCOL", value_parser = parse_otlp_protocol)]
     pub otel_exporter_otlp_protocol: Option<String>,
+    /// The traces' OTLP protocol: `http/protobuf` only.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", value_name = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", value_parser = parse_otlp_protocol)]
     pub otel_exporter_otlp_traces_protocol: Option<String>,
     /// `none` turns trace export off whatever the endpoint says; `otlp` is the only exporter.
@@ -799,6 +827,40 @@ mod tests {
             }))
         );
         assert!(Config::from_args(["chatd"]).unwrap().command.is_none());
+    }
+
+    #[test]
+    fn every_setting_has_help_text() {
+        let command = Config::command();
+        let missing: Vec<String> = command
+            .get_arguments()
+            .filter(|a| !a.is_hide_set() && a.get_help().is_none())
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert!(missing.is_empty(), "no --help text: {missing:?}");
+        assert!(command.get_arguments().count() > 45);
+    }
+
+    #[test]
+    fn the_operator_commands_parse() {
+        let parse = |args: &[&str]| {
+            Config::from_args(std::iter::once("chatd").chain(args.iter().copied()))
+                .unwrap()
+                .command
+        };
+        assert_eq!(
+            parse(&["config", "check", "--config", "x.toml"]),
+            Some(Command::Config(ConfigCommand::Check))
+        );
+        assert_eq!(
+            parse(&["import", "--skip-existing", "-"]),
+            Some(Command::Import {
+                file: PathBuf::from("-"),
+                skip_existing: true
+            })
+        );
+        assert_eq!(parse(&["export"]), Some(Command::Export));
+        assert!(err(&["--database-timeout-secs", "0"]).starts_with("DATABASE_TIMEOUT_SECS"));
     }
 
     #[test]

@@ -50,6 +50,7 @@ enum Kind {
 
 /// A table of an export: its name on the line (`"chat"`), its SQL name, its key (what a
 /// conflict names) and its columns, the first ones the key.
+#[derive(Debug)]
 struct Table {
     line: &'static str,
     sql: &'static str,
