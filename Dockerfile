@@ -1,0 +1,44 @@
+# chatd's image: built from this source tree, run as a non-root user with its data on /data.
+#
+#   podman build -t chatd .                      (docker build works the same)
+#   podman run -p 8787:8787 -v chatd-data:/data -e ADMIN_TOKEN=… -e PROVIDER_A_API_KEY=… chatd
+#
+# The data (the SQLite database, compiled plugins, the devbox's pinned host key) is in the
+# volume; on PostgreSQL only the compile cache and the host key are. The health check asks
+# /ready: the database answers and, on PostgreSQL, this instance holds its lease. compose.yaml
+# runs it on SQLite, or twice on PostgreSQL behind a proxy. docs/deploying.md has the rest.
+#
+# Both base images are arguments, so a machine without a registry can build from bases made
+# out of Debian's archive (docs/deploying.md, "Building without a registry").
+ARG BUILD_IMAGE=docker.io/library/rust:1.95.0-slim-bookworm
+ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
+
+FROM ${BUILD_IMAGE} AS build
+# The bundled plugins are built for wasm32-wasip2 by host/build.rs.
+RUN rustup target add wasm32-wasip2
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked -p chatd && install -m 0755 target/release/chatd /chatd
+
+FROM ${RUNTIME_IMAGE}
+# ca-certificates: upstream TLS (providers, search, MCP servers); openssh-client: the devbox
+# tools drive the system ssh; curl: the health check. Nothing else.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends ca-certificates openssh-client curl \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --uid 10001 --user-group --no-create-home --home-dir /data --shell /usr/sbin/nologin chatd \
+ && mkdir -p /data && chown chatd:chatd /data
+COPY --from=build /chatd /usr/local/bin/chatd
+USER chatd
+WORKDIR /data
+ENV HOST=0.0.0.0 \
+    PORT=8787 \
+    DATABASE_URL=sqlite:///data/chatd.db \
+    CHATD_DATA_DIR=/data
+VOLUME /data
+EXPOSE 8787
+# Loopback, so open mode answers it too (it serves loopback Hosts without a token).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
+  CMD curl -fsS "http://127.0.0.1:${PORT}/ready" || exit 1
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["chatd"]
