@@ -86,10 +86,6 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
         None => {}
     }
 
-    if let Err(line) = chatd::store::prepare_data_dir(&config) {
-        eprintln!("chatd: cannot start: {line}");
-        return ExitCode::FAILURE;
-    }
     let shutdown = shutdown_signal();
     let started = std::time::Instant::now();
     let plugins = match PluginHost::start(&config).await {
@@ -104,6 +100,11 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // After the configuration is known good: a refused startup creates nothing.
+    if let Err(line) = chatd::store::prepare_data_dir(&config) {
+        eprintln!("chatd: cannot start: {line}");
+        return ExitCode::FAILURE;
+    }
     let snapshot = plugins.snapshot();
     tracing::info!(
         "{} plugins loaded in {} ms ({} from the compile cache)",

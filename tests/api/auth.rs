@@ -53,7 +53,7 @@ async fn every_v1_route_needs_the_token() {
     for (method, path) in &routes {
         for prefix in ["", "/api"] {
             let url = format!("{}{prefix}{path}", server.base);
-            let open = path == "/health";
+            let open = path == "/health" || path == "/ready";
             let attempts: [(&str, Option<String>); 5] = [
                 ("no header", None),
                 ("wrong token", Some(format!("Bearer {TOKEN}x"))),
@@ -133,6 +133,8 @@ async fn open_paths_and_unknown_paths() {
     for path in [
         "/health",
         "/api/health",
+        "/ready",
+        "/api/ready",
         "/openapi.json",
         "/api/openapi.json",
     ] {

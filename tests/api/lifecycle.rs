@@ -328,6 +328,7 @@ async fn openapi_document_covers_every_route() {
     );
     let expected: &[(&str, &[&str])] = &[
         ("/health", &["get"]),
+        ("/ready", &["get"]),
         ("/v1/auth/session", &["get"]),
         ("/v1/active-runs", &["get"]),
         ("/v1/chat-tools", &["get"]),
