@@ -89,79 +89,39 @@ async fn on_a_full_disk_a_new_message_is_refused_before_the_upstream_is_called()
             ("DATABASE_TIMEOUT_SECS", "2"),
         ],
     );
-    let client = reqwest::Client::new();
-    let at = |path: &str| format!("{}{path}", process.base);
-    let created: Value = client
-        .post(at("/v1/chats"))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let base = process.base.clone();
+    let created: Value =
+        serde_json::from_str(&post(&base, "/v1/chats", &json!({})).await.1).unwrap();
     let chat_id = created["chat"]["id"].as_str().unwrap().to_string();
     // A message larger than any room the database's write-ahead log kept.
     let text = "x".repeat(2 * 1024 * 1024);
     let request = body(Some(&chat_id), json!([{"role": "user", "content": text}]));
 
     let filler = disk.fill();
-    let res = client
-        .post(at("/v1/chat-completions"))
-        .json(&request)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let message = res.json::<Value>().await.unwrap()["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (status, answer) = post(&base, "/v1/chat-completions", &request).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    let message = serde_json::from_str::<Value>(&answer).unwrap()["message"].to_string();
     assert!(
         message.contains("the database (sqlite) is unavailable") && message.contains("full"),
         "{message}"
     );
-    let res = client
-        .post(at("/v1/chat-completions/stream"))
-        .json(&request)
-        .send()
-        .await
-        .unwrap();
     // The stream has begun when the write fails: its `error` names the cause.
-    let text_body = res.text().await.unwrap();
+    let (_, events) = post(&base, "/v1/chat-completions/stream", &request).await;
     assert!(
-        text_body.contains("event: error")
-            && text_body.contains("database (sqlite) is unavailable"),
-        "{text_body}"
+        events.contains("event: error") && events.contains("database (sqlite) is unavailable"),
+        "{events}"
     );
     assert_eq!(completions(&upstream), 0, "the upstream was never called");
     // Reads still work.
-    let chat = client
-        .get(at(&format!("/v1/chats/{chat_id}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(chat.status(), StatusCode::OK);
+    let chat_path = format!("/v1/chats/{chat_id}");
+    assert_eq!(get(&base, &chat_path).await.0, StatusCode::OK);
 
     // With room again, the same request is served and stored.
     std::fs::remove_file(filler).unwrap();
-    let res = client
-        .post(at("/v1/chat-completions/stream"))
-        .json(&request)
-        .send()
-        .await
-        .unwrap();
-    let text_body = res.text().await.unwrap();
-    assert!(text_body.contains("event: done"), "{text_body}");
+    let (_, events) = post(&base, "/v1/chat-completions/stream", &request).await;
+    assert!(events.contains("event: done"), "{events}");
     assert_eq!(completions(&upstream), 1);
-    let chat: Value = client
-        .get(at(&format!("/v1/chats/{chat_id}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let chat: Value = serde_json::from_str(&get(&base, &chat_path).await.1).unwrap();
     let messages = chat["chat"]["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2, "the message and its reply, once");
     process.stop();
@@ -174,4 +134,19 @@ fn completions(upstream: &ScriptedUpstream) -> usize {
         .iter()
         .filter(|r| r.path.ends_with("/chat/completions"))
         .count()
+}
+
+async fn post(base: &str, path: &str, body: &Value) -> (StatusCode, String) {
+    let res = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    (res.status(), res.text().await.unwrap())
+}
+
+async fn get(base: &str, path: &str) -> (StatusCode, String) {
+    let res = reqwest::get(format!("{base}{path}")).await.unwrap();
+    (res.status(), res.text().await.unwrap())
 }

@@ -35,12 +35,15 @@ pub fn script(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A running `tests/mcp/server.py`; stopped when dropped.
+/// A running `tests/mcp/server.py`; stopped when dropped. (The PostgreSQL suite shares this file
+/// but starts no server of its own.)
+#[allow(dead_code)]
 pub struct McpServer {
     pub url: String,
     child: Child,
 }
 
+#[allow(dead_code)]
 impl McpServer {
     /// Starts one; `key`: the Bearer key it requires. `None` when there is no SDK here.
     pub fn start(key: Option<&str>, stateless: bool) -> Option<Self> {

@@ -1,6 +1,8 @@
-//! The operator commands `chatd plugins list` and `chatd plugins check FILE`: what the server
-//! would load with this configuration (its plugins with their grants, settings and services,
-//! then its providers), and whether one plugin file is usable, without starting the server. Both print to stdout; `check` exits non-zero when the plugin would be refused.
+//! The operator commands `chatd plugins list`, `chatd plugins check FILE` and `chatd config
+//! check`: what the server would load with this configuration (its plugins with their grants,
+//! settings and services, then its providers; `config check` adds the server's settings, the
+//! services and the MCP servers), and whether one plugin file is usable, without starting the
+//! server. All print to stdout; `check` exits non-zero when the plugin would be refused.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -13,19 +15,27 @@ use super::registry::PluginHost;
 use super::snapshot::Snapshot;
 use crate::config::Config;
 
-/// `chatd plugins list`.
-pub async fn list(config: &Config) -> ExitCode {
-    let host = match PluginHost::from_config(config).await {
-        Ok(host) => host,
-        // As the server refuses it at startup.
+/// The plugin host this configuration gives, or the exit code after the line saying why: 2 for
+/// a configuration error, as the server refuses it at startup.
+async fn host(config: &Config) -> Result<Arc<PluginHost>, ExitCode> {
+    match PluginHost::from_config(config).await {
+        Ok(host) => Ok(host),
         Err(super::LoadError::Config(line)) => {
             eprintln!("chatd: configuration error: {line}");
-            return ExitCode::from(2);
+            Err(ExitCode::from(2))
         }
         Err(e) => {
             eprintln!("chatd: {e}");
-            return ExitCode::FAILURE;
+            Err(ExitCode::FAILURE)
         }
+    }
+}
+
+/// `chatd plugins list`.
+pub async fn list(config: &Config) -> ExitCode {
+    let host = match host(config).await {
+        Ok(host) => host,
+        Err(code) => return code,
     };
     let mut out = String::new();
     let snapshot = host.snapshot();
@@ -179,16 +189,9 @@ pub fn describe(plugin: &Plugin) -> String {
 /// validates them (the plugins linked under them, the compile cache read when present), then
 /// what they give, keys never shown. Exit 2 where startup would stop with a configuration error.
 pub async fn config_check(config: &Config) -> ExitCode {
-    let host = match PluginHost::from_config(config).await {
+    let host = match host(config).await {
         Ok(host) => host,
-        Err(super::LoadError::Config(line)) => {
-            eprintln!("chatd: configuration error: {line}");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!("chatd: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let mut out = settings(config);
     out.push_str("plugins\n");

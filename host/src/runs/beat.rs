@@ -11,8 +11,8 @@ use tokio::time::Instant;
 
 use super::ready::Readiness;
 use super::{ActiveRuns, ErrorEvents, RunKind};
-use crate::store::liveness::{LEASE, LOST_REPLY};
-use crate::store::{Store, StoreError};
+use crate::store::liveness::LOST_REPLY;
+use crate::store::{LEASE, Store, StoreError};
 
 /// The `error` event's data of a run ended because its instance is gone, by kind.
 fn lost_run_data(errors: &ErrorEvents, kind: &str) -> String {

@@ -10,8 +10,6 @@
 
 use chrono::DateTime;
 
-pub use super::postgres::LEASE;
-
 /// How often a server on SQLite records that it is alive: the most a lost call's end and latency
 /// can be short of the truth (one small write a second).
 pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(1);

@@ -15,7 +15,8 @@ mod sqlite;
 mod text;
 pub mod transfer;
 
-pub use postgres::{Heard, RunListener};
+/// How long an instance on PostgreSQL stays alive without renewing its lease.
+pub use postgres::{Heard, LEASE, RunListener};
 pub use records::{
     CallRecord, CallUsage, ChatPatch, ChatRecord, MessageRecord, NewCall, NewChat, NewMessage,
     NewSearch, RunEvent, RunStart, SearchDetailRecord, SearchRecord, SearchRunOutcome,

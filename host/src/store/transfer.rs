@@ -217,12 +217,42 @@ impl From<sqlx::Error> for ImportError {
     }
 }
 
+/// Why an export stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("cannot write the export: {0}")]
+    Write(#[from] std::io::Error),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<sqlx::Error> for ExportError {
+    fn from(e: sqlx::Error) -> Self {
+        ExportError::Store(e.into())
+    }
+}
+
+/// Writes the header, then every table's rows read in transaction `$tx`, to `$out`; counted in
+/// `$counts`. A macro: the two databases' transactions and rows are different types.
+macro_rules! write_tables {
+    ($tx:expr, $from:literal, $out:expr, $counts:expr) => {{
+        line($out, &header($from))?;
+        for table in TABLES {
+            let sql = select(table);
+            let mut rows = sqlx::query(&sql).fetch(&mut *$tx);
+            while let Some(row) = rows.try_next().await? {
+                line($out, &row_line(table, &row)?)?;
+                $counts.add(table.line);
+            }
+        }
+    }};
+}
+
 /// Writes every row of the database at `url` to `out` (see the module doc); the counts.
-pub async fn export(url: &DatabaseUrl, out: &mut impl Write) -> Result<Counts> {
-    let write_err = |e: std::io::Error| StoreError::Unavailable {
-        backend: "output",
-        reason: e.to_string(),
-    };
+pub async fn export(
+    url: &DatabaseUrl,
+    out: &mut impl Write,
+) -> std::result::Result<Counts, ExportError> {
     let mut counts = Counts::default();
     match url {
         DatabaseUrl::Sqlite(raw) => {
@@ -233,15 +263,7 @@ pub async fn export(url: &DatabaseUrl, out: &mut impl Write) -> Result<Counts> {
                 .await
                 .map_err(|source| open_error(raw, source))?;
             let mut tx = sqlx::Connection::begin(&mut conn).await?;
-            line(out, &header("sqlite")).map_err(write_err)?;
-            for table in TABLES {
-                let sql = select(table);
-                let mut rows = sqlx::query(&sql).fetch(&mut *tx);
-                while let Some(row) = rows.try_next().await? {
-                    line(out, &row_line(table, &row)?).map_err(write_err)?;
-                    counts.add(table.line);
-                }
-            }
+            write_tables!(tx, "sqlite", out, counts);
         }
         DatabaseUrl::Postgres(raw) => {
             let options = sqlx::postgres::PgConnectOptions::from_str(raw)
@@ -254,18 +276,10 @@ pub async fn export(url: &DatabaseUrl, out: &mut impl Write) -> Result<Counts> {
             sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 .execute(&mut *tx)
                 .await?;
-            line(out, &header("postgresql")).map_err(write_err)?;
-            for table in TABLES {
-                let sql = select(table);
-                let mut rows = sqlx::query(&sql).fetch(&mut *tx);
-                while let Some(row) = rows.try_next().await? {
-                    line(out, &row_line(table, &row)?).map_err(write_err)?;
-                    counts.add(table.line);
-                }
-            }
+            write_tables!(tx, "postgresql", out, counts);
         }
     }
-    out.flush().map_err(write_err)?;
+    out.flush()?;
     Ok(counts)
 }
 
@@ -416,52 +430,33 @@ impl Store {
         check_header(&header).map_err(|reason| ImportError::Line { line: 1, reason })?;
         let mut done = Imported::default();
         let rows = lines.filter(|(_, l)| !l.as_ref().is_ok_and(|l| l.trim().is_empty()));
+        // The two databases' transactions are different types, and their placeholders differ.
+        macro_rules! store_rows {
+            ($tx:expr, $postgres:literal) => {{
+                for (at, text) in rows {
+                    let line = at + 1;
+                    let (table, values) =
+                        parse_line(&text?).map_err(|reason| ImportError::Line { line, reason })?;
+                    let sql = insert(table, $postgres);
+                    let query = bind_all!(sqlx::query(&sql), table, &values);
+                    let stored = query
+                        .execute(&mut *$tx)
+                        .await
+                        .map_err(|e| refused(line, e))?;
+                    let stored = stored.rows_affected();
+                    tally(&mut done, table, &values, stored, skip_existing, line)?;
+                }
+                $tx.commit().await?;
+            }};
+        }
         match &self.backend {
             Backend::Sqlite(db) => {
                 let mut tx = db.pool().begin_with("BEGIN IMMEDIATE").await?;
-                for (at, text) in rows {
-                    let line = at + 1;
-                    let (table, values) =
-                        parse_line(&text?).map_err(|reason| ImportError::Line { line, reason })?;
-                    let sql = insert(table, false);
-                    let query = bind_all!(sqlx::query(&sql), table, &values);
-                    let stored = query
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(|e| refused(line, e))?;
-                    tally(
-                        &mut done,
-                        table,
-                        &values,
-                        stored.rows_affected(),
-                        skip_existing,
-                        line,
-                    )?;
-                }
-                tx.commit().await?;
+                store_rows!(tx, false);
             }
             Backend::Postgres(db) => {
                 let mut tx = db.pool().begin().await?;
-                for (at, text) in rows {
-                    let line = at + 1;
-                    let (table, values) =
-                        parse_line(&text?).map_err(|reason| ImportError::Line { line, reason })?;
-                    let sql = insert(table, true);
-                    let query = bind_all!(sqlx::query(&sql), table, &values);
-                    let stored = query
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(|e| refused(line, e))?;
-                    tally(
-                        &mut done,
-                        table,
-                        &values,
-                        stored.rows_affected(),
-                        skip_existing,
-                        line,
-                    )?;
-                }
-                tx.commit().await?;
+                store_rows!(tx, true);
             }
         }
         Ok(done)
