@@ -51,7 +51,9 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(run(config, telemetry.tracing()));
-    drop(runtime);
+    // Blocking work still running (a name lookup of a database host that does not answer, a
+    // plugin compiling for a reload) is not waited for: shutdown is bounded (`server.rs`).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     telemetry.shutdown();
     code
 }
@@ -86,6 +88,11 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
         None => {}
     }
 
+    // Before anything is compiled into it; created once the configuration is known good.
+    if let Err(line) = chatd::store::check_data_dir(&config) {
+        eprintln!("chatd: cannot start: {line}");
+        return ExitCode::FAILURE;
+    }
     let shutdown = shutdown_signal();
     let started = std::time::Instant::now();
     let plugins = match PluginHost::start(&config).await {

@@ -22,12 +22,12 @@ use crate::store::{Store, StoreError};
 /// How long past the shutdown grace period connections may stay open: time for the runs
 /// stopped at its end to send their last events. A connection open after that is a client that
 /// stopped reading or sending, and is closed.
-const CLOSE_AFTER_GRACE: std::time::Duration = std::time::Duration::from_secs(4);
+const CLOSE_AFTER_GRACE: std::time::Duration = std::time::Duration::from_millis(3_500);
 
 /// How long past the grace period the whole shutdown may take (connections closed, the store
-/// left and closed): the process is gone within the grace period and 5 s, whatever clients or
-/// the database do.
-const STOP_AFTER_GRACE: std::time::Duration = std::time::Duration::from_millis(4_500);
+/// left and closed): with the runtime's own end (`main.rs`, half a second at most), the process
+/// is gone within the grace period and 5 s, whatever clients or the database do.
+pub const STOP_AFTER_GRACE: std::time::Duration = std::time::Duration::from_secs(4);
 
 pub struct Server {
     listener: TcpListener,
@@ -74,6 +74,7 @@ impl Server {
             search: search::events::error_data,
         };
         beat::end_lost(&store, &errors).await?;
+        let registered_at = tokio::time::Instant::now();
         let instance = store.register_instance().await?;
         let runs = ActiveRuns::new(&store, errors);
         let ready = Arc::new(Readiness::default());
@@ -83,6 +84,7 @@ impl Server {
             runs.clone(),
             ready.clone(),
             instance.clone(),
+            registered_at,
         ));
         let models = Models::new(plugins.clone());
         let refresh =
@@ -174,7 +176,7 @@ impl Server {
         };
         self.refresh.abort();
         // A moment at least: a server whose grace ran out still closes a database that answers.
-        let until = deadline.max(now + std::time::Duration::from_millis(500));
+        let until = deadline.max(now + std::time::Duration::from_millis(300));
         if tokio::time::timeout_at(until, rest).await.is_err() {
             tracing::warn!(
                 "shutdown: the database did not answer in time; stopping without closing it"

@@ -15,7 +15,7 @@ const TOOL_STREAM: &str =
     include_str!("../fixtures/upstream/openai_chat/01_stream_tool_call_include_usage.response.sse");
 const PARALLEL_STREAM: &str =
     include_str!("../fixtures/upstream/openai_chat/03_stream_parallel_tool_calls.response.sse");
-const TEXT_BODY: &str =
+pub(crate) const TEXT_BODY: &str =
     include_str!("../fixtures/upstream/openai_chat/04_nonstream_text.response.json");
 const ERROR_401: &str =
     include_str!("../fixtures/upstream/openai_chat/07_error_401_invalid_api_key.response.json");

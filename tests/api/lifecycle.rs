@@ -27,6 +27,7 @@ pub fn chatd(dir: &Path, env: &[(&str, &str)]) -> Command {
 }
 
 /// A running binary whose stdout lines are collected; `base` is read from its listening line.
+/// Killed when dropped (a failed test leaves no server behind).
 pub(crate) struct Process {
     pub(crate) child: Child,
     pub(crate) base: String,
@@ -105,6 +106,13 @@ impl Process {
             .read_to_string(&mut stderr)
             .unwrap();
         (self.seen.join("\n"), stderr)
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -460,7 +468,7 @@ async fn a_call_left_open_by_kill_9_is_closed_at_the_next_start() {
     let db_url = format!("sqlite://{}", dir.path().join("data/chatd.db").display());
     let mut db = sqlx::SqliteConnection::connect(&db_url).await.unwrap();
     // The call is recorded before the first turn, and the server's heartbeat passes its start.
-    let (call_id, created_at, alive_at) = loop {
+    let (call_id, created_at, _) = loop {
         let call: Option<(String, String)> =
             sqlx::query_as("SELECT id, created_at FROM llm_calls WHERE completed_at IS NULL")
                 .fetch_optional(&mut db)
@@ -480,6 +488,11 @@ async fn a_call_left_open_by_kill_9_is_closed_at_the_next_start() {
     process.child.kill().unwrap();
     process.child.wait().unwrap();
     drop(res);
+    // Its last sign of life (a beat may have come between the read above and the kill).
+    let alive_at: String = sqlx::query_scalar("SELECT MAX(alive_at) FROM instances")
+        .fetch_one(&mut db)
+        .await
+        .unwrap();
 
     let process = Process::start(dir.path(), &env);
     let (completed_at, error, latency): (Option<String>, Option<String>, Option<i64>) =

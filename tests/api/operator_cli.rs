@@ -100,6 +100,21 @@ fn config_check_refuses_what_startup_refuses_with_exit_2() {
     assert!(stderr.contains("providers.groq"), "{stderr}");
 }
 
+#[test]
+fn a_data_folder_chatd_cannot_write_stops_startup_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // /proc takes no files, whoever asks (root included).
+    let out = run(dir.path(), &[("CHATD_DATA_DIR", "/proc/chatd-data")], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("chatd: cannot start: CHATD_DATA_DIR: /proc/chatd-data is not writable"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("data").exists());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backup_copies_a_serving_database_that_a_server_opens_as_it_is() {
     let dir = tempfile::tempdir().unwrap();

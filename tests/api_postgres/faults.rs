@@ -7,11 +7,11 @@
 use std::time::{Duration, Instant};
 
 use chatd::config::DatabaseUrl;
-use chatd::plugins::testing::ScriptedUpstream;
+use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use reqwest::StatusCode;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::completions::ROUTE;
+use crate::completions::{ROUTE, TEXT_BODY, body};
 use crate::instances::{Instance, paced_text};
 use crate::proxy::Proxy;
 use crate::support::{plugin_cache_dir, test_database};
@@ -48,15 +48,35 @@ async fn behind_a_proxy(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_owner_ends_its_own_clients_run_when_its_lease_runs_out() {
-    // A reply of 60 s: it cannot end by itself during the test.
-    let upstream =
-        ScriptedUpstream::start([(ROUTE, paced_text(600, Duration::from_millis(100)))]).await;
+    // A stream of 60 s, and a non-streaming reply held until the end: neither can end by
+    // itself during the test.
+    let gate = Gate::new();
+    let upstream = ScriptedUpstream::start([
+        (ROUTE, paced_text(600, Duration::from_millis(100))),
+        (
+            ROUTE,
+            Reply::text(200, "application/json", TEXT_BODY).after(&gate),
+        ),
+    ])
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let (proxy, a) = behind_a_proxy(&dir, &upstream.url(), &[]).await;
     let chat_id = a.new_chat().await;
     let mut events = a.stream(&chat_id).await;
     events.expect("meta").await;
     events.expect("delta").await;
+    let other = a.new_chat().await;
+    let before = upstream.requests().len();
+    let request = reqwest::Client::new()
+        .post(a.url("/v1/chat-completions"))
+        .json(&body(
+            Some(&other),
+            json!([{"role": "user", "content": "hi"}]),
+        ))
+        .send();
+    let waiting = tokio::spawn(request);
+    // Stored, and at the upstream, when the partition comes.
+    upstream.received(before + 1).await;
 
     proxy.set_cut(true);
     let cut = Instant::now();
@@ -79,6 +99,15 @@ async fn a_partitioned_owner_ends_its_own_clients_run_when_its_lease_runs_out() 
     );
     eprintln!("the owner's client got `error` {took:?} into the partition");
     assert!(events.next().await.is_none(), "the stream ends after it");
+    // The non-streaming request is answered too: 503, not the 500 of a bug.
+    let res = waiting.await.unwrap().unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = res.json().await.unwrap();
+    assert!(
+        body["message"].as_str().unwrap().contains("lost its lease"),
+        "{body}"
+    );
+    gate.open();
     proxy.set_cut(false);
 }
 
@@ -108,7 +137,7 @@ async fn an_unreachable_database_is_a_503_and_sigterm_still_ends_within_the_grac
             asked.elapsed()
         );
     }
-    let deadline = Instant::now() + Duration::from_secs(6);
+    let deadline = Instant::now() + Duration::from_secs(8);
     loop {
         let (status, body) = get(&a, "/ready").await;
         if status == StatusCode::SERVICE_UNAVAILABLE {

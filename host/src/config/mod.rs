@@ -589,6 +589,11 @@ fn redact_userinfo(value: &str) -> String {
         if let Some(at) = rest[..authority_end].rfind('@') {
             return format!("{scheme}://***@{}", &rest[at + 1..]);
         }
+        // A password holding an unescaped `/`, `?` or `#` ends the authority early, and the URL
+        // does not parse: nothing after the scheme is shown.
+        if rest.contains('@') && Url::parse(value).is_err() {
+            return format!("{scheme}://***");
+        }
     }
     value.to_string()
 }
@@ -798,6 +803,14 @@ mod tests {
         assert!(!e.contains("hunter2"), "{e}");
         assert!(e.contains("mysql://***@db/chatd"), "{e}");
         assert_eq!(redact_userinfo("https://x/a@b"), "https://x/a@b");
+        // A password with an unescaped `/` or `?` is still hidden.
+        for typed in ["postgres://u:pa/ss@db/x", "postgres://u:p?ss@db/x"] {
+            let shown = DatabaseUrl::Postgres(typed.into()).to_string();
+            assert!(
+                !shown.contains("pa/ss") && !shown.contains("p?ss"),
+                "{shown}"
+            );
+        }
         let url = DatabaseUrl::Postgres("postgres://u:hunter2@db/chatd?password=x".into());
         assert_eq!(url.to_string(), "postgres://***@db/chatd?***");
         assert!(!format!("{url:?}").contains("hunter2"));

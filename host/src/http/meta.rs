@@ -74,8 +74,8 @@ pub async fn health() -> Json<HealthResponse> {
 }
 
 /// Readiness; needs no token. 200 while the database answers (and, on PostgreSQL, this
-/// instance holds its lease); otherwise 503 naming what is missing, within about a second of
-/// the database going away (`runs::ready`).
+/// instance holds its lease); otherwise 503 naming what is missing (the cause is in the log),
+/// within DATABASE_TIMEOUT_SECS and a second of the database going away (`runs::ready`).
 #[utoipa::path(get, path = "/ready", tag = "meta", security(()),
     responses((status = 200, body = HealthResponse),
               (status = 503, body = ErrorBody, description = "the database is unavailable, or this instance does not hold its lease on it")))]

@@ -210,7 +210,7 @@ pub async fn config_check(config: &Config) -> ExitCode {
         let origin = service
             .base_url
             .as_ref()
-            .map_or_else(|| "not set: grants nothing".into(), |u| redact(u.as_str()));
+            .map_or_else(|| "not set: grants nothing".into(), redact);
         let key = if service.key.is_some() { "set" } else { "none" };
         let _ = writeln!(
             out,
@@ -237,7 +237,7 @@ pub async fn config_check(config: &Config) -> ExitCode {
         let _ = writeln!(
             out,
             "  {name}: {}; key {key}; {tools}; timeout {} s",
-            redact(server.url.as_str()),
+            redact(&server.url),
             server.timeout.as_secs()
         );
     }
@@ -246,8 +246,15 @@ pub async fn config_check(config: &Config) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn redact(url: &str) -> String {
-    crate::config::redact_url(url)
+/// An upstream's URL as `config check` prints it: scheme, host, port and path; never user
+/// information or a query, where keys travel (`?token=…`).
+fn redact(url: &url::Url) -> String {
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    shown.set_fragment(None);
+    shown.to_string()
 }
 
 /// The server's own settings as startup reads them.

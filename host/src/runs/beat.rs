@@ -46,10 +46,18 @@ pub async fn end_lost(store: &Store, errors: &ErrorEvents) -> Result<(), StoreEr
 
 /// Records this process's signs of life until the store closes (see the module doc). On a
 /// shared database a watchdog beside it ends this instance's runs the moment its lease runs out
-/// without a renewal, whether or not the database can be reached ([`watch_lease`]).
-pub async fn beat(store: Store, runs: Arc<ActiveRuns>, ready: Arc<Readiness>, id: String) {
-    // The lease was granted at registration, just before: counted from now, never late.
-    let (lease, lease_until) = watch::channel(Instant::now() + LEASE);
+/// without a renewal, whether or not the database can be reached ([`watch_lease`]); the sweep
+/// for other instances' lost work runs beside the renewals, never delaying one.
+/// `registered_at`: when the registration that granted the first lease was sent.
+pub async fn beat(
+    store: Store,
+    runs: Arc<ActiveRuns>,
+    ready: Arc<Readiness>,
+    id: String,
+    registered_at: Instant,
+) {
+    let (lease, lease_until) = watch::channel(registered_at + LEASE);
+    let sweeping = Arc::new(tokio::sync::Mutex::new(()));
     if store.is_shared() {
         tokio::spawn(watch_lease(lease_until, runs.clone(), ready.clone()));
     }
@@ -60,16 +68,14 @@ pub async fn beat(store: Store, runs: Arc<ActiveRuns>, ready: Arc<Readiness>, id
         }
         // The database set the renewed lease from its clock after this moment.
         let sent = Instant::now();
-        let mut result = store.heartbeat(&id).await;
-        if result.is_ok() {
-            lease.send_replace(sent + LEASE);
-            ready.set_lease(true);
-            if store.is_shared() {
-                result = end_lost(&store, &runs.errors).await;
+        match store.heartbeat(&id).await {
+            Ok(()) => {
+                lease.send_replace(sent + LEASE);
+                ready.set_lease(true);
+                if store.is_shared() {
+                    sweep(&store, &runs, &sweeping);
+                }
             }
-        }
-        match result {
-            Ok(()) => {}
             Err(_) if store.is_closed() => return,
             Err(StoreError::LeaseLost) => {
                 tracing::error!(
@@ -92,6 +98,23 @@ pub async fn beat(store: Store, runs: Arc<ActiveRuns>, ready: Arc<Readiness>, id
     }
 }
 
+/// Ends other instances' lost calls and runs in a task of its own, unless the last sweep is
+/// still going (a slow database gets one at a time).
+fn sweep(store: &Store, runs: &Arc<ActiveRuns>, sweeping: &Arc<tokio::sync::Mutex<()>>) {
+    let Ok(guard) = sweeping.clone().try_lock_owned() else {
+        return;
+    };
+    let (store, runs) = (store.clone(), runs.clone());
+    tokio::spawn(async move {
+        let _one_at_a_time = guard;
+        if let Err(e) = end_lost(&store, &runs.errors).await
+            && !store.is_closed()
+        {
+            tracing::warn!(error = %e, "could not end the work of instances that are gone");
+        }
+    });
+}
+
 /// Fences this instance's runs when its lease runs out before a renewal moves it: a partitioned
 /// instance ends its own clients' runs (their `error` event) then, as the other instances end
 /// them in the database, instead of when the database answers again. Ends with `beat`.
@@ -105,6 +128,10 @@ async fn watch_lease(
         tokio::select! {
             changed = until.changed() => if changed.is_err() { return },
             _ = tokio::time::sleep_until(deadline) => {
+                // A renewal may have landed as the deadline passed.
+                if *until.borrow() > Instant::now() {
+                    continue;
+                }
                 if ready.lease_held() {
                     tracing::error!(
                         "this instance's lease on the database ran out without a renewal (the \

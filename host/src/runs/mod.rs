@@ -367,11 +367,13 @@ impl ActiveRuns {
                 let entry = Entry::new(log.clone(), None);
                 let stop = entry.stop.clone();
                 map.insert(id.to_string(), entry);
-                Ok(self.run(kind, id, log, None, stop))
+                Ok(self.run(kind, id, log, None, stop, 0))
             });
         };
         let run_id: Arc<str> = crate::vocabulary::new_id().into();
         let tag = crate::runlog::next_tag();
+        // Before the insert: a lease lost while it is written counts for this run too.
+        let epoch = *self.fence.borrow();
         match shared.table.start(&run_id, kind.as_str(), id, tag).await? {
             RunStart::Running => return Err(StartError::Running),
             RunStart::Started => {}
@@ -398,7 +400,7 @@ impl ActiveRuns {
             };
             map.insert(id.to_string(), entry);
         }
-        Ok(self.run(kind, id, log, Some(run_id), stop))
+        Ok(self.run(kind, id, log, Some(run_id), stop, epoch))
     }
 
     fn run(
@@ -408,6 +410,7 @@ impl ActiveRuns {
         log: Arc<RunLog>,
         shared_id: Option<Arc<str>>,
         stop: Arc<StopSwitch>,
+        epoch: u64,
     ) -> Run {
         metrics::run_started(kind.as_str());
         Run {
@@ -418,7 +421,7 @@ impl ActiveRuns {
             shared_id,
             outcome: None,
             stop,
-            epoch: *self.fence.borrow(),
+            epoch,
         }
     }
 

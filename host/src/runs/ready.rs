@@ -2,12 +2,14 @@
 //! so a probe is answered at once: the database answers (a ping every [`PROBE_EVERY`], bounded
 //! by the store's timeout) and, on a shared database, this instance holds its lease (set by
 //! `beat.rs`). The plugins are loaded before the server listens, so a listening server has them.
+//! The ping runs on PostgreSQL on the lease's own connection (a busy pool is not a database
+//! away), and does not write: a full disk shows in the writes' 503s, not here.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// How often the database is pinged.
 pub const PROBE_EVERY: Duration = Duration::from_secs(1);
@@ -56,15 +58,26 @@ impl Readiness {
         self.lease.load(Ordering::Relaxed)
     }
 
-    fn set_database(&self, why: Option<String>) {
+    /// Records the last ping's outcome. `/ready` needs no token, so what it answers names the
+    /// database and not the driver's words (a user name, a TLS detail): those go to the log,
+    /// once per change.
+    fn set_database(&self, answer: Result<(), StoreError>) {
+        let why = answer.err().map(|e| {
+            let public = match &e {
+                StoreError::Unavailable { backend, .. } => {
+                    format!("the database ({backend}) is unavailable")
+                }
+                _ => "the database does not answer".to_string(),
+            };
+            (public, e.to_string())
+        });
         let mut database = self.database.lock().unwrap_or_else(|e| e.into_inner());
-        if *database != why {
-            match &why {
-                Some(why) => tracing::warn!("not ready: {why}"),
-                None => tracing::info!("ready: the database answers again"),
-            }
-            *database = why;
+        match &why {
+            Some((_, cause)) if database.is_none() => tracing::warn!("not ready: {cause}"),
+            None if database.is_some() => tracing::info!("ready: the database answers again"),
+            _ => {}
         }
+        *database = why.map(|(public, _)| public);
     }
 }
 
@@ -75,7 +88,7 @@ pub async fn probe(store: Store, ready: std::sync::Arc<Readiness>) {
         if store.is_closed() {
             return;
         }
-        ready.set_database(answer.err().map(|e| e.to_string()));
+        ready.set_database(answer);
         tokio::time::sleep(PROBE_EVERY).await;
     }
 }
@@ -90,14 +103,16 @@ mod tests {
         assert_eq!(ready.missing(), None);
         ready.set_lease(false);
         assert!(ready.missing().unwrap().contains("lease"));
-        ready.set_database(Some("the database (postgresql) is unavailable: x".into()));
-        assert!(
-            ready
-                .missing()
-                .unwrap()
-                .starts_with("the database (postgresql)")
+        ready.set_database(Err(StoreError::Unavailable {
+            backend: "postgresql",
+            reason: "password authentication failed for user \"chatd\"".into(),
+        }));
+        assert_eq!(
+            ready.missing().unwrap(),
+            "the database (postgresql) is unavailable",
+            "the driver's words stay in the log"
         );
-        ready.set_database(None);
+        ready.set_database(Ok(()));
         ready.set_lease(true);
         assert_eq!(ready.missing(), None);
     }

@@ -38,20 +38,47 @@ pub fn data_dir(config: &crate::config::Config) -> Option<std::path::PathBuf> {
     }
 }
 
-/// Creates the data folder when missing and proves chatd can write in it (a file made and
-/// removed); `Err` is the one line startup stops with.
-pub fn prepare_data_dir(config: &crate::config::Config) -> std::result::Result<(), String> {
+/// Whether the data folder can be used, without creating it: it, or the folder it would be
+/// created in, takes a file (made and removed at once). Startup asks before it compiles the
+/// plugins, so a folder it cannot use stops it at once, with this one line, having made
+/// nothing.
+pub fn check_data_dir(config: &crate::config::Config) -> std::result::Result<(), String> {
     let Some(dir) = data_dir(config) else {
         return Ok(());
     };
     let shown = dir.display();
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("CHATD_DATA_DIR: cannot create {shown}: {e}"))?;
+    let existing = dir
+        .ancestors()
+        .find(|a| a.as_os_str().is_empty() || a.exists())
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                a
+            }
+        })
+        .unwrap_or(std::path::Path::new("."));
+    if !existing.is_dir() {
+        return Err(format!(
+            "CHATD_DATA_DIR: cannot create {shown}: {} is not a folder",
+            existing.display()
+        ));
+    }
     tempfile::Builder::new()
         .prefix(".chatd-write-check")
-        .tempfile_in(&dir)
+        .tempfile_in(existing)
         .map(drop)
         .map_err(|e| format!("CHATD_DATA_DIR: {shown} is not writable: {e}"))
+}
+
+/// Creates the data folder when missing; `Err` is the one line startup stops with.
+pub fn prepare_data_dir(config: &crate::config::Config) -> std::result::Result<(), String> {
+    check_data_dir(config)?;
+    let Some(dir) = data_dir(config) else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("CHATD_DATA_DIR: cannot create {}: {e}", dir.display()))
 }
 
 /// The id of the reserved project whose members are the starred chats and searches.
@@ -100,7 +127,6 @@ fn unavailable(backend: &'static str, err: &sqlx::Error) -> Option<String> {
     match err {
         sqlx::Error::PoolTimedOut => Some("no connection free or made within the timeout".into()),
         sqlx::Error::PoolClosed => Some("the server is shutting down".into()),
-        sqlx::Error::WorkerCrashed => Some("its worker thread stopped".into()),
         sqlx::Error::Io(e) => Some(e.to_string()),
         sqlx::Error::Tls(e) => Some(format!("TLS: {e}")),
         sqlx::Error::Database(db) => {
@@ -199,7 +225,11 @@ async fn measured<T>(
         Ok(result) => result,
         Err(_) => Err(StoreError::Unavailable {
             backend,
-            reason: format!("no answer within {} s", timeout.as_secs_f32()),
+            // Given up on, not undone: a write sent before may still land.
+            reason: format!(
+                "no answer within {} s (a write may still complete)",
+                timeout.as_secs_f32()
+            ),
         }),
     };
     metrics::store_query(backend, operation, started.elapsed(), result.is_ok());

@@ -503,7 +503,11 @@ fn tally(
         done.stored.add(table.line);
         return Ok(());
     }
-    if table.always_skip || skip_existing {
+    if table.always_skip {
+        // Rows every database has (the reserved project) or that follow their parent.
+        return Ok(());
+    }
+    if skip_existing {
         done.skipped.add(table.line);
         return Ok(());
     }

@@ -233,7 +233,11 @@ pub async fn complete(
         chat,
         stop: Stop::default(),
     };
+    // Either end answers the request: the work with its outcome, or the stop with its reason
+    // (the work's half is dropped with the work, before the stop runs).
     let (tx, rx) = tokio::sync::oneshot::channel();
+    let answer = Arc::new(std::sync::Mutex::new(Some(tx)));
+    let stop_answer = answer.clone();
     let (work_state, work_call, stop_state, stop_call) =
         (state.clone(), call.clone(), state.clone(), call.clone());
     let (history, stop_history) = (prepared.history.clone(), prepared.history);
@@ -259,19 +263,30 @@ pub async fn complete(
                 started,
             )
             .await;
-            let _ = tx.send((outcome, stored));
+            if let Some(tx) = answer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = tx.send(Ok((outcome, stored)));
+            }
         },
         move |why| async move {
-            record_stopped(&stop_state, stop_call, &stop_history, started, why).await
+            record_stopped(&stop_state, stop_call, &stop_history, started, why).await;
+            if let Some(tx) = stop_answer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                let _ = tx.send(Err(why));
+            }
         },
     );
-    let (outcome, stored) = rx.await.map_err(|_| {
-        if state.runs.stopping() {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, Stopped::Shutdown.message())
-        } else {
-            ApiError::internal(Stopped::Panicked.message())
+    let (outcome, stored) = match rx.await {
+        Ok(Ok(done)) => done,
+        // Not the request's fault nor a bug: another instance, or this one restarted, serves it.
+        Ok(Err(why @ (Stopped::Shutdown | Stopped::LeaseLost))) => {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                why.message(),
+            ));
         }
-    })?;
+        Ok(Err(Stopped::Panicked)) | Err(_) => {
+            return Err(ApiError::internal(Stopped::Panicked.message()));
+        }
+    };
     let finished = outcome.map_err(RunError::into_api)?;
     stored.map_err(ApiError::internal)?;
     Ok(Json(CompletionResponse {
@@ -289,6 +304,9 @@ pub async fn complete(
     }))
 }
 
+/// How long a run stopped by the shutdown may take to record that, before its client is told.
+const RECORD_AT_SHUTDOWN_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A run stopped before its end (shutdown, a panic): its call (and the history rows, should the
 /// stop have come before they were written: an accepted message is never lost) recorded with
 /// the reason.
@@ -301,7 +319,7 @@ async fn record_stopped(
 ) {
     let latency = started.elapsed().as_millis() as u64;
     let id = call.id.clone();
-    let result = async {
+    let record = async {
         if state.store.get_call(&id).await?.is_none() {
             state
                 .store
@@ -312,8 +330,20 @@ async fn record_stopped(
             .store
             .fail_call(&id, why.message(), None, latency)
             .await
-    }
-    .await;
+    };
+    // At shutdown the clients wait for their `error` event, after the record: a database that
+    // does not answer gets a moment, not the whole timeout (the next start closes the call).
+    let result = match why {
+        Stopped::Shutdown => tokio::time::timeout(RECORD_AT_SHUTDOWN_WITHIN, record)
+            .await
+            .unwrap_or_else(|_| {
+                Err(crate::store::StoreError::Unavailable {
+                    backend: state.store.backend_name(),
+                    reason: "no answer before the shutdown".into(),
+                })
+            }),
+        _ => record.await,
+    };
     if let Err(e) = result {
         tracing::error!(call_id = %id, error = %e, "could not record a stopped run");
     }

@@ -77,7 +77,7 @@ impl Liveness for PgStore {
         .bind(&*self.instance)
         .bind(&at)
         .bind(LEASE.as_secs_f64())
-        .execute(&self.pool)
+        .execute(&self.lease_pool)
         .await?;
         Ok(self.instance.to_string())
     }
@@ -92,7 +92,7 @@ impl Liveness for PgStore {
         .bind(now())
         .bind(LEASE.as_secs_f64())
         .bind(id)
-        .execute(&self.pool)
+        .execute(&self.lease_pool)
         .await?;
         if renewed.rows_affected() == 0 {
             return Err(StoreError::LeaseLost);
@@ -106,7 +106,7 @@ impl PgStore {
     pub async fn leave(&self, id: &str) -> Result<()> {
         sqlx::query("DELETE FROM instances WHERE id = $1")
             .bind(id)
-            .execute(&self.pool)
+            .execute(&self.lease_pool)
             .await?;
         Ok(())
     }

@@ -44,6 +44,9 @@ pub struct PgStore {
     /// The one connection that listens for run events (`runs.rs`), apart from `pool` so that it
     /// never takes a request's slot.
     listen_pool: PgPool,
+    /// The one connection that renews this instance's lease and answers readiness pings
+    /// (`liveness.rs`), apart from `pool`: a pool busy with requests must not cost the lease.
+    lease_pool: PgPool,
     /// This process's id among the servers sharing the database: its row of `instances`, and
     /// the owner stamped on the calls it makes.
     instance: Arc<str>,
@@ -69,25 +72,35 @@ impl PgStore {
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
         let listen_pool = PgPoolOptions::new()
             .max_connections(1)
+            .connect_lazy_with(options.clone());
+        let lease_pool = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(timeout)
             .connect_lazy_with(options);
         Ok(Self {
             pool,
             listen_pool,
+            lease_pool,
             instance: Arc::from(new_id()),
         })
     }
 
     pub async fn close(&self) {
-        tokio::join!(self.pool.close(), self.listen_pool.close());
+        tokio::join!(
+            self.pool.close(),
+            self.listen_pool.close(),
+            self.lease_pool.close()
+        );
     }
 
     pub fn is_closed(&self) -> bool {
         self.pool.is_closed() || self.listen_pool.is_closed()
     }
 
-    /// A trivial query: whether the database answers.
+    /// A trivial query on the lease's connection: whether the database answers, whatever the
+    /// requests' pool is doing.
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        sqlx::query("SELECT 1").execute(&self.lease_pool).await?;
         Ok(())
     }
 
