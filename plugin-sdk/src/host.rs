@@ -4,7 +4,7 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "chatd:plugin/host-imports@0.1.0",
         runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
         type_section_suffix: "chatd-host-imports",

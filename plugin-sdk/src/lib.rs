@@ -1,5 +1,6 @@
 //! The chatd plugin SDK: write a provider, a tool or a search backend for chatd as a Wasm
-//! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.0` (`/wit`).
+//! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.0` (the crate's `wit/`,
+//! a copy of the workspace's `/wit` that a test keeps identical, so the crate packages alone).
 //!
 //! A plugin enables one world's feature (`tool`, `provider` or `search`), implements that world's
 //! trait (every method has a default that answers "not supported"), and exports it with the

@@ -6,7 +6,7 @@
 #[allow(clippy::too_many_arguments)] // generated lifting code
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "chatd:plugin/tool@0.1.0",
         runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
         pub_export_macro: true,

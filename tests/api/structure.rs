@@ -5,7 +5,8 @@
 //!   plugin's id (every `plugins/*/manifest.json`): providers, search and tools are data;
 //! - wire types (serde `Serialize` or utoipa `ToSchema` derives) are declared only where the map
 //!   says: `http/`, the streams' events (`events.rs`), `attachments/wire.rs` and `vocabulary.rs`;
-//!   `config/` and `plugins/` only read files (`Deserialize`).
+//!   `config/` and `plugins/` only read files (`Deserialize`);
+//! - the SDK's copy of the WIT (`plugin-sdk/wit/`) is the workspace's `/wit`, byte for byte.
 //!
 //! Exempt: unit tests (a file's `#[cfg(test)]` items), and `host/build.rs`, which lists the plugin
 //! crates compiled into the binary (a build list like the workspace's `Cargo.toml`, not
@@ -209,4 +210,37 @@ fn wire_types_are_declared_only_where_the_map_says() {
     let kept =
         without_unit_tests("a\n#[cfg(test)]\nfn t() { x }\nb\n#[cfg(test)]\nmod tests { y }\n");
     assert!(kept.contains('a') && kept.contains('b') && !kept.contains('x') && !kept.contains('y'));
+}
+
+/// The SDK builds against its own copy of the WIT (`plugin-sdk/wit/`), so that the crate
+/// packages alone (`cargo package -p chatd-plugin-sdk`, run by `.ci/run`); the copy must be the
+/// workspace's `/wit`, which the host builds against, file for file and byte for byte.
+#[test]
+fn the_sdk_carries_the_workspace_wit_byte_for_byte() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let wit_files = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "wit"))
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, std::fs::read(e.path()).unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let workspace = wit_files(&root.join("wit"));
+    let sdk = wit_files(&root.join("plugin-sdk/wit"));
+    assert!(!workspace.is_empty());
+    let names =
+        |files: &[(String, Vec<u8>)]| files.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&sdk), names(&workspace), "the same files");
+    for ((name, theirs), (_, ours)) in workspace.iter().zip(&sdk) {
+        assert!(
+            theirs == ours,
+            "plugin-sdk/wit/{name} differs from wit/{name}: copy wit/*.wit into plugin-sdk/wit/"
+        );
+    }
 }
