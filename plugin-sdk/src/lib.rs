@@ -185,3 +185,17 @@ pub fn name_upstream(error: PluginError, name: &str) -> PluginError {
 pub fn unsupported(what: &str) -> PluginError {
     PluginError::Unsupported(format!("this plugin does not support {what}"))
 }
+
+/// Embeds the plugin's manifest in its component, so the plugin is one `.wasm` file: at the
+/// crate root, `chatd_plugin_sdk::embed_manifest!("../manifest.json");` (the path as
+/// `include_bytes!` takes it). chatd reads the custom section `chatd-manifest` when no
+/// `NAME.json` is beside `NAME.wasm`; a file beside it still wins.
+#[macro_export]
+macro_rules! embed_manifest {
+    ($path:literal) => {
+        #[cfg(target_family = "wasm")]
+        #[unsafe(link_section = "chatd-manifest")]
+        #[used]
+        static __CHATD_MANIFEST: [u8; include_bytes!($path).len()] = *include_bytes!($path);
+    };
+}

@@ -153,10 +153,10 @@ fn plugins_check_validates_a_file_without_starting_the_server() {
         assert!(stderr.starts_with(expected), "{manifest}: {stderr}");
     }
 
-    // A component without its manifest.
+    // A component that is not there (one without a manifest: the test below).
     let (code, _, stderr) = check(dir, &hostile, tool, "nothing.wasm");
     assert_eq!(code, 1);
-    assert!(stderr.contains("nothing.json"), "{stderr}");
+    assert!(stderr.contains("nothing.wasm"), "{stderr}");
 }
 
 #[test]
@@ -231,4 +231,47 @@ days = 3
     );
     let everything = format!("{stdout}{}", text(&out.stderr));
     assert!(!everything.contains("list-secret"), "{everything}");
+}
+
+/// A component that carries its manifest (`chatd_plugin_sdk::embed_manifest!`) is a plugin on
+/// its own: no `NAME.json` beside it. Without either, the refusal names both.
+#[test]
+fn a_component_carrying_its_manifest_is_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("plugins");
+    std::fs::create_dir(&folder).unwrap();
+    std::fs::write(
+        folder.join("alone.wasm"),
+        test_component("test-plugin-hostile"),
+    )
+    .unwrap();
+    let ollama = test_component("example-ollama");
+    std::fs::write(folder.join("bare.wasm"), ollama).unwrap();
+    let out = run(
+        dir.path(),
+        &["plugins", "list"],
+        &[("PLUGINS_DIR", folder.to_str().unwrap())],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("hostile (tool, version 0.2.0, "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("alone.wasm"), "{stdout}");
+    assert!(
+        stdout.contains("bare.json: no manifest: neither this file nor a `chatd-manifest` section"),
+        "{stdout}"
+    );
+    let check = run(
+        dir.path(),
+        &[
+            "plugins",
+            "check",
+            folder.join("alone.wasm").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    assert!(text(&check.stdout).starts_with("ok: hostile (tool, version 0.2.0"));
 }

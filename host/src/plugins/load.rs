@@ -61,17 +61,63 @@ impl Package {
                 reason: e.to_string(),
             })
         };
-        let manifest = read(&manifest_path)?;
-        let manifest_json = String::from_utf8(manifest).map_err(|_| LoadError::Io {
-            path: manifest_path.clone(),
+        let wasm = read(&wasm_path)?;
+        let not_utf8 = |path: &Path| LoadError::Io {
+            path: path.to_path_buf(),
             reason: "the manifest is not UTF-8".into(),
-        })?;
+        };
+        // The file beside the component, as before; else the one the component carries.
+        let manifest_json = match std::fs::read(&manifest_path) {
+            Ok(bytes) => String::from_utf8(bytes).map_err(|_| not_utf8(&manifest_path))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match embedded_manifest(&wasm) {
+                Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|_| not_utf8(&wasm_path))?,
+                Ok(None) => {
+                    return Err(LoadError::Io {
+                        path: manifest_path,
+                        reason: format!(
+                            "no manifest: neither this file nor a `{MANIFEST_SECTION}` \
+                                 section in the component"
+                        ),
+                    });
+                }
+                Err(reason) => {
+                    return Err(LoadError::Io {
+                        path: wasm_path,
+                        reason,
+                    });
+                }
+            },
+            Err(e) => {
+                return Err(LoadError::Io {
+                    path: manifest_path,
+                    reason: e.to_string(),
+                });
+            }
+        };
         Ok(Self {
             manifest_json,
-            wasm: read(&wasm_path)?.into(),
+            wasm: wasm.into(),
             source: Source::File(wasm_path),
         })
     }
+}
+
+/// The custom section a component may carry its manifest in
+/// (`chatd_plugin_sdk::embed_manifest!`), so that a plugin is one `.wasm` file.
+pub const MANIFEST_SECTION: &str = "chatd-manifest";
+
+/// The manifest a component carries, if any: the first [`MANIFEST_SECTION`] anywhere in it (the
+/// linker keeps a core module's custom sections inside the component).
+fn embedded_manifest(wasm: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        match payload.map_err(|e| format!("not a WebAssembly component: {e}"))? {
+            wasmparser::Payload::CustomSection(section) if section.name() == MANIFEST_SECTION => {
+                return Ok(Some(section.data().to_vec()));
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
 }
 
 /// A loaded plugin of any world.

@@ -3,6 +3,10 @@
 //! it was not granted).
 
 use chatd_plugin_sdk::host::{PluginError, Request, ToolSpec, config, log};
+
+// Carried in the component, for the test of one-file plugins; the tests that deploy it with a
+// manifest beside it use theirs.
+chatd_plugin_sdk::embed_manifest!("../manifest.json");
 use chatd_plugin_sdk::json::{parse_object, required_str};
 use chatd_plugin_sdk::tool::{Tool, ToolOutput};
 
