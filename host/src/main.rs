@@ -76,6 +76,9 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
         Some(Command::Plugins(PluginsCommand::Check { file })) => {
             return commands::check(&config, file).await;
         }
+        Some(Command::Plugins(PluginsCommand::Call { file, tool, args })) => {
+            return commands::call(&config, file, tool, args).await;
+        }
         Some(Command::Config(ConfigCommand::Check)) => {
             return commands::config_check(&config).await;
         }

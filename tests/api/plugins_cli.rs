@@ -275,3 +275,60 @@ fn a_component_carrying_its_manifest_is_one_file() {
     assert!(check.status.success(), "{}", text(&check.stderr));
     assert!(text(&check.stdout).starts_with("ok: hostile (tool, version 0.2.0"));
 }
+
+/// `chatd plugins call`: one tool run outside the server, its result on stdout, its log on
+/// stderr, then its duration and memory; a tool that breaks its limit fails its call only.
+#[test]
+fn plugins_call_runs_one_tool_and_reports_its_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("alone.wasm");
+    std::fs::write(&wasm, test_component("test-plugin-hostile")).unwrap();
+    let file = wasm.to_str().unwrap();
+    let out = run(
+        dir.path(),
+        &[
+            "plugins",
+            "call",
+            file,
+            "--tool",
+            "echo",
+            "--args",
+            r#"{"text":"hello"}"#,
+        ],
+        &[],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.starts_with("ok: echo\nhello\ntook "), "{stdout}");
+    assert!(
+        stdout.contains("memory peak ") && stdout.contains("of 64 MiB"),
+        "{stdout}"
+    );
+    assert!(text(&out.stderr).contains("echo called with 5 bytes"));
+
+    let out = run(
+        dir.path(),
+        &["plugins", "call", file, "--tool", "eat_memory"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("failed: ") && stdout.contains("memory"),
+        "{stdout}"
+    );
+
+    for (args, says) in [
+        (vec!["--tool", "nope"], "has no tool \"nope\""),
+        (
+            vec!["--tool", "echo", "--args", "[1]"],
+            "--args: must be a JSON object",
+        ),
+    ] {
+        let mut all = vec!["plugins", "call", file];
+        all.extend(args);
+        let out = run(dir.path(), &all, &[]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
+    }
+}

@@ -364,6 +364,19 @@ pub enum PluginsCommand {
         /// The component (`.wasm`) or its manifest (`.json`); the other is beside it.
         file: PathBuf,
     },
+    /// Runs one tool of a component once, outside the server, with the grants this
+    /// configuration gives it: the result on stdout, the plugin's log on stderr, then the
+    /// call's duration and memory.
+    Call {
+        /// The component (`.wasm`); its manifest beside it or inside it.
+        file: PathBuf,
+        /// The tool to run (one of those the component describes).
+        #[arg(long)]
+        tool: String,
+        /// Its arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+    },
 }
 
 impl Config {

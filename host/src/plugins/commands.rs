@@ -31,6 +31,80 @@ async fn host(config: &Config) -> Result<Arc<PluginHost>, ExitCode> {
     }
 }
 
+/// `chatd plugins call FILE --tool NAME --args JSON`: exit 0 when the tool answered, 1 when it
+/// failed (its error, a trap, a timeout, a limit), 2 when the file or the arguments are unusable.
+pub async fn call(config: &Config, file: &Path, tool: &str, args: &str) -> ExitCode {
+    let arguments: serde_json::Value = match serde_json::from_str(args) {
+        Ok(value @ serde_json::Value::Object(_)) => value,
+        _ => {
+            eprintln!("chatd: plugin call: --args: must be a JSON object");
+            return ExitCode::from(2);
+        }
+    };
+    let plugin = match load_one(config, file).await {
+        Ok(plugin) => plugin,
+        Err(why) => {
+            eprintln!("chatd: plugin call: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(instance) = plugin.as_tool() else {
+        eprintln!("chatd: plugin call: {} is not a tool plugin", plugin.id());
+        return ExitCode::from(2);
+    };
+    if !plugin.tools.iter().any(|t| t.name == tool) {
+        let names: Vec<&str> = plugin.tools.iter().map(|t| t.name.as_str()).collect();
+        eprintln!(
+            "chatd: plugin call: --tool: {} has no tool {tool:?} (it has {})",
+            plugin.id(),
+            names.join(", ")
+        );
+        return ExitCode::from(2);
+    }
+    let started = std::time::Instant::now();
+    let (outcome, peak) = instance.invoke_measured(tool, &arguments.to_string()).await;
+    let took = started.elapsed();
+    let (mut out, code) = match outcome {
+        Ok(Ok(output)) => {
+            let mut text = format!("ok: {}\n{}\n", tool, output.content);
+            if let Some(summary) = output.summary {
+                let _ = writeln!(text, "summary: {summary}");
+            }
+            (text, ExitCode::SUCCESS)
+        }
+        Ok(Err(error)) => (format!("error: {error:?}\n"), ExitCode::FAILURE),
+        Err(failed) => (format!("failed: {failed}\n"), ExitCode::FAILURE),
+    };
+    let _ = writeln!(
+        out,
+        "took {:.1} ms (instantiation and call); memory peak {:.1} MiB of {} MiB",
+        took.as_secs_f64() * 1000.0,
+        peak as f64 / (1024.0 * 1024.0),
+        plugin.manifest().limits.memory_mib
+    );
+    print!("{out}");
+    code
+}
+
+/// One component file loaded as the server loads one from PLUGINS_DIR, under the operator
+/// settings this configuration (variables and file) gives; compiled fresh.
+async fn load_one(config: &Config, file: &Path) -> Result<Plugin, String> {
+    let settings = match &config.config {
+        Some(path) => {
+            let file = crate::config::file::FileConfig::load(path).map_err(|e| e.to_string())?;
+            let devbox = super::ssh::DevboxAccess::from_config(config);
+            super::operator::OperatorSettings::new(config, &file, devbox)?
+        }
+        None => super::operator::OperatorSettings::from_config(config),
+    };
+    let package = Package::read(file).map_err(|e| e.to_string())?;
+    let engine = super::engine::new_engine().map_err(|e| e.to_string())?;
+    Loader::new(engine, settings, None)
+        .load(package)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 /// `chatd plugins list`.
 pub async fn list(config: &Config) -> ExitCode {
     let host = match host(config).await {

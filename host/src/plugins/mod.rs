@@ -218,20 +218,32 @@ impl Core {
         events: Option<tokio::sync::mpsc::Sender<provider::TurnEvent>>,
         f: impl CallFn<R>,
     ) -> Result<R, CallError> {
+        self.call_measured(operation, events, f).await.0
+    }
+
+    /// [`Core::call`], and the most memory the call's instance held at once (bytes).
+    async fn call_measured<R>(
+        &self,
+        operation: &'static str,
+        events: Option<tokio::sync::mpsc::Sender<provider::TurnEvent>>,
+        f: impl CallFn<R>,
+    ) -> (Result<R, CallError>, usize) {
         let span = telemetry::trace::plugin_call(&self.manifest.id, operation);
-        let (outcome, memory_cap) = self.call_in_store(events, f).instrument(span.clone()).await;
+        let (outcome, memory_cap, peak) =
+            self.call_in_store(events, f).instrument(span.clone()).await;
         let kind = outcome.as_ref().err().map(CallError::kind);
         telemetry::metrics::plugin_call(&self.manifest.id, kind.unwrap_or("ok"), memory_cap);
         telemetry::trace::failed(&span, kind);
-        outcome
+        (outcome, peak)
     }
 
-    /// [`Core::call`]'s work; also whether the call was refused memory past its cap.
+    /// [`Core::call`]'s work; also whether the call was refused memory past its cap, and its
+    /// memory's peak.
     async fn call_in_store<R>(
         &self,
         events: Option<tokio::sync::mpsc::Sender<provider::TurnEvent>>,
         f: impl CallFn<R>,
-    ) -> (Result<R, CallError>, bool) {
+    ) -> (Result<R, CallError>, bool, usize) {
         let manifest = &self.manifest;
         let mut state = PluginState::new(manifest, self.caps.clone());
         state.events = events;
@@ -247,6 +259,7 @@ impl Core {
         let stderr = store.data().stderr_text();
         log_stderr(&manifest.id, &stderr);
         let memory_cap = store.data_mut().limits.take_cap_hit();
+        let peak = store.data().limits.memory_peak();
         let outcome = match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(trap)) => Err(CallError::trap(&manifest.id, trap, &stderr)),
@@ -255,7 +268,7 @@ impl Core {
                 after: deadline,
             }),
         };
-        (outcome, memory_cap)
+        (outcome, memory_cap, peak)
     }
 }
 

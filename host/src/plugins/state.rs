@@ -36,6 +36,8 @@ pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 pub struct Limiter {
     memory_cap: usize,
     memory_used: usize,
+    /// The most memory in use at once: what `chatd plugins call` reports.
+    memory_peak: usize,
     /// A growth past the cap was refused since [`Limiter::take_cap_hit`] last looked.
     cap_hit: bool,
 }
@@ -44,6 +46,11 @@ impl Limiter {
     /// Whether a growth past the memory cap was refused since the last time this was asked.
     pub fn take_cap_hit(&mut self) -> bool {
         std::mem::take(&mut self.cap_hit)
+    }
+
+    /// The most memory the store's instances held at once, in bytes.
+    pub fn memory_peak(&self) -> usize {
+        self.memory_peak
     }
 
     /// More than half the memory cap is in use: a long-lived instance should make way for a
@@ -70,6 +77,7 @@ impl wasmtime::ResourceLimiter for Limiter {
             );
         }
         self.memory_used = after;
+        self.memory_peak = self.memory_peak.max(after);
         Ok(true)
     }
 
@@ -132,6 +140,7 @@ impl PluginState {
             limits: Limiter {
                 memory_cap: memory,
                 memory_used: 0,
+                memory_peak: 0,
                 cap_hit: false,
             },
             open_responses: 0,

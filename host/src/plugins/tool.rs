@@ -66,13 +66,22 @@ impl ToolPlugin {
         name: &str,
         arguments_json: &str,
     ) -> Result<Result<ToolOutput, PluginError>, CallError> {
+        self.invoke_measured(name, arguments_json).await.0
+    }
+
+    /// [`ToolPlugin::invoke`], and the most memory its instance held at once (bytes).
+    pub async fn invoke_measured(
+        &self,
+        name: &str,
+        arguments_json: &str,
+    ) -> (Result<Result<ToolOutput, PluginError>, CallError>, usize) {
         let (pre, name, args) = (
             self.pre.clone(),
             name.to_string(),
             arguments_json.to_string(),
         );
         self.core
-            .call("invoke", None, move |store| {
+            .call_measured("invoke", None, move |store| {
                 Box::pin(async move {
                     let tool = pre.instantiate_async(&mut *store).await?;
                     tool.call_invoke(&mut *store, &name, &args).await
