@@ -51,7 +51,10 @@
 //! ```
 //!
 //! `chatd plugins check echo.wasm` validates both; dropping them into chatd's PLUGINS_DIR loads
-//! them without a restart. chatd's docs/plugins.md lists every grant a manifest can ask for.
+//! them without a restart. Or carry the manifest inside the component, so the plugin is one
+//! file: [`embed_manifest!`]`("../echo.json")` at the crate root. `chatd plugins call echo.wasm
+//! --tool echo --args '{"text":"hi"}'` runs the tool once and prints its result, duration and
+//! memory. chatd's docs/plugins.md lists every grant a manifest can ask for.
 //!
 //! # A new provider, end to end
 //!
