@@ -293,6 +293,16 @@ async fn on_postgresql_a_second_start_loads_every_plugin_from_the_data_folder() 
     assert!(!dir.path().join("data").exists(), "nothing in ./data");
 }
 
+/// `GET /v1/chats` on `chatd`, with the token of the readiness test.
+async fn list_chats(chatd: &Instance) -> reqwest::Response {
+    reqwest::Client::new()
+        .get(chatd.url("/v1/chats"))
+        .bearer_auth("t0ken")
+        .send()
+        .await
+        .unwrap()
+}
+
 /// `GET /ready` on `chatd`: the status and the message.
 async fn ready(chatd: &Instance) -> (StatusCode, Value) {
     let res = reqwest::get(chatd.url("/ready")).await.unwrap();
@@ -356,12 +366,7 @@ async fn ready_follows_the_database_and_health_stays_200() {
     assert_eq!(health.status(), StatusCode::OK);
     // A request needing the database: 503 naming it, within the timeout, never a bare 500.
     let asked = Instant::now();
-    let res = reqwest::Client::new()
-        .get(chatd.url("/v1/chats"))
-        .bearer_auth("t0ken")
-        .send()
-        .await
-        .unwrap();
+    let res = list_chats(&chatd).await;
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(
         asked.elapsed() < Duration::from_secs(4),
@@ -379,11 +384,6 @@ async fn ready_follows_the_database_and_health_stays_200() {
 
     cluster.start(&admin).await;
     ready_becomes(&chatd, StatusCode::OK, Duration::from_secs(30)).await;
-    let res = reqwest::Client::new()
-        .get(chatd.url("/v1/chats"))
-        .bearer_auth("t0ken")
-        .send()
-        .await
-        .unwrap();
+    let res = list_chats(&chatd).await;
     assert_eq!(res.status(), StatusCode::OK);
 }
