@@ -76,6 +76,11 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
         Some(Command::Plugins(PluginsCommand::Check { file })) => {
             return commands::check(&config, file).await;
         }
+        Some(Command::Plugins(PluginsCommand::Pack {
+            component,
+            manifest,
+            out,
+        })) => return chatd::plugins::pack::run(component, manifest, out),
         Some(Command::Plugins(PluginsCommand::Call { file, tool, args })) => {
             return commands::call(&config, file, tool, args).await;
         }
@@ -98,7 +103,7 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
     }
     let shutdown = shutdown_signal();
     let started = std::time::Instant::now();
-    let plugins = match PluginHost::start(&config).await {
+    let plugins = match PluginHost::start_in_background(&config).await {
         Ok(plugins) => plugins,
         // The configuration file is configuration: refused as an invalid variable is.
         Err(LoadError::Config(line)) => {
@@ -117,10 +122,15 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
     }
     let snapshot = plugins.snapshot();
     tracing::info!(
-        "{} plugins loaded in {} ms ({} from the compile cache)",
+        "{} plugins loaded in {} ms ({} from the compile cache){}",
         snapshot.plugins.len(),
         started.elapsed().as_millis(),
-        snapshot.plugins.iter().filter(|p| p.from_cache).count()
+        snapshot.plugins.iter().filter(|p| p.from_cache).count(),
+        if plugins.folder_loading() {
+            "; PLUGINS_DIR is loading in the background"
+        } else {
+            ""
+        }
     );
     drop(snapshot);
     let server = match Server::bind(&config, plugins).await {

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::completions::{ROUTE, TEXT_STREAM, TEXT_STREAM_TEXT};
 use crate::instances::Instance;
 use crate::postgres::OwnedCluster;
+use crate::process;
 use crate::support::{plugin_cache_dir, test_database};
 
 const BIN: &str = env!("CARGO_BIN_EXE_chatd");
@@ -277,7 +278,11 @@ async fn on_postgresql_a_second_start_loads_every_plugin_from_the_data_folder() 
         ("CHATD_DATA_DIR", data.to_str().unwrap()),
         ("PLUGINS_DIR", plugins_dir.to_str().unwrap()),
     ];
-    let startup = |env: &[(&str, &str)]| Instance::with_env(dir.path(), env).startup.clone();
+    // PLUGINS_DIR loads after the server listens; its line counts every plugin.
+    let startup = |env: &[(&str, &str)]| {
+        let chatd = Instance::with_env(dir.path(), env);
+        vec![process::line_containing(&chatd.lines, "in the background")]
+    };
     let (plugins, cached) = loaded(&startup(&env));
     assert!(plugins >= 8, "{plugins}");
     assert!(

@@ -30,6 +30,8 @@ pub(crate) struct Instance {
     pub(crate) base: String,
     /// The lines before it (startup's log).
     pub(crate) startup: Vec<String>,
+    /// The lines after it, as they come.
+    pub(crate) lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Instance {
@@ -67,6 +69,7 @@ impl Instance {
             child,
             base,
             startup,
+            lines,
         }
     }
 

@@ -42,3 +42,16 @@ pub fn listening_after(lines: &mpsc::Receiver<String>) -> (String, Vec<String>) 
         before.push(line);
     }
 }
+
+/// Waits (up to two minutes) for a line containing `needle`, and returns it.
+#[allow(dead_code)]
+pub fn line_containing(lines: &mpsc::Receiver<String>, needle: &str) -> String {
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("chatd logs a line with {needle:?}"));
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}

@@ -377,6 +377,18 @@ pub enum PluginsCommand {
         #[arg(long, default_value = "{}")]
         args: String,
     },
+    /// Makes a plugin one file: the manifest, checked, appended to the component as its
+    /// `chatd-manifest` section (for toolchains that cannot embed it: Python, JavaScript).
+    Pack {
+        /// The component (`.wasm`) as its toolchain built it.
+        component: PathBuf,
+        /// The manifest (JSON).
+        #[arg(long)]
+        manifest: PathBuf,
+        /// Where to write the one-file plugin (replaced whole if it exists).
+        #[arg(long, short)]
+        out: PathBuf,
+    },
 }
 
 impl Config {

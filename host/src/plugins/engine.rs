@@ -55,7 +55,7 @@ fn config(pooling: bool) -> Config {
             .total_memories(MAX_CONCURRENT_INSTANCES)
             .total_tables(MAX_CONCURRENT_INSTANCES * 2)
             .total_stacks(MAX_CONCURRENT_INSTANCES)
-            .max_memories_per_component(2)
+            .max_memories_per_component(8)
             .max_memory_size(MAX_MEMORY_MIB as usize * 1024 * 1024)
             .linear_memory_keep_resident(KEEP_RESIDENT)
             .table_keep_resident(64 * 1024);

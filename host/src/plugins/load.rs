@@ -108,7 +108,7 @@ pub const MANIFEST_SECTION: &str = "chatd-manifest";
 
 /// The manifest a component carries, if any: the first [`MANIFEST_SECTION`] anywhere in it (the
 /// linker keeps a core module's custom sections inside the component).
-fn embedded_manifest(wasm: &[u8]) -> Result<Option<Vec<u8>>, String> {
+pub(super) fn embedded_manifest(wasm: &[u8]) -> Result<Option<Vec<u8>>, String> {
     for payload in wasmparser::Parser::new(0).parse_all(wasm) {
         match payload.map_err(|e| format!("not a WebAssembly component: {e}"))? {
             wasmparser::Payload::CustomSection(section) if section.name() == MANIFEST_SECTION => {

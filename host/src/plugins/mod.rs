@@ -21,6 +21,7 @@ pub mod log;
 pub mod manifest;
 pub mod mcp;
 pub mod operator;
+pub mod pack;
 pub mod provider;
 pub mod refs;
 pub mod registry;
@@ -82,6 +83,23 @@ pub enum LoadError {
         expected: Kind,
         found: Kind,
     },
+}
+
+/// The WASI interfaces chatd never links (files, sockets, HTTP of its own), named when a
+/// component imports one: the one line says what it imports and how its toolchain leaves it out.
+fn unlinked_wasi(engine: &Engine, component: &wasmtime::component::Component) -> Option<String> {
+    const NEVER: [&str; 3] = ["wasi:filesystem/", "wasi:sockets/", "wasi:http/"];
+    let ty = component.component_type();
+    let name = ty
+        .imports(engine)
+        .map(|(name, _)| name)
+        .find(|name| NEVER.iter().any(|prefix| name.starts_with(prefix)))?;
+    Some(format!(
+        "it imports {name}, which chatd never links: a plugin gets no files, sockets or network \
+         of its own. Build Python with `componentize-py --stub-wasi`, JavaScript with \
+         `componentize-js --disable stdio random clocks http fetch-event` \
+         (docs/writing-a-plugin.md)"
+    ))
 }
 
 impl LoadError {
@@ -192,6 +210,9 @@ impl Core {
             });
         }
         let id = manifest.id.clone();
+        if let Some(reason) = unlinked_wasi(engine, component) {
+            return Err(LoadError::Link { id, reason });
+        }
         let link_error = LoadError::link(&id);
         let instance_pre = linker
             .and_then(|linker| linker.instantiate_pre(component))

@@ -10,6 +10,7 @@
 //! settings break a bundled plugin or name an adapter no plugin offers, nothing changes.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::watch;
@@ -53,6 +54,8 @@ pub struct PluginHost {
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// Keeps the configuration file's watcher alive.
     config_watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    /// PLUGINS_DIR's first load is still running ([`Self::start_in_background`]).
+    folder_loading: AtomicBool,
 }
 
 /// A plugin that could not be used, and why.
@@ -64,23 +67,74 @@ pub struct Refused {
 
 impl PluginHost {
     /// The server's plugins: the bundled ones and PLUGINS_DIR's, compiled through the disk
-    /// cache, with the folder and the configuration file watched for changes.
+    /// cache, with the folder and the configuration file watched for changes. Returns once the
+    /// folder has loaded (tests, benchmarks); the server uses [`Self::start_in_background`].
     pub async fn start(config: &Config) -> Result<Arc<Self>, LoadError> {
-        let host = Self::from_config(config).await?;
-        host.watch_folder().map_err(|e| LoadError::Io {
-            path: host.dir().map(Path::to_path_buf).unwrap_or_default(),
-            reason: format!("cannot watch PLUGINS_DIR: {e}"),
-        })?;
-        host.watch_config().map_err(|e| LoadError::Io {
-            path: config.config.clone().unwrap_or_default(),
-            reason: format!("cannot watch the configuration file: {e}"),
-        })?;
+        let host = Self::from_config_with(config, true).await?;
+        host.watch(config)?;
         // What changed between the first scan and the watch starting has no event: look again
         // (unchanged files are not loaded twice).
         if host.dir().is_some() {
             host.rescan().await;
         }
         Ok(host)
+    }
+
+    /// As [`Self::start`], but returns once the bundled plugins have loaded: PLUGINS_DIR's are
+    /// compiled in a task (a Python component takes seconds), and each serves once the folder's
+    /// first scan publishes it; [`Self::folder_loading`] says until when. The one exception:
+    /// when the configuration file declares a provider on an adapter only a folder plugin
+    /// offers, the folder loads first, so such a file is still refused at startup.
+    pub async fn start_in_background(config: &Config) -> Result<Arc<Self>, LoadError> {
+        let host = Self::from_config_with(config, false).await?;
+        host.watch(config)?;
+        if host.dir().is_some() {
+            host.folder_loading.store(true, Ordering::Relaxed);
+            let weak = Arc::downgrade(&host);
+            tokio::spawn(async move {
+                let Some(host) = weak.upgrade() else { return };
+                let started = std::time::Instant::now();
+                host.rescan().await;
+                host.folder_loading.store(false, Ordering::Relaxed);
+                let snapshot = host.snapshot();
+                tracing::info!(
+                    "{} plugins loaded in {} ms ({} from the compile cache), PLUGINS_DIR's \
+                     {} in the background",
+                    snapshot.plugins.len(),
+                    started.elapsed().as_millis(),
+                    snapshot.plugins.iter().filter(|p| p.from_cache).count(),
+                    host.folder_plugins(),
+                );
+            });
+        }
+        Ok(host)
+    }
+
+    /// Whether PLUGINS_DIR's first load is still running (`/ready` waits for it).
+    pub fn folder_loading(&self) -> bool {
+        self.folder_loading.load(Ordering::Relaxed)
+    }
+
+    /// How many of the serving plugins came from PLUGINS_DIR.
+    fn folder_plugins(&self) -> usize {
+        let bundled = self.bundled();
+        let snapshot = self.snapshot();
+        snapshot
+            .plugins
+            .iter()
+            .filter(|p| !bundled.iter().any(|b| Arc::ptr_eq(b, p)))
+            .count()
+    }
+
+    fn watch(self: &Arc<Self>, config: &Config) -> Result<(), LoadError> {
+        self.watch_folder().map_err(|e| LoadError::Io {
+            path: self.dir().map(Path::to_path_buf).unwrap_or_default(),
+            reason: format!("cannot watch PLUGINS_DIR: {e}"),
+        })?;
+        self.watch_config().map_err(|e| LoadError::Io {
+            path: config.config.clone().unwrap_or_default(),
+            reason: format!("cannot watch the configuration file: {e}"),
+        })
     }
 
     /// Rescans the folder when it changes (nothing to do without one). The watcher lives as
@@ -130,6 +184,12 @@ impl PluginHost {
     /// As [`Self::start`], without watching anything (`chatd plugins list`). A configuration
     /// file that cannot be used stops it, as an invalid variable does.
     pub async fn from_config(config: &Config) -> Result<Arc<Self>, LoadError> {
+        Self::from_config_with(config, true).await
+    }
+
+    /// [`Self::from_config`]; the folder is read only when `scan_folder` is set (or a declared
+    /// provider's adapter is not among the bundled plugins').
+    async fn from_config_with(config: &Config, scan_folder: bool) -> Result<Arc<Self>, LoadError> {
         let engine =
             super::engine::new_engine().map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let file = match &config.config {
@@ -156,8 +216,12 @@ impl PluginHost {
             super::bundled::packages(),
             config.plugins_dir.clone(),
             Some(config.clone()),
+            scan_folder,
         )
         .await?;
+        if !scan_folder && host.snapshot().missing_adapter().is_some() {
+            host.rescan().await;
+        }
         if let Some(problem) = host.snapshot().missing_adapter() {
             return Err(LoadError::Config(problem));
         }
@@ -176,7 +240,7 @@ impl PluginHost {
         bundled: Vec<Package>,
         dir: Option<PathBuf>,
     ) -> Result<Arc<Self>, LoadError> {
-        Self::load_with(loader, bundled, dir, None).await
+        Self::load_with(loader, bundled, dir, None, true).await
     }
 
     async fn load_with(
@@ -184,6 +248,7 @@ impl PluginHost {
         bundled: Vec<Package>,
         dir: Option<PathBuf>,
         config: Option<Config>,
+        scan_folder: bool,
     ) -> Result<Arc<Self>, LoadError> {
         if let Some(dir) = &dir
             && !dir.is_dir()
@@ -227,8 +292,9 @@ impl PluginHost {
             scans: watch::Sender::new(0),
             watcher: Mutex::new(None),
             config_watcher: Mutex::new(None),
+            folder_loading: AtomicBool::new(false),
         });
-        host.rescan().await;
+        host.scan(scan_folder).await;
         Ok(host)
     }
 
@@ -302,8 +368,13 @@ impl PluginHost {
 
     /// Reads the folder again: loads what changed, drops what is gone, swaps in the result.
     pub async fn rescan(&self) {
+        self.scan(true).await
+    }
+
+    /// [`Self::rescan`], or without reading the folder: the bundled plugins alone, published.
+    async fn scan(&self, read_folder: bool) {
         let mut folder = self.folder.lock().await;
-        if let Some(dir) = &self.dir {
+        if let Some(dir) = self.dir.as_ref().filter(|_| read_folder) {
             let files = match super::folder::wasm_files(dir) {
                 Ok(files) => files,
                 Err(e) => {

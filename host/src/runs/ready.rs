@@ -1,7 +1,8 @@
 //! Readiness (`GET /ready`): whether this instance can serve, kept up to date in the background
 //! so a probe is answered at once: the database answers (a ping every [`PROBE_EVERY`], bounded
 //! by the store's timeout) and, on a shared database, this instance holds its lease (set by
-//! `beat.rs`). The plugins are loaded before the server listens, so a listening server has them.
+//! `beat.rs`). The bundled plugins load before the server listens; PLUGINS_DIR's load after, and
+//! `/ready` also waits for them (`http/meta.rs`, `PluginHost::folder_loading`).
 //! The ping runs on PostgreSQL on the lease's own connection (a busy pool is not a database
 //! away), and does not write: a full disk shows in the writes' 503s, not here.
 
