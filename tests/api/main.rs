@@ -26,6 +26,7 @@ mod mcp_server;
 mod mcp_tools;
 mod models_titles;
 mod operator_cli;
+mod plugin_languages;
 mod plugin_provider;
 mod plugin_services;
 mod plugins;
