@@ -76,6 +76,15 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
         Some(Command::Plugins(PluginsCommand::Check { file })) => {
             return commands::check(&config, file).await;
         }
+        Some(Command::Plugins(PluginsCommand::New {
+            kind,
+            name,
+            lang,
+            dir,
+            sdk_path,
+        })) => {
+            return chatd::plugins::scaffold::run(*kind, name, *lang, dir, sdk_path.as_deref());
+        }
         Some(Command::Plugins(PluginsCommand::Pack {
             component,
             manifest,

@@ -11,7 +11,6 @@ pub mod bindings {
     });
 }
 
-pub use bindings::chatd::plugin::config;
 pub use bindings::chatd::plugin::log as raw_log;
 pub use bindings::chatd::plugin::ssh;
 pub use bindings::chatd::plugin::types::{
@@ -22,9 +21,37 @@ pub use bindings::chatd::plugin::types::{
 use bindings::chatd::plugin::http as wit_http;
 pub use wit_http::{Header, HttpError, Method};
 
-/// Logging into the host's log (tagged with the plugin id by the host).
+/// The plugin's settings, as the host gives them (never a key). In a native test the
+/// [`crate::harness::Harness`]'s settings answer.
+pub mod config {
+    /// The setting `key`, if the plugin may read it and it is set.
+    pub fn get(key: &str) -> Option<String> {
+        #[cfg(target_family = "wasm")]
+        return super::bindings::chatd::plugin::config::get(key);
+        #[cfg(not(target_family = "wasm"))]
+        return crate::harness::setting(key);
+    }
+
+    /// Every setting the plugin may read.
+    pub fn all() -> Vec<(String, String)> {
+        #[cfg(target_family = "wasm")]
+        return super::bindings::chatd::plugin::config::all();
+        #[cfg(not(target_family = "wasm"))]
+        return crate::harness::settings();
+    }
+}
+
+/// Logging into the host's log (tagged with the plugin id by the host). In a native test the
+/// [`crate::harness::Harness`] keeps the lines.
 pub mod log {
-    use super::raw_log::{Level, write};
+    use super::raw_log::Level;
+
+    fn write(level: Level, message: &str) {
+        #[cfg(target_family = "wasm")]
+        super::raw_log::write(level, message);
+        #[cfg(not(target_family = "wasm"))]
+        crate::harness::log(level, message);
+    }
 
     pub fn trace(message: &str) {
         write(Level::Trace, message)
@@ -105,23 +132,46 @@ impl Request {
     pub fn into_wit(self) -> wit_http::Request {
         self.inner
     }
-    /// Sends it; returns when the status and headers are in.
+    /// Sends it; returns when the status and headers are in. In a native test the
+    /// [`crate::harness::Harness`]'s scripted replies answer.
     pub fn send(self) -> Result<Response, HttpError> {
-        wit_http::send(&self.inner).map(|inner| Response { inner })
+        #[cfg(target_family = "wasm")]
+        return wit_http::send(&self.inner).map(|inner| Response {
+            inner: Inner::Host(inner),
+        });
+        #[cfg(not(target_family = "wasm"))]
+        return crate::harness::send(self.inner).map(|reply| Response {
+            inner: Inner::Scripted(reply),
+        });
     }
 }
 
 /// A response whose body is read as it arrives.
 pub struct Response {
-    inner: wit_http::Response,
+    inner: Inner,
+}
+
+enum Inner {
+    #[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
+    Host(wit_http::Response),
+    #[cfg(not(target_family = "wasm"))]
+    Scripted(crate::harness::Answer),
 }
 
 impl Response {
     pub fn status(&self) -> u16 {
-        self.inner.status()
+        match &self.inner {
+            Inner::Host(inner) => inner.status(),
+            #[cfg(not(target_family = "wasm"))]
+            Inner::Scripted(answer) => answer.status,
+        }
     }
     pub fn headers(&self) -> Vec<Header> {
-        self.inner.headers()
+        match &self.inner {
+            Inner::Host(inner) => inner.headers(),
+            #[cfg(not(target_family = "wasm"))]
+            Inner::Scripted(answer) => answer.headers.clone(),
+        }
     }
     /// The first header with this name (case-insensitive).
     pub fn header(&self, name: &str) -> Option<String> {
@@ -132,11 +182,19 @@ impl Response {
     }
     /// The final URL, after redirects.
     pub fn url(&self) -> String {
-        self.inner.url()
+        match &self.inner {
+            Inner::Host(inner) => inner.url(),
+            #[cfg(not(target_family = "wasm"))]
+            Inner::Scripted(answer) => answer.url.clone(),
+        }
     }
     /// The next piece of the body; `None` at its end.
     pub fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, HttpError> {
-        self.inner.next_chunk()
+        match &mut self.inner {
+            Inner::Host(inner) => inner.next_chunk(),
+            #[cfg(not(target_family = "wasm"))]
+            Inner::Scripted(answer) => Ok(answer.chunks.pop_front()),
+        }
     }
     /// The whole body.
     pub fn bytes(mut self) -> Result<Vec<u8>, HttpError> {

@@ -141,6 +141,8 @@ extern crate self as chatd_plugin_sdk;
 #[doc(hidden)]
 pub use wit_bindgen as __wit_bindgen;
 
+#[cfg(not(target_family = "wasm"))]
+pub mod harness;
 pub mod host;
 pub mod json;
 pub mod sse;

@@ -29,27 +29,38 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn componentize_py() -> PathBuf {
+pub(crate) fn componentize_py() -> PathBuf {
     root().join("target/plugin-venv/bin/componentize-py")
 }
 
+pub(crate) fn componentize_js() -> PathBuf {
+    root().join("target/plugin-node/node_modules/.bin/componentize-js")
+}
+
+/// Whether componentize-py and componentize-js are installed (`.ci/plugin-toolchains`); when
+/// not, the caller skips, unless CHATD_REQUIRE_PLUGIN_LANGS is set.
+pub(crate) fn toolchains() -> bool {
+    if componentize_py().exists() && componentize_js().exists() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CHATD_REQUIRE_PLUGIN_LANGS").is_none(),
+        "CHATD_REQUIRE_PLUGIN_LANGS is set but the toolchains are missing \
+         (.ci/plugin-toolchains installs them)"
+    );
+    eprintln!(
+        "skipped: no componentize-py or componentize-js in target/ (run .ci/plugin-toolchains)"
+    );
+    false
+}
+
 /// The folder of the built Python and JavaScript plugins, built once per test process; `None`
-/// (the test skips) without the toolchains, unless CHATD_REQUIRE_PLUGIN_LANGS is set.
+/// (the test skips) without the toolchains.
 fn built() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let js = root().join("target/plugin-node/node_modules/.bin/componentize-js");
-            if !componentize_py().exists() || !js.exists() {
-                assert!(
-                    std::env::var_os("CHATD_REQUIRE_PLUGIN_LANGS").is_none(),
-                    "CHATD_REQUIRE_PLUGIN_LANGS is set but the toolchains are missing \
-                     (.ci/plugin-toolchains installs them)"
-                );
-                eprintln!(
-                    "skipped: no componentize-py or componentize-js in target/ \
-                     (run .ci/plugin-toolchains)"
-                );
+            if !toolchains() {
                 return None;
             }
             let out = root().join("target/language-plugins");

@@ -355,6 +355,21 @@ pub enum ConfigCommand {
     Check,
 }
 
+/// What `chatd plugins new` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NewKind {
+    Tool,
+    Provider,
+}
+
+/// The language of a `chatd plugins new` project.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PluginLang {
+    Rust,
+    Python,
+    Js,
+}
+
 #[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
 pub enum PluginsCommand {
     /// The plugins this configuration loads: id, kind, version, grants, source.
@@ -376,6 +391,24 @@ pub enum PluginsCommand {
         /// Its arguments, a JSON object.
         #[arg(long, default_value = "{}")]
         args: String,
+    },
+    /// Writes a plugin project to start from: its code, its manifest, a test, a README.
+    New {
+        /// A tool or a provider.
+        #[arg(value_enum)]
+        kind: NewKind,
+        /// Its id, tool name and folder name ([a-z][a-z0-9_]*).
+        name: String,
+        /// Its language (providers: rust).
+        #[arg(long, value_enum, default_value_t = PluginLang::Rust)]
+        lang: PluginLang,
+        /// Where the project's folder is made.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// A checkout of chatd's plugin SDK (`plugin-sdk/`) for a Rust project to depend on by
+        /// path; by version otherwise.
+        #[arg(long)]
+        sdk_path: Option<PathBuf>,
     },
     /// Makes a plugin one file: the manifest, checked, appended to the component as its
     /// `chatd-manifest` section (for toolchains that cannot embed it: Python, JavaScript).

@@ -89,20 +89,25 @@ pub async fn call(config: &Config, file: &Path, tool: &str, args: &str) -> ExitC
 /// One component file loaded as the server loads one from PLUGINS_DIR, under the operator
 /// settings this configuration (variables and file) gives; compiled fresh.
 async fn load_one(config: &Config, file: &Path) -> Result<Plugin, String> {
-    let settings = match &config.config {
-        Some(path) => {
-            let file = crate::config::file::FileConfig::load(path).map_err(|e| e.to_string())?;
-            let devbox = super::ssh::DevboxAccess::from_config(config);
-            super::operator::OperatorSettings::new(config, &file, devbox)?
-        }
-        None => super::operator::OperatorSettings::from_config(config),
-    };
     let package = Package::read(file).map_err(|e| e.to_string())?;
     let engine = super::engine::new_engine().map_err(|e| e.to_string())?;
-    Loader::new(engine, settings, None)
+    Loader::new(engine, operator_settings(config)?, None)
         .load(package)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// The operator settings this configuration gives: the variables, and the file when there is
+/// one (its services, plugin settings and declared providers).
+fn operator_settings(config: &Config) -> Result<super::operator::OperatorSettings, String> {
+    match &config.config {
+        Some(path) => {
+            let file = crate::config::file::FileConfig::load(path).map_err(|e| e.to_string())?;
+            let devbox = super::ssh::DevboxAccess::from_config(config);
+            super::operator::OperatorSettings::new(config, &file, devbox)
+        }
+        None => Ok(super::operator::OperatorSettings::from_config(config)),
+    }
 }
 
 /// `chatd plugins list`.
@@ -198,11 +203,7 @@ async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
     let cache = super::cache::folder(config)
         .filter(|dir| dir.is_dir())
         .map(super::cache::CompileCache::new);
-    let mut loader = Loader::new(
-        engine,
-        super::operator::OperatorSettings::from_config(config),
-        None,
-    );
+    let mut loader = Loader::new(engine, operator_settings(config)?, None);
     let plugin = loader.load(package).await.map_err(|e| e.to_string())?;
     // Would it serve next to the bundled plugins? Same rules as the snapshot's assembly
     // (`snapshot.rs`).

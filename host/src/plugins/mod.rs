@@ -25,6 +25,7 @@ pub mod pack;
 pub mod provider;
 pub mod refs;
 pub mod registry;
+pub mod scaffold;
 pub mod search;
 pub mod seen;
 pub mod services;
