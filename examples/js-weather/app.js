@@ -6,9 +6,9 @@
 // and chatd adds the key to requests to that origin only. The plugin reads the base URL as the
 // setting `weather_base_url`. See docs/writing-a-plugin.md.
 
-import { get } from "chatd:plugin/config@0.1.0";
-import { send } from "chatd:plugin/http@0.1.0";
-import { write } from "chatd:plugin/log@0.1.0";
+import { get } from "chatd:plugin/config@0.1.1";
+import { fetch } from "chatd:plugin/http@0.1.1";
+import { write } from "chatd:plugin/log@0.1.1";
 
 const SCHEMA = {
   type: "object",
@@ -28,37 +28,28 @@ function transport(error) {
   };
 }
 
+// GETs `url` and parses its JSON; the host reads the body whole (`fetch`; its limit is a u64,
+// a BigInt in JavaScript).
 function getJson(url) {
-  let status;
-  const chunks = [];
-  let length = 0;
+  let response;
   try {
-    const response = send({
-      method: "get",
-      url,
-      headers: [{ name: "accept", value: "application/json" }],
-      body: undefined,
-      timeoutMs: 10000,
-      followRedirects: undefined,
-    });
-    status = response.status();
-    for (let chunk = response.nextChunk(); chunk !== undefined; chunk = response.nextChunk()) {
-      length += chunk.length;
-      if (length > MAX_BODY) throw { tag: "malformed-response", val: "the answer is too long" };
-      chunks.push(chunk);
-    }
+    response = fetch(
+      {
+        method: "get",
+        url,
+        headers: [{ name: "accept", value: "application/json" }],
+        body: undefined,
+        timeoutMs: 10000,
+        followRedirects: undefined,
+      },
+      BigInt(MAX_BODY),
+    );
   } catch (error) {
-    if (error?.tag) throw error;
     throw transport(error);
   }
-  const body = new Uint8Array(length);
-  let at = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, at);
-    at += chunk.length;
-  }
-  const text = new TextDecoder().decode(body);
-  if (status !== 200) throw { tag: "upstream", val: { status, message: text.slice(0, 200) } };
+  const text = new TextDecoder().decode(response.body);
+  if (response.status !== 200)
+    throw { tag: "upstream", val: { status: response.status, message: text.slice(0, 200) } };
   try {
     return JSON.parse(text);
   } catch {

@@ -31,25 +31,20 @@ def http_error(error) -> Err:
 
 
 def get_json(url: str):
+    """GETs `url` and parses its JSON; the host reads the body whole (`http.fetch`)."""
     request = http.Request(method=http.Method.GET, url=url,
                            headers=[http.Header(name="accept", value="application/json")],
                            body=None, timeout_ms=10_000, follow_redirects=None)
     try:
-        with http.send(request) as response:
-            status, body = response.status(), bytearray()
-            while (chunk := response.next_chunk()) is not None:
-                body += chunk
-                if len(body) > MAX_BODY:
-                    raise Err(types.PluginError_MalformedResponse("the answer is too long"))
+        response = http.fetch(request, MAX_BODY)
     except Err as e:
-        if isinstance(e.value, types.PluginError_MalformedResponse):
-            raise
         raise http_error(e.value)
-    if status != 200:
-        message = body[:200].decode("utf-8", "replace")
-        raise Err(types.PluginError_Upstream(types.UpstreamError(status=status, message=message)))
+    if response.status != 200:
+        message = response.body[:200].decode("utf-8", "replace")
+        raise Err(types.PluginError_Upstream(types.UpstreamError(status=response.status,
+                                                                 message=message)))
     try:
-        return json.loads(body)
+        return json.loads(response.body)
     except ValueError:
         raise Err(types.PluginError_MalformedResponse("the answer is not JSON"))
 

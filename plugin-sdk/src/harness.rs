@@ -305,4 +305,27 @@ mod tests {
         assert_eq!(ran.logs, ["INFO asking"]);
         assert_eq!(ran.unused, 1);
     }
+
+    #[test]
+    fn fetch_reads_the_whole_body_up_to_its_limit() {
+        let url = "https://api.example/big";
+        let harness = Harness::new()
+            .reply(
+                Method::Get,
+                url,
+                Reply::text(200, "0123456789").in_pieces(3),
+            )
+            .reply(Method::Get, url, Reply::text(200, "0123456789"));
+        let ran = harness.run(|| {
+            let whole = Request::get(url).fetch(10).unwrap();
+            let over = Request::get(url).fetch(9).err();
+            (whole, over)
+        });
+        let (whole, over) = ran.value;
+        assert_eq!(
+            (whole.status, whole.body.as_slice()),
+            (200, &b"0123456789"[..])
+        );
+        assert!(matches!(over, Some(HttpError::TooLarge(9))), "{over:?}");
+    }
 }

@@ -5,7 +5,7 @@
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "chatd:plugin/host-imports@0.1.0",
+        world: "chatd:plugin/host-imports@0.1.1",
         runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
         type_section_suffix: "chatd-host-imports",
     });
@@ -19,7 +19,7 @@ pub use bindings::chatd::plugin::types::{
 };
 
 use bindings::chatd::plugin::http as wit_http;
-pub use wit_http::{Header, HttpError, Method};
+pub use wit_http::{Fetched, Header, HttpError, Method};
 
 /// The plugin's settings, as the host gives them (never a key). In a native test the
 /// [`crate::harness::Harness`]'s settings answer.
@@ -143,6 +143,31 @@ impl Request {
         return crate::harness::send(self.inner).map(|reply| Response {
             inner: Inner::Scripted(reply),
         });
+    }
+
+    /// Sends it and reads the whole body in the host, at most `max_bytes` of it (a longer body
+    /// is [`HttpError::TooLarge`]): one crossing into the host where [`Self::send`] and
+    /// [`Response::next_chunk`] take one per piece. Needs chatd 0.1.1's WIT.
+    pub fn fetch(self, max_bytes: u64) -> Result<Fetched, HttpError> {
+        #[cfg(target_family = "wasm")]
+        return wit_http::fetch(&self.inner, max_bytes);
+        #[cfg(not(target_family = "wasm"))]
+        {
+            let mut response = self.send()?;
+            let mut body = Vec::new();
+            while let Some(chunk) = response.next_chunk()? {
+                if (body.len() + chunk.len()) as u64 > max_bytes {
+                    return Err(HttpError::TooLarge(max_bytes));
+                }
+                body.extend(chunk);
+            }
+            Ok(Fetched {
+                status: response.status(),
+                headers: response.headers(),
+                url: response.url(),
+                body,
+            })
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! The chatd plugin SDK: write a provider, a tool or a search backend for chatd as a Wasm
-//! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.0` (the crate's `wit/`,
+//! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.1` (the crate's `wit/`,
 //! a copy of the workspace's `/wit` that a test keeps identical, so the crate packages alone).
 //!
 //! A plugin enables one world's feature (`tool`, `provider` or `search`), implements that world's
@@ -46,7 +46,7 @@
 //! component for that target), and give it a manifest, `echo.json` beside `echo.wasm`:
 //!
 //! ```json
-//! {"id": "echo", "kind": "tool", "wit": "chatd:plugin@0.1.0", "version": "0.1.0",
+//! {"id": "echo", "kind": "tool", "wit": "chatd:plugin@0.1.1", "version": "0.1.0",
 //!  "grants": {}, "limits": {"memoryMib": 32, "timeoutMs": 5000}}
 //! ```
 //!
@@ -89,7 +89,7 @@
 //!    body through your decoder in pieces of any size, as the host does, and gives the text, the
 //!    other events as text ([`testing::show`]) and the finish.
 //! 7. **The manifest** beside the `.wasm` (`ollama.json`): `{"id": "ollama", "kind": "provider",
-//!    "wit": "chatd:plugin@0.1.0", "provider": {"service": "ollama"}}`. `provider.service` names
+//!    "wit": "chatd:plugin@0.1.1", "provider": {"service": "ollama"}}`. `provider.service` names
 //!    the upstream the operator configures; its base URL is what [`provider::base_url`] reads.
 //! 8. **Build and drop in**: `cargo build --release --target wasm32-wasip2`, then copy the
 //!    built `example_ollama.wasm` as `ollama.wasm` beside `ollama.json` (a component's manifest

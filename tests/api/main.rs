@@ -49,4 +49,5 @@ mod support;
 mod web_page;
 #[path = "../common/wires.rs"]
 mod wires;
+mod wit_versions;
 mod workspace;

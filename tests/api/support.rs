@@ -38,6 +38,8 @@ pub fn test_component(crate_name: &str) -> Vec<u8> {
                 "-p",
                 "test-plugin-reads-files",
                 "-p",
+                "test-plugin-since-v0-1-0",
+                "-p",
                 "example-ollama",
                 "--target-dir",
             ])

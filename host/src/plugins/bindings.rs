@@ -12,7 +12,7 @@
 pub mod imports {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "chatd:plugin/host-imports@0.1.0",
+        world: "chatd:plugin/host-imports@0.1.1",
         imports: { default: async },
         with: {
             "chatd:plugin/http.response": crate::plugins::http::Incoming,
@@ -24,7 +24,7 @@ pub mod imports {
 pub mod tool {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "chatd:plugin/tool@0.1.0",
+        world: "chatd:plugin/tool@0.1.1",
         imports: { default: async },
         exports: { default: async },
         with: {
@@ -41,7 +41,7 @@ pub mod tool {
 pub mod provider {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "chatd:plugin/provider@0.1.0",
+        world: "chatd:plugin/provider@0.1.1",
         imports: { default: async },
         exports: { default: async },
         with: {
@@ -57,7 +57,7 @@ pub mod provider {
 pub mod codec_provider {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "chatd:plugin/codec-provider@0.1.0",
+        world: "chatd:plugin/codec-provider@0.1.1",
         imports: { default: async },
         exports: { default: async },
         with: {
@@ -75,7 +75,7 @@ pub mod codec_provider {
 pub mod search {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "chatd:plugin/search@0.1.0",
+        world: "chatd:plugin/search@0.1.1",
         imports: { default: async },
         exports: { default: async },
         with: {
@@ -93,7 +93,7 @@ pub mod search {
 pub mod profiled_codec_provider {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "chatd:plugin/profiled-codec-provider@0.1.0",
+        world: "chatd:plugin/profiled-codec-provider@0.1.1",
         imports: { default: async },
         exports: { default: async },
         with: {

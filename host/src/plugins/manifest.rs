@@ -5,8 +5,13 @@ use serde::Deserialize;
 
 use crate::config::names::is_name;
 
-/// The WIT package every plugin of this build must target.
-pub const WIT_PACKAGE: &str = "chatd:plugin@0.1.0";
+/// The WIT package this build speaks: the newest version, the one `/wit` holds.
+pub const WIT_PACKAGE: &str = "chatd:plugin@0.1.1";
+/// Every version a plugin may be built for, oldest first. A released version stays here and in
+/// `wit/vX.Y.Z/`, frozen; the host links a component built for any of them (wasmtime matches an
+/// import of `@0.1.0` with the host's `@0.1.1`, additive changes only within 0.1), which
+/// `tests/api/wit_versions.rs` checks on a component built against `wit/v0.1.0/`.
+pub const WIT_PACKAGES: [&str; 2] = ["chatd:plugin@0.1.0", WIT_PACKAGE];
 
 /// Memory a plugin instance may use when its manifest does not say.
 pub const DEFAULT_MEMORY_MIB: u32 = 64;
@@ -43,7 +48,7 @@ pub struct Manifest {
     /// Unique id, `[a-z0-9_-]{1,64}`; a PLUGINS_DIR plugin with a bundled one's id replaces it.
     pub id: String,
     pub kind: Kind,
-    /// Must be [`WIT_PACKAGE`].
+    /// The version it was built for: one of [`WIT_PACKAGES`].
     pub wit: String,
     /// A version string for operators (`chatd plugins list`).
     #[serde(default)]
@@ -185,10 +190,11 @@ impl Manifest {
                 self.id
             )));
         }
-        if self.wit != WIT_PACKAGE {
+        if !WIT_PACKAGES.contains(&self.wit.as_str()) {
             return Err(ManifestError(format!(
-                "wit: {:?} is not supported; this chatd speaks {WIT_PACKAGE}",
-                self.wit
+                "wit: {:?} is not a version this chatd knows ({}); a newer chatd may load it",
+                self.wit,
+                WIT_PACKAGES.join(", ")
             )));
         }
         if self.provider != ProviderOptions::default() && self.kind != Kind::Provider {
@@ -295,6 +301,21 @@ mod tests {
                 memory_mib: DEFAULT_MEMORY_MIB,
                 timeout_ms: 5000
             }
+        );
+    }
+
+    #[test]
+    fn names_the_wit_version_it_was_built_for() {
+        for version in WIT_PACKAGES {
+            let json = format!(r#"{{"id":"x","kind":"tool","wit":"{version}"}}"#);
+            assert_eq!(Manifest::parse(&json).unwrap().wit, version);
+        }
+        let newer = r#"{"id":"x","kind":"tool","wit":"chatd:plugin@0.2.0"}"#;
+        let why = Manifest::parse(newer).unwrap_err().to_string();
+        assert!(
+            why.contains("\"chatd:plugin@0.2.0\" is not a version this chatd knows")
+                && why.contains("chatd:plugin@0.1.0, chatd:plugin@0.1.1"),
+            "{why}"
         );
     }
 

@@ -53,6 +53,39 @@ impl http::Host for HttpView<'_> {
         *self.open_responses += 1;
         Ok(handle)
     }
+
+    async fn fetch(
+        &mut self,
+        request: http::Request,
+        max_bytes: u64,
+    ) -> Result<http::Fetched, http::HttpError> {
+        let mut incoming = super::send(self.clients, self.grant, outgoing(request))
+            .await
+            .map_err(wit_error)?;
+        let mut body = Vec::new();
+        while let Some(chunk) = incoming.next_chunk().await.map_err(wit_error)? {
+            if body.len() as u64 + chunk.len() as u64 > max_bytes {
+                return Err(http::HttpError::TooLarge(max_bytes));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(http::Fetched {
+            status: incoming.status,
+            headers: wit_headers(&incoming.headers),
+            url: incoming.url,
+            body,
+        })
+    }
+}
+
+fn wit_headers(headers: &[(String, String)]) -> Vec<http::Header> {
+    headers
+        .iter()
+        .map(|(name, value)| http::Header {
+            name: name.clone(),
+            value: value.clone(),
+        })
+        .collect()
 }
 
 impl http::HostResponse for HttpView<'_> {
@@ -63,15 +96,7 @@ impl http::HostResponse for HttpView<'_> {
     async fn headers(&mut self, this: Resource<Incoming>) -> Vec<http::Header> {
         self.table
             .get(&this)
-            .map(|r| {
-                r.headers
-                    .iter()
-                    .map(|(name, value)| http::Header {
-                        name: name.clone(),
-                        value: value.clone(),
-                    })
-                    .collect()
-            })
+            .map(|r| wit_headers(&r.headers))
             .unwrap_or_default()
     }
 
