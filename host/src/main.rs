@@ -90,8 +90,13 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
             manifest,
             out,
         })) => return chatd::plugins::pack::run(component, manifest, out),
-        Some(Command::Plugins(PluginsCommand::Call { file, tool, args })) => {
-            return commands::call(&config, file, tool, args).await;
+        Some(Command::Plugins(PluginsCommand::Call {
+            file,
+            tool,
+            args,
+            grants,
+        })) => {
+            return commands::call(&config, file, tool, args, grants).await;
         }
         Some(Command::Config(ConfigCommand::Check)) => {
             return commands::config_check(&config).await;

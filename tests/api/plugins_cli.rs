@@ -332,3 +332,53 @@ fn plugins_call_runs_one_tool_and_reports_its_cost() {
         assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
     }
 }
+
+/// `chatd plugins call --grant`: the call runs with only the named grants of its manifest,
+/// never one it does not ask for.
+#[test]
+fn plugins_call_runs_with_only_the_grants_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("narrow.wasm");
+    std::fs::write(&wasm, test_component("test-plugin-hostile")).unwrap();
+    std::fs::write(
+        dir.path().join("narrow.json"),
+        r#"{"id":"narrow","kind":"tool","wit":"chatd:plugin@0.1.0",
+            "grants":{"config":["title_model","agent_model"]}}"#,
+    )
+    .unwrap();
+    let file = wasm.to_str().unwrap();
+    let call = |grants: &[&str]| {
+        let mut args = vec!["plugins", "call", file, "--tool", "config"];
+        for grant in grants {
+            args.extend(["--grant", grant]);
+        }
+        run(
+            dir.path(),
+            &args,
+            &[("TITLE_MODEL", "tiny-1"), ("AGENT_MODEL", "agent-1")],
+        )
+    };
+    let all = text(&call(&[]).stdout);
+    assert!(
+        all.contains("\"title_model\", \"tiny-1\"") && all.contains("agent_model"),
+        "{all}"
+    );
+    let one = text(&call(&["config:title_model"]).stdout);
+    assert!(
+        one.contains("title_model") && !one.contains("agent_model"),
+        "{one}"
+    );
+    let none = call(&["none"]);
+    assert!(
+        text(&none.stdout).starts_with("ok: config\n[]\n"),
+        "{}",
+        text(&none.stdout)
+    );
+    let wider = call(&["ssh"]);
+    assert_eq!(wider.status.code(), Some(2));
+    assert!(
+        text(&wider.stderr).contains("\"ssh\": the manifest does not ask for it"),
+        "{}",
+        text(&wider.stderr)
+    );
+}

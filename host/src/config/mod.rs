@@ -391,6 +391,11 @@ pub enum PluginsCommand {
         /// Its arguments, a JSON object.
         #[arg(long, default_value = "{}")]
         args: String,
+        /// Run it with only these of the grants its manifest asks for (repeatable):
+        /// `http:ORIGIN`, `service:NAME`, `config:KEY`, `public-web`, `ssh`, or `none`. Without
+        /// it, all of them (as the configuration decides).
+        #[arg(long = "grant", value_name = "GRANT")]
+        grants: Vec<String>,
     },
     /// Writes a plugin project to start from: its code, its manifest, a test, a README.
     New {

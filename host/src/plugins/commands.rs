@@ -33,7 +33,13 @@ async fn host(config: &Config) -> Result<Arc<PluginHost>, ExitCode> {
 
 /// `chatd plugins call FILE --tool NAME --args JSON`: exit 0 when the tool answered, 1 when it
 /// failed (its error, a trap, a timeout, a limit), 2 when the file or the arguments are unusable.
-pub async fn call(config: &Config, file: &Path, tool: &str, args: &str) -> ExitCode {
+pub async fn call(
+    config: &Config,
+    file: &Path,
+    tool: &str,
+    args: &str,
+    grants: &[String],
+) -> ExitCode {
     let arguments: serde_json::Value = match serde_json::from_str(args) {
         Ok(value @ serde_json::Value::Object(_)) => value,
         _ => {
@@ -41,7 +47,7 @@ pub async fn call(config: &Config, file: &Path, tool: &str, args: &str) -> ExitC
             return ExitCode::from(2);
         }
     };
-    let plugin = match load_one(config, file).await {
+    let plugin = match load_one(config, file, grants).await {
         Ok(plugin) => plugin,
         Err(why) => {
             eprintln!("chatd: plugin call: {why}");
@@ -87,9 +93,12 @@ pub async fn call(config: &Config, file: &Path, tool: &str, args: &str) -> ExitC
 }
 
 /// One component file loaded as the server loads one from PLUGINS_DIR, under the operator
-/// settings this configuration (variables and file) gives; compiled fresh.
-async fn load_one(config: &Config, file: &Path) -> Result<Plugin, String> {
-    let package = Package::read(file).map_err(|e| e.to_string())?;
+/// settings this configuration (variables and file) gives, with only the `--grant`s named
+/// (all when none is); compiled fresh.
+async fn load_one(config: &Config, file: &Path, grants: &[String]) -> Result<Plugin, String> {
+    let mut package = Package::read(file).map_err(|e| e.to_string())?;
+    package.manifest_json = super::narrow::narrow(&package.manifest_json, grants)
+        .map_err(|e| format!("--grant {e}"))?;
     let engine = super::engine::new_engine().map_err(|e| e.to_string())?;
     Loader::new(engine, operator_settings(config)?, None)
         .load(package)
