@@ -76,6 +76,12 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
         Some(Command::Plugins(PluginsCommand::Check { file })) => {
             return commands::check(&config, file).await;
         }
+        Some(Command::Plugins(PluginsCommand::Install { source })) => {
+            return chatd::plugins::trust::install::install(&config, source).await;
+        }
+        Some(Command::Plugins(PluginsCommand::Accept { id })) => {
+            return chatd::plugins::trust::install::accept(&config, id).await;
+        }
         Some(Command::Plugins(PluginsCommand::New {
             kind,
             name,

@@ -31,6 +31,7 @@ mod plugin_provider;
 mod plugin_services;
 mod plugins;
 mod plugins_cli;
+mod plugins_install;
 mod plugins_new;
 #[allow(dead_code)]
 mod postgres;

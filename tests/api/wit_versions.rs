@@ -43,7 +43,7 @@ async fn a_component_built_against_0_1_0_loads_and_its_imports_answer() {
         test_component("test-plugin-since-v0-1-0"),
     )
     .unwrap();
-    // The manifest it carries says 0.1.0; beside it, the same with the upstream's origin.
+    // Its manifest says 0.1.0, and grants the upstream's origin.
     std::fs::write(
         plugins.path().join("since_v0_1_0.json"),
         json!({"id": "since_v0_1_0", "kind": "tool", "wit": "chatd:plugin@0.1.0",

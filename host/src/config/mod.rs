@@ -259,6 +259,11 @@ pub struct Config {
     /// in CHATD_DATA_DIR).
     #[arg(long, env = "PLUGIN_CACHE_DIR", value_name = "PLUGIN_CACHE_DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
+    /// A file of minisign public keys (ed25519; `.pub` files, one or more). When set, every
+    /// plugin in PLUGINS_DIR must be one file signed by one of them (`NAME.wasm.minisig`
+    /// beside it); others are refused.
+    #[arg(long, env = "CHATD_PLUGIN_KEYS", value_name = "CHATD_PLUGIN_KEYS")]
+    pub chatd_plugin_keys: Option<PathBuf>,
     /// The configuration file (TOML): declared providers, services, plugin settings. Watched
     /// and reloaded when it changes.
     #[arg(
@@ -396,6 +401,19 @@ pub enum PluginsCommand {
         /// it, all of them (as the configuration decides).
         #[arg(long = "grant", value_name = "GRANT")]
         grants: Vec<String>,
+    },
+    /// Installs a one-file plugin into PLUGINS_DIR from a path or an https:// URL, recording
+    /// its SHA-256 in the lock file (CHATD_DATA_DIR/plugins.lock); an update that asks for a
+    /// grant its installed version lacks is held until `chatd plugins accept ID`.
+    Install {
+        /// The component (`.wasm`, its manifest inside): a path or an https:// URL (http:// on
+        /// loopback only). Its signature is SOURCE.minisig when there is one.
+        source: String,
+    },
+    /// Accepts a held update: its new grants, shown by `chatd plugins list`.
+    Accept {
+        /// The plugin's id.
+        id: String,
     },
     /// Writes a plugin project to start from: its code, its manifest, a test, a README.
     New {

@@ -95,7 +95,11 @@ pub async fn call(
 /// One component file loaded as the server loads one from PLUGINS_DIR, under the operator
 /// settings this configuration (variables and file) gives, with only the `--grant`s named
 /// (all when none is); compiled fresh.
-async fn load_one(config: &Config, file: &Path, grants: &[String]) -> Result<Plugin, String> {
+pub(super) async fn load_one(
+    config: &Config,
+    file: &Path,
+    grants: &[String],
+) -> Result<Plugin, String> {
     let mut package = Package::read(file).map_err(|e| e.to_string())?;
     package.manifest_json = super::narrow::narrow(&package.manifest_json, grants)
         .map_err(|e| format!("--grant {e}"))?;
@@ -134,6 +138,7 @@ pub async fn list(config: &Config) -> ExitCode {
     for r in &refused {
         let _ = writeln!(out, "refused {}: {}", r.path.display(), r.reason);
     }
+    out.push_str(&super::trust::install::describe(config));
     out.push_str(&providers(&snapshot));
     print!("{out}");
     ExitCode::SUCCESS
@@ -379,6 +384,13 @@ fn settings(config: &Config) -> String {
                 .plugins_dir
                 .as_ref()
                 .map_or_else(|| "none".into(), |p| p.display().to_string()),
+        ),
+        (
+            "plugin signatures",
+            config.chatd_plugin_keys.as_ref().map_or_else(
+                || "not required".into(),
+                |p| format!("required, by the keys in {}", p.display()),
+            ),
         ),
         (
             "shutdown grace",

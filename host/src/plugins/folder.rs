@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use super::LoadError;
 use super::load::{Loader, Package, Plugin};
+use super::trust::Trust;
 use crate::telemetry;
 
 /// What the folder held at the last scan, per `.wasm` file.
@@ -26,6 +28,7 @@ pub(super) struct FolderEntry {
 /// Loads the file at `path` into its entry of `folder`, unless it is unchanged and loaded.
 pub(super) async fn scan_file(
     loader: &Loader,
+    trust: &Trust,
     folder: &mut BTreeMap<PathBuf, FolderEntry>,
     path: PathBuf,
 ) {
@@ -42,7 +45,10 @@ pub(super) async fn scan_file(
         return;
     }
     let loaded = match package {
-        Ok(package) => loader.load(package).await,
+        Ok(package) => match trust.admit(&path, &package) {
+            Ok(_) => loader.load(package).await,
+            Err(why) => Err(LoadError::Untrusted(why)),
+        },
         Err(e) => Err(e),
     };
     let entry = folder.entry(path.clone()).or_insert(FolderEntry {

@@ -37,6 +37,7 @@ pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod tool;
+pub mod trust;
 pub mod watcher;
 
 use std::pin::Pin;
@@ -79,6 +80,10 @@ pub enum LoadError {
     Compile { id: String, reason: String },
     #[error("plugin {id}: cannot be linked: {reason}")]
     Link { id: String, reason: String },
+    /// Refused before it was read further: its bytes are not the installed ones, or it is
+    /// not signed as the operator requires (`trust/`).
+    #[error("{0}")]
+    Untrusted(String),
     #[error("plugin {id}: the manifest says {found:?}, expected {expected:?}")]
     WrongKind {
         id: String,

@@ -22,6 +22,7 @@ use super::load::{Loader, Package, Plugin};
 use super::mcp::McpServers;
 use super::operator::OperatorSettings;
 use super::snapshot::{DeclaredLink, Snapshot};
+use super::trust::Trust;
 use crate::catalog::{ToolCatalog, ToolInfo};
 use crate::config::Config;
 use crate::config::file::FileConfig;
@@ -56,6 +57,8 @@ pub struct PluginHost {
     config_watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// PLUGINS_DIR's first load is still running ([`Self::start_in_background`]).
     folder_loading: AtomicBool,
+    /// Which folder files may load (the lock file, the operator's signing keys).
+    trust: Trust,
 }
 
 /// A plugin that could not be used, and why.
@@ -211,12 +214,14 @@ impl PluginHost {
             settings,
             super::cache::folder(config).map(CompileCache::new),
         );
+        let trust = Trust::from_config(config).map_err(LoadError::Config)?;
         let host = Self::load_with(
             loader,
             super::bundled::packages(),
             config.plugins_dir.clone(),
             Some(config.clone()),
             scan_folder,
+            trust,
         )
         .await?;
         if !scan_folder && host.snapshot().missing_adapter().is_some() {
@@ -240,7 +245,7 @@ impl PluginHost {
         bundled: Vec<Package>,
         dir: Option<PathBuf>,
     ) -> Result<Arc<Self>, LoadError> {
-        Self::load_with(loader, bundled, dir, None, true).await
+        Self::load_with(loader, bundled, dir, None, true, Trust::default()).await
     }
 
     async fn load_with(
@@ -249,6 +254,7 @@ impl PluginHost {
         dir: Option<PathBuf>,
         config: Option<Config>,
         scan_folder: bool,
+        trust: Trust,
     ) -> Result<Arc<Self>, LoadError> {
         if let Some(dir) = &dir
             && !dir.is_dir()
@@ -293,6 +299,7 @@ impl PluginHost {
             watcher: Mutex::new(None),
             config_watcher: Mutex::new(None),
             folder_loading: AtomicBool::new(false),
+            trust,
         });
         host.scan(scan_folder).await;
         Ok(host)
@@ -392,7 +399,7 @@ impl PluginHost {
                 kept
             });
             for path in files {
-                super::folder::scan_file(&self.loader, &mut folder, path).await;
+                super::folder::scan_file(&self.loader, &self.trust, &mut folder, path).await;
             }
         }
         let bundled = self.bundled();

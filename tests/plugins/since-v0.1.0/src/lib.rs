@@ -1,6 +1,7 @@
 //! Test component built against the released, frozen `chatd:plugin@0.1.0` (`wit/v0.1.0/`), as a
 //! third party's plugin from before 0.1.1: `tests/api/wit_versions.rs` loads it into today's
-//! host and calls each import it has (http, log, config).
+//! host and calls each import it has (http, log, config). It carries no manifest, so the install
+//! tests (`tests/api/plugins_install.rs`) can pack it with several.
 
 wit_bindgen::generate!({
     path: "../../../wit/v0.1.0",
@@ -10,13 +11,6 @@ wit_bindgen::generate!({
 use chatd::plugin::http::{Method, Request, send};
 use chatd::plugin::log::{Level, write};
 // The world's `use` brings ToolOutput, PluginError and ToolSpec to the crate root.
-
-// The manifest travels inside, as the SDK's `embed_manifest!` puts it.
-#[cfg(target_family = "wasm")]
-#[unsafe(link_section = "chatd-manifest")]
-#[used]
-static MANIFEST: [u8; include_bytes!("../manifest.json").len()] =
-    *include_bytes!("../manifest.json");
 
 struct Plugin;
 

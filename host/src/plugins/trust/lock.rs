@@ -1,0 +1,105 @@
+//! The lock file (`CHATD_DATA_DIR/plugins.lock`, JSON): each installed plugin's source, SHA-256,
+//! version, grants and signer, and the updates held until the operator accepts their new
+//! grants. `chatd plugins install` and `accept` write it whole (a new file renamed over the old);
+//! the server reads it at every scan of PLUGINS_DIR.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The file's name in the data folder.
+pub const FILE: &str = "plugins.lock";
+/// The folder of held updates in the data folder.
+pub const HELD_DIR: &str = "plugins-held";
+/// The format's version, written in the file.
+const FORMAT: u32 = 1;
+
+/// One installed plugin (or a held update of one).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    pub version: Option<String>,
+    /// Where it was installed from: a path or a URL.
+    pub source: String,
+    /// SHA-256 of the component, hex.
+    pub sha256: String,
+    /// What its manifest asks for, as `plugins call --grant` names it.
+    pub grants: Vec<String>,
+    /// The id of the key that signed it, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
+    /// When, RFC 3339.
+    pub installed_at: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lock {
+    #[serde(default)]
+    format: u32,
+    /// Installed plugins by id (the file in PLUGINS_DIR is `ID.wasm`).
+    #[serde(default)]
+    pub plugins: BTreeMap<String, Entry>,
+    /// Updates held by id: they ask for grants the installed version does not have.
+    #[serde(default)]
+    pub held: BTreeMap<String, Entry>,
+}
+
+impl Lock {
+    /// The lock file at `path`; an empty lock when there is none.
+    pub fn read(path: &Path) -> Result<Self, String> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| format!("the lock file {}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(format!("the lock file {}: {e}", path.display())),
+        }
+    }
+
+    /// Writes it whole: beside, then renamed over the old one.
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        let mut lock = self.clone();
+        lock.format = FORMAT;
+        let text = serde_json::to_string_pretty(&lock).map_err(|e| e.to_string())?;
+        write_whole(path, text.as_bytes())
+            .map_err(|e| format!("the lock file {}: {e}", path.display()))
+    }
+}
+
+/// Writes `bytes` beside `path` and renames them over it: a reader never sees half a file.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let partial: PathBuf = path.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&partial, bytes)?;
+    std::fs::rename(&partial, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_back_what_it_wrote_and_none_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        assert_eq!(Lock::read(&path).unwrap(), Lock::default());
+        let mut lock = Lock::default();
+        lock.plugins.insert(
+            "units".into(),
+            Entry {
+                version: Some("1.0.0".into()),
+                source: "https://plugins.example/units.wasm".into(),
+                sha256: "ab".repeat(32),
+                grants: vec!["http:https://api.example".into()],
+                signed_by: Some("E7620F1842B4E81F".into()),
+                installed_at: "2026-11-27T07:00:00Z".into(),
+            },
+        );
+        lock.write(&path).unwrap();
+        let back = Lock::read(&path).unwrap();
+        assert_eq!(back.plugins, lock.plugins);
+        std::fs::write(&path, "{").unwrap();
+        assert!(Lock::read(&path).unwrap_err().contains("the lock file"));
+    }
+}

@@ -1,0 +1,128 @@
+//! Which plugin files may load: the one function [`Trust::admit`], asked for every file of
+//! PLUGINS_DIR before it is compiled (`folder.rs`). A file the lock (`lock.rs`) records must
+//! have the bytes it was installed with; when the operator lists signing keys
+//! (CHATD_PLUGIN_KEYS, `keys.rs`), every file must be one file (its manifest inside) signed by
+//! one of them. Bundled plugins are chatd's own and not asked. `chatd plugins install` writes
+//! what this reads (`install.rs`).
+
+pub mod install;
+pub mod keys;
+pub mod lock;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::load::Package;
+use super::manifest::Manifest;
+use crate::config::Config;
+
+/// What the operator trusts: their signing keys, and the lock file of what was installed.
+#[derive(Default)]
+pub struct Trust {
+    keys: Option<keys::Keys>,
+    lock: Option<PathBuf>,
+}
+
+impl Trust {
+    /// The configuration's: CHATD_PLUGIN_KEYS read now (a file that cannot be used is a
+    /// configuration error), the lock in the data folder.
+    pub fn from_config(config: &Config) -> Result<Self, String> {
+        let keys = match &config.chatd_plugin_keys {
+            Some(path) => Some(keys::Keys::read(path)?),
+            None => None,
+        };
+        let lock = crate::store::data_dir(config).map(|dir| dir.join(lock::FILE));
+        Ok(Self { keys, lock })
+    }
+
+    /// Whether signatures are required.
+    pub fn requires_signatures(&self) -> bool {
+        self.keys.is_some()
+    }
+
+    /// Whether the file at `path`, read as `package`, may load; the line saying why not. With
+    /// keys, also the id of the key that signed it.
+    pub fn admit(&self, path: &Path, package: &Package) -> Result<Option<String>, String> {
+        let signer = match &self.keys {
+            Some(keys) => Some(signed_by(keys, path, &package.wasm)?),
+            None => None,
+        };
+        let Some(lock_path) = &self.lock else {
+            return Ok(signer);
+        };
+        let lock = lock::Lock::read(lock_path)?;
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        if let Some(entry) = lock.plugins.get(stem.as_ref()) {
+            let found = sha256_hex(&package.wasm);
+            if found != entry.sha256 {
+                return Err(format!(
+                    "its bytes changed since it was installed from {} (SHA-256 {}…, locked \
+                     {}…); install it again with chatd plugins install",
+                    entry.source,
+                    &found[..12],
+                    &entry.sha256[..12.min(entry.sha256.len())]
+                ));
+            }
+        }
+        Ok(signer)
+    }
+
+    /// The lock file's path, if there is a data folder.
+    pub fn lock_path(&self) -> Option<&Path> {
+        self.lock.as_deref()
+    }
+}
+
+/// The key that signed the one-file plugin at `path` (`PATH.minisig` beside it).
+fn signed_by(keys: &keys::Keys, path: &Path, wasm: &[u8]) -> Result<String, String> {
+    if path.with_extension("json").exists() {
+        return Err(
+            "signatures are required (CHATD_PLUGIN_KEYS) and a signed plugin is one \
+                    file: its manifest beside it would not be covered (chatd plugins pack)"
+                .into(),
+        );
+    }
+    let signature_path = signature_path(path);
+    let signature = std::fs::read_to_string(&signature_path).map_err(|_| {
+        format!(
+            "it is not signed: signatures are required (CHATD_PLUGIN_KEYS) and there is no {}",
+            signature_path.display()
+        )
+    })?;
+    keys.verify(wasm, &signature)
+}
+
+/// Where a plugin file's signature is: `NAME.wasm.minisig`, as minisign names it.
+pub fn signature_path(wasm: &Path) -> PathBuf {
+    let mut name = wasm.as_os_str().to_owned();
+    name.push(".minisig");
+    PathBuf::from(name)
+}
+
+/// What a manifest asks for, in the words of `plugins call --grant` and the lock file.
+pub fn asked(manifest: &Manifest) -> BTreeSet<String> {
+    let g = &manifest.grants;
+    let mut asks = BTreeSet::new();
+    asks.extend(g.http.iter().map(|o| format!("http:{o}")));
+    asks.extend(g.services.iter().map(|s| format!("service:{s}")));
+    asks.extend(g.config.iter().map(|k| format!("config:{k}")));
+    if let Some(service) = &manifest.provider.service {
+        asks.insert(format!("service:{service}"));
+    }
+    if g.public_web {
+        asks.insert("public-web".into());
+    }
+    if g.ssh {
+        asks.insert("ssh".into());
+    }
+    asks
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

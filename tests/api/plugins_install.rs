@@ -1,0 +1,312 @@
+//! `chatd plugins install` and `accept`, black-box on the binary: a one-file plugin installed by
+//! path and by URL (a loopback server), pinned by its SHA-256 in the lock file so changed bytes
+//! are refused; signatures required by the operator's keys (signed as the minisign CLI signs),
+//! refused when missing or wrong; an update asking for a new grant held until accepted.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use chatd::plugins::testing::{Reply, ScriptedUpstream};
+use serde_json::{Value, json};
+
+use crate::support::{plugin_cache_dir, test_component};
+
+const BIN: &str = env!("CARGO_BIN_EXE_chatd");
+const ID: &str = "since_v0_1_0";
+
+/// A deployment's folders: PLUGINS_DIR, the data folder, and where plugins are published.
+struct Site {
+    dir: tempfile::TempDir,
+    keys: Option<PathBuf>,
+}
+
+impl Site {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for folder in ["plugins", "data", "dist"] {
+            std::fs::create_dir(dir.path().join(folder)).unwrap();
+        }
+        Self { dir, keys: None }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn chatd(&self, args: &[&str]) -> Output {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("PLUGINS_DIR", self.path("plugins"))
+            .env("CHATD_DATA_DIR", self.path("data"))
+            .env("PLUGIN_CACHE_DIR", plugin_cache_dir());
+        if let Some(keys) = &self.keys {
+            command.env("CHATD_PLUGIN_KEYS", keys);
+        }
+        command.output().unwrap()
+    }
+
+    fn install(&self, source: &str) -> (Option<i32>, String) {
+        let out = self.chatd(&["plugins", "install", source]);
+        let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        (out.status.code(), said)
+    }
+
+    fn list(&self) -> String {
+        let out = self.chatd(&["plugins", "list"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    }
+
+    fn lock(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(self.path("data/plugins.lock")).unwrap()).unwrap()
+    }
+
+    fn installed(&self) -> Vec<u8> {
+        std::fs::read(self.path(&format!("plugins/{ID}.wasm"))).unwrap()
+    }
+
+    /// The test component packed with a manifest of `version` asking for `grants`, published as
+    /// `dist/NAME`; its bytes.
+    fn publish(&self, name: &str, version: &str, grants: Value) -> Vec<u8> {
+        let bare = self.path("dist/bare.wasm");
+        std::fs::write(&bare, test_component("test-plugin-since-v0-1-0")).unwrap();
+        let manifest = self.path("dist/manifest.json");
+        let body = json!({"id": ID, "kind": "tool", "wit": "chatd:plugin@0.1.0",
+                          "version": version, "grants": grants});
+        std::fs::write(&manifest, body.to_string()).unwrap();
+        let out = self.path(&format!("dist/{name}"));
+        let packed = Command::new(BIN)
+            .args(["plugins", "pack"])
+            .arg(&bare)
+            .arg("--manifest")
+            .arg(&manifest)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(packed.status.success(), "{}", text(&packed.stderr));
+        std::fs::read(out).unwrap()
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn title_model() -> Value {
+    json!({"config": ["title_model"]})
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `bytes` with a custom section appended: still a component, other bytes.
+fn tampered(mut bytes: Vec<u8>) -> Vec<u8> {
+    bytes.extend([0u8, 4, 1, b'x', b'y', b'z']);
+    bytes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_by_path_and_url_pins_the_bytes() {
+    let site = Site::new();
+    let v1 = site.publish("since.wasm", "1.0.0", title_model());
+    let (code, said) = site.install(site.path("dist/since.wasm").to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.starts_with(&format!("installed {ID} 1.0.0 from ")),
+        "{said}"
+    );
+    assert_eq!(site.installed(), v1);
+    let lock = site.lock();
+    assert_eq!(lock["plugins"][ID]["sha256"], sha256(&v1));
+    assert_eq!(lock["plugins"][ID]["grants"], json!(["config:title_model"]));
+    let list = site.list();
+    assert!(
+        list.contains(&format!("{ID} (tool, version 1.0.0")),
+        "{list}"
+    );
+    assert!(list.contains(&format!("  {ID} 1.0.0 from ")), "{list}");
+
+    // Other bytes under the installed name are refused, and the operator is told why.
+    std::fs::write(
+        site.path(&format!("plugins/{ID}.wasm")),
+        tampered(v1.clone()),
+    )
+    .unwrap();
+    let list = site.list();
+    assert!(
+        list.contains("refused") && list.contains("its bytes changed since it was installed"),
+        "{list}"
+    );
+    assert!(!list.contains(&format!("{ID} (tool")), "{list}");
+
+    // From a URL (a loopback server): the same bytes installed again, serving again.
+    let server = ScriptedUpstream::start([(
+        "GET /plugins/since.wasm",
+        Reply::bytes(200, "application/wasm", v1.clone()),
+    )])
+    .await;
+    let url = format!("{}/plugins/since.wasm", server.url());
+    let (code, said) = site.install(&url);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains(&format!("from {url}")), "{said}");
+    assert_eq!(site.installed(), v1);
+    assert!(site.list().contains(&format!("{ID} (tool, version 1.0.0")));
+    let asked: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        asked,
+        ["/plugins/since.wasm", "/plugins/since.wasm.minisig"]
+    );
+
+    // Plain HTTP only on loopback; not a one-file plugin, not installed.
+    let (code, said) = site.install("http://plugins.example/since.wasm");
+    assert_eq!(code, Some(2));
+    assert!(said.contains("an install URL is https://"), "{said}");
+    let bare = site.path("dist/bare.wasm");
+    let (code, said) = site.install(bare.to_str().unwrap());
+    assert_eq!(code, Some(1));
+    assert!(said.contains("not a one-file plugin"), "{said}");
+}
+
+/// A minisign key pair: the public key's file, and a signer.
+fn keys(dir: &Path, name: &str) -> (PathBuf, minisign::SecretKey) {
+    let pair = minisign::KeyPair::generate_unencrypted_keypair().unwrap();
+    let path = dir.join(format!("{name}.pub"));
+    std::fs::write(&path, pair.pk.to_box().unwrap().into_string()).unwrap();
+    (path, pair.sk)
+}
+
+/// Signs `file` as `minisign -S -m FILE` does: `FILE.minisig` beside it.
+fn sign(file: &Path, key: &minisign::SecretKey) {
+    let bytes = std::fs::read(file).unwrap();
+    let signature = minisign::sign(
+        None,
+        key,
+        std::io::Cursor::new(bytes),
+        Some("chatd test"),
+        None,
+    )
+    .unwrap();
+    let mut name = file.as_os_str().to_owned();
+    name.push(".minisig");
+    std::fs::write(PathBuf::from(name), signature.into_string()).unwrap();
+}
+
+#[test]
+fn with_keys_an_unsigned_or_wrongly_signed_plugin_is_refused() {
+    let mut site = Site::new();
+    let (ours, our_key) = keys(site.dir.path(), "ours");
+    let (_, their_key) = keys(site.dir.path(), "theirs");
+    site.keys = Some(ours);
+    let v1 = site.publish("since.wasm", "1.0.0", title_model());
+    let published = site.path("dist/since.wasm");
+    let source = published.to_str().unwrap();
+
+    let (code, said) = site.install(source);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("refused: it is not signed"), "{said}");
+    sign(&published, &their_key);
+    let (code, said) = site.install(source);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("its signature is not by a key in CHATD_PLUGIN_KEYS"),
+        "{said}"
+    );
+    assert!(!site.path(&format!("plugins/{ID}.wasm")).exists());
+
+    sign(&published, &our_key);
+    let (code, said) = site.install(source);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains(", signed by "), "{said}");
+    let list = site.list();
+    assert!(
+        list.contains(&format!("{ID} (tool, version 1.0.0")),
+        "{list}"
+    );
+    assert!(list.contains(", signed by "), "{list}");
+
+    // At load, too: a signed file changed afterwards, and a file dropped in unsigned.
+    std::fs::write(
+        site.path(&format!("plugins/{ID}.wasm")),
+        tampered(v1.clone()),
+    )
+    .unwrap();
+    std::fs::write(
+        site.path("plugins/dropped.wasm"),
+        test_component("test-plugin-hostile"),
+    )
+    .unwrap();
+    let list = site.list();
+    assert!(!list.contains(&format!("{ID} (tool")), "{list}");
+    assert!(list.contains("its signature is not by a key"), "{list}");
+    assert!(list.contains("dropped.wasm: it is not signed"), "{list}");
+    // Without keys the signature is not asked for; the lock still pins the bytes.
+    site.keys = None;
+    let list = site.list();
+    assert!(list.contains("hostile (tool"), "{list}");
+    assert!(
+        list.contains("its bytes changed since it was installed"),
+        "{list}"
+    );
+}
+
+#[test]
+fn an_update_asking_for_a_new_grant_is_held_until_accepted() {
+    let site = Site::new();
+    let v1 = site.publish("v1.wasm", "1.0.0", title_model());
+    let (code, said) = site.install(site.path("dist/v1.wasm").to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+
+    // 1.1.0 also wants an origin on the network.
+    let wider = json!({"config": ["title_model"], "http": ["https://api.example.com"]});
+    let v2 = site.publish("v2.wasm", "1.1.0", wider.clone());
+    let (code, said) = site.install(site.path("dist/v2.wasm").to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.starts_with(&format!(
+            "held: {ID} 1.1.0 asks for grants 1.0.0 did not have: http:https://api.example.com"
+        )),
+        "{said}"
+    );
+    assert_eq!(site.installed(), v1, "1.0.0 keeps serving");
+    let list = site.list();
+    assert!(
+        list.contains(&format!("{ID} (tool, version 1.0.0")),
+        "{list}"
+    );
+    assert!(
+        list.contains(&format!("  {ID} 1.1.0 from "))
+            && list.contains("asks for: http:https://api.example.com"),
+        "{list}"
+    );
+
+    let out = site.chatd(&["plugins", "accept", ID]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with(&format!("installed {ID} 1.1.0")));
+    assert_eq!(site.installed(), v2);
+    let list = site.list();
+    assert!(
+        list.contains(&format!("{ID} (tool, version 1.1.0")),
+        "{list}"
+    );
+    assert!(!list.contains("held updates"), "{list}");
+    assert_eq!(site.lock()["held"], json!({}));
+    let again = site.chatd(&["plugins", "accept", ID]);
+    assert_eq!(again.status.code(), Some(2));
+
+    // An update that asks for nothing new goes in at once.
+    let v3 = site.publish("v3.wasm", "1.2.0", wider);
+    let (code, said) = site.install(site.path("dist/v3.wasm").to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.starts_with(&format!("installed {ID} 1.2.0")), "{said}");
+    assert_eq!(site.installed(), v3);
+}
