@@ -26,6 +26,7 @@ mod body;
 mod chat;
 mod harness;
 mod instances;
+mod languages;
 mod live;
 mod mcp;
 mod mcp_served;
@@ -109,16 +110,18 @@ fn main() -> anyhow::Result<()> {
         Some("body") => body::run(body::parse(&args[1..])?),
         Some("instances") => instances::run(instances::parse(&args[1..])?),
         Some("mcp") => mcp::run(&args[1..]),
+        Some("languages") => languages::run(languages::parse(&args[1..])?),
         _ => {
             eprintln!(
-                "{}\n{}\n{}\n{}\n{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
                 usage(),
                 plugins::usage(),
                 chat::usage(),
                 proxy::usage(),
                 body::usage(),
                 instances::usage(),
-                mcp::usage()
+                mcp::usage(),
+                languages::usage()
             );
             std::process::exit(2);
         }
