@@ -1,15 +1,9 @@
 //! The host's imports, generated once and shared by every world: HTTP (with a small client on
 //! top), SSH, logging and configuration.
 
+/// The host-imports bindings (`imports.rs`), under the name the worlds' `with:` clauses use.
 #[doc(hidden)]
-pub mod bindings {
-    wit_bindgen::generate!({
-        path: "wit",
-        world: "chatd:plugin/host-imports@0.1.1",
-        runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
-        type_section_suffix: "chatd-host-imports",
-    });
-}
+pub use crate::imports as bindings;
 
 pub use bindings::chatd::plugin::log as raw_log;
 pub use bindings::chatd::plugin::ssh;
@@ -22,14 +16,14 @@ use bindings::chatd::plugin::http as wit_http;
 pub use wit_http::{Fetched, Header, HttpError, Method};
 
 /// The plugin's settings, as the host gives them (never a key). In a native test the
-/// [`crate::harness::Harness`]'s settings answer.
+/// harness's settings answer (`harness.rs`).
 pub mod config {
     /// The setting `key`, if the plugin may read it and it is set.
     pub fn get(key: &str) -> Option<String> {
         #[cfg(target_family = "wasm")]
         return super::bindings::chatd::plugin::config::get(key);
         #[cfg(not(target_family = "wasm"))]
-        return crate::harness::setting(key);
+        return crate::native::setting(key);
     }
 
     /// Every setting the plugin may read.
@@ -37,12 +31,12 @@ pub mod config {
         #[cfg(target_family = "wasm")]
         return super::bindings::chatd::plugin::config::all();
         #[cfg(not(target_family = "wasm"))]
-        return crate::harness::settings();
+        return crate::native::settings();
     }
 }
 
 /// Logging into the host's log (tagged with the plugin id by the host). In a native test the
-/// [`crate::harness::Harness`] keeps the lines.
+/// harness keeps the lines (`harness.rs`).
 pub mod log {
     use super::raw_log::Level;
 
@@ -50,7 +44,7 @@ pub mod log {
         #[cfg(target_family = "wasm")]
         super::raw_log::write(level, message);
         #[cfg(not(target_family = "wasm"))]
-        crate::harness::log(level, message);
+        crate::native::log(level, message);
     }
 
     pub fn trace(message: &str) {
@@ -133,14 +127,14 @@ impl Request {
         self.inner
     }
     /// Sends it; returns when the status and headers are in. In a native test the
-    /// [`crate::harness::Harness`]'s scripted replies answer.
+    /// harness's scripted replies answer (`harness.rs`).
     pub fn send(self) -> Result<Response, HttpError> {
         #[cfg(target_family = "wasm")]
         return wit_http::send(&self.inner).map(|inner| Response {
             inner: Inner::Host(inner),
         });
         #[cfg(not(target_family = "wasm"))]
-        return crate::harness::send(self.inner).map(|reply| Response {
+        return crate::native::send(self.inner).map(|reply| Response {
             inner: Inner::Scripted(reply),
         });
     }
@@ -180,7 +174,7 @@ enum Inner {
     #[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
     Host(wit_http::Response),
     #[cfg(not(target_family = "wasm"))]
-    Scripted(crate::harness::Answer),
+    Scripted(crate::native::Answer),
 }
 
 impl Response {

@@ -129,8 +129,9 @@
 //!
 //! # Testing
 //!
-//! Unit-test parsing natively (`cargo test`: the bindings compile for the host target, they only
-//! cannot be called there). To run the component itself in the real host against a scripted
+//! Test natively (`cargo test`): [`harness::Harness`] stands in for chatd, answering
+//! [`host::Request::send`] and `fetch` with scripted replies, [`host::config`] with its settings,
+//! and keeping the log; `Harness::invoke` runs a tool. To run the component itself in the real host against a scripted
 //! HTTP upstream, use `chatd::plugins::testing` (chatd's `testing` feature, as a dev-dependency)
 //! from a test of yours (`ScriptedUpstream` answers
 //! recorded bodies and records requests; `TestHost` loads your `.wasm` with its manifest and
@@ -144,7 +145,11 @@ pub use wit_bindgen as __wit_bindgen;
 #[cfg(not(target_family = "wasm"))]
 pub mod harness;
 pub mod host;
+#[doc(hidden)]
+pub mod imports;
 pub mod json;
+#[cfg(not(target_family = "wasm"))]
+mod native;
 pub mod sse;
 
 #[cfg(feature = "provider")]

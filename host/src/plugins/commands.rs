@@ -47,7 +47,7 @@ pub async fn call(
             return ExitCode::from(2);
         }
     };
-    let plugin = match load_one(config, file, grants).await {
+    let plugin = match super::standalone::load_one(config, file, grants).await {
         Ok(plugin) => plugin,
         Err(why) => {
             eprintln!("chatd: plugin call: {why}");
@@ -90,37 +90,6 @@ pub async fn call(
     );
     print!("{out}");
     code
-}
-
-/// One component file loaded as the server loads one from PLUGINS_DIR, under the operator
-/// settings this configuration (variables and file) gives, with only the `--grant`s named
-/// (all when none is); compiled fresh.
-pub(super) async fn load_one(
-    config: &Config,
-    file: &Path,
-    grants: &[String],
-) -> Result<Plugin, String> {
-    let mut package = Package::read(file).map_err(|e| e.to_string())?;
-    package.manifest_json = super::narrow::narrow(&package.manifest_json, grants)
-        .map_err(|e| format!("--grant {e}"))?;
-    let engine = super::engine::new_engine().map_err(|e| e.to_string())?;
-    Loader::new(engine, operator_settings(config)?, None)
-        .load(package)
-        .await
-        .map_err(|e| e.to_string())
-}
-
-/// The operator settings this configuration gives: the variables, and the file when there is
-/// one (its services, plugin settings and declared providers).
-fn operator_settings(config: &Config) -> Result<super::operator::OperatorSettings, String> {
-    match &config.config {
-        Some(path) => {
-            let file = crate::config::file::FileConfig::load(path).map_err(|e| e.to_string())?;
-            let devbox = super::ssh::DevboxAccess::from_config(config);
-            super::operator::OperatorSettings::new(config, &file, devbox)
-        }
-        None => Ok(super::operator::OperatorSettings::from_config(config)),
-    }
 }
 
 /// `chatd plugins list`.
@@ -217,7 +186,7 @@ async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
     let cache = super::cache::folder(config)
         .filter(|dir| dir.is_dir())
         .map(super::cache::CompileCache::new);
-    let mut loader = Loader::new(engine, operator_settings(config)?, None);
+    let mut loader = Loader::new(engine, super::standalone::operator_settings(config)?, None);
     let plugin = loader.load(package).await.map_err(|e| e.to_string())?;
     // Would it serve next to the bundled plugins? Same rules as the snapshot's assembly
     // (`snapshot.rs`).

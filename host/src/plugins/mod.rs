@@ -33,6 +33,7 @@ pub mod services;
 pub mod settings;
 pub mod snapshot;
 pub mod ssh;
+pub mod standalone;
 pub mod state;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -316,7 +316,7 @@ async fn check_loads(config: &Config, id: &str, wasm: &[u8]) -> Result<(), Failu
     let scratch = tempfile::tempdir().map_err(|e| (1, e.to_string()))?;
     let path = scratch.path().join(format!("{id}.wasm"));
     std::fs::write(&path, wasm).map_err(|e| (1, e.to_string()))?;
-    crate::plugins::commands::load_one(config, &path, &[])
+    crate::plugins::standalone::load_one(config, &path, &[])
         .await
         .map(drop)
         .map_err(|e| (1, format!("{id} refused: {e}")))
