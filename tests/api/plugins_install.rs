@@ -128,13 +128,39 @@ async fn install_by_path_and_url_pins_the_bytes() {
     assert_eq!(site.installed(), v1);
     let lock = site.lock();
     assert_eq!(lock["plugins"][ID]["sha256"], sha256(&v1));
-    assert_eq!(lock["plugins"][ID]["grants"], json!(["config:title_model"]));
+    assert_eq!(
+        lock["plugins"][ID]["grants"],
+        json!(["config:title_model", "kind:tool"])
+    );
     let list = site.list();
     assert!(
         list.contains(&format!("{ID} (tool, version 1.0.0")),
         "{list}"
     );
     assert!(list.contains(&format!("  {ID} 1.0.0 from ")), "{list}");
+
+    // Its id is pinned, not only its file: a manifest beside it, and its id in another file
+    // (here with other bytes), are refused.
+    let beside = site.path(&format!("plugins/{ID}.json"));
+    std::fs::write(
+        &beside,
+        json!({"id": ID, "kind": "tool", "wit": "chatd:plugin@0.1.0",
+               "grants": {"publicWeb": true}})
+        .to_string(),
+    )
+    .unwrap();
+    let list = site.list();
+    assert!(list.contains("would replace its manifest"), "{list}");
+    assert!(!list.contains(&format!("{ID} (tool")), "{list}");
+    std::fs::remove_file(&beside).unwrap();
+    std::fs::write(site.path("plugins/other.wasm"), tampered(v1.clone())).unwrap();
+    let list = site.list();
+    assert!(list.contains("another file may not take it"), "{list}");
+    assert!(
+        list.contains(&format!("{ID} (tool, version 1.0.0")),
+        "{list}"
+    );
+    std::fs::remove_file(site.path("plugins/other.wasm")).unwrap();
 
     // Other bytes under the installed name are refused, and the operator is told why.
     std::fs::write(
@@ -150,21 +176,37 @@ async fn install_by_path_and_url_pins_the_bytes() {
     assert!(!list.contains(&format!("{ID} (tool")), "{list}");
 
     // From a URL (a loopback server): the same bytes installed again, serving again.
-    let server = ScriptedUpstream::start([(
-        "GET /plugins/since.wasm",
-        Reply::bytes(200, "application/wasm", v1.clone()),
-    )])
+    let server = ScriptedUpstream::start([
+        (
+            "GET /plugins/since.wasm",
+            Reply::bytes(200, "application/wasm", v1.clone()),
+        ),
+        (
+            "GET /moved.wasm",
+            Reply::redirect(302, "http://plugins.example/since.wasm"),
+        ),
+    ])
     .await;
+    // Its query (a token, perhaps) is not recorded.
     let url = format!("{}/plugins/since.wasm", server.url());
-    let (code, said) = site.install(&url);
+    let (code, said) = site.install(&format!("{url}?token=s3cr3t"));
     assert_eq!(code, Some(0), "{said}");
     assert!(said.contains(&format!("from {url}")), "{said}");
     assert_eq!(site.installed(), v1);
     assert!(site.list().contains(&format!("{ID} (tool, version 1.0.0")));
+    let lock_text = std::fs::read_to_string(site.path("data/plugins.lock")).unwrap();
+    assert!(!lock_text.contains("s3cr3t"), "{lock_text}");
     let asked: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
     assert_eq!(
         asked,
         ["/plugins/since.wasm", "/plugins/since.wasm.minisig"]
+    );
+    // A redirect off https:// (and off loopback) is not followed.
+    let (code, said) = site.install(&format!("{}/moved.wasm", server.url()));
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("a redirect to a URL that is not https://"),
+        "{said}"
     );
 
     // Plain HTTP only on loopback; not a one-file plugin, not installed.
@@ -270,7 +312,7 @@ fn an_update_asking_for_a_new_grant_is_held_until_accepted() {
     let wider = json!({"config": ["title_model"], "http": ["https://api.example.com"]});
     let v2 = site.publish("v2.wasm", "1.1.0", wider.clone());
     let (code, said) = site.install(site.path("dist/v2.wasm").to_str().unwrap());
-    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(code, Some(3), "held: {said}");
     assert!(
         said.starts_with(&format!(
             "held: {ID} 1.1.0 asks for grants 1.0.0 did not have: http:https://api.example.com"

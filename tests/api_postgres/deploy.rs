@@ -281,7 +281,11 @@ async fn on_postgresql_a_second_start_loads_every_plugin_from_the_data_folder() 
     // PLUGINS_DIR loads after the server listens; its line counts every plugin.
     let startup = |env: &[(&str, &str)]| {
         let chatd = Instance::with_env(dir.path(), env);
-        vec![process::line_containing(&chatd.lines, "in the background")]
+        vec![process::line_containing(
+            &chatd.startup,
+            &chatd.lines,
+            "PLUGINS_DIR's",
+        )]
     };
     let (plugins, cached) = loaded(&startup(&env));
     assert!(plugins >= 8, "{plugins}");

@@ -43,9 +43,14 @@ pub fn listening_after(lines: &mpsc::Receiver<String>) -> (String, Vec<String>) 
     }
 }
 
-/// Waits (up to two minutes) for a line containing `needle`, and returns it.
+/// The first line containing `needle`: among `before` (the lines already read, startup's), else
+/// the next ones, waited for up to two minutes each. (A line logged by a task may come before
+/// or after the one saying where the server listens.)
 #[allow(dead_code)]
-pub fn line_containing(lines: &mpsc::Receiver<String>, needle: &str) -> String {
+pub fn line_containing(before: &[String], lines: &mpsc::Receiver<String>, needle: &str) -> String {
+    if let Some(line) = before.iter().find(|l| l.contains(needle)) {
+        return line.clone();
+    }
     loop {
         let line = lines
             .recv_timeout(Duration::from_secs(120))

@@ -404,7 +404,7 @@ pub enum PluginsCommand {
     },
     /// Installs a one-file plugin into PLUGINS_DIR from a path or an https:// URL, recording
     /// its SHA-256 in the lock file (CHATD_DATA_DIR/plugins.lock); an update that asks for a
-    /// grant its installed version lacks is held until `chatd plugins accept ID`.
+    /// grant its installed version lacks is held (exit 3) until `chatd plugins accept ID`.
     Install {
         /// The component (`.wasm`, its manifest inside): a path or an https:// URL (http:// on
         /// loopback only). Its signature is SOURCE.minisig when there is one.

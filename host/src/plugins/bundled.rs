@@ -12,6 +12,7 @@ pub fn packages() -> Vec<Package> {
             manifest_json: manifest.to_string(),
             wasm: (*wasm).into(),
             source: Source::Bundled,
+            manifest_beside: false,
         })
         .collect()
 }

@@ -48,6 +48,9 @@ pub struct Package {
     pub manifest_json: String,
     pub wasm: Arc<[u8]>,
     pub source: Source,
+    /// The manifest came from `NAME.json` beside the component, not from inside it: what a
+    /// signature or the lock file covers is the component alone (`trust/`).
+    pub manifest_beside: bool,
 }
 
 impl Package {
@@ -67,8 +70,12 @@ impl Package {
             reason: "the manifest is not UTF-8".into(),
         };
         // The file beside the component, as before; else the one the component carries.
+        let mut manifest_beside = false;
         let manifest_json = match std::fs::read(&manifest_path) {
-            Ok(bytes) => String::from_utf8(bytes).map_err(|_| not_utf8(&manifest_path))?,
+            Ok(bytes) => {
+                manifest_beside = true;
+                String::from_utf8(bytes).map_err(|_| not_utf8(&manifest_path))?
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match embedded_manifest(&wasm) {
                 Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|_| not_utf8(&wasm_path))?,
                 Ok(None) => {
@@ -98,6 +105,7 @@ impl Package {
             manifest_json,
             wasm: wasm.into(),
             source: Source::File(wasm_path),
+            manifest_beside,
         })
     }
 }

@@ -14,6 +14,9 @@ pub fn narrow(manifest_json: &str, wanted: &[String]) -> Result<String, String> 
     }
     let mut manifest: Value =
         serde_json::from_str(manifest_json).map_err(|e| format!("the manifest: {e}"))?;
+    if !manifest.is_object() {
+        return Err("the manifest is not a JSON object".into());
+    }
     let asked = manifest.get("grants").cloned().unwrap_or(Value::Null);
     let mut kept = serde_json::Map::new();
     for grant in wanted.iter().filter(|g| g.as_str() != "none") {

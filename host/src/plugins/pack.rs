@@ -22,7 +22,7 @@ pub fn run(component: &Path, manifest: &Path, out: &Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = write_whole(out, &packed.bytes) {
+    if let Err(e) = super::trust::lock::write_whole(out, &packed.bytes) {
         eprintln!("chatd: plugin pack: cannot write {}: {e}", out.display());
         return ExitCode::FAILURE;
     }
@@ -75,13 +75,4 @@ fn packed(component: &Path, manifest: &Path) -> Result<Packed, String> {
         version: parsed.version.unwrap_or_else(|| "-".into()),
         bytes: wasm,
     })
-}
-
-/// Writes `bytes` beside `out` and renames them over it: a PLUGINS_DIR watcher never sees half
-/// a file.
-fn write_whole(out: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = out.file_name().unwrap_or_default().to_string_lossy();
-    let partial = out.with_file_name(format!(".{name}.partial"));
-    std::fs::write(&partial, bytes)?;
-    std::fs::rename(&partial, out)
 }

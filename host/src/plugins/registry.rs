@@ -93,12 +93,20 @@ impl PluginHost {
         host.watch(config)?;
         if host.dir().is_some() {
             host.folder_loading.store(true, Ordering::Relaxed);
-            let weak = Arc::downgrade(&host);
+            let host = host.clone();
             tokio::spawn(async move {
-                let Some(host) = weak.upgrade() else { return };
+                // Cleared however the scan ends (a panic in it too): `/ready` must not wait on a
+                // scan that is gone.
+                struct Loaded<'a>(&'a AtomicBool);
+                impl Drop for Loaded<'_> {
+                    fn drop(&mut self) {
+                        self.0.store(false, Ordering::Relaxed);
+                    }
+                }
+                let loaded = Loaded(&host.folder_loading);
                 let started = std::time::Instant::now();
                 host.rescan().await;
-                host.folder_loading.store(false, Ordering::Relaxed);
+                drop(loaded);
                 let snapshot = host.snapshot();
                 tracing::info!(
                     "{} plugins loaded in {} ms ({} from the compile cache), PLUGINS_DIR's \

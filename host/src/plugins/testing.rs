@@ -401,6 +401,7 @@ impl TestHost {
                 manifest_json: manifest_json.to_string(),
                 wasm: wasm.into(),
                 source: Source::File("plugin-under-test.wasm".into()),
+                manifest_beside: true,
             })
             .await
     }

@@ -9,6 +9,10 @@ use std::process::ExitCode;
 
 use crate::config::{NewKind, PluginLang};
 
+/// The plugin SDK's version, which a Rust project depends on when no `--sdk-path` is given (a
+/// unit test holds it to `plugin-sdk/Cargo.toml`'s).
+const SDK_VERSION: &str = "0.2.0";
+
 /// One file of a template: its path in the project and its text.
 type File = (&'static str, &'static str);
 
@@ -136,7 +140,7 @@ fn sdk_dependency(kind: NewKind, path: Option<&Path>) -> Result<String, String> 
             }
             format!("path = {:?}", path.display().to_string())
         }
-        None => format!("version = {:?}", env!("CARGO_PKG_VERSION")),
+        None => format!("version = {SDK_VERSION:?}"),
     };
     Ok(format!(
         "chatd-plugin-sdk = {{ {source}, features = [\"{feature}\"] }}"
@@ -165,6 +169,17 @@ fn next_steps(root: &Path, lang: PluginLang) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_project_depends_on_the_sdks_own_version() {
+        let cargo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin-sdk/Cargo.toml");
+        let text = std::fs::read_to_string(cargo).unwrap();
+        let version = text
+            .lines()
+            .find_map(|l| l.strip_prefix("version = \""))
+            .and_then(|v| v.strip_suffix('"'));
+        assert_eq!(version, Some(SDK_VERSION));
+    }
 
     #[test]
     fn a_name_is_an_id_a_tool_a_crate_and_an_identifier() {

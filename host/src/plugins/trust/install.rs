@@ -2,13 +2,14 @@
 //! or an `https://` URL into PLUGINS_DIR, checked as the server would load it (signature,
 //! compile, link under this configuration), recorded in the lock file; an update that asks for
 //! a grant its installed version lacks is held in the data folder until accepted (what an
-//! update asks for is the operator's to see before it runs: the postmark-mcp lesson).
+//! update asks for is the operator's to see before it runs: the postmark-mcp lesson). Exit
+//! codes: 0 installed, 3 held, 1 refused or failed, 2 unusable input.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::lock::{Entry, HELD_DIR, Lock, write_whole};
+use super::lock::{Entry, Exclusive, HELD_DIR, Lock, write_whole};
 use super::{Trust, asked, sha256_hex, signature_path};
 use crate::config::Config;
 use crate::plugins::load::embedded_manifest;
@@ -26,9 +27,12 @@ struct Places {
     held: PathBuf,
 }
 
-/// A command's failure: the line, and the exit code (2: unusable input or configuration, 1:
-/// refused or failed).
+/// A command's failure: the exit code (2: unusable input or configuration, 1: refused or
+/// failed), and the line.
 type Failure = (u8, String);
+
+/// Exit 3: the update is held, not installed.
+const HELD: u8 = 3;
 
 fn places(config: &Config, trust: &Trust) -> Result<Places, Failure> {
     let plugins = config.plugins_dir.clone().ok_or((
@@ -42,6 +46,10 @@ fn places(config: &Config, trust: &Trust) -> Result<Places, Failure> {
             .to_string(),
     ))?;
     let held = lock.with_file_name(HELD_DIR);
+    // The data folder exists once a server has run; an install may come first.
+    if let Some(dir) = lock.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| (1, format!("{}: {e}", dir.display())))?;
+    }
     Ok(Places {
         plugins,
         lock,
@@ -49,11 +57,11 @@ fn places(config: &Config, trust: &Trust) -> Result<Places, Failure> {
     })
 }
 
-fn finish(result: Result<String, Failure>, command: &str) -> ExitCode {
+fn finish(result: Result<(u8, String), Failure>, command: &str) -> ExitCode {
     match result {
-        Ok(said) => {
+        Ok((code, said)) => {
             println!("{said}");
-            ExitCode::SUCCESS
+            ExitCode::from(code)
         }
         Err((code, line)) => {
             eprintln!("chatd: plugins {command}: {line}");
@@ -67,10 +75,12 @@ pub async fn install(config: &Config, source: &str) -> ExitCode {
     finish(install_inner(config, source).await, "install")
 }
 
-async fn install_inner(config: &Config, source: &str) -> Result<String, Failure> {
+async fn install_inner(config: &Config, source: &str) -> Result<(u8, String), Failure> {
     let trust = Trust::from_config(config).map_err(|e| (2, e))?;
     let places = places(config, &trust)?;
-    let (wasm, signature) = fetch(source).await?;
+    let (wasm, signature) = fetch(source, trust.requires_signatures()).await?;
+    // What the lock and the output show: a URL's user and query may hold a token.
+    let source = &shown_source(source);
     let manifest_json = embedded_manifest(&wasm)
         .map_err(|e| (1, format!("{source}: {e}")))?
         .ok_or_else(|| {
@@ -111,8 +121,11 @@ async fn install_inner(config: &Config, source: &str) -> Result<String, Failure>
         signed_by,
         installed_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     };
+    let _exclusive = Exclusive::take(&places.lock).map_err(|e| (1, e))?;
     let mut lock = Lock::read(&places.lock).map_err(|e| (1, e))?;
-    if let Some(old) = lock.plugins.get(&id) {
+    // An update of what serves; with its file gone, nothing serves and it installs as new.
+    let serving = places.plugins.join(format!("{id}.wasm")).is_file();
+    if let Some(old) = lock.plugins.get(&id).filter(|_| serving) {
         let new: Vec<&String> = entry
             .grants
             .iter()
@@ -133,7 +146,7 @@ async fn install_inner(config: &Config, source: &str) -> Result<String, Failure>
             put(&places.held, &id, &wasm, signature.as_deref()).map_err(|e| (1, e))?;
             lock.held.insert(id, entry);
             lock.write(&places.lock).map_err(|e| (1, e))?;
-            return Ok(said);
+            return Ok((HELD, said));
         }
     }
     let said = format!(
@@ -146,22 +159,49 @@ async fn install_inner(config: &Config, source: &str) -> Result<String, Failure>
             .map(|k| format!(", signed by {k}"))
             .unwrap_or_default()
     );
-    lock.held.remove(&id);
+    if lock.held.remove(&id).is_some() {
+        remove_held(&places.held, &id);
+    }
     lock.plugins.insert(id.clone(), entry);
-    // The lock first: the server, seeing the new file, must find its hash already recorded.
+    // The lock first: the server, seeing the new file, must find its hash already recorded. (A
+    // crash between the two leaves the old file refused until this install is run again.)
     lock.write(&places.lock).map_err(|e| (1, e))?;
     put(&places.plugins, &id, &wasm, signature.as_deref()).map_err(|e| (1, e))?;
-    Ok(said)
+    Ok((0, said))
+}
+
+fn remove_held(dir: &Path, id: &str) {
+    let held = dir.join(format!("{id}.wasm"));
+    let _ = std::fs::remove_file(signature_path(&held));
+    let _ = std::fs::remove_file(held);
+}
+
+/// `source` as recorded and shown: a URL without its user information and query.
+fn shown_source(source: &str) -> String {
+    match url::Url::parse(source) {
+        Ok(mut url) if source.contains("://") => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.set_query(None);
+            url.set_fragment(None);
+            url.to_string()
+        }
+        _ => source.to_string(),
+    }
 }
 
 /// `chatd plugins accept ID`.
 pub async fn accept(config: &Config, id: &str) -> ExitCode {
-    finish(accept_inner(config, id), "accept")
+    finish(accept_inner(config, id).await, "accept")
 }
 
-fn accept_inner(config: &Config, id: &str) -> Result<String, Failure> {
+async fn accept_inner(config: &Config, id: &str) -> Result<(u8, String), Failure> {
+    if !crate::config::names::is_name(id, b"-") {
+        return Err((2, format!("{id:?} is not a plugin id ([a-z0-9_-]{{1,64}})")));
+    }
     let trust = Trust::from_config(config).map_err(|e| (2, e))?;
     let places = places(config, &trust)?;
+    let _exclusive = Exclusive::take(&places.lock).map_err(|e| (1, e))?;
     let mut lock = Lock::read(&places.lock).map_err(|e| (1, e))?;
     let entry = lock
         .held
@@ -180,10 +220,17 @@ fn accept_inner(config: &Config, id: &str) -> Result<String, Failure> {
     }
     let signature = std::fs::read_to_string(signature_path(&held)).ok();
     if let Some(keys) = &trust.keys {
-        let signature = signature.as_deref().unwrap_or_default();
+        let signature = signature.as_deref().ok_or_else(|| {
+            (
+                1,
+                format!("{id} refused: it is not signed and CHATD_PLUGIN_KEYS requires signatures"),
+            )
+        })?;
         keys.verify(&wasm, signature)
             .map_err(|e| (1, format!("{id} refused: {e}")))?;
     }
+    // The configuration may have changed since it was held.
+    check_loads(config, id, &wasm).await?;
     let said = format!(
         "installed {id} {} from {}, with its new grants: {}",
         shown(&entry.version),
@@ -193,9 +240,8 @@ fn accept_inner(config: &Config, id: &str) -> Result<String, Failure> {
     lock.plugins.insert(id.to_string(), entry);
     lock.write(&places.lock).map_err(|e| (1, e))?;
     put(&places.plugins, id, &wasm, signature.as_deref()).map_err(|e| (1, e))?;
-    let _ = std::fs::remove_file(&held);
-    let _ = std::fs::remove_file(signature_path(&held));
-    Ok(said)
+    remove_held(&places.held, id);
+    Ok((0, said))
 }
 
 /// What `chatd plugins list` adds: the lock's installed plugins and held updates.
@@ -255,8 +301,10 @@ fn shown(version: &Option<String>) -> &str {
     version.as_deref().unwrap_or("(no version)")
 }
 
-/// The component's bytes and its signature's text, if it has one (`SOURCE.minisig`).
-async fn fetch(source: &str) -> Result<(Vec<u8>, Option<String>), Failure> {
+/// The component's bytes and its signature's text, if it has one (`SOURCE.minisig`). When
+/// signatures are not required, a signature that cannot be fetched is none (a store may answer
+/// 403 for a missing object).
+async fn fetch(source: &str, required: bool) -> Result<(Vec<u8>, Option<String>), Failure> {
     if !source.contains("://") {
         let path = Path::new(source);
         let wasm = std::fs::read(path).map_err(|e| (2, format!("{source}: {e}")))?;
@@ -264,20 +312,25 @@ async fn fetch(source: &str) -> Result<(Vec<u8>, Option<String>), Failure> {
         return Ok((wasm, signature));
     }
     let url = url::Url::parse(source).map_err(|e| (2, format!("{source}: {e}")))?;
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(name)) => name == "localhost",
-        None => false,
-    };
-    if url.scheme() != "https" && !(url.scheme() == "http" && loopback) {
+    if !allowed(&url) {
         return Err((
             2,
             format!("{source}: an install URL is https:// (http:// only on loopback)"),
         ));
     }
+    // Every redirect hop is held to the same rule.
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        if attempt.previous().len() >= 5 {
+            attempt.error("more than 5 redirects")
+        } else if allowed(attempt.url()) {
+            attempt.follow()
+        } else {
+            attempt.error("a redirect to a URL that is not https:// (http:// only on loopback)")
+        }
+    });
     let client = reqwest::Client::builder()
         .timeout(DOWNLOAD_TIMEOUT)
+        .redirect(policy)
         .build()
         .map_err(|e| (1, e.to_string()))?;
     let wasm = download(&client, &url)
@@ -285,26 +338,51 @@ async fn fetch(source: &str) -> Result<(Vec<u8>, Option<String>), Failure> {
         .ok_or_else(|| (1, format!("{source}: not found (404)")))?;
     let mut signature_url = url.clone();
     signature_url.set_path(&format!("{}.minisig", url.path()));
-    let signature = download(&client, &signature_url)
-        .await?
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let signature = match download(&client, &signature_url).await {
+        Ok(found) => found.map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+        Err(failure) if required => return Err(failure),
+        Err(_) => None,
+    };
     Ok((wasm, signature))
+}
+
+/// An install URL: https://, or http:// on loopback.
+fn allowed(url: &url::Url) -> bool {
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name == "localhost",
+        None => false,
+    };
+    url.scheme() == "https" || (url.scheme() == "http" && loopback)
 }
 
 /// GETs `url` whole (at most [`MAX_DOWNLOAD`]); `None` for a 404.
 async fn download(client: &reqwest::Client, url: &url::Url) -> Result<Option<Vec<u8>>, Failure> {
-    let failed = |e: reqwest::Error| (1, format!("{url}: {e}"));
+    let shown = shown_source(url.as_str());
+    let failed = |e: reqwest::Error| {
+        // reqwest's line alone hides why (the redirect policy's words are its source); its URL,
+        // query and all, is left out: `shown` names it.
+        let e = e.without_url();
+        let mut why = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(cause) = source {
+            why.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        (1, format!("{shown}: {why}"))
+    };
     let mut response = client.get(url.clone()).send().await.map_err(failed)?;
     if response.status() == reqwest::StatusCode::NOT_FOUND {
         return Ok(None);
     }
     if !response.status().is_success() {
-        return Err((1, format!("{url}: HTTP {}", response.status())));
+        return Err((1, format!("{shown}: HTTP {}", response.status())));
     }
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(failed)? {
         if body.len() + chunk.len() > MAX_DOWNLOAD {
-            return Err((1, format!("{url}: over {} MiB", MAX_DOWNLOAD >> 20)));
+            return Err((1, format!("{shown}: over {} MiB", MAX_DOWNLOAD >> 20)));
         }
         body.extend_from_slice(&chunk);
     }

@@ -67,12 +67,47 @@ impl Lock {
     }
 }
 
-/// Writes `bytes` beside `path` and renames them over it: a reader never sees half a file.
+/// Writes `bytes` to a new file of its own in `path`'s folder (created exclusively, so a link
+/// planted there is not followed) and renames it over `path`: a reader never sees half a file.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let partial: PathBuf = path.with_file_name(format!(".{name}.partial"));
-    std::fs::write(&partial, bytes)?;
-    std::fs::rename(&partial, path)
+    use std::io::Write as _;
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut partial = tempfile::Builder::new()
+        .prefix(".chatd-partial-")
+        .tempfile_in(folder)?;
+    partial.write_all(bytes)?;
+    // Readable as a file written the usual way would be (a temporary file starts at 0600): the
+    // server may run as another user than the one installing.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        partial
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    partial.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Holds the lock file against another `install` or `accept` until dropped (the lock is read,
+/// changed and written whole, so two at once would lose one's entry).
+pub struct Exclusive(#[allow(dead_code)] std::fs::File);
+
+impl Exclusive {
+    pub fn take(lock: &Path) -> Result<Self, String> {
+        let path: PathBuf = lock.with_extension("lock.lck");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        file.lock()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Self(file))
+    }
 }
 
 #[cfg(test)]

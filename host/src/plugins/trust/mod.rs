@@ -43,10 +43,12 @@ impl Trust {
     }
 
     /// Whether the file at `path`, read as `package`, may load; the line saying why not. With
-    /// keys, also the id of the key that signed it.
+    /// keys, also the id of the key that signed it. An installed plugin is pinned by its id as
+    /// well as its file's name: its id loads only from `ID.wasm` with the installed bytes and the
+    /// manifest inside them (a `NAME.json` beside it would replace that manifest, grants and all).
     pub fn admit(&self, path: &Path, package: &Package) -> Result<Option<String>, String> {
         let signer = match &self.keys {
-            Some(keys) => Some(signed_by(keys, path, &package.wasm)?),
+            Some(keys) => Some(signed_by(keys, path, package)?),
             None => None,
         };
         let Some(lock_path) = &self.lock else {
@@ -54,7 +56,25 @@ impl Trust {
         };
         let lock = lock::Lock::read(lock_path)?;
         let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-        if let Some(entry) = lock.plugins.get(stem.as_ref()) {
+        // The id inside (a manifest that does not parse is refused by the load after this).
+        let id = Manifest::parse(&package.manifest_json).map(|m| m.id).ok();
+        for locked in [Some(stem.as_ref()), id.as_deref()].into_iter().flatten() {
+            let Some(entry) = lock.plugins.get(locked) else {
+                continue;
+            };
+            if stem != locked {
+                return Err(format!(
+                    "its id {locked} was installed as {locked}.wasm (from {}); another file may \
+                     not take it",
+                    entry.source
+                ));
+            }
+            if package.manifest_beside {
+                return Err(format!(
+                    "{locked} was installed as one file; the {locked}.json beside it would \
+                     replace its manifest: remove it"
+                ));
+            }
             let found = sha256_hex(&package.wasm);
             if found != entry.sha256 {
                 return Err(format!(
@@ -76,8 +96,8 @@ impl Trust {
 }
 
 /// The key that signed the one-file plugin at `path` (`PATH.minisig` beside it).
-fn signed_by(keys: &keys::Keys, path: &Path, wasm: &[u8]) -> Result<String, String> {
-    if path.with_extension("json").exists() {
+fn signed_by(keys: &keys::Keys, path: &Path, package: &Package) -> Result<String, String> {
+    if package.manifest_beside {
         return Err(
             "signatures are required (CHATD_PLUGIN_KEYS) and a signed plugin is one \
                     file: its manifest beside it would not be covered (chatd plugins pack)"
@@ -91,7 +111,7 @@ fn signed_by(keys: &keys::Keys, path: &Path, wasm: &[u8]) -> Result<String, Stri
             signature_path.display()
         )
     })?;
-    keys.verify(wasm, &signature)
+    keys.verify(&package.wasm, &signature)
 }
 
 /// Where a plugin file's signature is: `NAME.wasm.minisig`, as minisign names it.
@@ -101,15 +121,21 @@ pub fn signature_path(wasm: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// What a manifest asks for, in the words of `plugins call --grant` and the lock file.
+/// What a manifest asks for: its kind, and its grants in the words of `plugins call --grant`
+/// (origins normalised, so `https://A.example:443` is `https://a.example`). An update whose set
+/// has anything new is held (`install.rs`).
 pub fn asked(manifest: &Manifest) -> BTreeSet<String> {
     let g = &manifest.grants;
     let mut asks = BTreeSet::new();
-    asks.extend(g.http.iter().map(|o| format!("http:{o}")));
+    asks.insert(format!("kind:{}", manifest.kind.as_str()));
+    asks.extend(g.http.iter().map(|o| format!("http:{}", origin(o))));
     asks.extend(g.services.iter().map(|s| format!("service:{s}")));
     asks.extend(g.config.iter().map(|k| format!("config:{k}")));
     if let Some(service) = &manifest.provider.service {
         asks.insert(format!("service:{service}"));
+    }
+    if manifest.provider.references {
+        asks.insert("provider-references".into());
     }
     if g.public_web {
         asks.insert("public-web".into());
@@ -120,9 +146,42 @@ pub fn asked(manifest: &Manifest) -> BTreeSet<String> {
     asks
 }
 
+/// An origin as the URL standard serialises it; as written when it does not parse.
+pub fn origin(text: &str) -> String {
+    url::Url::parse(text)
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_else(|_| text.to_string())
+}
+
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_manifest_asks_for_names_its_kind_and_normalised_origins() {
+        let manifest = Manifest::parse(
+            r#"{"id":"w","kind":"tool","wit":"chatd:plugin@0.1.1",
+                "grants":{"http":["https://API.example.com:443"],"services":["weather"],
+                "config":["title_model"],"publicWeb":true}}"#,
+        )
+        .unwrap();
+        let asks: Vec<String> = asked(&manifest).into_iter().collect();
+        assert_eq!(
+            asks,
+            [
+                "config:title_model",
+                "http:https://api.example.com",
+                "kind:tool",
+                "public-web",
+                "service:weather"
+            ]
+        );
+    }
 }
