@@ -47,6 +47,8 @@ mod searches;
 mod stops;
 mod structure;
 mod support;
+#[path = "../common/wasm.rs"]
+mod wasm;
 mod web_page;
 #[path = "../common/wires.rs"]
 mod wires;

@@ -21,6 +21,7 @@ use crate::completions::transcript;
 use crate::live_replies::{self, C, ask, call, text};
 use crate::process;
 use crate::support::{Options, TestServer, plugin_cache_dir, until, write_config};
+use crate::wasm::unique;
 
 const BIN: &str = env!("CARGO_BIN_EXE_chatd");
 const KEY: &str = "wx-py-js-5d2e8a-operator-secret";
@@ -78,17 +79,6 @@ fn built() -> Option<&'static Path> {
 /// The built plugin `id` (one file, its manifest inside).
 fn plugin(dir: &Path, id: &str) -> Vec<u8> {
     std::fs::read(dir.join(format!("{id}.wasm"))).expect("the plugin was built")
-}
-
-/// `wasm` with a custom section of `tag` appended: the same component, bytes no cache has seen.
-fn unique(mut wasm: Vec<u8>, tag: &str) -> Vec<u8> {
-    let name = b"chatd-test";
-    let body_len = 1 + name.len() + tag.len();
-    assert!(body_len < 128, "one-byte LEB128 sizes");
-    wasm.extend([0u8, body_len as u8, name.len() as u8]);
-    wasm.extend(name);
-    wasm.extend(tag.as_bytes());
-    wasm
 }
 
 fn weather_service(url: &str) -> String {
@@ -307,6 +297,19 @@ struct Started {
     to_health: Duration,
 }
 
+impl Started {
+    /// The names `GET /v1/chat-tools` lists.
+    async fn tool_names(&self) -> Vec<String> {
+        let tools: Value = reqwest::get(format!("{}/v1/chat-tools", self.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        crate::hot_reload::tool_names(&tools)
+    }
+}
+
 impl Drop for Started {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -394,15 +397,7 @@ async fn three_python_plugins_compile_after_the_server_listens() {
         body["message"].as_str().unwrap().contains("PLUGINS_DIR"),
         "{body}"
     );
-    let early: Value = client
-        .get(format!("{}/v1/chat-tools", three.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let early = crate::hot_reload::tool_names(&early);
+    let early = three.tool_names().await;
     assert!(!early.contains(&"convert_units".to_string()), "{early:?}");
     let line = tokio::task::block_in_place(|| {
         process::line_containing(&three.startup, &three.lines, "PLUGINS_DIR's")
@@ -410,15 +405,7 @@ async fn three_python_plugins_compile_after_the_server_listens() {
     assert!(line.contains("PLUGINS_DIR's 3 in the background"), "{line}");
     let ready = client.get(format!("{}/ready", three.base)).send().await;
     assert_eq!(ready.unwrap().status(), StatusCode::OK);
-    let tools: Value = client
-        .get(format!("{}/v1/chat-tools", three.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let names = crate::hot_reload::tool_names(&tools);
+    let names = three.tool_names().await;
     for name in ["convert_units", "current_weather", "py_echo"] {
         assert!(names.contains(&name.to_string()), "{names:?}");
     }

@@ -10,6 +10,7 @@ use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use serde_json::{Value, json};
 
 use crate::support::{plugin_cache_dir, test_component};
+use crate::wasm::unique;
 
 const BIN: &str = env!("CARGO_BIN_EXE_chatd");
 const ID: &str = "since_v0_1_0";
@@ -109,12 +110,6 @@ fn sha256(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// `bytes` with a custom section appended: still a component, other bytes.
-fn tampered(mut bytes: Vec<u8>) -> Vec<u8> {
-    bytes.extend([0u8, 4, 1, b'x', b'y', b'z']);
-    bytes
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn install_by_path_and_url_pins_the_bytes() {
     let site = Site::new();
@@ -153,7 +148,11 @@ async fn install_by_path_and_url_pins_the_bytes() {
     assert!(list.contains("would replace its manifest"), "{list}");
     assert!(!list.contains(&format!("{ID} (tool")), "{list}");
     std::fs::remove_file(&beside).unwrap();
-    std::fs::write(site.path("plugins/other.wasm"), tampered(v1.clone())).unwrap();
+    std::fs::write(
+        site.path("plugins/other.wasm"),
+        unique(v1.clone(), "tampered"),
+    )
+    .unwrap();
     let list = site.list();
     assert!(list.contains("another file may not take it"), "{list}");
     assert!(
@@ -165,7 +164,7 @@ async fn install_by_path_and_url_pins_the_bytes() {
     // Other bytes under the installed name are refused, and the operator is told why.
     std::fs::write(
         site.path(&format!("plugins/{ID}.wasm")),
-        tampered(v1.clone()),
+        unique(v1.clone(), "tampered"),
     )
     .unwrap();
     let list = site.list();
@@ -279,7 +278,7 @@ fn with_keys_an_unsigned_or_wrongly_signed_plugin_is_refused() {
     // At load, too: a signed file changed afterwards, and a file dropped in unsigned.
     std::fs::write(
         site.path(&format!("plugins/{ID}.wasm")),
-        tampered(v1.clone()),
+        unique(v1.clone(), "tampered"),
     )
     .unwrap();
     std::fs::write(

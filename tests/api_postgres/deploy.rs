@@ -18,6 +18,7 @@ use crate::instances::Instance;
 use crate::postgres::OwnedCluster;
 use crate::process;
 use crate::support::{plugin_cache_dir, test_database};
+use crate::wasm::unique;
 
 const BIN: &str = env!("CARGO_BIN_EXE_chatd");
 
@@ -233,17 +234,6 @@ fn loaded(startup: &[String]) -> (usize, usize) {
             .unwrap()
     };
     (number(" plugins loaded"), number(" from the compile cache"))
-}
-
-/// `wasm` with a custom section of `tag` appended: the same component, bytes no cache has seen.
-fn unique(mut wasm: Vec<u8>, tag: &str) -> Vec<u8> {
-    let name = b"chatd-test";
-    let body_len = 1 + name.len() + tag.len();
-    assert!(body_len < 128 && name.len() < 128, "one-byte LEB128 sizes");
-    wasm.extend([0u8, body_len as u8, name.len() as u8]);
-    wasm.extend(name);
-    wasm.extend(tag.as_bytes());
-    wasm
 }
 
 #[tokio::test]

@@ -58,6 +58,8 @@ mod stops;
 #[path = "../api/support.rs"]
 #[allow(dead_code)]
 mod support;
+#[path = "../common/wasm.rs"]
+mod wasm;
 #[path = "../common/wires.rs"]
 mod wires;
 #[path = "../api/workspace.rs"]

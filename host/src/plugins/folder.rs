@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::LoadError;
 use super::load::{Loader, Package, Plugin};
-use super::trust::Trust;
+use super::trust::Scan;
 use crate::telemetry;
 
 /// What the folder held at the last scan, per `.wasm` file.
@@ -28,7 +28,7 @@ pub(super) struct FolderEntry {
 /// Loads the file at `path` into its entry of `folder`, unless it is unchanged and loaded.
 pub(super) async fn scan_file(
     loader: &Loader,
-    trust: &Trust,
+    trust: &Scan<'_>,
     folder: &mut BTreeMap<PathBuf, FolderEntry>,
     path: PathBuf,
 ) {

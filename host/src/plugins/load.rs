@@ -30,7 +30,7 @@ const DESCRIBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 pub enum Source {
     /// Built with chatd and embedded in the binary.
     Bundled,
-    /// A `.wasm` file in PLUGINS_DIR (its manifest is the `.json` beside it).
+    /// A `.wasm` file in PLUGINS_DIR (its manifest beside it as `.json`, or inside it).
     File(PathBuf),
 }
 

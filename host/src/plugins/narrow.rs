@@ -99,5 +99,10 @@ mod tests {
             assert!(err.contains(why), "{wanted}: {err}");
         }
         assert!(grants(&["none", "public-web"]).is_err());
+        let not_an_object = narrow("[1]", &["none".to_string()]).unwrap_err();
+        assert!(
+            not_an_object.contains("not a JSON object"),
+            "{not_an_object}"
+        );
     }
 }

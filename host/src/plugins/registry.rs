@@ -406,8 +406,9 @@ impl PluginHost {
                 }
                 kept
             });
+            let scan = self.trust.scan();
             for path in files {
-                super::folder::scan_file(&self.loader, &self.trust, &mut folder, path).await;
+                super::folder::scan_file(&self.loader, &scan, &mut folder, path).await;
             }
         }
         let bundled = self.bundled();

@@ -1,5 +1,5 @@
-//! Which plugin files may load: the one function [`Trust::admit`], asked for every file of
-//! PLUGINS_DIR before it is compiled (`folder.rs`). A file the lock (`lock.rs`) records must
+//! Which plugin files may load: the one function [`Scan::admit`], asked for every file of
+//! PLUGINS_DIR before it is compiled (`folder.rs`; the lock is read once per scan). A file the lock (`lock.rs`) records must
 //! have the bytes it was installed with; when the operator lists signing keys
 //! (CHATD_PLUGIN_KEYS, `keys.rs`), every file must be one file (its manifest inside) signed by
 //! one of them. Bundled plugins are chatd's own and not asked. `chatd plugins install` writes
@@ -42,19 +42,38 @@ impl Trust {
         self.keys.is_some()
     }
 
+    /// The lock file's path, if there is a data folder.
+    pub fn lock_path(&self) -> Option<&Path> {
+        self.lock.as_deref()
+    }
+
+    /// What one scan of the folder admits by: the lock file read once for all its files.
+    pub fn scan(&self) -> Scan<'_> {
+        let lock = match &self.lock {
+            Some(path) => lock::Lock::read(path),
+            None => Ok(lock::Lock::default()),
+        };
+        Scan { trust: self, lock }
+    }
+}
+
+/// One scan's view of the operator's trust ([`Trust::scan`]).
+pub struct Scan<'a> {
+    trust: &'a Trust,
+    lock: Result<lock::Lock, String>,
+}
+
+impl Scan<'_> {
     /// Whether the file at `path`, read as `package`, may load; the line saying why not. With
     /// keys, also the id of the key that signed it. An installed plugin is pinned by its id as
     /// well as its file's name: its id loads only from `ID.wasm` with the installed bytes and the
     /// manifest inside them (a `NAME.json` beside it would replace that manifest, grants and all).
     pub fn admit(&self, path: &Path, package: &Package) -> Result<Option<String>, String> {
-        let signer = match &self.keys {
+        let signer = match &self.trust.keys {
             Some(keys) => Some(signed_by(keys, path, package)?),
             None => None,
         };
-        let Some(lock_path) = &self.lock else {
-            return Ok(signer);
-        };
-        let lock = lock::Lock::read(lock_path)?;
+        let lock = self.lock.as_ref().map_err(Clone::clone)?;
         let stem = path.file_stem().unwrap_or_default().to_string_lossy();
         // The id inside (a manifest that does not parse is refused by the load after this).
         let id = Manifest::parse(&package.manifest_json).map(|m| m.id).ok();
@@ -87,11 +106,6 @@ impl Trust {
             }
         }
         Ok(signer)
-    }
-
-    /// The lock file's path, if there is a data folder.
-    pub fn lock_path(&self) -> Option<&Path> {
-        self.lock.as_deref()
     }
 }
 
