@@ -3,7 +3,9 @@
 //! `cargo run --release -p bench -- crud` seeds a fresh SQLite database with 100,000 chats and
 //! 1,000,000 messages through the store, starts the real server on 127.0.0.1:0, and measures
 //! sequential requests over loopback HTTP (one keep-alive connection):
-//! GET /v1/workspace-items, GET /v1/chats/:chatId (50 messages), POST /v1/chats/:chatId/messages.
+//! GET /v1/workspace-items, GET /v1/chats/:chatId (50 messages), GET /v1/message-search (a
+//! word in one chat, a word in every message, and the second page of that),
+//! POST /v1/chats/:chatId/messages.
 //! See BENCHMARKS.md for recorded figures.
 //!
 //! `cargo run --release -p bench -- plugins` measures the plugin host: start to ready with the
@@ -178,6 +180,31 @@ fn crud(o: Options) -> anyhow::Result<()> {
             }
         })
         .await?;
+        // Message search: a word in one chat's messages (the chat's number, a different chat
+        // each call), a word in every message, and both.
+        let chats = o.chats;
+        for (name, common) in [
+            ("store.search_messages (rare word)", None),
+            ("store.search_messages (every row)", Some("ordinary")),
+            ("store.search_messages (both words)", Some("ordinary")),
+        ] {
+            let both = name.contains("both");
+            measure(name, &o, |i| {
+                let store = store.clone();
+                let rare = ((i * 7919) % chats).to_string();
+                let words: Vec<String> = match (common, both) {
+                    (None, _) => vec![rare],
+                    (Some(c), false) => vec![c.to_string()],
+                    (Some(c), true) => vec![c.to_string(), rare],
+                };
+                async move {
+                    let hits = store.search_messages(&words, 21, None).await?;
+                    anyhow::ensure!(hits.is_some_and(|h| !h.is_empty()), "no hits for {words:?}");
+                    Ok(())
+                }
+            })
+            .await?;
+        }
         measure("store.get_chat_with_messages (50)", &o, |i| {
             let store = store.clone();
             let id = long_for_store[i % long_for_store.len()].clone();
@@ -214,6 +241,28 @@ fn crud(o: Options) -> anyhow::Result<()> {
         measure("GET /v1/chats/:chatId (50 messages)", &o, |i| {
             let req = client.get(format!("{base}/v1/chats/{}", long_ids[i % long_ids.len()]));
             async move { check(req.send().await?).await }
+        })
+        .await?;
+
+        let chats = ids.len();
+        measure("GET /v1/message-search (rare word)", &o, |i| {
+            let req = client.get(format!("{base}/v1/message-search?q={}", (i * 7919) % chats));
+            async move { check(req.send().await?).await }
+        })
+        .await?;
+        measure("GET /v1/message-search (every row)", &o, |_| {
+            let req = client.get(format!("{base}/v1/message-search?q=ordinary"));
+            async move { check(req.send().await?).await }
+        })
+        .await?;
+        measure("GET /v1/message-search (page 2)", &o, |_| {
+            let client = client.clone();
+            let first = format!("{base}/v1/message-search?q=ordinary");
+            async move {
+                let page: serde_json::Value = client.get(&first).send().await?.json().await?;
+                let cursor = page["nextCursor"].as_str().unwrap_or_default().to_string();
+                check(client.get(format!("{first}&cursor={cursor}")).send().await?).await
+            }
         })
         .await?;
 

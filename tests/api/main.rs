@@ -15,6 +15,7 @@ mod declared_providers;
 mod devbox;
 mod fixtures;
 mod full_disk;
+mod history;
 mod hot_reload;
 mod large_bodies;
 mod lifecycle;

@@ -22,6 +22,8 @@ mod completions;
 mod declared_providers;
 mod deploy;
 mod faults;
+#[path = "../api/history.rs"]
+mod history;
 mod instances;
 #[path = "../api/large_bodies.rs"]
 mod large_bodies;

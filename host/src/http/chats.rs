@@ -8,10 +8,11 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
 use super::limits::{
     self, MAX_MODEL_CHARS, MAX_NAME_CHARS, MAX_SYSTEM_PROMPT_CHARS, MAX_TITLE_CHARS,
 };
+use super::paging::{self, PageQuery, Wanted};
 use crate::attachments::{self, AttachmentInput};
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
 use crate::vocabulary::{Role, to_millis};
@@ -101,8 +102,12 @@ pub struct ChatDetailResponse {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ChatListResponse {
     pub chats: Vec<ChatSummary>,
+    /// With `limit` or `cursor`: the cursor of the next page, absent on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -280,12 +285,27 @@ pub(super) fn system_prompt(prompt: Option<&str>) -> ApiResult<Option<String>> {
     limits::optional(prompt, "additionalSystemPrompt", MAX_SYSTEM_PROMPT_CHARS)
 }
 
-#[utoipa::path(get, path = "/chats", tag = "chats",
-    responses((status = 200, body = ChatListResponse)))]
-pub async fn list_chats(State(state): State<AppState>) -> ApiResult<Json<ChatListResponse>> {
-    let chats = state.store.list_chats().await?;
+/// All chats, most recently updated first; with `limit` or `cursor`, one page of them
+/// (`paging.rs`).
+#[utoipa::path(get, path = "/chats", tag = "chats", params(PageQuery),
+    responses((status = 200, body = ChatListResponse), (status = 400, body = ErrorBody)))]
+pub async fn list_chats(
+    State(state): State<AppState>,
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> ApiResult<Json<ChatListResponse>> {
+    let (chats, next_cursor) = match page.wanted()? {
+        Wanted::All => (state.store.list_chats().await?, None),
+        Wanted::Page { limit, after } => {
+            let rows = state
+                .store
+                .list_chats_page(limit + 1, after.as_ref())
+                .await?;
+            paging::split(rows, limit, |c| (&c.updated_at, &c.id))
+        }
+    };
     Ok(Json(ChatListResponse {
         chats: chats.into_iter().map(Into::into).collect(),
+        next_cursor,
     }))
 }
 

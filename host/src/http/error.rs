@@ -6,7 +6,7 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{FromRequest, FromRequestParts, Path, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -221,6 +221,30 @@ where
                 rejection.status(),
                 format!("path: {}", rejection.body_text()),
             )),
+        }
+    }
+}
+
+/// Query parameters. Like `axum::extract::Query`, but a rejection (a `limit` that is not a
+/// number, say) is a `{message}` 400 naming the parameter, like every other error.
+pub struct ApiQuery<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for ApiQuery<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(value)) => Ok(ApiQuery(value)),
+            Err(rejection) => Err(ApiError::bad_request(format!(
+                "query: {}",
+                rejection
+                    .body_text()
+                    .trim_start_matches("Failed to deserialize query string: ")
+            ))),
         }
     }
 }

@@ -12,10 +12,12 @@ pub mod completions;
 pub mod error;
 pub mod limits;
 pub mod mcp;
+pub mod message_search;
 pub mod meta;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
+pub mod paging;
 pub mod search_runs;
 pub mod searches;
 pub mod serve;
@@ -143,6 +145,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(chats::star_chat))
         .routes(routes!(chats::add_message))
+        .routes(routes!(message_search::search_messages))
         .routes(routes!(searches::list_searches, searches::create_search))
         .routes(routes!(searches::get_search, searches::delete_search))
         .routes(routes!(searches::star_search))

@@ -10,8 +10,9 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::chats::{DeletedResponse, StarRequest};
-use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
 use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
+use super::paging::{self, PageQuery, Wanted};
 use crate::runs::RunKind;
 use crate::store::{NewSearch, SearchDetailRecord, SearchRecord};
 use crate::vocabulary::to_millis;
@@ -129,8 +130,12 @@ pub struct SearchDetailResponse {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SearchListResponse {
     pub searches: Vec<SearchSummary>,
+    /// With `limit` or `cursor`: the cursor of the next page, absent on the last one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 fn not_found() -> ApiError {
@@ -144,12 +149,27 @@ pub fn is_cache_hit(search: &SearchRecord, streaming: bool, now: DateTime<Utc>) 
     search.has_output && !streaming && fresh
 }
 
-#[utoipa::path(get, path = "/searches", tag = "searches",
-    responses((status = 200, body = SearchListResponse)))]
-pub async fn list_searches(State(state): State<AppState>) -> ApiResult<Json<SearchListResponse>> {
-    let searches = state.store.list_searches().await?;
+/// All searches, most recently updated first; with `limit` or `cursor`, one page of them
+/// (`paging.rs`).
+#[utoipa::path(get, path = "/searches", tag = "searches", params(PageQuery),
+    responses((status = 200, body = SearchListResponse), (status = 400, body = ErrorBody)))]
+pub async fn list_searches(
+    State(state): State<AppState>,
+    ApiQuery(page): ApiQuery<PageQuery>,
+) -> ApiResult<Json<SearchListResponse>> {
+    let (searches, next_cursor) = match page.wanted()? {
+        Wanted::All => (state.store.list_searches().await?, None),
+        Wanted::Page { limit, after } => {
+            let rows = state
+                .store
+                .list_searches_page(limit + 1, after.as_ref())
+                .await?;
+            paging::split(rows, limit, |s| (&s.updated_at, &s.id))
+        }
+    };
     Ok(Json(SearchListResponse {
         searches: searches.into_iter().map(Into::into).collect(),
+        next_cursor,
     }))
 }
 

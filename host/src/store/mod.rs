@@ -18,9 +18,9 @@ pub mod transfer;
 /// How long an instance on PostgreSQL stays alive without renewing its lease.
 pub use postgres::{Heard, LEASE, RunListener};
 pub use records::{
-    CallRecord, CallUsage, ChatPatch, ChatRecord, MessageRecord, NewCall, NewChat, NewMessage,
-    NewSearch, RunEvent, RunStart, SearchDetailRecord, SearchRecord, SearchRunOutcome,
-    WorkspaceRecord, normalize_query,
+    CallRecord, CallUsage, ChatPatch, ChatRecord, MessageHit, MessageRecord, NewCall, NewChat,
+    NewMessage, NewSearch, PageAfter, RunEvent, RunStart, SearchDetailRecord, SearchRecord,
+    SearchRunOutcome, WorkspaceRecord, normalize_query,
 };
 
 use crate::config::DatabaseUrl;
@@ -314,6 +314,28 @@ impl Store {
         read!(self, "list_chats", chats())
     }
 
+    /// Up to `limit` chats after `after` (from the newest when `None`), in [`Self::list_chats`]'s
+    /// order.
+    pub async fn list_chats_page(
+        &self,
+        limit: u32,
+        after: Option<&PageAfter>,
+    ) -> Result<Vec<ChatRecord>> {
+        read!(self, "list_chats_page", chats_page(limit, after))
+    }
+
+    /// The newest messages of users and assistants whose text holds every word of `words`
+    /// (whole words), newest first: up to `limit` of them, after the hit whose
+    /// position is `after`. `None` when `after` is not a position this backend gives.
+    pub async fn search_messages(
+        &self,
+        words: &[String],
+        limit: u32,
+        after: Option<&str>,
+    ) -> Result<Option<Vec<MessageHit>>> {
+        timed!(self, "search_messages", db => db.search_messages(words, limit, after).await)
+    }
+
     pub async fn get_chat(&self, id: &str) -> Result<Option<ChatRecord>> {
         read!(self, "get_chat", chat(id))
     }
@@ -417,6 +439,16 @@ impl Store {
     /// All searches, most recently updated first.
     pub async fn list_searches(&self) -> Result<Vec<SearchRecord>> {
         read!(self, "list_searches", searches())
+    }
+
+    /// Up to `limit` searches after `after` (from the newest when `None`), in
+    /// [`Self::list_searches`]'s order.
+    pub async fn list_searches_page(
+        &self,
+        limit: u32,
+        after: Option<&PageAfter>,
+    ) -> Result<Vec<SearchRecord>> {
+        read!(self, "list_searches_page", searches_page(limit, after))
     }
 
     pub async fn get_search(&self, id: &str) -> Result<Option<SearchDetailRecord>> {

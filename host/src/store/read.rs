@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::text::{Text, opt};
 use super::{
-    CallRecord, CallUsage, ChatRecord, MessageRecord, Result, SearchDetailRecord, SearchRecord,
-    WorkspaceRecord, json,
+    CallRecord, CallUsage, ChatRecord, MessageRecord, PageAfter, Result, SearchDetailRecord,
+    SearchRecord, WorkspaceRecord, json,
 };
 
 /// A chat's columns, its star included; `WHERE`/`ORDER BY` follow.
@@ -52,6 +52,16 @@ pub(super) use select_search_detail;
 
 const CHAT_BY_ID: &str = concat!(select_chat!(), " WHERE c.id = $1");
 const CHATS: &str = concat!(select_chat!(), " ORDER BY c.updated_at DESC, c.id DESC");
+/// A page of chats: the newest `$1`, or (`_AFTER`) the `$1` after the row `($2, $3)`. A row
+/// value comparison, which both databases answer from the `(updated_at, id)` index.
+const CHATS_PAGE: &str = concat!(
+    select_chat!(),
+    " ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
+);
+const CHATS_PAGE_AFTER: &str = concat!(
+    select_chat!(),
+    " WHERE (c.updated_at, c.id) < ($2, $3) ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
+);
 /// A chat's messages' columns; `WHERE`/`ORDER BY` follow.
 macro_rules! select_messages {
     () => {
@@ -63,6 +73,15 @@ pub(super) use select_messages;
 /// A chat's transcript, in order.
 const MESSAGES: &str = concat!(select_messages!(), " WHERE chat_id = $1 ORDER BY seq");
 const SEARCHES: &str = concat!(select_search!(), " ORDER BY s.updated_at DESC, s.id DESC");
+/// A page of searches, as [`CHATS_PAGE`] is of chats.
+const SEARCHES_PAGE: &str = concat!(
+    select_search!(),
+    " ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
+);
+const SEARCHES_PAGE_AFTER: &str = concat!(
+    select_search!(),
+    " WHERE (s.updated_at, s.id) < ($2, $3) ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
+);
 const SEARCH_BY_ID: &str = concat!(select_search!(), " WHERE s.id = $1");
 const SEARCH_DETAIL_BY_ID: &str = concat!(select_search_detail!(), " WHERE s.id = $1");
 /// The most recently updated search with this normalized query.
@@ -148,6 +167,32 @@ impl MessageRow {
             content: self.content.0,
             name: opt(self.name),
             metadata: self.metadata.as_deref().map(json::<Value>).transpose()?,
+        })
+    }
+}
+
+/// A message found by its text (`sqlite/message_search.rs`, `postgres/message_search.rs`).
+#[derive(sqlx::FromRow)]
+pub(super) struct HitRow {
+    position: String,
+    chat_id: String,
+    chat_title: Option<Text>,
+    message_id: String,
+    created_at: String,
+    role: String,
+    content: Text,
+}
+
+impl HitRow {
+    pub(super) fn record(self) -> Result<super::MessageHit> {
+        Ok(super::MessageHit {
+            position: self.position,
+            chat_id: self.chat_id,
+            chat_title: opt(self.chat_title),
+            message_id: self.message_id,
+            created_at: self.created_at,
+            role: self.role.parse()?,
+            content: self.content.0,
         })
     }
 }
@@ -294,6 +339,23 @@ macro_rules! reads {
             rows.into_iter().map(ChatRow::record).collect()
         }
 
+        /// Up to `limit` chats after `after`, most recently updated first.
+        pub async fn chats_page<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            limit: u32,
+            after: Option<&PageAfter>,
+        ) -> Result<Vec<ChatRecord>> {
+            let query = match after {
+                None => sqlx::query_as(CHATS_PAGE).bind(i64::from(limit)),
+                Some(after) => sqlx::query_as(CHATS_PAGE_AFTER)
+                    .bind(i64::from(limit))
+                    .bind(after.updated_at.as_str())
+                    .bind(after.id.as_str()),
+            };
+            let rows: Vec<ChatRow> = query.fetch_all(ex).await?;
+            rows.into_iter().map(ChatRow::record).collect()
+        }
+
         /// A chat's transcript; empty when the chat does not exist.
         pub async fn messages<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
@@ -309,6 +371,23 @@ macro_rules! reads {
             ex: impl sqlx::Executor<'e, Database = $db>,
         ) -> Result<Vec<SearchRecord>> {
             let rows: Vec<SearchRow> = sqlx::query_as(SEARCHES).fetch_all(ex).await?;
+            Ok(rows.into_iter().map(SearchRow::record).collect())
+        }
+
+        /// Up to `limit` searches after `after`, most recently updated first.
+        pub async fn searches_page<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            limit: u32,
+            after: Option<&PageAfter>,
+        ) -> Result<Vec<SearchRecord>> {
+            let query = match after {
+                None => sqlx::query_as(SEARCHES_PAGE).bind(i64::from(limit)),
+                Some(after) => sqlx::query_as(SEARCHES_PAGE_AFTER)
+                    .bind(i64::from(limit))
+                    .bind(after.updated_at.as_str())
+                    .bind(after.id.as_str()),
+            };
+            let rows: Vec<SearchRow> = query.fetch_all(ex).await?;
             Ok(rows.into_iter().map(SearchRow::record).collect())
         }
 

@@ -187,3 +187,25 @@ pub enum RunStart {
     /// The chat or search has a live run already (on this instance or another).
     Running,
 }
+
+/// Where a page of a list starts: after the row with this `updatedAt` (as stored) and id, in
+/// the lists' order (newest `updatedAt` first, then newest id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PageAfter {
+    pub updated_at: String,
+    pub id: String,
+}
+
+/// A message whose text matched a search, with its chat's title.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageHit {
+    /// Where the next page starts when this is a page's last hit; opaque, and each backend's
+    /// own (SQLite: the row's position in the text index; PostgreSQL: the message's id).
+    pub position: String,
+    pub chat_id: String,
+    pub chat_title: Option<String>,
+    pub message_id: String,
+    pub created_at: String,
+    pub role: Role,
+    pub content: String,
+}

@@ -13,6 +13,7 @@
 mod calls;
 mod chats;
 mod liveness;
+mod message_search;
 mod runs;
 mod searches;
 

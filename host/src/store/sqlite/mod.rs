@@ -28,6 +28,7 @@ mod batch;
 mod calls;
 mod chats;
 mod liveness;
+mod message_search;
 mod searches;
 
 use std::str::FromStr;

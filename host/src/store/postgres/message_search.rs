@@ -1,0 +1,70 @@
+//! Messages found by their text, from the GIN index on `to_tsvector('simple', content)` (its
+//! migration): the query repeats that expression so the planner can use it. Hits come newest
+//! first by id (UUIDv7, ordered by creation); for a common word the planner walks the primary
+//! key backwards instead and stops at the page's end.
+
+use super::PgStore;
+use crate::store::read::HitRow;
+use crate::store::{MessageHit, Result};
+
+/// The hits with their chat's title; `$1` the `tsquery`, `$2` the page's size, and (`AFTER`)
+/// `$3` the id the page starts below.
+macro_rules! hits {
+    ($after:literal) => {
+        concat!(
+            "SELECT m.id AS position, m.chat_id, c.title AS chat_title, m.id AS message_id, \
+             m.created_at, m.role, m.content \
+             FROM messages m JOIN chats c ON c.id = m.chat_id \
+             WHERE to_tsvector('simple', m.content) @@ to_tsquery('simple', $1) \
+             AND m.role IN ('user', 'assistant')",
+            $after,
+            " ORDER BY m.id DESC LIMIT $2"
+        )
+    };
+}
+const HITS: &str = hits!("");
+const HITS_AFTER: &str = hits!(" AND m.id < $3");
+
+/// The `tsquery` for `words`: whole words, all required, as on SQLite. The words are letters
+/// and digits only (the HTTP layer split them so), and each is quoted besides, so none is
+/// syntax.
+fn tsquery(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', "''").replace('\\', "\\\\")))
+        .collect::<Vec<_>>()
+        .join(" & ")
+}
+
+impl PgStore {
+    pub async fn search_messages(
+        &self,
+        words: &[String],
+        limit: u32,
+        after: Option<&str>,
+    ) -> Result<Option<Vec<MessageHit>>> {
+        let query = sqlx::query_as(if after.is_some() { HITS_AFTER } else { HITS })
+            .bind(tsquery(words))
+            .bind(i64::from(limit));
+        let query = match after {
+            Some(after) => query.bind(after),
+            None => query,
+        };
+        let rows: Vec<HitRow> = query.fetch_all(self.pool()).await?;
+        rows.into_iter()
+            .map(HitRow::record)
+            .collect::<Result<_>>()
+            .map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted() {
+        let words = ["rust".to_string(), "o'k".to_string()];
+        assert_eq!(tsquery(&words), "'rust' & 'o''k'");
+    }
+}
