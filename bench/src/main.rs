@@ -408,6 +408,8 @@ async fn seed(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Ve
         }
     }
     // The 50-message chats were created first; the workspace list shows the newest 100.
+    // The planner's statistics now, not whenever autovacuum gets to them (PostgreSQL).
+    store.analyze().await?;
     store.close().await;
     println!(
         "seeded {} chats and {messages_total} messages in {:.1?} ({} chats with 50 messages)",

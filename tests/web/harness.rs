@@ -112,6 +112,8 @@ impl Browser {
             "goog:chromeOptions".into(),
             json!({"binary": chromium(), "args": args}),
         );
+        // The console, for the tests that look for CSP and Trusted Types violations there.
+        caps.insert("goog:loggingPrefs".into(), json!({"browser": "ALL"}));
         let url = format!("http://127.0.0.1:{port}");
         let started = Instant::now();
         let client = loop {
@@ -220,6 +222,20 @@ impl Browser {
         self.find(css).await.click().await.expect("click");
     }
 
+    /// Scrolls the element to the middle of the window, then clicks it: an element already in
+    /// the window is not scrolled by the driver, and may be under the sticky header.
+    pub async fn click_centered(&self, css: &str) {
+        let element = self.find(css).await;
+        self.client
+            .execute(
+                "arguments[0].scrollIntoView({ block: 'center' })",
+                vec![serde_json::to_value(&element).expect("an element reference")],
+            )
+            .await
+            .expect("scroll into view");
+        element.click().await.expect("click");
+    }
+
     pub async fn hash(&self) -> String {
         self.eval("return location.hash", vec![])
             .await
@@ -255,6 +271,138 @@ impl Browser {
         for folder in folders {
             std::fs::create_dir_all(&folder).unwrap();
             std::fs::write(folder.join(format!("{name}.png")), &png).unwrap();
+        }
+    }
+}
+
+/// A command of chromedriver's that fantoccini has no method for, on the session.
+#[derive(Debug)]
+struct SessionCommand {
+    method: reqwest::Method,
+    path: &'static str,
+    body: Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for SessionCommand {
+    fn endpoint(
+        &self,
+        base: &url::Url,
+        session: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base.join(&format!(
+            "session/{}/{}",
+            session.unwrap_or_default(),
+            self.path
+        ))
+    }
+
+    fn method_and_body(&self, _url: &url::Url) -> (reqwest::Method, Option<String>) {
+        (self.method.clone(), Some(self.body.to_string()))
+    }
+}
+
+impl Browser {
+    /// The browser console's messages since the last call (chromedriver's log).
+    pub async fn console(&self) -> Vec<String> {
+        let entries = self
+            .client
+            .issue_cmd(SessionCommand {
+                method: reqwest::Method::POST,
+                path: "se/log",
+                body: json!({"type": "browser"}),
+            })
+            .await
+            .expect("the browser's log");
+        entries
+            .as_array()
+            .map(|all| {
+                all.iter()
+                    .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Lets the page read the clipboard (writing needs no permission), as a user allowing it.
+    pub async fn allow_clipboard(&self) {
+        for name in ["clipboard-read", "clipboard-write"] {
+            self.client
+                .issue_cmd(SessionCommand {
+                    method: reqwest::Method::POST,
+                    path: "permissions",
+                    body: json!({"descriptor": {"name": name}, "state": "granted"}),
+                })
+                .await
+                .unwrap_or_else(|e| panic!("grant {name}: {e}"));
+        }
+    }
+
+    /// What the clipboard holds, as text.
+    pub async fn clipboard(&self) -> String {
+        self.client
+            .execute_async(
+                "const done = arguments[0]; window.focus();                  navigator.clipboard.readText().then(done, (e) => done('error: ' + e.message));",
+                vec![],
+            )
+            .await
+            .expect("read the clipboard")
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// axe-core's violations on the page as it is now (WCAG 2.x A and AA), one line each, or
+    /// None when axe-core is not installed (the test skips; CHATD_REQUIRE_BROWSER fails).
+    pub async fn axe(&self) -> Option<Vec<String>> {
+        let source = axe_source()?;
+        self.client
+            .execute(
+                &format!("{source}\n;return typeof axe === 'object';"),
+                vec![],
+            )
+            .await
+            .expect("axe-core loads");
+        let found = self
+            .client
+            .execute_async(
+                "const done = arguments[0];                  axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } })                    .then((r) => done(r.violations.map((v) => v.id + ': ' + v.help + ' (' +                       v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ') + ')')),                          (e) => done(['axe failed: ' + e.message]));",
+                vec![],
+            )
+            .await
+            .expect("axe-core runs");
+        Some(
+            found
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap_or_default().to_string())
+                .collect(),
+        )
+    }
+}
+
+/// axe-core's script, from CHATD_AXE_CORE or where `.ci/run` installs it.
+fn axe_source() -> Option<String> {
+    let path = std::env::var_os("CHATD_AXE_CORE").map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/web-test-node/node_modules/axe-core/axe.min.js")
+        },
+        PathBuf::from,
+    );
+    match std::fs::read_to_string(&path) {
+        Ok(source) => Some(source),
+        Err(e) => {
+            let reason = format!(
+                "axe-core not found at {} ({e}); .ci/run installs it",
+                path.display()
+            );
+            assert!(
+                std::env::var_os("CHATD_REQUIRE_BROWSER").is_none(),
+                "CHATD_REQUIRE_BROWSER is set but {reason}"
+            );
+            eprintln!("skipped: {reason}");
+            None
         }
     }
 }

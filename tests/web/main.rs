@@ -6,11 +6,14 @@
 //! Needs Debian's `chromium` and `chromium-driver`; skips without them unless
 //! CHATD_REQUIRE_BROWSER is set (`harness.rs`).
 
+mod accessibility;
+mod actions;
 mod auth;
 #[path = "../common/binary.rs"]
 mod binary;
 mod chat;
 mod harness;
+mod history;
 mod parsers;
 #[path = "../common/process.rs"]
 mod process;

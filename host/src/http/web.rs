@@ -1,13 +1,14 @@
 //! The bundled web client: `GET /` and its files under `/assets/`, embedded in the binary at
 //! build time from the workspace's `web/` folder (plain HTML, CSS and JavaScript modules: no
-//! build step, no Node.js, nothing fetched from elsewhere).
+//! build step at run time, no Node.js, nothing fetched from elsewhere; `assets/vendor/` is built
+//! ahead from pinned npm packages by `vendor/web/build`).
 //!
 //! The page is a client of the public API like any other; it holds no data, so it is served
 //! without a token ([`is_open`], asked by the token check) and asks for the token itself.
 //! Every response carries [`CSP`]: scripts and styles only from these files, connections only to
 //! this origin, images only from here or `data:` (attachments), and Trusted Types required, so
 //! the page cannot turn a string into markup even by mistake: model output reaches the DOM as
-//! text nodes only (`web/assets/js/markdown.js`).
+//! text nodes only (`web/assets/js/markdown.js`). The web app manifest is one of the files.
 
 use axum::extract::{OriginalUri, Path};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -50,6 +51,8 @@ static ASSETS: &[Asset] = &[
     asset!("index.html", "text/html; charset=utf-8"),
     asset!("assets/app.css", "text/css; charset=utf-8"),
     asset!("assets/icon.svg", "image/svg+xml"),
+    asset!("assets/manifest.webmanifest", "application/manifest+json"),
+    asset!("assets/js/actions.js", JS),
     asset!("assets/js/api.js", JS),
     asset!("assets/js/attachments.js", JS),
     asset!("assets/js/auth.js", JS),
@@ -58,9 +61,15 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/main.js", JS),
     asset!("assets/js/markdown.js", JS),
     asset!("assets/js/search.js", JS),
+    asset!("assets/js/shortcuts.js", JS),
     asset!("assets/js/sidebar.js", JS),
     asset!("assets/js/sse.js", JS),
     asset!("assets/js/toolcards.js", JS),
+    asset!("assets/js/welcome.js", JS),
+    asset!("assets/vendor/LICENSES.txt", "text/plain; charset=utf-8"),
+    asset!("assets/vendor/highlight.js", JS),
+    asset!("assets/vendor/markdown.js", JS),
+    asset!("assets/vendor/math.js", JS),
 ];
 
 fn find(path: &str) -> Option<&'static Asset> {

@@ -283,6 +283,16 @@ impl Store {
         matches!(self.backend, Backend::Postgres(_))
     }
 
+    /// Refreshes PostgreSQL's planner statistics (the message search's plan depends on them:
+    /// its migration says why) after a bulk load, before autovacuum would; nothing on SQLite,
+    /// whose plans do not use them.
+    pub async fn analyze(&self) -> Result<()> {
+        if let Backend::Postgres(db) = &self.backend {
+            sqlx::query("ANALYZE").execute(db.pool()).await?;
+        }
+        Ok(())
+    }
+
     /// Closes the pools, waiting for connections in use.
     pub async fn close(&self) {
         on_backend!(self, db => db.close().await)

@@ -459,6 +459,11 @@ impl Store {
                 store_rows!(tx, true);
             }
         }
+        // Committed: statistics are only a hint (autovacuum refreshes them later), so a failure
+        // here does not make the stored import an error.
+        if let Err(e) = self.analyze().await {
+            tracing::warn!("after the import, ANALYZE failed (autovacuum will do it): {e}");
+        }
         Ok(done)
     }
 }

@@ -5,14 +5,17 @@
 // chat opened while its run goes on (a reload, a second tab) attaches to it from
 // `GET /v1/active-runs`: the replay rebuilds the whole answer. While a reply runs, Stop asks the
 // server to end it (`POST …/stream/cancel`): the run ends with `done` and the text so far, which
-// stays on the page as the stored reply.
+// stays on the page as the stored reply. Each stored message has its actions (`actions.js`):
+// copy, and edit or regenerate as a fork into a new chat whose reply runs once it opens.
 
 import * as api from './api.js';
+import { actionBar, addCodeCopy, editForm, forkOf } from './actions.js';
 import { LIMITS, imageSource, payloadBytes, readFiles } from './attachments.js';
-import { clear, formatBytes, h, toast, typingDots } from './dom.js';
+import { announce, clear, copyText, formatBytes, h, toast, typingDots } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { follow } from './sse.js';
 import { ToolCards, toolCard } from './toolcards.js';
+import { noProvider } from './welcome.js';
 
 const NEW_CHAT_TITLE = 'New chat';
 
@@ -77,6 +80,13 @@ class ChatView {
       'aria-label': 'Message',
       onkeydown: (e) => this.onKey(e),
       oninput: () => this.autosize(),
+      // An image (a screenshot) pasted into the message is attached, as a dropped file is.
+      onpaste: (e) => {
+        const files = [...(e.clipboardData?.files || [])];
+        if (!files.length) return;
+        e.preventDefault();
+        this.addFiles(files);
+      },
     });
     this.fileInput = h('input', {
       type: 'file',
@@ -103,7 +113,7 @@ class ChatView {
       this.chips,
       h('div.composer-row', {}, attachButton, this.input, this.sendButton, this.stopButton),
       this.fileInput,
-      h('p.hint', {}, 'Enter sends · Shift+Enter for a new line'),
+      h('p.hint', {}, 'Enter sends · Shift+Enter for a new line · Ctrl+/ for shortcuts'),
     );
     this.composer.addEventListener('dragover', (e) => e.preventDefault());
     this.composer.addEventListener('drop', (e) => {
@@ -137,7 +147,10 @@ class ChatView {
       this.renderPickers(models);
       this.renderTranscript();
       this.app.setTitle(chat ? chat.title || NEW_CHAT_TITLE : NEW_CHAT_TITLE);
-      if (chat) {
+      if (chat && this.app.takeFork(chat.id)) {
+        // A fork just made: its last message is asked now.
+        this.runStored();
+      } else if (chat) {
         const runs = await api.get('v1/active-runs', { signal });
         if (runs.chats.includes(chat.id)) this.attach();
       }
@@ -171,6 +184,7 @@ class ChatView {
     this.modelNote.hidden = notes.length === 0;
     const usable = Object.entries(this.providers).find(([, e]) => (e.models || []).length);
     if (!usable) this.providerSelect.prepend(h('option', { value: '', selected: true }, 'No provider available'));
+    this.noProvider = !usable;
     // The chat's last model; for a new chat the one used last anywhere, while its provider
     // still lists it; else the first provider with models.
     const recent = this.chat ? null : this.app.recentModel();
@@ -236,14 +250,148 @@ class ChatView {
     clear(this.transcript);
     const messages = this.chat?.messages || [];
     if (!messages.length && !this.running) {
-      this.transcript.append(h('div.empty', { id: 'empty-chat' }, h('p', {}, 'Ask anything. Replies stream in as they are written.')));
+      this.transcript.append(
+        this.noProvider
+          ? noProvider()
+          : h('div.empty', { id: 'empty-chat' }, h('p', {}, 'Ask anything. Replies stream in as they are written.')),
+      );
     }
-    for (const message of messages) this.transcript.append(renderMessage(message));
+    messages.forEach((message, index) => this.transcript.append(this.renderStored(message, index)));
     if (this.lastUsage) {
       const replies = this.transcript.querySelectorAll('.message.assistant');
       replies[replies.length - 1]?.append(usageLine(this.lastUsage));
     }
     this.scrollDown(true);
+  }
+
+  /** A stored message with its actions. */
+  renderStored(message, index) {
+    const el = renderMessage(message);
+    if (message.role === 'assistant') {
+      addCodeCopy(el);
+      el.append(
+        actionBar('assistant', {
+          Copy: () => copyText(message.content, 'Reply'),
+          Regenerate: () => this.fork(index, 'regenerate'),
+        }),
+      );
+    } else if (message.role === 'user') {
+      el.append(
+        actionBar('user', {
+          Copy: () => copyText(message.content, 'Message'),
+          Edit: () => this.edit(el, message, index),
+        }),
+      );
+    }
+    el.dataset.index = String(index);
+    return el;
+  }
+
+  /** Turns a user message into its edit form; sending it forks the chat there. */
+  edit(el, message, index) {
+    if (this.running || el.querySelector('.edit-form')) return;
+    const text = el.querySelector('.text');
+    const actions = el.querySelector('.message-actions');
+    const { form, input } = editForm(message.content, {
+      onSend: (edited) => this.fork(index, 'edit', edited),
+      onCancel: () => {
+        form.replaceWith(text);
+        actions.hidden = false;
+        actions.querySelector('.action-edit')?.focus();
+      },
+    });
+    text.replaceWith(form);
+    actions.hidden = true;
+    input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
+  }
+
+  /**
+   * A new chat with the transcript up to the message at `index` (edited, or asked again for a
+   * regeneration), opened with its reply running; this chat is left as it is.
+   */
+  async fork(index, how, text) {
+    if (!this.chat || this.forking) return;
+    const fork = forkOf(this.chat, index, how, text);
+    const provider = this.providerSelect.value;
+    const model = this.modelSelect.value;
+    if (!fork) return;
+    if (!provider || !model) {
+      this.showError('Choose a provider and a model first.');
+      return;
+    }
+    this.forking = true;
+    try {
+      const { chat } = await api.post('v1/chats', {
+        provider,
+        model,
+        title: fork.title,
+        messages: fork.messages,
+        ...this.settingsBody(),
+      });
+      this.app.refreshWorkspace();
+      this.app.openFork(chat.id);
+    } catch (err) {
+      toast(`Could not start the new chat: ${err.message}`, 'error');
+    } finally {
+      this.forking = false;
+    }
+  }
+
+  /** Runs the stored transcript as it is (a fork's last message is the one asked). */
+  runStored() {
+    const provider = this.providerSelect.value;
+    const model = this.modelSelect.value;
+    if (!provider || !model) {
+      this.showError('Choose a provider and a model first.');
+      return;
+    }
+    const body = { chatId: this.chat.id, provider, model, messages: this.history() };
+    this.run(body, { text: '', attachments: [] });
+  }
+
+  /** A keyboard shortcut's command (`shortcuts.js`); true when it applied here. */
+  command(name) {
+    const messages = this.chat?.messages || [];
+    const last = (role) => {
+      for (let i = messages.length - 1; i >= 0; i -= 1) if (messages[i].role === role) return i;
+      return -1;
+    };
+    if (name === 'focus-composer') {
+      this.input.focus();
+      return true;
+    }
+    if (name === 'stop') {
+      if (!this.running) return false;
+      this.stop();
+      return true;
+    }
+    if (name === 'copy-reply') {
+      const at = last('assistant');
+      if (at < 0) return false;
+      copyText(messages[at].content, 'Reply');
+      return true;
+    }
+    if (name === 'copy-code') {
+      const blocks = this.transcript.querySelectorAll('.message.assistant pre');
+      if (!blocks.length) return false;
+      copyText(blocks[blocks.length - 1].textContent, 'Code');
+      return true;
+    }
+    if (name === 'edit-last') {
+      const at = last('user');
+      const el = this.transcript.querySelector(`.message.user[data-index="${at}"]`);
+      if (!el) return false;
+      this.edit(el, messages[at], at);
+      return true;
+    }
+    if (name === 'regenerate') {
+      const at = last('assistant');
+      if (at < 0 || this.running) return false;
+      this.fork(at, 'regenerate');
+      return true;
+    }
+    return false;
   }
 
   scrollDown(force) {
@@ -549,6 +697,7 @@ class ChatView {
       if (typeof outcome.data.text === 'string') text = outcome.data.text;
       paint();
       this.lastUsage = outcome.data.usage || null;
+      announce(outcome.data.stopped ? 'Reply stopped' : 'Reply finished');
       await this.reload();
       this.suggestTitle();
     } else if (outcome.event === 'gone') {

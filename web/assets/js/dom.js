@@ -87,3 +87,27 @@ export function toast(message, kind = 'info') {
   region.append(item);
   setTimeout(() => item.remove(), 6000);
 }
+
+/** Says `message` to screen readers through the page's polite live region (`#announcer`). */
+export function announce(message) {
+  const region = document.getElementById('announcer');
+  if (!region) return;
+  // Emptied first, so the same words said twice are announced twice.
+  region.textContent = '';
+  setTimeout(() => {
+    region.textContent = message;
+  }, 50);
+}
+
+/** Puts `text` on the clipboard and says so; `what` names it ("Reply", "Code"). */
+export async function copyText(text, what) {
+  try {
+    await navigator.clipboard.writeText(text);
+    announce(`${what} copied`);
+    toast(`${what} copied`);
+    return true;
+  } catch (err) {
+    toast(`Could not copy: ${err.message}`, 'error');
+    return false;
+  }
+}

@@ -8,6 +8,7 @@ import { ensureSession } from './auth.js';
 import { mountChat } from './chat.js';
 import { toast } from './dom.js';
 import { mountSearch } from './search.js';
+import { commandOf, showHelp } from './shortcuts.js';
 import { Sidebar } from './sidebar.js';
 
 let view = null;
@@ -16,6 +17,7 @@ let cachedModels = null;
 let cachedTools = null;
 let signingIn = null;
 let refreshTimer = 0;
+let forkToRun = null; // a fork just made, whose reply runs when its view opens
 
 const app = {
   models() {
@@ -60,6 +62,16 @@ const app = {
   },
   markRunning(type, id, running) {
     sidebar.markRunning(type, id, running);
+  },
+  /** Opens the chat a fork just made; its view runs the reply (`takeFork`). */
+  openFork(chatId) {
+    forkToRun = chatId;
+    this.navigate(`#/chat/${encodeURIComponent(chatId)}`);
+  },
+  takeFork(chatId) {
+    const mine = forkToRun === chatId;
+    if (mine) forkToRun = null;
+    return mine;
   },
 };
 
@@ -111,6 +123,30 @@ function closeDrawer() {
   }
 }
 
+/** The page's keys: Escape closes what is open first; then the shortcuts (`shortcuts.js`). */
+function onKey(e) {
+  if (document.querySelector('dialog[open], .overlay')) return; // a dialog handles its own keys
+  const command = commandOf(e);
+  if (!command) return;
+  if (command === 'stop') {
+    const menus = document.querySelectorAll('details.item-menu[open]');
+    if (document.body.classList.contains('drawer-open') || menus.length) {
+      closeDrawer();
+      for (const menu of menus) menu.open = false;
+      return;
+    }
+  }
+  e.preventDefault();
+  if (command === 'help') showHelp();
+  else if (command === 'new-chat') app.navigate('#/');
+  else if (command === 'find') {
+    if (window.matchMedia('(max-width: 760px)').matches) openDrawer();
+    document.getElementById('filter-text').focus();
+  } else if (!view?.command?.(command) && command !== 'stop') {
+    toast(command === 'focus-composer' ? 'There is no message box here.' : 'Nothing to do that with here.');
+  }
+}
+
 async function signIn(reason) {
   signingIn ??= ensureSession(reason).finally(() => {
     signingIn = null;
@@ -128,12 +164,8 @@ async function boot() {
   document.getElementById('open-sidebar').addEventListener('click', openDrawer);
   document.getElementById('close-sidebar').addEventListener('click', closeDrawer);
   document.getElementById('scrim').addEventListener('click', closeDrawer);
-  document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape') {
-      closeDrawer();
-      for (const menu of document.querySelectorAll('details.item-menu[open]')) menu.open = false;
-    }
-  });
+  document.getElementById('open-help').addEventListener('click', showHelp);
+  document.addEventListener('keydown', onKey);
   document.getElementById('sign-out').addEventListener('click', () => {
     api.setToken(null);
     location.reload();

@@ -1,424 +1,431 @@
-// Markdown for model output and search answers, rendered safely: the result is built from DOM
-// nodes whose strings are all text nodes, so HTML in the model's answer shows as the characters
-// it is made of and never becomes markup; a link's href is only ever an http(s) URL
-// (dom.safeHref), anything else stays text; images are shown as links, never loaded. Code
-// blocks keep their text exactly. The subset: paragraphs with line breaks, headings, fenced
-// and indented code, block quotes, nested lists, tables, rules, and inline code, emphasis,
-// strong, strikethrough, links and bare URLs. Unclosed fences (a reply still streaming) run to
-// the end.
+// Markdown for model output and search answers. Parsing is CommonMark with GFM (tables, task
+// lists, footnotes, strikethrough, autolink literals) and math, by micromark through
+// mdast-util-from-markdown (vendored: ../vendor/markdown.js, built by vendor/web/build), so
+// replies render as every other CommonMark renderer shows them. The parser only builds a tree
+// of data (mdast); this file walks it and builds the DOM node by node with dom.js. One
+// deliberate difference from CommonMark: a line break in a paragraph stays a line break (as in
+// GitHub comments), since models write lines meaning lines.
 //
-// Model output may be hostile in shape too: every scan is linear or bounded (no regex that
-// backtracks on a long line, an opener with no closer remembered per paragraph, link labels and
-// targets of bounded length), and nesting past MAX_DEPTH is shown as text, so no input freezes
-// the page or overflows its stack.
+// What is never done: no string is ever parsed as HTML (the page runs under Trusted Types,
+// where that would throw anyway), so raw HTML in a reply shows as the characters it is made
+// of; no href but an http(s) URL (dom.safeHref), anything else stays text; no image is
+// loaded (an image is a link to it, `image: ALT`); no id is set from the text (footnotes are
+// numbered, not anchored). Code blocks keep their text exactly, highlighted by lowlight
+// (../vendor/highlight.js) as <span class="hljs-…"> elements built from its hast tree. Math
+// ($$…$$; a single $ is text, chat being full of prices) is MathML built by Temml's DOM path
+// (../vendor/math.js), a display formula when it stands alone; TeX that does not parse is
+// shown as code. An unclosed fence (a reply still streaming) runs to the end, as
+// CommonMark says.
+//
+// Model output may be hostile in shape too, and micromark, though it never backtracks, is
+// slow on some shapes: quadratic in the emphasis and bracket delimiters of one paragraph, in
+// the nested containers of one list, in lazy lines and in setext headings, and a tree
+// thousands deep overflows the stack of its own tree walks. So a linear scan first
+// (tooCostly) bounds what it is given, by the MAX_ constants below; past them the reply is
+// shown as plain text, as it is if the parser throws. Then nesting past MAX_DEPTH is shown as
+// its text, every walk of a deep tree is iterative, and at most MAX_MATH formulas are typeset
+// and MAX_HIGHLIGHT characters of code highlighted, so no input freezes the page or overflows
+// its stack.
 
+import { parse } from '../vendor/markdown.js';
+import { highlight } from '../vendor/highlight.js';
+import { renderMath } from '../vendor/math.js';
 import { append, externalLink, h, safeHref } from './dom.js';
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
-const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*))?$/;
-const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
-const QUOTE = /^ {0,3}> ?(.*)$/;
-const ITEM = /^( {0,3})([-*+]|\d{1,9}[.)])([ \t]+(.*))?$/;
-const TABLE_RULE = /^ {0,3}\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
-const INDENTED = /^( {4}|\t)/;
 const MAX_DEPTH = 24;
-const MAX_LABEL = 1000;
-const MAX_TARGET = 2000;
-
-/** A fence opening line: its marker and language, or null (a backtick fence's info has none). */
-function fenceOf(line) {
-  const m = FENCE.exec(line);
-  if (!m || (m[1][0] === '`' && m[2].includes('`'))) return null;
-  return { fence: m[1], lang: m[2].trim().split(/\s/)[0] || '' };
-}
-
-/** A heading's level and text (closing #s dropped), or null. */
-function headingOf(line) {
-  const m = HEADING.exec(line);
-  if (!m) return null;
-  let text = (m[2] || '').trimEnd();
-  let end = text.length;
-  while (end > 0 && text[end - 1] === '#') end -= 1;
-  if (end < text.length && (end === 0 || text[end - 1] === ' ' || text[end - 1] === '\t')) {
-    text = text.slice(0, end).trimEnd();
-  }
-  return { level: m[1].length, text };
-}
-
-function isTableRule(line) {
-  return line !== undefined && line.includes('|') && line.includes('-') && TABLE_RULE.test(line);
-}
+// Bounds on the parser's input. Measured with node 20 on micromark 4.0.3: past them a parse
+// took seconds (a paragraph of 16000 `*a`: 3.5 s, of 8000 `a]`: 0.8 s; a list of 4000
+// `- - x` lines: 2.8 s; 8000 lazy lines: 2.4 s; 4000 setext headings: 3.5 s; 3000 nested
+// `- `: a stack overflow). Within them the worst shapes tried parse in 0.1 to 0.5 s; any
+// markdown costs about 6 µs a character (100 000 characters of an ordinary reply: 0.6 s).
+const MAX_LENGTH = 100000;
+const MAX_LINES = 6000; // non-blank ones
+const MAX_CONTAINERS = 2000;
+const MAX_NESTED = 500;
+const MAX_LAZY = 2000;
+const MAX_SETEXT = 200;
+const MAX_DELIMITERS = 3000;
+const MAX_MARKS = 20000;
+// Bounds on the rendering, per reply: characters of code highlighted, formulas typeset.
+const MAX_HIGHLIGHT = 50000;
+const MAX_MATH = 500;
+// Where an `html` node stands as a block of its own, rather than inside a phrase.
+const BLOCK_PARENTS = new Set(['root', 'blockquote', 'listItem', 'footnoteDefinition']);
+const BLOCKS = new Set([
+  'blockquote', 'code', 'footnoteDefinition', 'heading', 'html', 'list', 'listItem', 'math',
+  'paragraph', 'table', 'tableRow', 'tableCell', 'thematicBreak',
+]);
 
 export function renderMarkdown(text) {
+  const source = String(text ?? '').replace(/\r\n?/g, '\n');
+  let tree = null;
+  if (!tooCostly(source)) {
+    try {
+      tree = parse(source);
+    } catch {
+      tree = null; // a stack overflow on some shape not foreseen: shown as text, below
+    }
+  }
+  if (!tree) return plainFragment(source);
+  const context = {
+    definitions: new Map(), // link reference definitions, identifier → url (the first wins)
+    footnotes: new Map(), // footnote definitions, identifier → node (the first wins)
+    numbers: new Map(), // referenced footnotes, identifier → number, in order of first reference
+    inLink: false,
+    highlightLeft: MAX_HIGHLIGHT,
+    mathLeft: MAX_MATH,
+  };
+  collect(tree, context);
   const fragment = document.createDocumentFragment();
-  append(fragment, blocks(String(text ?? '').replace(/\r\n?/g, '\n').split('\n'), 0));
+  append(fragment, children(tree, context, 0));
+  // Footnotes, in order of first reference; one may reference another, numbered as it comes.
+  const notes = [];
+  for (const [id] of context.numbers) {
+    notes.push(h('li', {}, children(context.footnotes.get(id), context, 1)));
+  }
+  if (notes.length) fragment.append(h('section.footnotes', {}, h('ol', {}, notes)));
   return fragment;
 }
 
-function blank(line) {
-  return line.trim() === '';
+/** Text as paragraphs (split at blank lines) with line breaks: what a costly reply shows. */
+function plainFragment(text) {
+  const fragment = document.createDocumentFragment();
+  for (const para of text.split(/\n[ \t]*\n/)) {
+    if (para.trim()) fragment.append(h('p', {}, lines(para)));
+  }
+  return fragment;
 }
 
-function startsBlock(line, next) {
-  return (
-    fenceOf(line) !== null ||
-    headingOf(line) !== null ||
-    RULE.test(line) ||
-    QUOTE.test(line) ||
-    ITEM.test(line) ||
-    (line.includes('|') && isTableRule(next))
-  );
-}
-
-function blocks(lines, depth) {
-  if (depth > MAX_DEPTH) return [h('p', {}, lines.join('\n'))];
-  const out = [];
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i];
-    if (blank(line)) {
-      i += 1;
-      continue;
-    }
-    let m;
-    const opened = fenceOf(line);
-    if (opened) {
-      const { fence, lang } = opened;
-      const body = [];
-      i += 1;
-      while (i < lines.length) {
-        const close = lines[i].trim();
-        if (close.startsWith(fence[0].repeat(fence.length)) && /^(`+|~+)$/.test(close)) {
-          i += 1;
-          break;
+/**
+ * Whether `text` is past the bounds on what the parser is given. One pass over its lines,
+ * counting: the container markers opening each (`>`, `-`, `*`, `+`, `1.`, `1)`; nested if
+ * after another or indented); lazy lines (neither markers nor 4 columns of indentation, after
+ * a line with markers or a footnote definition `[^`, in a run of non-blank lines); setext
+ * underlines (`===` or `---` alone, after a non-blank line); the delimiters of each run of
+ * non-blank lines (`*`, `~`, `[`, `]`, and `_` not inside a word), whose cost grows as their
+ * square; and those with the other characters that start an inline construct or a table cell
+ * (`` ` `` `$` `<` `&` `!` `\` `|` `@`), each costing micromark some 10 to 30 µs. Each is
+ * counted generously: the bounds are on what micromark might make of a line.
+ */
+function tooCostly(text) {
+  if (text.length > MAX_LENGTH) return true;
+  let lineCount = 0; // non-blank lines
+  let containers = 0;
+  let nested = 0;
+  let lazy = 0;
+  let setext = 0;
+  let inContainer = false; // a line of this run of non-blank lines opened a container
+  let previousBlank = true;
+  let marks = 0; // characters that may start an inline construct or a table cell
+  let delimiters = 0; // in the current run of non-blank lines
+  let cost = 0; // Σ delimiters² over the runs
+  const budget = MAX_DELIMITERS * MAX_DELIMITERS;
+  let start = 0;
+  while (start <= text.length) {
+    let end = text.indexOf('\n', start);
+    if (end === -1) end = text.length;
+    // The line's container markers.
+    let i = start;
+    let markers = 0;
+    let indent = -1; // the line's own indentation, in columns
+    let content = start; // where the line's first non-blank character is
+    for (;;) {
+      let columns = 0;
+      while (i < end && (text[i] === ' ' || text[i] === '\t')) {
+        columns += text[i] === '\t' ? 4 : 1;
+        i += 1;
+      }
+      const indented = columns >= 2;
+      if (indent === -1) {
+        indent = columns;
+        content = i;
+      }
+      let next = i;
+      const c = text[i];
+      if (c === '>') {
+        next = i + 1;
+      } else if ((c === '-' || c === '*' || c === '+') && (i + 1 === end || text[i + 1] === ' ' || text[i + 1] === '\t')) {
+        next = i + 1;
+      } else if (c >= '0' && c <= '9') {
+        let j = i;
+        while (j < end && j - i < 10 && text[j] >= '0' && text[j] <= '9') j += 1;
+        if (j - i <= 9 && (text[j] === '.' || text[j] === ')') && (j + 1 === end || text[j + 1] === ' ' || text[j + 1] === '\t')) {
+          next = j + 1;
         }
-        body.push(lines[i]);
-        i += 1;
       }
-      const code = h('code', lang ? { 'data-lang': lang } : {}, body.join('\n'));
-      out.push(h('pre', {}, code));
-      continue;
-    }
-    if (INDENTED.test(line)) {
-      const body = [];
-      while (i < lines.length && (INDENTED.test(lines[i]) || blank(lines[i]))) {
-        body.push(lines[i].replace(INDENTED, ''));
-        i += 1;
-      }
-      while (body.length && blank(body[body.length - 1])) body.pop();
-      out.push(h('pre', {}, h('code', {}, body.join('\n'))));
-      continue;
-    }
-    const heading = headingOf(line);
-    if (heading) {
-      out.push(h(`h${heading.level}`, {}, inline(heading.text, depth)));
-      i += 1;
-      continue;
-    }
-    if (RULE.test(line)) {
-      out.push(h('hr'));
-      i += 1;
-      continue;
-    }
-    if (QUOTE.test(line)) {
-      const body = [];
-      while (i < lines.length && !blank(lines[i])) {
-        const q = QUOTE.exec(lines[i]);
-        // A line without `>` continues the quote's paragraph, unless it starts a block.
-        if (!q && body.length && startsBlock(lines[i], lines[i + 1])) break;
-        body.push(q ? q[1] : lines[i]);
-        i += 1;
-      }
-      out.push(h('blockquote', {}, blocks(body, depth + 1)));
-      continue;
-    }
-    if (ITEM.test(line)) {
-      const [list, next] = listAt(lines, i, depth);
-      out.push(list);
+      if (next === i) break;
+      containers += 1;
+      if (markers > 0 || indented) nested += 1;
+      markers += 1;
       i = next;
-      continue;
     }
-    if (line.includes('|') && isTableRule(lines[i + 1])) {
-      const [table, next] = tableAt(lines, i, depth);
-      out.push(table);
-      i = next;
-      continue;
+    if (containers > MAX_CONTAINERS || nested > MAX_NESTED) return true;
+    const blank = i === end;
+    if (!blank && (lineCount += 1) > MAX_LINES) return true;
+    if (!blank && markers === 0) {
+      if (indent < 4 && text[i] === '[' && text[i + 1] === '^') inContainer = true;
+      else if (inContainer && indent < 4) lazy += 1;
     }
-    const para = [line];
-    i += 1;
-    while (i < lines.length && !blank(lines[i]) && !startsBlock(lines[i], lines[i + 1])) {
-      para.push(lines[i]);
-      i += 1;
+    const c = text[content];
+    if (!previousBlank && indent < 4 && (c === '=' || c === '-') && SETEXT.test(text.slice(content, end))) {
+      setext += 1;
     }
-    out.push(h('p', {}, inline(para.map((l) => l.trim()).join('\n'), depth)));
+    if (lazy > MAX_LAZY || setext > MAX_SETEXT) return true;
+    if (markers > 0) inContainer = true;
+    previousBlank = blank;
+    // The line's delimiters; a blank line ends a run.
+    if (blank) {
+      cost += delimiters * delimiters;
+      delimiters = 0;
+      inContainer = false;
+    } else {
+      for (let k = start; k < end; k += 1) {
+        const c = text[k];
+        if (c === '*' || c === '~' || c === '[' || c === ']' || (c === '_' && !(isWordChar(text[k - 1]) && isWordChar(text[k + 1])))) {
+          delimiters += 1;
+          marks += 1;
+        } else if (MARKS.includes(c)) {
+          marks += 1;
+        }
+      }
+      if (cost + delimiters * delimiters > budget || marks > MAX_MARKS) return true;
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+const MARKS = '`$<&!\\|@';
+const SETEXT = /^(?:=+|-+)[ \t]*$/;
+const WORD = /[\p{L}\p{N}]/u;
+function isWordChar(c) {
+  return c !== undefined && WORD.test(c);
+}
+
+/** Every definition and footnote definition in the tree, found without recursion. */
+function collect(tree, context) {
+  const stack = [tree];
+  while (stack.length) {
+    const node = stack.pop();
+    if (node.type === 'definition' && !context.definitions.has(node.identifier)) {
+      context.definitions.set(node.identifier, node.url);
+    } else if (node.type === 'footnoteDefinition' && !context.footnotes.has(node.identifier)) {
+      context.footnotes.set(node.identifier, node);
+    }
+    if (node.children) for (let i = node.children.length - 1; i >= 0; i -= 1) stack.push(node.children[i]);
+  }
+}
+
+/** The text a subtree holds, found without recursion (for what is nested too deep). */
+function plainText(tree) {
+  let out = '';
+  const stack = [tree];
+  while (stack.length) {
+    const node = stack.pop();
+    if (typeof node.value === 'string') out += node.value;
+    else if (node.type === 'image' || node.type === 'imageReference') out += node.alt || '';
+    else if (node.type === 'break') out += '\n';
+    if (node.children) for (let i = node.children.length - 1; i >= 0; i -= 1) stack.push(node.children[i]);
   }
   return out;
 }
 
-/** A list from line `start`: its items, each rendered as blocks of its own (nested lists). */
-function listAt(lines, start, depth) {
-  const first = ITEM.exec(lines[start]);
-  const ordered = /\d/.test(first[2]);
-  const list = ordered ? h('ol') : h('ul');
-  if (ordered && parseInt(first[2], 10) !== 1) list.start = parseInt(first[2], 10);
-  const baseIndent = first[1].length;
-  let i = start;
-  let loose = false;
-  const items = [];
-  while (i < lines.length) {
-    const m = ITEM.exec(lines[i]);
-    if (!m || m[1].length !== baseIndent || /\d/.test(m[2]) !== ordered) break;
-    const contentIndent = m[1].length + m[2].length + 1;
-    const body = [m[4] || ''];
-    i += 1;
-    while (i < lines.length) {
-      const line = lines[i];
-      if (blank(line)) {
-        // A blank line continues the item only if something indented follows.
-        const after = lines.slice(i + 1).find((l) => !blank(l));
-        if (after !== undefined && indentOf(after) >= contentIndent) {
-          body.push('');
-          loose = true;
-          i += 1;
-          continue;
-        }
-        break;
-      }
-      if (indentOf(line) >= contentIndent) {
-        body.push(dedent(line, contentIndent));
-      } else if (ITEM.test(line) || startsBlock(line, lines[i + 1])) {
-        break;
-      } else {
-        body.push(line.trim()); // a lazy continuation of the item's paragraph
-      }
-      i += 1;
-    }
-    items.push(body);
-    // Blank lines between items make the list loose, as they do for everyone.
-    if (i < lines.length && blank(lines[i])) {
-      const after = lines.slice(i).findIndex((l) => !blank(l));
-      const nextLine = after === -1 ? undefined : lines[i + after];
-      const n = nextLine && ITEM.exec(nextLine);
-      if (n && n[1].length === baseIndent && /\d/.test(n[2]) === ordered) {
-        loose = true;
-        i += after;
-      }
-    }
-  }
-  for (const body of items) {
-    const content = blocks(body, depth + 1);
-    const li = h('li');
-    if (!loose && content.length && content[0].tagName === 'P') {
-      append(li, [...content[0].childNodes]);
-      append(li, content.slice(1));
-    } else {
-      append(li, content);
-    }
-    list.append(li);
-  }
-  return [list, i];
-}
-
-/** `line` without its first `width` columns of indentation (a tab counts to the next 4). */
-function dedent(line, width) {
-  let column = 0;
-  let k = 0;
-  while (k < line.length && column < width && (line[k] === ' ' || line[k] === '\t')) {
-    column = line[k] === '\t' ? column + 4 - (column % 4) : column + 1;
-    k += 1;
-  }
-  return ' '.repeat(Math.max(0, column - width)) + line.slice(k);
-}
-
-function indentOf(line) {
-  const m = /^[ \t]*/.exec(line)[0];
-  return m.replace(/\t/g, '    ').length;
-}
-
-function cells(line) {
-  let row = line.trim();
-  if (row.startsWith('|')) row = row.slice(1);
-  if (row.endsWith('|') && !row.endsWith('\\|')) row = row.slice(0, -1);
+/** Text with its line breaks as <br>. */
+function lines(value) {
   const out = [];
-  let cell = '';
-  for (let k = 0; k < row.length; k += 1) {
-    if (row[k] === '\\' && row[k + 1] === '|') {
-      cell += '|';
-      k += 1;
-    } else if (row[k] === '|') {
-      out.push(cell.trim());
-      cell = '';
-    } else {
-      cell += row[k];
-    }
-  }
-  out.push(cell.trim());
+  value.split('\n').forEach((line, i) => {
+    if (i) out.push(h('br'));
+    if (line) out.push(line);
+  });
   return out;
 }
 
-function tableAt(lines, start, depth) {
-  const head = cells(lines[start]);
-  const align = cells(lines[start + 1]).map((c) =>
-    c.startsWith(':') && c.endsWith(':') ? 'center' : c.endsWith(':') ? 'right' : c.startsWith(':') ? 'left' : null,
-  );
-  const cell = (tag, text, k) => h(tag, align[k] ? { class: `align-${align[k]}` } : {}, inline(text, depth));
-  const thead = h('thead', {}, h('tr', {}, head.map((c, k) => cell('th', c, k))));
-  const tbody = h('tbody');
-  let i = start + 2;
-  while (i < lines.length && !blank(lines[i]) && lines[i].includes('|')) {
-    const row = cells(lines[i]);
-    tbody.append(h('tr', {}, head.map((_, k) => cell('td', row[k] ?? '', k))));
-    i += 1;
-  }
-  return [h('div.table', {}, h('table', {}, thead, tbody)), i];
+function children(node, context, depth) {
+  return (node.children || []).map((child) => render(child, context, depth + 1, node));
 }
 
-const PUNCT = /[!-/:-@[-`{-~]/;
-const BARE_URL = /^https?:\/\/[^\s<>]*[^\s<>.,:;"'!?)\]*_~]/;
+/** Nodes (or strings, appended as text) for one mdast node, a child of `parent`. */
+function render(node, context, depth, parent) {
+  if (depth > MAX_DEPTH) {
+    const text = plainText(node);
+    return BLOCKS.has(node.type) ? h('p', {}, text) : text;
+  }
+  const inner = () => children(node, context, depth);
+  switch (node.type) {
+    case 'paragraph': {
+      // `$$…$$` alone on its line (as models write a formula) is a display formula, as a
+      // `$$` block is.
+      const only = node.children?.length === 1 ? node.children[0] : null;
+      if (only?.type === 'inlineMath') return math(only.value, true, context);
+      return h('p', {}, inner());
+    }
+    case 'heading':
+      return h(`h${Math.min(Math.max(node.depth, 1), 6)}`, {}, inner());
+    case 'thematicBreak':
+      return h('hr');
+    case 'blockquote':
+      return h('blockquote', {}, inner());
+    case 'list':
+      return list(node, context, depth);
+    case 'code':
+      return codeBlock(node, context);
+    case 'math':
+      return math(node.value, true, context);
+    case 'inlineMath':
+      return math(node.value, false, context);
+    case 'table':
+      return table(node, context, depth);
+    case 'html':
+      // Raw HTML is shown as the characters it is made of; a block of it as a paragraph.
+      return BLOCK_PARENTS.has(parent?.type) ? h('p', {}, lines(node.value)) : lines(node.value);
+    case 'definition':
+    case 'footnoteDefinition':
+      return null; // resolved through context; footnotes are listed at the end
+    case 'text':
+      return lines(node.value);
+    case 'emphasis':
+      return h('em', {}, inner());
+    case 'strong':
+      return h('strong', {}, inner());
+    case 'delete':
+      return h('del', {}, inner());
+    case 'inlineCode':
+      return h('code', {}, node.value.replace(/\r?\n|\r/g, ' '));
+    case 'break':
+      return h('br');
+    case 'link':
+      return link(node.url, node, context, depth);
+    case 'linkReference': {
+      const url = context.definitions.get(node.identifier);
+      // micromark makes one only for a defined label; were it not, its words in brackets.
+      if (url === undefined) return ['[', inner(), ']'];
+      return link(url, node, context, depth);
+    }
+    case 'image':
+      return image(node.url, node.alt, context);
+    case 'imageReference': {
+      const url = context.definitions.get(node.identifier);
+      if (url === undefined) return `![${node.alt || ''}]`;
+      return image(url, node.alt, context);
+    }
+    case 'footnoteReference':
+      return footnoteReference(node, context);
+    default:
+      return node.children ? inner() : typeof node.value === 'string' ? lines(node.value) : null;
+  }
+}
 
-/** Inline markdown to nodes. `\n` is a line break. Inside a link (`inLink`) no link is made. */
-export function inline(text, depth = 0, inLink = false) {
-  if (depth > MAX_DEPTH) return [text];
-  const out = [];
-  // Where an opener of each kind was found to have no closer: later ones have none either.
-  const unclosed = {};
-  let plain = '';
-  const flush = () => {
-    if (plain) out.push(plain);
-    plain = '';
+function link(url, node, context, depth) {
+  if (context.inLink) return children(node, context, depth); // no link inside a link
+  context.inLink = true;
+  try {
+    // A link to anything but http(s) is shown as its words (a <span>), the target dropped.
+    return externalLink(url, children(node, context, depth));
+  } finally {
+    context.inLink = false;
+  }
+}
+
+/** An image is never loaded: it is a link to its URL, labelled `image: ALT`. */
+function image(url, alt, context) {
+  const label = alt ? `image: ${alt}` : 'image';
+  if (context.inLink || !safeHref(url)) return label;
+  return externalLink(url, label);
+}
+
+function footnoteReference(node, context) {
+  if (!context.footnotes.has(node.identifier)) return `[^${node.label || node.identifier}]`;
+  if (!context.numbers.has(node.identifier)) context.numbers.set(node.identifier, context.numbers.size + 1);
+  return h('sup.footnote-ref', {}, `[${context.numbers.get(node.identifier)}]`);
+}
+
+function list(node, context, depth) {
+  const ordered = node.ordered === true;
+  const start = ordered && typeof node.start === 'number' && node.start !== 1 ? node.start : undefined;
+  // As CommonMark renderers do: a list is loose if it or any item is spread; the paragraphs
+  // of a tight list's items show without <p>.
+  const loose = node.spread === true || node.children.some(itemLoose);
+  const items = node.children.map((item) => {
+    const content = item.children.map((child) =>
+      !loose && child.type === 'paragraph' && depth + 2 <= MAX_DEPTH
+        ? children(child, context, depth + 2)
+        : render(child, context, depth + 2, item),
+    );
+    if (typeof item.checked !== 'boolean') return h('li', {}, content);
+    const box = h('input', { type: 'checkbox', disabled: true });
+    box.defaultChecked = item.checked; // the `checked` attribute
+    if (content.length && item.children[0].type === 'paragraph') {
+      // The box goes at the start of the first paragraph, as GFM renders it.
+      const first = content[0];
+      if (first instanceof Element && first.tagName === 'P') first.prepend(box, ' ');
+      else content[0] = [box, ' ', first];
+    } else {
+      content.unshift(box);
+    }
+    return h('li.task', {}, content);
+  });
+  return h(ordered ? 'ol' : 'ul', { start }, items);
+}
+
+function itemLoose(item) {
+  return item.spread === null || item.spread === undefined ? item.children.length > 1 : item.spread;
+}
+
+function table(node, context, depth) {
+  const align = node.align || [];
+  const [head, ...rows] = node.children;
+  const width = head ? head.children.length : 0;
+  const row = (tag, r) => {
+    const cells = [];
+    for (let k = 0; k < width; k += 1) {
+      const cell = r.children[k];
+      const attrs = align[k] ? { class: `align-${align[k]}` } : {};
+      cells.push(h(tag, attrs, cell ? children(cell, context, depth + 2) : []));
+    }
+    return h('tr', {}, cells);
   };
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i];
-    if (c === '\\' && i + 1 < text.length && PUNCT.test(text[i + 1])) {
-      plain += text[i + 1];
-      i += 2;
-      continue;
-    }
-    if (c === '\n') {
-      flush();
-      out.push(h('br'));
-      i += 1;
-      continue;
-    }
-    if (c === '`') {
-      const run = /^`+/.exec(text.slice(i))[0];
-      const end = text.indexOf(run, i + run.length);
-      if (end !== -1 && text[end + run.length] !== '`') {
-        flush();
-        let code = text.slice(i + run.length, end).replace(/\n/g, ' ');
-        if (/^ .* $/.test(code) && code.trim()) code = code.slice(1, -1);
-        out.push(h('code', {}, code));
-        i = end + run.length;
-        continue;
-      }
-      plain += run;
-      i += run.length;
-      continue;
-    }
-    if (c === '<' && !inLink) {
-      const m = /^<(https?:\/\/[^\s<>]{1,2000})>/.exec(text.slice(i, i + 2100));
-      if (m && safeHref(m[1])) {
-        flush();
-        out.push(externalLink(m[1], m[1]));
-        i += m[0].length;
-        continue;
-      }
-    }
-    if (!inLink && (c === '[' || (c === '!' && text[i + 1] === '['))) {
-      const link = linkAt(text, c === '!' ? i + 1 : i);
-      if (link) {
-        flush();
-        const label = c === '!' ? [link.label ? `image: ${link.label}` : 'image'] : inline(link.label, depth + 1, true);
-        const href = safeHref(link.url);
-        // A link to anything but http(s) is shown as its words, the target dropped.
-        out.push(href ? externalLink(href, label) : h('span', {}, label));
-        i = link.end;
-        continue;
-      }
-    }
-    if (!inLink && (c === 'h' || c === 'H') && (i === 0 || /[\s(]/.test(text[i - 1]))) {
-      const m = BARE_URL.exec(text.slice(i, i + MAX_TARGET));
-      if (m) {
-        flush();
-        out.push(externalLink(m[0], m[0]));
-        i += m[0].length;
-        continue;
-      }
-    }
-    if (c === '*' || c === '_' || c === '~') {
-      const span = emphasisAt(text, i, unclosed);
-      if (span) {
-        flush();
-        out.push(h(span.tag, {}, inline(span.inner, depth + 1, inLink)));
-        i = span.end;
-        continue;
-      }
-    }
-    plain += c;
-    i += 1;
+  const thead = h('thead', {}, head ? row('th', head) : []);
+  const tbody = h('tbody', {}, rows.map((r) => row('td', r)));
+  return h('div.table', {}, h('table', {}, thead, tbody));
+}
+
+function codeBlock(node, context) {
+  const lang = typeof node.lang === 'string' ? node.lang : '';
+  const code = node.value;
+  let root = null;
+  if (lang && code.length <= context.highlightLeft) {
+    root = highlight(lang, code);
+    if (root) context.highlightLeft -= code.length;
   }
-  flush();
+  const body = root ? fromHast(root, 0) : code;
+  return h('pre', {}, h('code', lang ? { 'data-lang': lang } : {}, body));
+}
+
+/** Highlighted code from lowlight's hast: <span class> elements and text, nothing else. */
+function fromHast(node, depth) {
+  const out = [];
+  for (const child of node.children || []) {
+    if (child.type === 'text') {
+      out.push(child.value);
+    } else if (child.type === 'element' && child.tagName === 'span') {
+      if (depth >= MAX_DEPTH) {
+        out.push(plainText(child));
+        continue;
+      }
+      const classes = (child.properties?.className || []).filter(
+        (c) => typeof c === 'string' && /^[\w-]+$/.test(c),
+      );
+      out.push(h('span', classes.length ? { class: classes.join(' ') } : {}, fromHast(child, depth + 1)));
+    }
+  }
   return out;
 }
 
-/** `[label](url "title")` at `i`: its parts and where it ends, or null. */
-function linkAt(text, i) {
-  let depth = 0;
-  let k = i;
-  const labelEnd = Math.min(text.length, i + MAX_LABEL);
-  for (; k < labelEnd; k += 1) {
-    if (text[k] === '\\') {
-      k += 1;
-      continue;
-    }
-    if (text[k] === '[') depth += 1;
-    else if (text[k] === ']' && --depth === 0) break;
-  }
-  if (k >= labelEnd || text[k + 1] !== '(') return null;
-  const label = text.slice(i + 1, k);
-  let j = k + 2;
-  let parens = 1;
-  const targetEnd = Math.min(text.length, k + 2 + MAX_TARGET);
-  for (; j < targetEnd; j += 1) {
-    if (text[j] === '(') parens += 1;
-    else if (text[j] === ')' && --parens === 0) break;
-    else if (text[j] === '\n') return null;
-  }
-  if (j >= targetEnd) return null;
-  let target = text.slice(k + 2, j).trim();
-  const titled = /^(\S+)\s+["'(].*["')]$/.exec(target);
-  if (titled) target = titled[1];
-  if (target.startsWith('<') && target.endsWith('>')) target = target.slice(1, -1);
-  return { label, url: target, end: j + 1 };
-}
-
-/** `**strong**`, `__strong__`, `*em*`, `_em_`, `~~del~~` at `i`, or null. */
-function emphasisAt(text, i, unclosed) {
-  const c = text[i];
-  const double = text[i + 1] === c;
-  if (c === '~' && !double) return null;
-  const delim = double ? c + c : c;
-  const start = i + delim.length;
-  if (unclosed[delim] !== undefined && start >= unclosed[delim]) return null;
-  if (start >= text.length || /\s/.test(text[start])) return null;
-  // An underscore inside a word (snake_case) is a letter, not emphasis.
-  if (c === '_' && i > 0 && /[\p{L}\p{N}]/u.test(text[i - 1])) return null;
-  let k = start;
-  while (k < text.length) {
-    const end = text.indexOf(c, k);
-    if (end === -1) break;
-    let run = 1;
-    while (text[end + run] === c) run += 1;
-    // The closing run must be the opening one's kind: `**` closes strong, a lone `*` em.
-    const fits = double ? run >= 2 : run === 1;
-    const wordAfter = c === '_' && /[\p{L}\p{N}]/u.test(text[end + run] || '');
-    if (fits && end > start && !/\s/.test(text[end - 1]) && !wordAfter) {
-      const tag = c === '~' ? 'del' : double ? 'strong' : 'em';
-      return { tag, inner: text.slice(start, end), end: end + delim.length };
-    }
-    k = end + run;
-  }
-  unclosed[delim] = start;
-  return null;
+/** TeX as MathML, or as code if it does not parse (or MAX_MATH formulas are typeset). */
+function math(tex, display, context) {
+  const box = display ? h('div.math-display') : h('span.math-inline');
+  const typeset = context.mathLeft > 0 && renderMath(tex, box, display);
+  context.mathLeft -= 1;
+  if (!typeset) append(box, [h('code', {}, tex)]);
+  return box;
 }

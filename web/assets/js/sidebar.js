@@ -1,34 +1,108 @@
-// The workspace list: chats and searches together (GET /v1/workspace-items, newest first),
-// starred ones first, filtered by words and kind; each item renamed (chats: searches have no
-// rename in the API), starred or deleted from its menu. Items whose run is going on carry the
-// generating mark, restored from GET /v1/active-runs.
+// The workspace list: chats and searches together, newest first, starred ones first, filtered
+// by words and kind; each item renamed (chats: searches have no rename in the API), starred or
+// deleted from its menu. Items whose run is going on carry the generating mark, restored from
+// GET /v1/active-runs.
+//
+// The whole history is reachable: chats and searches come a page at a time from
+// `GET /v1/chats?limit=` and `GET /v1/searches?limit=` (their `nextCursor`), merged by time. A
+// merged list is only shown down to where both lists are complete, so an older chat never hides
+// behind a search page that went further back; "Show older" loads the next pages. The filter
+// box filters the loaded titles and also searches every message's text
+// (`GET /v1/message-search`), whose hits open their chat.
 
 import * as api from './api.js';
 import { clear, formatTime, h, toast } from './dom.js';
+
+/** A page's size; a refresh asks again for as many as are loaded (at most the API's 1000). */
+const PAGE = 100;
+const MAX_PAGE = 1000;
+/** Typing pauses this long before the message text is searched. */
+const SEARCH_DELAY_MS = 250;
 
 export class Sidebar {
   constructor(app) {
     this.app = app;
     this.items = [];
+    this.loaded = { chat: [], search: [] };
+    this.cursors = { chat: null, search: null };
     this.running = { chat: new Set(), search: new Set() };
+    this.hits = null; // the message search's state for the current words
     this.list = document.getElementById('workspace');
+    this.more = document.getElementById('show-older');
+    this.hitsSection = document.getElementById('message-hits');
     this.filterText = document.getElementById('filter-text');
     this.filterKind = document.getElementById('filter-kind');
-    this.filterText.addEventListener('input', () => this.render());
+    this.filterText.addEventListener('input', () => {
+      this.render();
+      this.searchMessages();
+    });
     this.filterKind.addEventListener('change', () => this.render());
+    this.more.addEventListener('click', () => this.loadOlder());
   }
 
+  /** The first pages again (as many rows as are loaded), with the running marks. */
   async refresh() {
     try {
-      const [{ items }, runs] = await Promise.all([api.get('v1/workspace-items'), api.get('v1/active-runs')]);
-      this.items = items;
+      const size = (type) => Math.min(MAX_PAGE, Math.max(PAGE, this.loaded[type].length));
+      const [chats, searches, runs] = await Promise.all([
+        api.get(`v1/chats?limit=${size('chat')}`),
+        api.get(`v1/searches?limit=${size('search')}`),
+        api.get('v1/active-runs'),
+      ]);
+      this.loaded.chat = chats.chats.map((c) => ({ ...c, type: 'chat' }));
+      this.loaded.search = searches.searches.map((s) => ({ ...s, type: 'search' }));
+      this.cursors = { chat: chats.nextCursor || null, search: searches.nextCursor || null };
       this.running.chat = new Set(runs.chats);
       this.running.search = new Set(runs.searches);
+      this.merge();
       this.render();
     } catch (err) {
       if (err instanceof api.ApiError && err.status === 401) return;
       toast(`Could not load the list: ${err.message}`, 'error');
     }
+  }
+
+  /** The next page of each list that has one. */
+  async loadOlder() {
+    this.more.disabled = true;
+    try {
+      const pages = await Promise.all(
+        ['chat', 'search'].map((type) => {
+          const cursor = this.cursors[type];
+          if (!cursor) return null;
+          const path = type === 'chat' ? 'v1/chats' : 'v1/searches';
+          return api.get(`${path}?limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`).then((page) => ({ type, page }));
+        }),
+      );
+      for (const loaded of pages) {
+        if (!loaded) continue;
+        const { type, page } = loaded;
+        const rows = type === 'chat' ? page.chats : page.searches;
+        const known = new Set(this.loaded[type].map((i) => i.id));
+        this.loaded[type].push(...rows.filter((r) => !known.has(r.id)).map((r) => ({ ...r, type })));
+        this.cursors[type] = page.nextCursor || null;
+      }
+      this.merge();
+      this.render();
+    } catch (err) {
+      toast(`Could not load older items: ${err.message}`, 'error');
+    } finally {
+      this.more.disabled = false;
+    }
+  }
+
+  /**
+   * `items`: both lists merged, newest first, down to the oldest time both are complete to: a
+   * list with more pages is only known down to its last loaded row.
+   */
+  merge() {
+    const floors = ['chat', 'search']
+      .filter((type) => this.cursors[type] && this.loaded[type].length)
+      .map((type) => this.loaded[type][this.loaded[type].length - 1].updatedAt);
+    const floor = floors.length ? floors.reduce((a, b) => (a > b ? a : b)) : '';
+    this.items = [...this.loaded.chat, ...this.loaded.search]
+      .filter((item) => item.updatedAt >= floor)
+      .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
   }
 
   markRunning(type, id, running) {
@@ -56,10 +130,89 @@ export class Sidebar {
       // Starred first; the server's order (newest first) within each group.
       .sort((a, b) => Number(b.starred) - Number(a.starred));
     const current = location.hash;
-    clear(this.list, 
+    const older = Boolean(this.cursors.chat || this.cursors.search);
+    clear(
+      this.list,
       shown.length
         ? shown.map((item) => this.renderItem(item, current))
-        : h('li.empty-list', {}, this.items.length ? 'Nothing matches.' : 'No chats or searches yet.'),
+        : h('li.empty-list', {}, this.items.length || older ? 'No loaded title matches.' : 'No chats or searches yet.'),
+    );
+    this.more.hidden = !older;
+    this.renderHits();
+  }
+
+  // ---- search in message text -----------------------------------------------------------
+
+  /** Searches the messages for the filter's words once typing pauses (two characters or more). */
+  searchMessages() {
+    clearTimeout(this.searchTimer);
+    this.searchAbort?.abort();
+    const words = this.filterText.value.trim();
+    if (words.length < 2) {
+      this.hits = null;
+      this.renderHits();
+      return;
+    }
+    this.searchTimer = setTimeout(() => this.fetchHits(words, null), SEARCH_DELAY_MS);
+  }
+
+  async fetchHits(words, cursor) {
+    this.searchAbort = new AbortController();
+    const signal = this.searchAbort.signal;
+    if (!cursor) this.hits = { words, list: [], next: null, loading: true };
+    else this.hits.loading = true;
+    this.renderHits();
+    try {
+      const query = `q=${encodeURIComponent(words)}&limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const page = await api.get(`v1/message-search?${query}`, { signal });
+      if (signal.aborted || this.hits?.words !== words) return;
+      this.hits.list.push(...page.hits);
+      this.hits.next = page.nextCursor;
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      if (this.hits) this.hits.error = err.message;
+    }
+    if (this.hits) this.hits.loading = false;
+    this.renderHits();
+  }
+
+  renderHits() {
+    const hits = this.hits;
+    this.hitsSection.hidden = !hits;
+    if (!hits) return;
+    const words = hits.words.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+    const status = hits.loading
+      ? 'Searching messages…'
+      : hits.error
+        ? `Message search failed: ${hits.error}`
+        : hits.list.length
+          ? `${hits.list.length}${hits.next ? '+' : ''} in messages`
+          : 'No message holds these words.';
+    clear(
+      this.hitsSection,
+      h('h2.hits-title', { id: 'message-hits-title' }, 'In messages'),
+      h('p.hits-status', { role: 'status' }, status),
+      hits.list.length
+        ? h(
+            'ul.hits',
+            { 'aria-labelledby': 'message-hits-title' },
+            hits.list.map((hit) =>
+              h(
+                'li.hit',
+                { dataset: { chat: hit.chatId } },
+                h(
+                  'a.hit-link',
+                  { href: `#/chat/${encodeURIComponent(hit.chatId)}` },
+                  h('span.hit-chat', {}, hit.chatTitle?.trim() || 'New chat'),
+                  h('span.hit-snippet', {}, marked(hit.snippet, words)),
+                ),
+              ),
+            ),
+          )
+        : null,
+      hits.next && !hits.loading
+        ? h('button.more-hits', { type: 'button', onclick: () => this.fetchHits(hits.words, hits.next) }, 'More messages')
+        : null,
     );
   }
 
@@ -174,4 +327,28 @@ export function label(item) {
   if (item.title && item.title.trim()) return item.title;
   if (item.type === 'search') return item.query || 'Untitled search';
   return 'New chat';
+}
+
+/** `text` with each place a word starts marked (<mark>), as text nodes. */
+function marked(text, words) {
+  const lower = text.toLowerCase();
+  const parts = [];
+  let at = 0;
+  while (at < text.length) {
+    let next = -1;
+    let length = 0;
+    for (const word of words) {
+      const found = lower.indexOf(word, at);
+      if (found !== -1 && (next === -1 || found < next)) {
+        next = found;
+        length = word.length;
+      }
+    }
+    if (next === -1) break;
+    if (next > at) parts.push(text.slice(at, next));
+    parts.push(h('mark', {}, text.slice(next, next + length)));
+    at = next + length;
+  }
+  parts.push(text.slice(at));
+  return parts;
 }

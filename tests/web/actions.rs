@@ -1,0 +1,188 @@
+//! What a user does with messages: copy a reply (its raw markdown reaches the clipboard), edit
+//! the second message as a new chat (the original untouched), and the reply's rust code block
+//! and `$$…$$` math, rendered highlighted and as MathML under the page's unchanged CSP, with no
+//! CSP or Trusted Types violation in the console.
+
+use serde_json::json;
+
+use crate::open_app;
+use crate::upstream::{COMPLETIONS, text_reply};
+
+const REPLY: &str = "Here is **one** way:\n\n```rust\nfn main() {\n    let answer: u32 = 42;\n    println!(\"{answer}\");\n}\n```\n\nand a fraction:\n\n$$\\frac{a}{b}$$";
+
+const DONE: &str = "return !document.querySelector('#live-run') && \
+    !!document.querySelector('.message.assistant') && !document.getElementById('send').disabled";
+
+/// The stored (role, content) rows of chat `id`.
+async fn rows(chatd: &crate::harness::Chatd, id: &str) -> Vec<(String, String)> {
+    let chat = chatd.get(&format!("/v1/chats/{id}")).await;
+    chat["chat"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().into(),
+                m["content"].as_str().unwrap().into(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn copy_edit_as_a_fork_highlighted_code_and_math() {
+    let pieces = [&REPLY[..30], &REPLY[30..90], &REPLY[90..]];
+    let Some((_upstreams, chatd, browser)) =
+        open_app([(COMPLETIONS, text_reply(&pieces))], &[]).await
+    else {
+        return;
+    };
+    let page = reqwest::get(format!("{}/", chatd.base)).await.unwrap();
+    assert_eq!(
+        page.headers()["content-security-policy"].to_str().unwrap(),
+        chatd::http::web::CSP,
+        "the page's CSP is the one it always was"
+    );
+    browser.ready().await;
+    // A line the console read below must find: the read works, so its silence means something.
+    browser
+        .eval("console.warn('chatd-console-probe')", vec![])
+        .await;
+    browser.allow_clipboard().await;
+    browser.type_and_enter("#message", "first question").await;
+    browser.until("the first reply", DONE).await;
+    browser.type_and_enter("#message", "second question").await;
+    browser
+        .until(
+            "the second reply",
+            &format!(
+                "return document.querySelectorAll('.message.assistant').length === 2 && {}",
+                &DONE["return ".len()..]
+            ),
+        )
+        .await;
+    let original = browser.hash().await;
+    let original_id = original.trim_start_matches("#/chat/").to_string();
+
+    // Highlighted rust: the keyword, the type and the number are spans of their own.
+    let code = browser
+        .eval(
+            "const code = document.querySelector('.message.assistant pre code'); return [code.dataset.lang, \
+               [...code.querySelectorAll('span.hljs-keyword')].map((s) => s.textContent).slice(0, 2), \
+               code.querySelectorAll('span.hljs-number').length > 0, code.textContent.includes('let answer: u32 = 42;')]",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        code,
+        json!(["rust", ["fn", "let"], true, true]),
+        "highlighted rust"
+    );
+    // The math is MathML built by Temml: a display <math> with an <mfrac> of a over b.
+    let math = browser
+        .eval(
+            "const m = document.querySelector('.message.assistant .math-display math'); \
+             return m && [m.getAttribute('display'), m.querySelector('mfrac')?.textContent]",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        math,
+        json!(["block", "ab"]),
+        "MathML for $$\\frac{{a}}{{b}}$$"
+    );
+
+    // Copy puts the reply's markdown, as stored, on the clipboard.
+    browser
+        .click_centered(".message.assistant .action-copy")
+        .await;
+    browser
+        .until(
+            "the copy's notice",
+            "return document.getElementById('announcer').textContent === 'Reply copied'",
+        )
+        .await;
+    assert_eq!(browser.clipboard().await, REPLY);
+    // A code block's own button copies its text only.
+    browser
+        .click_centered(".message.assistant .copy-code")
+        .await;
+    browser
+        .until(
+            "the code copied",
+            "return document.getElementById('announcer').textContent === 'Code copied'",
+        )
+        .await;
+    assert_eq!(
+        browser.clipboard().await,
+        "fn main() {\n    let answer: u32 = 42;\n    println!(\"{answer}\");\n}"
+    );
+
+    // Edit the second user message: a new chat with the rows before it, the edited text and a
+    // new reply; the original as it was.
+    let before = rows(&chatd, &original_id).await;
+    browser
+        .click(".message.user[data-index='2'] .action-edit")
+        .await;
+    let field = browser.find(".edit-form textarea").await;
+    field.clear().await.unwrap();
+    field.send_keys("second question, edited").await.unwrap();
+    browser.click_centered(".edit-form .send-edit").await;
+    browser
+        .until(
+            "the fork to open",
+            &format!(
+                "return location.hash !== {} && location.hash.startsWith('#/chat/')",
+                json!(original)
+            ),
+        )
+        .await;
+    browser
+        .until("the fork's reply", "return !document.querySelector('#live-run') && document.querySelectorAll('.message.assistant').length === 2")
+        .await;
+    let fork_id = browser
+        .hash()
+        .await
+        .trim_start_matches("#/chat/")
+        .to_string();
+    let fork = rows(&chatd, &fork_id).await;
+    let expected: Vec<(String, String)> = [
+        ("user", "first question"),
+        ("assistant", REPLY),
+        ("user", "second question, edited"),
+        ("assistant", REPLY),
+    ]
+    .iter()
+    .map(|(r, c)| (r.to_string(), c.to_string()))
+    .collect();
+    assert_eq!(fork, expected, "the fork's transcript");
+    assert_eq!(
+        rows(&chatd, &original_id).await,
+        before,
+        "the original is unchanged"
+    );
+    let title = chatd.get(&format!("/v1/chats/{fork_id}")).await["chat"]["title"].clone();
+    assert!(
+        title.as_str().unwrap().ends_with(" · edited"),
+        "the fork's title says so: {title}"
+    );
+
+    // Nothing on the way broke the page's policy.
+    let console = browser.console().await;
+    assert!(
+        console.iter().any(|m| m.contains("chatd-console-probe")),
+        "the console is read: {console:?}"
+    );
+    let violations: Vec<&String> = console
+        .iter()
+        .filter(|m| {
+            m.contains("Content Security Policy")
+                || m.contains("Trusted Type")
+                || m.contains("TrustedHTML")
+        })
+        .collect();
+    assert!(
+        violations.is_empty(),
+        "CSP or Trusted Types violations: {violations:?}"
+    );
+}

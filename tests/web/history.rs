@@ -1,0 +1,114 @@
+//! The whole history from the sidebar: with 250 chats the oldest opens after "Show older", and
+//! a word found only in chat #200's message body is found from the filter box. And the first
+//! page of a server with no provider says what to set.
+
+use serde_json::json;
+
+use crate::open_app;
+
+#[tokio::test]
+async fn the_oldest_of_250_chats_opens_and_a_word_in_one_message_is_found() {
+    let Some((_upstreams, chatd, browser)) = open_app([], &[]).await else {
+        return;
+    };
+    let mut ids = Vec::new();
+    for i in 0..250 {
+        let mut messages = vec![
+            json!({"role": "user", "content": format!("question number {i} about the weather")}),
+        ];
+        if i == 200 {
+            messages.push(
+                json!({"role": "assistant", "content": "The zanzibarite crystals glow faintly."}),
+            );
+        }
+        let chat = chatd
+            .api(
+                reqwest::Method::POST,
+                "/v1/chats",
+                Some(json!({"title": format!("Chat {i}"), "messages": messages})),
+                None,
+            )
+            .await;
+        ids.push(chat["chat"]["id"].as_str().unwrap().to_string());
+    }
+    browser.client.refresh().await.unwrap();
+    browser.ready().await;
+    assert_eq!(browser.count(".item").await, 100, "the first page");
+    let oldest = format!(".item[data-id='{}'] .item-link", ids[0]);
+    for page in 1..=2 {
+        browser.click("#show-older").await;
+        browser
+            .until(
+                "the next page",
+                &format!(
+                    "return document.querySelectorAll('.item').length === {}",
+                    (100 * (page + 1)).min(250)
+                ),
+            )
+            .await;
+    }
+    assert_eq!(
+        browser
+            .eval(
+                "return document.getElementById('show-older').hidden",
+                vec![]
+            )
+            .await,
+        true,
+        "everything is loaded"
+    );
+    browser.click(&oldest).await;
+    browser
+        .until(
+            "the oldest chat to open",
+            &format!("return location.hash === '#/chat/{}'", ids[0]),
+        )
+        .await;
+    browser
+        .until("its message", "return document.querySelector('.message.user')?.textContent.includes('question number 0 ')")
+        .await;
+
+    // A word only in chat #200's reply, typed into the filter box.
+    let filter = browser.find("#filter-text").await;
+    filter.send_keys("zanzibarite").await.unwrap();
+    browser
+        .until(
+            "the message hit",
+            "return document.querySelectorAll('#message-hits .hit').length === 1",
+        )
+        .await;
+    let hit = browser
+        .eval(
+            "const hit = document.querySelector('#message-hits .hit'); \
+             return [hit.dataset.chat, hit.querySelector('.hit-chat').textContent, hit.querySelector('mark').textContent]",
+            vec![],
+        )
+        .await;
+    assert_eq!(hit, json!([ids[200], "Chat 200", "zanzibarite"]));
+    browser.click("#message-hits .hit-link").await;
+    browser
+        .until(
+            "chat #200 to open",
+            &format!("return location.hash === '#/chat/{}'", ids[200]),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn with_no_provider_the_first_page_says_what_to_set() {
+    let Some(browser) = crate::harness::Browser::start().await else {
+        return;
+    };
+    let chatd = crate::harness::Chatd::start([("CHATD_METRICS", "on")]);
+    browser.open(&format!("{}/", chatd.base)).await;
+    browser.ready().await;
+    let text = browser.text("#no-provider").await;
+    for needle in [
+        "PROVIDER_A_API_KEY",
+        "PROVIDER_B_API_KEY",
+        "[providers.ollama]",
+        "docs/configuration.md",
+    ] {
+        assert!(text.contains(needle), "{needle} in {text}");
+    }
+}
