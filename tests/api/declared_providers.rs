@@ -161,10 +161,12 @@ async fn declared_provider_round_trips(wire: Adapter) {
         None => String::new(),
     };
     let text = format!(
-        "[providers.{id}]\nadapter = \"{}\"\nbase_url = \"{}{base_path}\"\napi_key = \"{}\"\n{models}",
+        "[providers.{id}]\nadapter = \"{}\"\nbase_url = \"{}{base_path}\"\napi_key = \"{}\"\n{models}\
+         display_name = \"Mine ({})\"\nfeatured_models = [\"m1\"]\n",
         wire.adapter,
         upstream.url(),
-        wire.key
+        wire.key,
+        wire.adapter
     );
     let (server, _files) = server(&upstream, &text).await;
 
@@ -182,8 +184,15 @@ async fn declared_provider_round_trips(wire: Adapter) {
         Some(model) => assert_eq!(models, [model]),
         None => assert!(models.contains(&"gpt-4o-mini"), "{models:?}"),
     }
+    // The file's label and featured models, for the pickers; none on the contract's own.
+    assert_eq!(entry["displayName"], format!("Mine ({})", wire.adapter));
+    assert_eq!(entry["featuredModels"], json!(["m1"]));
     for default in ["provider_a", "provider_b", "provider_c"] {
         assert!(listed["providers"].get(default).is_some(), "{listed}");
+        assert!(
+            listed["providers"][default].get("displayName").is_none(),
+            "{listed}"
+        );
     }
 
     // Non-streaming.

@@ -167,6 +167,52 @@ async fn copy_edit_as_a_fork_highlighted_code_and_math() {
         "the fork's title says so: {title}"
     );
 
+    // The same by keyboard: Ctrl+Shift+C copies the last reply, Ctrl+Shift+G regenerates it
+    // as another fork, which asks the last user message again.
+    browser
+        .eval("navigator.clipboard.writeText('')", vec![])
+        .await;
+    let field = browser.find("#message").await;
+    field.click().await.unwrap();
+    field.send_keys("\u{E009}\u{E008}c\u{E000}").await.unwrap();
+    browser
+        .until(
+            "the copied reply",
+            "return document.getElementById('announcer').textContent === 'Reply copied'",
+        )
+        .await;
+    assert_eq!(browser.clipboard().await, REPLY);
+    field.send_keys("\u{E009}\u{E008}g\u{E000}").await.unwrap();
+    browser
+        .until(
+            "the regenerated fork",
+            &format!(
+                "return !['{original}', '#/chat/{fork_id}'].includes(location.hash) && !document.querySelector('#live-run') \
+                 && document.querySelectorAll('.message.assistant').length === 2"
+            ),
+        )
+        .await;
+    let again = browser
+        .hash()
+        .await
+        .trim_start_matches("#/chat/")
+        .to_string();
+    assert_eq!(
+        rows(&chatd, &again).await,
+        expected,
+        "the regenerated fork's transcript"
+    );
+    assert_eq!(
+        rows(&chatd, &fork_id).await,
+        expected,
+        "the fork it came from is unchanged"
+    );
+    let title = chatd.get(&format!("/v1/chats/{again}")).await["chat"]["title"].clone();
+    assert!(
+        title.as_str().unwrap().ends_with(" · edited · regenerated"),
+        "{title}"
+    );
+
     // Nothing on the way broke the page's policy.
     let console = browser.console().await;
     assert!(

@@ -14,6 +14,7 @@ mod binary;
 mod chat;
 mod harness;
 mod history;
+mod keyboard;
 mod parsers;
 #[path = "../common/process.rs"]
 mod process;

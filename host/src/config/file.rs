@@ -8,6 +8,8 @@
 //! base_url = "https://api.groq.com/openai/v1"
 //! api_key = "${GROQ_API_KEY}"       # read from chatd's environment when the file is loaded
 //! models = ["llama-3.3-70b-versatile"]  # optional: else the upstream's list
+//! display_name = "Groq"             # optional: the pickers' label (else the id)
+//! featured_models = ["llama-3.3-70b-versatile"]  # optional: listed first by the pickers
 //!
 //! [services.weather]                # an upstream and its secret, for the plugins listed
 //! base_url = "https://api.weather.example"
@@ -44,6 +46,9 @@ use super::values::{api_key, base_url, headers};
 
 /// The most models a declared provider may list.
 const MAX_MODELS: usize = 1_000;
+/// The most models a declared provider may feature, and its display name's longest length.
+const MAX_FEATURED: usize = 50;
+const MAX_DISPLAY_NAME: usize = 64;
 
 /// A file that cannot be used: one line, naming the key and the rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -83,6 +88,11 @@ pub struct DeclaredProvider {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// A fixed model list; `None`: asked of the upstream.
     pub models: Option<Vec<String>>,
+    /// What clients show instead of the id (`GET /v1/models`' `displayName`).
+    pub display_name: Option<String>,
+    /// The models clients list first, in this order (`featuredModels`); the operator's choice
+    /// among the listed ones, not a restriction.
+    pub featured_models: Vec<String>,
 }
 
 /// A service the operator declared (or the file's values for a built-in one).
@@ -158,6 +168,10 @@ struct RawProvider {
     headers: BTreeMap<String, String>,
     #[serde(default)]
     models: Option<Vec<String>>,
+    #[serde(default)]
+    display_name: Option<String>,
+    #[serde(default)]
+    featured_models: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -287,28 +301,38 @@ fn declared_provider(id: &str, raw: RawProvider) -> Result<DeclaredProvider, Str
     if adapter.is_empty() {
         return Err(format!("{key}.adapter: must name an adapter"));
     }
-    let models = match raw.models {
+    let models = raw
+        .models
+        .map(|models| {
+            model_ids(
+                &format!("{key}.models"),
+                &models,
+                MAX_MODELS,
+                "omit it to ask the upstream",
+            )
+        })
+        .transpose()?;
+    let featured_models = raw
+        .featured_models
+        .map(|models| {
+            model_ids(
+                &format!("{key}.featured_models"),
+                &models,
+                MAX_FEATURED,
+                "or omit it",
+            )
+        })
+        .transpose()?
+        .unwrap_or_default();
+    let display_name = match raw.display_name.as_deref().map(str::trim) {
         None => None,
-        Some(models) => {
-            if models.is_empty() || models.len() > MAX_MODELS {
-                return Err(format!(
-                    "{key}.models: must list 1 to {MAX_MODELS} models (omit it to ask the \
-                     upstream)"
-                ));
-            }
-            let mut kept: Vec<String> = Vec::new();
-            for (i, model) in models.iter().enumerate() {
-                let model = model.trim();
-                if model.is_empty() || model.chars().count() > 256 {
-                    return Err(format!(
-                        "{key}.models[{i}]: must be a non-blank model id of at most 256 characters"
-                    ));
-                }
-                if !kept.iter().any(|m| m == model) {
-                    kept.push(model.to_string());
-                }
-            }
-            Some(kept)
+        Some(name) if !name.is_empty() && name.chars().count() <= MAX_DISPLAY_NAME => {
+            Some(name.to_string())
+        }
+        Some(_) => {
+            return Err(format!(
+                "{key}.display_name: must be non-blank and at most {MAX_DISPLAY_NAME} characters"
+            ));
         }
     };
     Ok(DeclaredProvider {
@@ -322,7 +346,29 @@ fn declared_provider(id: &str, raw: RawProvider) -> Result<DeclaredProvider, Str
             .transpose()?,
         headers: headers(&key, raw.headers)?,
         models,
+        display_name,
+        featured_models,
     })
+}
+
+/// A list of 1 to `max` model ids at `key`, trimmed, each once.
+fn model_ids(key: &str, models: &[String], max: usize, hint: &str) -> Result<Vec<String>, String> {
+    if models.is_empty() || models.len() > max {
+        return Err(format!("{key}: must list 1 to {max} models ({hint})"));
+    }
+    let mut kept: Vec<String> = Vec::new();
+    for (i, model) in models.iter().enumerate() {
+        let model = model.trim();
+        if model.is_empty() || model.chars().count() > 256 {
+            return Err(format!(
+                "{key}[{i}]: must be a non-blank model id of at most 256 characters"
+            ));
+        }
+        if !kept.iter().any(|m| m == model) {
+            kept.push(model.to_string());
+        }
+    }
+    Ok(kept)
 }
 
 fn declared_service(name: &str, raw: RawService) -> Result<DeclaredService, String> {
@@ -450,6 +496,8 @@ adapter = "chat_completions"
 base_url = "https://api.groq.com/openai/v1"
 api_key = "${GROQ_API_KEY}"
 models = ["llama-3.3-70b-versatile"]
+display_name = " Groq (fast) "
+featured_models = ["b", "a", "b"]
 
 [services.weather]
 base_url = "https://api.weather.example"
@@ -467,6 +515,8 @@ days = 3
         assert_eq!(groq.adapter, "chat_completions");
         assert_eq!(groq.api_key.as_ref().unwrap().expose(), "gsk-1");
         assert_eq!(groq.models.as_deref().unwrap(), ["llama-3.3-70b-versatile"]);
+        assert_eq!(groq.display_name.as_deref(), Some("Groq (fast)"));
+        assert_eq!(groq.featured_models, ["b", "a"]);
         assert_eq!(groq.auth, None);
         let weather = &file.services["weather"];
         assert_eq!(
@@ -510,6 +560,14 @@ days = 3
             (
                 "[providers.Groq]\nadapter = \"a\"\nbase_url = \"http://h\"",
                 "providers.Groq: the name must match",
+            ),
+            (
+                "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\ndisplay_name = \" \"",
+                "providers.g.display_name: must be non-blank and at most 64 characters",
+            ),
+            (
+                "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nfeatured_models = [\"\"]",
+                "providers.g.featured_models[0]: must be a non-blank model id",
             ),
             (
                 "[providers.g]\nadapter = \"a\"\nbase_url = \"http://h\"\nauth = \"basic\"",

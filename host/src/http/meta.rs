@@ -156,6 +156,14 @@ pub struct ModelListEntry {
     pub loaded_at: Option<String>,
     /// The latest failure; the last good list is kept.
     pub error: Option<String>,
+    /// A declared provider's label from the configuration file (an addition); absent: show
+    /// the id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// The models the configuration file features, to list first (an addition); absent when
+    /// none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub featured_models: Vec<String>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -168,20 +176,24 @@ pub struct ModelsResponse {
 #[utoipa::path(get, path = "/models", tag = "meta",
     responses((status = 200, body = ModelsResponse)))]
 pub async fn models(State(state): State<AppState>) -> Json<ModelsResponse> {
+    let snapshot = state.plugins.snapshot();
     let providers = state
         .models
         .current()
         .await
         .into_iter()
         .map(|(provider, list)| {
-            (
-                provider,
-                ModelListEntry {
-                    models: list.models,
-                    loaded_at: list.loaded_at,
-                    error: list.error,
-                },
-            )
+            let served = snapshot.provider(&provider);
+            let entry = ModelListEntry {
+                models: list.models,
+                loaded_at: list.loaded_at,
+                error: list.error,
+                display_name: served.and_then(|p| p.display_name.clone()),
+                featured_models: served
+                    .map(|p| p.featured_models.clone())
+                    .unwrap_or_default(),
+            };
+            (provider, entry)
         })
         .collect();
     Json(ModelsResponse { providers })

@@ -58,6 +58,9 @@ pub struct ServedProvider {
     pub profile: Profile,
     /// A declared provider's fixed model list.
     pub models: Option<Vec<String>>,
+    /// A declared provider's label and featured models, for clients (`GET /v1/models`).
+    pub display_name: Option<String>,
+    pub featured_models: Vec<String>,
     /// Added to its listed models.
     pub extra_model: Option<String>,
     /// Listed with this error instead of asking for a list.
@@ -186,6 +189,8 @@ async fn providers(
                 profile: plugin.profile.clone().unwrap_or_default(),
                 plugin: Some(plugin.clone()),
                 models: None,
+                display_name: None,
+                featured_models: Vec::new(),
                 extra_model: None,
                 error: None,
                 retry: settings.retry.policy(plugin.id()),
@@ -265,6 +270,14 @@ fn served_provider(
         models: match &spec.runs {
             Runs::Declared(declared) => declared.models.clone(),
             Runs::Plugin(_) => None,
+        },
+        display_name: match &spec.runs {
+            Runs::Declared(declared) => declared.display_name.clone(),
+            Runs::Plugin(_) => None,
+        },
+        featured_models: match &spec.runs {
+            Runs::Declared(declared) => declared.featured_models.clone(),
+            Runs::Plugin(_) => Vec::new(),
         },
         extra_model: spec.extra_model.clone(),
         error: error.or_else(|| spec.listing_error.clone()),

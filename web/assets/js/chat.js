@@ -176,9 +176,11 @@ class ChatView {
     clear(this.providerSelect);
     for (const [id, entry] of Object.entries(this.providers)) {
       const usable = (entry.models || []).length > 0;
-      const label = usable ? id : `${id} (unavailable)`;
+      // A declared provider's label from the configuration file, else its id.
+      const name = entry.displayName || id;
+      const label = usable ? name : `${name} (unavailable)`;
       this.providerSelect.append(h('option', { value: id, disabled: !usable }, label));
-      if (entry.error) notes.push(`${id}: ${entry.error}${usable ? ' (showing the last list)' : ''}`);
+      if (entry.error) notes.push(`${name}: ${entry.error}${usable ? ' (showing the last list)' : ''}`);
     }
     this.modelNote.textContent = notes.join(' · ');
     this.modelNote.hidden = notes.length === 0;
@@ -201,8 +203,21 @@ class ChatView {
   fillModels(preferred) {
     const entry = this.providers[this.providerSelect.value];
     const models = [...(entry?.models || [])];
-    if (preferred && !models.includes(preferred)) models.unshift(preferred);
-    clear(this.modelSelect, models.map((m) => h('option', { value: m }, m)));
+    if (preferred && !models.includes(preferred) && !(entry?.featuredModels || []).includes(preferred)) {
+      models.unshift(preferred);
+    }
+    // The configuration file's featured models first, then every other one.
+    const featured = entry?.featuredModels || [];
+    const option = (m) => h('option', { value: m }, m);
+    clear(
+      this.modelSelect,
+      featured.length
+        ? [
+            h('optgroup', { label: 'Featured' }, featured.map(option)),
+            h('optgroup', { label: 'All models' }, models.filter((m) => !featured.includes(m)).map(option)),
+          ]
+        : models.map(option),
+    );
     if (preferred) this.modelSelect.value = preferred;
     this.updateSendable();
   }
