@@ -180,31 +180,7 @@ fn crud(o: Options) -> anyhow::Result<()> {
             }
         })
         .await?;
-        // Message search: a word in one chat's messages (the chat's number, a different chat
-        // each call), a word in every message, and both.
-        let chats = o.chats;
-        for (name, common) in [
-            ("store.search_messages (rare word)", None),
-            ("store.search_messages (every row)", Some("ordinary")),
-            ("store.search_messages (both words)", Some("ordinary")),
-        ] {
-            let both = name.contains("both");
-            measure(name, &o, |i| {
-                let store = store.clone();
-                let rare = ((i * 7919) % chats).to_string();
-                let words: Vec<String> = match (common, both) {
-                    (None, _) => vec![rare],
-                    (Some(c), false) => vec![c.to_string()],
-                    (Some(c), true) => vec![c.to_string(), rare],
-                };
-                async move {
-                    let hits = store.search_messages(&words, 21, None).await?;
-                    anyhow::ensure!(hits.is_some_and(|h| !h.is_empty()), "no hits for {words:?}");
-                    Ok(())
-                }
-            })
-            .await?;
-        }
+        search_store(&store, &o).await?;
         measure("store.get_chat_with_messages (50)", &o, |i| {
             let store = store.clone();
             let id = long_for_store[i % long_for_store.len()].clone();
@@ -244,27 +220,7 @@ fn crud(o: Options) -> anyhow::Result<()> {
         })
         .await?;
 
-        let chats = ids.len();
-        measure("GET /v1/message-search (rare word)", &o, |i| {
-            let req = client.get(format!("{base}/v1/message-search?q={}", (i * 7919) % chats));
-            async move { check(req.send().await?).await }
-        })
-        .await?;
-        measure("GET /v1/message-search (every row)", &o, |_| {
-            let req = client.get(format!("{base}/v1/message-search?q=ordinary"));
-            async move { check(req.send().await?).await }
-        })
-        .await?;
-        measure("GET /v1/message-search (page 2)", &o, |_| {
-            let client = client.clone();
-            let first = format!("{base}/v1/message-search?q=ordinary");
-            async move {
-                let page: serde_json::Value = client.get(&first).send().await?.json().await?;
-                let cursor = page["nextCursor"].as_str().unwrap_or_default().to_string();
-                check(client.get(format!("{first}&cursor={cursor}")).send().await?).await
-            }
-        })
-        .await?;
+        search_http(&client, &base, ids.len(), &o).await?;
 
         let content = "a user message of about two hundred characters, ".repeat(4);
         measure("POST /v1/chats/:chatId/messages", &o, |i| {
@@ -281,6 +237,73 @@ fn crud(o: Options) -> anyhow::Result<()> {
 
     let _ = stop_tx.send(());
     server_rt.block_on(served)?;
+    Ok(())
+}
+
+/// The message search through the store alone: a word in one chat's messages (the chat's
+/// number, another chat each call), a word in every message, and both.
+async fn search_store(store: &chatd::store::Store, o: &Options) -> anyhow::Result<()> {
+    let chats = o.chats;
+    for (name, common) in [
+        ("store.search_messages (rare word)", None),
+        ("store.search_messages (every row)", Some("ordinary")),
+        ("store.search_messages (both words)", Some("ordinary")),
+    ] {
+        let both = name.contains("both");
+        measure(name, &o, |i| {
+            let store = store.clone();
+            let rare = ((i * 7919) % chats).to_string();
+            let words: Vec<String> = match (common, both) {
+                (None, _) => vec![rare],
+                (Some(c), false) => vec![c.to_string()],
+                (Some(c), true) => vec![c.to_string(), rare],
+            };
+            async move {
+                let hits = store.search_messages(&words, 21, None).await?;
+                anyhow::ensure!(hits.is_some_and(|h| !h.is_empty()), "no hits for {words:?}");
+                Ok(())
+            }
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+/// The message search over HTTP: a rare word, a word in every message, and that one's second
+/// page (its first asked for the cursor, then the second measured with it).
+async fn search_http(
+    client: &reqwest::Client,
+    base: &str,
+    chats: usize,
+    o: &Options,
+) -> anyhow::Result<()> {
+    measure("GET /v1/message-search (rare word)", &o, |i| {
+        let req = client.get(format!("{base}/v1/message-search?q={}", (i * 7919) % chats));
+        async move { check(req.send().await?).await }
+    })
+    .await?;
+    measure("GET /v1/message-search (every row)", &o, |_| {
+        let req = client.get(format!("{base}/v1/message-search?q=ordinary"));
+        async move { check(req.send().await?).await }
+    })
+    .await?;
+    measure("GET /v1/message-search (page 2)", &o, |_| {
+        let client = client.clone();
+        let first = format!("{base}/v1/message-search?q=ordinary");
+        async move {
+            let page: serde_json::Value = client.get(&first).send().await?.json().await?;
+            let cursor = page["nextCursor"].as_str().unwrap_or_default().to_string();
+            check(
+                client
+                    .get(format!("{first}&cursor={cursor}"))
+                    .send()
+                    .await?,
+            )
+            .await
+        }
+    })
+    .await?;
+
     Ok(())
 }
 

@@ -1,7 +1,8 @@
-//! What a user does with messages: copy a reply (its raw markdown reaches the clipboard), edit
-//! the second message as a new chat (the original untouched), and the reply's rust code block
-//! and `$$…$$` math, rendered highlighted and as MathML under the page's unchanged CSP, with no
-//! CSP or Trusted Types violation in the console.
+//! What a user does with messages: a reply's rust code block and `$$…$$` math, rendered
+//! highlighted and as MathML; copy (its raw markdown reaches the clipboard, a code block its
+//! text); edit the second message, and regenerate a reply, each as a new chat (the original
+//! untouched), by button and by keyboard. All under the page's unchanged CSP, with no CSP or
+//! Trusted Types violation in the console.
 
 use serde_json::json;
 
@@ -15,28 +16,20 @@ const DONE: &str = "return !document.querySelector('#live-run') && \
 
 /// The stored (role, content) rows of chat `id`.
 async fn rows(chatd: &crate::harness::Chatd, id: &str) -> Vec<(String, String)> {
-    let chat = chatd.get(&format!("/v1/chats/{id}")).await;
-    chat["chat"]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            (
-                m["role"].as_str().unwrap().into(),
-                m["content"].as_str().unwrap().into(),
-            )
-        })
-        .collect()
+    crate::chat::transcript(chatd, &format!("#/chat/{id}")).await
 }
 
-#[tokio::test]
-async fn copy_edit_as_a_fork_highlighted_code_and_math() {
+/// The page open on a chat with `questions` asked and answered, its CSP checked, a probe line in
+/// the console and the clipboard readable. None when the browser is missing.
+async fn opened(
+    questions: &[&str],
+) -> Option<(
+    crate::upstream::Upstreams,
+    crate::harness::Chatd,
+    crate::harness::Browser,
+)> {
     let pieces = [&REPLY[..30], &REPLY[30..90], &REPLY[90..]];
-    let Some((_upstreams, chatd, browser)) =
-        open_app([(COMPLETIONS, text_reply(&pieces))], &[]).await
-    else {
-        return;
-    };
+    let (upstreams, chatd, browser) = open_app([(COMPLETIONS, text_reply(&pieces))], &[]).await?;
     let page = reqwest::get(format!("{}/", chatd.base)).await.unwrap();
     assert_eq!(
         page.headers()["content-security-policy"].to_str().unwrap(),
@@ -44,26 +37,54 @@ async fn copy_edit_as_a_fork_highlighted_code_and_math() {
         "the page's CSP is the one it always was"
     );
     browser.ready().await;
-    // A line the console read below must find: the read works, so its silence means something.
+    // A line the console read must find: the read works, so its silence means something.
     browser
         .eval("console.warn('chatd-console-probe')", vec![])
         .await;
     browser.allow_clipboard().await;
-    browser.type_and_enter("#message", "first question").await;
-    browser.until("the first reply", DONE).await;
-    browser.type_and_enter("#message", "second question").await;
-    browser
-        .until(
-            "the second reply",
-            &format!(
-                "return document.querySelectorAll('.message.assistant').length === 2 && {}",
-                &DONE["return ".len()..]
-            ),
-        )
-        .await;
-    let original = browser.hash().await;
-    let original_id = original.trim_start_matches("#/chat/").to_string();
+    for (n, question) in questions.iter().enumerate() {
+        browser.type_and_enter("#message", question).await;
+        browser
+            .until(
+                "the reply",
+                &format!(
+                    "return document.querySelectorAll('.message.assistant').length === {} && {}",
+                    n + 1,
+                    &DONE["return ".len()..]
+                ),
+            )
+            .await;
+    }
+    Some((upstreams, chatd, browser))
+}
 
+/// The console read: it works (the probe `opened` logged is there), and no CSP or Trusted
+/// Types violation is in it.
+async fn no_policy_violation(browser: &crate::harness::Browser) {
+    let console = browser.console().await;
+    assert!(
+        console.iter().any(|m| m.contains("chatd-console-probe")),
+        "the console is read: {console:?}"
+    );
+    let violations: Vec<&String> = console
+        .iter()
+        .filter(|m| {
+            m.contains("Content Security Policy")
+                || m.contains("Trusted Type")
+                || m.contains("TrustedHTML")
+        })
+        .collect();
+    assert!(
+        violations.is_empty(),
+        "CSP or Trusted Types violations: {violations:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_reply_renders_highlighted_code_and_math_and_copies_as_markdown() {
+    let Some((_upstreams, _chatd, browser)) = opened(&["first question"]).await else {
+        return;
+    };
     // Highlighted rust: the keyword, the type and the number are spans of their own.
     let code = browser
         .eval(
@@ -92,6 +113,14 @@ async fn copy_edit_as_a_fork_highlighted_code_and_math() {
         "MathML for $$\\frac{{a}}{{b}}$$"
     );
 
+    // The README's picture of code and math, the reply in view.
+    browser
+        .eval(
+            "document.querySelector('.message.assistant').scrollIntoView({ block: 'end' })",
+            vec![],
+        )
+        .await;
+    browser.screenshot("chat-code-math", 1440, 900).await;
     // Copy puts the reply's markdown, as stored, on the clipboard.
     browser
         .click_centered(".message.assistant .action-copy")
@@ -118,8 +147,19 @@ async fn copy_edit_as_a_fork_highlighted_code_and_math() {
         "fn main() {\n    let answer: u32 = 42;\n    println!(\"{answer}\");\n}"
     );
 
+    no_policy_violation(&browser).await;
+}
+
+#[tokio::test]
+async fn edit_and_regenerate_fork_into_new_chats_the_originals_unchanged() {
+    let Some((_upstreams, chatd, browser)) = opened(&["first question", "second question"]).await
+    else {
+        return;
+    };
     // Edit the second user message: a new chat with the rows before it, the edited text and a
     // new reply; the original as it was.
+    let original = browser.hash().await;
+    let original_id = original.trim_start_matches("#/chat/").to_string();
     let before = rows(&chatd, &original_id).await;
     browser
         .click(".message.user[data-index='2'] .action-edit")
@@ -213,22 +253,5 @@ async fn copy_edit_as_a_fork_highlighted_code_and_math() {
         "{title}"
     );
 
-    // Nothing on the way broke the page's policy.
-    let console = browser.console().await;
-    assert!(
-        console.iter().any(|m| m.contains("chatd-console-probe")),
-        "the console is read: {console:?}"
-    );
-    let violations: Vec<&String> = console
-        .iter()
-        .filter(|m| {
-            m.contains("Content Security Policy")
-                || m.contains("Trusted Type")
-                || m.contains("TrustedHTML")
-        })
-        .collect();
-    assert!(
-        violations.is_empty(),
-        "CSP or Trusted Types violations: {violations:?}"
-    );
+    no_policy_violation(&browser).await;
 }

@@ -14,7 +14,7 @@ use crate::upstream::{
 };
 
 /// The chat's stored transcript as (role, content) pairs.
-async fn transcript(chatd: &crate::harness::Chatd, hash: &str) -> Vec<(String, String)> {
+pub async fn transcript(chatd: &crate::harness::Chatd, hash: &str) -> Vec<(String, String)> {
     let id = hash.strip_prefix("#/chat/").expect("a chat is open");
     let chat = chatd.get(&format!("/v1/chats/{id}")).await;
     chat["chat"]["messages"]

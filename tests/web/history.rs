@@ -85,6 +85,7 @@ async fn the_oldest_of_250_chats_opens_and_a_word_in_one_message_is_found() {
         )
         .await;
     assert_eq!(hit, json!([ids[200], "Chat 200", "zanzibarite"]));
+    browser.screenshot("find-in-messages", 1440, 900).await;
     browser.click("#message-hits .hit-link").await;
     browser
         .until(

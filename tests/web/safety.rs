@@ -8,7 +8,8 @@ use crate::upstream::{COMPLETIONS, text_reply};
 
 const HOSTILE: &str = "Look <img src=x onerror=\"window.__xss=1\"> here, \
     [click me](javascript:window.__xss=2) and <script>window.__xss=3</script> \
-    <a href=\"javascript:window.__xss=4\">there</a> ![pic](https://tracker.example/p.png)";
+    <a href=\"javascript:window.__xss=4\">there</a> ![pic](https://tracker.example/p.png)\n\n\
+    $$\\begin{equation}\\label{toasts}x\\end{equation}$$";
 
 #[tokio::test]
 async fn html_and_javascript_links_in_a_reply_render_as_text_and_run_nothing() {
@@ -57,14 +58,16 @@ async fn html_and_javascript_links_in_a_reply_render_as_text_and_run_nothing() {
                    t.querySelectorAll('img, script, iframe, object, embed').length, \
                    t.querySelectorAll('[onerror], [onmouseover], [onclick]').length, \
                    [...t.querySelectorAll('a')].filter((a) => !/^https?:/.test(a.href)).length, \
-                   t.querySelectorAll('.message.user b').length]",
+                   t.querySelectorAll('.message.user b').length, \
+                   t.querySelectorAll('.markdown [id]').length, \
+                   t.querySelectorAll('.markdown math').length]",
                 vec![],
             )
             .await;
         assert_eq!(
             found,
-            json!([0, 0, 0, 0]),
-            "{pass}: no markup from the model or the user"
+            json!([0, 0, 0, 0, 0, 1]),
+            "{pass}: no markup from the model or the user, no id from its TeX"
         );
         // The words of the javascript: link are there, as plain text; clicking them does nothing.
         browser

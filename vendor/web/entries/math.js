@@ -2,7 +2,9 @@
 // document.createElementNS / createTextNode / appendChild (no markup string is parsed).
 // Untrusted input: `trust: false` refuses \class, \id, \style, \data and \includegraphics;
 // \ref and \eqref make <a href="#…"> links, which are unwrapped here so that no link but
-// an http(s) one ever reaches the page.
+// an http(s) one ever reaches the page; \label with \tag or a numbered environment sets an
+// element's id from the TeX, which would shadow the page's own ids (its live regions), so
+// every id is removed too.
 import temml from 'temml';
 
 /**
@@ -23,5 +25,6 @@ export function renderMath(tex, element, displayMode = false) {
     return false;
   }
   for (const a of [...element.getElementsByTagName('a')]) a.replaceWith(...a.childNodes);
+  for (const marked of [...element.querySelectorAll('[id]')]) marked.removeAttribute('id');
   return true;
 }

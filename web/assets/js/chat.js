@@ -9,8 +9,8 @@
 // copy, and edit or regenerate as a fork into a new chat whose reply runs once it opens.
 
 import * as api from './api.js';
-import { actionBar, addCodeCopy, editForm, forkOf } from './actions.js';
-import { LIMITS, imageSource, payloadBytes, readFiles } from './attachments.js';
+import { actionBar, addCodeCopy, chatCommand, editMessage, forkChat, historyRows } from './actions.js';
+import { imageSource, payloadBytes, readFiles } from './attachments.js';
 import { announce, clear, copyText, formatBytes, h, toast, typingDots } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { follow } from './sse.js';
@@ -81,9 +81,10 @@ class ChatView {
       onkeydown: (e) => this.onKey(e),
       oninput: () => this.autosize(),
       // An image (a screenshot) pasted into the message is attached, as a dropped file is.
+      // Text wins: an office program puts a picture of the cells beside their text.
       onpaste: (e) => {
         const files = [...(e.clipboardData?.files || [])];
-        if (!files.length) return;
+        if (!files.length || e.clipboardData.types.includes('text/plain')) return;
         e.preventDefault();
         this.addFiles(files);
       },
@@ -287,70 +288,19 @@ class ChatView {
       el.append(
         actionBar('assistant', {
           Copy: () => copyText(message.content, 'Reply'),
-          Regenerate: () => this.fork(index, 'regenerate'),
+          Regenerate: () => forkChat(this, index, 'regenerate'),
         }),
       );
     } else if (message.role === 'user') {
       el.append(
         actionBar('user', {
           Copy: () => copyText(message.content, 'Message'),
-          Edit: () => this.edit(el, message, index),
+          Edit: () => editMessage(this, el, message, index),
         }),
       );
     }
     el.dataset.index = String(index);
     return el;
-  }
-
-  /** Turns a user message into its edit form; sending it forks the chat there. */
-  edit(el, message, index) {
-    if (this.running || el.querySelector('.edit-form')) return;
-    const text = el.querySelector('.text');
-    const actions = el.querySelector('.message-actions');
-    const { form, input } = editForm(message.content, {
-      onSend: (edited) => this.fork(index, 'edit', edited),
-      onCancel: () => {
-        form.replaceWith(text);
-        actions.hidden = false;
-        actions.querySelector('.action-edit')?.focus();
-      },
-    });
-    text.replaceWith(form);
-    actions.hidden = true;
-    input.focus();
-    input.setSelectionRange(input.value.length, input.value.length);
-  }
-
-  /**
-   * A new chat with the transcript up to the message at `index` (edited, or asked again for a
-   * regeneration), opened with its reply running; this chat is left as it is.
-   */
-  async fork(index, how, text) {
-    if (!this.chat || this.forking) return;
-    const fork = forkOf(this.chat, index, how, text);
-    const provider = this.providerSelect.value;
-    const model = this.modelSelect.value;
-    if (!fork) return;
-    if (!provider || !model) {
-      this.showError('Choose a provider and a model first.');
-      return;
-    }
-    this.forking = true;
-    try {
-      const { chat } = await api.post('v1/chats', {
-        provider,
-        model,
-        title: fork.title,
-        messages: fork.messages,
-        ...this.settingsBody(),
-      });
-      this.app.refreshWorkspace();
-      this.app.openFork(chat.id);
-    } catch (err) {
-      toast(`Could not start the new chat: ${err.message}`, 'error');
-    } finally {
-      this.forking = false;
-    }
   }
 
   /** Runs the stored transcript as it is (a fork's last message is the one asked). */
@@ -367,46 +317,7 @@ class ChatView {
 
   /** A keyboard shortcut's command (`shortcuts.js`); true when it applied here. */
   command(name) {
-    const messages = this.chat?.messages || [];
-    const last = (role) => {
-      for (let i = messages.length - 1; i >= 0; i -= 1) if (messages[i].role === role) return i;
-      return -1;
-    };
-    if (name === 'focus-composer') {
-      this.input.focus();
-      return true;
-    }
-    if (name === 'stop') {
-      if (!this.running) return false;
-      this.stop();
-      return true;
-    }
-    if (name === 'copy-reply') {
-      const at = last('assistant');
-      if (at < 0) return false;
-      copyText(messages[at].content, 'Reply');
-      return true;
-    }
-    if (name === 'copy-code') {
-      const blocks = this.transcript.querySelectorAll('.message.assistant pre');
-      if (!blocks.length) return false;
-      copyText(blocks[blocks.length - 1].textContent, 'Code');
-      return true;
-    }
-    if (name === 'edit-last') {
-      const at = last('user');
-      const el = this.transcript.querySelector(`.message.user[data-index="${at}"]`);
-      if (!el) return false;
-      this.edit(el, messages[at], at);
-      return true;
-    }
-    if (name === 'regenerate') {
-      const at = last('assistant');
-      if (at < 0 || this.running) return false;
-      this.fork(at, 'regenerate');
-      return true;
-    }
-    return false;
+    return chatCommand(this, name);
   }
 
   scrollDown(force) {
@@ -490,25 +401,7 @@ class ChatView {
    * beside a new message carrying `attachments`.
    */
   history(attachments = []) {
-    const rows = (this.chat?.messages || []).filter((m) => m.role !== 'tool');
-    const out = rows.map((m) => {
-      const row = { role: m.role, content: m.content };
-      if (m.name) row.name = m.name;
-      const attachments = m.metadata?.attachments;
-      if (m.role === 'user' && Array.isArray(attachments) && attachments.length) row.attachments = attachments;
-      return row;
-    });
-    // Older attachments are dropped, oldest first, when the whole would pass the body cap.
-    let total = out.reduce((n, r) => n + (r.attachments || []).reduce((k, a) => k + payloadBytes(a), 0), 0);
-    const budget = LIMITS.bodyBytes - 512 * 1024 - attachments.reduce((n, a) => n + payloadBytes(a), 0);
-    for (const row of out) {
-      if (total <= budget) break;
-      if (row.attachments) {
-        total -= row.attachments.reduce((k, a) => k + payloadBytes(a), 0);
-        delete row.attachments;
-      }
-    }
-    return out;
+    return historyRows(this.chat?.messages || [], attachments.reduce((n, a) => n + payloadBytes(a), 0));
   }
 
   async send() {
@@ -712,8 +605,9 @@ class ChatView {
       if (typeof outcome.data.text === 'string') text = outcome.data.text;
       paint();
       this.lastUsage = outcome.data.usage || null;
-      announce(outcome.data.stopped ? 'Reply stopped' : 'Reply finished');
       await this.reload();
+      const reply = (this.chat.messages || []).findLast((m) => m.role === 'assistant');
+      announce(reply?.metadata?.stopped ? 'Reply stopped' : 'Reply finished');
       this.suggestTitle();
     } else if (outcome.event === 'gone') {
       await this.reload();

@@ -57,7 +57,7 @@ const app = {
   },
   /** The provider and model of the chat used last, if any. */
   recentModel() {
-    const chat = sidebar.items.find((i) => i.type === 'chat' && i.lastUsedProvider && i.lastUsedModel);
+    const chat = sidebar.loaded.chat.find((i) => i.lastUsedProvider && i.lastUsedModel);
     return chat ? { provider: chat.lastUsedProvider, model: chat.lastUsedModel } : null;
   },
   markRunning(type, id, running) {
@@ -98,6 +98,8 @@ function route() {
   const target = parse(location.hash);
   const key = keyOf(location.hash);
   if (view && key === viewKey) return;
+  // A fork's reply runs when its view opens, not later, when the user comes back to it.
+  if (target.id !== forkToRun) forkToRun = null;
   view?.unmount();
   viewKey = key;
   const container = document.getElementById('view');
@@ -127,15 +129,8 @@ function closeDrawer() {
 function onKey(e) {
   if (document.querySelector('dialog[open], .overlay')) return; // a dialog handles its own keys
   const command = commandOf(e);
-  if (!command) return;
-  if (command === 'stop') {
-    const menus = document.querySelectorAll('details.item-menu[open]');
-    if (document.body.classList.contains('drawer-open') || menus.length) {
-      closeDrawer();
-      for (const menu of menus) menu.open = false;
-      return;
-    }
-  }
+  if (!command || e.isComposing) return;
+  if (command === 'stop' && !escapeStops(e)) return;
   e.preventDefault();
   if (command === 'help') showHelp();
   else if (command === 'new-chat') app.navigate('#/');
@@ -145,6 +140,22 @@ function onKey(e) {
   } else if (!view?.command?.(command) && command !== 'stop') {
     toast(command === 'focus-composer' ? 'There is no message box here.' : 'Nothing to do that with here.');
   }
+}
+
+/**
+ * Whether an Escape is the page's "stop the reply": not when it closes the drawer or a menu,
+ * and not in a field of its own (the filter box clears, a rename is cancelled); in the
+ * message box it is.
+ */
+function escapeStops(e) {
+  const menus = document.querySelectorAll('details.item-menu[open]');
+  if (document.body.classList.contains('drawer-open') || menus.length) {
+    closeDrawer();
+    for (const menu of menus) menu.open = false;
+    return false;
+  }
+  const field = e.target instanceof Element && e.target.closest('input, textarea, select, [contenteditable]');
+  return !field || e.target.id === 'message';
 }
 
 async function signIn(reason) {

@@ -13,7 +13,7 @@
 import * as api from './api.js';
 import { clear, formatTime, h, toast } from './dom.js';
 
-/** A page's size; a refresh asks again for as many as are loaded (at most the API's 1000). */
+/** A page's size, and the API's most; a refresh asks again for as many as are loaded. */
 const PAGE = 100;
 const MAX_PAGE = 1000;
 /** Typing pauses this long before the message text is searched. */
@@ -40,18 +40,18 @@ export class Sidebar {
     this.more.addEventListener('click', () => this.loadOlder());
   }
 
-  /** The first pages again (as many rows as are loaded), with the running marks. */
+  /** The lists again from their newest rows, as many as were loaded, with the running marks. */
   async refresh() {
+    const generation = (this.generation = (this.generation || 0) + 1);
     try {
-      const size = (type) => Math.min(MAX_PAGE, Math.max(PAGE, this.loaded[type].length));
       const [chats, searches, runs] = await Promise.all([
-        api.get(`v1/chats?limit=${size('chat')}`),
-        api.get(`v1/searches?limit=${size('search')}`),
+        this.reload('chat', Math.max(PAGE, this.loaded.chat.length)),
+        this.reload('search', Math.max(PAGE, this.loaded.search.length)),
         api.get('v1/active-runs'),
       ]);
-      this.loaded.chat = chats.chats.map((c) => ({ ...c, type: 'chat' }));
-      this.loaded.search = searches.searches.map((s) => ({ ...s, type: 'search' }));
-      this.cursors = { chat: chats.nextCursor || null, search: searches.nextCursor || null };
+      if (generation !== this.generation) return; // a later refresh is on its way
+      this.loaded = { chat: chats.rows, search: searches.rows };
+      this.cursors = { chat: chats.next, search: searches.next };
       this.running.chat = new Set(runs.chats);
       this.running.search = new Set(runs.searches);
       this.merge();
@@ -62,26 +62,41 @@ export class Sidebar {
     }
   }
 
+  /** The newest `count` rows of one list (pages of at most the API's 1000), and its cursor. */
+  async reload(type, count) {
+    const rows = [];
+    let next = null;
+    do {
+      const page = await this.page(type, Math.min(MAX_PAGE, count - rows.length), next);
+      rows.push(...page.rows);
+      next = page.next;
+    } while (next && rows.length < count);
+    return { rows, next };
+  }
+
+  /** One page of a list: its rows (typed) and the next page's cursor, or null. */
+  async page(type, limit, cursor) {
+    const path = type === 'chat' ? 'v1/chats' : 'v1/searches';
+    const after = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
+    const page = await api.get(`${path}?limit=${limit}${after}`);
+    const rows = type === 'chat' ? page.chats : page.searches;
+    return { rows: rows.map((r) => ({ ...r, type })), next: page.nextCursor || null };
+  }
+
   /** The next page of each list that has one. */
   async loadOlder() {
     this.more.disabled = true;
+    const generation = this.generation;
     try {
-      const pages = await Promise.all(
-        ['chat', 'search'].map((type) => {
-          const cursor = this.cursors[type];
-          if (!cursor) return null;
-          const path = type === 'chat' ? 'v1/chats' : 'v1/searches';
-          return api.get(`${path}?limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`).then((page) => ({ type, page }));
-        }),
-      );
-      for (const loaded of pages) {
-        if (!loaded) continue;
-        const { type, page } = loaded;
-        const rows = type === 'chat' ? page.chats : page.searches;
-        const known = new Set(this.loaded[type].map((i) => i.id));
-        this.loaded[type].push(...rows.filter((r) => !known.has(r.id)).map((r) => ({ ...r, type })));
-        this.cursors[type] = page.nextCursor || null;
-      }
+      const types = ['chat', 'search'].filter((type) => this.cursors[type]);
+      const pages = await Promise.all(types.map((type) => this.page(type, PAGE, this.cursors[type])));
+      // A refresh meanwhile started the lists again: these pages follow cursors it replaced.
+      if (generation !== this.generation) return;
+      types.forEach((type, i) => {
+        const known = new Set(this.loaded[type].map((item) => item.id));
+        this.loaded[type].push(...pages[i].rows.filter((row) => !known.has(row.id)));
+        this.cursors[type] = pages[i].next;
+      });
       this.merge();
       this.render();
     } catch (err) {
@@ -93,16 +108,15 @@ export class Sidebar {
 
   /**
    * `items`: both lists merged, newest first, down to the oldest time both are complete to: a
-   * list with more pages is only known down to its last loaded row.
+   * list with more pages is only known down to its last loaded row. (Shown for "All"; one kind,
+   * or the starred, show every loaded row.)
    */
   merge() {
     const floors = ['chat', 'search']
       .filter((type) => this.cursors[type] && this.loaded[type].length)
       .map((type) => this.loaded[type][this.loaded[type].length - 1].updatedAt);
     const floor = floors.length ? floors.reduce((a, b) => (a > b ? a : b)) : '';
-    this.items = [...this.loaded.chat, ...this.loaded.search]
-      .filter((item) => item.updatedAt >= floor)
-      .sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+    this.items = [...this.loaded.chat, ...this.loaded.search].filter((item) => item.updatedAt >= floor).sort(newestFirst);
   }
 
   markRunning(type, id, running) {
@@ -121,7 +135,8 @@ export class Sidebar {
     this.poll();
     const words = this.filterText.value.trim().toLowerCase();
     const kind = this.filterKind.value;
-    const shown = this.items
+    const pool = kind === 'all' ? this.items : [...this.loaded.chat, ...this.loaded.search].sort(newestFirst);
+    const shown = pool
       .filter((item) => {
         if (kind === 'starred' && !item.starred) return false;
         if ((kind === 'chat' || kind === 'search') && item.type !== kind) return false;
@@ -160,7 +175,7 @@ export class Sidebar {
     this.searchAbort = new AbortController();
     const signal = this.searchAbort.signal;
     if (!cursor) this.hits = { words, list: [], next: null, loading: true };
-    else this.hits.loading = true;
+    else Object.assign(this.hits, { loading: true, error: null });
     this.renderHits();
     try {
       const query = `q=${encodeURIComponent(words)}&limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
@@ -327,6 +342,10 @@ export function label(item) {
   if (item.title && item.title.trim()) return item.title;
   if (item.type === 'search') return item.query || 'Untitled search';
   return 'New chat';
+}
+
+function newestFirst(a, b) {
+  return a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0;
 }
 
 /** `text` with each place a word starts marked (<mark>), as text nodes. */

@@ -1,7 +1,7 @@
-//! Messages found by their text, from the GIN index on `to_tsvector('simple', content)` (its
-//! migration): the query repeats that expression so the planner can use it. Hits come newest
-//! first by id (UUIDv7, ordered by creation); for a common word the planner walks the primary
-//! key backwards instead and stops at the page's end.
+//! Messages found by their text, from `messages.search_words` (the words of each message's
+//! first 100,000 characters, a stored column with a GIN index: its migration says why). Hits
+//! come newest first by id (UUIDv7, ordered by creation): for a rare word the planner takes the
+//! index; for a common one it walks the primary key backwards and stops at the page's end.
 
 use super::PgStore;
 use crate::store::read::HitRow;
@@ -15,7 +15,7 @@ macro_rules! hits {
             "SELECT m.id AS position, m.chat_id, c.title AS chat_title, m.id AS message_id, \
              m.created_at, m.role, m.content \
              FROM messages m JOIN chats c ON c.id = m.chat_id \
-             WHERE to_tsvector('simple', m.content) @@ to_tsquery('simple', $1) \
+             WHERE m.search_words @@ to_tsquery('simple', $1) \
              AND m.role IN ('user', 'assistant')",
             $after,
             " ORDER BY m.id DESC LIMIT $2"
