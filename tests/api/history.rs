@@ -235,3 +235,25 @@ async fn bad_message_searches_are_refused_naming_the_parameter() {
         assert_eq!(status, StatusCode::OK, "{q}: {body}");
     }
 }
+
+/// A message of distinct words past what a PostgreSQL tsvector holds (1 MB) is stored, and is
+/// found by a word near its start, on both stores (PostgreSQL indexes its first 100,000
+/// characters).
+#[tokio::test]
+async fn a_huge_message_of_distinct_words_is_stored_and_found() {
+    let server = TestServer::start().await;
+    let words: Vec<String> = (0..150_000).map(|i| format!("tok{i:06}x")).collect();
+    let content = words.join(" ");
+    assert!(content.len() > 1_500_000);
+    let chat = server.new_chat(json!({ "title": "a log" })).await;
+    let (status, body) = server
+        .post(
+            &format!("/v1/chats/{chat}/messages"),
+            json!({ "role": "user", "content": content }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = server.get("/v1/message-search?q=tok000005x").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["hits"][0]["chatId"], chat.as_str(), "{body}");
+}
