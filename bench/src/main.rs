@@ -220,7 +220,7 @@ fn crud(o: Options) -> anyhow::Result<()> {
         })
         .await?;
 
-        search_http(&client, &base, ids.len(), &o).await?;
+        search_http(&client, &base, &o).await?;
 
         let content = "a user message of about two hundred characters, ".repeat(4);
         measure("POST /v1/chats/:chatId/messages", &o, |i| {
@@ -243,7 +243,6 @@ fn crud(o: Options) -> anyhow::Result<()> {
 /// The message search through the store alone: a word in one chat's messages (the chat's
 /// number, another chat each call), a word in every message, and both.
 async fn search_store(store: &chatd::store::Store, o: &Options) -> anyhow::Result<()> {
-    let chats = o.chats;
     for (name, common) in [
         ("store.search_messages (rare word)", None),
         ("store.search_messages (every row)", Some("ordinary")),
@@ -252,7 +251,7 @@ async fn search_store(store: &chatd::store::Store, o: &Options) -> anyhow::Resul
         let both = name.contains("both");
         measure(name, &o, |i| {
             let store = store.clone();
-            let rare = ((i * 7919) % chats).to_string();
+            let rare = rare_word(i, o);
             let words: Vec<String> = match (common, both) {
                 (None, _) => vec![rare],
                 (Some(c), false) => vec![c.to_string()],
@@ -271,14 +270,9 @@ async fn search_store(store: &chatd::store::Store, o: &Options) -> anyhow::Resul
 
 /// The message search over HTTP: a rare word, a word in every message, and that one's second
 /// page (its first asked for the cursor, then the second measured with it).
-async fn search_http(
-    client: &reqwest::Client,
-    base: &str,
-    chats: usize,
-    o: &Options,
-) -> anyhow::Result<()> {
+async fn search_http(client: &reqwest::Client, base: &str, o: &Options) -> anyhow::Result<()> {
     measure("GET /v1/message-search (rare word)", &o, |i| {
-        let req = client.get(format!("{base}/v1/message-search?q={}", (i * 7919) % chats));
+        let req = client.get(format!("{base}/v1/message-search?q={}", rare_word(i, o)));
         async move { check(req.send().await?).await }
     })
     .await?;
@@ -356,6 +350,18 @@ fn ms(d: Duration) -> f64 {
 
 /// Messages of chat `i`: 50 for the first `long_chats`, the rest share what is left of
 /// `chats × messages_per_chat` (1,000,000 by default) as evenly as whole numbers allow.
+/// The number of a seeded chat with messages, for the `i`th search: spread over all of them
+/// (at small sizes only the long chats have messages).
+fn rare_word(i: usize, o: &Options) -> String {
+    let chat = (i * 7919) % o.chats;
+    let chat = if messages_in_chat(chat, o) > 0 {
+        chat
+    } else {
+        chat % o.long_chats.max(1)
+    };
+    chat.to_string()
+}
+
 fn messages_in_chat(i: usize, o: &Options) -> usize {
     if i < o.long_chats {
         return 50;

@@ -124,41 +124,11 @@ function tooCostly(text) {
   while (start <= text.length) {
     let end = text.indexOf('\n', start);
     if (end === -1) end = text.length;
-    // The line's container markers.
-    let i = start;
-    let markers = 0;
-    let indent = -1; // the line's own indentation, in columns
-    let content = start; // where the line's first non-blank character is
-    for (;;) {
-      let columns = 0;
-      while (i < end && (text[i] === ' ' || text[i] === '\t')) {
-        columns += text[i] === '\t' ? 4 : 1;
-        i += 1;
-      }
-      const indented = columns >= 2;
-      if (indent === -1) {
-        indent = columns;
-        content = i;
-      }
-      let next = i;
-      const c = text[i];
-      if (c === '>') {
-        next = i + 1;
-      } else if ((c === '-' || c === '*' || c === '+') && (i + 1 === end || text[i + 1] === ' ' || text[i + 1] === '\t')) {
-        next = i + 1;
-      } else if (c >= '0' && c <= '9') {
-        let j = i;
-        while (j < end && j - i < 10 && text[j] >= '0' && text[j] <= '9') j += 1;
-        if (j - i <= 9 && (text[j] === '.' || text[j] === ')') && (j + 1 === end || text[j + 1] === ' ' || text[j + 1] === '\t')) {
-          next = j + 1;
-        }
-      }
-      if (next === i) break;
-      containers += 1;
-      if (markers > 0 || indented) nested += 1;
-      markers += 1;
-      i = next;
-    }
+    const line = containerMarkers(text, start, end);
+    const { markers, indent, content } = line;
+    const i = line.after;
+    containers += markers;
+    nested += line.nested;
     if (containers > MAX_CONTAINERS || nested > MAX_NESTED) return true;
     const blank = i === end;
     if (!blank && (lineCount += 1) > MAX_LINES) return true;
@@ -193,6 +163,51 @@ function tooCostly(text) {
     start = end + 1;
   }
   return false;
+}
+
+/**
+ * The container markers (`>`, list bullets and numbers) that open the line from `start` to
+ * `end`: how many, how many of them nested (after another on the line, or indented), the line's
+ * own indentation in columns, where its first non-blank character is, and where its text after
+ * the markers starts.
+ */
+function containerMarkers(text, start, end) {
+  let i = start;
+  let markers = 0;
+  let nested = 0;
+  let indent = -1;
+  let content = start;
+  for (;;) {
+    let columns = 0;
+    while (i < end && (text[i] === ' ' || text[i] === '\t')) {
+      columns += text[i] === '\t' ? 4 : 1;
+      i += 1;
+    }
+    if (indent === -1) {
+      indent = columns;
+      content = i;
+    }
+    const next = markerEnd(text, i, end);
+    if (next === i) break;
+    if (markers > 0 || columns >= 2) nested += 1;
+    markers += 1;
+    i = next;
+  }
+  return { markers, nested, indent, content, after: i };
+}
+
+/** Where a container marker at `i` ends (`>`, `-`/`*`/`+` or `1.`/`1)` before a space), or `i`. */
+function markerEnd(text, i, end) {
+  const c = text[i];
+  const spaced = (k) => k === end || text[k] === ' ' || text[k] === '\t';
+  if (c === '>') return i + 1;
+  if ((c === '-' || c === '*' || c === '+') && spaced(i + 1)) return i + 1;
+  if (c >= '0' && c <= '9') {
+    let j = i;
+    while (j < end && j - i < 10 && text[j] >= '0' && text[j] <= '9') j += 1;
+    if (j - i <= 9 && (text[j] === '.' || text[j] === ')') && spaced(j + 1)) return j + 1;
+  }
+  return i;
 }
 
 const MARKS = '`$<&!\\|@';
