@@ -28,10 +28,13 @@ const AFTER: usize = 140;
 #[into_params(parameter_in = Query)]
 pub struct MessageSearchQuery {
     /// The words to find (1 to 200 characters, with at least one letter or digit).
+    #[param(required = true, min_length = 1, max_length = 200)]
     pub q: Option<String>,
     /// How many hits (1 to 100, default 20).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     /// The `nextCursor` of the page before.
+    #[param(min_length = 1, max_length = 64, pattern = "^[0-9A-Za-z-]+$")]
     pub cursor: Option<String>,
 }
 
@@ -64,11 +67,13 @@ pub async fn search_messages(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<MessageSearchQuery>,
 ) -> ApiResult<Json<MessageSearchResponse>> {
-    let text = query.q.as_deref().unwrap_or("").trim();
+    let raw = query.q.as_deref().unwrap_or("");
+    let text = raw.trim();
     if text.is_empty() {
         return Err(ApiError::bad_request("q: required, the words to find"));
     }
-    if text.chars().count() > MAX_QUERY_CHARS {
+    // As sent, white space included, as the document's maxLength counts.
+    if raw.chars().count() > MAX_QUERY_CHARS {
         return Err(ApiError::bad_request(format!(
             "q: at most {MAX_QUERY_CHARS} characters"
         )));

@@ -20,8 +20,10 @@ pub const MAX_PAGE: u32 = 1000;
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// How many rows (1 to 1000); the response then has `nextCursor` when more may follow.
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
     /// The `nextCursor` of the page before.
+    #[param(min_length = 1)]
     pub cursor: Option<String>,
 }
 
