@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use chatd::config::mcp::{DEFAULT_TIMEOUT, DeclaredMcp};
+use chatd::config::mcp::{DEFAULT_TIMEOUT, DEFAULT_TOOL_TEXT_KIB, DeclaredMcp};
 use chatd::plugins::mcp::{McpServers, McpTool};
 use futures::StreamExt;
 use serde_json::json;
@@ -69,6 +69,8 @@ async fn measure(url: &str, calls: usize) -> anyhow::Result<()> {
             headers: Vec::new(),
             tools: None,
             timeout: DEFAULT_TIMEOUT,
+            max_tool_text: DEFAULT_TOOL_TEXT_KIB as usize * 1024,
+            insecure_key: false,
         },
     );
     let mut changed = servers.changed();

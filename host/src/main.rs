@@ -116,6 +116,10 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
         None => {}
     }
 
+    // Refused by `Config::load` unless the operator opted in; then said at every start.
+    if let Ok(Some(warning)) = config.exposure.decide(&config.host, config.token_mode()) {
+        tracing::warn!("{warning}");
+    }
     // Before anything is compiled into it; created once the configuration is known good.
     if let Err(line) = chatd::store::check_data_dir(&config) {
         eprintln!("chatd: cannot start: {line}");

@@ -105,7 +105,8 @@ impl Server {
                 .as_ref()
                 .map(|t| TokenDigest::new(t.expose())),
             metrics: config.chatd_metrics,
-            allowed_hosts: config.chatd_allowed_hosts.clone().into(),
+            allowed_hosts: config.exposure.chatd_allowed_hosts.clone().into(),
+            allowed_origins: config.exposure.chatd_allowed_origins.clone().into(),
         };
         Ok(Self {
             listener,

@@ -491,7 +491,7 @@ async fn bodies_declared_as_something_other_than_json_are_415() {
             body["message"]
                 .as_str()
                 .unwrap()
-                .starts_with("Content-Type: must be application/json"),
+                .starts_with("Content-Type: a request body must be application/json (got "),
             "{body}"
         );
     }

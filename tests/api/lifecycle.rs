@@ -231,6 +231,23 @@ fn invalid_configuration_stops_startup_with_one_line() {
             &[("CHAT_SHELL_TOOL_ENABLED", "yes")],
             "CHAT_SHELL_TOOL_ENABLED: invalid value \"yes\": must be true or false",
         ),
+        // Open mode on a network address: anyone reaching the port would use chatd.
+        (
+            &[("HOST", "0.0.0.0")],
+            "HOST: 0.0.0.0 is not a loopback address and ADMIN_TOKEN is not set",
+        ),
+        (
+            &[("HOST", "::"), ("CHATD_OPEN_ON_NETWORK", "false")],
+            "HOST: :: is not a loopback address and ADMIN_TOKEN is not set",
+        ),
+        (
+            &[("CHATD_ALLOWED_ORIGINS", "*")],
+            "CHATD_ALLOWED_ORIGINS: invalid value \"*\": * is not allowed",
+        ),
+        (
+            &[("CHATD_SECRET_KEY", "short")],
+            "CHATD_SECRET_KEY: must be at least 32 characters",
+        ),
     ];
     for (env, expected) in cases {
         let out = chatd(dir.path(), env).output().unwrap();
@@ -250,6 +267,49 @@ fn invalid_configuration_stops_startup_with_one_line() {
     assert!(
         !dir.path().join("data").exists(),
         "nothing is created when startup is refused"
+    );
+}
+
+#[tokio::test]
+async fn open_mode_on_a_network_address_needs_the_opt_in_and_says_so_at_every_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = crate::support::plugin_cache_dir();
+    let cache = cache.to_str().unwrap();
+    let refused = chatd(dir.path(), &[("HOST", "0.0.0.0"), ("PORT", "0")])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert!(
+        stderr.contains("Set ADMIN_TOKEN") && stderr.contains("CHATD_OPEN_ON_NETWORK=true"),
+        "the line names the token and the opt-in: {stderr}"
+    );
+    let env = [
+        ("HOST", "0.0.0.0"),
+        ("PORT", "0"),
+        ("PLUGIN_CACHE_DIR", cache),
+        ("CHATD_OPEN_ON_NETWORK", "true"),
+    ];
+    for _ in 0..2 {
+        let process = Process::start(dir.path(), &env);
+        let warning = process.line_with("open mode on a network address");
+        assert!(warning.contains("WARN"), "{warning}");
+        process.stop();
+    }
+    // A token needs no opt-in, and says nothing of it.
+    let process = Process::start(
+        dir.path(),
+        &[
+            ("HOST", "0.0.0.0"),
+            ("PORT", "0"),
+            ("PLUGIN_CACHE_DIR", cache),
+            ("ADMIN_TOKEN", "t"),
+        ],
+    );
+    let (stdout, _) = process.stop();
+    assert!(
+        !stdout.contains("open mode on a network address"),
+        "{stdout}"
     );
 }
 

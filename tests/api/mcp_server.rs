@@ -260,3 +260,52 @@ async fn every_request_stands_alone_so_any_instance_can_answer_it() {
     assert!(names.contains(&"fetch_url"), "{body}");
     server.stop().await;
 }
+
+/// What `/mcp` answers quotes at most a bounded prefix of what it was sent: a 3 MiB tool name, a
+/// 3 MiB method (rmcp's own words), a 3 MiB argument of the wrong type.
+#[tokio::test]
+async fn errors_quote_a_bounded_prefix_of_the_input() {
+    let server = TestServer::start().await;
+    let huge = "x".repeat(3 << 20);
+    for (body, quotes) in [
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": huge, "arguments": {}}}),
+            true,
+        ),
+        (json!({"jsonrpc": "2.0", "id": 2, "method": huge}), true),
+        (
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                   "params": {"name": "chatd_search", "arguments": {"query": "q", "numResults": huge}}}),
+            true,
+        ),
+        // rmcp's own refusal, which names no input.
+        (
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": huge}),
+            false,
+        ),
+    ] {
+        let response = server
+            .client
+            .post(format!("{}/mcp", server.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert!(
+            text.len() < 4096,
+            "{status}: {} bytes: {}…",
+            text.len(),
+            &text[..200]
+        );
+        assert!(
+            !quotes || text.contains("xxx"),
+            "the start is quoted: {text}"
+        );
+    }
+    server.stop().await;
+}

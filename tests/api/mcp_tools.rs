@@ -380,3 +380,37 @@ async fn chatd_serves_a_declared_servers_tools_on_its_own_mcp() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_servers_tools_add_at_most_its_tool_text_to_every_prompt() {
+    let Some(mcp) = McpServer::start(None, false) else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start([]).await;
+    let config = format!(
+        "{}{}max_tool_text_kib = 1\n",
+        table("whole", &mcp.url, ""),
+        table("capped", &mcp.url, "")
+    );
+    let (server, _path, _files) = server_with(C, &upstream, &config).await;
+    listed(&server, "mcp__whole__add", true).await;
+    listed(&server, "mcp__capped__add", true).await;
+    let specs = server.state.plugins.mcp().tools();
+    let of = |name: &str| {
+        specs
+            .iter()
+            .filter(|t| t.server() == name)
+            .map(|t| {
+                t.spec.name.len() + t.spec.description.len() + t.spec.parameters_schema_json.len()
+            })
+            .collect::<Vec<usize>>()
+    };
+    let (whole, capped) = (of("whole"), of("capped"));
+    assert!(whole.iter().sum::<usize>() > 1024, "{whole:?}");
+    assert!(
+        !capped.is_empty() && capped.len() < whole.len(),
+        "{capped:?} of {whole:?}"
+    );
+    assert!(capped.iter().sum::<usize>() <= 1024, "{capped:?}");
+    server.stop().await;
+}

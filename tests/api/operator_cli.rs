@@ -175,3 +175,39 @@ async fn backup_copies_a_serving_database_that_a_server_opens_as_it_is() {
     assert_eq!(chat["chat"]["messages"][0]["content"], "hello");
     server.stop();
 }
+
+#[test]
+fn an_mcp_key_over_plain_http_to_another_host_is_a_configuration_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("chatd.toml");
+    let cache = plugin_cache_dir();
+    let env = [("PLUGIN_CACHE_DIR", cache.to_str().unwrap())];
+    let table = "[mcp.lan]\nurl = \"http://mcp.lan:8000/mcp\"\napi_key = \"k-123\"\n";
+    std::fs::write(&file, table).unwrap();
+    let out = run(
+        dir.path(),
+        &env,
+        &["config", "check", "--config", file.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("mcp.lan.api_key: a credential would go over plain http to mcp.lan")
+            && stderr.contains("allow_insecure = true")
+            && !stderr.contains("k-123"),
+        "{stderr}"
+    );
+    // Accepted when the operator says so, and said at every load.
+    std::fs::write(&file, format!("{table}allow_insecure = true\n")).unwrap();
+    let out = run(
+        dir.path(),
+        &env,
+        &["config", "check", "--config", file.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("mcp.lan: its key goes over plain http to mcp.lan (allow_insecure = true)"),
+        "{stderr}"
+    );
+}

@@ -72,7 +72,8 @@ async fn a_tool_component_describes_and_invokes() {
             "panic",
             "read_env",
             "http_get",
-            "config"
+            "config",
+            "hold_memory"
         ]
     );
     let out = plugin

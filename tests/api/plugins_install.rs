@@ -1,7 +1,9 @@
 //! `chatd plugins install` and `accept`, black-box on the binary: a one-file plugin installed by
 //! path and by URL (a loopback server), pinned by its SHA-256 in the lock file so changed bytes
 //! are refused; signatures required by the operator's keys (signed as the minisign CLI signs),
-//! refused when missing or wrong; an update asking for a new grant held until accepted.
+//! refused when missing or wrong; an update asking for a new grant or higher limits held until
+//! accepted; a lost lock file refusing the installed plugins; compile-cache entries
+//! authenticated under CHATD_SECRET_KEY, and signed plugins never read from an unkeyed cache.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,6 +21,10 @@ const ID: &str = "since_v0_1_0";
 struct Site {
     dir: tempfile::TempDir,
     keys: Option<PathBuf>,
+    /// CHATD_SECRET_KEY.
+    secret: Option<String>,
+    /// A compile cache of its own (`cache/`) rather than the tests' shared one.
+    own_cache: bool,
 }
 
 impl Site {
@@ -27,7 +33,12 @@ impl Site {
         for folder in ["plugins", "data", "dist"] {
             std::fs::create_dir(dir.path().join(folder)).unwrap();
         }
-        Self { dir, keys: None }
+        Self {
+            dir,
+            keys: None,
+            secret: None,
+            own_cache: false,
+        }
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -43,11 +54,34 @@ impl Site {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("PLUGINS_DIR", self.path("plugins"))
             .env("CHATD_DATA_DIR", self.path("data"))
-            .env("PLUGIN_CACHE_DIR", plugin_cache_dir());
+            .env(
+                "PLUGIN_CACHE_DIR",
+                match self.own_cache {
+                    true => self.path("cache"),
+                    false => plugin_cache_dir(),
+                },
+            );
         if let Some(keys) = &self.keys {
             command.env("CHATD_PLUGIN_KEYS", keys);
         }
+        if let Some(secret) = &self.secret {
+            command.env("CHATD_SECRET_KEY", secret);
+        }
         command.output().unwrap()
+    }
+
+    /// The compile cache's entries (own cache only).
+    fn entries(&self) -> std::collections::BTreeSet<PathBuf> {
+        std::fs::read_dir(self.path("cache"))
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default()
+    }
+
+    /// `plugins list`'s stdout and its log (stderr).
+    fn list_and_log(&self) -> (String, String) {
+        let out = self.chatd(&["plugins", "list"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (text(&out.stdout), text(&out.stderr))
     }
 
     fn install(&self, source: &str) -> (Option<i32>, String) {
@@ -73,11 +107,16 @@ impl Site {
     /// The test component packed with a manifest of `version` asking for `grants`, published as
     /// `dist/NAME`; its bytes.
     fn publish(&self, name: &str, version: &str, grants: Value) -> Vec<u8> {
+        self.publish_with(name, version, grants, json!({}))
+    }
+
+    /// [`Site::publish`] with the manifest's `limits`.
+    fn publish_with(&self, name: &str, version: &str, grants: Value, limits: Value) -> Vec<u8> {
         let bare = self.path("dist/bare.wasm");
         std::fs::write(&bare, test_component("test-plugin-since-v0-1-0")).unwrap();
         let manifest = self.path("dist/manifest.json");
         let body = json!({"id": ID, "kind": "tool", "wit": "chatd:plugin@0.1.0",
-                          "version": version, "grants": grants});
+                          "version": version, "grants": grants, "limits": limits});
         std::fs::write(&manifest, body.to_string()).unwrap();
         let out = self.path(&format!("dist/{name}"));
         let packed = Command::new(BIN)
@@ -125,7 +164,12 @@ async fn install_by_path_and_url_pins_the_bytes() {
     assert_eq!(lock["plugins"][ID]["sha256"], sha256(&v1));
     assert_eq!(
         lock["plugins"][ID]["grants"],
-        json!(["config:title_model", "kind:tool"])
+        json!([
+            "config:title_model",
+            "kind:tool",
+            "limit:memoryMib=64",
+            "limit:timeoutMs=30000"
+        ])
     );
     let list = site.list();
     assert!(
@@ -350,4 +394,169 @@ fn an_update_asking_for_a_new_grant_is_held_until_accepted() {
     assert_eq!(code, Some(0), "{said}");
     assert!(said.starts_with(&format!("installed {ID} 1.2.0")), "{said}");
     assert_eq!(site.installed(), v3);
+}
+
+#[test]
+fn an_update_raising_its_limits_is_held_and_lowering_them_is_not() {
+    let site = Site::new();
+    let limits = |memory: u32, timeout: u64| json!({"memoryMib": memory, "timeoutMs": timeout});
+    let v1 = site.publish_with("v1.wasm", "1.0.0", title_model(), limits(64, 30_000));
+    let (code, said) = site.install(site.path("dist/v1.wasm").to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+    // The same grants, but four times the memory and ten times the time.
+    site.publish_with("v2.wasm", "1.1.0", title_model(), limits(256, 300_000));
+    let (code, said) = site.install(site.path("dist/v2.wasm").to_str().unwrap());
+    assert_eq!(code, Some(3), "held: {said}");
+    assert!(
+        said.contains(
+            "asks for grants 1.0.0 did not have: limit:memoryMib=256, limit:timeoutMs=300000"
+        ),
+        "{said}"
+    );
+    assert_eq!(site.installed(), v1, "1.0.0 keeps serving");
+    assert!(site.list().contains("asks for: limit:memoryMib=256"));
+    // Less of both is no new power: installed at once.
+    let v3 = site.publish_with("v3.wasm", "1.2.0", title_model(), limits(32, 1_000));
+    let (code, said) = site.install(site.path("dist/v3.wasm").to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(site.installed(), v3);
+}
+
+#[test]
+fn a_lost_lock_file_refuses_the_installed_plugins_instead_of_unpinning_them() {
+    let site = Site::new();
+    let v1 = site.publish("since.wasm", "1.0.0", title_model());
+    let (code, said) = site.install(site.path("dist/since.wasm").to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+    // A plugin dropped into the folder by hand is not installed: it loads as before.
+    std::fs::write(
+        site.path("plugins/dropped.wasm"),
+        test_component("test-plugin-hostile"),
+    )
+    .unwrap();
+    std::fs::remove_file(site.path("data/plugins.lock")).unwrap();
+    // Other bytes in its place, which the lock would have caught.
+    std::fs::write(
+        site.path(&format!("plugins/{ID}.wasm")),
+        unique(v1.clone(), "swapped"),
+    )
+    .unwrap();
+    let list = site.list();
+    assert!(!list.contains(&format!("{ID} (tool")), "{list}");
+    let refusal = list
+        .lines()
+        .find(|l| l.starts_with("refused ") && l.contains(ID))
+        .unwrap_or_else(|| panic!("{list}"));
+    assert!(
+        refusal.contains(&format!(
+            "{ID} was installed with chatd plugins install (.chatd-installed), but the lock file"
+        )) && refusal.contains("is missing: restore the lock file from a backup, or install"),
+        "{refusal}"
+    );
+    assert!(list.contains("hostile (tool"), "{list}");
+    // A lock file that no longer records it is the same.
+    std::fs::write(
+        site.path("data/plugins.lock"),
+        r#"{"format":1,"plugins":{}}"#,
+    )
+    .unwrap();
+    assert!(site.list().contains("does not record it"));
+    // Installing it again pins it again.
+    let (code, said) = site.install(site.path("dist/since.wasm").to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+    assert!(site.list().contains(&format!("{ID} (tool, version 1.0.0")));
+}
+
+#[test]
+fn with_a_secret_key_a_cache_entry_loads_only_for_the_source_it_was_compiled_from() {
+    let mut site = Site::new();
+    site.own_cache = true;
+    site.secret = Some("a-secret-key-of-at-least-32-characters".into());
+    site.publish("since.wasm", "1.0.0", title_model());
+    let bundled = site.list_and_log();
+    let before = site.entries();
+    assert!(
+        before
+            .iter()
+            .all(|p| p.to_string_lossy().ends_with(".mac.cwasm")),
+        "{before:?}"
+    );
+    assert!(bundled.0.contains("providers"));
+    // One folder plugin, then another: each one's entry is the one that appears.
+    std::fs::copy(
+        site.path("dist/since.wasm"),
+        site.path("plugins/since.wasm"),
+    )
+    .unwrap();
+    site.list_and_log();
+    let with_since = site.entries();
+    let since = with_since.difference(&before).next().unwrap().clone();
+    std::fs::write(
+        site.path("plugins/dropped.wasm"),
+        test_component("test-plugin-hostile"),
+    )
+    .unwrap();
+    let (list, _) = site.list_and_log();
+    assert!(list.contains("tools:  echo, spin"), "{list}");
+    let hostile = site
+        .entries()
+        .difference(&with_since)
+        .next()
+        .unwrap()
+        .clone();
+
+    // The first plugin's code under the second's name: it does not authenticate, so it is
+    // compiled again and the second plugin serves its own tools.
+    std::fs::copy(&since, &hostile).unwrap();
+    let (list, log) = site.list_and_log();
+    assert!(
+        log.contains("does not authenticate under CHATD_SECRET_KEY")
+            && log.contains("compiling again"),
+        "{log}"
+    );
+    assert!(list.contains("tools:  echo, spin"), "{list}");
+    // Then read from the cache again, quietly.
+    let (_, log) = site.list_and_log();
+    assert!(!log.contains("does not authenticate"), "{log}");
+
+    // Another key (or none) trusts none of it.
+    site.secret = Some("another-secret-key-of-32-characters-or-more".into());
+    let (_, log) = site.list_and_log();
+    assert!(log.contains("does not authenticate"), "{log}");
+}
+
+#[test]
+fn without_a_secret_key_a_signed_plugin_is_compiled_and_never_cached() {
+    let mut site = Site::new();
+    site.own_cache = true;
+    let (ours, our_key) = keys(site.dir.path(), "ours");
+    site.keys = Some(ours);
+    site.publish("since.wasm", "1.0.0", title_model());
+    let published = site.path("dist/since.wasm");
+    sign(&published, &our_key);
+    site.list_and_log();
+    let bundled = site.entries();
+    let (code, said) = site.install(published.to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+    for _ in 0..2 {
+        let list = site.list();
+        assert!(
+            list.contains(&format!("{ID} (tool, version 1.0.0")),
+            "{list}"
+        );
+        assert_eq!(
+            site.entries(),
+            bundled,
+            "nothing of the signed plugin is kept"
+        );
+    }
+    // With the key its entry is kept, authenticated, beside the bundled plugins' own.
+    site.secret = Some("a-secret-key-of-at-least-32-characters".into());
+    site.list();
+    let authenticated = site
+        .entries()
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".mac.cwasm"))
+        .count();
+    assert_eq!(authenticated, bundled.len() + 1);
 }

@@ -11,10 +11,16 @@ use crate::support::{Options, TestServer};
 /// The status and body of `GET path` sent to `server` with `host` as its Host header (none when
 /// `None`).
 async fn get_with_host(server: &TestServer, path: &str, host: Option<&str>) -> (u16, String) {
+    let host = host.map(|h| format!("Host: {h}\r\n")).unwrap_or_default();
+    raw(server, &format!("GET {path} HTTP/1.1\r\n{host}")).await
+}
+
+/// The status and body of `head` (a request line and header lines, each ending in CRLF), sent
+/// as it is with `Connection: close`.
+async fn raw(server: &TestServer, head: &str) -> (u16, String) {
     let addr = server.base.trim_start_matches("http://");
     let mut stream = TcpStream::connect(addr).await.unwrap();
-    let host = host.map(|h| format!("Host: {h}\r\n")).unwrap_or_default();
-    let request = format!("GET {path} HTTP/1.1\r\n{host}Connection: close\r\n\r\n");
+    let request = format!("{head}Connection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();
@@ -109,4 +115,58 @@ async fn open_mode_refuses_a_foreign_host_on_mcp() {
         assert!(body.contains("CHATD_ALLOWED_HOSTS"), "{body}");
     }
     server.stop().await;
+}
+
+/// An ambiguous Host is refused whatever the mode: a check reading one Host while something
+/// else reads another is how such checks are bypassed (RFC 9112 §3.2).
+#[tokio::test]
+async fn an_ambiguous_or_malformed_host_is_400_in_both_modes() {
+    for token in [None, Some("t0ken".to_string())] {
+        let server = TestServer::start_with(Options {
+            token: token.clone(),
+            ..Options::default()
+        })
+        .await;
+        let port = server.base.rsplit(':').next().unwrap().to_string();
+        let here = format!("127.0.0.1:{port}");
+        let cases = [
+            (
+                format!("GET /health HTTP/1.1\r\nHost: {here}\r\nHost: evil.example\r\n"),
+                "Host: sent more than once",
+            ),
+            (
+                "GET /health HTTP/1.1\r\n".to_string(),
+                "Host: missing; an HTTP/1.1 request must send one",
+            ),
+            (
+                format!("GET http://evil.example/health HTTP/1.1\r\nHost: {here}\r\n"),
+                "the request target names \\\"evil.example\\\" but Host says",
+            ),
+            (
+                format!("GET /health HTTP/1.1\r\nHost: [::1]evil.example:{port}\r\n"),
+                "only a port may follow the brackets",
+            ),
+            (
+                "GET /health HTTP/1.1\r\nHost: [::1\r\n".to_string(),
+                "an IPv6 address in brackets must close them",
+            ),
+            (
+                "GET /health HTTP/1.1\r\nHost: 127.0.0.1@evil.example\r\n".to_string(),
+                "a host name holds only",
+            ),
+        ];
+        for (head, expected) in cases {
+            let (status, body) = raw(&server, &head).await;
+            assert_eq!(status, 400, "{token:?} {head:?}: {body}");
+            assert!(body.contains(expected), "{head:?}: {body}");
+        }
+        // The same authority in the target and the Host, the default port written or not.
+        let (status, body) = raw(
+            &server,
+            &format!("GET http://{here}/health HTTP/1.1\r\nHost: {here}\r\n"),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        server.stop().await;
+    }
 }

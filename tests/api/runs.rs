@@ -228,7 +228,10 @@ async fn a_new_chats_stream_dropped_while_the_chat_is_written_still_runs() {
     use tower::ServiceExt;
     let gate = Gate::new();
     let (upstream, server) = gated(&gate).await;
+    // In-process, as a connection would hand it over: with its Host (an HTTP/1.1 request
+    // without one is refused).
     let request = axum::http::Request::post("/v1/chat-completions/stream")
+        .header("host", "127.0.0.1")
         .header("content-type", "application/json")
         .body(axum::body::Body::from(
             body(None, json!([{"role": "user", "content": "hi"}])).to_string(),
@@ -442,6 +445,7 @@ async fn a_body_that_stops_arriving_is_refused_and_a_slow_one_is_not() {
     let router = chatd::http::router_with(server.state.clone(), timeouts);
     let post = |body| {
         axum::http::Request::post("/v1/chats")
+            .header("host", "127.0.0.1")
             .header("content-type", "application/json")
             .body(body)
             .unwrap()
@@ -494,6 +498,7 @@ async fn a_body_that_trickles_past_the_deadline_is_refused() {
             Ok::<_, std::io::Error>(axum::body::Bytes::from_static(piece.as_bytes()))
         });
     let request = axum::http::Request::post("/v1/chats")
+        .header("host", "127.0.0.1")
         .header("content-type", "application/json")
         .body(axum::body::Body::from_stream(endless))
         .unwrap();

@@ -181,13 +181,17 @@ impl TestServer {
         self.request(Method::DELETE, path, None).await
     }
 
-    /// POSTs a raw body (not necessarily JSON).
+    /// POSTs a raw body (not necessarily JSON), declared as JSON.
     pub async fn post_raw(
         &self,
         path: &str,
         body: impl Into<reqwest::Body>,
     ) -> (StatusCode, Value) {
-        let mut req = self.client.post(format!("{}{path}", self.base)).body(body);
+        let mut req = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(token) = &self.token {
             req = req.bearer_auth(token);
         }

@@ -18,6 +18,8 @@ mod bundled_tools;
 mod chats;
 #[path = "../api/completions.rs"]
 mod completions;
+#[path = "../api/cross_origin.rs"]
+mod cross_origin;
 #[path = "../api/declared_providers.rs"]
 mod declared_providers;
 mod deploy;

@@ -269,6 +269,12 @@ impl FileConfig {
         file.retry = raw.retry.check()?;
         for (name, raw) in raw.mcp {
             let server = super::mcp::declared(&name, raw)?;
+            if server.insecure_key {
+                file.warnings.push(format!(
+                    "mcp.{name}: its key goes over plain http to {} (allow_insecure = true)",
+                    server.url.host_str().unwrap_or_default()
+                ));
+            }
             file.mcp.insert(name, server);
         }
         Ok(file)

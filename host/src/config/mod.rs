@@ -7,6 +7,7 @@
 //! Secrets are wrapped in [`Secret`] so that `Debug` (and therefore any log line that prints the
 //! config) never shows them, and `--help` never echoes their environment values.
 
+pub mod exposure;
 pub mod file;
 pub mod mcp;
 pub mod names;
@@ -236,11 +237,14 @@ pub struct Config {
     #[arg(long, env = "CHAT_SHELL_EXEC_TIMEOUT_MS", value_name = "CHAT_SHELL_EXEC_TIMEOUT_MS", default_value = "120000", value_parser = parse_positive_u64)]
     pub chat_shell_exec_timeout_ms: u64,
 
-    /// Open mode (no ADMIN_TOKEN) answers only requests whose Host is a loopback name (localhost,
-    /// 127.0.0.0/8, [::1]) or one of these names (comma-separated, e.g. chat.lan,192.168.1.5), so
-    /// a web page cannot reach it through DNS rebinding. Token mode serves any Host.
-    #[arg(long, env = "CHATD_ALLOWED_HOSTS", value_name = "CHATD_ALLOWED_HOSTS", value_delimiter = ',', value_parser = parse_host_name)]
-    pub chatd_allowed_hosts: Vec<String>,
+    /// Host names, browser origins, open mode on a network (`exposure.rs`).
+    #[command(flatten)]
+    pub exposure: exposure::Exposure,
+    /// A key for what chatd authenticates or encrypts at rest (compile-cache entries; MCP
+    /// OAuth tokens): at least 32 characters, kept out of the data folder. Without it, signed
+    /// plugins are compiled at every start rather than read from the compile cache.
+    #[arg(long, env = "CHATD_SECRET_KEY", value_name = "CHATD_SECRET_KEY", hide_env_values = true, value_parser = parse_secret_key)]
+    pub chatd_secret_key: Option<Secret>,
     /// Lets tool plugins reach loopback, private and link-local addresses.
     #[arg(long, env = "CHATD_ALLOW_PRIVATE_NETWORKS", value_name = "CHATD_ALLOW_PRIVATE_NETWORKS", default_value = "false", value_parser = parse_bool, action = clap::ArgAction::Set)]
     pub chatd_allow_private_networks: bool,
@@ -264,6 +268,12 @@ pub struct Config {
     /// beside it); others are refused.
     #[arg(long, env = "CHATD_PLUGIN_KEYS", value_name = "CHATD_PLUGIN_KEYS")]
     pub chatd_plugin_keys: Option<PathBuf>,
+    /// The most memory all plugin instances together may hold, in MiB: past it a call that asks
+    /// for more fails with a trap naming this setting, and the server stays up. Default: 4096
+    /// or half the memory this process may use (the machine's, or its cgroup's limit), the
+    /// smaller.
+    #[arg(long, env = "CHATD_PLUGIN_MEMORY_TOTAL_MIB", value_name = "CHATD_PLUGIN_MEMORY_TOTAL_MIB", value_parser = parse_memory_total)]
+    pub chatd_plugin_memory_total_mib: Option<u64>,
     /// The configuration file (TOML): declared providers, services, plugin settings. Watched
     /// and reloaded when it changes.
     #[arg(
@@ -492,6 +502,7 @@ impl Config {
             &mut self.agent_api_key,
             &mut self.engine_a_api_key,
             &mut self.chat_coding_ssh_private_key_b64,
+            &mut self.chatd_secret_key,
         ] {
             if secret.as_ref().is_some_and(|s| s.0.trim().is_empty()) {
                 *secret = None;
@@ -537,6 +548,15 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "CHAT_WEB_SEARCH_ENGINE: engine_b requires ENGINE_B_BASE_URL to be set".into(),
             ));
+        }
+        // Serving, or saying whether startup would: the operator commands listen on nothing.
+        if matches!(
+            self.command,
+            None | Some(Command::Config(ConfigCommand::Check))
+        ) {
+            self.exposure
+                .decide(&self.host, self.token_mode())
+                .map_err(ConfigError::Invalid)?;
         }
         let host_missing = self.chat_coding_remote_host.is_none();
         for (enabled, var) in [
@@ -584,6 +604,15 @@ impl Config {
         self.admin_token.is_some()
     }
 
+    /// CHATD_PLUGIN_MEMORY_TOTAL_MIB, or its default: 4096, or half the memory this process may
+    /// use when that is less (a small container must not be OOM-killed before the cap bites).
+    pub fn plugin_memory_total_mib(&self) -> u64 {
+        self.chatd_plugin_memory_total_mib.unwrap_or_else(|| {
+            let half = usable_memory_bytes().map_or(u64::MAX, |bytes| bytes / 2 >> 20);
+            DEFAULT_PLUGIN_MEMORY_TOTAL_MIB.min(half).max(64)
+        })
+    }
+
     /// Where traces go (OTLP/HTTP), when they are exported: the traces endpoint as given, else
     /// the base endpoint with `/v1/traces`, as the OpenTelemetry specification says.
     pub fn otlp_traces_endpoint(&self) -> Option<String> {
@@ -595,6 +624,28 @@ impl Config {
         }
         let base = self.otel_exporter_otlp_endpoint.as_deref()?.trim();
         Some(format!("{}/v1/traces", base.trim_end_matches('/')))
+    }
+}
+
+/// CHATD_PLUGIN_MEMORY_TOTAL_MIB's default on a machine with 8 GiB or more.
+pub const DEFAULT_PLUGIN_MEMORY_TOTAL_MIB: u64 = 4096;
+
+/// The memory this process may use: the machine's (`/proc/meminfo`), or its cgroup's limit
+/// (v2 `memory.max`) when that is lower; `None` where neither can be read.
+fn usable_memory_bytes() -> Option<u64> {
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        });
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|limit| limit.trim().parse::<u64>().ok());
+    match (machine, cgroup) {
+        (Some(m), Some(c)) => Some(m.min(c)),
+        (m, c) => m.or(c),
     }
 }
 
@@ -625,7 +676,14 @@ impl ConfigError {
                 .unwrap_or_else(|| arg.clone()),
             _ => String::new(),
         };
+        // A secret's value is never repeated (a short CHATD_SECRET_KEY is still most of one).
+        let secret = Config::command().get_arguments().any(|a| {
+            a.is_hide_env_values_set()
+                && a.get_value_names()
+                    .is_some_and(|names| names.iter().any(|n| n.as_str() == var))
+        });
         let value = match err.get(ContextKind::InvalidValue) {
+            Some(ContextValue::String(_)) if secret => None,
             Some(ContextValue::String(v)) => Some(redact_userinfo(v)),
             _ => None,
         };
@@ -711,6 +769,25 @@ fn parse_secret(s: &str) -> Result<Secret, String> {
     Ok(Secret(s.to_string()))
 }
 
+/// The secret key authenticates what chatd keeps at rest: a short one could be guessed.
+fn parse_secret_key(s: &str) -> Result<Secret, String> {
+    let key = s.trim();
+    // `KEY=` in an env file is unset (`drop_empty_values`).
+    if !key.is_empty() && key.chars().count() < 32 {
+        return Err(
+            "must be at least 32 characters (e.g. the output of `openssl rand -base64 32`)".into(),
+        );
+    }
+    Ok(Secret(key.to_string()))
+}
+
+fn parse_memory_total(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if (64..=1 << 20).contains(&n) => Ok(n),
+        _ => Err("must be an integer from 64 to 1048576 (MiB)".into()),
+    }
+}
+
 /// A blank admin token would let `Authorization: Bearer ` in; refuse it rather than guess.
 /// Surrounding white space is dropped: an HTTP header value cannot carry it, so a token kept with
 /// a stray space from an env file could never match.
@@ -758,20 +835,6 @@ fn parse_database_timeout(s: &str) -> Result<u64, String> {
     }
 }
 
-fn parse_host_name(s: &str) -> Result<String, String> {
-    let name = s.trim().to_ascii_lowercase();
-    let valid = !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
-    if valid {
-        Ok(name)
-    } else {
-        Err("each must be a host name or an address, without a scheme, path or port".into())
-    }
-}
-
 fn parse_database_url(s: &str) -> Result<DatabaseUrl, String> {
     let s = s.trim();
     let scheme = s
@@ -801,9 +864,11 @@ mod tests {
 
     #[test]
     fn allowed_hosts_are_a_list_of_names() {
-        assert!(ok(&[]).chatd_allowed_hosts.is_empty());
+        assert!(ok(&[]).exposure.chatd_allowed_hosts.is_empty());
         assert_eq!(
-            ok(&["--chatd-allowed-hosts", "Chat.LAN, 192.168.1.5"]).chatd_allowed_hosts,
+            ok(&["--chatd-allowed-hosts", "Chat.LAN, 192.168.1.5"])
+                .exposure
+                .chatd_allowed_hosts,
             vec!["chat.lan".to_string(), "192.168.1.5".to_string()]
         );
         assert!(
@@ -875,7 +940,12 @@ mod tests {
         assert!(e.starts_with("CHAT_SHELL_TOOL_ENABLED:"), "{e}");
         assert!(err(&["--chatd-allow-private-networks", "yes"]).contains("must be true or false"));
         assert!(!err(&["--port", "abc"]).contains('\n'));
-        assert!(err(&["--admin-token", " "]).starts_with("ADMIN_TOKEN: invalid value"));
+        assert!(err(&["--admin-token", " "]).starts_with("ADMIN_TOKEN: must not be blank"));
+        assert_eq!(
+            err(&["--chatd-secret-key", "hunter2"]),
+            "CHATD_SECRET_KEY: must be at least 32 characters (e.g. the output of `openssl rand \
+             -base64 32`)"
+        );
     }
 
     #[test]

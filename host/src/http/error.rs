@@ -96,7 +96,7 @@ impl IntoResponse for ApiError {
         let mut response = (
             self.status,
             axum::Json(ErrorBody {
-                message: self.message,
+                message: bounded(self.message),
             }),
         )
             .into_response();
@@ -112,13 +112,62 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// A JSON request body. Unlike `axum::Json` it accepts a body sent without a Content-Type, treats
-/// an empty body as `{}` (every field optional ⇒ the request is valid), answers 400 (never 422)
-/// for wrong types and unknown enum values, and names the offending field by its JSON path.
-///
-/// A body that *declares* another Content-Type is refused (415): browsers send `text/plain` and
-/// form bodies cross-site without a CORS preflight, and in open mode that would let any web page
-/// write to a local chatd.
+/// Characters of the caller's input an error message quotes ([`quoted`], [`bounded`]).
+pub const QUOTE_CHARS: usize = 100;
+/// The longest error message sent, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 2_000;
+
+/// `text` quoted (Rust's escapes) as an error message shows what the caller sent: its first
+/// [`QUOTE_CHARS`] characters, and `…` when there was more. A 3 MiB field is not echoed back.
+pub fn quoted(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("{:?}…", &text[..cut]),
+        None => format!("{text:?}"),
+    }
+}
+
+/// An error message as sent: every span it quotes from the input (serde's `` `…` `` and
+/// `"…"`) cut to [`QUOTE_CHARS`], then the whole to [`MAX_MESSAGE_CHARS`]. Messages written
+/// here quote through [`quoted`]; this bounds the words of libraries too.
+pub fn bounded(message: String) -> String {
+    if message.chars().count() <= QUOTE_CHARS {
+        return message;
+    }
+    let mut out = String::with_capacity(message.len().min(MAX_MESSAGE_CHARS * 4));
+    let mut quote: Option<(char, usize)> = None;
+    for c in message.chars() {
+        match quote {
+            Some((close, _)) if c == close => {
+                quote = None;
+                out.push(c);
+            }
+            Some((close, n)) => {
+                if n < QUOTE_CHARS {
+                    out.push(c);
+                } else if n == QUOTE_CHARS {
+                    out.push('…');
+                }
+                quote = Some((close, n + 1));
+            }
+            None => {
+                if c == '`' || c == '"' {
+                    quote = Some((c, 0));
+                }
+                out.push(c);
+            }
+        }
+    }
+    match out.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((cut, _)) => format!("{}…", &out[..cut]),
+        None => out,
+    }
+}
+
+/// A JSON request body. Like `axum::Json` it needs `Content-Type: application/json` (or
+/// `application/*+json`) for a body that is not empty (415 otherwise: browsers send `text/plain`,
+/// form and typeless bodies cross-site without a CORS preflight); unlike it, it treats an empty
+/// body as `{}` (every field optional ⇒ the request is valid), answers 400 (never 422) for wrong
+/// types and unknown enum values, and names the offending field by its JSON path.
 pub struct ApiJson<T>(pub T);
 
 impl<S, T> FromRequest<S> for ApiJson<T>
@@ -141,17 +190,18 @@ where
             None => read.await,
         };
         let bytes = read.map_err(body_rejection)?;
-        if let Some(declared) = declared
-            && !bytes.iter().all(u8::is_ascii_whitespace)
-            && !is_json(&declared)
-        {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                format!(
-                    "Content-Type: must be application/json (got {})",
-                    declared.to_str().unwrap_or("a non-text value")
-                ),
-            ));
+        if !bytes.iter().all(u8::is_ascii_whitespace) {
+            let got = match &declared {
+                Some(declared) if is_json(declared) => None,
+                Some(declared) => Some(quoted(declared.to_str().unwrap_or("a non-text value"))),
+                None => Some("none".into()),
+            };
+            if let Some(got) = got {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    format!("Content-Type: a request body must be application/json (got {got})"),
+                ));
+            }
         }
         parse_json(&bytes).map(ApiJson)
     }
@@ -325,6 +375,28 @@ mod tests {
     #[allow(dead_code)]
     struct Item {
         role: crate::vocabulary::Role,
+    }
+
+    #[test]
+    fn messages_quote_a_bounded_prefix_of_the_input() {
+        let long = "x".repeat(3 << 20);
+        let err = parse_json::<Body>(format!(r#"{{"items":[{{"role":"{long}"}}]}}"#).as_bytes())
+            .unwrap_err();
+        let sent = bounded(err.message().to_string());
+        assert!(sent.len() < 1_000, "{} bytes", sent.len());
+        assert!(
+            sent.starts_with("items[0].role: unknown variant `xxx")
+                && sent.contains("expected one of"),
+            "{sent}"
+        );
+        assert_eq!(quoted("abc"), "\"abc\"");
+        assert_eq!(
+            quoted(&"é".repeat(200)),
+            format!("{:?}…", "é".repeat(QUOTE_CHARS))
+        );
+        let unclosed = format!("no tool named \"{long}");
+        assert!(bounded(unclosed).chars().count() <= QUOTE_CHARS + 20);
+        assert_eq!(bounded("short".into()), "short");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! chatd as an MCP server: `/mcp` (and `/api/mcp`), streamable HTTP on rmcp's server, behind
-//! the same middleware as every route (the Host check in open mode, the token in token mode).
+//! the same middleware as every route (the Host check, the origin check on every method, the
+//! token in token mode). Its error answers quote at most a bounded prefix of the caller's input
+//! ([`bound_errors`]), rmcp's own words included.
 //!
 //! Its tools are the service-managed tools this server has, each run exactly as the tool loop
 //! runs it, under its plugin's grants and secrets or through its MCP server
@@ -26,6 +28,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use super::AppState;
+use super::error::{bounded, quoted};
 use super::search_runs::{RunSearchRequest, run_request, search_plugin};
 use crate::chat::tool_calls::EnabledTool;
 use crate::search;
@@ -40,9 +43,10 @@ pub fn service(state: AppState) -> StreamableHttpService<Tools, NeverSessionMana
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        // Hosts are checked by `middleware::require_served_host`, as on every route (token
+        // Hosts and origins are checked by `host.rs` and `origin.rs`, as on every route (token
         // mode serves any name: a proxy may reach chatd under any).
-        .disable_allowed_hosts();
+        .disable_allowed_hosts()
+        .disable_allowed_origins();
     StreamableHttpService::new(
         move || {
             Ok(Tools {
@@ -52,6 +56,64 @@ pub fn service(state: AppState) -> StreamableHttpService<Tools, NeverSessionMana
         Arc::new(NeverSessionManager::default()),
         config,
     )
+}
+
+/// Bounds what an error answer of `/mcp` quotes ([`bounded`]): a JSON-RPC error's `message`
+/// (and its `data` dropped when large), or an HTTP error's text, which becomes `{message}` as
+/// every other route's. A 3 MiB tool name is not echoed back whole.
+pub async fn bound_errors<B>(response: axum::http::Response<B>) -> axum::response::Response
+where
+    B: axum::body::HttpBody<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    use axum::http::header::CONTENT_TYPE;
+    use axum::response::IntoResponse;
+    let json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let status = response.status();
+    if !json && !status.is_client_error() && !status.is_server_error() {
+        return response.map(axum::body::Body::new);
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(axum::body::Body::new(body), usize::MAX).await else {
+        return super::error::ApiError::internal("the /mcp answer could not be read")
+            .into_response();
+    };
+    if !json {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        parts.headers.remove(CONTENT_TYPE);
+        parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+        let body = axum::Json(json!({ "message": bounded(text) })).into_response();
+        let (new, body) = body.into_parts();
+        parts.headers.extend(new.headers);
+        return axum::response::Response::from_parts(parts, body);
+    }
+    // Only JSON-RPC errors are rewritten; a result goes out as it came.
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        error: Option<Value>,
+    }
+    let is_error = serde_json::from_slice::<Probe>(&bytes).is_ok_and(|p| p.error.is_some());
+    if !is_error {
+        return axum::response::Response::from_parts(parts, axum::body::Body::from(bytes));
+    }
+    let mut value: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    if let Some(error) = value.get_mut("error").and_then(Value::as_object_mut) {
+        if let Some(Value::String(message)) = error.get_mut("message") {
+            *message = bounded(std::mem::take(message));
+        }
+        if error
+            .get("data")
+            .is_some_and(|d| d.to_string().len() > 1024)
+        {
+            error.remove("data");
+        }
+    }
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    axum::response::Response::from_parts(parts, axum::body::Body::from(value.to_string()))
 }
 
 /// The tools `/mcp` serves.
@@ -91,7 +153,7 @@ impl Tools {
     async fn search(&self, arguments: JsonObject) -> CallToolResult {
         let body: RunSearchRequest = match serde_json::from_value(Value::Object(arguments)) {
             Ok(body) => body,
-            Err(e) => return failed(format!("invalid arguments: {e}")),
+            Err(e) => return failed(bounded(format!("invalid arguments: {e}"))),
         };
         if body.query.is_none() {
             return failed("query: required".into());
@@ -209,7 +271,7 @@ impl ServerHandler for Tools {
         let Some(tool) = EnabledTool::find(&snapshot, self.state.plugins.mcp(), &request.name)
         else {
             return Err(ErrorData::invalid_params(
-                format!("no tool named {:?} on this server", request.name),
+                format!("no tool named {} on this server", quoted(&request.name)),
                 None,
             ));
         };

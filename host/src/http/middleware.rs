@@ -1,5 +1,5 @@
 //! Cross-cutting request handling: the token check, the one-line request log, and turning a
-//! handler panic into a JSON 500.
+//! handler panic into a JSON 500. The Host check is `host.rs`'s, the origin check `origin.rs`'s.
 //!
 //! The token check is deny-by-default: it runs on every route and on the fallback, and only the
 //! paths in [`OPEN_PATHS`], the web client's own files ([`super::web::is_open`]) and, when the
@@ -38,66 +38,6 @@ impl TokenDigest {
     fn matches(&self, presented: &str) -> bool {
         Sha256::digest(presented.as_bytes()).ct_eq(&self.0).into()
     }
-}
-
-/// Open mode (no ADMIN_TOKEN) serves only requests whose `Host` is a loopback name or one of
-/// CHATD_ALLOWED_HOSTS, on every route: a web page that rebinds its own name to 127.0.0.1 sends
-/// its name as the Host, and is refused before it can read a chat or drive a tool. A request
-/// with no Host (not HTTP/1.1, or an in-process call) is no page's and is served. Token mode
-/// serves any Host: such a page cannot know the token, and a deployment behind a proxy may be
-/// reached under any name.
-pub async fn require_served_host(
-    State(state): State<AppState>,
-    req: Request,
-    next: Next,
-) -> Response {
-    if state.token.is_some() {
-        return next.run(req).await;
-    }
-    let host = match req.headers().get(axum::http::header::HOST) {
-        Some(value) => Some(value.to_str().unwrap_or("(not text)").trim().to_string()),
-        None => req.uri().authority().map(|a| a.as_str().to_string()),
-    };
-    match host.as_deref() {
-        Some(host) if host_served(host, &state.allowed_hosts) => next.run(req).await,
-        Some(host) => ApiError::new(
-            axum::http::StatusCode::FORBIDDEN,
-            format!(
-                "Host: {:?} is not served: without ADMIN_TOKEN chatd answers only loopback names \
-                 and CHATD_ALLOWED_HOSTS",
-                host.chars().take(100).collect::<String>()
-            ),
-        )
-        .into_response(),
-        // No Host at all is no browser's request (a browser always sends one), so no page's.
-        None => next.run(req).await,
-    }
-}
-
-/// Whether `host` (a Host header: a name or an address, maybe a port) is a loopback name or
-/// one of `allowed`.
-fn host_served(host: &str, allowed: &[String]) -> bool {
-    let host = host.to_ascii_lowercase();
-    // `[::1]:8787`, `127.0.0.1:8787`, `localhost`: the name without its port.
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split_once(']').map_or(rest, |(addr, _)| addr),
-        None => host.rsplit_once(':').map_or(host.as_str(), |(name, port)| {
-            if port.bytes().all(|b| b.is_ascii_digit()) {
-                name
-            } else {
-                host.as_str()
-            }
-        }),
-    };
-    let loopback = name == "localhost"
-        || name.ends_with(".localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    loopback
-        || allowed
-            .iter()
-            .any(|a| a.trim_start_matches('[').trim_end_matches(']') == name)
 }
 
 pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -164,34 +104,6 @@ pub fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn loopback_names_and_allowed_hosts_are_served() {
-        let allowed = vec!["chat.lan".to_string(), "192.168.1.5".to_string()];
-        for served in [
-            "127.0.0.1:8787",
-            "127.1.2.3",
-            "localhost",
-            "LOCALHOST:8787",
-            "app.localhost:1",
-            "[::1]:8787",
-            "chat.lan:8787",
-            "192.168.1.5",
-        ] {
-            assert!(super::host_served(served, &allowed), "{served}");
-        }
-        for refused in [
-            "rebind.attacker.example",
-            "rebind.attacker.example:8787",
-            "localhost.attacker.example",
-            "127.0.0.1.nip.io",
-            "[::2]:8787",
-            "10.0.0.1",
-            "",
-        ] {
-            assert!(!super::host_served(refused, &allowed), "{refused}");
-        }
-    }
-
     use super::*;
 
     #[test]

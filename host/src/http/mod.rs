@@ -10,6 +10,7 @@
 pub mod chats;
 pub mod completions;
 pub mod error;
+pub mod host;
 pub mod limits;
 pub mod mcp;
 pub mod message_search;
@@ -17,6 +18,7 @@ pub mod meta;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
+pub mod origin;
 pub mod paging;
 pub mod search_runs;
 pub mod searches;
@@ -97,6 +99,9 @@ pub struct AppState {
     pub token: Option<TokenDigest>,
     /// CHATD_ALLOWED_HOSTS: in open mode, the Host names served besides loopback ones.
     pub allowed_hosts: Arc<[String]>,
+    /// CHATD_ALLOWED_ORIGINS, serialized: browser origins besides the server's own that may
+    /// change state, and get CORS answers.
+    pub allowed_origins: Arc<[String]>,
     /// Whether `/metrics` is served, and whether it needs the token.
     pub metrics: MetricsAccess,
 }
@@ -237,7 +242,13 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
         routes = routes.route(metrics::PATH, get(metrics::scrape));
     }
     // MCP's own protocol, not part of the OpenAPI document (docs/mcp-server.md).
-    routes = routes.route_service(mcp::PATH, mcp::service(state.clone()));
+    routes = routes.route_service(
+        mcp::PATH,
+        tower::Layer::layer(
+            &axum::middleware::map_response(mcp::bound_errors),
+            mcp::service(state.clone()),
+        ),
+    );
     let app = routes
         .route(
             "/openapi.json",
@@ -260,14 +271,22 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         // Outermost last: log → catch panics → body limit and idle timeout → Host check →
-        // token check → handler.
+        // CORS (preflights answered here, before the token) → origin check → token check →
+        // handler.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::require_token,
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            middleware::require_served_host,
+            origin::refuse_cross_origin,
+        ))
+        .layer(tower::util::option_layer(origin::cors(
+            state.allowed_origins.clone(),
+        )))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            host::check_host,
         ))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // Boxed again: the router's routes take axum's body type. (`TimeoutBody` passes on no

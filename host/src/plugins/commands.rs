@@ -185,7 +185,7 @@ async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
     // cache when it exists (a check creates nothing).
     let cache = super::cache::folder(config)
         .filter(|dir| dir.is_dir())
-        .map(super::cache::CompileCache::new);
+        .map(|dir| super::cache::CompileCache::new(dir).keyed(config.chatd_secret_key.as_ref()));
     let mut loader = Loader::new(engine, super::standalone::operator_settings(config)?, None);
     let plugin = loader.load(package).await.map_err(|e| e.to_string())?;
     // Would it serve next to the bundled plugins? Same rules as the snapshot's assembly
@@ -328,10 +328,23 @@ fn settings(config: &Config) -> String {
             "auth",
             match config.token_mode() {
                 true => "token (ADMIN_TOKEN set)".to_string(),
-                false if config.chatd_allowed_hosts.is_empty() => {
+                false if config.exposure.chatd_allowed_hosts.is_empty() => {
                     "open, loopback Hosts only".into()
                 }
-                false => format!("open, Hosts {}", config.chatd_allowed_hosts.join(", ")),
+                false => format!(
+                    "open, Hosts {}",
+                    config.exposure.chatd_allowed_hosts.join(", ")
+                ),
+            },
+        ),
+        (
+            "browser origins",
+            match config.exposure.chatd_allowed_origins.is_empty() {
+                true => "the server's own only".to_string(),
+                false => format!(
+                    "the server's own and {} (with CORS)",
+                    config.exposure.chatd_allowed_origins.join(", ")
+                ),
             },
         ),
         ("database", config.database_url.to_string()),

@@ -46,7 +46,7 @@ pub(super) async fn scan_file(
     }
     let loaded = match package {
         Ok(package) => match trust.admit(&path, &package) {
-            Ok(_) => loader.load(package).await,
+            Ok(signer) => loader.load_admitted(package, signer.is_some()).await,
             Err(why) => Err(LoadError::Untrusted(why)),
         },
         Err(e) => Err(e),

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use super::http::{Clients, HttpGrant, Origin};
 use super::log::LogGrant;
 use super::manifest::{Grants, Manifest};
+use super::memory::TotalMemory;
 use super::operator::OperatorSettings;
 use super::services::{Reach, Service};
 use super::ssh::SshGrant;
@@ -32,6 +33,9 @@ pub struct Capabilities {
     /// The devbox, for the devbox tools while they are enabled.
     pub ssh: Option<Arc<SshGrant>>,
     pub log: LogGrant,
+    /// Not a grant: the memory all of the host's instances share (`state.rs`), set by the
+    /// loader; unlimited until then.
+    pub memory: TotalMemory,
 }
 
 impl Capabilities {
@@ -43,6 +47,7 @@ impl Capabilities {
             clients: Clients::new(),
             ssh: None,
             log: super::log::grant(),
+            memory: TotalMemory::unlimited(),
         }
     }
 }
@@ -144,6 +149,7 @@ pub fn resolve(
             clients,
             ssh,
             log: super::log::grant(),
+            memory: TotalMemory::unlimited(),
         },
         lines,
         warnings: settings.ignored,

@@ -13,6 +13,7 @@ use super::cache::{self, CompileCache};
 use super::codec::Instances;
 use super::grants;
 use super::manifest::{Kind, Manifest};
+use super::memory::TotalMemory;
 use super::operator::OperatorSettings;
 use super::provider::{Profile, ProviderPlugin};
 use super::search::SearchPlugin;
@@ -196,6 +197,8 @@ pub struct Loader {
     settings: Arc<std::sync::RwLock<Arc<OperatorSettings>>>,
     pub cache: Option<CompileCache>,
     clients: http::Clients,
+    /// The memory all instances of the plugins it loads share (CHATD_PLUGIN_MEMORY_TOTAL_MIB).
+    memory: TotalMemory,
 }
 
 impl Loader {
@@ -205,7 +208,18 @@ impl Loader {
             settings: Arc::new(std::sync::RwLock::new(Arc::new(settings))),
             cache,
             clients: http::Clients::new(),
+            memory: TotalMemory::unlimited(),
         }
+    }
+
+    /// This loader, its plugins' instances holding at most `memory` together.
+    pub fn with_total_memory(self, memory: TotalMemory) -> Self {
+        Self { memory, ..self }
+    }
+
+    /// The memory its plugins' instances share.
+    pub fn total_memory(&self) -> &TotalMemory {
+        &self.memory
     }
 
     /// The operator's settings plugins are granted under now.
@@ -231,8 +245,14 @@ impl Loader {
     }
 
     pub async fn load(&self, package: Package) -> Result<Plugin, LoadError> {
+        self.load_admitted(package, false).await
+    }
+
+    /// [`Self::load`] of a package admitted by the operator's trust (`trust::Scan::admit`);
+    /// `signed`: by its signature, which the compile cache must not undercut (`cache.rs`).
+    pub async fn load_admitted(&self, package: Package, signed: bool) -> Result<Plugin, LoadError> {
         let manifest = Manifest::parse(&package.manifest_json)?;
-        let (component, from_cache) = self.compile(&manifest.id, package.wasm).await?;
+        let (component, from_cache) = self.compile(&manifest.id, package.wasm, signed).await?;
         self.link(package.source, manifest, component, from_cache, None, None)
             .await
     }
@@ -300,7 +320,8 @@ impl Loader {
         for warning in &granted.warnings {
             tracing::warn!(plugin = manifest.id, "{warning}");
         }
-        let (caps, grant_lines) = (granted.caps, granted.lines);
+        let (mut caps, grant_lines) = (granted.caps, granted.lines);
+        caps.memory = self.memory.clone();
         let (engine, id, kind) = (&self.engine, manifest.id.clone(), manifest.kind);
         let (instance, tools, profile) = match kind {
             Kind::Tool => {
@@ -367,11 +388,16 @@ impl Loader {
     }
 
     /// Compiling is seconds of CPU work: it runs on the blocking pool, never on a runtime worker.
-    async fn compile(&self, id: &str, wasm: Arc<[u8]>) -> Result<(Component, bool), LoadError> {
+    async fn compile(
+        &self,
+        id: &str,
+        wasm: Arc<[u8]>,
+        signed: bool,
+    ) -> Result<(Component, bool), LoadError> {
         let (engine, cache, owned_id) = (self.engine.clone(), self.cache.clone(), id.to_string());
         let task = tokio::task::spawn_blocking(move || match cache {
             Some(cache) => cache
-                .load(&engine, &owned_id, &wasm)
+                .load(&engine, &owned_id, &wasm, signed)
                 .map(|(c, origin)| (c, origin == cache::Origin::Cache)),
             None => cache::compile(&engine, &owned_id, &wasm).map(|c| (c, false)),
         });

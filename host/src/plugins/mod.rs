@@ -20,6 +20,7 @@ pub mod load;
 pub mod log;
 pub mod manifest;
 pub mod mcp;
+pub mod memory;
 pub mod narrow;
 pub mod operator;
 pub mod pack;

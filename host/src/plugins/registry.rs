@@ -20,6 +20,7 @@ use super::cache::CompileCache;
 use super::folder::FolderEntry;
 use super::load::{Loader, Package, Plugin};
 use super::mcp::McpServers;
+use super::memory::TotalMemory;
 use super::operator::OperatorSettings;
 use super::snapshot::{DeclaredLink, Snapshot};
 use super::trust::Trust;
@@ -220,8 +221,12 @@ impl PluginHost {
         let loader = Loader::new(
             engine,
             settings,
-            super::cache::folder(config).map(CompileCache::new),
-        );
+            super::cache::folder(config)
+                .map(|dir| CompileCache::new(dir).keyed(config.chatd_secret_key.as_ref())),
+        )
+        .with_total_memory(TotalMemory::new(
+            (config.plugin_memory_total_mib() as usize).saturating_mul(1 << 20),
+        ));
         let trust = Trust::from_config(config).map_err(LoadError::Config)?;
         let host = Self::load_with(
             loader,

@@ -19,6 +19,7 @@ use super::http::host::HttpView;
 use super::imports::TurnEventsView;
 use super::log::host::LogView;
 use super::manifest::Manifest;
+use super::memory::TotalMemory;
 use super::settings::host::ConfigView;
 use super::ssh::host::SshView;
 
@@ -32,10 +33,14 @@ const MAX_RESOURCES: usize = 256;
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 
 /// One store's limits (one call's, or a shared decoding instance's): the manifest's memory for
-/// all of the instance's memories together, table sizes, and counts. Failing to grow traps, with a message that says why.
+/// all of the instance's memories together, within what all instances may hold
+/// ([`TotalMemory`]), table sizes, and counts. Failing to grow traps, with a message that says
+/// why.
 pub struct Limiter {
     memory_cap: usize,
     memory_used: usize,
+    /// What every instance holds together; `memory_used` of it is this store's.
+    total: TotalMemory,
     /// The most memory in use at once: what `chatd plugins call` reports.
     memory_peak: usize,
     /// A growth past the cap was refused since [`Limiter::take_cap_hit`] last looked.
@@ -60,6 +65,12 @@ impl Limiter {
     }
 }
 
+impl Drop for Limiter {
+    fn drop(&mut self) {
+        self.total.give_back(self.memory_used);
+    }
+}
+
 impl wasmtime::ResourceLimiter for Limiter {
     fn memory_growing(
         &mut self,
@@ -74,6 +85,16 @@ impl wasmtime::ResourceLimiter for Limiter {
                 "forcing trap when growing memory to {desired} bytes: the plugin's memory \
                  limit is {} bytes",
                 self.memory_cap
+            );
+        }
+        let more = after.saturating_sub(self.memory_used);
+        if self.total.take(more).is_err() {
+            self.cap_hit = true;
+            wasmtime::bail!(
+                "forcing trap when growing memory to {desired} bytes: all plugin instances \
+                 together hold {} MiB, and CHATD_PLUGIN_MEMORY_TOTAL_MIB is {} MiB",
+                self.total.in_use() >> 20,
+                self.total.cap() >> 20
             );
         }
         self.memory_used = after;
@@ -131,6 +152,7 @@ impl PluginState {
     pub fn new(manifest: &Manifest, caps: Capabilities) -> Self {
         let memory = manifest.limits.memory_mib as usize * 1024 * 1024;
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
+        let total = caps.memory.clone();
         Self {
             id: manifest.id.as_str().into(),
             caps,
@@ -142,6 +164,7 @@ impl PluginState {
             limits: Limiter {
                 memory_cap: memory,
                 memory_used: 0,
+                total,
                 memory_peak: 0,
                 cap_hit: false,
             },

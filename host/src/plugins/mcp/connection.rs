@@ -192,6 +192,8 @@ impl Server {
             .map_err(|_| self.failure("listing tools", "no answer in time"))??;
         let mut tools: Vec<Listed> = Vec::new();
         let mut names = std::collections::HashSet::new();
+        // What the tools add to every prompt, within `max_tool_text_kib`.
+        let (mut text, mut over) = (0, 0);
         for tool in listed {
             if tools.len() == MAX_TOOLS {
                 tracing::warn!(
@@ -200,11 +202,27 @@ impl Server {
                 );
                 break;
             }
-            if let Some(listed) = self.take(tool)
-                && names.insert(listed.spec.name.clone())
-            {
+            let Some(listed) = self.take(tool) else {
+                continue;
+            };
+            let spec = &listed.spec;
+            let size = spec.name.len() + spec.description.len() + spec.parameters_schema_json.len();
+            if text + size > self.declared.max_tool_text {
+                over += 1;
+                continue;
+            }
+            if names.insert(spec.name.clone()) {
+                text += size;
                 tools.push(listed);
             }
+        }
+        if over > 0 {
+            tracing::warn!(
+                "MCP server {}: {over} tools left out: with them its tools' names, descriptions \
+                 and schemas would pass {} KiB (max_tool_text_kib)",
+                self.declared.name,
+                self.declared.max_tool_text / 1024
+            );
         }
         Ok(tools)
     }

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::lock::{Entry, Exclusive, HELD_DIR, Lock, write_whole};
-use super::{Trust, asked, sha256_hex, signature_path};
+use super::lock::{Entry, Exclusive, HELD_DIR, Lock, record_installed, write_whole};
+use super::{Trust, asked, new_asks, sha256_hex, signature_path};
 use crate::config::Config;
 use crate::plugins::load::embedded_manifest;
 use crate::plugins::manifest::Manifest;
@@ -126,17 +126,9 @@ async fn install_inner(config: &Config, source: &str) -> Result<(u8, String), Fa
     // An update of what serves; with its file gone, nothing serves and it installs as new.
     let serving = places.plugins.join(format!("{id}.wasm")).is_file();
     if let Some(old) = lock.plugins.get(&id).filter(|_| serving) {
-        let new: Vec<&String> = entry
-            .grants
-            .iter()
-            .filter(|g| !old.grants.contains(g))
-            .collect();
+        let new = new_asks(&old.grants, &entry.grants);
         if !new.is_empty() {
-            let new = new
-                .iter()
-                .map(|g| g.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
+            let new = new.join(", ");
             let said = format!(
                 "held: {id} {} asks for grants {} did not have: {new}. The installed version \
                  keeps serving; chatd plugins accept {id} installs it",
@@ -166,6 +158,7 @@ async fn install_inner(config: &Config, source: &str) -> Result<(u8, String), Fa
     // The lock first: the server, seeing the new file, must find its hash already recorded. (A
     // crash between the two leaves the old file refused until this install is run again.)
     lock.write(&places.lock).map_err(|e| (1, e))?;
+    record_installed(&places.plugins, &id).map_err(|e| (1, e))?;
     put(&places.plugins, &id, &wasm, signature.as_deref()).map_err(|e| (1, e))?;
     Ok((0, said))
 }
@@ -239,6 +232,7 @@ async fn accept_inner(config: &Config, id: &str) -> Result<(u8, String), Failure
     );
     lock.plugins.insert(id.to_string(), entry);
     lock.write(&places.lock).map_err(|e| (1, e))?;
+    record_installed(&places.plugins, id).map_err(|e| (1, e))?;
     put(&places.plugins, id, &wasm, signature.as_deref()).map_err(|e| (1, e))?;
     remove_held(&places.held, id);
     Ok((0, said))
@@ -281,12 +275,7 @@ pub fn describe(config: &Config) -> String {
             .get(id)
             .map(|p| p.grants.clone())
             .unwrap_or_default();
-        let new: Vec<&str> = e
-            .grants
-            .iter()
-            .filter(|g| !before.contains(g))
-            .map(String::as_str)
-            .collect();
+        let new = new_asks(&before, &e.grants);
         out.push_str(&format!(
             "  {id} {} from {} asks for: {}\n",
             shown(&e.version),

@@ -3,7 +3,7 @@
 //! grants. `chatd plugins install` and `accept` write it whole (a new file renamed over the old);
 //! the server reads it at every scan of PLUGINS_DIR.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 pub const FILE: &str = "plugins.lock";
 /// The folder of held updates in the data folder.
 pub const HELD_DIR: &str = "plugins-held";
+/// The file in PLUGINS_DIR naming, a line each, the ids `chatd plugins install` put there: kept
+/// apart from the lock (another folder), so that losing the lock does not unpin them silently.
+pub const INSTALLED: &str = ".chatd-installed";
 /// The format's version, written in the file.
 const FORMAT: u32 = 1;
 
@@ -65,6 +68,39 @@ impl Lock {
         write_whole(path, text.as_bytes())
             .map_err(|e| format!("the lock file {}: {e}", path.display()))
     }
+}
+
+/// The ids PLUGINS_DIR's [`INSTALLED`] names; none when there is no such file.
+pub fn read_installed(folder: &Path) -> Result<BTreeSet<String>, String> {
+    let path = folder.join(INSTALLED);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_string)
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeSet::new()),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// Adds `id` to PLUGINS_DIR's [`INSTALLED`] (written whole).
+pub fn record_installed(folder: &Path, id: &str) -> Result<(), String> {
+    let mut ids = read_installed(folder)?;
+    if !ids.insert(id.to_string()) {
+        return Ok(());
+    }
+    let mut text = String::from(
+        "# Plugins installed here by `chatd plugins install`; the lock file in CHATD_DATA_DIR\n\
+         # pins their bytes. Without that lock file these are refused, not loaded unpinned.\n",
+    );
+    for id in &ids {
+        text.push_str(id);
+        text.push('\n');
+    }
+    let path = folder.join(INSTALLED);
+    write_whole(&path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Writes `bytes` to a new file of its own in `path`'s folder (created exclusively, so a link
@@ -136,5 +172,16 @@ mod tests {
         assert_eq!(back.plugins, lock.plugins);
         std::fs::write(&path, "{").unwrap();
         assert!(Lock::read(&path).unwrap_err().contains("the lock file"));
+    }
+
+    #[test]
+    fn the_folder_remembers_what_was_installed_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read_installed(dir.path()).unwrap().is_empty());
+        record_installed(dir.path(), "units").unwrap();
+        record_installed(dir.path(), "weather").unwrap();
+        record_installed(dir.path(), "units").unwrap();
+        let ids: Vec<String> = read_installed(dir.path()).unwrap().into_iter().collect();
+        assert_eq!(ids, ["units", "weather"]);
     }
 }

@@ -18,11 +18,15 @@ use super::load::Package;
 use super::manifest::Manifest;
 use crate::config::Config;
 
-/// What the operator trusts: their signing keys, and the lock file of what was installed.
+/// What the operator trusts: their signing keys, the lock file of what was installed, and
+/// PLUGINS_DIR's record of which of its files were installed (`lock::INSTALLED`): a folder
+/// whose installed files the lock no longer records (deleted, replaced) loads none of them,
+/// rather than every one unpinned.
 #[derive(Default)]
 pub struct Trust {
     keys: Option<keys::Keys>,
     lock: Option<PathBuf>,
+    folder: Option<PathBuf>,
 }
 
 impl Trust {
@@ -34,7 +38,11 @@ impl Trust {
             None => None,
         };
         let lock = crate::store::data_dir(config).map(|dir| dir.join(lock::FILE));
-        Ok(Self { keys, lock })
+        Ok(Self {
+            keys,
+            lock,
+            folder: config.plugins_dir.clone(),
+        })
     }
 
     /// Whether signatures are required.
@@ -53,7 +61,17 @@ impl Trust {
             Some(path) => lock::Lock::read(path),
             None => Ok(lock::Lock::default()),
         };
-        Scan { trust: self, lock }
+        let installed = match &self.folder {
+            Some(folder) => lock::read_installed(folder),
+            None => Ok(BTreeSet::new()),
+        };
+        let lock_missing = self.lock.as_deref().is_none_or(|path| !path.exists());
+        Scan {
+            trust: self,
+            lock,
+            installed,
+            lock_missing,
+        }
     }
 }
 
@@ -61,6 +79,10 @@ impl Trust {
 pub struct Scan<'a> {
     trust: &'a Trust,
     lock: Result<lock::Lock, String>,
+    /// The ids PLUGINS_DIR says were installed there.
+    installed: Result<BTreeSet<String>, String>,
+    /// There is no lock file (or no data folder for one).
+    lock_missing: bool,
 }
 
 impl Scan<'_> {
@@ -74,9 +96,29 @@ impl Scan<'_> {
             None => None,
         };
         let lock = self.lock.as_ref().map_err(Clone::clone)?;
+        let installed = self.installed.as_ref().map_err(Clone::clone)?;
         let stem = path.file_stem().unwrap_or_default().to_string_lossy();
         // The id inside (a manifest that does not parse is refused by the load after this).
         let id = Manifest::parse(&package.manifest_json).map(|m| m.id).ok();
+        for name in [Some(stem.as_ref()), id.as_deref()].into_iter().flatten() {
+            if installed.contains(name) && !lock.plugins.contains_key(name) {
+                let lock_file = self.trust.lock.as_ref().map_or_else(
+                    || "CHATD_DATA_DIR/plugins.lock".into(),
+                    |p| p.display().to_string(),
+                );
+                let state = if self.lock_missing {
+                    "is missing"
+                } else {
+                    "does not record it"
+                };
+                return Err(format!(
+                    "{name} was installed with chatd plugins install ({}), but the lock file \
+                     {lock_file} {state}: restore the lock file from a backup, or install {name} \
+                     again with chatd plugins install",
+                    lock::INSTALLED
+                ));
+            }
+        }
         for locked in [Some(stem.as_ref()), id.as_deref()].into_iter().flatten() {
             let Some(entry) = lock.plugins.get(locked) else {
                 continue;
@@ -157,7 +199,38 @@ pub fn asked(manifest: &Manifest) -> BTreeSet<String> {
     if g.ssh {
         asks.insert("ssh".into());
     }
+    // Limits are asked for too: an update raising them is held as a new grant would be.
+    asks.insert(format!("{MEMORY_ASK}{}", manifest.limits.memory_mib));
+    asks.insert(format!("{TIMEOUT_ASK}{}", manifest.limits.timeout_ms));
     asks
+}
+
+/// How [`asked`] names a manifest's limits.
+const MEMORY_ASK: &str = "limit:memoryMib=";
+const TIMEOUT_ASK: &str = "limit:timeoutMs=";
+
+/// What of `new` the installed version's `old` asks did not have: a grant it lacked, or a limit
+/// above its own (a lower one is no new power). An entry recorded before limits were asked for
+/// had the defaults.
+pub fn new_asks<'a>(old: &[String], new: &'a [String]) -> Vec<&'a str> {
+    let limit = |asks: &[String], prefix: &str, default: u64| {
+        asks.iter()
+            .find_map(|a| a.strip_prefix(prefix)?.parse::<u64>().ok())
+            .unwrap_or(default)
+    };
+    let limits = [
+        (MEMORY_ASK, u64::from(super::manifest::DEFAULT_MEMORY_MIB)),
+        (TIMEOUT_ASK, super::manifest::DEFAULT_TIMEOUT_MS),
+    ];
+    new.iter()
+        .filter(
+            |ask| match limits.iter().find(|(p, _)| ask.starts_with(p)) {
+                Some((prefix, default)) => limit(new, prefix, 0) > limit(old, prefix, *default),
+                None => !old.contains(ask),
+            },
+        )
+        .map(String::as_str)
+        .collect()
 }
 
 /// An origin as the URL standard serialises it; as written when it does not parse.
@@ -193,9 +266,26 @@ mod tests {
                 "config:title_model",
                 "http:https://api.example.com",
                 "kind:tool",
+                "limit:memoryMib=64",
+                "limit:timeoutMs=30000",
                 "public-web",
                 "service:weather"
             ]
         );
+    }
+
+    #[test]
+    fn a_raised_limit_is_new_and_a_lowered_one_is_not() {
+        let asks = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let old = asks(&["kind:tool", "limit:memoryMib=128", "limit:timeoutMs=30000"]);
+        let raised = asks(&["kind:tool", "limit:memoryMib=512", "limit:timeoutMs=30000"]);
+        assert_eq!(new_asks(&old, &raised), ["limit:memoryMib=512"]);
+        let lowered = asks(&["kind:tool", "limit:memoryMib=64", "limit:timeoutMs=1000"]);
+        assert!(new_asks(&old, &lowered).is_empty());
+        // Recorded before limits were asked for: the defaults (64 MiB, 30 s).
+        let before = asks(&["kind:tool"]);
+        assert_eq!(new_asks(&before, &raised), ["limit:memoryMib=512"]);
+        assert!(new_asks(&before, &asks(&["kind:tool", "limit:memoryMib=64"])).is_empty());
+        assert_eq!(new_asks(&old, &asks(&["ssh"])), ["ssh"]);
     }
 }

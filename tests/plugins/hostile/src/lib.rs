@@ -1,6 +1,6 @@
 //! Test component for the plugin host: `echo` behaves; the others try what a hostile or buggy
 //! plugin would (spin forever, eat memory, panic, look for secrets in the environment, call HTTP
-//! it was not granted).
+//! it was not granted); `hold_memory` holds memory while it waits on an upstream.
 
 use chatd_plugin_sdk::host::{PluginError, Request, ToolSpec, config, log};
 
@@ -37,6 +37,7 @@ impl Tool for Hostile {
             "read_env",
             "http_get",
             "config",
+            "hold_memory",
         ]
         .into_iter()
         .map(spec)
@@ -106,6 +107,17 @@ impl Tool for Hostile {
                 ))
             }
             "config" => output(format!("{:?}", config::all())),
+            // `mib` MiB, every page written, held while `url` answers.
+            "hold_memory" => {
+                let mib = args.get("mib").and_then(|v| v.as_u64()).unwrap_or(1) as usize;
+                let held = vec![1u8; mib << 20];
+                let response = Request::get(required_str(&args, "url")?)
+                    .send()
+                    .map_err(chatd_plugin_sdk::transport_error)?;
+                let status = response.status();
+                std::hint::black_box(&held);
+                output(format!("held {mib} MiB; status {status}"))
+            }
             other => Err(PluginError::InvalidInput(format!("no tool {other}"))),
         }
     }
