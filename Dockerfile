@@ -1,7 +1,8 @@
 # chatd's image: built from this source tree, run as a non-root user with its data on /data.
 #
 #   podman build -t chatd .                      (docker build works the same)
-#   podman run -p 8787:8787 -v chatd-data:/data -e ADMIN_TOKEN=… -e PROVIDER_A_API_KEY=… chatd
+#   podman run -p 8787:8787 -v chatd-data:/data -e ADMIN_TOKEN=… -e CHATD_SECRET_KEY=… \
+#     -e PROVIDER_A_API_KEY=… chatd        (without ADMIN_TOKEN it refuses to serve on 0.0.0.0)
 #
 # The data (the SQLite database, compiled plugins, the devbox's pinned host key) is in the
 # volume; on PostgreSQL only the compile cache and the host key are. The health check asks
@@ -31,13 +32,15 @@ RUN apt-get update \
 COPY --from=build /chatd /usr/local/bin/chatd
 USER chatd
 WORKDIR /data
+# On every interface, so open mode (no ADMIN_TOKEN) refuses to start here: give it a token
+# (or CHATD_OPEN_ON_NETWORK=true, docs/deploying.md says why not).
 ENV HOST=0.0.0.0 \
     PORT=8787 \
     DATABASE_URL=sqlite:///data/chatd.db \
     CHATD_DATA_DIR=/data
 VOLUME /data
 EXPOSE 8787
-# Loopback, so open mode answers it too (it serves loopback Hosts without a token).
+# Loopback, and /ready needs no token.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=60s --retries=3 \
   CMD curl -fsS "http://127.0.0.1:${PORT}/ready" || exit 1
 STOPSIGNAL SIGTERM

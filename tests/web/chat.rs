@@ -30,14 +30,14 @@ pub async fn transcript(chatd: &crate::harness::Chatd, hash: &str) -> Vec<(Strin
         .collect()
 }
 
-fn pairs(rows: &[(&str, &str)]) -> Vec<(String, String)> {
+pub fn pairs(rows: &[(&str, &str)]) -> Vec<(String, String)> {
     rows.iter()
         .map(|(r, c)| (r.to_string(), c.to_string()))
         .collect()
 }
 
 /// The text of the live reply equals `text` while the run is still going.
-fn live_text_is(text: &str) -> String {
+pub fn live_text_is(text: &str) -> String {
     format!(
         "const live = document.querySelector('#live-run .markdown'); \
          return !!live && live.textContent === {} && !!document.querySelector('#live-run .typing')",
@@ -56,7 +56,7 @@ async fn without_tools(browser: &crate::harness::Browser) {
     browser.click(".chat-settings summary").await;
 }
 
-const DONE: &str = "return !document.querySelector('#live-run') && \
+pub const DONE: &str = "return !document.querySelector('#live-run') && \
     !!document.querySelector('.message.assistant') && !document.getElementById('send').disabled";
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! The bundled web client in a real headless Chromium, against the real chatd binary and
 //! scripted upstreams: what a user does in the page (send, watch the reply stream, reload
 //! mid-stream, see a tool run, retry a failure, search, continue as a chat, sign in), and that
-//! model output never becomes markup. The tests also make the README's screenshots.
+//! model output never becomes markup; that a page on another origin cannot drive chatd, and the
+//! client works behind `deploy/nginx.conf`. The tests also make the README's screenshots.
 //!
 //! Needs Debian's `chromium` and `chromium-driver`; skips without them unless
 //! CHATD_REQUIRE_BROWSER is set (`harness.rs`).
@@ -12,6 +13,7 @@ mod auth;
 #[path = "../common/binary.rs"]
 mod binary;
 mod chat;
+mod cross_site;
 mod harness;
 mod history;
 mod keyboard;

@@ -7,7 +7,7 @@ use crate::open_app;
 use crate::upstream::{exa_answer, exa_results};
 
 /// "New search" from the list, and its empty form.
-async fn new_search(browser: &crate::harness::Browser) {
+pub async fn new_search(browser: &crate::harness::Browser) {
     browser.click("#new-search").await;
     browser
         .until(

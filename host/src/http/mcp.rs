@@ -96,7 +96,8 @@ where
     struct Probe {
         error: Option<Value>,
     }
-    let is_error = serde_json::from_slice::<Probe>(&bytes).is_ok_and(|p| p.error.is_some());
+    let is_error = memchr::memmem::find(&bytes, b"\"error\"").is_some()
+        && serde_json::from_slice::<Probe>(&bytes).is_ok_and(|p| p.error.is_some());
     if !is_error {
         return axum::response::Response::from_parts(parts, axum::body::Body::from(bytes));
     }

@@ -176,8 +176,9 @@ pub fn api() -> (Router<AppState>, serde_json::Value) {
 }
 
 /// Adds to every operation that takes a body the errors `ApiJson` answers for any body, rather
-/// than repeating them on each handler: 408 (it stopped arriving), 413 (past the cap), 415 (it
-/// declares another content type). An operation's own wording of one is kept.
+/// than repeating them on each handler: 408 (it stopped arriving), 413 (past the cap), 415 (not
+/// declared JSON); and to every operation that can change state the origin check's 403. An
+/// operation's own wording of one is kept.
 fn document_body_errors(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
     let error = |description: String| -> RefOr<Response> {
@@ -203,9 +204,14 @@ fn document_body_errors(openapi: &mut utoipa::openapi::OpenApi) {
         ("413", error(error::body_too_large())),
         (
             "415",
-            error("the request body declares a content type other than JSON".into()),
+            error("the request body is not declared as JSON (Content-Type)".into()),
         ),
     ];
+    let cross_origin = error(
+        "the request comes from another origin's web page (Origin), which CHATD_ALLOWED_ORIGINS \
+         does not list"
+            .into(),
+    );
     for item in openapi.paths.paths.values_mut() {
         let operations = [
             &mut item.post,
@@ -214,11 +220,15 @@ fn document_body_errors(openapi: &mut utoipa::openapi::OpenApi) {
             &mut item.delete,
         ];
         for operation in operations.into_iter().flatten() {
+            let responses = &mut operation.responses.responses;
+            // Every request that can change state (`origin.rs`), with a body or not.
+            responses
+                .entry("403".to_string())
+                .or_insert_with(|| cross_origin.clone());
             if operation.request_body.is_none() {
                 continue;
             }
             for (status, response) in &errors {
-                let responses = &mut operation.responses.responses;
                 responses
                     .entry((*status).to_string())
                     .or_insert_with(|| response.clone());

@@ -328,6 +328,10 @@ fn settings(config: &Config) -> String {
             "auth",
             match config.token_mode() {
                 true => "token (ADMIN_TOKEN set)".to_string(),
+                false if !crate::config::exposure::is_loopback(&config.host) => {
+                    "open on the network (CHATD_OPEN_ON_NETWORK=true): anyone reaching the port"
+                        .into()
+                }
                 false if config.exposure.chatd_allowed_hosts.is_empty() => {
                     "open, loopback Hosts only".into()
                 }
