@@ -224,31 +224,30 @@ async fn the_mcp_conformance_suite_passes_its_server_scenarios() {
     server.stop().await;
 }
 
+/// POSTs one JSON-RPC message to the `/mcp` of the server at `base`, as a 2025-11-25 client.
+pub async fn mcp_post(client: &reqwest::Client, base: &str, body: &Value) -> reqwest::Response {
+    client
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn every_request_stands_alone_so_any_instance_can_answer_it() {
     let server = TestServer::start().await;
-    let post = |body: Value| {
-        server
-            .client
-            .post(format!("{}/mcp", server.base))
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .json(&body)
-            .send()
-    };
-    let initialized = post(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}),
-    )
-    .await
-    .unwrap();
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let initialized = mcp_post(&server.client, &server.base, &initialize).await;
     assert_eq!(initialized.status(), StatusCode::OK);
     // No session to stick to: chatd gives none, and a call without one is answered.
     assert!(initialized.headers().get("mcp-session-id").is_none());
-    let listed = post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
-        .await
-        .unwrap();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let listed = mcp_post(&server.client, &server.base, &list).await;
     assert_eq!(listed.status(), StatusCode::OK);
     let body: Value = listed.json().await.unwrap();
     let names: Vec<&str> = body["result"]["tools"]
@@ -285,15 +284,7 @@ async fn errors_quote_a_bounded_prefix_of_the_input() {
             false,
         ),
     ] {
-        let response = server
-            .client
-            .post(format!("{}/mcp", server.base))
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let response = mcp_post(&server.client, &server.base, &body).await;
         let status = response.status();
         let text = response.text().await.unwrap();
         assert!(

@@ -7,20 +7,14 @@ use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use crate::mcp_server::mcp_post;
 use crate::support::{Options, TestServer, deploy, test_component, write_config};
 
 /// `tools/call` of `name` on the server's `/mcp`: the tool's text and whether it failed.
 async fn call(server: &TestServer, name: &str, arguments: Value) -> (String, bool) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                       "params": {"name": name, "arguments": arguments}});
-    let response = server
-        .client
-        .post(format!("{}/mcp", server.base))
-        .header("accept", "application/json, text/event-stream")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let response = mcp_post(&server.client, &server.base, &body).await;
     assert_eq!(response.status(), StatusCode::OK);
     let answer: Value = response.json().await.unwrap();
     let result = &answer["result"];
@@ -71,13 +65,7 @@ async fn instances_together_stay_within_the_total_and_the_server_stays_up() {
         tokio::spawn(async move {
             let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                 "params": {"name": "hold_memory", "arguments": {"mib": 80, "url": url}}});
-            let response = client
-                .post(format!("{base}/mcp"))
-                .header("accept", "application/json, text/event-stream")
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
+            let response = mcp_post(&client, &base, &body).await;
             response.json::<Value>().await.unwrap()
         })
     };
