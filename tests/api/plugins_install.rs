@@ -112,10 +112,22 @@ impl Site {
 
     /// [`Site::publish`] with the manifest's `limits`.
     fn publish_with(&self, name: &str, version: &str, grants: Value, limits: Value) -> Vec<u8> {
+        self.publish_as(ID, name, version, grants, limits)
+    }
+
+    /// [`Site::publish_with`] under the id `id`.
+    fn publish_as(
+        &self,
+        id: &str,
+        name: &str,
+        version: &str,
+        grants: Value,
+        limits: Value,
+    ) -> Vec<u8> {
         let bare = self.path("dist/bare.wasm");
         std::fs::write(&bare, test_component("test-plugin-since-v0-1-0")).unwrap();
         let manifest = self.path("dist/manifest.json");
-        let body = json!({"id": ID, "kind": "tool", "wit": "chatd:plugin@0.1.0",
+        let body = json!({"id": id, "kind": "tool", "wit": "chatd:plugin@0.1.0",
                           "version": version, "grants": grants, "limits": limits});
         std::fs::write(&manifest, body.to_string()).unwrap();
         let out = self.path(&format!("dist/{name}"));
@@ -420,6 +432,25 @@ fn an_update_raising_its_limits_is_held_and_lowering_them_is_not() {
     let (code, said) = site.install(site.path("dist/v3.wasm").to_str().unwrap());
     assert_eq!(code, Some(0), "{said}");
     assert_eq!(site.installed(), v3);
+
+    // A lock written before limits were asked for: the installed file's own limits stand.
+    site.publish_with("v4.wasm", "1.3.0", title_model(), limits(512, 1_000));
+    let (code, said) = site.install(site.path("dist/v4.wasm").to_str().unwrap());
+    assert_eq!(code, Some(3), "{said}");
+    let out = site.chatd(&["plugins", "accept", ID]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut lock = site.lock();
+    let grants = lock["plugins"][ID]["grants"].as_array_mut().unwrap();
+    grants.retain(|g| !g.as_str().unwrap().starts_with("limit:"));
+    std::fs::write(site.path("data/plugins.lock"), lock.to_string()).unwrap();
+    let v5 = site.publish_with("v5.wasm", "1.4.0", title_model(), limits(512, 1_000));
+    let (code, said) = site.install(site.path("dist/v5.wasm").to_str().unwrap());
+    assert_eq!(
+        code,
+        Some(0),
+        "the same limits as installed are not new: {said}"
+    );
+    assert_eq!(site.installed(), v5);
 }
 
 #[test]
@@ -465,6 +496,16 @@ fn a_lost_lock_file_refuses_the_installed_plugins_instead_of_unpinning_them() {
     let (code, said) = site.install(site.path("dist/since.wasm").to_str().unwrap());
     assert_eq!(code, Some(0), "{said}");
     assert!(site.list().contains(&format!("{ID} (tool, version 1.0.0")));
+    // Installs from before the record existed are named at the next install of any plugin.
+    std::fs::remove_file(site.path("plugins/.chatd-installed")).unwrap();
+    site.publish_as("other", "other.wasm", "1.0.0", title_model(), json!({}));
+    let (code, said) = site.install(site.path("dist/other.wasm").to_str().unwrap());
+    assert_eq!(code, Some(0), "{said}");
+    let record = std::fs::read_to_string(site.path("plugins/.chatd-installed")).unwrap();
+    assert!(
+        record.lines().any(|l| l == ID) && record.lines().any(|l| l == "other"),
+        "{record}"
+    );
 }
 
 #[test]

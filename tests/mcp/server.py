@@ -4,7 +4,8 @@ and its benchmark: streamable HTTP on 127.0.0.1, a free port, announced on stdou
 
 Tools: `add` (structured and text content), `echo_auth` (says which Authorization header the
 server received: a server that echoes the key), `slow` (sleeps), `fail` (an error result),
-`picture` (an image), `grow` (adds the tool `grown` and says the tool list changed). With MCP_TEST_KEY set, a request without `Authorization: Bearer <key>` is
+`picture` (an image), `grow` (adds the tool `grown` and says the tool list changed), `manual`
+(a description of some 1,300 characters, for a server's tool-text cap). With MCP_TEST_KEY set, a request without `Authorization: Bearer <key>` is
 refused with 401, and the refusal quotes the header it got (an echo in an error).
 MCP_TEST_STATELESS=1 serves without sessions; MCP_TEST_JSON=1 answers calls with JSON bodies
 instead of SSE streams.
@@ -55,6 +56,11 @@ def fail(reason: str) -> str:
 def picture() -> Image:
     """A tiny PNG."""
     return Image(data=base64.b64decode("iVBORw0KGgo="), format="png")
+
+
+@server.tool(description="Reads the manual. " + "It explains every step at length. " * 40)
+def manual() -> str:
+    return "read"
 
 
 def grown() -> str:

@@ -240,9 +240,9 @@ pub struct Config {
     /// Host names, browser origins, open mode on a network (`exposure.rs`).
     #[command(flatten)]
     pub exposure: exposure::Exposure,
-    /// A key for what chatd authenticates or encrypts at rest (compile-cache entries; MCP
-    /// OAuth tokens): at least 32 characters, kept out of the data folder. Without it, signed
-    /// plugins are compiled at every start rather than read from the compile cache.
+    /// A key for what chatd authenticates at rest (the compile cache's entries): at least 32
+    /// characters, kept out of the data folder. Without it, signed plugins are compiled at every
+    /// start rather than read from the compile cache.
     #[arg(long, env = "CHATD_SECRET_KEY", value_name = "CHATD_SECRET_KEY", hide_env_values = true, value_parser = parse_secret_key)]
     pub chatd_secret_key: Option<Secret>,
     /// Lets tool plugins reach loopback, private and link-local addresses.
@@ -630,8 +630,10 @@ impl Config {
 /// CHATD_PLUGIN_MEMORY_TOTAL_MIB's default on a machine with 8 GiB or more.
 pub const DEFAULT_PLUGIN_MEMORY_TOTAL_MIB: u64 = 4096;
 
-/// The memory this process may use: the machine's (`/proc/meminfo`), or its cgroup's limit
-/// (v2 `memory.max`) when that is lower; `None` where neither can be read.
+/// The memory this process may use: the machine's (`/proc/meminfo`), or the lowest cgroup
+/// limit on the way from the process's own cgroup (`/proc/self/cgroup`: a container's, a
+/// systemd unit's `MemoryMax`) up to the root when that is lower (v2 `memory.max`, v1
+/// `memory.limit_in_bytes`); `None` where nothing can be read.
 fn usable_memory_bytes() -> Option<u64> {
     let machine = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -640,9 +642,30 @@ fn usable_memory_bytes() -> Option<u64> {
             let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
             Some(kib * 1024)
         });
-    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
-        .ok()
-        .and_then(|limit| limit.trim().parse::<u64>().ok());
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    // (the controller's folder, its limit file, the process's path in it)
+    let hierarchies = cgroups.lines().filter_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let path = PathBuf::from(path.trim_start_matches('/'));
+        match controllers {
+            "" => Some(("", "memory.max", path)),
+            list if list.split(',').any(|c| c == "memory") => {
+                Some(("memory", "memory.limit_in_bytes", path))
+            }
+            _ => None,
+        }
+    });
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    let cgroup = hierarchies
+        .flat_map(|(folder, file, path)| {
+            path.ancestors()
+                .map(|dir| root.join(folder).join(dir).join(file))
+                .collect::<Vec<_>>()
+        })
+        .filter_map(|limit| std::fs::read_to_string(limit).ok())
+        .filter_map(|limit| limit.trim().parse::<u64>().ok())
+        .min();
     match (machine, cgroup) {
         (Some(m), Some(c)) => Some(m.min(c)),
         (m, c) => m.or(c),

@@ -113,7 +113,7 @@ impl IntoResponse for ApiError {
 }
 
 /// Characters of the caller's input an error message quotes ([`quoted`], [`bounded`]).
-pub const QUOTE_CHARS: usize = 100;
+pub const QUOTE_CHARS: usize = 200;
 /// The longest error message sent, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 2_000;
 
@@ -126,22 +126,26 @@ pub fn quoted(text: &str) -> String {
     }
 }
 
-/// An error message as sent: every span it quotes from the input (serde's `` `…` `` and
-/// `"…"`) cut to [`QUOTE_CHARS`], then the whole to [`MAX_MESSAGE_CHARS`]. Messages written
-/// here quote through [`quoted`]; this bounds the words of libraries too.
+/// An error message as sent: every span it quotes (serde's `` `…` `` and `"…"`, where a `\`
+/// escapes within the latter) cut to [`QUOTE_CHARS`], then the whole to [`MAX_MESSAGE_CHARS`].
+/// Messages written here quote through [`quoted`]; this bounds the words of libraries too. A
+/// caller whose input holds a quote mark can end a span early, so the hard bound on what is
+/// echoed is [`MAX_MESSAGE_CHARS`].
 pub fn bounded(message: String) -> String {
     if message.chars().count() <= QUOTE_CHARS {
         return message;
     }
     let mut out = String::with_capacity(message.len().min(MAX_MESSAGE_CHARS * 4));
     let mut quote: Option<(char, usize)> = None;
+    let mut escaped = false;
     for c in message.chars() {
         match quote {
-            Some((close, _)) if c == close => {
+            Some((close, _)) if c == close && !escaped => {
                 quote = None;
                 out.push(c);
             }
             Some((close, n)) => {
+                escaped = close == '"' && c == '\\' && !escaped;
                 if n < QUOTE_CHARS {
                     out.push(c);
                 } else if n == QUOTE_CHARS {
@@ -391,12 +395,22 @@ mod tests {
         );
         assert_eq!(quoted("abc"), "\"abc\"");
         assert_eq!(
-            quoted(&"é".repeat(200)),
+            quoted(&"é".repeat(300)),
             format!("{:?}…", "é".repeat(QUOTE_CHARS))
         );
         let unclosed = format!("no tool named \"{long}");
         assert!(bounded(unclosed).chars().count() <= QUOTE_CHARS + 20);
         assert_eq!(bounded("short".into()), "short");
+        // An escaped quote does not end a span; a caller's own quote mark may, and then the
+        // whole message is still bounded.
+        let escaped = bounded(format!("name {}", quoted(&format!("a\"{long}"))));
+        assert!(
+            escaped.chars().count() <= QUOTE_CHARS + 20,
+            "{}",
+            escaped.len()
+        );
+        let breaking = bounded(format!("unknown variant `x`{long}`"));
+        assert!(breaking.chars().count() <= MAX_MESSAGE_CHARS + 1);
     }
 
     #[test]

@@ -76,11 +76,17 @@ impl RequestHost {
         })
     }
 
-    /// Whether this is the same authority as `other`, a default port (80, 443) or none being
-    /// the same: the scheme is not known here (a TLS-terminating proxy speaks plain HTTP).
+    /// Whether this is the same authority as `other`: the same name, or the same address
+    /// however written (`::ffff:127.0.0.1` is `::ffff:7f00:1`); a default port (80, 443) or
+    /// none being the same. The scheme is not known here (a TLS-terminating proxy speaks plain
+    /// HTTP), so 80 and 443 are one: a page at `http://h:443` passes for chatd's own on `h`,
+    /// which only whoever serves `h` can arrange.
     pub fn same_as(&self, other: &RequestHost) -> bool {
         let port = |p: Option<u16>| p.filter(|p| !matches!(p, 80 | 443));
-        self.name == other.name && port(self.port) == port(other.port)
+        let address = |name: &str| name.parse::<std::net::IpAddr>().ok();
+        let same_name = self.name == other.name
+            || address(&self.name).is_some_and(|a| Some(a) == address(&other.name));
+        same_name && port(self.port) == port(other.port)
     }
 
     /// A loopback name (`localhost`, `*.localhost`, 127.0.0.0/8, `::1`) or one of `allowed`.
@@ -239,5 +245,7 @@ mod tests {
         assert!(host("127.0.0.1:8787").same_as(&host("127.0.0.1:8787")));
         assert!(!host("127.0.0.1:8787").same_as(&host("127.0.0.1:8788")));
         assert!(!host("localhost:8787").same_as(&host("127.0.0.1:8787")));
+        assert!(host("[::ffff:7f00:1]:8787").same_as(&host("[::FFFF:127.0.0.1]:8787")));
+        assert!(!host("[::1]:8787").same_as(&host("[::2]:8787")));
     }
 }

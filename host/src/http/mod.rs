@@ -280,9 +280,9 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
         )
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        // Outermost last: log → catch panics → body limit and idle timeout → Host check →
-        // CORS (preflights answered here, before the token) → origin check → token check →
-        // handler.
+        // Outermost last: log → catch panics → body limit and idle timeout → CORS (preflights
+        // answered here, before the token; an allowed page can read every refusal below) →
+        // Host check → origin check → token check → handler.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::require_token,
@@ -291,13 +291,13 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
             state.clone(),
             origin::refuse_cross_origin,
         ))
-        .layer(tower::util::option_layer(origin::cors(
-            state.allowed_origins.clone(),
-        )))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             host::check_host,
         ))
+        .layer(tower::util::option_layer(origin::cors(
+            state.allowed_origins.clone(),
+        )))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // Boxed again: the router's routes take axum's body type. (`TimeoutBody` passes on no
         // size hint; nothing here reads one: the body cap counts what arrives.) The deadline

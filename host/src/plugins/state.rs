@@ -76,8 +76,14 @@ impl wasmtime::ResourceLimiter for Limiter {
         &mut self,
         current: usize,
         desired: usize,
-        _maximum: Option<usize>,
+        maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
+        // Past the memory's own declared maximum wasmtime refuses the growth after asking here,
+        // and no hook says so: refused here instead, so nothing is counted that never grows
+        // (`memory.grow` answers -1, as the guest expects).
+        if maximum.is_some_and(|maximum| desired > maximum) {
+            return Ok(false);
+        }
         let after = self.memory_used - current.min(self.memory_used) + desired;
         if after > self.memory_cap {
             self.cap_hit = true;

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use super::lock::{Entry, Exclusive, HELD_DIR, Lock, record_installed, write_whole};
-use super::{Trust, asked, new_asks, sha256_hex, signature_path};
+use super::{Trust, asked, is_limit, new_asks, sha256_hex, signature_path};
 use crate::config::Config;
 use crate::plugins::load::embedded_manifest;
 use crate::plugins::manifest::Manifest;
@@ -126,7 +126,8 @@ async fn install_inner(config: &Config, source: &str) -> Result<(u8, String), Fa
     // An update of what serves; with its file gone, nothing serves and it installs as new.
     let serving = places.plugins.join(format!("{id}.wasm")).is_file();
     if let Some(old) = lock.plugins.get(&id).filter(|_| serving) {
-        let new = new_asks(&old.grants, &entry.grants);
+        let before = installed_asks(old, &places.plugins.join(format!("{id}.wasm")));
+        let new = new_asks(&before, &entry.grants);
         if !new.is_empty() {
             let new = new.join(", ");
             let said = format!(
@@ -158,9 +159,44 @@ async fn install_inner(config: &Config, source: &str) -> Result<(u8, String), Fa
     // The lock first: the server, seeing the new file, must find its hash already recorded. (A
     // crash between the two leaves the old file refused until this install is run again.)
     lock.write(&places.lock).map_err(|e| (1, e))?;
-    record_installed(&places.plugins, &id).map_err(|e| (1, e))?;
+    record_installed(&places.plugins, installed_ids(&lock, &places.plugins, &id))
+        .map_err(|e| (1, e))?;
     put(&places.plugins, &id, &wasm, signature.as_deref()).map_err(|e| (1, e))?;
     Ok((0, said))
+}
+
+/// What the installed version asks for, as the lock records it; a lock entry written before
+/// limits were asked for gets them from the installed file, when that is still the one locked
+/// (else the defaults stand: `new_asks`).
+fn installed_asks(old: &Entry, file: &Path) -> Vec<String> {
+    let mut asks = old.grants.clone();
+    if asks.iter().any(|a| is_limit(a)) {
+        return asks;
+    }
+    let manifest = std::fs::read(file)
+        .ok()
+        .filter(|wasm| sha256_hex(wasm) == old.sha256)
+        .and_then(|wasm| embedded_manifest(&wasm).ok().flatten())
+        .and_then(|json| Manifest::parse(std::str::from_utf8(&json).ok()?).ok());
+    if let Some(manifest) = manifest {
+        asks.extend(asked(&manifest).into_iter().filter(|a| is_limit(a)));
+    }
+    asks
+}
+
+/// What `PLUGINS_DIR/.chatd-installed` names: `id`, being installed (its file comes next), and
+/// the lock's other plugins whose file is in the folder.
+fn installed_ids<'a>(
+    lock: &'a Lock,
+    folder: &'a Path,
+    id: &'a str,
+) -> impl Iterator<Item = &'a str> {
+    let others = lock
+        .plugins
+        .keys()
+        .map(String::as_str)
+        .filter(move |other| folder.join(format!("{other}.wasm")).is_file());
+    std::iter::once(id).chain(others)
 }
 
 fn remove_held(dir: &Path, id: &str) {
@@ -232,7 +268,8 @@ async fn accept_inner(config: &Config, id: &str) -> Result<(u8, String), Failure
     );
     lock.plugins.insert(id.to_string(), entry);
     lock.write(&places.lock).map_err(|e| (1, e))?;
-    record_installed(&places.plugins, id).map_err(|e| (1, e))?;
+    record_installed(&places.plugins, installed_ids(&lock, &places.plugins, id))
+        .map_err(|e| (1, e))?;
     put(&places.plugins, id, &wasm, signature.as_deref()).map_err(|e| (1, e))?;
     remove_held(&places.held, id);
     Ok((0, said))

@@ -85,10 +85,17 @@ pub fn read_installed(folder: &Path) -> Result<BTreeSet<String>, String> {
     }
 }
 
-/// Adds `id` to PLUGINS_DIR's [`INSTALLED`] (written whole).
-pub fn record_installed(folder: &Path, id: &str) -> Result<(), String> {
+/// Adds `installed` to PLUGINS_DIR's [`INSTALLED`] (written whole, when anything is new): the id
+/// just installed, and the lock's others still in the folder (installs made before the file
+/// existed are named at the next install).
+pub fn record_installed<'a>(
+    folder: &Path,
+    installed: impl IntoIterator<Item = &'a str>,
+) -> Result<(), String> {
     let mut ids = read_installed(folder)?;
-    if !ids.insert(id.to_string()) {
+    let before = ids.len();
+    ids.extend(installed.into_iter().map(str::to_string));
+    if ids.len() == before {
         return Ok(());
     }
     let mut text = String::from(
@@ -178,9 +185,9 @@ mod tests {
     fn the_folder_remembers_what_was_installed_in_it() {
         let dir = tempfile::tempdir().unwrap();
         assert!(read_installed(dir.path()).unwrap().is_empty());
-        record_installed(dir.path(), "units").unwrap();
-        record_installed(dir.path(), "weather").unwrap();
-        record_installed(dir.path(), "units").unwrap();
+        record_installed(dir.path(), ["units"]).unwrap();
+        record_installed(dir.path(), ["weather", "units"]).unwrap();
+        record_installed(dir.path(), ["units"]).unwrap();
         let ids: Vec<String> = read_installed(dir.path()).unwrap().into_iter().collect();
         assert_eq!(ids, ["units", "weather"]);
     }

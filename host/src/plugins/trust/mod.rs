@@ -209,6 +209,11 @@ pub fn asked(manifest: &Manifest) -> BTreeSet<String> {
 const MEMORY_ASK: &str = "limit:memoryMib=";
 const TIMEOUT_ASK: &str = "limit:timeoutMs=";
 
+/// Whether `ask` (of [`asked`]) is a limit rather than a grant.
+pub fn is_limit(ask: &str) -> bool {
+    ask.starts_with("limit:")
+}
+
 /// What of `new` the installed version's `old` asks did not have: a grant it lacked, or a limit
 /// above its own (a lower one is no new power). An entry recorded before limits were asked for
 /// had the defaults.
