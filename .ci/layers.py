@@ -37,6 +37,7 @@ LAYERS = {
         "telemetry",
         "store",
         "attachments",
+        "egress",
         "catalog",
         "plugins",
         "runlog",

@@ -8,6 +8,7 @@ pub mod attachments;
 pub mod catalog;
 pub mod chat;
 pub mod config;
+pub mod egress;
 pub mod http;
 pub mod plugins;
 pub mod runlog;

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use chatd::egress::{HttpGrant, Origin};
 use chatd::plugins::CallError;
 use chatd::plugins::codec::Instances;
 use chatd::plugins::grants::Capabilities;
-use chatd::plugins::http::{HttpGrant, Origin};
 use chatd::plugins::manifest::Manifest;
 use chatd::plugins::provider::{
     FinishReason, Message, PluginError, ProviderPlugin, Role, TurnEvent, TurnOutcome, TurnRequest,

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use chatd::egress::{HttpGrant, Origin};
 use chatd::plugins::grants::Capabilities;
-use chatd::plugins::http::{HttpGrant, Origin};
 use chatd::plugins::manifest::Manifest;
 use chatd::plugins::testing::TestHost;
 use chatd::plugins::tool::{PluginError, ToolPlugin};

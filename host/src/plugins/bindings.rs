@@ -15,7 +15,7 @@ pub mod imports {
         world: "chatd:plugin/host-imports@0.1.1",
         imports: { default: async },
         with: {
-            "chatd:plugin/http.response": crate::plugins::http::Incoming,
+            "chatd:plugin/http.response": crate::egress::Incoming,
         },
     });
 }

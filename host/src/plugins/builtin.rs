@@ -10,9 +10,9 @@
 use reqwest::header::HeaderName;
 
 use super::manifest::Kind;
-use super::services::{Owner, Service, SetBy};
 use crate::config::names::Auth;
 use crate::config::{Config, Secret, WebSearchEngine};
+use crate::egress::services::{Owner, Service, SetBy};
 
 /// A provider the contract names.
 pub struct DefaultProvider {
@@ -140,7 +140,7 @@ pub fn services(config: &Config) -> Vec<Service> {
             Some(config.provider_a_base_url.clone()),
             config.provider_a_api_key.clone(),
             Auth::Bearer,
-            vec![Owner::of_kind("provider_a", Kind::Provider)],
+            vec![Owner::of_kind("provider_a", Kind::Provider.as_str())],
         ),
         builtin(
             "provider_b",
@@ -149,7 +149,7 @@ pub fn services(config: &Config) -> Vec<Service> {
             Some(config.provider_b_base_url.clone()),
             config.provider_b_api_key.clone(),
             x_api_key(),
-            vec![Owner::of_kind("provider_b", Kind::Provider)],
+            vec![Owner::of_kind("provider_b", Kind::Provider.as_str())],
         ),
         builtin(
             "provider_c",
@@ -158,7 +158,7 @@ pub fn services(config: &Config) -> Vec<Service> {
             Some(config.provider_c_base_url.clone()),
             config.provider_c_api_key.clone(),
             Auth::Bearer,
-            vec![Owner::of_kind("provider_c", Kind::Provider)],
+            vec![Owner::of_kind("provider_c", Kind::Provider.as_str())],
         ),
         builtin(
             "agent",
@@ -167,7 +167,7 @@ pub fn services(config: &Config) -> Vec<Service> {
             Some(config.agent_api_base_url.clone()),
             config.agent_api_key.clone(),
             Auth::Bearer,
-            vec![Owner::of_kind("provider_agent", Kind::Provider)],
+            vec![Owner::of_kind("provider_agent", Kind::Provider.as_str())],
         ),
         builtin(
             "engine_a",
@@ -177,8 +177,8 @@ pub fn services(config: &Config) -> Vec<Service> {
             config.engine_a_api_key.clone(),
             x_api_key(),
             vec![
-                Owner::of_kind("web_search", Kind::Tool),
-                Owner::of_kind("search_engine_a", Kind::Search),
+                Owner::of_kind("web_search", Kind::Tool.as_str()),
+                Owner::of_kind("search_engine_a", Kind::Search.as_str()),
             ],
         ),
         builtin(
@@ -188,7 +188,7 @@ pub fn services(config: &Config) -> Vec<Service> {
             config.engine_b_base_url.clone(),
             None,
             Auth::None,
-            vec![Owner::of_kind("web_search", Kind::Tool)],
+            vec![Owner::of_kind("web_search", Kind::Tool.as_str())],
         ),
     ]
 }

@@ -37,12 +37,13 @@ use super::bindings::provider::chatd::plugin::provider_types::{
     FinishReason, TurnEvent, TurnOutcome, TurnRequest,
 };
 use super::grants::Capabilities;
-use super::http::{self, Refusal};
+use super::http::host as http_host;
 use super::manifest::Manifest;
 use super::refs::{ExpandError, Refs};
 use super::seen::UpstreamSeen;
 use super::state::PluginState;
 use super::{CallError, Core, log_stderr, new_store};
+use crate::egress::{self, Refusal};
 use crate::telemetry;
 use tracing::Instrument as _;
 
@@ -258,7 +259,7 @@ impl Codecs {
                 h.name.eq_ignore_ascii_case("content-type")
                     && h.value.to_ascii_lowercase().contains("json")
             });
-            match refs.expand(body, json, http::MAX_REQUEST_BODY_BYTES) {
+            match refs.expand(body, json, egress::MAX_REQUEST_BODY_BYTES) {
                 Ok(body) => upstream.body = Some(body),
                 // What the client sent, escaped for the upstream, passes the cap: its request.
                 Err(e @ ExpandError::TooLarge(_)) => {
@@ -291,7 +292,7 @@ impl Codecs {
     async fn start(
         &self,
         request: TurnRequest,
-    ) -> Result<Result<(http::host::WitRequest, Decoder), PluginError>, CallError> {
+    ) -> Result<Result<(http_host::WitRequest, Decoder), PluginError>, CallError> {
         let id = &self.context.manifest.id;
         let request = Arc::new(request);
         // Twice at most: a turn that picked an instance just as another turn's call broke it
@@ -333,7 +334,7 @@ impl Codecs {
     async fn decode(
         &self,
         decoder: &Decoder,
-        upstream: http::host::WitRequest,
+        upstream: http_host::WitRequest,
         streaming: bool,
         events: mpsc::Sender<TurnEvent>,
         seen: &UpstreamSeen,
@@ -350,18 +351,18 @@ impl Codecs {
     async fn open(
         &self,
         decoder: &Decoder,
-        upstream: http::host::WitRequest,
+        upstream: http_host::WitRequest,
         seen: &UpstreamSeen,
-    ) -> Result<Result<(http::Incoming, u16), PluginError>, Failure> {
+    ) -> Result<Result<(egress::Incoming, u16), PluginError>, Failure> {
         let caps = &self.context.caps;
         // Sending is over in a moment: boxed, its state is not part of the turn's future (and
         // so of the memory of every live stream) while the turn waits for the next chunk.
         // Matched in place, not bound first: a moved-from binding keeps its room in the future.
         seen.sending();
-        let response = match Box::pin(http::send(
+        let response = match Box::pin(egress::send(
             &caps.clients,
             &caps.http,
-            http::host::outgoing(upstream),
+            http_host::outgoing(upstream),
         ))
         .await
         {
@@ -378,7 +379,7 @@ impl Codecs {
         let headers: Vec<_> = response
             .headers
             .iter()
-            .map(|(name, value)| http::host::WitHeader {
+            .map(|(name, value)| http_host::WitHeader {
                 name: name.clone(),
                 value: value.clone(),
             })
@@ -408,7 +409,7 @@ impl Codecs {
     async fn feed(
         &self,
         decoder: &Decoder,
-        response: &mut http::Incoming,
+        response: &mut egress::Incoming,
         status: u16,
         streaming: bool,
         events: mpsc::Sender<TurnEvent>,

@@ -2,7 +2,7 @@
 //! configuration, one capability at a time. Deny by default. This file only dispatches: each
 //! capability decides its own grant in one function, [`super::http::grant`],
 //! [`super::ssh::grant`], [`super::settings::grant`] and [`super::log::grant`], and services
-//! ([`super::services::Reach`]) feed the first and the third. [`Capabilities`] is the result, held
+//! ([`crate::egress::services::Reach`]) feed the first and the third. [`Capabilities`] is the result, held
 //! by every call's store.
 //!
 //! - `grants.services` and `provider.service`: services by name; a service the plugin's id is
@@ -14,13 +14,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::http::{Clients, HttpGrant, Origin};
 use super::log::LogGrant;
 use super::manifest::{Grants, Manifest};
 use super::memory::TotalMemory;
 use super::operator::OperatorSettings;
-use super::services::{Reach, Service};
 use super::ssh::SshGrant;
+use crate::egress::services::{Reach, Service};
+use crate::egress::{Clients, HttpGrant, Origin};
 
 /// What a plugin was granted, decided once at load time and shared by its calls.
 #[derive(Clone, Debug)]
@@ -93,18 +93,18 @@ pub fn resolve(
     for name in &manifest.grants.services {
         let named = service(name, "grants.services")?;
         reach
-            .add(named, id, kind, None)
+            .add(named, id, kind.as_str(), None)
             .map_err(|e| refuse(format!("grants.services: {e}")))?;
     }
     if let Some(name) = &manifest.provider.service {
         let named = service(name, "provider.service")?;
         reach
-            .add(named, id, kind, Some(super::PROVIDER_BASE_URL))
+            .add(named, id, kind.as_str(), Some(super::PROVIDER_BASE_URL))
             .map_err(|e| refuse(format!("provider.service: {e}")))?;
     }
     if let Some(own) = own {
         reach
-            .add(own, id, kind, Some(super::PROVIDER_BASE_URL))
+            .add(own, id, kind.as_str(), Some(super::PROVIDER_BASE_URL))
             .map_err(refuse)?;
     }
     let mut lines = std::mem::take(&mut reach.lines);
@@ -188,7 +188,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::config::file::FileConfig;
-    use crate::plugins::http::Place;
+    use crate::egress::Place;
     use std::time::Duration;
 
     fn manifest(id: &str, kind: &str, grants: &str) -> Manifest {
@@ -373,9 +373,9 @@ plugins = ["company_search"]
             key: Some(crate::config::Secret::new("gsk-secret-1")),
             auth: crate::config::names::Auth::Bearer,
             headers: Vec::new(),
-            owners: vec![super::super::services::Owner::any("groq")],
+            owners: vec![crate::egress::services::Owner::any("groq")],
             base_url_key: "groq_base_url".into(),
-            set_by: super::super::services::SetBy::File("[providers.groq]".into()),
+            set_by: crate::egress::services::SetBy::File("[providers.groq]".into()),
         };
         let caps = super::resolve(&groq, &settings, Clients::new(), Some(&own))
             .unwrap()

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use super::LoadError;
 use super::cache::{self, CompileCache};
 use super::codec::Instances;
 use super::grants;
@@ -17,11 +18,10 @@ use super::memory::TotalMemory;
 use super::operator::OperatorSettings;
 use super::provider::{Profile, ProviderPlugin};
 use super::search::SearchPlugin;
-use super::services::{Owner, Service, SetBy};
 use super::tool::{ToolPlugin, ToolSpec};
-use super::{LoadError, http};
 use crate::config::file::DeclaredProvider;
 use crate::config::names::Auth;
+use crate::egress::services::{Owner, Service, SetBy};
 
 /// How long a plugin may take to describe its tools (or a provider its profile) at load.
 const DESCRIBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -196,7 +196,7 @@ pub struct Loader {
     pub engine: Engine,
     settings: Arc<std::sync::RwLock<Arc<OperatorSettings>>>,
     pub cache: Option<CompileCache>,
-    clients: http::Clients,
+    clients: crate::egress::Clients,
     /// The memory all instances of the plugins it loads share (CHATD_PLUGIN_MEMORY_TOTAL_MIB).
     memory: TotalMemory,
 }
@@ -207,7 +207,7 @@ impl Loader {
             engine,
             settings: Arc::new(std::sync::RwLock::new(Arc::new(settings))),
             cache,
-            clients: http::Clients::new(),
+            clients: crate::egress::Clients::new(),
             memory: TotalMemory::unlimited(),
         }
     }
@@ -289,7 +289,7 @@ impl Loader {
             key: spec.api_key.clone(),
             auth,
             headers: spec.headers.clone(),
-            owners: vec![Owner::of_kind(&spec.id, Kind::Provider)],
+            owners: vec![Owner::of_kind(&spec.id, Kind::Provider.as_str())],
             base_url_key: format!("{}_base_url", spec.id),
             set_by: SetBy::File(format!("[providers.{}]", spec.id)),
         };

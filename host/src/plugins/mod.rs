@@ -30,7 +30,6 @@ pub mod registry;
 pub mod scaffold;
 pub mod search;
 pub mod seen;
-pub mod services;
 pub mod settings;
 pub mod snapshot;
 pub mod ssh;

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 use super::builtin;
-use super::services::{Owner, Service, Services, SetBy};
 use super::ssh::DevboxAccess;
 use crate::config::Config;
 use crate::config::file::{DeclaredProvider, FileConfig, SettingValue};
+use crate::egress::services::{Owner, Service, Services, SetBy};
 
 /// A provider this configuration serves.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,4 +1,4 @@
-//! The WIT `http` interface on top of [`super::send`]: a plugin's request is checked against
+//! The WIT `http` interface on top of [`crate::egress::send`]: a plugin's request is checked against
 //! its grant on every hop; a response is a resource the plugin reads chunk by chunk. A call may
 //! hold at most [`MAX_OPEN_RESPONSES`] responses at once (each one holds a connection).
 
@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
-use super::{Clients, HttpGrant, Incoming, Outgoing, Refusal};
+use crate::egress::{Clients, HttpGrant, Incoming, Outgoing, Refusal, send};
 use crate::plugins::bindings::imports::chatd::plugin::http;
 
 pub use crate::plugins::bindings::imports::chatd::plugin::http::{
@@ -43,7 +43,7 @@ impl http::Host for HttpView<'_> {
                 "at most {MAX_OPEN_RESPONSES} responses may be open at once; drop one first"
             )));
         }
-        let incoming = super::send(self.clients, self.grant, outgoing)
+        let incoming = send(self.clients, self.grant, outgoing)
             .await
             .map_err(wit_error)?;
         let handle = self
@@ -59,7 +59,7 @@ impl http::Host for HttpView<'_> {
         request: http::Request,
         max_bytes: u64,
     ) -> Result<http::Fetched, http::HttpError> {
-        let mut incoming = super::send(self.clients, self.grant, outgoing(request))
+        let mut incoming = send(self.clients, self.grant, outgoing(request))
             .await
             .map_err(wit_error)?;
         let mut body = Vec::new();

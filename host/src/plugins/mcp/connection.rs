@@ -21,7 +21,7 @@ use tokio::sync::{Notify, watch};
 use super::result::{self, Outcome};
 use super::wire::Wire;
 use crate::config::mcp::DeclaredMcp;
-use crate::plugins::http::scrub;
+use crate::egress::scrub;
 use crate::plugins::tool::ToolSpec;
 
 /// How often a reachable server's tools are listed again without being asked.

@@ -13,7 +13,7 @@
 //!
 //! - here: [`McpServers`], the servers serving now, applied from the file on start and reload;
 //! - [`connection`]: one server's session, tool list and calls;
-//! - [`wire`]: rmcp's HTTP client trait on [`crate::plugins::http::send`];
+//! - [`wire`]: rmcp's HTTP client trait on [`crate::egress::send`];
 //! - [`result`]: tool names and results as chatd's text.
 
 mod connection;
@@ -25,12 +25,12 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use super::http::{Clients, HttpGrant, MAX_BODY_BYTES, scrub};
 use super::manifest::Kind;
-use super::services::{Owner, Reach, Service, SetBy};
 use super::tool::ToolSpec;
 use crate::config::mcp::DeclaredMcp;
 use crate::config::names::Auth;
+use crate::egress::services::{Owner, Reach, Service, SetBy};
+use crate::egress::{Clients, HttpGrant, MAX_BODY_BYTES, scrub};
 use connection::Server;
 pub use result::Outcome;
 
@@ -122,7 +122,7 @@ impl McpServers {
         };
         let mut reach = Reach::default();
         // The owner is the server itself, and the URL was checked when the file was read.
-        let _ = reach.add(&service, &id, Kind::Tool, None);
+        let _ = reach.add(&service, &id, Kind::Tool.as_str(), None);
         let keys = scrub::keys(
             reach
                 .credentials

@@ -13,7 +13,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::plugins::http::scrub;
+use crate::egress::scrub;
 
 /// The longest text a result gives the model, in characters.
 pub const MAX_RESULT_CHARS: usize = 100_000;

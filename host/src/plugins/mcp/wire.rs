@@ -1,5 +1,5 @@
 //! MCP's streamable HTTP over chatd's plugin HTTP: rmcp's client transport asks, and every
-//! request goes through [`crate::plugins::http::send`] under the server's [`HttpGrant`]. So an
+//! request goes through [`crate::egress::send`] under the server's [`HttpGrant`]. So an
 //! MCP server is reached exactly as a plugin's service is: only its own origin, the key added
 //! by the host for that origin, no redirect followed (a 3xx is an error: the key never goes
 //! anywhere else), the answer capped in size and time, and the key scrubbed from every byte
@@ -20,7 +20,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Sse, SseStream};
 
-use crate::plugins::http::{Clients, HttpGrant, Incoming, Outgoing, Refusal, scrub, send};
+use crate::egress::{Clients, HttpGrant, Incoming, Outgoing, Refusal, scrub, send};
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";

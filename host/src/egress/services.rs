@@ -1,13 +1,14 @@
 //! Services: the upstreams the operator configured, each an origin, a key, how the key goes on the
 //! wire, a few non-secret headers, and the plugins that may be granted it. One table holds them
-//! all: the built-in ones ([`super::builtin`], from the environment) and the configuration
-//! file's `[services.NAME]`; a declared provider's upstream is a service of its own.
+//! all: the built-in ones (`plugins/builtin.rs`, from the environment) and the configuration
+//! file's `[services.NAME]`; a declared provider's upstream is a service of its own; an MCP
+//! server's is one too.
 //!
 //! What a granted service gives a plugin is a [`Reach`]: its origin becomes reachable whatever
 //! its address (the operator chose it, loopback included), its base URL readable as a setting
 //! (without any `user:password@`), and the host adds its credential and headers to every request
 //! to that origin and to no other. The plugin never sees the key: not in a setting, not in the
-//! environment (none is linked), not in a response ([`super::http`] scrubs it from what comes
+//! environment (none is linked), not in a response ([`super::scrub`] removes it from what comes
 //! back).
 
 use std::collections::BTreeMap;
@@ -16,8 +17,7 @@ use base64::Engine as _;
 use reqwest::header::{HeaderName, HeaderValue};
 use url::Url;
 
-use super::http::{Credential, Origin, Place};
-use super::manifest::Kind;
+use super::{Credential, Origin, Place};
 use crate::config::Secret;
 use crate::config::names::Auth;
 
@@ -26,7 +26,9 @@ use crate::config::names::Auth;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
     pub id: String,
-    pub kind: Option<Kind>,
+    /// The plugin world it must implement, as manifests spell it (`tool`, `provider`,
+    /// `search`); `None`: any.
+    pub kind: Option<&'static str>,
 }
 
 impl Owner {
@@ -37,14 +39,14 @@ impl Owner {
         }
     }
 
-    pub fn of_kind(id: &str, kind: Kind) -> Self {
+    pub fn of_kind(id: &str, kind: &'static str) -> Self {
         Self {
             id: id.to_string(),
             kind: Some(kind),
         }
     }
 
-    fn admits(&self, id: &str, kind: Kind) -> bool {
+    fn admits(&self, id: &str, kind: &str) -> bool {
         self.id == id && self.kind.is_none_or(|k| k == kind)
     }
 }
@@ -52,7 +54,7 @@ impl Owner {
 impl std::fmt::Display for Owner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.kind {
-            Some(kind) => write!(f, "{} ({})", self.id, kind.as_str()),
+            Some(kind) => write!(f, "{} ({kind})", self.id),
             None => f.write_str(&self.id),
         }
     }
@@ -116,7 +118,7 @@ impl Service {
             .join(", ")
     }
 
-    pub fn admits(&self, id: &str, kind: Kind) -> bool {
+    pub fn admits(&self, id: &str, kind: &str) -> bool {
         self.owners.iter().any(|o| o.admits(id, kind))
     }
 }
@@ -162,7 +164,7 @@ impl Reach {
         &mut self,
         service: &Service,
         id: &str,
-        kind: Kind,
+        kind: &str,
         also_as: Option<&str>,
     ) -> Result<(), String> {
         if !service.admits(id, kind) {
@@ -352,9 +354,7 @@ mod tests {
             "http://127.0.0.1:9/v1/",
         );
         let mut reach = Reach::default();
-        reach
-            .add(&s, "weather", Kind::Tool, Some("base_url"))
-            .unwrap();
+        reach.add(&s, "weather", "tool", Some("base_url")).unwrap();
         assert_eq!(
             reach.trusted,
             [Origin::parse("http://127.0.0.1:9").unwrap()]
@@ -378,9 +378,7 @@ mod tests {
             ]
         );
         assert!(!reach.lines[0].contains("k-1"));
-        let err = Reach::default()
-            .add(&s, "thief", Kind::Tool, None)
-            .unwrap_err();
+        let err = Reach::default().add(&s, "thief", "tool", None).unwrap_err();
         assert!(err.contains("belongs to weather"), "{err}");
     }
 
@@ -391,7 +389,7 @@ mod tests {
             .add(
                 &service(Auth::None, Some("k"), "http://h:1"),
                 "weather",
-                Kind::Tool,
+                "tool",
                 None,
             )
             .unwrap();
@@ -406,7 +404,7 @@ mod tests {
             .add(
                 &service(Auth::None, None, "http://u:p%40ss@h:1/b"),
                 "weather",
-                Kind::Tool,
+                "tool",
                 None,
             )
             .unwrap();
