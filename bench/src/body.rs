@@ -18,7 +18,13 @@ use axum::response::Response;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::plugins::{rss_kib, server_binary, start_with, status_kib};
+use crate::plugins::rss_kib;
+
+use crate::plugins::server_binary;
+
+use crate::plugins::start_with;
+
+use crate::plugins::status_kib;
 
 const RECORDED_STREAM: &str = include_str!(
     "../../tests/fixtures/upstream/openai_chat/02_stream_text_include_usage.response.sse"

@@ -49,7 +49,9 @@ use crate::harness::{
     Cpu, DELTA, added_by, chats, check, client, completion, ephemeral_body, open_stream, row,
     to_first,
 };
-use crate::plugins::{rss_kib, server_binary, start_with};
+use crate::plugins::rss_kib;
+use crate::plugins::server_binary;
+use crate::plugins::start_with;
 
 const RECORDED_STREAM: &str = include_str!(
     "../../tests/fixtures/upstream/openai_chat/02_stream_text_include_usage.response.sse"

@@ -19,7 +19,8 @@ use futures::StreamExt;
 
 use crate::chat::{PACED_DELTAS, attach_times, start_mock, verify};
 use crate::harness::{chats, check, completion, open_stream, row};
-use crate::plugins::{server_binary, start_with};
+use crate::plugins::server_binary;
+use crate::plugins::start_with;
 
 pub struct Options {
     database_url: String,

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use chatd::plugins::load::Plugin;
+use chatd::plugins::loading::load::Plugin;
 use chatd::plugins::testing::TestHost;
 
 pub fn usage() -> &'static str {

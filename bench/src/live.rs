@@ -25,7 +25,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::harness::{DELTA, check, open_stream, row, to_first};
-use crate::plugins::{server_binary, start_with};
+use crate::plugins::server_binary;
+use crate::plugins::start_with;
 use crate::wires::{self, Item};
 
 /// The pause before each event of a paced stream.

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use chatd::config::{Config, DatabaseUrl};
-use chatd::plugins::registry::PluginHost;
+use chatd::plugins::loading::plugin_host::PluginHost;
 use chatd::server::Server;
 use chatd::store::{NewChat, NewMessage, Store};
 use chatd::vocabulary::Role;

@@ -74,7 +74,7 @@ pub async fn measure(calls: usize) -> anyhow::Result<()> {
         &database,
     ])
     .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let plugins = chatd::plugins::registry::PluginHost::start(&config).await?;
+    let plugins = chatd::plugins::loading::plugin_host::PluginHost::start(&config).await?;
     let server = chatd::server::Server::bind(&config, plugins).await?;
     let base = format!("http://{}", server.local_addr()?);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

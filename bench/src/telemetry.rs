@@ -16,7 +16,9 @@ use axum::body::Bytes;
 use crate::harness::{
     Cpu, DELTA, added_by, chats, check, completion, ephemeral_body, row, to_first,
 };
-use crate::plugins::{Running, server_binary, start_with};
+use crate::plugins::Running;
+use crate::plugins::server_binary;
+use crate::plugins::start_with;
 
 const WARMUP: usize = 200;
 /// Persisted requests per chat, so transcripts stay short.

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use chatd::config::{
     Command, Config, ConfigCommand, ConfigError, DatabaseUrl, MetricsAccess, PluginsCommand,
 };
-use chatd::plugins::registry::PluginHost;
-use chatd::plugins::{LoadError, commands};
+use chatd::plugins::LoadError;
+use chatd::plugins::commands;
+use chatd::plugins::loading::plugin_host::PluginHost;
 use chatd::server::{Server, shutdown_signal};
 use chatd::store::{Store, transfer};
 use chatd::telemetry::{LogTo, Telemetry};
@@ -77,10 +78,10 @@ async fn run(config: Config, tracing: bool) -> ExitCode {
             return commands::check(&config, file).await;
         }
         Some(Command::Plugins(PluginsCommand::Install { source })) => {
-            return chatd::plugins::trust::install::install(&config, source).await;
+            return chatd::plugins::install::install(&config, source).await;
         }
         Some(Command::Plugins(PluginsCommand::Accept { id })) => {
-            return chatd::plugins::trust::install::accept(&config, id).await;
+            return chatd::plugins::install::accept(&config, id).await;
         }
         Some(Command::Plugins(PluginsCommand::New {
             kind,

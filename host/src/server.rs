@@ -13,7 +13,7 @@ use crate::chat::events::ChatEvent;
 use crate::chat::models::Models;
 use crate::config::Config;
 use crate::http::{self, AppState, TokenDigest};
-use crate::plugins::registry::PluginHost;
+use crate::plugins::loading::plugin_host::PluginHost;
 use crate::runs::ready::{self, Readiness};
 use crate::runs::{ActiveRuns, ErrorEvents, beat};
 use crate::search;

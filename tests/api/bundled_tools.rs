@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use chatd::plugins::load::Plugin;
+use chatd::plugins::loading::load::Plugin;
 use chatd::plugins::testing::{Reply, ScriptedUpstream, TestHost};
-use chatd::plugins::tool::{PluginError, ToolOutput};
+use chatd::plugins::worlds::tool::{PluginError, ToolOutput};
 use serde_json::json;
 
 use crate::support::plugin_cache_dir;

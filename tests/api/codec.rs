@@ -1,4 +1,4 @@
-//! The host's driver of `codec-provider` turns (`chatd::plugins::codec`) against a real
+//! The host's driver of `codec-provider` turns (`chatd::plugins::worlds::provider::codec`) against a real
 //! component, `tests/plugins/hostile-provider`: many turns decoding at once in shared instances,
 //! what a decoder that panics, spins, or is abandoned does to the turns beside it, and an
 //! instance retired when its stderr or its memory fills.
@@ -8,15 +8,16 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use chatd::egress::{HttpGrant, Origin};
-use chatd::plugins::CallError;
-use chatd::plugins::codec::Instances;
-use chatd::plugins::grants::Capabilities;
+use chatd::plugins::capabilities::Capabilities;
 use chatd::plugins::manifest::Manifest;
-use chatd::plugins::provider::{
+use chatd::plugins::runtime::CallError;
+use chatd::plugins::runtime::cache::compile;
+use chatd::plugins::runtime::engine;
+use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
+use chatd::plugins::worlds::provider::codec::Instances;
+use chatd::plugins::worlds::provider::{
     FinishReason, Message, PluginError, ProviderPlugin, Role, TurnEvent, TurnOutcome, TurnRequest,
 };
-use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
-use chatd::plugins::{compile, engine};
 use tokio::sync::mpsc;
 
 use crate::support::test_component;
@@ -284,7 +285,7 @@ async fn a_turn_whose_instance_breaks_while_it_waits_to_start_starts_in_another(
     // again in the next one. In `count` mode its deltas say how many turns that instance has
     // started: 2 in the next instance (a filler turn ran there), where a turn that picked the
     // first instance after it broke would get a fresh one and say 1.
-    let n = chatd::plugins::codec::shared_instances();
+    let n = chatd::plugins::worlds::provider::codec::shared_instances();
     let upstream = ScriptedUpstream::start([
         ("POST /turn", Reply::sse("data: spin\n\n")),
         ("POST /turn", Reply::sse(ECHO)),
@@ -419,7 +420,7 @@ async fn only_chatds_own_providers_share_instances() {
     assert_eq!(bundled.sharing(), Some(Instances::Shared));
 
     // The same component dropped into PLUGINS_DIR.
-    let package = chatd::plugins::bundled::packages()
+    let package = chatd::plugins::loading::embedded::packages()
         .into_iter()
         .find(|p| p.manifest_json.contains(r#""provider_c""#))
         .unwrap();
@@ -473,7 +474,7 @@ async fn a_turn_dropped_while_waiting_for_its_instance_leaves_it_sound() {
     // instance again with turn A, whose decoder takes 600 ms over its first event. B's answer
     // arrives during that call, so B waits for the instance, and is dropped there. A's second
     // piece comes later: it needs the instance again after B is gone.
-    let n = chatd::plugins::codec::shared_instances();
+    let n = chatd::plugins::worlds::provider::codec::shared_instances();
     let gate = Gate::new();
     let mut routes = vec![("POST /turn", Reply::sse(ECHO).after(&gate))];
     routes.extend((1..n).map(|_| ("POST /turn", Reply::sse(ECHO))));
@@ -519,7 +520,7 @@ async fn a_turn_dropped_while_waiting_for_its_instance_leaves_it_sound() {
 /// (In `count` mode each delta says how many turns its instance has started, so a fresh
 /// instance shows as a count back at 1.)
 async fn assert_retired_after(mode: &str) {
-    let n = chatd::plugins::codec::shared_instances();
+    let n = chatd::plugins::worlds::provider::codec::shared_instances();
     let upstream =
         ScriptedUpstream::start([("POST /turn", Reply::sse("event: end\ndata: x\n\n"))]).await;
     let plugin = provider(&upstream, 30_000);

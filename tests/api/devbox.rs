@@ -11,9 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine as _;
-use chatd::plugins::load::Plugin;
+use chatd::plugins::loading::load::Plugin;
 use chatd::plugins::testing::{Reply, ScriptedUpstream, TestHost};
-use chatd::plugins::tool::{PluginError, ToolOutput};
+use chatd::plugins::worlds::tool::{PluginError, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::bundled_tools::call;

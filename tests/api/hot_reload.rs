@@ -2,7 +2,7 @@
 //! runs, seen through `GET /v1/chat-tools` and the plugin registry. Each step awaits the
 //! registry's scan counter instead of sleeping.
 
-use chatd::plugins::registry::PluginHost;
+use chatd::plugins::loading::plugin_host::PluginHost;
 use chatd::plugins::testing::{Gate, Reply, ScriptedUpstream};
 use serde_json::{Value, json};
 

@@ -123,7 +123,7 @@ async fn binary_starts_with_no_environment() {
     let process = Process::start(dir.path(), &[("PORT", "0")]);
     let loaded = process.line_with("plugins loaded");
     // The devbox tools are bundled but, not enabled here, neither compiled nor served.
-    let bundled = chatd::plugins::bundled::BUNDLED.len() - 2;
+    let bundled = chatd::plugins::loading::embedded::BUNDLED.len() - 2;
     assert!(
         loaded.contains(&format!("{bundled} plugins loaded in")),
         "{loaded}"

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use chatd::plugins::CallError;
+use chatd::plugins::runtime::CallError;
 use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use reqwest::StatusCode;
 use serde_json::{Value, json};

@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use chatd::plugins::load::Plugin;
-use chatd::plugins::registry::PluginHost;
+use chatd::plugins::loading::load::Plugin;
+use chatd::plugins::loading::plugin_host::PluginHost;
 use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use serde_json::{Value, json};
 

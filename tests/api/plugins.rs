@@ -6,11 +6,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use chatd::egress::{HttpGrant, Origin};
-use chatd::plugins::grants::Capabilities;
+use chatd::plugins::LoadError;
+use chatd::plugins::capabilities::Capabilities;
 use chatd::plugins::manifest::Manifest;
+use chatd::plugins::runtime::CallError;
+use chatd::plugins::runtime::cache::compile;
+use chatd::plugins::runtime::engine;
 use chatd::plugins::testing::TestHost;
-use chatd::plugins::tool::{PluginError, ToolPlugin};
-use chatd::plugins::{CallError, LoadError, compile, engine};
+use chatd::plugins::worlds::tool::{PluginError, ToolPlugin};
 
 use crate::support::test_component;
 

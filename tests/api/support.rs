@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use chatd::config::{Config, DatabaseUrl, Secret};
-use chatd::plugins::registry::PluginHost;
+use chatd::plugins::loading::plugin_host::PluginHost;
 use chatd::server::Server;
 use chatd::store::Store;
 use reqwest::{Method, StatusCode};

@@ -8,11 +8,11 @@
 
 use std::time::Duration;
 
-use chatd::plugins::load::Plugin;
-use chatd::plugins::provider::{
+use chatd::plugins::loading::load::Plugin;
+use chatd::plugins::testing::{Recorded, Reply, ScriptedUpstream};
+use chatd::plugins::worlds::provider::{
     ContentPart, FinishReason, Image, PluginError, TextFile, ToolResult, ToolSpec, TurnRequest,
 };
-use chatd::plugins::testing::{Recorded, Reply, ScriptedUpstream};
 use serde_json::Value;
 
 use crate::support::{

@@ -4,12 +4,12 @@
 
 use std::path::PathBuf;
 
-use chatd::plugins::load::Plugin;
-use chatd::plugins::provider::{
+use chatd::plugins::loading::load::Plugin;
+use chatd::plugins::testing::TestHost;
+use chatd::plugins::worlds::provider::{
     ContentPart, FinishReason, Message, PluginError, ProviderPlugin, Role, ToolCall, ToolResult,
     ToolSpec, TurnEvent, TurnOutcome, TurnRequest, UpstreamError,
 };
-use chatd::plugins::testing::TestHost;
 use tokio::sync::mpsc;
 
 /// The compile cache the `api` tests use too (`tests/api/support.rs`): compiling a component is
@@ -53,7 +53,7 @@ pub async fn run(provider: &ProviderPlugin, request: TurnRequest, plugin_driven:
             // As chatd's loop passes them: the large values by reference, filled in as the
             // request is sent.
             let mut request = request;
-            let mut refs = chatd::plugins::refs::Refs::new();
+            let mut refs = chatd::plugins::worlds::provider::references::Refs::new();
             refs.take_large(&mut request.messages);
             provider
                 .turn(request, Some(std::sync::Arc::new(refs)), sender)

@@ -7,8 +7,10 @@
 //! Where an API lacks a feature, the description says so with [`Support::Absent`] and the
 //! scenario asserts the documented behaviour instead of skipping.
 
-use chatd::plugins::provider::{FinishReason, Image, TextFile, ToolCall, ToolResult, ToolSpec};
 use chatd::plugins::testing::{Recorded, Reply};
+use chatd::plugins::worlds::provider::{
+    FinishReason, Image, TextFile, ToolCall, ToolResult, ToolSpec,
+};
 use serde_json::Value;
 
 /// The key every scenario configures; the host injects it, the plugin never sees it.

@@ -3,8 +3,8 @@
 //! state upstream: a turn that may continue is stored and its response id is the continuation;
 //! the next turn names it as `previous_response_id` and sends only the tool results.
 
-use chatd::plugins::provider::{Image, TextFile, ToolCall, ToolResult};
 use chatd::plugins::testing::{Recorded, Reply};
+use chatd::plugins::worlds::provider::{Image, TextFile, ToolCall, ToolResult};
 use serde_json::{Value, json};
 
 use crate::recorded::{

@@ -5,8 +5,8 @@
 //! therefore [`Support::Absent`]: scenarios 3 and 4 assert that documented behaviour on the
 //! recorded tool-call streams.
 
-use chatd::plugins::provider::{FinishReason, Image, TextFile};
 use chatd::plugins::testing::{Recorded, Reply};
+use chatd::plugins::worlds::provider::{FinishReason, Image, TextFile};
 use serde_json::Value;
 
 use crate::recorded::insert_before;

@@ -3,8 +3,8 @@
 //! recordings. The API keeps no state: every turn sends the whole transcript and no
 //! continuation is emitted.
 
-use chatd::plugins::provider::{Image, TextFile, ToolCall, ToolResult};
 use chatd::plugins::testing::{Recorded, Reply};
+use chatd::plugins::worlds::provider::{Image, TextFile, ToolCall, ToolResult};
 use serde_json::{Value, json};
 
 use crate::recorded::{before_event_with, cut_inside, recording};

@@ -3,8 +3,8 @@
 //! Answered by `openai_chat/` recordings. The whole transcript is sent every turn; no
 //! continuation. The recordings and shapes here serve `wire_agent.rs` too (same wire).
 
-use chatd::plugins::provider::{Image, TextFile, ToolCall, ToolResult};
 use chatd::plugins::testing::{Recorded, Reply};
+use chatd::plugins::worlds::provider::{Image, TextFile, ToolCall, ToolResult};
 use serde_json::{Value, json};
 
 use crate::recorded::{MODELS_LIST, before_event_with, cut_inside, recording};

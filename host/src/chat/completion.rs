@@ -31,12 +31,12 @@ use super::round::{Reply, Turn};
 use super::sink::Sink;
 use super::tool_calls::{self, EnabledTool, Ran};
 use crate::config::retry::RetryPolicy;
-use crate::plugins::CallError;
-use crate::plugins::load::Plugin;
-use crate::plugins::provider::{
+use crate::plugins::loading::load::Plugin;
+use crate::plugins::runtime::CallError;
+use crate::plugins::worlds::provider::references::Refs;
+use crate::plugins::worlds::provider::{
     self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnRequest, UpstreamSeen,
 };
-use crate::plugins::refs::Refs;
 use crate::telemetry::{metrics, trace};
 use tracing::Instrument as _;
 
@@ -509,7 +509,7 @@ fn tool_limit(rounds: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::provider::UpstreamError;
+    use crate::plugins::worlds::provider::UpstreamError;
 
     #[test]
     fn refusals_are_the_requests_fault_only_for_what_the_client_sent() {

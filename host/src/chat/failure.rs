@@ -2,8 +2,8 @@
 //! events and 502 bodies, metrics and traces (a fixed word each).
 
 use super::events::Usage;
-use crate::plugins::CallError;
-use crate::plugins::provider::{self as wit, PluginError};
+use crate::plugins::runtime::CallError;
+use crate::plugins::worlds::provider::{self as wit, PluginError};
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::attachments::Attachment;
-use crate::plugins::provider::{self as wit, ContentPart};
+use crate::plugins::worlds::provider::{self as wit, ContentPart};
 use crate::store::{MessageRecord, NewMessage};
 use crate::vocabulary::Role;
 

@@ -17,9 +17,9 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::failure::describe_plugin_error;
-use crate::plugins::load::Plugin;
-use crate::plugins::registry::PluginHost;
-use crate::plugins::snapshot::ServedProvider;
+use crate::plugins::loading::load::Plugin;
+use crate::plugins::loading::plugin_host::PluginHost;
+use crate::plugins::loading::snapshot::ServedProvider;
 use crate::vocabulary::{now, to_millis};
 
 /// The longest one model listing may take.

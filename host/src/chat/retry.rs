@@ -17,8 +17,8 @@
 use std::time::Duration;
 
 use crate::config::retry::RetryPolicy;
-use crate::plugins::CallError;
-use crate::plugins::provider::{PluginError, TurnOutcome};
+use crate::plugins::runtime::CallError;
+use crate::plugins::worlds::provider::{PluginError, TurnOutcome};
 
 /// The first backoff; each next one doubles, up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
@@ -83,7 +83,7 @@ fn backoff(failed: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::provider::UpstreamError;
+    use crate::plugins::worlds::provider::UpstreamError;
 
     fn refused(status: u16) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         Ok(Err(PluginError::Upstream(UpstreamError {

@@ -20,8 +20,8 @@
 
 use super::events::{ChatEvent, Usage};
 use super::sink::Sink;
-use crate::plugins::CallError;
-use crate::plugins::provider::{self as wit, PluginError, TurnEvent};
+use crate::plugins::runtime::CallError;
+use crate::plugins::worlds::provider::{self as wit, PluginError, TurnEvent};
 
 /// What a round turned out to be, from its first text or tool call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -9,8 +9,8 @@ use super::completion::Completion;
 use super::failure::CompletionError;
 use super::history::text_message;
 use super::sink::Sink;
-use crate::plugins::load::Plugin;
-use crate::plugins::provider as wit;
+use crate::plugins::loading::load::Plugin;
+use crate::plugins::worlds::provider as wit;
 
 /// How much of the message the title model reads.
 const MAX_INPUT_CHARS: usize = 4_000;

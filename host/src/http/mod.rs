@@ -46,7 +46,7 @@ use crate::catalog::ToolCatalog;
 use crate::chat::ChatSettings;
 use crate::chat::models::Models;
 use crate::config::MetricsAccess;
-use crate::plugins::registry::PluginHost;
+use crate::plugins::loading::plugin_host::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::runs::ready::Readiness;
 use crate::store::Store;

@@ -22,7 +22,7 @@ use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
 use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
 use super::sse::{self, LAST_EVENT_ID_DOC, last_event_id};
 use crate::plugins::builtin::SEARCH_PLUGIN;
-use crate::plugins::load::Plugin;
+use crate::plugins::loading::load::Plugin;
 use crate::runlog::{EventId, RunReader};
 use crate::runs::{self, RunKind, StartError, Stopped};
 use crate::search::{self, RunRequest, events, seed};

@@ -9,10 +9,10 @@
 
 use reqwest::header::HeaderName;
 
-use super::manifest::Kind;
 use crate::config::names::Auth;
 use crate::config::{Config, Secret, WebSearchEngine};
 use crate::egress::services::{Owner, Service, SetBy};
+use crate::plugins::manifest::Kind;
 
 /// A provider the contract names.
 pub struct DefaultProvider {

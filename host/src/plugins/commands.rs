@@ -9,18 +9,19 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::bundled;
-use super::load::{Loader, Package, Plugin};
-use super::registry::PluginHost;
-use super::snapshot::Snapshot;
 use crate::config::Config;
+use crate::plugins::loading::embedded;
+use crate::plugins::loading::load::{Loader, Plugin};
+use crate::plugins::loading::plugin_host::PluginHost;
+use crate::plugins::loading::snapshot::Snapshot;
+use crate::plugins::package::Package;
 
 /// The plugin host this configuration gives, or the exit code after the line saying why: 2 for
 /// a configuration error, as the server refuses it at startup.
 async fn host(config: &Config) -> Result<Arc<PluginHost>, ExitCode> {
     match PluginHost::from_config(config).await {
         Ok(host) => Ok(host),
-        Err(super::LoadError::Config(line)) => {
+        Err(crate::plugins::LoadError::Config(line)) => {
             eprintln!("chatd: configuration error: {line}");
             Err(ExitCode::from(2))
         }
@@ -47,7 +48,7 @@ pub async fn call(
             return ExitCode::from(2);
         }
     };
-    let plugin = match super::standalone::load_one(config, file, grants).await {
+    let plugin = match crate::plugins::standalone::load_one(config, file, grants).await {
         Ok(plugin) => plugin,
         Err(why) => {
             eprintln!("chatd: plugin call: {why}");
@@ -107,7 +108,7 @@ pub async fn list(config: &Config) -> ExitCode {
     for r in &refused {
         let _ = writeln!(out, "refused {}: {}", r.path.display(), r.reason);
     }
-    out.push_str(&super::trust::install::describe(config));
+    out.push_str(&crate::plugins::install::describe(config));
     out.push_str(&providers(&snapshot));
     print!("{out}");
     ExitCode::SUCCESS
@@ -180,18 +181,25 @@ pub async fn check(config: &Config, file: &Path) -> ExitCode {
 
 async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
     let package = Package::read(file).map_err(|e| e.to_string())?;
-    let engine = super::engine::new_engine().map_err(|e| e.to_string())?;
+    let engine = crate::plugins::runtime::engine::new_engine().map_err(|e| e.to_string())?;
     // The file under test is compiled fresh; the bundled plugins come from the server's compile
     // cache when it exists (a check creates nothing).
-    let cache = super::cache::folder(config)
+    let cache = crate::plugins::runtime::cache::folder(config)
         .filter(|dir| dir.is_dir())
-        .map(|dir| super::cache::CompileCache::new(dir).keyed(config.chatd_secret_key.as_ref()));
-    let mut loader = Loader::new(engine, super::standalone::operator_settings(config)?, None);
+        .map(|dir| {
+            crate::plugins::runtime::cache::CompileCache::new(dir)
+                .keyed(config.chatd_secret_key.as_ref())
+        });
+    let mut loader = Loader::new(
+        engine,
+        crate::plugins::standalone::operator_settings(config)?,
+        None,
+    );
     let plugin = loader.load(package).await.map_err(|e| e.to_string())?;
     // Would it serve next to the bundled plugins? Same rules as the snapshot's assembly
     // (`snapshot.rs`).
     loader.cache = cache;
-    let bundled = PluginHost::load(loader, bundled::packages(), None)
+    let bundled = PluginHost::load(loader, embedded::packages(), None)
         .await
         .map_err(|e| e.to_string())?;
     let mut notes = String::new();

@@ -127,7 +127,7 @@ pub struct Grants {
     #[serde(default)]
     pub http: Vec<String>,
     /// Operator-configured upstreams by name (the built-in ones of `plugins/builtin.rs`, and the
-    /// configuration file's `[services.NAME]`; see [`super::services`]): the base URL's origin
+    /// configuration file's `[services.NAME]`; see [`crate::plugins::services`]): the base URL's origin
     /// becomes reachable, its `…_base_url` setting readable, and the host adds the service's
     /// credential to requests to it. A service lists the plugin ids that may have it; another
     /// plugin asking for it, or a name no service has, does not load.

@@ -1,6 +1,6 @@
 //! `chatd plugins pack COMPONENT --manifest FILE --out OUT`: a plugin as one file. The manifest
 //! is checked as a load checks it and appended to the component as its `chatd-manifest` custom
-//! section ([`super::load::MANIFEST_SECTION`]), which is what Rust plugins get from the SDK's
+//! section ([`crate::plugins::package::MANIFEST_SECTION`]), which is what Rust plugins get from the SDK's
 //! `embed_manifest!`. Toolchains that cannot add a section (componentize-py, componentize-js)
 //! pack their output with this.
 
@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use wasm_encoder::{ComponentSection, CustomSection};
 
-use super::load::{MANIFEST_SECTION, embedded_manifest};
-use super::manifest::Manifest;
+use crate::plugins::manifest::Manifest;
+use crate::plugins::package::{MANIFEST_SECTION, embedded_manifest};
 
 /// Runs the command: exit 0 with one line saying what was written, 2 when an input is unusable,
 /// 1 when the output cannot be written.
@@ -22,7 +22,7 @@ pub fn run(component: &Path, manifest: &Path, out: &Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Err(e) = super::trust::lock::write_whole(out, &packed.bytes) {
+    if let Err(e) = crate::plugins::trust::lock::write_whole(out, &packed.bytes) {
         eprintln!("chatd: plugin pack: cannot write {}: {e}", out.display());
         return ExitCode::FAILURE;
     }

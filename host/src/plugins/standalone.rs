@@ -3,17 +3,18 @@
 
 use std::path::Path;
 
-use super::load::{Loader, Package, Plugin};
 use crate::config::Config;
+use crate::plugins::loading::load::{Loader, Plugin};
+use crate::plugins::package::Package;
 
 /// One component file loaded as the server loads one from PLUGINS_DIR, under the operator
 /// settings this configuration (variables and file) gives, with only the `--grant`s named
 /// (all when none is); compiled fresh.
 pub async fn load_one(config: &Config, file: &Path, grants: &[String]) -> Result<Plugin, String> {
     let mut package = Package::read(file).map_err(|e| e.to_string())?;
-    package.manifest_json = super::narrow::narrow(&package.manifest_json, grants)
+    package.manifest_json = crate::plugins::narrow::narrow(&package.manifest_json, grants)
         .map_err(|e| format!("--grant {e}"))?;
-    let engine = super::engine::new_engine().map_err(|e| e.to_string())?;
+    let engine = crate::plugins::runtime::engine::new_engine().map_err(|e| e.to_string())?;
     Loader::new(engine, operator_settings(config)?, None)
         .load(package)
         .await
@@ -22,13 +23,15 @@ pub async fn load_one(config: &Config, file: &Path, grants: &[String]) -> Result
 
 /// The operator settings this configuration gives: the variables, and the file when there is
 /// one (its services, plugin settings and declared providers).
-pub fn operator_settings(config: &Config) -> Result<super::operator::OperatorSettings, String> {
+pub fn operator_settings(
+    config: &Config,
+) -> Result<crate::plugins::capabilities::operator::OperatorSettings, String> {
     match &config.config {
         Some(path) => {
             let file = crate::config::file::FileConfig::load(path).map_err(|e| e.to_string())?;
-            let devbox = super::ssh::DevboxAccess::from_config(config);
-            super::operator::OperatorSettings::new(config, &file, devbox)
+            let devbox = crate::plugins::capabilities::ssh::DevboxAccess::from_config(config);
+            crate::plugins::capabilities::operator::OperatorSettings::new(config, &file, devbox)
         }
-        None => Ok(super::operator::OperatorSettings::from_config(config)),
+        None => Ok(crate::plugins::capabilities::operator::OperatorSettings::from_config(config)),
     }
 }

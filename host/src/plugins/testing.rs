@@ -38,11 +38,12 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use tokio::sync::watch;
 
-use super::LoadError;
-use super::cache::CompileCache;
-use super::load::{Loader, Package, Plugin, Source};
-use super::operator::OperatorSettings;
 use crate::config::Config;
+use crate::plugins::LoadError;
+use crate::plugins::capabilities::operator::OperatorSettings;
+use crate::plugins::loading::load::{Loader, Plugin};
+use crate::plugins::package::{Package, Source};
+use crate::plugins::runtime::cache::CompileCache;
 
 /// One request the upstream received.
 #[derive(Clone, Debug)]
@@ -408,9 +409,12 @@ impl TestHost {
 
     /// Loads one of chatd's bundled plugins by id.
     pub async fn load_bundled(&self, id: &str) -> Result<Plugin, LoadError> {
-        let package = super::bundled::packages()
+        let package = crate::plugins::loading::embedded::packages()
             .into_iter()
-            .find(|p| super::manifest::Manifest::parse(&p.manifest_json).is_ok_and(|m| m.id == id))
+            .find(|p| {
+                crate::plugins::manifest::Manifest::parse(&p.manifest_json)
+                    .is_ok_and(|m| m.id == id)
+            })
             .unwrap_or_else(|| panic!("no bundled plugin {id}"));
         self.loader.load(package).await
     }
@@ -420,6 +424,8 @@ impl TestHost {
 fn shared_engine() -> wasmtime::Engine {
     static ENGINE: OnceLock<wasmtime::Engine> = OnceLock::new();
     ENGINE
-        .get_or_init(|| super::engine::new_engine().expect("the plugin engine starts"))
+        .get_or_init(|| {
+            crate::plugins::runtime::engine::new_engine().expect("the plugin engine starts")
+        })
         .clone()
 }

@@ -17,8 +17,8 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::chat::failure::{describe_call_error, describe_plugin_error};
-use crate::plugins::CallError;
-use crate::plugins::search::{PluginError, SearchPlugin, SearchRequest};
+use crate::plugins::runtime::CallError;
+use crate::plugins::worlds::search::{PluginError, SearchPlugin, SearchRequest};
 use crate::store::SearchRunOutcome;
 use crate::vocabulary::SearchType;
 pub use events::SearchEvent;

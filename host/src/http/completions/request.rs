@@ -16,9 +16,9 @@ use super::super::limits::{self, MAX_MODEL_CHARS};
 use crate::chat::completion::{Completion, Fallback};
 use crate::chat::tool_calls::EnabledTool;
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
-use crate::plugins::load::Plugin;
-use crate::plugins::provider as wit;
-use crate::plugins::snapshot::{ServedProvider, Snapshot};
+use crate::plugins::loading::load::Plugin;
+use crate::plugins::loading::snapshot::{ServedProvider, Snapshot};
+use crate::plugins::worlds::provider as wit;
 use crate::store::{ChatRecord, NewMessage};
 use crate::vocabulary::Role;
 

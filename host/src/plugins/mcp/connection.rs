@@ -18,11 +18,11 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, Peer, ServiceExt};
 use tokio::sync::{Notify, watch};
 
-use super::result::{self, Outcome};
-use super::wire::Wire;
 use crate::config::mcp::DeclaredMcp;
 use crate::egress::scrub;
-use crate::plugins::tool::ToolSpec;
+use crate::plugins::mcp::result::{self, Outcome};
+use crate::plugins::mcp::wire::Wire;
+use crate::plugins::worlds::tool::ToolSpec;
 
 /// How often a reachable server's tools are listed again without being asked.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(600);

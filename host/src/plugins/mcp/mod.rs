@@ -25,12 +25,12 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use super::manifest::Kind;
-use super::tool::ToolSpec;
 use crate::config::mcp::DeclaredMcp;
 use crate::config::names::Auth;
 use crate::egress::services::{Owner, Reach, Service, SetBy};
 use crate::egress::{Clients, HttpGrant, MAX_BODY_BYTES, scrub};
+use crate::plugins::manifest::Kind;
+use crate::plugins::worlds::tool::ToolSpec;
 use connection::Server;
 pub use result::Outcome;
 

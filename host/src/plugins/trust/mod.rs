@@ -5,7 +5,6 @@
 //! one of them. Bundled plugins are chatd's own and not asked. `chatd plugins install` writes
 //! what this reads (`install.rs`).
 
-pub mod install;
 pub mod keys;
 pub mod lock;
 
@@ -14,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::load::Package;
-use super::manifest::Manifest;
 use crate::config::Config;
+use crate::plugins::manifest::Manifest;
+use crate::plugins::package::Package;
 
 /// What the operator trusts: their signing keys, the lock file of what was installed, and
 /// PLUGINS_DIR's record of which of its files were installed (`lock::INSTALLED`): a folder
@@ -24,7 +23,7 @@ use crate::config::Config;
 /// rather than every one unpinned.
 #[derive(Default)]
 pub struct Trust {
-    keys: Option<keys::Keys>,
+    pub(crate) keys: Option<keys::Keys>,
     lock: Option<PathBuf>,
     folder: Option<PathBuf>,
 }
@@ -224,8 +223,11 @@ pub fn new_asks<'a>(old: &[String], new: &'a [String]) -> Vec<&'a str> {
             .unwrap_or(default)
     };
     let limits = [
-        (MEMORY_ASK, u64::from(super::manifest::DEFAULT_MEMORY_MIB)),
-        (TIMEOUT_ASK, super::manifest::DEFAULT_TIMEOUT_MS),
+        (
+            MEMORY_ASK,
+            u64::from(crate::plugins::manifest::DEFAULT_MEMORY_MIB),
+        ),
+        (TIMEOUT_ASK, crate::plugins::manifest::DEFAULT_TIMEOUT_MS),
     ];
     new.iter()
         .filter(

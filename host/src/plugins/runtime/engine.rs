@@ -1,0 +1,84 @@
+//! The shared wasmtime [`Engine`], its instance allocator, and its epoch ticker.
+//!
+//! Epoch interruption, not fuel: the ticker bumps the engine's epoch every [`TICK`], and each
+//! store yields to the async executor at every tick (so a busy guest never blocks a tokio
+//! worker) and traps once its call's deadline, counted in ticks, has passed.
+//!
+//! Instances come from the pooling allocator: every call gets a fresh instance, and taking a
+//! pre-reserved slot (memory, tables, async stack) is a fraction of what mapping and unmapping
+//! them per call costs (see BENCHMARKS.md). The pool is address space reserved up front, not
+//! memory: a slot is backed by pages only while an instance uses them. Where that reservation
+//! is refused (a tight `ulimit -v`), the engine falls back to allocating per instance.
+
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::plugins::manifest::MAX_MEMORY_MIB;
+
+/// How often the epoch advances: the granularity of yields and deadlines.
+pub const TICK: Duration = Duration::from_millis(10);
+
+/// Plugin instances alive at once (each call and plugin-driven turn holds one; a shared decoding
+/// instance serves many turns).
+pub const MAX_CONCURRENT_INSTANCES: u32 = 2_000;
+/// Core instances a plugin component may contain (Rust components have a handful).
+const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
+/// Bytes of a freed slot's memory kept mapped and zeroed in place rather than released. None:
+/// zeroing costs more than the page faults it saves for a Rust component, whose stack fills its
+/// first MiB (measured, BENCHMARKS.md).
+const KEEP_RESIDENT: usize = 0;
+
+/// Builds the engine every plugin shares and starts its ticker.
+pub fn new_engine() -> wasmtime::Result<Engine> {
+    let engine = match Engine::new(&config(true)) {
+        Ok(engine) => engine,
+        Err(e) => {
+            tracing::warn!(
+                "the plugin instance pool could not be reserved ({e:#}); allocating per instance"
+            );
+            Engine::new(&config(false))?
+        }
+    };
+    start_ticker(&engine);
+    Ok(engine)
+}
+
+fn config(pooling: bool) -> Config {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.epoch_interruption(true);
+    if pooling {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(MAX_CONCURRENT_INSTANCES)
+            .total_core_instances(MAX_CONCURRENT_INSTANCES * CORE_INSTANCES_PER_COMPONENT)
+            .total_memories(MAX_CONCURRENT_INSTANCES)
+            .total_tables(MAX_CONCURRENT_INSTANCES * 2)
+            .total_stacks(MAX_CONCURRENT_INSTANCES)
+            .max_memories_per_component(8)
+            .max_memory_size(MAX_MEMORY_MIB as usize * 1024 * 1024)
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(64 * 1024);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    config
+}
+
+/// A plain thread, not a tokio task: it must keep ticking even when every worker is busy running
+/// guest code, which is exactly when the ticks matter. It holds only a weak handle, so it ends
+/// when the last clone of the engine is dropped.
+fn start_ticker(engine: &Engine) {
+    let engine = engine.weak();
+    std::thread::Builder::new()
+        .name("chatd-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(TICK);
+                match engine.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        })
+        .expect("spawn the epoch ticker thread");
+}

@@ -1,0 +1,295 @@
+//! A loaded `provider` component: list models, run a model turn. The turn's events go to a
+//! bounded channel the caller reads: a slow reader holds the turn back, and a dropped receiver
+//! stops it reading its upstream.
+//!
+//! Two ways to run a turn, chosen at load by what the component exports:
+//! * a `codec-provider` component's turns are driven by the host ([`crate::plugins::worlds::provider::codec`]): the plugin
+//!   encodes and decodes, in instances shared by many turns;
+//! * a `provider` component drives its own turn: a fresh store and instance per turn, its
+//!   events through `turn-events.emit` (which answers `false` once the receiver is gone).
+//!
+//! Listing models is always a call of its own, in a fresh store and instance, and so is asking a
+//! `profiled-codec-provider` for its [`Profile`] (once, at load).
+
+pub mod codec;
+pub mod references;
+pub mod turn_events;
+pub mod upstream_seen;
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use crate::plugins::LoadError;
+use crate::plugins::bindings::codec_provider::CodecProviderPre;
+use crate::plugins::bindings::profiled_codec_provider::ProfiledCodecProviderPre;
+use crate::plugins::bindings::provider::ProviderPre;
+use crate::plugins::capabilities::Capabilities;
+use crate::plugins::manifest::{Kind, Manifest};
+use crate::plugins::runtime::CallError;
+use crate::plugins::runtime::Core;
+use crate::plugins::runtime::linker;
+use crate::plugins::runtime::records::Records;
+use crate::plugins::runtime::state::PluginState;
+use crate::plugins::worlds::provider::codec::{Codecs, Instances};
+use crate::plugins::worlds::provider::references::Refs;
+use crate::plugins::worlds::provider::turn_events::TurnEventsHost;
+pub use crate::plugins::worlds::provider::upstream_seen::UpstreamSeen;
+use wasmtime::component::Linker;
+
+pub use crate::plugins::bindings::imports::chatd::plugin::types::{
+    ContentPart, Image, Message, PluginError, Role, TextFile, ToolCall, ToolResult, ToolSpec,
+    UpstreamError, Usage,
+};
+pub use crate::plugins::bindings::provider::chatd::plugin::provider_types::{
+    FinishReason, TurnEvent, TurnOutcome, TurnRequest,
+};
+
+/// What a provider declares about itself (the WIT `provider-profile`); [`Profile::default`] for
+/// one that does not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Its wire format's name, which a declared provider's `adapter` may give.
+    pub adapter: Option<String>,
+    /// The header its upstream takes the key in; `None`: `Authorization: Bearer`.
+    pub key_header: Option<reqwest::header::HeaderName>,
+    /// It takes the host's tools.
+    pub tools: bool,
+    /// It wants the tool-loop instruction first when tools are on.
+    pub tool_instruction: bool,
+    /// It understands image attachments.
+    pub images: bool,
+    /// It understands text-file attachments.
+    pub text_files: bool,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self {
+            adapter: None,
+            key_header: None,
+            tools: true,
+            tool_instruction: false,
+            images: true,
+            text_files: true,
+        }
+    }
+}
+
+pub struct ProviderPlugin {
+    core: Core,
+    pre: ProviderPre<PluginState>,
+    /// Present when the component exports `turn-codec`: its turns are host-driven.
+    codecs: Option<Codecs>,
+    /// Present when it exports `provider-profile`.
+    profiled: Option<ProfiledCodecProviderPre<PluginState>>,
+}
+
+/// The `provider` worlds' linker (the codec worlds import the same): the shared imports, the
+/// provider record types and `turn-events`.
+fn link(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
+    use crate::plugins::bindings::provider::chatd::plugin::{provider_types, turn_events as wit};
+    let mut linker = linker::shared(engine)?;
+    provider_types::add_to_linker::<PluginState, Records>(&mut linker, |_| Records)?;
+    wit::add_to_linker::<PluginState, TurnEventsHost>(&mut linker, turn_events::view)?;
+    Ok(linker)
+}
+
+impl ProviderPlugin {
+    /// Links a compiled component against the `provider` world, and the `codec-provider` world
+    /// when it exports `turn-codec`; `sharing` says whether its turns may share instances.
+    pub fn new(
+        engine: &Engine,
+        manifest: Manifest,
+        component: &Component,
+        caps: Capabilities,
+        sharing: Instances,
+    ) -> Result<Self, LoadError> {
+        let linker = link(engine);
+        let (core, (pre, codec)) = Core::link(
+            engine,
+            manifest,
+            Kind::Provider,
+            linker,
+            component,
+            caps,
+            |instance_pre| {
+                // The codec world includes the provider world, so every provider links as one.
+                let codec = CodecProviderPre::new(instance_pre.clone()).ok();
+                let profiled = ProfiledCodecProviderPre::new(instance_pre.clone()).ok();
+                Ok((ProviderPre::new(instance_pre)?, (codec, profiled)))
+            },
+        )?;
+        let (codec, profiled) = codec;
+        if core.manifest().provider.references && codec.is_none() {
+            return Err(LoadError::Link {
+                id: core.manifest().id.clone(),
+                reason: "provider.references is for codec-provider components (the host sends \
+                         their requests); this one does not export turn-codec"
+                    .into(),
+            });
+        }
+        let codecs = codec.map(|pre| Codecs::new(pre, sharing, &core));
+        Ok(Self {
+            core,
+            pre,
+            codecs,
+            profiled,
+        })
+    }
+
+    /// Its profile: asked of a `profiled-codec-provider`, the default for any other. A profile
+    /// that cannot be used is the plugin's error.
+    pub async fn profile(&self) -> Result<Result<Profile, String>, CallError> {
+        let Some(pre) = self.profiled.clone() else {
+            return Ok(Ok(Profile::default()));
+        };
+        let wit = self
+            .core
+            .call("profile", None, move |store| {
+                Box::pin(async move {
+                    let provider = pre.instantiate_async(&mut *store).await?;
+                    provider
+                        .chatd_plugin_provider_profile()
+                        .call_describe(&mut *store)
+                        .await
+                })
+            })
+            .await?;
+        Ok(profile_of(wit))
+    }
+
+    /// Whether a turn's large values go to it by reference (its manifest's
+    /// `provider.references`; see `plugins/refs.rs`).
+    pub fn takes_references(&self) -> bool {
+        self.codecs.is_some() && self.manifest().provider.references
+    }
+
+    /// Whether the host drives this provider's turns (`codec-provider`).
+    pub fn host_driven(&self) -> bool {
+        self.codecs.is_some()
+    }
+
+    /// Whether its turns decode in shared instances (`None`: not a codec).
+    pub fn sharing(&self) -> Option<Instances> {
+        self.codecs.as_ref().map(Codecs::sharing)
+    }
+
+    /// Calls of its turns waiting for a shared decoding instance, now (see
+    /// [`Codecs::calls_waiting`]).
+    pub fn calls_waiting(&self) -> usize {
+        self.codecs.as_ref().map_or(0, Codecs::calls_waiting)
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        self.core.manifest()
+    }
+
+    /// The upstream's model ids.
+    pub async fn list_models(&self) -> Result<Result<Vec<String>, PluginError>, CallError> {
+        let pre = self.pre.clone();
+        self.core
+            .call("list-models", None, move |store| {
+                Box::pin(async move {
+                    let provider = pre.instantiate_async(&mut *store).await?;
+                    provider.call_list_models(&mut *store).await
+                })
+            })
+            .await
+    }
+
+    /// Runs one turn; its events arrive on `events` as they are decoded.
+    /// `refs` holds the values `request` names by reference; only for a provider that
+    /// [`takes_references`](Self::takes_references).
+    pub async fn turn(
+        &self,
+        request: TurnRequest,
+        refs: Option<Arc<Refs>>,
+        events: mpsc::Sender<TurnEvent>,
+    ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
+        self.turn_seen(request, refs, events, &UpstreamSeen::default())
+            .await
+    }
+
+    /// [`turn`](Self::turn), telling `seen` what the host saw of the upstream's answer (a
+    /// host-driven turn's; a plugin-driven turn's requests are the plugin's own, and tell
+    /// nothing).
+    pub async fn turn_seen(
+        &self,
+        request: TurnRequest,
+        refs: Option<Arc<Refs>>,
+        events: mpsc::Sender<TurnEvent>,
+        seen: &UpstreamSeen,
+    ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
+        match &self.codecs {
+            Some(codecs) => codecs.turn(request, refs, events, seen).await,
+            // Boxed: inline, this path's state would be part of every codec turn's future too.
+            None => Box::pin(self.plugin_driven_turn(request, events)).await,
+        }
+    }
+
+    /// Has the plugin build `request`'s upstream request, and drops it: the plugin's refusal of
+    /// a request it finds invalid, before anything is sent. Only a `codec-provider` can be
+    /// asked; another answers `Ok`.
+    pub async fn check(&self, request: TurnRequest) -> Result<Result<(), PluginError>, CallError> {
+        match &self.codecs {
+            Some(codecs) => codecs.check(request).await,
+            None => Ok(Ok(())),
+        }
+    }
+
+    /// A turn the plugin drives itself, through the `http` import and `turn-events.emit`.
+    pub async fn plugin_driven_turn(
+        &self,
+        request: TurnRequest,
+        events: mpsc::Sender<TurnEvent>,
+    ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
+        let pre = self.pre.clone();
+        self.core
+            .call("turn", Some(events), move |store| {
+                Box::pin(async move {
+                    let provider = pre.instantiate_async(&mut *store).await?;
+                    provider.call_turn(&mut *store, &request).await
+                })
+            })
+            .await
+    }
+}
+
+/// A declared profile, checked: an adapter name like an id, a key header the host may set.
+fn profile_of(
+    wit: crate::plugins::bindings::profiled_codec_provider::exports::chatd::plugin::provider_profile::Profile,
+) -> Result<Profile, String> {
+    if let Some(name) = wit
+        .adapter
+        .as_ref()
+        .filter(|n| !crate::config::names::is_name(n, b"-"))
+    {
+        return Err(format!(
+            "its profile's adapter {name:?} must match [a-z0-9_-]{{1,64}}"
+        ));
+    }
+    let key_header = match &wit.key_header {
+        None => None,
+        Some(name) => {
+            let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("its profile's key-header {name:?} is not a header name"))?;
+            if crate::config::names::is_host_header(&header) {
+                return Err(format!(
+                    "its profile's key-header {header} is a header the host sets itself"
+                ));
+            }
+            Some(header)
+        }
+    };
+    Ok(Profile {
+        adapter: wit.adapter,
+        key_header,
+        tools: wit.tools,
+        tool_instruction: wit.tool_instruction,
+        images: wit.images,
+        text_files: wit.text_files,
+    })
+}

@@ -1,0 +1,109 @@
+//! A loaded `tool` component: describe its tools, invoke one. Each call gets a fresh store and
+//! instance (no state survives between calls or chats), the plugin's memory cap, and a
+//! wall-clock deadline.
+
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+use crate::plugins::LoadError;
+use crate::plugins::bindings::tool::ToolPre;
+use crate::plugins::capabilities::Capabilities;
+use crate::plugins::capabilities::ssh::host::SshHost;
+use crate::plugins::manifest::{Kind, Manifest};
+use crate::plugins::runtime::CallError;
+use crate::plugins::runtime::Core;
+use crate::plugins::runtime::linker;
+use crate::plugins::runtime::records::Records;
+use crate::plugins::runtime::state::PluginState;
+use wasmtime::component::Linker;
+
+pub use crate::plugins::bindings::imports::chatd::plugin::types::{PluginError, ToolSpec};
+pub use crate::plugins::bindings::tool::chatd::plugin::tool_types::ToolOutput;
+
+/// A near-copy of `search.rs`'s wrapper on purpose: each world has its own generated types, and
+/// what they share (linking, the call with its limits) is `Core`'s already.
+pub struct ToolPlugin {
+    core: Core,
+    pre: ToolPre<PluginState>,
+}
+
+/// The `tool` world's linker: the shared imports, `ssh` (the only world importing it) and its
+/// record types.
+fn link(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
+    use crate::plugins::bindings::imports::chatd::plugin::ssh;
+    use crate::plugins::bindings::tool::chatd::plugin::tool_types;
+    let mut linker = linker::shared(engine)?;
+    ssh::add_to_linker::<PluginState, SshHost>(&mut linker, PluginState::ssh)?;
+    tool_types::add_to_linker::<PluginState, Records>(&mut linker, |_| Records)?;
+    Ok(linker)
+}
+
+impl ToolPlugin {
+    /// Links a compiled component against the `tool` world (once; calls reuse the result).
+    pub fn new(
+        engine: &Engine,
+        manifest: Manifest,
+        component: &Component,
+        caps: Capabilities,
+    ) -> Result<Self, LoadError> {
+        let linker = link(engine);
+        let (core, pre) = Core::link(
+            engine,
+            manifest,
+            Kind::Tool,
+            linker,
+            component,
+            caps,
+            ToolPre::new,
+        )?;
+        Ok(Self { core, pre })
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        self.core.manifest()
+    }
+
+    /// The tools the component provides.
+    pub async fn describe(&self) -> Result<Vec<ToolSpec>, CallError> {
+        let pre = self.pre.clone();
+        self.core
+            .call("describe", None, move |store| {
+                Box::pin(async move {
+                    let tool = pre.instantiate_async(&mut *store).await?;
+                    tool.call_describe(&mut *store).await
+                })
+            })
+            .await
+    }
+
+    /// Runs tool `name` with its JSON arguments. A plugin's own error is `Ok(Err(…))`; a trap,
+    /// a timeout or an exhausted limit is `Err(…)`.
+    pub async fn invoke(
+        &self,
+        name: &str,
+        arguments_json: &str,
+    ) -> Result<Result<ToolOutput, PluginError>, CallError> {
+        self.invoke_measured(name, arguments_json).await.0
+    }
+
+    /// [`ToolPlugin::invoke`], and the most memory its instance held at once (bytes).
+    pub async fn invoke_measured(
+        &self,
+        name: &str,
+        arguments_json: &str,
+    ) -> (Result<Result<ToolOutput, PluginError>, CallError>, usize) {
+        let (pre, name, args) = (
+            self.pre.clone(),
+            name.to_string(),
+            arguments_json.to_string(),
+        );
+        self.core
+            .call_measured("invoke", None, move |store| {
+                Box::pin(async move {
+                    let tool = pre.instantiate_async(&mut *store).await?;
+                    tool.call_invoke(&mut *store, &name, &args).await
+                })
+            })
+            .await
+    }
+}
