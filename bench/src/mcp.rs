@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use chatd::config::mcp::{DEFAULT_TIMEOUT, DEFAULT_TOOL_TEXT_KIB, DeclaredMcp};
-use chatd::plugins::mcp::{McpServers, McpTool};
+use chatd::tools::mcp::{McpServers, McpTool};
 use futures::StreamExt;
 use serde_json::json;
 

@@ -5,7 +5,6 @@
 //! The code map and the invariants are in ARCHITECTURE.md at the repository's root.
 
 pub mod attachments;
-pub mod catalog;
 pub mod chat;
 pub mod config;
 pub mod egress;
@@ -17,4 +16,5 @@ pub mod search;
 pub mod server;
 pub mod store;
 pub mod telemetry;
+pub mod tools;
 pub mod vocabulary;

@@ -18,6 +18,7 @@ use crate::runs::ready::{self, Readiness};
 use crate::runs::{ActiveRuns, ErrorEvents, beat};
 use crate::search;
 use crate::store::{Store, StoreError};
+use crate::tools::Tools;
 
 /// How long past the shutdown grace period connections may stay open: time for the runs
 /// stopped at its end to send their last events. A connection open after that is a client that
@@ -91,7 +92,7 @@ impl Server {
             models.spawn_refresh(std::time::Duration::from_secs(config.models_refresh_secs));
         let state = AppState {
             store,
-            tools: plugins.catalog(),
+            tools: Tools::start(plugins.clone()),
             plugins,
             runs,
             ready,

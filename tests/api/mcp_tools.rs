@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::completions::transcript;
 use crate::live_replies::{self, A, B, C, Wire, ask, call, text};
 use crate::mcp::McpServer;
-use crate::support::{Events, Options, TestServer, until, write_config};
+use crate::support::{Events, Options, TestServer, write_config};
 
 const KEY: &str = "sk-mcp-test-7f3a9c21";
 
@@ -46,14 +46,21 @@ async fn tools(server: &TestServer) -> Vec<String> {
     crate::hot_reload::tool_names(&body)
 }
 
-/// Waits until the catalogue has (`present`) or lacks `name`.
+/// Waits (up to 60 s, change by change) until the tools offered have (`present`) or lack
+/// `name`.
 async fn listed(server: &TestServer, name: &str, present: bool) {
-    until(
-        &server.state.plugins,
-        &format!("{name} listed = {present}"),
-        |p| p.catalog().names().iter().any(|n| n == name) == present,
-    )
+    let tools = &server.state.tools;
+    let mut changed = tools.changed();
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while tools.names().iter().any(|n| n == name) != present {
+            changed.changed().await.expect("the tools are alive");
+        }
+    })
     .await;
+    assert!(
+        waited.is_ok(),
+        "timed out waiting until {name} listed = {present}"
+    );
 }
 
 /// Two rounds: the model calls `name` with `args`, then says "Done.".
@@ -395,7 +402,7 @@ async fn a_servers_tools_add_at_most_its_tool_text_to_every_prompt() {
     let (server, _path, _files) = server_with(C, &upstream, &config).await;
     listed(&server, "mcp__whole__add", true).await;
     listed(&server, "mcp__capped__add", true).await;
-    let specs = server.state.plugins.mcp().tools();
+    let specs = server.state.tools.mcp().tools();
     let of = |name: &str| {
         specs
             .iter()

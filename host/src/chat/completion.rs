@@ -15,6 +15,7 @@
 //! A failing tool is a failed call the model sees, never a failed run. A failing provider ends the
 //! completion with [`CompletionError`].
 
+use crate::plugins::failure::{describe_call_error, describe_plugin_error};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,13 +24,11 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::events::Usage;
-use super::failure::{
-    CompletionError, describe_call_error, describe_plugin_error, error_kind, refused_request,
-};
+use super::failure::{CompletionError, error_kind, refused_request};
 use super::retry;
 use super::round::{Reply, Turn};
 use super::sink::Sink;
-use super::tool_calls::{self, EnabledTool, Ran};
+use super::tool_calls::{self, Ran};
 use crate::config::retry::RetryPolicy;
 use crate::plugins::loading::load::Plugin;
 use crate::plugins::runtime::CallError;
@@ -38,6 +37,7 @@ use crate::plugins::worlds::provider::{
     self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnRequest, UpstreamSeen,
 };
 use crate::telemetry::{metrics, trace};
+use crate::tools::enabled::EnabledTool;
 use tracing::Instrument as _;
 
 /// Events a provider may get ahead of the loop before its `emit` waits.

@@ -1,5 +1,6 @@
 //! How a completion fails, and the words its failures are named with: the contract's error
-//! events and 502 bodies, metrics and traces (a fixed word each).
+//! events and 502 bodies, metrics and traces (a fixed word each). A plugin's own failure is
+//! worded by `plugins/failure.rs`.
 
 use super::events::Usage;
 use crate::plugins::runtime::CallError;
@@ -32,22 +33,6 @@ impl CompletionError {
             CompletionError::Provider { usage, .. } => *usage,
             CompletionError::Store(_) | CompletionError::NotRecorded => None,
         }
-    }
-}
-
-/// The words the contract's error events and 502 bodies carry for a provider's failure.
-pub fn describe_plugin_error(error: &PluginError) -> String {
-    match error {
-        PluginError::Upstream(e) if e.status > 0 => {
-            format!("upstream answered {}: {}", e.status, e.message)
-        }
-        PluginError::Upstream(e) => format!("upstream error: {}", e.message),
-        PluginError::Transport(m) => format!("upstream connection failed: {m}"),
-        PluginError::MalformedResponse(m) => format!("malformed upstream response: {m}"),
-        PluginError::Denied(m) => format!("request denied by the host: {m}"),
-        PluginError::InvalidInput(m) => format!("invalid request: {m}"),
-        PluginError::Unsupported(m) => format!("not supported: {m}"),
-        PluginError::Internal(m) => format!("plugin error: {m}"),
     }
 }
 
@@ -84,14 +69,4 @@ pub(super) fn error_kind(
         Err(CallError::Trap { .. }) => "trap",
         Err(CallError::Timeout { .. }) => "timeout",
     })
-}
-
-/// The words for a plugin call that trapped or ran out of time.
-pub fn describe_call_error(error: &CallError) -> String {
-    match error {
-        CallError::Trap { reason, .. } => format!("the plugin failed: {reason}"),
-        CallError::Timeout { after, .. } => {
-            format!("no answer within the plugin's {} s limit", after.as_secs())
-        }
-    }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::failure::describe_plugin_error;
+use crate::plugins::failure::describe_plugin_error;
 use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::plugin_host::PluginHost;
 use crate::plugins::loading::snapshot::ServedProvider;

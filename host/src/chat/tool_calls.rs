@@ -3,77 +3,22 @@
 //! calls still running as failed, stored and announced the same way, and drops them (a call's
 //! plugin instance, with its HTTP request or SSH session, goes with it).
 
+use crate::tools::enabled::EnabledTool;
 use std::time::Instant;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tracing::Instrument as _;
 
 use super::events::{ChatEvent, ToolCallEvent, ToolStatus};
-use super::failure::{CompletionError, describe_call_error, describe_plugin_error};
+use super::failure::CompletionError;
 use super::sink::Sink;
-use crate::plugins::loading::load::Plugin;
-use crate::plugins::loading::snapshot::Snapshot;
-use crate::plugins::mcp::{McpServers, McpTool};
-use crate::plugins::worlds::provider::{self as wit, PluginError, ToolResult, ToolSpec};
+use crate::plugins::worlds::provider::{self as wit, ToolResult};
 use crate::store::NewMessage;
 use crate::telemetry::{metrics, trace};
 use crate::vocabulary::{Role, now, to_millis};
-
-/// A tool the model may call in this completion, and what runs it.
-#[derive(Clone)]
-pub struct EnabledTool {
-    pub spec: ToolSpec,
-    pub runner: Runner,
-}
-
-impl EnabledTool {
-    /// The tool serving as `name` now: a tool plugin's of `snapshot`, else a declared MCP
-    /// server's (a plugin's name wins, as in the catalogue).
-    pub fn find(snapshot: &Snapshot, mcp: &McpServers, name: &str) -> Option<Self> {
-        let Some(plugin) = snapshot.tool(name) else {
-            let tool = mcp.tool(name)?;
-            return Some(Self {
-                spec: tool.spec.clone(),
-                runner: Runner::Mcp(tool),
-            });
-        };
-        let spec = plugin.tools.iter().find(|t| t.name == name)?.clone();
-        Some(Self {
-            spec,
-            runner: Runner::Plugin(plugin.clone()),
-        })
-    }
-
-    /// Runs it with `arguments_json`: the output and the tool's summary, or why it failed (an
-    /// MCP server's error result is a failure whose reason is the server's text).
-    pub async fn run(&self, arguments_json: &str) -> Result<(String, Option<String>), String> {
-        match &self.runner {
-            Runner::Plugin(plugin) => {
-                let plugin = plugin.as_tool().expect("tool plugins are tools");
-                match plugin.invoke(&self.spec.name, arguments_json).await {
-                    Ok(Ok(output)) => Ok((output.content, output.summary)),
-                    Ok(Err(error)) => Err(tool_error(&error)),
-                    Err(error) => Err(describe_call_error(&error)),
-                }
-            }
-            Runner::Mcp(tool) => match tool.call(arguments_json).await? {
-                outcome if outcome.is_error => Err(outcome.text),
-                outcome => Ok((outcome.text, None)),
-            },
-        }
-    }
-}
-
-/// What runs a tool: a tool plugin, or a declared MCP server.
-#[derive(Clone)]
-pub enum Runner {
-    Plugin(Arc<Plugin>),
-    Mcp(McpTool),
-}
 
 /// The longest `resultPreview`, in characters.
 const PREVIEW_CHARS: usize = 400;
@@ -215,14 +160,6 @@ async fn invoke(
         ));
     };
     tool.run(&call.arguments_json).await
-}
-
-/// A tool's own error, as the model and the UI see it.
-fn tool_error(error: &PluginError) -> String {
-    match error {
-        PluginError::InvalidInput(m) => format!("invalid arguments: {m}"),
-        other => describe_plugin_error(other),
-    }
 }
 
 /// The arguments as a JSON object; anything else is shown under `_raw`.

@@ -5,7 +5,7 @@
 //!
 //! Its tools are the service-managed tools this server has, each run exactly as the tool loop
 //! runs it, under its plugin's grants and secrets or through its MCP server
-//! ([`EnabledTool::run`]), plus [`SEARCH_TOOL`], a search-mode run whose answer comes back with
+//! (`tools::enabled::EnabledTool::run`), plus [`SEARCH_TOOL`], a search-mode run whose answer comes back with
 //! its citations (not stored as a search: it is a tool call). Stateless (no `Mcp-Session-Id`):
 //! every request stands alone, so any instance of a PostgreSQL deployment answers any request
 //! and nothing needs sticky sessions. `logging/setLevel` is accepted; chatd sends no log
@@ -30,7 +30,6 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::error::{bounded, quoted};
 use super::search_runs::{RunSearchRequest, run_request, search_plugin};
-use crate::chat::tool_calls::EnabledTool;
 use crate::search;
 
 /// The path, at the root and under `/api`.
@@ -127,13 +126,12 @@ impl Tools {
     /// Every tool served now: the catalogue's, then the search tool.
     fn list(&self) -> Vec<Tool> {
         let snapshot = self.state.plugins.snapshot();
-        let mcp = self.state.plugins.mcp();
         let mut tools: Vec<Tool> = self
             .state
             .tools
             .names()
             .iter()
-            .filter_map(|name| EnabledTool::find(&snapshot, mcp, name))
+            .filter_map(|name| self.state.tools.find(&snapshot, name))
             .map(|tool| {
                 let schema = serde_json::from_str::<JsonObject>(&tool.spec.parameters_schema_json)
                     .unwrap_or_else(|_| object_schema());
@@ -269,8 +267,7 @@ impl ServerHandler for Tools {
             return Ok(self.search(arguments).await.into());
         }
         let snapshot = self.state.plugins.snapshot();
-        let Some(tool) = EnabledTool::find(&snapshot, self.state.plugins.mcp(), &request.name)
-        else {
+        let Some(tool) = self.state.tools.find(&snapshot, &request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("no tool named {} on this server", quoted(&request.name)),
                 None,

@@ -42,7 +42,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::attachments::MIB;
-use crate::catalog::ToolCatalog;
 use crate::chat::ChatSettings;
 use crate::chat::models::Models;
 use crate::config::MetricsAccess;
@@ -50,6 +49,7 @@ use crate::plugins::loading::plugin_host::PluginHost;
 use crate::runs::ActiveRuns;
 use crate::runs::ready::Readiness;
 use crate::store::Store;
+use crate::tools::Tools;
 use error::ApiError;
 pub use middleware::TokenDigest;
 
@@ -87,8 +87,8 @@ impl Default for BodyTimeouts {
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
-    /// The tool list (kept by `plugins`, replaced on every reload).
-    pub tools: Arc<ToolCatalog>,
+    /// Which tools exist and what runs each (plugins' and MCP servers').
+    pub tools: Arc<Tools>,
     pub plugins: Arc<PluginHost>,
     pub runs: Arc<ActiveRuns>,
     /// What `/ready` answers (`runs::ready`).

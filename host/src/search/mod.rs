@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::chat::failure::{describe_call_error, describe_plugin_error};
+use crate::plugins::failure::{describe_call_error, describe_plugin_error};
 use crate::plugins::runtime::CallError;
 use crate::plugins::worlds::search::{PluginError, SearchPlugin, SearchRequest};
 use crate::store::SearchRunOutcome;

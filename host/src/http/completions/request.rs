@@ -14,12 +14,12 @@ use super::super::chats::{CHAT_NOT_FOUND, MessageInput, new_messages, system_pro
 use super::super::error::{ApiError, ApiResult};
 use super::super::limits::{self, MAX_MODEL_CHARS};
 use crate::chat::completion::{Completion, Fallback};
-use crate::chat::tool_calls::EnabledTool;
 use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::snapshot::{ServedProvider, Snapshot};
 use crate::plugins::worlds::provider as wit;
 use crate::store::{ChatRecord, NewMessage};
+use crate::tools::enabled::EnabledTool;
 use crate::vocabulary::Role;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -197,7 +197,7 @@ fn enabled_tools(
     };
     names
         .iter()
-        .filter_map(|name| EnabledTool::find(snapshot, state.plugins.mcp(), name))
+        .filter_map(|name| state.tools.find(snapshot, name))
         .collect()
 }
 

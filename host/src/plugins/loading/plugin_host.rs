@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::watch;
 
-use crate::catalog::{ToolCatalog, ToolInfo};
 use crate::config::Config;
 use crate::config::file::FileConfig;
 use crate::plugins::LoadError;
@@ -23,7 +22,6 @@ use crate::plugins::capabilities::operator::OperatorSettings;
 use crate::plugins::loading::folder::FolderEntry;
 use crate::plugins::loading::load::{Loader, Plugin};
 use crate::plugins::loading::snapshot::{DeclaredLink, Snapshot};
-use crate::plugins::mcp::McpServers;
 use crate::plugins::memory::TotalMemory;
 use crate::plugins::package::Package;
 use crate::plugins::runtime::cache::CompileCache;
@@ -44,11 +42,8 @@ pub struct PluginHost {
     folder: tokio::sync::Mutex<BTreeMap<PathBuf, FolderEntry>>,
     // A std lock, not a tokio one: held only to clone or replace an Arc, never across an await.
     current: RwLock<Arc<Snapshot>>,
-    catalog: Arc<ToolCatalog>,
-    /// `[mcp.*]`: their tools join the catalogue after the plugins' own.
-    mcp: Arc<McpServers>,
-    /// Held while the catalogue is filled (`fill_catalog`).
-    filling: Mutex<()>,
+    /// The configuration file as last applied.
+    config_file: watch::Sender<Option<Arc<FileConfig>>>,
     /// What the last scan refused (a std lock: read without awaiting, e.g. by `plugins list`).
     refused: Mutex<Vec<Refused>>,
     /// Bumped after every scan of the folder, whatever it found (tests and tools await it).
@@ -246,10 +241,9 @@ impl PluginHost {
         if let Some(problem) = host.snapshot().missing_adapter() {
             return Err(LoadError::Config(problem));
         }
-        if let Some(file) = &file {
-            host.mcp.apply(&file.mcp);
+        if let Some(file) = file {
+            host.config_file.send_replace(Some(Arc::new(file)));
         }
-        host.follow_mcp();
         Ok(host)
     }
 
@@ -307,9 +301,7 @@ impl PluginHost {
             declared: Mutex::default(),
             folder: Default::default(),
             current: Default::default(),
-            catalog: Arc::new(ToolCatalog::default()),
-            mcp: Arc::new(McpServers::default()),
-            filling: Mutex::default(),
+            config_file: watch::Sender::new(None),
             refused: Mutex::default(),
             scans: watch::Sender::new(0),
             watcher: Mutex::new(None),
@@ -368,12 +360,6 @@ impl PluginHost {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    }
-
-    /// The tool list that `GET /v1/chat-tools` and chat defaults read; kept in step with every
-    /// swap.
-    pub fn catalog(&self) -> Arc<ToolCatalog> {
-        self.catalog.clone()
     }
 
     /// Counts finished folder scans.
@@ -441,10 +427,9 @@ impl PluginHost {
             .clone()
     }
 
-    /// Makes `snapshot` the one serving, with the tool catalogue and the refusals in step.
+    /// Makes `snapshot` the one serving, with the refusals in step.
     fn publish(&self, snapshot: Snapshot, folder: &BTreeMap<PathBuf, FolderEntry>) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(snapshot);
-        self.fill_catalog();
         *self.refused.lock().unwrap_or_else(|e| e.into_inner()) = folder
             .iter()
             .filter_map(|(path, entry)| {
@@ -457,49 +442,10 @@ impl PluginHost {
             .collect();
     }
 
-    /// The catalogue: the serving snapshot's tools, then the MCP servers' (a name a plugin
-    /// provides is the plugin's). Read and written under one lock, so of a reload and an MCP
-    /// server's change the one that fills last fills from both as they are.
-    fn fill_catalog(&self) {
-        let _filling = self.filling.lock().unwrap_or_else(|e| e.into_inner());
-        let snapshot = self.snapshot();
-        let mut tools: Vec<ToolInfo> = snapshot
-            .tool_specs()
-            .into_iter()
-            .map(|spec| ToolInfo {
-                name: spec.name.clone(),
-                description: spec.description.clone(),
-            })
-            .collect();
-        for tool in self.mcp.tools() {
-            if tools.iter().any(|t| t.name == tool.spec.name) {
-                continue;
-            }
-            tools.push(ToolInfo {
-                name: tool.spec.name,
-                description: tool.spec.description,
-            });
-        }
-        self.catalog.replace(tools);
-    }
-
-    /// Keeps the catalogue in step with the MCP servers' lists, which change on their own
-    /// (a server comes up, goes down, says its list changed). The task holds a weak handle.
-    fn follow_mcp(self: &Arc<Self>) {
-        let mut changed = self.mcp.changed();
-        let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
-            while changed.changed().await.is_ok() {
-                let Some(host) = weak.upgrade() else { return };
-                host.fill_catalog();
-                host.scans.send_modify(|n| *n += 1);
-            }
-        });
-    }
-
-    /// The declared MCP servers.
-    pub fn mcp(&self) -> &Arc<McpServers> {
-        &self.mcp
+    /// The configuration file as last applied (`None` without one): the tools layer reads its
+    /// `[mcp.NAME]` tables from it.
+    pub fn config_file(&self) -> watch::Receiver<Option<Arc<FileConfig>>> {
+        self.config_file.subscribe()
     }
 
     /// Applies a configuration file that was just read: every plugin linked again under the
@@ -562,7 +508,7 @@ impl PluginHost {
         self.loader.set_settings((*loader.settings()).clone());
         *self.bundled.write().unwrap_or_else(|e| e.into_inner()) = bundled;
         *folder = next;
-        self.mcp.apply(&file.mcp);
+        self.config_file.send_replace(Some(Arc::new(file.clone())));
         self.publish(snapshot, &folder);
         drop(folder);
         self.scans.send_modify(|n| *n += 1);

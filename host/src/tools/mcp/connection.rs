@@ -20,9 +20,9 @@ use tokio::sync::{Notify, watch};
 
 use crate::config::mcp::DeclaredMcp;
 use crate::egress::scrub;
-use crate::plugins::mcp::result::{self, Outcome};
-use crate::plugins::mcp::wire::Wire;
 use crate::plugins::worlds::tool::ToolSpec;
+use crate::tools::mcp::result::{self, Outcome};
+use crate::tools::mcp::wire::Wire;
 
 /// How often a reachable server's tools are listed again without being asked.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(600);

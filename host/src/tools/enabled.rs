@@ -1,0 +1,77 @@
+//! A tool that may be called, and what runs it: a tool plugin of the serving snapshot, or a
+//! declared MCP server's tool. [`EnabledTool::find`] is where a name is resolved, a plugin's
+//! tool first.
+
+use std::sync::Arc;
+
+use crate::plugins::failure::{describe_call_error, describe_plugin_error};
+use crate::plugins::loading::load::Plugin;
+use crate::plugins::loading::snapshot::Snapshot;
+use crate::plugins::worlds::provider::{PluginError, ToolSpec};
+use crate::tools::mcp::{McpServers, McpTool};
+
+/// A tool the model may call in this completion, and what runs it.
+#[derive(Clone)]
+pub struct EnabledTool {
+    pub spec: ToolSpec,
+    pub runner: Runner,
+}
+
+impl EnabledTool {
+    /// The tool serving as `name`: a tool plugin's of `snapshot`, else a declared MCP server's.
+    /// A name a plugin provides is the plugin's: the one place that rule is written
+    /// ([`super::Tools::list`] asks it too).
+    pub fn find(snapshot: &Snapshot, mcp: &McpServers, name: &str) -> Option<Self> {
+        let Some(plugin) = snapshot.tool(name) else {
+            let tool = mcp.tool(name)?;
+            return Some(Self {
+                spec: tool.spec.clone(),
+                runner: Runner::Mcp(tool),
+            });
+        };
+        let spec = plugin.tools.iter().find(|t| t.name == name)?.clone();
+        Some(Self {
+            spec,
+            runner: Runner::Plugin(plugin.clone()),
+        })
+    }
+
+    /// Whether a declared MCP server runs it.
+    pub fn is_mcp(&self) -> bool {
+        matches!(self.runner, Runner::Mcp(_))
+    }
+
+    /// Runs it with `arguments_json`: the output and the tool's summary, or why it failed (an
+    /// MCP server's error result is a failure whose reason is the server's text).
+    pub async fn run(&self, arguments_json: &str) -> Result<(String, Option<String>), String> {
+        match &self.runner {
+            Runner::Plugin(plugin) => {
+                let plugin = plugin.as_tool().expect("tool plugins are tools");
+                match plugin.invoke(&self.spec.name, arguments_json).await {
+                    Ok(Ok(output)) => Ok((output.content, output.summary)),
+                    Ok(Err(error)) => Err(tool_error(&error)),
+                    Err(error) => Err(describe_call_error(&error)),
+                }
+            }
+            Runner::Mcp(tool) => match tool.call(arguments_json).await? {
+                outcome if outcome.is_error => Err(outcome.text),
+                outcome => Ok((outcome.text, None)),
+            },
+        }
+    }
+}
+
+/// What runs a tool: a tool plugin, or a declared MCP server.
+#[derive(Clone)]
+pub enum Runner {
+    Plugin(Arc<Plugin>),
+    Mcp(McpTool),
+}
+
+/// A tool's own error, as the model and the UI see it.
+fn tool_error(error: &PluginError) -> String {
+    match error {
+        PluginError::InvalidInput(m) => format!("invalid arguments: {m}"),
+        other => describe_plugin_error(other),
+    }
+}

@@ -1,0 +1,151 @@
+//! The tools: which exist, and what runs each. A tool is a tool plugin's (of the serving
+//! snapshot) or a declared MCP server's ([`mcp`], its client); a name a plugin provides is the
+//! plugin's ([`enabled::EnabledTool::find`]). [`Tools`] answers "which tools exist" for chat
+//! defaults, the filtering of unknown names, `GET /v1/chat-tools` and `/mcp`, from what serves
+//! now: a tool plugin added to PLUGINS_DIR, or an MCP server coming up, is offered at once.
+//!
+//! This layer sits above the plugin host and below the chat loop: it reads the host's snapshot
+//! and configuration file, and applies the file's `[mcp.NAME]` tables to the MCP servers.
+
+pub mod enabled;
+pub mod mcp;
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::plugins::loading::plugin_host::PluginHost;
+use crate::plugins::loading::snapshot::Snapshot;
+use enabled::EnabledTool;
+use mcp::McpServers;
+
+/// A tool as listed: its name and what it does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+}
+
+/// The tools of one server: its plugin host's and its MCP servers'.
+pub struct Tools {
+    plugins: Arc<PluginHost>,
+    mcp: Arc<McpServers>,
+    /// Bumped whenever the tools offered may have changed (a scan, a reload, an MCP server's
+    /// list).
+    changed: watch::Sender<u64>,
+}
+
+impl Tools {
+    /// The tools of `plugins`, with the MCP servers its configuration file declares (applied
+    /// now, and again at every reload of the file).
+    pub fn start(plugins: Arc<PluginHost>) -> Arc<Self> {
+        let tools = Arc::new(Self {
+            plugins,
+            mcp: Arc::new(McpServers::default()),
+            changed: watch::Sender::new(0),
+        });
+        let mut file = tools.plugins.config_file();
+        if let Some(file) = file.borrow_and_update().as_ref() {
+            tools.mcp.apply(&file.mcp);
+        }
+        let (mut scans, mut lists) = (tools.plugins.scans(), tools.mcp.changed());
+        let weak = Arc::downgrade(&tools);
+        tokio::spawn(async move {
+            loop {
+                // `None`: the plugin host is gone. `Some(true)`: the file was applied again.
+                let event = tokio::select! {
+                    seen = file.changed() => seen.ok().map(|()| true),
+                    seen = scans.changed() => seen.ok().map(|()| false),
+                    seen = lists.changed() => seen.ok().map(|()| false),
+                };
+                let Some(reloaded) = event else { return };
+                let Some(tools) = weak.upgrade() else { return };
+                if reloaded && let Some(file) = file.borrow_and_update().as_ref() {
+                    tools.mcp.apply(&file.mcp);
+                }
+                tools.changed.send_modify(|n| *n += 1);
+            }
+        });
+        tools
+    }
+
+    /// Every tool offered now: the snapshot's, then the MCP servers' whose names no plugin
+    /// took.
+    pub fn list(&self) -> Vec<ToolInfo> {
+        let snapshot = self.plugins.snapshot();
+        let mut tools: Vec<ToolInfo> = snapshot
+            .tool_specs()
+            .into_iter()
+            .map(|spec| ToolInfo {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+            })
+            .collect();
+        for tool in self.mcp.tools() {
+            let name = &tool.spec.name;
+            if EnabledTool::find(&snapshot, &self.mcp, name).is_some_and(|found| found.is_mcp()) {
+                tools.push(ToolInfo {
+                    name: tool.spec.name,
+                    description: tool.spec.description,
+                });
+            }
+        }
+        tools
+    }
+
+    /// Every available tool name: the default `enabledTools`.
+    pub fn names(&self) -> Vec<String> {
+        self.list().into_iter().map(|t| t.name).collect()
+    }
+
+    /// `requested` without unknown names and repeats, in the order given.
+    pub fn keep_known(&self, requested: &[String]) -> Vec<String> {
+        keep_known(&self.list(), requested)
+    }
+
+    /// The tool serving as `name` in `snapshot` (the one a request took), or an MCP server's.
+    pub fn find(&self, snapshot: &Snapshot, name: &str) -> Option<EnabledTool> {
+        EnabledTool::find(snapshot, &self.mcp, name)
+    }
+
+    /// The declared MCP servers.
+    pub fn mcp(&self) -> &Arc<McpServers> {
+        &self.mcp
+    }
+
+    /// Bumped whenever the tools offered may have changed (tests and tools await it).
+    pub fn changed(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+/// `requested` without names `tools` lacks, and without repeats, in the order given.
+fn keep_known(tools: &[ToolInfo], requested: &[String]) -> Vec<String> {
+    let mut kept: Vec<String> = Vec::with_capacity(requested.len());
+    for name in requested {
+        if tools.iter().any(|t| &t.name == name) && !kept.contains(name) {
+            kept.push(name.clone());
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str) -> ToolInfo {
+        ToolInfo {
+            name: name.into(),
+            description: String::new(),
+        }
+    }
+
+    #[test]
+    fn keeps_known_names_once_in_order() {
+        let tools = [tool("web_search"), tool("fetch_url")];
+        let asked = ["fetch_url", "nope", "web_search", "fetch_url"].map(String::from);
+        assert_eq!(keep_known(&tools, &asked), ["fetch_url", "web_search"]);
+        assert!(keep_known(&tools[..1], &asked[..1]).is_empty());
+    }
+}
