@@ -106,6 +106,16 @@ pub struct AppState {
     pub metrics: MetricsAccess,
 }
 
+impl AppState {
+    /// Where a route's runs run: this server's store and registry.
+    pub fn run_context(&self) -> crate::runs::RunContext {
+        crate::runs::RunContext {
+            store: self.store.clone(),
+            runs: self.runs.clone(),
+        }
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(title = "chatd", description = "Backend for chat and web search with LLMs. Every path is served at the root and, identically, under /api. In token mode every /v1 route needs `Authorization: Bearer <ADMIN_TOKEN>`; errors are `{ \"message\": … }`."),

@@ -1,11 +1,11 @@
 //! Search routes that use the search engine: run (wait for the outcome), run/stream (a
 //! backend-owned run, or the one already running), attach, and a chat started from a search.
 //!
-//! A run's parts and their failures are [`crate::search`]'s; this module validates the body,
-//! owns the run's registration and log, persists the outcome, and sends the terminal event in
-//! the contract's order: outcome stored, run out of `GET /v1/active-runs`, then `done`.
+//! A run's parts and their failures are [`crate::search`]'s, the run itself (its task, its
+//! registration, the outcome stored, the terminal event) `runs::search`'s; this module
+//! validates the body, calls, and frames the answer.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
@@ -23,9 +23,9 @@ use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
 use super::sse::{self, LAST_EVENT_ID_DOC, last_event_id};
 use crate::plugins::builtin::SEARCH_PLUGIN;
 use crate::plugins::loading::load::Plugin;
-use crate::runlog::{EventId, RunReader};
-use crate::runs::{self, RunKind, StartError, Stopped};
-use crate::search::{self, RunRequest, events, seed};
+use crate::runs::search::{self as search_runs, Ended};
+use crate::runs::{RunKind, Stopped};
+use crate::search::{RunRequest, seed};
 use crate::store::{NewChat, NewMessage, SearchDetailRecord};
 use crate::telemetry::metrics;
 use crate::vocabulary::SearchType;
@@ -166,66 +166,15 @@ fn prepare(
     Ok((request, search_plugin(state)?))
 }
 
-/// A run's end, for the terminal event or the response.
-enum Ended {
-    Stored(Box<SearchDetailRecord>),
-    /// Both parts failed: nothing stored.
-    Failed(search::BothFailed),
-    /// The search was deleted during the run.
-    Gone,
-    /// The outcome could not be stored.
-    NotStored(String),
-}
-
-/// Runs and persists one run of `search_id`, reporting its part events to `report`.
-async fn run_and_store(
-    state: &AppState,
-    search_id: &str,
-    plugin: &Plugin,
-    request: &RunRequest,
-    report: &(dyn Fn(&search::SearchEvent) + Sync),
-) -> Ended {
-    let search = plugin.as_search().expect("checked by search_plugin");
-    let outcome = match search::run(search, request, report).await {
-        Ok(outcome) => outcome,
-        Err(both) => return Ended::Failed(both),
-    };
-    match state.store.record_search_run(search_id, outcome).await {
-        Ok(Some(detail)) => Ended::Stored(Box::new(detail)),
-        Ok(None) => Ended::Gone,
-        Err(e) => {
-            // The cause is for the log; the client gets words it can act on.
-            tracing::error!(
-                search = search_id,
-                "a search outcome could not be stored: {e}"
-            );
-            Ended::NotStored(
-                "the search outcome could not be stored (the server log has the cause)".into(),
-            )
-        }
-    }
-}
-
 /// What a `/run` whose task stopped early (shutdown, a panic) answers.
 fn stopped(state: &AppState) -> ApiError {
     if state.runs.stopping() {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            stopped_message(Stopped::Shutdown),
+            search_runs::stopped_message(Stopped::Shutdown),
         )
     } else {
-        ApiError::internal(stopped_message(Stopped::Panicked))
-    }
-}
-
-/// What a search run that stopped early says.
-fn stopped_message(why: Stopped) -> &'static str {
-    match why {
-        Stopped::Shutdown => "the server shut down before the search was finished",
-        Stopped::Panicked => "the search failed inside the server (the server log has the cause)",
-        Stopped::LeaseLost => {
-            "the server lost its lease on the database before the search was finished"
-        }
+        ApiError::internal(search_runs::stopped_message(Stopped::Panicked))
     }
 }
 
@@ -252,18 +201,9 @@ pub async fn run_search(
             "a run of this search is streaming; follow it with POST /v1/searches/{searchId}/run/stream/attach",
         ));
     }
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let work_state = state.clone();
-    // A task of its own: a client that hangs up does not lose the outcome.
-    state.runs.spawn(
-        RunKind::Search,
-        async move {
-            let ended = run_and_store(&work_state, &search_id, &plugin, &request, &|_| {}).await;
-            let _ = tx.send(ended);
-        },
-        |_| async {},
-    );
-    let ended = rx.await.map_err(|_| stopped(&state))?;
+    let ended = search_runs::run(&state.run_context(), search_id, plugin, request)
+        .await
+        .ok_or_else(|| stopped(&state))?;
     match ended {
         Ended::Stored(detail) => Ok(Json(SearchDetailResponse {
             search: (*detail).into(),
@@ -301,76 +241,25 @@ pub async fn stream_search(
         ));
     }
     let (request, plugin) = prepare(&state, &search, body)?;
-    // In a task of its own: on a shared database registering the run is a write, which a client
-    // gone at that moment must not cut short.
-    let step_state = state.clone();
-    let reader = state
-        .runs
-        .spawn_step(async move {
-            start_or_join(step_state, search_id, request, plugin, last.as_ref()).await
-        })
-        .await
-        .map_err(|_| stopped(&state))??;
+    let reader = search_runs::stream(
+        &state.run_context(),
+        search_id,
+        plugin,
+        request,
+        last,
+        done_data,
+    )
+    .await
+    .map_err(|e| match e {
+        Some(e) => e.into(),
+        None => stopped(&state),
+    })?;
     Ok(sse::sse(RunKind::Search, reader, None))
 }
 
-/// Starts a run of `search_id`, or joins one that started meanwhile (here or on another
-/// instance). Between a refused start and the lookup that run may end; then this call starts
-/// the next one.
-async fn start_or_join(
-    state: AppState,
-    search_id: String,
-    request: RunRequest,
-    plugin: Arc<Plugin>,
-    last: Option<&EventId>,
-) -> ApiResult<RunReader> {
-    let run = loop {
-        match state.runs.start(RunKind::Search, &search_id).await {
-            Ok(run) => break run,
-            Err(StartError::Running) => {}
-            Err(StartError::Store(e)) => return Err(e.into()),
-        }
-        if let Some(log) = state.runs.attach(RunKind::Search, &search_id).await? {
-            return Ok(log.reader_after(last));
-        }
-        tokio::task::yield_now().await;
-    };
-    let log = run.log().clone();
-    let reader = log.reader();
-    let registration = Arc::new(Mutex::new(Some(run)));
-    let work_state = state.clone();
-    let (work_log, stop_log) = (log.clone(), log);
-    let stop_registration = registration.clone();
-    state.runs.spawn(
-        RunKind::Search,
-        async move {
-            let report = |event: &search::SearchEvent| {
-                work_log.push(event.name(), &event.data(), false);
-            };
-            let ended = run_and_store(&work_state, &search_id, &plugin, &request, &report).await;
-            let (name, data) = match ended {
-                Ended::Stored(detail) => (
-                    "done",
-                    json!({ "search": SearchDetail::from(*detail) }).to_string(),
-                ),
-                Ended::Failed(both) => ("error", events::error_data(&both.to_string())),
-                Ended::Gone => ("error", events::error_data(SEARCH_NOT_FOUND)),
-                Ended::NotStored(why) => ("error", events::error_data(&why)),
-            };
-            runs::end(&registration, &work_log, name, &data).await;
-        },
-        move |why| async move {
-            let message = stopped_message(why);
-            runs::end(
-                &stop_registration,
-                &stop_log,
-                "error",
-                &events::error_data(message),
-            )
-            .await;
-        },
-    );
-    Ok(reader)
+/// A stored outcome as the `done` event's data: `{ search }`.
+fn done_data(detail: SearchDetailRecord) -> String {
+    json!({ "search": SearchDetail::from(detail) }).to_string()
 }
 
 #[utoipa::path(post, path = "/searches/{searchId}/run/stream/attach", tag = "searches",

@@ -17,7 +17,7 @@ use crate::runs::RunKind;
 use crate::store::{NewSearch, SearchDetailRecord, SearchRecord};
 use crate::vocabulary::to_millis;
 
-pub const SEARCH_NOT_FOUND: &str = "search not found";
+pub use crate::search::SEARCH_NOT_FOUND;
 
 /// How long a search's persisted outcome counts as a cache hit.
 pub const CACHE_WINDOW: chrono::TimeDelta = chrono::TimeDelta::hours(24);

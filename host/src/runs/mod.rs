@@ -11,7 +11,9 @@
 //! `beat.rs` keeps the instance's lease and ends the runs of instances that lost theirs.
 
 pub mod beat;
+pub mod chat;
 pub mod ready;
+pub mod search;
 mod shared;
 
 use crate::runlog::RunLog;
@@ -28,6 +30,13 @@ use crate::runlog::StopSwitch;
 use crate::store::{RunEvent, RunStart, Store, StoreError};
 use crate::telemetry::{metrics, trace};
 use shared::Shared;
+
+/// What a run needs of the server: where it is recorded, and the registry it runs in.
+#[derive(Clone)]
+pub struct RunContext {
+    pub store: Store,
+    pub runs: Arc<ActiveRuns>,
+}
 
 #[derive(Debug)]
 pub struct ActiveRuns {

@@ -23,6 +23,9 @@ use crate::store::SearchRunOutcome;
 use crate::vocabulary::SearchType;
 pub use events::SearchEvent;
 
+/// The contract's 404 message for a search that does not exist (or no longer does).
+pub const SEARCH_NOT_FOUND: &str = "search not found";
+
 /// One run, validated: the query to send (the override or the stored one) and the options.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunRequest {

@@ -2,6 +2,7 @@
 //! transcript the provider gets, sampling, the tools, the fallback and the attachments it
 //! accepts. Nothing is stored or sent until all of it holds.
 
+use crate::runs::chat::ChatRun;
 use std::sync::Arc;
 
 use axum::http::StatusCode;
@@ -45,24 +46,11 @@ pub struct CompletionRequest {
     pub persist: Option<bool>,
 }
 
-/// A validated request, ready to run.
-pub(super) struct Prepared {
-    pub(super) provider: String,
-    pub(super) model: String,
-    pub(super) chat_id: Option<String>,
-    /// The supplied history; its new rows are stored when the call is recorded. Shared by the
-    /// run and its stop path: with attachments it can be tens of MiB.
-    pub(super) history: Arc<[NewMessage]>,
-    /// `enabledTools` for a chat this request creates: the request's, else every tool.
-    pub(super) new_chat_tools: Vec<String>,
-    pub(super) completion: Completion,
-}
-
 pub(super) async fn prepare(
     state: &AppState,
     mut body: CompletionRequest,
     streaming: bool,
-) -> ApiResult<Prepared> {
+) -> ApiResult<ChatRun> {
     let snapshot = state.plugins.snapshot();
     let provider = snapshot
         .provider(&body.provider)
@@ -113,7 +101,7 @@ pub(super) async fn prepare(
         .check()
         .await
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    Ok(Prepared {
+    Ok(ChatRun {
         provider: body.provider,
         model,
         chat_id: body.chat_id,
