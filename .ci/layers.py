@@ -46,6 +46,7 @@ LAYERS = {
         "runs",
         "http",
         "server",
+        "cli",
         "main",
     ],
 }

@@ -6,6 +6,7 @@
 
 pub mod attachments;
 pub mod chat;
+pub mod cli;
 pub mod config;
 pub mod egress;
 pub mod http;

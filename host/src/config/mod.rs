@@ -96,12 +96,7 @@ pub enum MetricsAccess {
     Off,
 }
 
-#[derive(Parser, Clone, Debug)]
-#[command(
-    name = "chatd",
-    version,
-    about = "Self-hosted backend for chat and web search with LLMs"
-)]
+#[derive(clap::Args, Clone, Debug)]
 pub struct Config {
     /// Listen address.
     #[arg(long, env = "HOST", value_name = "HOST", default_value = "127.0.0.1")]
@@ -329,152 +324,41 @@ pub struct Config {
     /// The settings given as a variable or a flag (not left at their defaults), by field name.
     #[arg(skip)]
     pub explicit: BTreeSet<String>,
-
-    #[command(subcommand)]
-    pub command: Option<Command>,
 }
 
-/// Operator commands; without one, chatd serves.
-#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
-pub enum Command {
-    /// Inspect plugins without starting the server.
-    #[command(subcommand)]
-    Plugins(PluginsCommand),
-    /// Check the configuration without starting the server.
-    #[command(subcommand)]
-    Config(ConfigCommand),
-    /// Write every chat (messages and attachments), search, star and call of DATABASE_URL's
-    /// database to stdout as JSON Lines, from one snapshot; safe beside a running server.
-    Export,
-    /// Read an export into DATABASE_URL's database (migrated first), in one transaction: a row
-    /// whose id exists there stops it, and nothing is stored.
-    Import {
-        /// The export (`-`: stdin).
-        file: PathBuf,
-        /// Skip rows whose id exists instead of stopping.
-        #[arg(long)]
-        skip_existing: bool,
-    },
-    /// Copy a live SQLite database to FILE (consistent and compacted; FILE must not exist).
-    Backup {
-        /// The copy to write.
-        file: PathBuf,
-    },
-}
-
-#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
-pub enum ConfigCommand {
-    /// Validate the environment and the configuration file as startup would, then print the
-    /// effective settings, providers, services, MCP servers and plugins, keys redacted. Exit 0
-    /// when startup would accept them, 2 when not.
-    Check,
-}
-
-/// What `chatd plugins new` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum NewKind {
-    Tool,
-    Provider,
-}
-
-/// The language of a `chatd plugins new` project.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum PluginLang {
-    Rust,
-    Python,
-    Js,
-}
-
-#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
-pub enum PluginsCommand {
-    /// The plugins this configuration loads: id, kind, version, grants, source.
-    List,
-    /// Validates a component and its manifest (`FILE.wasm` and `FILE.json`).
-    Check {
-        /// The component (`.wasm`) or its manifest (`.json`); the other is beside it.
-        file: PathBuf,
-    },
-    /// Runs one tool of a component once, outside the server, with the grants this
-    /// configuration gives it: the result on stdout, the plugin's log on stderr, then the
-    /// call's duration and memory.
-    Call {
-        /// The component (`.wasm`); its manifest beside it or inside it.
-        file: PathBuf,
-        /// The tool to run (one of those the component describes).
-        #[arg(long)]
-        tool: String,
-        /// Its arguments, a JSON object.
-        #[arg(long, default_value = "{}")]
-        args: String,
-        /// Run it with only these of the grants its manifest asks for (repeatable):
-        /// `http:ORIGIN`, `service:NAME`, `config:KEY`, `public-web`, `ssh`, or `none`. Without
-        /// it, all of them (as the configuration decides).
-        #[arg(long = "grant", value_name = "GRANT")]
-        grants: Vec<String>,
-    },
-    /// Installs a one-file plugin into PLUGINS_DIR from a path or an https:// URL, recording
-    /// its SHA-256 in the lock file (CHATD_DATA_DIR/plugins.lock); an update that asks for a
-    /// grant its installed version lacks is held (exit 3) until `chatd plugins accept ID`.
-    Install {
-        /// The component (`.wasm`, its manifest inside): a path or an https:// URL (http:// on
-        /// loopback only). Its signature is SOURCE.minisig when there is one.
-        source: String,
-    },
-    /// Accepts a held update: its new grants, shown by `chatd plugins list`.
-    Accept {
-        /// The plugin's id.
-        id: String,
-    },
-    /// Writes a plugin project to start from: its code, its manifest, a test, a README.
-    New {
-        /// A tool or a provider.
-        #[arg(value_enum)]
-        kind: NewKind,
-        /// Its id, tool name and folder name ([a-z][a-z0-9_]*).
-        name: String,
-        /// Its language (providers: rust).
-        #[arg(long, value_enum, default_value_t = PluginLang::Rust)]
-        lang: PluginLang,
-        /// Where the project's folder is made.
-        #[arg(long, default_value = ".")]
-        dir: PathBuf,
-        /// A checkout of chatd's plugin SDK (`plugin-sdk/`) for a Rust project to depend on by
-        /// path; by version otherwise.
-        #[arg(long)]
-        sdk_path: Option<PathBuf>,
-    },
-    /// Makes a plugin one file: the manifest, checked, appended to the component as its
-    /// `chatd-manifest` section (for toolchains that cannot embed it: Python, JavaScript).
-    Pack {
-        /// The component (`.wasm`) as its toolchain built it.
-        component: PathBuf,
-        /// The manifest (JSON).
-        #[arg(long)]
-        manifest: PathBuf,
-        /// Where to write the one-file plugin (replaced whole if it exists).
-        #[arg(long, short)]
-        out: PathBuf,
-    },
+/// The settings alone, as a command line: what [`Config::from_args`] parses (the binary's
+/// grammar, with its subcommands, is `cli/`'s).
+#[derive(Parser)]
+#[command(
+    name = "chatd",
+    version,
+    about = "Self-hosted backend for chat and web search with LLMs"
+)]
+struct Settings {
+    #[command(flatten)]
+    config: Config,
 }
 
 impl Config {
-    /// Parses the command line and environment, then checks the rules that span variables.
-    /// `Err` holds the one line to print before exiting; help and version requests are also
-    /// returned as `Err(ConfigError::Exit)` so the caller decides how to leave.
-    pub fn load() -> Result<Self, ConfigError> {
-        Self::from_args(std::env::args_os())
-    }
-
+    /// The settings of a command line without subcommands (tests, benchmarks, tools), and the
+    /// environment, checked as [`Config::finish`] checks them.
     pub fn from_args<I, T>(args: I) -> Result<Self, ConfigError>
     where
         I: IntoIterator<Item = T>,
         T: Into<std::ffi::OsString> + Clone,
     {
-        let matches = Self::command()
+        let matches = Settings::command()
             .try_get_matches_from(args)
             .map_err(ConfigError::from_clap)?;
-        let mut config = Self::from_arg_matches(&matches).map_err(ConfigError::from_clap)?;
-        config.explicit = matches
+        let settings = Settings::from_arg_matches(&matches).map_err(ConfigError::from_clap)?;
+        settings.config.finish(&matches)
+    }
+
+    /// The settings as parsed into `matches`, completed and checked: which were given as a
+    /// variable or a flag (not left at their defaults), empty values as unset, then the rules
+    /// that span variables. `Err` holds the one line to print before exiting.
+    pub fn finish(mut self, matches: &clap::ArgMatches) -> Result<Self, ConfigError> {
+        self.explicit = matches
             .ids()
             .filter(|id| {
                 matches!(
@@ -487,9 +371,9 @@ impl Config {
             })
             .map(|id| id.to_string())
             .collect();
-        config.drop_empty_values();
-        config.check()?;
-        Ok(config)
+        self.drop_empty_values();
+        self.check()?;
+        Ok(self)
     }
 
     /// `KEY=` in an env file means "not set": an empty key or optional name counts as absent
@@ -548,15 +432,6 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "CHAT_WEB_SEARCH_ENGINE: engine_b requires ENGINE_B_BASE_URL to be set".into(),
             ));
-        }
-        // Serving, or saying whether startup would: the operator commands listen on nothing.
-        if matches!(
-            self.command,
-            None | Some(Command::Config(ConfigCommand::Check))
-        ) {
-            self.exposure
-                .decide(&self.host, self.token_mode())
-                .map_err(ConfigError::Invalid)?;
         }
         let host_missing = self.chat_coding_remote_host.is_none();
         for (enabled, var) in [
@@ -683,7 +558,8 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    fn from_clap(err: clap::Error) -> Self {
+    /// The one line for a command line clap refused (help and version as `Exit`).
+    pub fn from_clap(err: clap::Error) -> Self {
         match err.kind() {
             ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
                 return ConfigError::Exit(err.render().to_string());
@@ -700,7 +576,7 @@ impl ConfigError {
             _ => String::new(),
         };
         // A secret's value is never repeated (a short CHATD_SECRET_KEY is still most of one).
-        let secret = Config::command().get_arguments().any(|a| {
+        let secret = Settings::command().get_arguments().any(|a| {
             a.is_hide_env_values_set()
                 && a.get_value_names()
                     .is_some_and(|names| names.iter().any(|n| n.as_str() == var))
@@ -1005,20 +881,8 @@ mod tests {
     }
 
     #[test]
-    fn plugins_subcommands_parse() {
-        let config = Config::from_args(["chatd", "plugins", "check", "x.wasm"]).unwrap();
-        assert_eq!(
-            config.command,
-            Some(Command::Plugins(PluginsCommand::Check {
-                file: PathBuf::from("x.wasm")
-            }))
-        );
-        assert!(Config::from_args(["chatd"]).unwrap().command.is_none());
-    }
-
-    #[test]
     fn every_setting_has_help_text() {
-        let command = Config::command();
+        let command = Settings::command();
         let missing: Vec<String> = command
             .get_arguments()
             .filter(|a| !a.is_hide_set() && a.get_help().is_none())
@@ -1029,24 +893,7 @@ mod tests {
     }
 
     #[test]
-    fn the_operator_commands_parse() {
-        let parse = |args: &[&str]| {
-            Config::from_args(std::iter::once("chatd").chain(args.iter().copied()))
-                .unwrap()
-                .command
-        };
-        assert_eq!(
-            parse(&["config", "check", "--config", "x.toml"]),
-            Some(Command::Config(ConfigCommand::Check))
-        );
-        assert_eq!(
-            parse(&["import", "--skip-existing", "-"]),
-            Some(Command::Import {
-                file: PathBuf::from("-"),
-                skip_existing: true
-            })
-        );
-        assert_eq!(parse(&["export"]), Some(Command::Export));
+    fn the_database_timeout_is_bounded() {
         assert!(err(&["--database-timeout-secs", "0"]).starts_with("DATABASE_TIMEOUT_SECS"));
     }
 

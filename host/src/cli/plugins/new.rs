@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::config::{NewKind, PluginLang};
+use crate::cli::grammar::{NewKind, PluginLang};
 
 /// The plugin SDK's version, which a Rust project depends on when no `--sdk-path` is given (a
 /// unit test holds it to `plugin-sdk/Cargo.toml`'s).
@@ -23,33 +23,84 @@ const WIT: [File; 3] = [
 ];
 
 const RUST_TOOL: [File; 4] = [
-    ("Cargo.toml", include_str!("rust-tool/Cargo.toml")),
-    ("manifest.json", include_str!("rust-tool/manifest.json")),
-    ("src/lib.rs", include_str!("rust-tool/lib.rs")),
-    ("README.md", include_str!("rust-tool/README.md")),
+    (
+        "Cargo.toml",
+        include_str!("../../../scaffold/rust-tool/Cargo.toml"),
+    ),
+    (
+        "manifest.json",
+        include_str!("../../../scaffold/rust-tool/manifest.json"),
+    ),
+    (
+        "src/lib.rs",
+        include_str!("../../../scaffold/rust-tool/lib.rs"),
+    ),
+    (
+        "README.md",
+        include_str!("../../../scaffold/rust-tool/README.md"),
+    ),
 ];
 
 const RUST_PROVIDER: [File; 4] = [
-    ("Cargo.toml", include_str!("rust-provider/Cargo.toml")),
-    ("manifest.json", include_str!("rust-provider/manifest.json")),
-    ("src/lib.rs", include_str!("rust-provider/lib.rs")),
-    ("README.md", include_str!("rust-provider/README.md")),
+    (
+        "Cargo.toml",
+        include_str!("../../../scaffold/rust-provider/Cargo.toml"),
+    ),
+    (
+        "manifest.json",
+        include_str!("../../../scaffold/rust-provider/manifest.json"),
+    ),
+    (
+        "src/lib.rs",
+        include_str!("../../../scaffold/rust-provider/lib.rs"),
+    ),
+    (
+        "README.md",
+        include_str!("../../../scaffold/rust-provider/README.md"),
+    ),
 ];
 
 const PYTHON_TOOL: [File; 5] = [
-    ("app.py", include_str!("python-tool/app.py")),
-    ("manifest.json", include_str!("python-tool/manifest.json")),
-    ("build.sh", include_str!("python-tool/build.sh")),
-    ("test_plugin.py", include_str!("python-tool/test_plugin.py")),
-    ("README.md", include_str!("python-tool/README.md")),
+    (
+        "app.py",
+        include_str!("../../../scaffold/python-tool/app.py"),
+    ),
+    (
+        "manifest.json",
+        include_str!("../../../scaffold/python-tool/manifest.json"),
+    ),
+    (
+        "build.sh",
+        include_str!("../../../scaffold/python-tool/build.sh"),
+    ),
+    (
+        "test_plugin.py",
+        include_str!("../../../scaffold/python-tool/test_plugin.py"),
+    ),
+    (
+        "README.md",
+        include_str!("../../../scaffold/python-tool/README.md"),
+    ),
 ];
 
 const JS_TOOL: [File; 5] = [
-    ("app.js", include_str!("js-tool/app.js")),
-    ("manifest.json", include_str!("js-tool/manifest.json")),
-    ("build.sh", include_str!("js-tool/build.sh")),
-    ("plugin.test.mjs", include_str!("js-tool/plugin.test.mjs")),
-    ("README.md", include_str!("js-tool/README.md")),
+    ("app.js", include_str!("../../../scaffold/js-tool/app.js")),
+    (
+        "manifest.json",
+        include_str!("../../../scaffold/js-tool/manifest.json"),
+    ),
+    (
+        "build.sh",
+        include_str!("../../../scaffold/js-tool/build.sh"),
+    ),
+    (
+        "plugin.test.mjs",
+        include_str!("../../../scaffold/js-tool/plugin.test.mjs"),
+    ),
+    (
+        "README.md",
+        include_str!("../../../scaffold/js-tool/README.md"),
+    ),
 ];
 
 /// Runs the command: exit 0 after one line per step to take next, 2 for an unusable name,

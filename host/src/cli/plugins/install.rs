@@ -23,20 +23,20 @@ const MAX_DOWNLOAD: usize = 256 * 1024 * 1024;
 const DOWNLOAD_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Where things go: PLUGINS_DIR, the lock file, the held updates' folder.
-struct Places {
-    plugins: PathBuf,
-    lock: PathBuf,
-    held: PathBuf,
+pub(super) struct Places {
+    pub(super) plugins: PathBuf,
+    pub(super) lock: PathBuf,
+    pub(super) held: PathBuf,
 }
 
 /// A command's failure: the exit code (2: unusable input or configuration, 1: refused or
 /// failed), and the line.
-type Failure = (u8, String);
+pub(super) type Failure = (u8, String);
 
 /// Exit 3: the update is held, not installed.
-const HELD: u8 = 3;
+pub(super) const HELD: u8 = 3;
 
-fn places(config: &Config, trust: &Trust) -> Result<Places, Failure> {
+pub(super) fn places(config: &Config, trust: &Trust) -> Result<Places, Failure> {
     let plugins = config.plugins_dir.clone().ok_or((
         2,
         "PLUGINS_DIR is not set: an installed plugin goes there".to_string(),
@@ -59,7 +59,7 @@ fn places(config: &Config, trust: &Trust) -> Result<Places, Failure> {
     })
 }
 
-fn finish(result: Result<(u8, String), Failure>, command: &str) -> ExitCode {
+pub(super) fn finish(result: Result<(u8, String), Failure>, command: &str) -> ExitCode {
     match result {
         Ok((code, said)) => {
             println!("{said}");
@@ -73,7 +73,7 @@ fn finish(result: Result<(u8, String), Failure>, command: &str) -> ExitCode {
 }
 
 /// `chatd plugins install SOURCE`.
-pub async fn install(config: &Config, source: &str) -> ExitCode {
+pub async fn run(config: &Config, source: &str) -> ExitCode {
     finish(install_inner(config, source).await, "install")
 }
 
@@ -188,7 +188,7 @@ fn installed_asks(old: &Entry, file: &Path) -> Vec<String> {
 
 /// What `PLUGINS_DIR/.chatd-installed` names: `id`, being installed (its file comes next), and
 /// the lock's other plugins whose file is in the folder.
-fn installed_ids<'a>(
+pub(super) fn installed_ids<'a>(
     lock: &'a Lock,
     folder: &'a Path,
     id: &'a str,
@@ -201,7 +201,7 @@ fn installed_ids<'a>(
     std::iter::once(id).chain(others)
 }
 
-fn remove_held(dir: &Path, id: &str) {
+pub(super) fn remove_held(dir: &Path, id: &str) {
     let held = dir.join(format!("{id}.wasm"));
     let _ = std::fs::remove_file(signature_path(&held));
     let _ = std::fs::remove_file(held);
@@ -219,62 +219,6 @@ fn shown_source(source: &str) -> String {
         }
         _ => source.to_string(),
     }
-}
-
-/// `chatd plugins accept ID`.
-pub async fn accept(config: &Config, id: &str) -> ExitCode {
-    finish(accept_inner(config, id).await, "accept")
-}
-
-async fn accept_inner(config: &Config, id: &str) -> Result<(u8, String), Failure> {
-    if !crate::config::names::is_name(id, b"-") {
-        return Err((2, format!("{id:?} is not a plugin id ([a-z0-9_-]{{1,64}})")));
-    }
-    let trust = Trust::from_config(config).map_err(|e| (2, e))?;
-    let places = places(config, &trust)?;
-    let _exclusive = Exclusive::take(&places.lock).map_err(|e| (1, e))?;
-    let mut lock = Lock::read(&places.lock).map_err(|e| (1, e))?;
-    let entry = lock
-        .held
-        .remove(id)
-        .ok_or_else(|| (2, format!("no update of {id} is held")))?;
-    let held = places.held.join(format!("{id}.wasm"));
-    let wasm = std::fs::read(&held).map_err(|e| (1, format!("{}: {e}", held.display())))?;
-    if sha256_hex(&wasm) != entry.sha256 {
-        return Err((
-            1,
-            format!(
-                "{} changed since it was held; install it again",
-                held.display()
-            ),
-        ));
-    }
-    let signature = std::fs::read_to_string(signature_path(&held)).ok();
-    if let Some(keys) = &trust.keys {
-        let signature = signature.as_deref().ok_or_else(|| {
-            (
-                1,
-                format!("{id} refused: it is not signed and CHATD_PLUGIN_KEYS requires signatures"),
-            )
-        })?;
-        keys.verify(&wasm, signature)
-            .map_err(|e| (1, format!("{id} refused: {e}")))?;
-    }
-    // The configuration may have changed since it was held.
-    check_loads(config, id, &wasm).await?;
-    let said = format!(
-        "installed {id} {} from {}, with its new grants: {}",
-        shown(&entry.version),
-        entry.source,
-        entry.grants.join(", ")
-    );
-    lock.plugins.insert(id.to_string(), entry);
-    lock.write(&places.lock).map_err(|e| (1, e))?;
-    record_installed(&places.plugins, installed_ids(&lock, &places.plugins, id))
-        .map_err(|e| (1, e))?;
-    put(&places.plugins, id, &wasm, signature.as_deref()).map_err(|e| (1, e))?;
-    remove_held(&places.held, id);
-    Ok((0, said))
 }
 
 /// What `chatd plugins list` adds: the lock's installed plugins and held updates.
@@ -325,7 +269,7 @@ pub fn describe(config: &Config) -> String {
     out
 }
 
-fn shown(version: &Option<String>) -> &str {
+pub(super) fn shown(version: &Option<String>) -> &str {
     version.as_deref().unwrap_or("(no version)")
 }
 
@@ -418,18 +362,23 @@ async fn download(client: &reqwest::Client, url: &url::Url) -> Result<Option<Vec
 }
 
 /// Loads the component as the server would, under this configuration, from a scratch folder.
-async fn check_loads(config: &Config, id: &str, wasm: &[u8]) -> Result<(), Failure> {
+pub(super) async fn check_loads(config: &Config, id: &str, wasm: &[u8]) -> Result<(), Failure> {
     let scratch = tempfile::tempdir().map_err(|e| (1, e.to_string()))?;
     let path = scratch.path().join(format!("{id}.wasm"));
     std::fs::write(&path, wasm).map_err(|e| (1, e.to_string()))?;
-    crate::plugins::standalone::load_one(config, &path, &[])
+    crate::cli::plugins::one_file::load_one(config, &path, &[])
         .await
         .map(drop)
         .map_err(|e| (1, format!("{id} refused: {e}")))
 }
 
 /// Writes `ID.wasm` (and its signature, or removes a stale one) into `dir`, the component last.
-fn put(dir: &Path, id: &str, wasm: &[u8], signature: Option<&str>) -> Result<(), String> {
+pub(super) fn put(
+    dir: &Path,
+    id: &str,
+    wasm: &[u8],
+    signature: Option<&str>,
+) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let path = dir.join(format!("{id}.wasm"));
     let signature_file = signature_path(&path);

@@ -12,7 +12,7 @@ use crate::plugins::package::Package;
 /// (all when none is); compiled fresh.
 pub async fn load_one(config: &Config, file: &Path, grants: &[String]) -> Result<Plugin, String> {
     let mut package = Package::read(file).map_err(|e| e.to_string())?;
-    package.manifest_json = crate::plugins::narrow::narrow(&package.manifest_json, grants)
+    package.manifest_json = super::call_grants::narrow(&package.manifest_json, grants)
         .map_err(|e| format!("--grant {e}"))?;
     let engine = crate::plugins::runtime::engine::new_engine().map_err(|e| e.to_string())?;
     Loader::new(engine, operator_settings(config)?, None)

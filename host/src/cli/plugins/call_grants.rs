@@ -1,7 +1,7 @@
 //! `chatd plugins call --grant …`: a one-off call run with only some of the grants its manifest
 //! asks for, to see what the plugin does without the rest. The manifest is narrowed before it
 //! is resolved, so what remains is still decided by the configuration as at load
-//! (`grants.rs`), never widened: a `--grant` the manifest does not ask for is refused.
+//! (`plugins/capabilities/`), never widened: a `--grant` the manifest does not ask for is refused.
 
 use serde_json::Value;
 

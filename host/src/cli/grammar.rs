@@ -1,0 +1,225 @@
+//! The binary's grammar: the settings ([`Config`], flags and variables) and the operator
+//! commands, each handled by a file of its own beside this one.
+
+use std::path::PathBuf;
+
+use clap::{CommandFactory, FromArgMatches, Parser};
+
+use crate::config::{Config, ConfigError};
+
+/// `chatd [SETTINGS] [COMMAND]`: without a command, chatd serves.
+#[derive(Parser, Debug)]
+#[command(
+    name = "chatd",
+    version,
+    about = "Self-hosted backend for chat and web search with LLMs"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub config: Config,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+impl Cli {
+    /// The process's command line and environment, parsed and checked. `Err` holds the one
+    /// line to print before exiting; help and version requests are `Err(ConfigError::Exit)`.
+    pub fn load() -> Result<Self, ConfigError> {
+        Self::from_args(std::env::args_os())
+    }
+
+    pub fn from_args<I, T>(args: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let matches = Self::command()
+            .try_get_matches_from(args)
+            .map_err(ConfigError::from_clap)?;
+        let Cli { config, command } =
+            Self::from_arg_matches(&matches).map_err(ConfigError::from_clap)?;
+        let config = config.finish(&matches)?;
+        // Serving, or saying whether startup would: the other commands listen on nothing.
+        if matches!(command, None | Some(Command::Config(ConfigCommand::Check))) {
+            config
+                .exposure
+                .decide(&config.host, config.token_mode())
+                .map_err(ConfigError::Invalid)?;
+        }
+        Ok(Self { config, command })
+    }
+}
+
+/// Operator commands; without one, chatd serves.
+#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Inspect plugins without starting the server.
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
+    /// Check the configuration without starting the server.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Write every chat (messages and attachments), search, star and call of DATABASE_URL's
+    /// database to stdout as JSON Lines, from one snapshot; safe beside a running server.
+    Export,
+    /// Read an export into DATABASE_URL's database (migrated first), in one transaction: a row
+    /// whose id exists there stops it, and nothing is stored.
+    Import {
+        /// The export (`-`: stdin).
+        file: PathBuf,
+        /// Skip rows whose id exists instead of stopping.
+        #[arg(long)]
+        skip_existing: bool,
+    },
+    /// Copy a live SQLite database to FILE (consistent and compacted; FILE must not exist).
+    Backup {
+        /// The copy to write.
+        file: PathBuf,
+    },
+}
+
+#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
+pub enum ConfigCommand {
+    /// Validate the environment and the configuration file as startup would, then print the
+    /// effective settings, providers, services, MCP servers and plugins, keys redacted. Exit 0
+    /// when startup would accept them, 2 when not.
+    Check,
+}
+
+/// What `chatd plugins new` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NewKind {
+    Tool,
+    Provider,
+}
+
+/// The language of a `chatd plugins new` project.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PluginLang {
+    Rust,
+    Python,
+    Js,
+}
+
+#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
+pub enum PluginsCommand {
+    /// The plugins this configuration loads: id, kind, version, grants, source.
+    List,
+    /// Validates a component and its manifest (`FILE.wasm` and `FILE.json`).
+    Check {
+        /// The component (`.wasm`) or its manifest (`.json`); the other is beside it.
+        file: PathBuf,
+    },
+    /// Runs one tool of a component once, outside the server, with the grants this
+    /// configuration gives it: the result on stdout, the plugin's log on stderr, then the
+    /// call's duration and memory.
+    Call {
+        /// The component (`.wasm`); its manifest beside it or inside it.
+        file: PathBuf,
+        /// The tool to run (one of those the component describes).
+        #[arg(long)]
+        tool: String,
+        /// Its arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Run it with only these of the grants its manifest asks for (repeatable):
+        /// `http:ORIGIN`, `service:NAME`, `config:KEY`, `public-web`, `ssh`, or `none`. Without
+        /// it, all of them (as the configuration decides).
+        #[arg(long = "grant", value_name = "GRANT")]
+        grants: Vec<String>,
+    },
+    /// Installs a one-file plugin into PLUGINS_DIR from a path or an https:// URL, recording
+    /// its SHA-256 in the lock file (CHATD_DATA_DIR/plugins.lock); an update that asks for a
+    /// grant its installed version lacks is held (exit 3) until `chatd plugins accept ID`.
+    Install {
+        /// The component (`.wasm`, its manifest inside): a path or an https:// URL (http:// on
+        /// loopback only). Its signature is SOURCE.minisig when there is one.
+        source: String,
+    },
+    /// Accepts a held update: its new grants, shown by `chatd plugins list`.
+    Accept {
+        /// The plugin's id.
+        id: String,
+    },
+    /// Writes a plugin project to start from: its code, its manifest, a test, a README.
+    New {
+        /// A tool or a provider.
+        #[arg(value_enum)]
+        kind: NewKind,
+        /// Its id, tool name and folder name ([a-z][a-z0-9_]*).
+        name: String,
+        /// Its language (providers: rust).
+        #[arg(long, value_enum, default_value_t = PluginLang::Rust)]
+        lang: PluginLang,
+        /// Where the project's folder is made.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// A checkout of chatd's plugin SDK (`plugin-sdk/`) for a Rust project to depend on by
+        /// path; by version otherwise.
+        #[arg(long)]
+        sdk_path: Option<PathBuf>,
+    },
+    /// Makes a plugin one file: the manifest, checked, appended to the component as its
+    /// `chatd-manifest` section (for toolchains that cannot embed it: Python, JavaScript).
+    Pack {
+        /// The component (`.wasm`) as its toolchain built it.
+        component: PathBuf,
+        /// The manifest (JSON).
+        #[arg(long)]
+        manifest: PathBuf,
+        /// Where to write the one-file plugin (replaced whole if it exists).
+        #[arg(long, short)]
+        out: PathBuf,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Option<Command> {
+        Cli::from_args(std::iter::once("chatd").chain(args.iter().copied()))
+            .unwrap()
+            .command
+    }
+
+    #[test]
+    fn the_operator_commands_parse() {
+        assert_eq!(
+            parse(&["plugins", "check", "x.wasm"]),
+            Some(Command::Plugins(PluginsCommand::Check {
+                file: PathBuf::from("x.wasm")
+            }))
+        );
+        assert!(parse(&[]).is_none());
+        assert_eq!(
+            parse(&["config", "check", "--config", "x.toml"]),
+            Some(Command::Config(ConfigCommand::Check))
+        );
+        assert_eq!(
+            parse(&["import", "--skip-existing", "-"]),
+            Some(Command::Import {
+                file: PathBuf::from("-"),
+                skip_existing: true
+            })
+        );
+        assert_eq!(parse(&["export"]), Some(Command::Export));
+    }
+
+    #[test]
+    fn open_mode_on_a_network_address_is_refused_only_where_chatd_would_listen() {
+        let refused = |args: &[&str]| {
+            Cli::from_args(
+                ["chatd", "--host", "0.0.0.0"]
+                    .iter()
+                    .chain(args.iter())
+                    .copied(),
+            )
+            .is_err()
+        };
+        assert!(refused(&[]));
+        assert!(refused(&["config", "check"]));
+        assert!(!refused(&["export"]));
+        assert!(!refused(&["plugins", "list"]));
+    }
+}
