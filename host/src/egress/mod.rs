@@ -14,10 +14,11 @@
 //! - [`address`]: what "public" means, and the resolver that enforces it at connect time;
 //! - [`scrub`]: keys removed from what comes back;
 //! - [`query`]: a key as a query parameter, and keys kept out of URLs bound elsewhere;
-//! - [`services`]: the operator's upstreams with their keys, and what granting one gives.
+//! - [`services`]: the operator's upstreams with their keys; [`reach`]: what granting one gives.
 
 pub mod address;
 pub mod query;
+pub mod reach;
 pub mod scrub;
 pub mod services;
 mod transport;

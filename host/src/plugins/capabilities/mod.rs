@@ -2,7 +2,7 @@
 //! configuration, one capability at a time. Deny by default. This file only dispatches: each
 //! capability decides its own grant in one function, [`crate::plugins::capabilities::http::grant`],
 //! [`crate::plugins::capabilities::ssh::grant`], [`crate::plugins::capabilities::config::grant`] and [`crate::plugins::capabilities::log::grant`], and services
-//! ([`crate::egress::services::Reach`]) feed the first and the third. [`Capabilities`] is the result, held
+//! ([`crate::egress::reach::Reach`]) feed the first and the third. [`Capabilities`] is the result, held
 //! by every call's store.
 //!
 //! - `grants.services` and `provider.service`: services by name; a service the plugin's id is
@@ -20,7 +20,8 @@ pub mod ssh;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::egress::services::{Reach, Service};
+use crate::egress::reach::Reach;
+use crate::egress::services::Service;
 use crate::egress::{Clients, HttpGrant, Origin};
 use crate::plugins::capabilities::log::LogGrant;
 use crate::plugins::capabilities::operator::OperatorSettings;

@@ -27,7 +27,8 @@ use tokio::sync::watch;
 
 use crate::config::mcp::DeclaredMcp;
 use crate::config::names::Auth;
-use crate::egress::services::{Owner, Reach, Service, SetBy};
+use crate::egress::reach::Reach;
+use crate::egress::services::{Owner, Service, SetBy};
 use crate::egress::{Clients, HttpGrant, MAX_BODY_BYTES, scrub};
 use crate::plugins::manifest::Kind;
 use crate::plugins::worlds::tool::ToolSpec;

@@ -4,7 +4,7 @@
 //!
 //! - host settings a manifest asks for by name in `grants.config` (the web search engine, the
 //!   agent model, the title model): [`HOST_SETTINGS`];
-//! - the base URLs of the plugin's services, which [`crate::egress::services::Reach`] adds;
+//! - the base URLs of the plugin's services, which [`crate::egress::reach::Reach`] adds;
 //! - the settings the plugin declares in its manifest (`settings`), with the operator's values
 //!   from `[plugins.ID.settings]` (`ID` being the id it runs under) or their declared defaults.
 //!   A value of the wrong type refuses the plugin, naming both; a value for a setting it does not
