@@ -2,7 +2,7 @@
 //! under the 32 MiB body limit) through each of the four providers as a persisted stream, a
 //! `persist: false` stream and a persisted non-streaming completion, with every image arriving
 //! upstream byte for byte (hashed). The providers' sandboxes
-//! are capped at 64 MiB: the images go to them by reference (`plugins/refs.rs`).
+//! are capped at 64 MiB: the images go to them by reference (`plugins/worlds/provider/references.rs`).
 
 use base64::Engine as _;
 use chatd::plugins::testing::{Reply, ScriptedUpstream};

@@ -5,6 +5,7 @@
 /// This suite's servers use SQLite (`support::test_database`).
 const POSTGRES: bool = false;
 
+mod anatomy;
 mod attachments;
 mod auth;
 mod bundled_tools;

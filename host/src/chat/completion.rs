@@ -105,7 +105,7 @@ impl Completion {
     /// When the request sets `temperature` or `maxTokens`, has the provider build its first
     /// turn's upstream request and drops it, so that a parameter the model does not take is
     /// refused before anything is stored or sent (`refused: true`, a 400). For a provider that
-    /// takes references (`plugins/refs.rs`), whose large values need not be copied for it.
+    /// takes references (`plugins/worlds/provider/references.rs`), whose large values need not be copied for it.
     pub async fn check(&self) -> Result<(), CompletionError> {
         let Some(provider) = self.plugin.as_provider() else {
             return Ok(());

@@ -1,5 +1,5 @@
 //! `[mcp.NAME]`: a remote MCP server whose tools join the service-managed tools
-//! (`plugins/mcp/`). Only streamable HTTP: a URL, never a command (docs/mcp-tools.md says why).
+//! (`tools/mcp/`). Only streamable HTTP: a URL, never a command (docs/mcp-tools.md says why).
 //!
 //! ```toml
 //! [mcp.github]

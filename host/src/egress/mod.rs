@@ -1,6 +1,6 @@
 //! Outbound HTTP under a grant: what a caller may reach, checked on every request and every
 //! redirect, with credentials added by the host and size and time caps. The Wasm `http`
-//! capability (`plugins/http/`), MCP servers (`tools/mcp/`) and every later client of an
+//! capability (`plugins/capabilities/http/`), MCP servers (`tools/mcp/`) and every later client of an
 //! operator-configured upstream send through [`send`] under an [`HttpGrant`].
 //!
 //! A URL is allowed when its origin (`scheme://host:port`) is an operator-configured base URL

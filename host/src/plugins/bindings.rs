@@ -3,10 +3,8 @@
 //!
 //! The host imports are generated once (from the `host-imports` world) and every plugin world
 //! reuses them through `with`, so the host implements `http`, `log`, `config`, `ssh` once for
-//! all worlds.
-//!
-//! The `bindgen!` blocks below are near-copies on purpose: the macro takes one world each, and
-//! each must list the shared imports it reuses. Keep them alike; do not fold them together.
+//! all worlds. The shared list is written once, in [`world!`]: a new host interface is one line
+//! there (`plugins/capabilities/mod.rs` lists the rest of what a capability needs).
 
 /// `types`, `http`, `ssh`, `log`, `config`.
 pub mod imports {
@@ -20,89 +18,60 @@ pub mod imports {
     });
 }
 
+/// One world's bindings: the host imports every world has, reused from [`imports`], then those
+/// only this world imports or shares with another world (`ssh`: the tool world's).
+macro_rules! world {
+    ($world:literal $(, $interface:literal => $module:path)* $(,)?) => {
+        wasmtime::component::bindgen!({
+            path: "../wit",
+            world: $world,
+            imports: { default: async },
+            exports: { default: async },
+            with: {
+                "chatd:plugin/types": super::imports::chatd::plugin::types,
+                "chatd:plugin/http": super::imports::chatd::plugin::http,
+                "chatd:plugin/log": super::imports::chatd::plugin::log,
+                "chatd:plugin/config": super::imports::chatd::plugin::config,
+                $($interface: $module,)*
+            },
+        });
+    };
+}
+
 /// The `tool` world.
 pub mod tool {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "chatd:plugin/tool@0.1.1",
-        imports: { default: async },
-        exports: { default: async },
-        with: {
-            "chatd:plugin/types": super::imports::chatd::plugin::types,
-            "chatd:plugin/http": super::imports::chatd::plugin::http,
-            "chatd:plugin/ssh": super::imports::chatd::plugin::ssh,
-            "chatd:plugin/log": super::imports::chatd::plugin::log,
-            "chatd:plugin/config": super::imports::chatd::plugin::config,
-        },
-    });
+    world!(
+        "chatd:plugin/tool@0.1.1",
+        "chatd:plugin/ssh" => super::imports::chatd::plugin::ssh,
+    );
 }
 
 /// The `provider` world.
 pub mod provider {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "chatd:plugin/provider@0.1.1",
-        imports: { default: async },
-        exports: { default: async },
-        with: {
-            "chatd:plugin/types": super::imports::chatd::plugin::types,
-            "chatd:plugin/http": super::imports::chatd::plugin::http,
-            "chatd:plugin/log": super::imports::chatd::plugin::log,
-            "chatd:plugin/config": super::imports::chatd::plugin::config,
-        },
-    });
+    world!("chatd:plugin/provider@0.1.1");
 }
 
 /// The `codec-provider` world: the `provider` world plus the `turn-codec` export.
 pub mod codec_provider {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "chatd:plugin/codec-provider@0.1.1",
-        imports: { default: async },
-        exports: { default: async },
-        with: {
-            "chatd:plugin/types": super::imports::chatd::plugin::types,
-            "chatd:plugin/http": super::imports::chatd::plugin::http,
-            "chatd:plugin/log": super::imports::chatd::plugin::log,
-            "chatd:plugin/config": super::imports::chatd::plugin::config,
-            "chatd:plugin/provider-types": super::provider::chatd::plugin::provider_types,
-            "chatd:plugin/turn-events": super::provider::chatd::plugin::turn_events,
-        },
-    });
+    world!(
+        "chatd:plugin/codec-provider@0.1.1",
+        "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
+        "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
+    );
 }
 
 /// The `search` world.
 pub mod search {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "chatd:plugin/search@0.1.1",
-        imports: { default: async },
-        exports: { default: async },
-        with: {
-            "chatd:plugin/types": super::imports::chatd::plugin::types,
-            "chatd:plugin/http": super::imports::chatd::plugin::http,
-            "chatd:plugin/log": super::imports::chatd::plugin::log,
-            "chatd:plugin/config": super::imports::chatd::plugin::config,
-        },
-    });
+    world!("chatd:plugin/search@0.1.1");
 }
 
 /// The `profiled-codec-provider` world: a codec provider that declares its profile. Only its
 /// `provider-profile` export is called through these bindings; turns go through
 /// [`codec_provider`].
 pub mod profiled_codec_provider {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "chatd:plugin/profiled-codec-provider@0.1.1",
-        imports: { default: async },
-        exports: { default: async },
-        with: {
-            "chatd:plugin/types": super::imports::chatd::plugin::types,
-            "chatd:plugin/http": super::imports::chatd::plugin::http,
-            "chatd:plugin/log": super::imports::chatd::plugin::log,
-            "chatd:plugin/config": super::imports::chatd::plugin::config,
-            "chatd:plugin/provider-types": super::provider::chatd::plugin::provider_types,
-            "chatd:plugin/turn-events": super::provider::chatd::plugin::turn_events,
-        },
-    });
+    world!(
+        "chatd:plugin/profiled-codec-provider@0.1.1",
+        "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
+        "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
+    );
 }

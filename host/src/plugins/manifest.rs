@@ -108,7 +108,7 @@ impl SettingType {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ProviderOptions {
     /// A turn's large values (image data, long texts) come as tokens that the host fills in
-    /// as it sends the request body (`plugins/refs.rs`). For `codec-provider` components, whose
+    /// as it sends the request body (`plugins/worlds/provider/references.rs`). For `codec-provider` components, whose
     /// request the host sends.
     #[serde(default)]
     pub references: bool,

@@ -53,7 +53,7 @@ impl Telemetry {
         let log_filter = |show_spans: bool| {
             // By default rmcp (the MCP SDK) logs nothing: its lines quote what a remote server
             // sent, unscrubbed, and repeat each failed retry; chatd's own lines name the server
-            // and the reason once per change, with the key scrubbed (plugins/mcp/).
+            // and the reason once per change, with the key scrubbed (tools/mcp/).
             let filter = EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| EnvFilter::new("info,rmcp=off"));
             let level = if show_spans { spans } else { "off" };

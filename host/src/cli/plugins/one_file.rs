@@ -1,5 +1,5 @@
 //! One component loaded outside the server, as the server would load it from PLUGINS_DIR:
-//! `chatd plugins call`, `check` and `install` (`commands.rs`, `trust/install.rs`).
+//! `chatd plugins call`, `check` and `install` (`call.rs`, `check.rs`, `install.rs`).
 
 use std::path::Path;
 

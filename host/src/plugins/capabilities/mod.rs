@@ -1,15 +1,35 @@
 //! What a plugin is granted: its manifest's request decided against the operator's
-//! configuration, one capability at a time. Deny by default. This file only dispatches: each
-//! capability decides its own grant in one function, [`crate::plugins::capabilities::http::grant`],
-//! [`crate::plugins::capabilities::ssh::grant`], [`crate::plugins::capabilities::config::grant`] and [`crate::plugins::capabilities::log::grant`], and services
-//! ([`crate::egress::reach::Reach`]) feed the first and the third. [`Capabilities`] is the result, held
-//! by every call's store.
+//! configuration, one capability at a time. Deny by default. A capability is one interface of
+//! `wit/host.wit` a plugin may be granted, in a folder of its own here: its `mod.rs` decides the
+//! grant in one function (`grant`: [`http::grant`], [`ssh::grant`], [`config::grant`],
+//! [`log::grant`]), its `host.rs` implements the WIT interface on a view of its own (only its
+//! part of the call's state). This file dispatches: [`resolve`] calls each `grant` once and
+//! gathers the result in [`Capabilities`], held by every call's store. Services
+//! ([`crate::egress::reach::Reach`]) feed the `http` grant and the `config` one.
 //!
 //! - `grants.services` and `provider.service`: services by name; a service the plugin's id is
 //!   not an owner of, or a name no service has, refuses the plugin (it does not load).
 //! - A declared provider ([`declared_manifest`]) runs an adapter's component under its own id
 //!   with its own upstream and nothing else of the adapter's manifest but its declared settings:
 //!   the adapter's services (someone else's keys) are not its.
+//!
+//! # Adding a capability `x`
+//!
+//! 1. `wit/host.wit`: `interface x`, in the `host-imports` world, in a new WIT version beside
+//!    the frozen ones (`wit/PENDING_CHANGES.md`); `plugin-sdk/wit/` is its copy.
+//! 2. Here, `x/mod.rs`: the grant's type and `pub fn grant(manifest, …)`, the one function that
+//!    decides it (`pub fn grant()` when every plugin gets it, as `log`), with its unit tests;
+//!    `x/host.rs`: `XView<'a>` and the WIT `Host` impl on it.
+//! 3. This file: a field of [`Capabilities`], and one call to `x::grant` in [`resolve`].
+//! 4. `plugins/manifest.rs`: what a manifest asks for, in `Grants` (not for one every plugin
+//!    gets).
+//! 5. `plugins/runtime/state.rs`: `PluginState::x`, building the view; `plugins/runtime/linker.rs`
+//!    (every world) or a world's `link` (`worlds/`): `x::add_to_linker` with it;
+//!    `plugins/bindings.rs`: the interface in `world!`'s shared list, or a world's.
+//! 6. `plugin-sdk/src/host.rs`: what plugin authors call.
+//!
+//! `tests/api/structure.rs::every_host_interface_has_the_anatomy_of_a_capability` reads
+//! `wit/host.wit` and fails when an interface lacks one of these.
 
 pub mod config;
 pub mod http;

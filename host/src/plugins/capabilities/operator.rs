@@ -120,7 +120,7 @@ impl OperatorSettings {
 /// What the file may not say given the built-in table (the file itself is checked without it,
 /// in `config::file`): a declared provider may not take a contract provider's id, and a service
 /// that is not built in needs its base URL and the plugins that may use it. Checked where the
-/// file is read (`registry.rs`, naming the file as a load error does) and again here.
+/// file is read (`plugin_host.rs`, naming the file as a load error does) and again here.
 pub fn check_against_builtins(file: &FileConfig) -> Result<(), String> {
     for id in file.providers.keys() {
         if builtin::is_default_provider(id) {

@@ -3,7 +3,7 @@
 //! [`QUIET`], so a file being written is read once, whole, rather than at every write. A file is
 //! watched through its folder (editors replace a file by renaming a new one over it, which a
 //! watch on the file itself would lose). What a change does is the caller's
-//! (`registry.rs`: a rescan, or a reload of the configuration file).
+//! (`plugin_host.rs`: a rescan, or a reload of the configuration file).
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

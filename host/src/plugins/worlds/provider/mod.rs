@@ -162,7 +162,7 @@ impl ProviderPlugin {
     }
 
     /// Whether a turn's large values go to it by reference (its manifest's
-    /// `provider.references`; see `plugins/refs.rs`).
+    /// `provider.references`; see `plugins/worlds/provider/references.rs`).
     pub fn takes_references(&self) -> bool {
         self.codecs.is_some() && self.manifest().provider.references
     }
