@@ -28,7 +28,7 @@
 //!    `plugins/bindings.rs`: the interface in `world!`'s shared list, or a world's.
 //! 6. `plugin-sdk/src/host.rs`: what plugin authors call.
 //!
-//! `tests/api/structure.rs::every_host_interface_has_the_anatomy_of_a_capability` reads
+//! `tests/api/anatomy.rs::every_host_interface_has_the_anatomy_of_a_capability` reads
 //! `wit/host.wit` and fails when an interface lacks one of these.
 
 pub mod config;
