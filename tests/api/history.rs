@@ -1,5 +1,6 @@
-//! The whole history: the chat and search lists a page at a time (`?limit`, `?cursor`), and
-//! the search over message text (`GET /v1/message-search`), on each store.
+//! The whole history: the chat and search lists a page at a time (`?limit`, `?cursor`), their
+//! rows found by title whatever their age (`?title`), and the search over message text
+//! (`GET /v1/message-search`), on each store.
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -10,10 +11,11 @@ use crate::support::TestServer;
 async fn all_pages(server: &TestServer, path: &str, key: &str, limit: u32) -> (Vec<String>, usize) {
     let (mut ids, mut pages) = (Vec::new(), 0);
     let mut cursor: Option<String> = None;
+    let join = if path.contains('?') { '&' } else { '?' };
     loop {
         let url = match &cursor {
-            None => format!("{path}?limit={limit}"),
-            Some(c) => format!("{path}?limit={limit}&cursor={c}"),
+            None => format!("{path}{join}limit={limit}"),
+            Some(c) => format!("{path}{join}limit={limit}&cursor={c}"),
         };
         let (status, body) = server.get(&url).await;
         assert_eq!(status, StatusCode::OK, "{url}: {body}");
@@ -102,6 +104,97 @@ async fn bad_page_parameters_are_refused_naming_them() {
                 message.starts_with(needle) || message.contains(needle),
                 "{path}?{query}: {message}"
             );
+        }
+    }
+}
+
+/// The ids of a whole list's rows.
+async fn ids(server: &TestServer, path: &str, key: &str) -> Vec<String> {
+    let (status, body) = server.get(path).await;
+    assert_eq!(status, StatusCode::OK, "{path}: {body}");
+    assert!(body.get("nextCursor").is_none(), "{path}: a whole list");
+    body[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn rows_are_found_by_title_whatever_their_age_a_page_at_a_time() {
+    let server = TestServer::start().await;
+    let oldest = server
+        .new_chat(json!({ "title": "Quarterly Budget Review" }))
+        .await;
+    let mut numbered = Vec::new();
+    for i in 0..30 {
+        numbered.push(
+            server
+                .new_chat(json!({ "title": format!("chat {i}") }))
+                .await,
+        );
+    }
+    let odd = server
+        .new_chat(json!({ "title": "100% done_now \\ Café" }))
+        .await;
+    let untitled = server
+        .new_search(json!({ "query": "budget forecast" }))
+        .await;
+    server
+        .new_search(json!({ "title": "Other", "query": "budget ignored" }))
+        .await;
+
+    // Case ignored, however old: the oldest chat from a page of one.
+    let (_, page) = server.get("/v1/chats?title=budget%20REVIEW&limit=1").await;
+    assert_eq!(page["chats"][0]["id"], oldest.as_str(), "{page}");
+    assert!(page.get("nextCursor").is_none(), "{page}");
+    // In pages, the same rows in the same order as the whole filtered list; newest first.
+    let whole = ids(&server, "/v1/chats?title=chat%201", "chats").await;
+    let mut expected: Vec<String> = [1, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+        .iter()
+        .map(|&i| numbered[i].clone())
+        .collect();
+    expected.reverse();
+    assert_eq!(whole, expected);
+    for limit in [1, 3, 11, 50] {
+        let (paged, pages) = all_pages(&server, "/v1/chats?title=chat%201", "chats", limit).await;
+        assert_eq!(paged, expected, "pages of {limit}");
+        assert_eq!(pages, 11usize.div_ceil(limit as usize), "{limit}");
+    }
+    // LIKE's own characters match themselves; text as written always matches.
+    for title in ["%25", "_", "%5C", "done_now", "Caf%C3%A9"] {
+        let found = ids(&server, &format!("/v1/chats?title={title}"), "chats").await;
+        assert_eq!(found, vec![odd.clone()], "{title}");
+    }
+    assert!(
+        ids(&server, "/v1/chats?title=nowhere", "chats")
+            .await
+            .is_empty()
+    );
+    // A search without a title is known by its query.
+    let found = ids(&server, "/v1/searches?title=Forecast", "searches").await;
+    assert_eq!(found, vec![untitled]);
+
+    for (query, status) in [
+        ("title=", StatusCode::BAD_REQUEST),
+        (
+            &format!("title={}", "a".repeat(501)),
+            StatusCode::BAD_REQUEST,
+        ),
+        (&format!("title={}", "a".repeat(500)), StatusCode::OK),
+    ] {
+        for path in ["/v1/chats", "/v1/searches"] {
+            let (got, body) = server.get(&format!("{path}?{query}")).await;
+            assert_eq!(
+                got,
+                status,
+                "{path}?{}: {body}",
+                &query[..20.min(query.len())]
+            );
+            if status == StatusCode::BAD_REQUEST {
+                assert_eq!(body["message"], "title: must be 1 to 500 characters");
+            }
         }
     }
 }

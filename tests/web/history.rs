@@ -1,5 +1,6 @@
 //! The whole history from the sidebar: with 250 chats the oldest opens after "Show older", and
-//! a word found only in chat #200's message body is found from the filter box. And the first
+//! a word found only in chat #200's message body is found from the filter box; the oldest
+//! chat's title is found from the filter box with only the first page loaded. And the first
 //! page of a server with no provider says what to set.
 
 use serde_json::json;
@@ -91,6 +92,73 @@ async fn the_oldest_of_250_chats_opens_and_a_word_in_one_message_is_found() {
         .until(
             "chat #200 to open",
             &format!("return location.hash === '#/chat/{}'", ids[200]),
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn the_filter_finds_the_oldest_of_250_chats_by_its_title() {
+    let Some((_upstreams, chatd, browser)) = open_app([], &[]).await else {
+        return;
+    };
+    let mut ids = Vec::new();
+    for i in 0..250 {
+        let title = match i {
+            0 => "Quarterly budget review".to_string(),
+            i => format!("Chat {i}"),
+        };
+        let chat = chatd
+            .api(
+                reqwest::Method::POST,
+                "/v1/chats",
+                Some(json!({ "title": title })),
+                None,
+            )
+            .await;
+        ids.push(chat["chat"]["id"].as_str().unwrap().to_string());
+    }
+    browser.client.refresh().await.unwrap();
+    browser.ready().await;
+    assert_eq!(browser.count(".item").await, 100, "the first page only");
+    let filter = browser.find("#filter-text").await;
+    filter.send_keys("Quarterly budget review").await.unwrap();
+    browser
+        .until(
+            "the oldest chat, found by the server",
+            &format!(
+                "const items = document.querySelectorAll('.item'); \
+                 return items.length === 1 && items[0].dataset.id === '{}'",
+                ids[0]
+            ),
+        )
+        .await;
+    // Titles holding "Chat 1": 111 of them, a page of 100 and then the rest.
+    filter.clear().await.unwrap();
+    filter.send_keys("chat 1").await.unwrap();
+    browser
+        .until(
+            "the first page of titles",
+            "return document.querySelectorAll('.item').length === 100 \
+             && !document.getElementById('show-older').hidden \
+             && [...document.querySelectorAll('.item-title')] \
+                  .every((t) => t.textContent.toLowerCase().includes('chat 1'))",
+        )
+        .await;
+    browser.click("#show-older").await;
+    browser
+        .until(
+            "every title holding the words",
+            "return document.querySelectorAll('.item').length === 111 \
+             && document.getElementById('show-older').hidden",
+        )
+        .await;
+    browser
+        .click(&format!(".item[data-id='{}'] .item-link", ids[100]))
+        .await;
+    browser
+        .until(
+            "chat #100 to open",
+            &format!("return location.hash === '#/chat/{}'", ids[100]),
         )
         .await;
 }

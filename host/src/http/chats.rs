@@ -285,8 +285,8 @@ pub(super) fn system_prompt(prompt: Option<&str>) -> ApiResult<Option<String>> {
     limits::optional(prompt, "additionalSystemPrompt", MAX_SYSTEM_PROMPT_CHARS)
 }
 
-/// All chats, most recently updated first; with `limit` or `cursor`, one page of them
-/// (`paging.rs`).
+/// All chats, most recently updated first; with `limit` or `cursor`, one page of them;
+/// with `title`, those titled so (`paging.rs`).
 #[utoipa::path(get, path = "/chats", tag = "chats", params(PageQuery),
     responses((status = 200, body = ChatListResponse), (status = 400, body = ErrorBody)))]
 pub async fn list_chats(
@@ -295,10 +295,14 @@ pub async fn list_chats(
 ) -> ApiResult<Json<ChatListResponse>> {
     let (chats, next_cursor) = match page.wanted()? {
         Wanted::All => (state.store.list_chats().await?, None),
-        Wanted::Page { limit, after } => {
+        Wanted::Page {
+            limit,
+            after,
+            title,
+        } => {
             let rows = state
                 .store
-                .list_chats_page(limit + 1, after.as_ref())
+                .list_chats_page(limit.saturating_add(1), after.as_ref(), title.as_ref())
                 .await?;
             paging::split(rows, limit, |c| (&c.updated_at, &c.id))
         }

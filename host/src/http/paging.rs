@@ -1,7 +1,8 @@
 //! Pages of `GET /v1/chats` and `GET /v1/searches`: `?limit=N` asks for the newest N and a
 //! `nextCursor`, `?cursor=C` for the page after the one that gave C. Without either, the lists
 //! are whole, as the contract has them. A cursor is opaque to clients: the last row's stored
-//! `updatedAt` and id, in URL-safe base64.
+//! `updatedAt` and id, in URL-safe base64. `?title=T` (with or without the others) keeps the
+//! rows whose title holds T, so a client finds any row by its title however old it is.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -9,7 +10,8 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::error::{ApiError, ApiResult};
-use crate::store::PageAfter;
+use super::limits::MAX_TITLE_CHARS;
+use crate::store::{PageAfter, TitleMatch};
 
 /// A page's size when a cursor comes without `limit`.
 pub const DEFAULT_PAGE: u32 = 100;
@@ -25,21 +27,35 @@ pub struct PageQuery {
     /// The `nextCursor` of the page before.
     #[param(min_length = 1)]
     pub cursor: Option<String>,
+    /// Only the rows whose title (a search's query when it has no title) holds this text, case
+    /// ignored; the whole list of them without `limit` or `cursor`.
+    #[param(min_length = 1, max_length = 500)]
+    pub title: Option<String>,
 }
 
-/// What a list request asks for: everything, or one page.
+/// What a list request asks for: everything, or one page (`limit` [`u32::MAX`]: every row
+/// titled so), of the rows titled so when `title` is given.
 pub enum Wanted {
     All,
     Page {
         limit: u32,
         after: Option<PageAfter>,
+        title: Option<TitleMatch>,
     },
 }
 
 impl PageQuery {
     pub fn wanted(&self) -> ApiResult<Wanted> {
+        let title = self.title.as_deref().map(title).transpose()?;
         if self.limit.is_none() && self.cursor.is_none() {
-            return Ok(Wanted::All);
+            return Ok(match title {
+                None => Wanted::All,
+                title => Wanted::Page {
+                    limit: u32::MAX,
+                    after: None,
+                    title,
+                },
+            });
         }
         let limit = self.limit.unwrap_or(DEFAULT_PAGE);
         if !(1..=MAX_PAGE).contains(&limit) {
@@ -48,8 +64,23 @@ impl PageQuery {
             )));
         }
         let after = self.cursor.as_deref().map(decode).transpose()?;
-        Ok(Wanted::Page { limit, after })
+        Ok(Wanted::Page {
+            limit,
+            after,
+            title,
+        })
     }
+}
+
+/// `title`: 1 to 500 characters (a title's most), matched as written.
+fn title(text: &str) -> ApiResult<TitleMatch> {
+    let chars = text.chars().count();
+    if chars == 0 || chars > MAX_TITLE_CHARS {
+        return Err(ApiError::bad_request(format!(
+            "title: must be 1 to {MAX_TITLE_CHARS} characters"
+        )));
+    }
+    Ok(TitleMatch::containing(text))
 }
 
 /// A page of `rows` fetched with one row more than `limit`: the rows to send, and the cursor
@@ -117,11 +148,30 @@ mod tests {
         for limit in [0, MAX_PAGE + 1] {
             let query = PageQuery {
                 limit: Some(limit),
-                cursor: None,
+                ..PageQuery::default()
             };
             assert!(query.wanted().is_err(), "{limit}");
         }
         assert!(matches!(PageQuery::default().wanted(), Ok(Wanted::All)));
+    }
+
+    #[test]
+    fn a_title_alone_asks_for_every_row_titled_so() {
+        let query = |title: &str| PageQuery {
+            title: Some(title.to_string()),
+            ..PageQuery::default()
+        };
+        match query("50%_off\\").wanted() {
+            Ok(Wanted::Page {
+                limit: u32::MAX,
+                after: None,
+                title: Some(title),
+            }) => assert_eq!(title.pattern(), "%50\\%\\_off\\\\%"),
+            _ => panic!("not every row titled so"),
+        }
+        assert!(query("").wanted().is_err());
+        assert!(query(&"é".repeat(500)).wanted().is_ok());
+        assert!(query(&"é".repeat(501)).wanted().is_err());
     }
 
     #[test]

@@ -149,8 +149,8 @@ pub fn is_cache_hit(search: &SearchRecord, streaming: bool, now: DateTime<Utc>) 
     search.has_output && !streaming && fresh
 }
 
-/// All searches, most recently updated first; with `limit` or `cursor`, one page of them
-/// (`paging.rs`).
+/// All searches, most recently updated first; with `limit` or `cursor`, one page of them;
+/// with `title`, those titled so (`paging.rs`).
 #[utoipa::path(get, path = "/searches", tag = "searches", params(PageQuery),
     responses((status = 200, body = SearchListResponse), (status = 400, body = ErrorBody)))]
 pub async fn list_searches(
@@ -159,10 +159,14 @@ pub async fn list_searches(
 ) -> ApiResult<Json<SearchListResponse>> {
     let (searches, next_cursor) = match page.wanted()? {
         Wanted::All => (state.store.list_searches().await?, None),
-        Wanted::Page { limit, after } => {
+        Wanted::Page {
+            limit,
+            after,
+            title,
+        } => {
             let rows = state
                 .store
-                .list_searches_page(limit + 1, after.as_ref())
+                .list_searches_page(limit.saturating_add(1), after.as_ref(), title.as_ref())
                 .await?;
             paging::split(rows, limit, |s| (&s.updated_at, &s.id))
         }

@@ -20,7 +20,7 @@ pub use postgres::{Heard, LEASE, RunListener};
 pub use records::{
     CallRecord, CallUsage, ChatPatch, ChatRecord, MessageHit, MessageRecord, NewCall, NewChat,
     NewMessage, NewSearch, PageAfter, RunEvent, RunStart, SearchDetailRecord, SearchRecord,
-    SearchRunOutcome, WorkspaceRecord, normalize_query,
+    SearchRunOutcome, TitleMatch, WorkspaceRecord, normalize_query,
 };
 
 use crate::config::DatabaseUrl;
@@ -325,13 +325,14 @@ impl Store {
     }
 
     /// Up to `limit` chats after `after` (from the newest when `None`), in [`Self::list_chats`]'s
-    /// order.
+    /// order; only those whose title holds `title`'s text when given.
     pub async fn list_chats_page(
         &self,
         limit: u32,
         after: Option<&PageAfter>,
+        title: Option<&TitleMatch>,
     ) -> Result<Vec<ChatRecord>> {
-        read!(self, "list_chats_page", chats_page(limit, after))
+        read!(self, "list_chats_page", chats_page(limit, after, title))
     }
 
     /// The newest messages of users and assistants whose text holds every word of `words`
@@ -452,13 +453,19 @@ impl Store {
     }
 
     /// Up to `limit` searches after `after` (from the newest when `None`), in
-    /// [`Self::list_searches`]'s order.
+    /// [`Self::list_searches`]'s order; only those whose title (the query when it has none)
+    /// holds `title`'s text when given.
     pub async fn list_searches_page(
         &self,
         limit: u32,
         after: Option<&PageAfter>,
+        title: Option<&TitleMatch>,
     ) -> Result<Vec<SearchRecord>> {
-        read!(self, "list_searches_page", searches_page(limit, after))
+        read!(
+            self,
+            "list_searches_page",
+            searches_page(limit, after, title)
+        )
     }
 
     pub async fn get_search(&self, id: &str) -> Result<Option<SearchDetailRecord>> {

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::text::{Text, opt};
 use super::{
     CallRecord, CallUsage, ChatRecord, MessageRecord, PageAfter, Result, SearchDetailRecord,
-    SearchRecord, WorkspaceRecord, json,
+    SearchRecord, TitleMatch, WorkspaceRecord, json,
 };
 
 /// A chat's columns, its star included; `WHERE`/`ORDER BY` follow.
@@ -62,6 +62,18 @@ const CHATS_PAGE_AFTER: &str = concat!(
     select_chat!(),
     " WHERE (c.updated_at, c.id) < ($2, $3) ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
 );
+/// The same pages of the chats whose title holds a text ([`TitleMatch`]): the newest first,
+/// the pattern tried on each row (no index answers a substring; a scan of the titles only).
+const CHATS_TITLED_PAGE: &str = concat!(
+    select_chat!(),
+    " WHERE lower(c.title) LIKE lower($2) ESCAPE '\\' \
+     ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
+);
+const CHATS_TITLED_PAGE_AFTER: &str = concat!(
+    select_chat!(),
+    " WHERE (c.updated_at, c.id) < ($2, $3) AND lower(c.title) LIKE lower($4) ESCAPE '\\' \
+     ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
+);
 /// A chat's messages' columns; `WHERE`/`ORDER BY` follow.
 macro_rules! select_messages {
     () => {
@@ -81,6 +93,18 @@ const SEARCHES_PAGE: &str = concat!(
 const SEARCHES_PAGE_AFTER: &str = concat!(
     select_search!(),
     " WHERE (s.updated_at, s.id) < ($2, $3) ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
+);
+/// Searches by title as [`CHATS_TITLED_PAGE`]; a search without a title is known by its query.
+const SEARCHES_TITLED_PAGE: &str = concat!(
+    select_search!(),
+    " WHERE lower(COALESCE(NULLIF(s.title, ''), s.query)) LIKE lower($2) ESCAPE '\\' \
+     ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
+);
+const SEARCHES_TITLED_PAGE_AFTER: &str = concat!(
+    select_search!(),
+    " WHERE (s.updated_at, s.id) < ($2, $3) \
+     AND lower(COALESCE(NULLIF(s.title, ''), s.query)) LIKE lower($4) ESCAPE '\\' \
+     ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
 );
 const SEARCH_BY_ID: &str = concat!(select_search!(), " WHERE s.id = $1");
 const SEARCH_DETAIL_BY_ID: &str = concat!(select_search_detail!(), " WHERE s.id = $1");
@@ -339,18 +363,28 @@ macro_rules! reads {
             rows.into_iter().map(ChatRow::record).collect()
         }
 
-        /// Up to `limit` chats after `after`, most recently updated first.
+        /// Up to `limit` chats after `after`, most recently updated first (those titled so).
         pub async fn chats_page<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
             limit: u32,
             after: Option<&PageAfter>,
+            title: Option<&TitleMatch>,
         ) -> Result<Vec<ChatRecord>> {
-            let query = match after {
-                None => sqlx::query_as(CHATS_PAGE).bind(i64::from(limit)),
-                Some(after) => sqlx::query_as(CHATS_PAGE_AFTER)
-                    .bind(i64::from(limit))
+            let limit = i64::from(limit);
+            let query = match (after, title) {
+                (None, None) => sqlx::query_as(CHATS_PAGE).bind(limit),
+                (Some(after), None) => sqlx::query_as(CHATS_PAGE_AFTER)
+                    .bind(limit)
                     .bind(after.updated_at.as_str())
                     .bind(after.id.as_str()),
+                (None, Some(title)) => sqlx::query_as(CHATS_TITLED_PAGE)
+                    .bind(limit)
+                    .bind(title.pattern()),
+                (Some(after), Some(title)) => sqlx::query_as(CHATS_TITLED_PAGE_AFTER)
+                    .bind(limit)
+                    .bind(after.updated_at.as_str())
+                    .bind(after.id.as_str())
+                    .bind(title.pattern()),
             };
             let rows: Vec<ChatRow> = query.fetch_all(ex).await?;
             rows.into_iter().map(ChatRow::record).collect()
@@ -374,18 +408,28 @@ macro_rules! reads {
             Ok(rows.into_iter().map(SearchRow::record).collect())
         }
 
-        /// Up to `limit` searches after `after`, most recently updated first.
+        /// Up to `limit` searches after `after`, most recently updated first (those titled so).
         pub async fn searches_page<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
             limit: u32,
             after: Option<&PageAfter>,
+            title: Option<&TitleMatch>,
         ) -> Result<Vec<SearchRecord>> {
-            let query = match after {
-                None => sqlx::query_as(SEARCHES_PAGE).bind(i64::from(limit)),
-                Some(after) => sqlx::query_as(SEARCHES_PAGE_AFTER)
-                    .bind(i64::from(limit))
+            let limit = i64::from(limit);
+            let query = match (after, title) {
+                (None, None) => sqlx::query_as(SEARCHES_PAGE).bind(limit),
+                (Some(after), None) => sqlx::query_as(SEARCHES_PAGE_AFTER)
+                    .bind(limit)
                     .bind(after.updated_at.as_str())
                     .bind(after.id.as_str()),
+                (None, Some(title)) => sqlx::query_as(SEARCHES_TITLED_PAGE)
+                    .bind(limit)
+                    .bind(title.pattern()),
+                (Some(after), Some(title)) => sqlx::query_as(SEARCHES_TITLED_PAGE_AFTER)
+                    .bind(limit)
+                    .bind(after.updated_at.as_str())
+                    .bind(after.id.as_str())
+                    .bind(title.pattern()),
             };
             let rows: Vec<SearchRow> = query.fetch_all(ex).await?;
             Ok(rows.into_iter().map(SearchRow::record).collect())

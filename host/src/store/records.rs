@@ -196,6 +196,33 @@ pub struct PageAfter {
     pub id: String,
 }
 
+/// Rows whose title holds some text, case ignored as the database's `lower()` ignores it (ASCII
+/// letters on SQLite, the locale's on PostgreSQL; both sides are lowered alike, so the text as
+/// written always matches): a `LIKE` pattern with the text's own `%`, `_` and `\` escaped so
+/// they match themselves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TitleMatch(String);
+
+impl TitleMatch {
+    pub fn containing(text: &str) -> Self {
+        let mut pattern = String::with_capacity(text.len() + 2);
+        pattern.push('%');
+        for c in text.chars() {
+            if matches!(c, '%' | '_' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push('%');
+        Self(pattern)
+    }
+
+    /// The pattern, for `LIKE … ESCAPE '\'`.
+    pub fn pattern(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A message whose text matched a search, with its chat's title.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MessageHit {

@@ -7,8 +7,9 @@
 // `GET /v1/chats?limit=` and `GET /v1/searches?limit=` (their `nextCursor`), merged by time. A
 // merged list is only shown down to where both lists are complete, so an older chat never hides
 // behind a search page that went further back; "Show older" loads the next pages. The filter
-// box filters the loaded titles and also searches every message's text
-// (`GET /v1/message-search`), whose hits open their chat.
+// box asks the server for the titles holding its words, whatever their age (the same lists
+// with `?title=`, paged the same way; the loaded titles are filtered while it answers), and also
+// searches every message's text (`GET /v1/message-search`), whose hits open their chat.
 
 import * as api from './api.js';
 import { clear, formatTime, h, toast } from './dom.js';
@@ -27,6 +28,7 @@ export class Sidebar {
     this.cursors = { chat: null, search: null };
     this.running = { chat: new Set(), search: new Set() };
     this.hits = null; // the message search's state for the current words
+    this.titled = null; // the lists of the rows titled with the current words, as `loaded`
     this.list = document.getElementById('workspace');
     this.more = document.getElementById('show-older');
     this.hitsSection = document.getElementById('message-hits');
@@ -34,10 +36,11 @@ export class Sidebar {
     this.filterKind = document.getElementById('filter-kind');
     this.filterText.addEventListener('input', () => {
       this.render();
+      this.searchTitles();
       this.searchMessages();
     });
     this.filterKind.addEventListener('change', () => this.render());
-    this.more.addEventListener('click', () => this.loadOlder());
+    this.more.addEventListener('click', () => (this.titledShown() ? this.loadOlderTitled() : this.loadOlder()));
   }
 
   /** The lists again from their newest rows, as many as were loaded, with the running marks. */
@@ -56,6 +59,7 @@ export class Sidebar {
       this.running.search = new Set(runs.searches);
       this.merge();
       this.render();
+      if (this.titled) this.searchTitles(); // the titled rows again, renamed or starred
     } catch (err) {
       if (err instanceof api.ApiError && err.status === 401) return;
       toast(`Could not load the list: ${err.message}`, 'error');
@@ -74,11 +78,12 @@ export class Sidebar {
     return { rows, next };
   }
 
-  /** One page of a list: its rows (typed) and the next page's cursor, or null. */
-  async page(type, limit, cursor) {
+  /** One page of a list (of the rows titled with `title` when given): its rows (typed) and the next page's cursor, or null. */
+  async page(type, limit, cursor, title, signal) {
     const path = type === 'chat' ? 'v1/chats' : 'v1/searches';
     const after = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-    const page = await api.get(`${path}?limit=${limit}${after}`);
+    const titled = title ? `&title=${encodeURIComponent(title)}` : '';
+    const page = await api.get(`${path}?limit=${limit}${after}${titled}`, signal ? { signal } : undefined);
     const rows = type === 'chat' ? page.chats : page.searches;
     return { rows: rows.map((r) => ({ ...r, type })), next: page.nextCursor || null };
   }
@@ -112,11 +117,66 @@ export class Sidebar {
    * or the starred, show every loaded row.)
    */
   merge() {
-    const floors = ['chat', 'search']
-      .filter((type) => this.cursors[type] && this.loaded[type].length)
-      .map((type) => this.loaded[type][this.loaded[type].length - 1].updatedAt);
-    const floor = floors.length ? floors.reduce((a, b) => (a > b ? a : b)) : '';
-    this.items = [...this.loaded.chat, ...this.loaded.search].filter((item) => item.updatedAt >= floor).sort(newestFirst);
+    this.items = merged(this.loaded, this.cursors);
+  }
+
+  // ---- titles, whatever their age ---------------------------------------------------------
+
+  /** The rows titled with the filter's words, asked of the server once typing pauses. */
+  searchTitles() {
+    clearTimeout(this.titleTimer);
+    this.titleAbort?.abort();
+    const words = this.filterText.value.trim();
+    if (!words) {
+      this.titled = null;
+      return;
+    }
+    this.titleTimer = setTimeout(() => this.fetchTitled(words), SEARCH_DELAY_MS);
+  }
+
+  /** The first page of each list's rows titled with `words`. */
+  async fetchTitled(words) {
+    this.titleAbort?.abort();
+    this.titleAbort = new AbortController();
+    const signal = this.titleAbort.signal;
+    try {
+      const pages = await Promise.all(['chat', 'search'].map((type) => this.page(type, PAGE, null, words, signal)));
+      if (signal.aborted) return;
+      const loaded = { chat: pages[0].rows, search: pages[1].rows };
+      const cursors = { chat: pages[0].next, search: pages[1].next };
+      this.titled = { words, loaded, cursors, items: merged(loaded, cursors) };
+      this.render();
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      toast(`Could not search the titles: ${err.message}`, 'error');
+    }
+  }
+
+  /** The next page of each titled list that has one. */
+  async loadOlderTitled() {
+    const titled = this.titled;
+    this.more.disabled = true;
+    try {
+      const types = ['chat', 'search'].filter((type) => titled.cursors[type]);
+      const pages = await Promise.all(types.map((type) => this.page(type, PAGE, titled.cursors[type], titled.words)));
+      if (titled !== this.titled) return; // the words changed meanwhile
+      types.forEach((type, i) => {
+        const known = new Set(titled.loaded[type].map((item) => item.id));
+        titled.loaded[type].push(...pages[i].rows.filter((row) => !known.has(row.id)));
+        titled.cursors[type] = pages[i].next;
+      });
+      titled.items = merged(titled.loaded, titled.cursors);
+      this.render();
+    } catch (err) {
+      toast(`Could not load older items: ${err.message}`, 'error');
+    } finally {
+      this.more.disabled = false;
+    }
+  }
+
+  /** Whether the list shows the server's titled rows (they answered for the words typed). */
+  titledShown() {
+    return Boolean(this.titled && this.titled.words === this.filterText.value.trim());
   }
 
   markRunning(type, id, running) {
@@ -135,23 +195,23 @@ export class Sidebar {
     this.poll();
     const words = this.filterText.value.trim().toLowerCase();
     const kind = this.filterKind.value;
-    const pool = kind === 'all' ? this.items : [...this.loaded.chat, ...this.loaded.search].sort(newestFirst);
+    // The server's rows titled with the words once they came; until then the loaded ones.
+    const titled = this.titledShown();
+    const source = titled ? this.titled : { items: this.items, loaded: this.loaded, cursors: this.cursors };
+    const pool = kind === 'all' ? source.items : [...source.loaded.chat, ...source.loaded.search].sort(newestFirst);
     const shown = pool
       .filter((item) => {
         if (kind === 'starred' && !item.starred) return false;
         if ((kind === 'chat' || kind === 'search') && item.type !== kind) return false;
-        return !words || label(item).toLowerCase().includes(words);
+        // The server's rows hold the words as its database folds case; the loaded ones here.
+        return titled || !words || label(item).toLowerCase().includes(words);
       })
       // Starred first; the server's order (newest first) within each group.
       .sort((a, b) => Number(b.starred) - Number(a.starred));
     const current = location.hash;
-    const older = Boolean(this.cursors.chat || this.cursors.search);
-    clear(
-      this.list,
-      shown.length
-        ? shown.map((item) => this.renderItem(item, current))
-        : h('li.empty-list', {}, this.items.length || older ? 'No loaded title matches.' : 'No chats or searches yet.'),
-    );
+    const older = Boolean(source.cursors.chat || source.cursors.search);
+    const empty = titled ? 'No title matches.' : this.items.length || older ? 'No loaded title matches.' : 'No chats or searches yet.';
+    clear(this.list, shown.length ? shown.map((item) => this.renderItem(item, current)) : h('li.empty-list', {}, empty));
     this.more.hidden = !older;
     this.renderHits();
   }
@@ -336,6 +396,18 @@ export class Sidebar {
       toast(`Could not delete: ${err.message}`, 'error');
     }
   }
+}
+
+/**
+ * Two lists merged, newest first, down to the oldest time both are complete to: a list with
+ * more pages is only known down to its last loaded row.
+ */
+function merged(loaded, cursors) {
+  const floors = ['chat', 'search']
+    .filter((type) => cursors[type] && loaded[type].length)
+    .map((type) => loaded[type][loaded[type].length - 1].updatedAt);
+  const floor = floors.length ? floors.reduce((a, b) => (a > b ? a : b)) : '';
+  return [...loaded.chat, ...loaded.search].filter((item) => item.updatedAt >= floor).sort(newestFirst);
 }
 
 export function label(item) {
