@@ -3,17 +3,37 @@
 //! chat's title is found from the filter box with only the first page loaded. And the first
 //! page of a server with no provider says what to set.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
+use crate::harness::{Browser, Chatd};
 use crate::open_app;
+
+/// 250 chats, `chat(i)` the body of the `i`th (oldest first), and the page reloaded on the
+/// first page of the list: their ids, oldest first.
+async fn two_hundred_fifty_chats(
+    chatd: &Chatd,
+    browser: &Browser,
+    chat: impl Fn(usize) -> Value,
+) -> Vec<String> {
+    let mut ids = Vec::new();
+    for i in 0..250 {
+        let created = chatd
+            .api(reqwest::Method::POST, "/v1/chats", Some(chat(i)), None)
+            .await;
+        ids.push(created["chat"]["id"].as_str().unwrap().to_string());
+    }
+    browser.client.refresh().await.unwrap();
+    browser.ready().await;
+    assert_eq!(browser.count(".item").await, 100, "the first page only");
+    ids
+}
 
 #[tokio::test]
 async fn the_oldest_of_250_chats_opens_and_a_word_in_one_message_is_found() {
     let Some((_upstreams, chatd, browser)) = open_app([], &[]).await else {
         return;
     };
-    let mut ids = Vec::new();
-    for i in 0..250 {
+    let ids = two_hundred_fifty_chats(&chatd, &browser, |i| {
         let mut messages = vec![
             json!({"role": "user", "content": format!("question number {i} about the weather")}),
         ];
@@ -22,19 +42,9 @@ async fn the_oldest_of_250_chats_opens_and_a_word_in_one_message_is_found() {
                 json!({"role": "assistant", "content": "The zanzibarite crystals glow faintly."}),
             );
         }
-        let chat = chatd
-            .api(
-                reqwest::Method::POST,
-                "/v1/chats",
-                Some(json!({"title": format!("Chat {i}"), "messages": messages})),
-                None,
-            )
-            .await;
-        ids.push(chat["chat"]["id"].as_str().unwrap().to_string());
-    }
-    browser.client.refresh().await.unwrap();
-    browser.ready().await;
-    assert_eq!(browser.count(".item").await, 100, "the first page");
+        json!({"title": format!("Chat {i}"), "messages": messages})
+    })
+    .await;
     let oldest = format!(".item[data-id='{}'] .item-link", ids[0]);
     for page in 1..=2 {
         browser.click("#show-older").await;
@@ -101,25 +111,11 @@ async fn the_filter_finds_the_oldest_of_250_chats_by_its_title() {
     let Some((_upstreams, chatd, browser)) = open_app([], &[]).await else {
         return;
     };
-    let mut ids = Vec::new();
-    for i in 0..250 {
-        let title = match i {
-            0 => "Quarterly budget review".to_string(),
-            i => format!("Chat {i}"),
-        };
-        let chat = chatd
-            .api(
-                reqwest::Method::POST,
-                "/v1/chats",
-                Some(json!({ "title": title })),
-                None,
-            )
-            .await;
-        ids.push(chat["chat"]["id"].as_str().unwrap().to_string());
-    }
-    browser.client.refresh().await.unwrap();
-    browser.ready().await;
-    assert_eq!(browser.count(".item").await, 100, "the first page only");
+    let ids = two_hundred_fifty_chats(&chatd, &browser, |i| match i {
+        0 => json!({ "title": "Quarterly budget review" }),
+        i => json!({ "title": format!("Chat {i}") }),
+    })
+    .await;
     let filter = browser.find("#filter-text").await;
     filter.send_keys("Quarterly budget review").await.unwrap();
     browser

@@ -40,7 +40,7 @@ export class Sidebar {
       this.searchMessages();
     });
     this.filterKind.addEventListener('change', () => this.render());
-    this.more.addEventListener('click', () => (this.titledShown() ? this.loadOlderTitled() : this.loadOlder()));
+    this.more.addEventListener('click', () => this.loadOlder());
   }
 
   /** The lists again from their newest rows, as many as were loaded, with the running marks. */
@@ -88,21 +88,25 @@ export class Sidebar {
     return { rows: rows.map((r) => ({ ...r, type })), next: page.nextCursor || null };
   }
 
-  /** The next page of each list that has one. */
+  /**
+   * The next page of each list that has one: of the whole lists, or of the titled rows while
+   * they are shown. Pages following cursors a refresh (or other words) replaced are dropped.
+   */
   async loadOlder() {
-    this.more.disabled = true;
+    const titled = this.titledShown() ? this.titled : null;
+    const lists = titled || this;
     const generation = this.generation;
+    this.more.disabled = true;
     try {
-      const types = ['chat', 'search'].filter((type) => this.cursors[type]);
-      const pages = await Promise.all(types.map((type) => this.page(type, PAGE, this.cursors[type])));
-      // A refresh meanwhile started the lists again: these pages follow cursors it replaced.
-      if (generation !== this.generation) return;
+      const types = ['chat', 'search'].filter((type) => lists.cursors[type]);
+      const pages = await Promise.all(types.map((type) => this.page(type, PAGE, lists.cursors[type], titled?.words)));
+      if (titled ? titled !== this.titled : generation !== this.generation) return;
       types.forEach((type, i) => {
-        const known = new Set(this.loaded[type].map((item) => item.id));
-        this.loaded[type].push(...pages[i].rows.filter((row) => !known.has(row.id)));
-        this.cursors[type] = pages[i].next;
+        const known = new Set(lists.loaded[type].map((item) => item.id));
+        lists.loaded[type].push(...pages[i].rows.filter((row) => !known.has(row.id)));
+        lists.cursors[type] = pages[i].next;
       });
-      this.merge();
+      lists.items = merged(lists.loaded, lists.cursors);
       this.render();
     } catch (err) {
       toast(`Could not load older items: ${err.message}`, 'error');
@@ -149,28 +153,6 @@ export class Sidebar {
     } catch (err) {
       if (err.name === 'AbortError') return;
       toast(`Could not search the titles: ${err.message}`, 'error');
-    }
-  }
-
-  /** The next page of each titled list that has one. */
-  async loadOlderTitled() {
-    const titled = this.titled;
-    this.more.disabled = true;
-    try {
-      const types = ['chat', 'search'].filter((type) => titled.cursors[type]);
-      const pages = await Promise.all(types.map((type) => this.page(type, PAGE, titled.cursors[type], titled.words)));
-      if (titled !== this.titled) return; // the words changed meanwhile
-      types.forEach((type, i) => {
-        const known = new Set(titled.loaded[type].map((item) => item.id));
-        titled.loaded[type].push(...pages[i].rows.filter((row) => !known.has(row.id)));
-        titled.cursors[type] = pages[i].next;
-      });
-      titled.items = merged(titled.loaded, titled.cursors);
-      this.render();
-    } catch (err) {
-      toast(`Could not load older items: ${err.message}`, 'error');
-    } finally {
-      this.more.disabled = false;
     }
   }
 
