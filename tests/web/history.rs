@@ -1,6 +1,7 @@
 //! The whole history from the sidebar: with 250 chats the oldest opens after "Show older", and
 //! a word found only in chat #200's message body is found from the filter box; the oldest
-//! chat's title is found from the filter box with only the first page loaded. And the first
+//! chat's title is found from the filter box with only the first page loaded, and a star on a
+//! second page of titled rows keeps them. And the first
 //! page of a server with no provider says what to set.
 
 use serde_json::{Value, json};
@@ -146,6 +147,21 @@ async fn the_filter_finds_the_oldest_of_250_chats_by_its_title() {
             "every title holding the words",
             "return document.querySelectorAll('.item').length === 111 \
              && document.getElementById('show-older').hidden",
+        )
+        .await;
+    // Starring one refreshes the titled rows in place, however many pages were loaded.
+    browser
+        .click(&format!(".item[data-id='{}'] .star", ids[100]))
+        .await;
+    browser
+        .until(
+            "the star, with every titled row still there",
+            &format!(
+                "const items = document.querySelectorAll('.item'); \
+                 return items.length === 111 && items[0].dataset.id === '{}' \
+                 && items[0].dataset.starred === 'true'",
+                ids[100]
+            ),
         )
         .await;
     browser

@@ -72,13 +72,17 @@ impl PageQuery {
     }
 }
 
-/// `title`: 1 to 500 characters (a title's most), matched as written.
+/// `title`: 1 to 500 characters (a title's most), matched as written; no NUL (PostgreSQL's TEXT
+/// refuses one, and SQLite's LIKE would end the pattern there).
 fn title(text: &str) -> ApiResult<TitleMatch> {
     let chars = text.chars().count();
     if chars == 0 || chars > MAX_TITLE_CHARS {
         return Err(ApiError::bad_request(format!(
             "title: must be 1 to {MAX_TITLE_CHARS} characters"
         )));
+    }
+    if text.contains('\0') {
+        return Err(ApiError::bad_request("title: must not contain NUL"));
     }
     Ok(TitleMatch::containing(text))
 }
@@ -172,6 +176,7 @@ mod tests {
         assert!(query("").wanted().is_err());
         assert!(query(&"é".repeat(500)).wanted().is_ok());
         assert!(query(&"é".repeat(501)).wanted().is_err());
+        assert!(query("a\0b").wanted().is_err());
     }
 
     #[test]

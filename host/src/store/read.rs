@@ -94,16 +94,17 @@ const SEARCHES_PAGE_AFTER: &str = concat!(
     select_search!(),
     " WHERE (s.updated_at, s.id) < ($2, $3) ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
 );
-/// Searches by title as [`CHATS_TITLED_PAGE`]; a search without a title is known by its query.
+/// Searches by title as [`CHATS_TITLED_PAGE`]; a search without a title (or a blank one) is known
+/// by its query, as lists show it.
 const SEARCHES_TITLED_PAGE: &str = concat!(
     select_search!(),
-    " WHERE lower(COALESCE(NULLIF(s.title, ''), s.query)) LIKE lower($2) ESCAPE '\\' \
+    " WHERE lower(COALESCE(NULLIF(trim(s.title), ''), s.query)) LIKE lower($2) ESCAPE '\\' \
      ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
 );
 const SEARCHES_TITLED_PAGE_AFTER: &str = concat!(
     select_search!(),
     " WHERE (s.updated_at, s.id) < ($2, $3) \
-     AND lower(COALESCE(NULLIF(s.title, ''), s.query)) LIKE lower($4) ESCAPE '\\' \
+     AND lower(COALESCE(NULLIF(trim(s.title), ''), s.query)) LIKE lower($4) ESCAPE '\\' \
      ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
 );
 const SEARCH_BY_ID: &str = concat!(select_search!(), " WHERE s.id = $1");

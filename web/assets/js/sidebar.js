@@ -17,7 +17,9 @@ import { clear, formatTime, h, toast } from './dom.js';
 /** A page's size, and the API's most; a refresh asks again for as many as are loaded. */
 const PAGE = 100;
 const MAX_PAGE = 1000;
-/** Typing pauses this long before the message text is searched. */
+/** The longest title, and so the longest words the server is asked to find in titles. */
+const MAX_TITLE = 500;
+/** Typing pauses this long before the titles and the message text are searched. */
 const SEARCH_DELAY_MS = 250;
 
 export class Sidebar {
@@ -43,14 +45,22 @@ export class Sidebar {
     this.more.addEventListener('click', () => this.loadOlder());
   }
 
-  /** The lists again from their newest rows, as many as were loaded, with the running marks. */
+  /**
+   * The lists again from their newest rows, as many as were loaded, with the running marks; the
+   * titled rows too while they are shown (as many of them), so a rename, a star or a deletion
+   * shows at once there as well.
+   */
   async refresh() {
     const generation = (this.generation = (this.generation || 0) + 1);
+    const titled = this.titledShown() ? this.titled : null;
+    const again = (type, lists, title) => this.reload(type, Math.max(PAGE, lists.loaded[type].length), title);
     try {
-      const [chats, searches, runs] = await Promise.all([
-        this.reload('chat', Math.max(PAGE, this.loaded.chat.length)),
-        this.reload('search', Math.max(PAGE, this.loaded.search.length)),
+      const [chats, searches, runs, titledChats, titledSearches] = await Promise.all([
+        again('chat', this),
+        again('search', this),
         api.get('v1/active-runs'),
+        titled && again('chat', titled, titled.words),
+        titled && again('search', titled, titled.words),
       ]);
       if (generation !== this.generation) return; // a later refresh is on its way
       this.loaded = { chat: chats.rows, search: searches.rows };
@@ -58,20 +68,28 @@ export class Sidebar {
       this.running.chat = new Set(runs.chats);
       this.running.search = new Set(runs.searches);
       this.merge();
+      // Unless other words' rows came meanwhile.
+      if (titled && titled === this.titled) {
+        titled.loaded = { chat: titledChats.rows, search: titledSearches.rows };
+        titled.cursors = { chat: titledChats.next, search: titledSearches.next };
+        titled.items = merged(titled.loaded, titled.cursors);
+      }
       this.render();
-      if (this.titled) this.searchTitles(); // the titled rows again, renamed or starred
     } catch (err) {
       if (err instanceof api.ApiError && err.status === 401) return;
       toast(`Could not load the list: ${err.message}`, 'error');
     }
   }
 
-  /** The newest `count` rows of one list (pages of at most the API's 1000), and its cursor. */
-  async reload(type, count) {
+  /**
+   * The newest `count` rows of one list (pages of at most the API's 1000), of those titled with
+   * `title` when given, and its cursor.
+   */
+  async reload(type, count, title) {
     const rows = [];
     let next = null;
     do {
-      const page = await this.page(type, Math.min(MAX_PAGE, count - rows.length), next);
+      const page = await this.page(type, Math.min(MAX_PAGE, count - rows.length), next, title);
       rows.push(...page.rows);
       next = page.next;
     } while (next && rows.length < count);
@@ -126,12 +144,15 @@ export class Sidebar {
 
   // ---- titles, whatever their age ---------------------------------------------------------
 
-  /** The rows titled with the filter's words, asked of the server once typing pauses. */
+  /**
+   * The rows titled with the filter's words, asked of the server once typing pauses. Words
+   * longer than a title can be (500 characters) filter the loaded rows only.
+   */
   searchTitles() {
     clearTimeout(this.titleTimer);
     this.titleAbort?.abort();
     const words = this.filterText.value.trim();
-    if (!words) {
+    if (!words || [...words].length > MAX_TITLE) {
       this.titled = null;
       return;
     }
