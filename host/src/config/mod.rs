@@ -485,7 +485,7 @@ impl Config {
     /// use when that is less (a small container must not be OOM-killed before the cap bites).
     pub fn plugin_memory_total_mib(&self) -> u64 {
         self.chatd_plugin_memory_total_mib.unwrap_or_else(|| {
-            let half = usable_memory_bytes().map_or(u64::MAX, |bytes| bytes / 2 >> 20);
+            let half = usable_memory_bytes().map_or(u64::MAX, |bytes| (bytes / 2) >> 20);
             DEFAULT_PLUGIN_MEMORY_TOTAL_MIB.min(half).max(64)
         })
     }
