@@ -14,6 +14,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "build_python.rs"]
+mod python;
+
 const TARGET: &str = "wasm32-wasip2";
 
 /// The bundled plugins, in the order they are listed (the order of `GET /v1/chat-tools`). Each
@@ -37,6 +40,7 @@ fn main() {
         .expect("host/ has a parent")
         .to_path_buf();
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build_python.rs");
     // `migrations`: `sqlx::migrate!` embeds the folder, and a new migration must rebuild the
     // crate that embeds it.
     for watched in [
@@ -51,7 +55,8 @@ fn main() {
     }
     ensure_wasm_target();
     let wasm_dir = build_plugins(&root);
-    write_bundled(&root, &wasm_dir);
+    let python = python::build(&root);
+    write_bundled(&root, &wasm_dir, &python);
 }
 
 fn env(name: &str) -> String {
@@ -151,25 +156,41 @@ fn build_plugins(root: &Path) -> PathBuf {
     target_dir.join(TARGET).join("release")
 }
 
-fn write_bundled(root: &Path, wasm_dir: &Path) {
+fn write_bundled(root: &Path, wasm_dir: &Path, python: &Path) {
     let mut code = String::from(
-        "/// The bundled plugins: (manifest JSON, component bytes), in listing order.\n\
-         pub const BUNDLED: &[(&str, &[u8])] = &[\n",
+        "/// The bundled plugins: (manifest JSON, component bytes, their SHA-256), in listing \
+         order.\n\
+         pub const BUNDLED: &[(&str, &[u8], [u8; 32])] = &[\n",
     );
     for name in BUNDLED {
         let manifest = root.join("plugins").join(name).join("manifest.json");
         let wasm = wasm_dir.join(format!("{name}.wasm"));
         assert!(manifest.is_file(), "{} is missing", manifest.display());
         assert!(wasm.is_file(), "{} was not built", wasm.display());
-        writeln!(
-            code,
-            "    (include_str!({:?}), include_bytes!({:?})),",
-            manifest.display().to_string(),
-            wasm.display().to_string()
-        )
-        .unwrap();
+        entry(&mut code, &manifest, &wasm);
     }
+    // The interpreter last: it is listed after the tools above.
+    entry(
+        &mut code,
+        &root.join("plugins/python/manifest.json"),
+        python,
+    );
     code.push_str("];\n");
     let out = PathBuf::from(env("OUT_DIR")).join("bundled.rs");
     std::fs::write(out, code).expect("write bundled.rs");
+}
+
+/// One `BUNDLED` line: the manifest, the component, and the component's SHA-256, computed here
+/// once rather than by every start (the compile cache's key).
+fn entry(code: &mut String, manifest: &Path, wasm: &Path) {
+    use sha2::Digest as _;
+    let bytes = std::fs::read(wasm).unwrap_or_else(|e| panic!("read {}: {e}", wasm.display()));
+    let digest: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+    writeln!(
+        code,
+        "    (include_str!({:?}), include_bytes!({:?}), {digest:?}),",
+        manifest.display().to_string(),
+        wasm.display().to_string()
+    )
+    .unwrap();
 }

@@ -24,7 +24,10 @@ async fn create_with_no_body_uses_defaults() {
         assert_eq!(chat[field], Value::Null, "{field}");
     }
     // Omitted enabledTools: every available tool.
-    assert_eq!(chat["enabledTools"], json!(["web_search", "fetch_url"]));
+    assert_eq!(
+        chat["enabledTools"],
+        json!(["web_search", "fetch_url", "python"])
+    );
     assert_eq!(chat["createdAt"], chat["updatedAt"]);
     let created = chat["createdAt"].as_str().unwrap();
     assert_eq!(
@@ -168,7 +171,7 @@ async fn initial_transcript_is_stored_in_order() {
     assert_eq!(body["chat"]["id"], id.as_str());
     assert_eq!(
         body["chat"]["enabledTools"],
-        json!(["web_search", "fetch_url"])
+        json!(["web_search", "fetch_url", "python"])
     );
 }
 

@@ -43,7 +43,7 @@ async fn plugins_come_and_go_without_a_restart_and_calls_in_flight_finish() {
     .await;
     let plugins = server.state.plugins.clone();
     let (_, body) = server.get("/v1/chat-tools").await;
-    assert_eq!(tool_names(&body), ["web_search", "fetch_url"]);
+    assert_eq!(tool_names(&body), ["web_search", "fetch_url", "python"]);
 
     // 1. Dropped in: its tools appear.
     let hostile = test_component("test-plugin-hostile");
@@ -63,12 +63,12 @@ async fn plugins_come_and_go_without_a_restart_and_calls_in_flight_finish() {
     let (_, body) = server.get("/v1/chat-tools").await;
     let names = tool_names(&body);
     assert_eq!(
-        &names[..3],
-        ["web_search", "fetch_url", "echo"],
+        &names[..4],
+        ["web_search", "fetch_url", "python", "echo"],
         "{names:?}"
     );
     assert!(names.contains(&"http_get".to_string()));
-    let description = body["tools"][2]["description"].as_str().unwrap();
+    let description = body["tools"][3]["description"].as_str().unwrap();
     assert_eq!(description, "test tool echo");
 
     // 2. A call starts on v1 and waits on its upstream.
@@ -151,7 +151,7 @@ async fn plugins_come_and_go_without_a_restart_and_calls_in_flight_finish() {
     })
     .await;
     let (_, body) = server.get("/v1/chat-tools").await;
-    assert_eq!(tool_names(&body), ["web_search", "fetch_url"]);
+    assert_eq!(tool_names(&body), ["web_search", "fetch_url", "python"]);
     server.stop().await;
 }
 

@@ -411,6 +411,7 @@ async fn openapi_document_covers_every_route() {
         ("/v1/chats/{chatId}", &["get", "patch", "delete"]),
         ("/v1/chats/{chatId}/star", &["patch"]),
         ("/v1/chats/{chatId}/messages", &["post"]),
+        ("/v1/chats/{chatId}/files/{fileId}", &["get"]),
         ("/v1/message-search", &["get"]),
         ("/v1/searches", &["get", "post"]),
         ("/v1/searches/{searchId}", &["get", "delete"]),

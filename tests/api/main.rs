@@ -41,6 +41,9 @@ mod plugins_new;
 mod postgres;
 #[path = "../common/process.rs"]
 mod process;
+mod python;
+#[path = "../common/python_call.rs"]
+mod python_call;
 mod rebinding;
 mod refusals;
 mod retries;

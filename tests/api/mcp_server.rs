@@ -300,3 +300,42 @@ async fn errors_quote_a_bounded_prefix_of_the_input() {
     }
     server.stop().await;
 }
+
+/// The `python` tool on `/mcp`, called by the official SDK's client: it runs, and each call is
+/// a session of its own (no conversation to keep one for), so a global set by one call is not
+/// there in the next.
+#[tokio::test]
+async fn the_python_tool_runs_on_mcp_each_call_in_a_session_of_its_own() {
+    let Some(python) = mcp::python() else { return };
+    let server = TestServer::start_with(Options {
+        token: Some(TOKEN.into()),
+        ..Options::default()
+    })
+    .await;
+    let url = format!("{}/mcp", server.base);
+    let first = sdk_call(
+        &python,
+        &url,
+        "python",
+        json!({"code": "import sympy\nkept = sympy.factorint(2**64 - 1)\nkept"}),
+    )
+    .await;
+    let result = &first["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    let body: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(
+        body["value"], "{3: 1, 5: 1, 17: 1, 257: 1, 641: 1, 65537: 1, 6700417: 1}",
+        "{body}"
+    );
+    let second = sdk_call(&python, &url, "python", json!({"code": "kept"})).await;
+    assert_eq!(second["result"]["isError"], true, "{second}");
+    assert!(
+        second["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("NameError: name 'kept' is not defined"),
+        "{second}"
+    );
+    server.stop().await;
+}

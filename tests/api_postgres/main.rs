@@ -45,6 +45,10 @@ mod postgres;
 #[path = "../common/process.rs"]
 mod process;
 mod proxy;
+#[path = "../api/python.rs"]
+mod python;
+#[path = "../common/python_call.rs"]
+mod python_call;
 #[path = "../api/refusals.rs"]
 mod refusals;
 #[path = "../api/retries.rs"]

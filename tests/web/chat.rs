@@ -1,14 +1,16 @@
 //! A chat in the browser: the reply streams in before `done` and is stored (with tools on as
 //! well as off); a reload or a second tab mid-stream reattaches and shows the whole answer once;
 //! Stop ends a reply and keeps what was written; a tool call's card moves from initiated to
-//! completed; an upstream failure keeps the input and a retry succeeds; attachments are checked
-//! and truncated before upload.
+//! completed; a `python` call's card shows its code, output, value and files (the chart inline);
+//! an upstream failure keeps the input and a retry succeeds; attachments are checked and
+//! truncated before upload.
 
 use chatd::plugins::testing::{Gate, Reply};
 use serde_json::json;
 
 use crate::harness::{Browser, Chatd};
 use crate::open_app;
+use crate::python_call::python_call;
 use crate::upstream::{
     COMPLETIONS, Upstreams, exa_results, text_reply, upstream_401, web_search_call,
 };
@@ -48,7 +50,7 @@ pub fn live_text_is(text: &str) -> String {
 /// Unchecks every tool in the new chat's settings (saved with the chat it creates).
 async fn without_tools(browser: &crate::harness::Browser) {
     browser.click(".chat-settings summary").await;
-    for tool in ["web_search", "fetch_url"] {
+    for tool in ["web_search", "fetch_url", "python"] {
         browser.click(&format!("#tool-{tool}")).await;
     }
     let checked = browser.count(".tools input:checked").await;
@@ -331,6 +333,65 @@ async fn a_tool_call_card_moves_from_initiated_to_completed() {
         .map(|(r, _)| r)
         .collect();
     assert_eq!(roles, ["user", "tool", "assistant"]);
+}
+
+#[tokio::test]
+async fn a_python_card_shows_its_code_output_value_and_files() {
+    let code = "import csv, pygal\n\
+        with open('data.csv', 'w', newline='') as f:\n    csv.writer(f).writerows([['x', 'y'], [1, 2]])\n\
+        chart = pygal.Bar()\nchart.add('y', [2, 4])\nchart.render_to_file('chart.svg')\n\
+        print('rows: 2')\n'ok'";
+    let routes = [
+        (COMPLETIONS, Reply::sse(&python_call(code))),
+        (COMPLETIONS, text_reply(&["Charted."])),
+    ];
+    let Some((_upstreams, _chatd, browser)) = open_app(routes, &[]).await else {
+        return;
+    };
+    browser.ready().await;
+    browser.type_and_enter("#message", "Chart it").await;
+    browser.until("the reply to be done", DONE).await;
+    let card = ".message.tool .tool-card[data-status=completed]";
+    assert_eq!(browser.text(&format!("{card} .tool-name")).await, "python");
+    // The code, highlighted as Python.
+    assert!(
+        browser
+            .count(&format!(
+                "{card} .python-code code[data-lang=python] .hljs-keyword"
+            ))
+            .await
+            > 0
+    );
+    assert_eq!(
+        browser.text(&format!("{card} .python-stdout pre")).await,
+        "rows: 2"
+    );
+    assert_eq!(
+        browser.text(&format!("{card} .python-value pre")).await,
+        "'ok'"
+    );
+    // The chart is shown through <img> from the download route; the CSV is a link to it.
+    browser
+        .until(
+            "the chart to be shown",
+            "const img = document.querySelector('.message.tool .python-image'); \
+             return !!img && img.complete && img.naturalWidth > 0 && \
+             img.getAttribute('src').includes('/v1/chats/') && img.alt === 'chart.svg'",
+        )
+        .await;
+    let href = browser
+        .eval(
+            "return document.querySelector('.message.tool a.python-download').href",
+            vec![],
+        )
+        .await;
+    assert!(href.as_str().unwrap().contains("/files/"), "{href}");
+    assert!(
+        browser
+            .text(&format!("{card} a.python-download"))
+            .await
+            .starts_with("data.csv")
+    );
 }
 
 #[tokio::test]

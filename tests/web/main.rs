@@ -20,6 +20,8 @@ mod keyboard;
 mod parsers;
 #[path = "../common/process.rs"]
 mod process;
+#[path = "../common/python_call.rs"]
+mod python_call;
 mod safety;
 mod search;
 #[path = "../common/upstream.rs"]

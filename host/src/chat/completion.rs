@@ -38,6 +38,7 @@ use crate::plugins::worlds::provider::{
 };
 use crate::telemetry::{metrics, trace};
 use crate::tools::enabled::EnabledTool;
+use crate::tools::python::{CallContext, SessionKey, inputs};
 use tracing::Instrument as _;
 
 /// Events a provider may get ahead of the loop before its `emit` waits.
@@ -153,6 +154,9 @@ impl Completion {
         let mut out = Finished::default();
         let mut continuation = None;
         let mut rounds = 0u32;
+        // Where the interpreter runs this completion's calls (its chat's session, or the run's
+        // own), made at the first tool round; a run's own session ends with it.
+        let mut context: Option<CallContext> = None;
         // The named provider's failure, once its fallback took over.
         let mut primary_failure: Option<String> = None;
         loop {
@@ -193,15 +197,31 @@ impl Completion {
             let started = tool_calls::announce(&turn.calls, sink);
             // Boxed: the tools run between turns, and inline their state would be part of the
             // run's future, and so of the memory a live stream holds, for the whole run.
-            let results =
-                match Box::pin(tool_calls::run(&self.tools, &turn.calls, started, sink)).await? {
-                    Ran::All(results) => results,
-                    Ran::Stopped => return Ok(out.ended(reply, true)),
-                };
+            let context = context.get_or_insert_with(|| self.call_context(sink, refs.as_deref()));
+            let run = tool_calls::run(&self.tools, &turn.calls, started, sink, context);
+            let results = match Box::pin(run).await? {
+                Ran::All(results) => results,
+                Ran::Stopped => return Ok(out.ended(reply, true)),
+            };
             // A round that began with a tool call sends its text once its calls have ended, so
             // all of its `tool_call` events come before it.
             turn.release_held(&mut reply, sink);
             self.add_round(turn, results, &mut refs);
+        }
+    }
+
+    /// The interpreter's context for this completion's tool calls: the chat's session (or one
+    /// for this run alone) and the transcript's attachments as its first files.
+    fn call_context(&self, sink: &Sink, refs: Option<&Refs>) -> CallContext {
+        let chat = sink.chat.as_ref().map(|c| c.chat_id.as_str());
+        let resolve = |text: &str| match refs {
+            Some(refs) => refs.resolve(text).to_string(),
+            None => text.to_string(),
+        };
+        CallContext {
+            session: SessionKey::for_run(chat),
+            inputs: Arc::new(inputs::from_messages(&self.messages, &resolve)),
+            store: sink.chat.as_ref().map(|c| c.store.clone()),
         }
     }
 

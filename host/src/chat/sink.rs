@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use super::events::ChatEvent;
 use super::failure::CompletionError;
 use crate::runlog::{RunLog, Stop};
+use crate::store::files::{ChatFileRecord, Kept, MAX_CHAT_FILE_BYTES, MAX_CHAT_FILES, NewChatFile};
 use crate::store::{NewMessage, Store};
 
 /// Where a completion's events and tool logs go: a run's log (streams) and a chat (persisted).
@@ -33,6 +34,27 @@ impl Sink {
     pub fn emit(&self, event: &ChatEvent) {
         if let Some(log) = &self.log {
             log.push(event.name(), &event.data(), event.is_terminal());
+        }
+    }
+
+    /// Keeps the files a tool call wrote with the chat: their records, for the tool message's
+    /// `metadata.files`; `Ok(None)` without a chat (or once it is deleted), where they are not
+    /// kept; `Err` says why they were not kept.
+    pub(super) async fn keep_files(
+        &self,
+        files: Vec<NewChatFile>,
+    ) -> Result<Option<Vec<ChatFileRecord>>, String> {
+        let Some(chat) = self.chat.as_ref().filter(|_| !files.is_empty()) else {
+            return Ok(None);
+        };
+        match chat.store.add_chat_files(&chat.chat_id, files).await {
+            Ok(Kept::Stored(records)) => Ok(Some(records)),
+            Ok(Kept::NoChat) => Ok(None),
+            Ok(Kept::Full) => Err(format!(
+                "the chat already holds its most files ({MAX_CHAT_FILES}, {} MiB in all)",
+                MAX_CHAT_FILE_BYTES >> 20
+            )),
+            Err(e) => Err(e.to_string()),
         }
     }
 

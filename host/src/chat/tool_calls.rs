@@ -3,7 +3,10 @@
 //! calls still running as failed, stored and announced the same way, and drops them (a call's
 //! plugin instance, with its HTTP request or SSH session, goes with it).
 
+use crate::store::files::{ChatFileRecord, NewChatFile};
 use crate::tools::enabled::EnabledTool;
+use crate::tools::python::result::Written;
+use crate::tools::python::{CallContext, Ran as PythonRan};
 use std::time::Instant;
 
 use futures::StreamExt;
@@ -66,6 +69,7 @@ pub(super) async fn run(
     calls: &[wit::ToolCall],
     started: Vec<ToolCallEvent>,
     sink: &Sink,
+    context: &CallContext,
 ) -> Result<Ran, CompletionError> {
     let began = Instant::now();
     let mut running: FuturesUnordered<_> = calls
@@ -75,7 +79,7 @@ pub(super) async fn run(
             let tool = tool_label(tools, &call.name);
             let span = trace::tool_call(tool, &call.id);
             let clock = Instant::now();
-            let outcome = invoke(tools, call).instrument(span.clone()).await;
+            let outcome = invoke(tools, call, context).instrument(span.clone()).await;
             let took = clock.elapsed();
             metrics::tool_call(tool, outcome.is_ok(), took);
             trace::failed(&span, outcome.is_err().then_some("tool_error"));
@@ -96,11 +100,17 @@ pub(super) async fn run(
         let mut event = started[i].clone();
         event.completed_at = Some(to_millis(&now()));
         event.duration_ms = Some(took.as_millis() as u64);
+        let mut files = None;
         let (output, is_error) = match outcome {
-            Ok((content, summary)) => {
+            Ok(ran) => {
                 event.status = ToolStatus::Completed;
-                if let Some(summary) = summary.filter(|s| !s.trim().is_empty()) {
+                if let Some(summary) = ran.summary.filter(|s| !s.trim().is_empty()) {
                     event.summary = cut(&summary, SUMMARY_CHARS);
+                }
+                let mut content = ran.content;
+                match sink.keep_files(to_keep(ran.files)).await {
+                    Ok(kept) => files = kept,
+                    Err(why) => content = with_note(content, &why),
                 }
                 event.result_preview = Some(cut(&content, PREVIEW_CHARS));
                 (content, false)
@@ -111,7 +121,8 @@ pub(super) async fn run(
                 (format!("Error: {error}"), true)
             }
         };
-        sink.store_tool_log(tool_log(&event, &output)).await?;
+        sink.store_tool_log(tool_log(&event, &output, files.as_deref()))
+            .await?;
         sink.emit(&ChatEvent::ToolCall(event));
         results[i] = Some(ToolResult {
             call_id: calls[i].id.clone(),
@@ -132,7 +143,7 @@ pub(super) async fn run(
         event.duration_ms = Some(began.elapsed().as_millis() as u64);
         event.error = Some(STOPPED_CALL.into());
         metrics::tool_call(tool_label(tools, &event.name), false, began.elapsed());
-        sink.store_tool_log(tool_log(&event, &format!("Error: {STOPPED_CALL}")))
+        sink.store_tool_log(tool_log(&event, &format!("Error: {STOPPED_CALL}"), None))
             .await?;
         sink.emit(&ChatEvent::ToolCall(event));
     }
@@ -152,14 +163,15 @@ fn tool_label<'a>(tools: &'a [EnabledTool], name: &str) -> &'a str {
 async fn invoke(
     tools: &[EnabledTool],
     call: &wit::ToolCall,
-) -> Result<(String, Option<String>), String> {
+    context: &CallContext,
+) -> Result<PythonRan, String> {
     let Some(tool) = tools.iter().find(|t| t.spec.name == call.name) else {
         return Err(format!(
             "the tool {} is not enabled for this chat",
             call.name
         ));
     };
-    tool.run(&call.arguments_json).await
+    tool.run(&call.arguments_json, context).await
 }
 
 /// The arguments as a JSON object; anything else is shown under `_raw`.
@@ -190,11 +202,46 @@ fn cut(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// The stored `tool` message of a finished call.
-fn tool_log(event: &ToolCallEvent, output: &str) -> NewMessage {
+/// The files a call wrote, as the chat keeps them.
+fn to_keep(files: Vec<Written>) -> Vec<NewChatFile> {
+    files
+        .into_iter()
+        .map(|f| NewChatFile {
+            name: f.name,
+            mime_type: f.mime_type.to_string(),
+            data: f.bytes,
+        })
+        .collect()
+}
+
+/// A result with a note for the model: in its JSON object when it is one.
+fn with_note(content: String, why: &str) -> String {
+    let note = format!("the files were not kept with the chat: {why}");
+    match serde_json::from_str::<Value>(&content) {
+        Ok(Value::Object(mut map)) => {
+            map.insert("filesNotKept".into(), json!(note));
+            Value::Object(map).to_string()
+        }
+        _ => format!("{content}\n({note})"),
+    }
+}
+
+/// The stored `tool` message of a finished call; `files`, those it wrote and the chat kept
+/// (`metadata.files`: `[{id, name, mimeType, sizeBytes}]`).
+fn tool_log(event: &ToolCallEvent, output: &str, files: Option<&[ChatFileRecord]>) -> NewMessage {
     let mut metadata = serde_json::to_value(event).expect("tool events serialize");
     if let Value::Object(map) = &mut metadata {
         map.insert("kind".into(), json!("tool_call"));
+        if let Some(files) = files {
+            let listed: Vec<Value> = files
+                .iter()
+                .map(|f| {
+                    json!({"id": f.id, "name": f.name, "mimeType": f.mime_type,
+                           "sizeBytes": f.size_bytes})
+                })
+                .collect();
+            map.insert("files".into(), Value::Array(listed));
+        }
     }
     NewMessage {
         role: Role::Tool,
@@ -234,7 +281,7 @@ mod tests {
             result_preview: None,
             error: Some("boom".into()),
         };
-        let log = tool_log(&event, "Error: boom");
+        let log = tool_log(&event, "Error: boom", None);
         assert_eq!(log.role, Role::Tool);
         let meta = log.metadata.unwrap();
         assert_eq!(meta["kind"], "tool_call");

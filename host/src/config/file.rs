@@ -71,6 +71,8 @@ pub struct FileConfig {
     pub retry: super::retry::RetrySettings,
     /// `[mcp.NAME]`, by name.
     pub mcp: BTreeMap<String, super::mcp::DeclaredMcp>,
+    /// `[python]`: the bundled interpreter's settings given here.
+    pub python: super::python::FilePython,
     /// Accepted, but worth a log line (a literal secret).
     pub warnings: Vec<String>,
 }
@@ -153,6 +155,8 @@ struct RawFile {
     retry: super::retry::RawRetry,
     #[serde(default)]
     mcp: BTreeMap<String, super::mcp::RawMcp>,
+    #[serde(default)]
+    python: super::python::RawPython,
 }
 
 #[derive(Deserialize)]
@@ -267,6 +271,7 @@ impl FileConfig {
             file.plugin_settings.insert(id, settings);
         }
         file.retry = raw.retry.check()?;
+        file.python = raw.python.check()?;
         for (name, raw) in raw.mcp {
             let server = super::mcp::declared(&name, raw)?;
             if server.insecure_key {

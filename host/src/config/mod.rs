@@ -12,6 +12,7 @@ pub mod file;
 pub mod mcp;
 pub mod names;
 mod parse;
+pub mod python;
 pub mod retry;
 pub mod values;
 
@@ -233,6 +234,10 @@ pub struct Config {
     /// The longest one `shell_exec` command may run.
     #[arg(long, env = "CHAT_SHELL_EXEC_TIMEOUT_MS", value_name = "CHAT_SHELL_EXEC_TIMEOUT_MS", default_value = "120000", value_parser = parse_positive_u64)]
     pub chat_shell_exec_timeout_ms: u64,
+
+    /// The bundled `python` tool (`python.rs`).
+    #[command(flatten)]
+    pub python: python::PythonVars,
 
     /// Host names, browser origins, open mode on a network (`exposure.rs`).
     #[command(flatten)]

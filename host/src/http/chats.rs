@@ -452,6 +452,8 @@ pub async fn delete_chat(
     if !state.store.delete_chat(&chat_id).await? {
         return Err(not_found());
     }
+    // Its interpreter session (variables, folder) goes with it, on this instance at once.
+    state.tools.interpreter().sessions().end_chat(&chat_id);
     Ok(Json(DeletedResponse { deleted: true }))
 }
 

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 // Logging (`logging/setLevel`) is part of 2025-06-18 and 2025-11-25, the versions served here;
 // only the 2026-07-28 draft deprecates it.
+use crate::tools::python::CallContext;
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
@@ -274,8 +275,9 @@ impl ServerHandler for Tools {
             ));
         };
         let arguments = Value::Object(arguments).to_string();
-        let result = match tool.run(&arguments).await {
-            Ok((output, _summary)) => CallToolResult::success(vec![ContentBlock::text(output)]),
+        // Each call is a session of its own: /mcp has no conversation to keep one for.
+        let result = match tool.run(&arguments, &CallContext::fresh()).await {
+            Ok(ran) => CallToolResult::success(vec![ContentBlock::text(ran.content)]),
             Err(error) => failed(error),
         };
         Ok(result.into())

@@ -7,6 +7,7 @@
 //! router serves, so the two cannot drift. The whole app is mounted twice, at `/` and `/api`.
 //! The bundled web client ([`web`]) is served beside the API, outside the OpenAPI document.
 
+pub mod chat_files;
 pub mod chats;
 pub mod completions;
 pub mod error;
@@ -160,6 +161,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(chats::star_chat))
         .routes(routes!(chats::add_message))
+        .routes(routes!(chat_files::chat_file))
         .routes(routes!(message_search::search_messages))
         .routes(routes!(searches::list_searches, searches::create_search))
         .routes(routes!(searches::get_search, searches::delete_search))

@@ -59,6 +59,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/chat.js", JS),
     asset!("assets/js/dom.js", JS),
     asset!("assets/js/main.js", JS),
+    asset!("assets/js/python.js", JS),
     asset!("assets/js/markdown.js", JS),
     asset!("assets/js/search.js", JS),
     asset!("assets/js/shortcuts.js", JS),

@@ -208,6 +208,11 @@ const BUILTIN_SERVICES: &[&str] = &[
     "engine_b",
 ];
 
+/// The bundled interpreter (`plugins/python`): its plugin id, the only one the `files` grant
+/// goes to (`capabilities/files`), and the tool it provides (`tools/python`).
+pub const INTERPRETER: &str = "python_interpreter";
+pub const INTERPRETER_TOOL: &str = "python";
+
 /// The host settings a plugin may ask to read (`grants.config`), with their values.
 pub fn operator(config: &Config) -> Vec<(&'static str, Option<String>)> {
     vec![

@@ -142,6 +142,10 @@ pub struct Grants {
     /// Commands on the operator's devbox.
     #[serde(default)]
     pub ssh: bool,
+    /// A session's own folder as its filesystem (`capabilities/files`): the bundled interpreter's
+    /// grant, refused to every other plugin.
+    #[serde(default)]
+    pub files: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -341,7 +345,7 @@ mod tests {
                 base(r#","grants":{"http":["https://x.test/path"]}"#),
                 "grants.http",
             ),
-            (base(r#","grants":{"files":true}"#), "unknown field"),
+            (base(r#","grants":{"sockets":true}"#), "unknown field"),
             (
                 base(r#","settings":[{"name":"base_url","type":"string","description":"d"}]"#),
                 "settings[0]: name \"base_url\" is one the host gives itself",

@@ -2,20 +2,37 @@
 //! (CHATD_PLUGIN_MEMORY_TOTAL_MIB): one manifest's `limits.memoryMib` bounds one instance, and
 //! this bounds them all, so that many calls at once (or long-lived shared instances) cannot
 //! take the machine's memory. Past it, the growth that would pass it traps, failing its own
-//! call with a message naming the setting; the host and the other calls go on.
+//! call with a message naming the setting; the host and the other calls go on. Before that, what
+//! can be given back is: idle interpreter sessions ([`Reclaim`]).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 
 /// The count and its cap: each store's `state::Limiter` takes from it as its memories grow and
 /// gives back when the store is dropped. Cheap to clone: a handle.
 #[derive(Clone, Debug)]
 pub struct TotalMemory(Arc<TotalMemoryInner>);
 
-#[derive(Debug)]
 struct TotalMemoryInner {
     cap: usize,
     used: AtomicUsize,
+    /// What ends idle sessions when a growth would pass the cap (the interpreter's sessions).
+    reclaim: OnceLock<Weak<dyn Reclaim>>,
+}
+
+impl std::fmt::Debug for TotalMemoryInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TotalMemory")
+            .field("cap", &self.cap)
+            .field("used", &self.used)
+            .finish()
+    }
+}
+
+/// Holders of memory that can give some back on demand: idle sessions, ended until `fits`
+/// says the growth waiting fits, or none is left. Whether any was ended.
+pub trait Reclaim: Send + Sync {
+    fn reclaim(&self, fits: &mut dyn FnMut() -> bool) -> bool;
 }
 
 impl TotalMemory {
@@ -23,6 +40,7 @@ impl TotalMemory {
         Self(Arc::new(TotalMemoryInner {
             cap: cap_bytes,
             used: AtomicUsize::new(0),
+            reclaim: OnceLock::new(),
         }))
     }
 
@@ -41,8 +59,25 @@ impl TotalMemory {
         self.0.cap
     }
 
-    /// Takes `bytes` more, unless that would pass the cap.
-    pub(super) fn take(&self, bytes: usize) -> Result<(), usize> {
+    /// Who gives memory back when it runs short (set once; later calls are ignored).
+    pub fn set_reclaim(&self, reclaim: Weak<dyn Reclaim>) {
+        let _ = self.0.reclaim.set(reclaim);
+    }
+
+    /// Takes `bytes` more, unless that would pass the cap even after idle sessions are ended.
+    pub(crate) fn take(&self, bytes: usize) -> Result<(), usize> {
+        if self.try_take(bytes).is_ok() {
+            return Ok(());
+        }
+        let Some(reclaim) = self.0.reclaim.get().and_then(Weak::upgrade) else {
+            return self.try_take(bytes);
+        };
+        let cap = self.0.cap;
+        reclaim.reclaim(&mut || self.in_use().saturating_add(bytes) <= cap);
+        self.try_take(bytes)
+    }
+
+    fn try_take(&self, bytes: usize) -> Result<(), usize> {
         self.0
             .used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
@@ -51,7 +86,7 @@ impl TotalMemory {
             .map(drop)
     }
 
-    pub(super) fn give_back(&self, bytes: usize) {
+    pub(crate) fn give_back(&self, bytes: usize) {
         self.0.used.fetch_sub(bytes, Ordering::AcqRel);
     }
 }

@@ -33,6 +33,9 @@ pub struct Package {
     /// The manifest came from `NAME.json` beside the component, not from inside it: what a
     /// signature or the lock file covers is the component alone (`trust/`).
     pub manifest_beside: bool,
+    /// The SHA-256 of `wasm`, when known in advance: a bundled plugin's, computed at build time
+    /// (the compile cache's key, `runtime/cache.rs`).
+    pub sha256: Option<[u8; 32]>,
 }
 
 impl Package {
@@ -88,6 +91,7 @@ impl Package {
             wasm: wasm.into(),
             source: Source::File(wasm_path),
             manifest_beside,
+            sha256: None,
         })
     }
 }

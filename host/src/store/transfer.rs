@@ -2,9 +2,10 @@
 //!
 //! The export is JSON Lines: a header line ([`header`], versioned), then one line per row of
 //! the tables that hold users' data, parents before children ([`TABLES`]): chats, their
-//! messages (attachments are in a message's metadata), searches with their results and
+//! messages (attachments are in a message's metadata), the files the python tool wrote in them
+//! (their bytes in base64), searches with their results and
 //! answers, projects and their memberships (the stars), LLM calls. A row is its columns as they
-//! are stored (text and integers, the same on both databases), so an import reads back exactly
+//! are stored (text, integers and base64 bytes, the same on both databases), so an import reads back exactly
 //! what was exported, ids, timestamps and transcript positions included, into either database.
 //! The export reads one snapshot (a read transaction) through a connection of its own: it runs
 //! beside a serving chatd, and on SQLite it neither migrates nor takes the serving lock.
@@ -18,6 +19,8 @@
 use std::io::{BufRead, Write};
 use std::str::FromStr;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use futures::TryStreamExt as _;
 use serde_json::{Map, Value};
 
@@ -43,6 +46,8 @@ pub const VERSION: u32 = 1;
 enum Kind {
     Text,
     Integer,
+    /// Bytes (BLOB, BYTEA), written as standard base64.
+    Bytes,
 }
 
 /// A table of an export: its name on the line (`"chat"`), its SQL name, its key (what a
@@ -57,7 +62,7 @@ struct Table {
     always_skip: bool,
 }
 
-use Kind::{Integer as I, Text as T};
+use Kind::{Bytes as B, Integer as I, Text as T};
 
 /// Every exported table, parents first.
 const TABLES: &[Table] = &[
@@ -92,6 +97,22 @@ const TABLES: &[Table] = &[
             ("content", T),
             ("name", T),
             ("metadata", T),
+        ],
+        always_skip: false,
+    },
+    Table {
+        line: "chatFile",
+        sql: "chat_files",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("chat_id", T),
+            ("name", T),
+            ("mime_type", T),
+            ("size_bytes", I),
+            ("created_at", T),
+            ("seq", I),
+            ("data", B),
         ],
         always_skip: false,
     },
@@ -312,12 +333,16 @@ where
     for<'a> &'a str: sqlx::ColumnIndex<R>,
     for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<Vec<u8>>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
     let mut fields = Map::new();
     for (column, kind) in table.columns {
         let value = match kind {
             Kind::Text => row.try_get::<Option<String>, _>(*column)?.map(Value::from),
             Kind::Integer => row.try_get::<Option<i64>, _>(*column)?.map(Value::from),
+            Kind::Bytes => row
+                .try_get::<Option<Vec<u8>>, _>(*column)?
+                .map(|bytes| Value::from(STANDARD.encode(bytes))),
         };
         fields.insert((*column).to_string(), value.unwrap_or(Value::Null));
     }
@@ -350,13 +375,14 @@ fn parse_line(text: &str) -> std::result::Result<(&'static Table, Vec<Value>), S
             (_, Value::Null) => true,
             (Kind::Text, Value::String(_)) => true,
             (Kind::Integer, Value::Number(n)) => n.is_i64(),
+            (Kind::Bytes, Value::String(s)) => STANDARD.decode(s).is_ok(),
             _ => false,
         };
         if !fits {
-            let want = if *kind == Kind::Text {
-                "a string"
-            } else {
-                "an integer"
+            let want = match kind {
+                Kind::Text => "a string",
+                Kind::Integer => "an integer",
+                Kind::Bytes => "a base64 string",
             };
             return Err(format!("{name}.{column}: must be {want} or null"));
         }
@@ -404,6 +430,8 @@ macro_rules! bind_all {
             query = match kind {
                 Kind::Text => query.bind(value.as_str().map(str::to_string)),
                 Kind::Integer => query.bind(value.as_i64()),
+                // Checked to decode by `parse_line`.
+                Kind::Bytes => query.bind(value.as_str().and_then(|s| STANDARD.decode(s).ok())),
             };
         }
         query
@@ -577,6 +605,14 @@ mod tests {
             err(r#"{"chat":{"id":"c","owner":"x"}}"#),
             "chat.owner: not a column of chats"
         );
+        // A file's bytes travel as base64.
+        let (table, values) = parse_line(r#"{"chatFile":{"id":"f1","data":"PHN2Zy8+"}}"#).unwrap();
+        assert_eq!(table.sql, "chat_files");
+        assert_eq!(values[7], Value::from("PHN2Zy8+"));
+        assert_eq!(
+            err(r#"{"chatFile":{"id":"f1","data":"not base64!"}}"#),
+            "chatFile.data: must be a base64 string or null"
+        );
     }
 
     #[test]
@@ -600,6 +636,6 @@ mod tests {
         let chats = &TABLES[0];
         assert!(insert(chats, true).contains("VALUES ($1, $2,"));
         assert!(insert(chats, false).contains("VALUES (?, ?,"));
-        assert!(select(&TABLES[4]).ends_with("ORDER BY project_id, chat_id"));
+        assert!(select(&TABLES[5]).ends_with("ORDER BY project_id, chat_id"));
     }
 }

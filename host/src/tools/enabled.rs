@@ -1,6 +1,6 @@
-//! A tool that may be called, and what runs it: a tool plugin of the serving snapshot, or a
-//! declared MCP server's tool. [`EnabledTool::find`] is where a name is resolved, a plugin's
-//! tool first.
+//! A tool that may be called, and what runs it: a tool plugin of the serving snapshot (the
+//! interpreter in its sessions), or a declared MCP server's tool. [`EnabledTool::find`] is where
+//! a name is resolved, a plugin's tool first.
 
 use std::sync::Arc;
 
@@ -9,6 +9,7 @@ use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::snapshot::Snapshot;
 use crate::plugins::worlds::provider::{PluginError, ToolSpec};
 use crate::tools::mcp::{McpServers, McpTool};
+use crate::tools::python::{self, CallContext, Ran};
 
 /// A tool the model may call in this completion, and what runs it.
 #[derive(Clone)]
@@ -21,7 +22,12 @@ impl EnabledTool {
     /// The tool serving as `name`: a tool plugin's of `snapshot`, else a declared MCP server's.
     /// A name a plugin provides is the plugin's: the one place that rule is written
     /// ([`super::Tools::list`] asks it too).
-    pub fn find(snapshot: &Snapshot, mcp: &McpServers, name: &str) -> Option<Self> {
+    pub fn find(
+        snapshot: &Snapshot,
+        mcp: &McpServers,
+        interpreter: &Arc<python::Interpreter>,
+        name: &str,
+    ) -> Option<Self> {
         let Some(plugin) = snapshot.tool(name) else {
             let tool = mcp.tool(name)?;
             return Some(Self {
@@ -30,10 +36,12 @@ impl EnabledTool {
             });
         };
         let spec = plugin.tools.iter().find(|t| t.name == name)?.clone();
-        Some(Self {
-            spec,
-            runner: Runner::Plugin(plugin.clone()),
-        })
+        let holds_folder = plugin.as_tool().is_some_and(|t| t.files_grant().is_some());
+        let runner = match holds_folder {
+            true => Runner::Interpreter(plugin.clone(), interpreter.clone()),
+            false => Runner::Plugin(plugin.clone()),
+        };
+        Some(Self { spec, runner })
     }
 
     /// Whether a declared MCP server runs it.
@@ -41,21 +49,30 @@ impl EnabledTool {
         matches!(self.runner, Runner::Mcp(_))
     }
 
-    /// Runs it with `arguments_json`: the output and the tool's summary, or why it failed (an
-    /// MCP server's error result is a failure whose reason is the server's text).
-    pub async fn run(&self, arguments_json: &str) -> Result<(String, Option<String>), String> {
+    /// Runs it with `arguments_json` in `context` (the interpreter's session and inputs): the
+    /// output, the tool's summary and the files it wrote, or why it failed (an MCP server's
+    /// error result is a failure whose reason is the server's text).
+    pub async fn run(&self, arguments_json: &str, context: &CallContext) -> Result<Ran, String> {
+        let plain = |content, summary| Ran {
+            content,
+            summary,
+            files: Vec::new(),
+        };
         match &self.runner {
             Runner::Plugin(plugin) => {
                 let plugin = plugin.as_tool().expect("tool plugins are tools");
                 match plugin.invoke(&self.spec.name, arguments_json).await {
-                    Ok(Ok(output)) => Ok((output.content, output.summary)),
+                    Ok(Ok(output)) => Ok(plain(output.content, output.summary)),
                     Ok(Err(error)) => Err(tool_error(&error)),
                     Err(error) => Err(describe_call_error(&error)),
                 }
             }
+            Runner::Interpreter(plugin, interpreter) => {
+                interpreter.run(plugin, context, arguments_json).await
+            }
             Runner::Mcp(tool) => match tool.call(arguments_json).await? {
                 outcome if outcome.is_error => Err(outcome.text),
-                outcome => Ok((outcome.text, None)),
+                outcome => Ok(plain(outcome.text, None)),
             },
         }
     }
@@ -65,6 +82,8 @@ impl EnabledTool {
 #[derive(Clone)]
 pub enum Runner {
     Plugin(Arc<Plugin>),
+    /// The bundled interpreter, run in its sessions.
+    Interpreter(Arc<Plugin>, Arc<python::Interpreter>),
     Mcp(McpTool),
 }
 

@@ -9,6 +9,7 @@
 
 pub mod enabled;
 pub mod mcp;
+pub mod python;
 
 use std::sync::Arc;
 
@@ -30,6 +31,8 @@ pub struct ToolInfo {
 pub struct Tools {
     plugins: Arc<PluginHost>,
     mcp: Arc<McpServers>,
+    /// The bundled interpreter's sessions.
+    interpreter: Arc<python::Interpreter>,
     /// Bumped whenever the tools offered may have changed (a scan, a reload, an MCP server's
     /// list).
     changed: watch::Sender<u64>,
@@ -40,6 +43,7 @@ impl Tools {
     /// now, and again at every reload of the file).
     pub fn start(plugins: Arc<PluginHost>) -> Arc<Self> {
         let tools = Arc::new(Self {
+            interpreter: python::Interpreter::start(plugins.clone()),
             plugins,
             mcp: Arc::new(McpServers::default()),
             changed: watch::Sender::new(0),
@@ -83,7 +87,10 @@ impl Tools {
             .collect();
         for tool in self.mcp.tools() {
             let name = &tool.spec.name;
-            if EnabledTool::find(&snapshot, &self.mcp, name).is_some_and(|found| found.is_mcp()) {
+            if self
+                .find(&snapshot, name)
+                .is_some_and(|found| found.is_mcp())
+            {
                 tools.push(ToolInfo {
                     name: tool.spec.name,
                     description: tool.spec.description,
@@ -105,7 +112,12 @@ impl Tools {
 
     /// The tool serving as `name` in `snapshot` (the one a request took), or an MCP server's.
     pub fn find(&self, snapshot: &Snapshot, name: &str) -> Option<EnabledTool> {
-        EnabledTool::find(snapshot, &self.mcp, name)
+        EnabledTool::find(snapshot, &self.mcp, &self.interpreter, name)
+    }
+
+    /// The bundled interpreter's sessions.
+    pub fn interpreter(&self) -> &Arc<python::Interpreter> {
+        &self.interpreter
     }
 
     /// The declared MCP servers.

@@ -282,7 +282,7 @@ class ChatView {
 
   /** A stored message with its actions. */
   renderStored(message, index) {
-    const el = renderMessage(message);
+    const el = renderMessage(message, this.chatId);
     if (message.role === 'assistant') {
       addCodeCopy(el);
       el.append(
@@ -662,12 +662,13 @@ function usageLine(usage) {
   );
 }
 
-/** One stored message. */
-export function renderMessage(message) {
+/** One stored message (of the chat `chatId`, whose files a tool card may show). */
+export function renderMessage(message, chatId) {
   const role = message.role;
   if (role === 'tool') {
     const meta = message.metadata || {};
-    return h('div.message.tool', { dataset: { role } }, toolCard({ ...meta, name: meta.name || message.name }));
+    const call = { ...meta, name: meta.name || message.name, content: message.content, chatId };
+    return h('div.message.tool', { dataset: { role } }, toolCard(call));
   }
   if (role === 'system') {
     return h(

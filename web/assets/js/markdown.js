@@ -404,6 +404,12 @@ function table(node, context, depth) {
   return h('div.table', {}, h('table', {}, thead, tbody));
 }
 
+/** `code` as a highlighted block (up to MAX_HIGHLIGHT characters highlighted): the python
+ * tool's card shows the code it ran this way. */
+export function codeElement(lang, code) {
+  return codeBlock({ lang, value: String(code ?? '') }, { highlightLeft: MAX_HIGHLIGHT });
+}
+
 function codeBlock(node, context) {
   const lang = typeof node.lang === 'string' ? node.lang : '';
   const code = node.value;

@@ -1,8 +1,11 @@
 // Tool-call cards. A live run sends several `tool_call` events per call with one `toolCallId`
 // (initiated, then completed or failed); `ToolCards.upsert` keeps one card per id and moves it
-// along. Stored tool messages (`metadata.kind = "tool_call"`) render the same card.
+// along. Stored tool messages (`metadata.kind = "tool_call"`) render the same card; a stored
+// `python` call's card shows its code highlighted, what it printed, its value, its error, and
+// the files it wrote (images inline, the rest as downloads) from python.js.
 
 import { formatBytes, h } from './dom.js';
+import { pythonParts } from './python.js';
 
 const STATUS_LABEL = { initiated: 'running', completed: 'completed', failed: 'failed' };
 
@@ -42,6 +45,10 @@ function fill(card, call, status) {
     ),
   );
   const parts = [head];
+  if (call.name === 'python' && call.args && typeof call.args.code === 'string') {
+    parts.push(...pythonParts(call));
+    return replace(card, parts);
+  }
   if (call.args && Object.keys(call.args).length) {
     parts.push(h('details.tool-args', {}, h('summary', {}, 'Arguments'), h('pre', {}, pretty(call.args))));
   }
@@ -56,7 +63,11 @@ function fill(card, call, status) {
       ),
     );
   }
-  // Keep open whatever the user opened while the call ran.
+  replace(card, parts);
+}
+
+/** The card's new content; whatever the user opened while the call ran stays open. */
+function replace(card, parts) {
   const open = new Set([...card.querySelectorAll('details[open]')].map((d) => d.className));
   card.replaceChildren(...parts);
   for (const details of card.querySelectorAll('details')) {

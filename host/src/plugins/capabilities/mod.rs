@@ -29,9 +29,11 @@
 //! 6. `plugin-sdk/src/host.rs`: what plugin authors call.
 //!
 //! `tests/api/anatomy.rs::every_host_interface_has_the_anatomy_of_a_capability` reads
-//! `wit/host.wit` and fails when an interface lacks one of these.
+//! `wit/host.wit` and fails when an interface lacks one of these. [`files`] has the same folder
+//! anatomy but implements WASI's filesystem rather than an interface of `wit/host.wit`.
 
 pub mod config;
+pub mod files;
 pub mod http;
 pub mod log;
 pub mod operator;
@@ -48,6 +50,7 @@ use crate::plugins::capabilities::operator::OperatorSettings;
 use crate::plugins::capabilities::ssh::SshGrant;
 use crate::plugins::manifest::{Grants, Manifest};
 use crate::plugins::memory::TotalMemory;
+use crate::plugins::package::Source;
 
 /// What a plugin was granted, decided once at load time and shared by its calls.
 #[derive(Clone, Debug)]
@@ -60,6 +63,8 @@ pub struct Capabilities {
     /// The devbox, for the devbox tools while they are enabled.
     pub ssh: Option<Arc<SshGrant>>,
     pub log: LogGrant,
+    /// A session's folder as its filesystem: the bundled interpreter's only.
+    pub files: Option<files::FilesGrant>,
     /// Not a grant: the memory all of the host's instances share (`state.rs`), set by the
     /// loader; unlimited until then.
     pub memory: TotalMemory,
@@ -74,6 +79,7 @@ impl Capabilities {
             clients: Clients::new(),
             ssh: None,
             log: crate::plugins::capabilities::log::grant(),
+            files: None,
             memory: TotalMemory::unlimited(),
         }
     }
@@ -95,10 +101,12 @@ pub struct GrantError {
     pub reason: String,
 }
 
-/// Decides what `manifest` gets. `own` is a declared provider's upstream, granted to it
-/// whatever its manifest says; `clients` are the host's shared connection pools.
+/// Decides what `manifest` (loaded from `source`) gets. `own` is a declared provider's
+/// upstream, granted to it whatever its manifest says; `clients` are the host's shared
+/// connection pools.
 pub fn resolve(
     manifest: &Manifest,
+    source: &Source,
     host: &OperatorSettings,
     clients: Clients,
     own: Option<&Service>,
@@ -153,6 +161,7 @@ pub fn resolve(
     )
     .map_err(refuse)?;
     let ssh = crate::plugins::capabilities::ssh::grant(manifest, &host.devbox).map_err(refuse)?;
+    let files = files::grant(manifest, source, &host.python).map_err(refuse)?;
     let settings = crate::plugins::capabilities::config::grant(
         manifest,
         id,
@@ -182,6 +191,13 @@ pub fn resolve(
         (None, true) => lines.push("ssh requested: no devbox (the tool is not enabled)".into()),
         (None, false) => {}
     }
+    if let Some(files) = &files {
+        lines.push(format!(
+            "files: a session's own folder in memory (files up to {} MiB, {} per call)",
+            files.limits.max_file_bytes >> 20,
+            files.limits.max_files_per_call
+        ));
+    }
     Ok(Resolved {
         caps: Capabilities {
             config: Arc::new(settings.values),
@@ -189,6 +205,7 @@ pub fn resolve(
             clients,
             ssh,
             log: crate::plugins::capabilities::log::grant(),
+            files,
             memory: TotalMemory::unlimited(),
         },
         lines,
@@ -259,7 +276,7 @@ mod tests {
     }
 
     fn resolve(m: &Manifest, host: &OperatorSettings) -> Result<Resolved, GrantError> {
-        super::resolve(m, host, Clients::new(), None)
+        super::resolve(m, &Source::Bundled, host, Clients::new(), None)
     }
 
     #[test]
@@ -417,9 +434,15 @@ plugins = ["company_search"]
             base_url_key: "groq_base_url".into(),
             set_by: crate::egress::services::SetBy::File("[providers.groq]".into()),
         };
-        let caps = super::resolve(&groq, &settings, Clients::new(), Some(&own))
-            .unwrap()
-            .caps;
+        let caps = super::resolve(
+            &groq,
+            &Source::Bundled,
+            &settings,
+            Clients::new(),
+            Some(&own),
+        )
+        .unwrap()
+        .caps;
         assert_eq!(caps.config["base_url"], "https://api.groq.com/openai/v1");
         let sent: Vec<&str> = caps
             .http

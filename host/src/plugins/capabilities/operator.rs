@@ -46,6 +46,8 @@ pub struct OperatorSettings {
     pub unserved: Vec<(String, String)>,
     /// `[retry]`: each provider's retry policy.
     pub retry: crate::config::retry::RetrySettings,
+    /// The bundled `python` tool's settings (CHAT_PYTHON_*, `[python]`).
+    pub python: crate::config::python::PythonSettings,
 }
 
 impl OperatorSettings {
@@ -96,23 +98,44 @@ impl OperatorSettings {
                 extra_model: None,
             });
         }
+        let python = crate::config::python::PythonSettings::new(&config.python, &file.python);
+        let mut host_values: BTreeMap<&'static str, String> = builtin::operator(config)
+            .into_iter()
+            .filter_map(|(name, value)| Some((name, value?)))
+            .collect();
+        host_values.extend(python.readable());
         Self {
             services,
-            host_values: builtin::operator(config)
-                .into_iter()
-                .filter_map(|(name, value)| Some((name, value?)))
-                .collect(),
+            host_values,
             plugin_values: file.plugin_settings.clone(),
             allow_private: config.chatd_allow_private_networks,
             devbox,
             providers,
             unserved,
             retry: file.retry.clone(),
+            python,
         }
     }
 
     /// Why the plugin (or tool) with this id may not serve, if it may not.
     pub fn refusal(&self, id: &str) -> Option<String> {
+        let interpreter = id == builtin::INTERPRETER || id == builtin::INTERPRETER_TOOL;
+        if interpreter && !self.python.enabled {
+            return Some("CHAT_PYTHON_TOOL_ENABLED (or [python] enabled) is false".into());
+        }
+        self.devbox.refusal(id)
+    }
+
+    /// Why a bundled plugin is not even compiled at start: a devbox tool not enabled, the
+    /// interpreter turned off by its variable (the file may still turn it on later, so it is
+    /// compiled then).
+    pub fn not_compiled(&self, id: &str) -> Option<String> {
+        if id == builtin::INTERPRETER {
+            return self
+                .python
+                .disabled_by_variable
+                .then(|| "CHAT_PYTHON_TOOL_ENABLED is false".into());
+        }
         self.devbox.refusal(id)
     }
 }

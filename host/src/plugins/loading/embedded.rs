@@ -8,11 +8,12 @@ include!(concat!(env!("OUT_DIR"), "/bundled.rs"));
 pub fn packages() -> Vec<Package> {
     BUNDLED
         .iter()
-        .map(|(manifest, wasm)| Package {
+        .map(|(manifest, wasm, sha256)| Package {
             manifest_json: manifest.to_string(),
             wasm: (*wasm).into(),
             source: Source::Bundled,
             manifest_beside: false,
+            sha256: Some(*sha256),
         })
         .collect()
 }

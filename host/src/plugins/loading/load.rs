@@ -149,7 +149,9 @@ impl Loader {
     /// `signed`: by its signature, which the compile cache must not undercut (`cache.rs`).
     pub async fn load_admitted(&self, package: Package, signed: bool) -> Result<Plugin, LoadError> {
         let manifest = Manifest::parse(&package.manifest_json)?;
-        let (component, from_cache) = self.compile(&manifest.id, package.wasm, signed).await?;
+        let (component, from_cache) = self
+            .compile(&manifest.id, package.wasm, signed, package.sha256)
+            .await?;
         self.link(package.source, manifest, component, from_cache, None, None)
             .await
     }
@@ -213,8 +215,15 @@ impl Loader {
         own: Option<&Service>,
         profile: Option<Profile>,
     ) -> Result<Plugin, LoadError> {
+        let settings = self.settings();
         let granted =
-            capabilities::resolve(&manifest, &self.settings(), self.clients.clone(), own)?;
+            capabilities::resolve(&manifest, &source, &settings, self.clients.clone(), own)?;
+        // The interpreter's limits are the operator's (CHAT_PYTHON_*), not its manifest's.
+        let mut manifest = manifest;
+        if granted.caps.files.is_some() {
+            manifest.limits.memory_mib = settings.python.memory_mib;
+            manifest.limits.timeout_ms = settings.python.timeout.as_millis() as u64;
+        }
         for warning in &granted.warnings {
             tracing::warn!(plugin = manifest.id, "{warning}");
         }
@@ -291,11 +300,12 @@ impl Loader {
         id: &str,
         wasm: Arc<[u8]>,
         signed: bool,
+        digest: Option<[u8; 32]>,
     ) -> Result<(Component, bool), LoadError> {
         let (engine, cache, owned_id) = (self.engine.clone(), self.cache.clone(), id.to_string());
         let task = tokio::task::spawn_blocking(move || match cache {
             Some(cache) => cache
-                .load(&engine, &owned_id, &wasm, signed)
+                .load(&engine, &owned_id, &wasm, signed, digest)
                 .map(|(c, origin)| (c, origin == cache::Origin::Cache)),
             None => cache::compile(&engine, &owned_id, &wasm).map(|c| (c, false)),
         });

@@ -274,11 +274,12 @@ impl PluginHost {
                 reason: "PLUGINS_DIR is not a folder".into(),
             });
         }
-        // A devbox tool the operator did not enable is not even compiled.
+        // A devbox tool the operator did not enable, or the interpreter its variable turned off,
+        // is not even compiled.
         let settings = loader.settings();
         let bundled = bundled.into_iter().filter(|package| {
             crate::plugins::manifest::Manifest::parse(&package.manifest_json)
-                .map_or(true, |m| settings.refusal(&m.id).is_none())
+                .map_or(true, |m| settings.not_compiled(&m.id).is_none())
         });
         // Compiling runs on the blocking pool, so loading them together uses every core.
         let loads = bundled.map(|package| {

@@ -82,23 +82,27 @@ impl CompileCache {
     }
 
     /// The cached component for `wasm`, or a fresh compile (then stored). `signed`: the plugin
-    /// was admitted by its signature, so without a key the cache is not used for it. Blocking:
-    /// run it off the async runtime.
+    /// was admitted by its signature, so without a key the cache is not used for it. `digest`:
+    /// the SHA-256 of `wasm` when known in advance (a bundled plugin's, computed at build time;
+    /// hashing a 50 MB component at every start costs more than loading it). Blocking: run it
+    /// off the async runtime.
     pub fn load(
         &self,
         engine: &Engine,
         id: &str,
         wasm: &[u8],
         signed: bool,
+        digest: Option<[u8; 32]>,
     ) -> Result<(Component, Origin), LoadError> {
-        let name = key(engine, wasm);
+        let digest = digest.unwrap_or_else(|| Sha256::digest(wasm).into());
+        let name = key(engine, &digest);
         let path = match &self.key {
             Some(_) => self.dir.join(format!("{name}.mac.cwasm")),
             None if signed => return Ok((compile(engine, id, wasm)?, Origin::Compiled)),
             None => self.dir.join(format!("{name}.cwasm")),
         };
         if path.exists() {
-            match self.read(engine, &path, wasm) {
+            match self.read(engine, &path, &digest) {
                 Ok(component) => return Ok((component, Origin::Cache)),
                 Err(why) => tracing::warn!(
                     plugin = id,
@@ -114,7 +118,7 @@ impl CompileCache {
                 reason: format!("{e:#}"),
             })?;
         let entry = match &self.key {
-            Some(key) => [&tag(key, engine, wasm, &compiled)[..], &compiled[..]].concat(),
+            Some(key) => [&tag(key, engine, &digest, &compiled)[..], &compiled[..]].concat(),
             None => compiled.clone(),
         };
         if let Err(e) = self.store(&path, &entry) {
@@ -136,7 +140,7 @@ impl CompileCache {
 
     /// The entry at `path`, if it may be loaded: with a key, read whole into memory and its MAC
     /// checked before one byte of it is mapped (what is checked is what is loaded).
-    fn read(&self, engine: &Engine, path: &Path, wasm: &[u8]) -> Result<Component, String> {
+    fn read(&self, engine: &Engine, path: &Path, digest: &[u8; 32]) -> Result<Component, String> {
         let Some(key) = &self.key else {
             // SAFETY: without a key the folder is trusted as the binary is (module docs).
             return unsafe { Component::deserialize_file(engine, path) }
@@ -146,7 +150,7 @@ impl CompileCache {
         let (found, code) = bytes
             .split_at_checked(TAG_BYTES)
             .ok_or("is too short to carry its MAC")?;
-        if !bool::from(found.ct_eq(&tag(key, engine, wasm, code))) {
+        if !bool::from(found.ct_eq(&tag(key, engine, digest, code))) {
             return Err(
                 "does not authenticate under CHATD_SECRET_KEY (changed on disk, \
                         another plugin's, or written under another key)"
@@ -171,10 +175,10 @@ impl CompileCache {
 type HmacSha256 = Hmac<Sha256>;
 
 /// An entry's MAC: over the source's hash and the engine's (the entry's name) and the code.
-fn tag(mac_key: &[u8; 32], engine: &Engine, wasm: &[u8], code: &[u8]) -> [u8; TAG_BYTES] {
+fn tag(mac_key: &[u8; 32], engine: &Engine, digest: &[u8; 32], code: &[u8]) -> [u8; TAG_BYTES] {
     let mut mac = HmacSha256::new_from_slice(mac_key).expect("HMAC takes a key of any length");
     mac.update(b"chatd compile-cache entry v1\0");
-    mac.update(key(engine, wasm).as_bytes());
+    mac.update(key(engine, digest).as_bytes());
     mac.update(code);
     mac.finalize().into_bytes().into()
 }
@@ -187,12 +191,13 @@ pub fn compile(engine: &Engine, id: &str, wasm: &[u8]) -> Result<Component, Load
     })
 }
 
-/// An entry's name: the hex SHA-256 of the source and of the engine's compatibility hash.
-fn key(engine: &Engine, wasm: &[u8]) -> String {
+/// An entry's name: the hex SHA-256 of the source's SHA-256 and of the engine's compatibility
+/// hash.
+fn key(engine: &Engine, source: &[u8; 32]) -> String {
     let mut build = std::collections::hash_map::DefaultHasher::new();
     engine.precompile_compatibility_hash().hash(&mut build);
     let mut digest = Sha256::new();
-    digest.update(wasm);
+    digest.update(source);
     digest.update(build.finish().to_le_bytes());
     digest
         .finalize()
@@ -240,11 +245,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = CompileCache::new(dir.path().join("cache"));
         let (_, origin) = cache
-            .load(&engine, "empty", EMPTY_COMPONENT, false)
+            .load(&engine, "empty", EMPTY_COMPONENT, false, None)
             .unwrap();
         assert_eq!(origin, Origin::Compiled);
         let (_, origin) = cache
-            .load(&engine, "empty", EMPTY_COMPONENT, false)
+            .load(&engine, "empty", EMPTY_COMPONENT, false, None)
             .unwrap();
         assert_eq!(origin, Origin::Cache);
 
@@ -256,12 +261,12 @@ mod tests {
             .path();
         std::fs::write(&entry, b"not native code").unwrap();
         let (_, origin) = cache
-            .load(&engine, "empty", EMPTY_COMPONENT, false)
+            .load(&engine, "empty", EMPTY_COMPONENT, false, None)
             .unwrap();
         assert_eq!(origin, Origin::Compiled);
         assert_eq!(
             cache
-                .load(&engine, "empty", EMPTY_COMPONENT, false)
+                .load(&engine, "empty", EMPTY_COMPONENT, false, None)
                 .unwrap()
                 .1,
             Origin::Cache
@@ -285,8 +290,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let secret = Secret::new("k".repeat(32));
         let cache = CompileCache::new(dir.path()).keyed(Some(&secret));
-        let load =
-            |cache: &CompileCache, wasm: &[u8]| cache.load(&engine, "p", wasm, true).unwrap().1;
+        let load = |cache: &CompileCache, wasm: &[u8]| {
+            cache.load(&engine, "p", wasm, true, None).unwrap().1
+        };
         assert_eq!(load(&cache, EMPTY_COMPONENT), Origin::Compiled);
         assert_eq!(load(&cache, EMPTY_COMPONENT), Origin::Cache);
         assert_eq!(load(&cache, OTHER_COMPONENT), Origin::Compiled);
@@ -303,7 +309,9 @@ mod tests {
         let mut changed = std::fs::read(&a).unwrap();
         *changed.last_mut().unwrap() ^= 1;
         std::fs::write(&a, &changed).unwrap();
-        let which = if key(&engine, EMPTY_COMPONENT) < key(&engine, OTHER_COMPONENT) {
+        let which = if key(&engine, &Sha256::digest(EMPTY_COMPONENT).into())
+            < key(&engine, &Sha256::digest(OTHER_COMPONENT).into())
+        {
             EMPTY_COMPONENT
         } else {
             OTHER_COMPONENT
@@ -321,7 +329,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = CompileCache::new(dir.path());
         for _ in 0..2 {
-            let (_, origin) = cache.load(&engine, "p", EMPTY_COMPONENT, true).unwrap();
+            let (_, origin) = cache
+                .load(&engine, "p", EMPTY_COMPONENT, true, None)
+                .unwrap();
             assert_eq!(origin, Origin::Compiled);
         }
         assert!(entries(dir.path()).is_empty());
@@ -331,7 +341,7 @@ mod tests {
     fn garbage_is_a_compile_error_naming_the_plugin() {
         let engine = Engine::new(wasmtime::Config::new().wasm_component_model(true)).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        match CompileCache::new(dir.path()).load(&engine, "junk", b"\0asm nope", false) {
+        match CompileCache::new(dir.path()).load(&engine, "junk", b"\0asm nope", false, None) {
             Err(LoadError::Compile { id, .. }) => assert_eq!(id, "junk"),
             other => panic!("{:?}", other.map(|(_, o)| o)),
         }

@@ -1,5 +1,6 @@
 //! What each world's linker starts from: the WASI subset Rust's std needs (io, cli, clocks,
-//! random) and the chatd imports every world has; a world adds its own in `worlds/`. Filesystem and sockets are deliberately not linked.
+//! random) and the chatd imports every world has; a world adds its own in `worlds/`. Filesystem
+//! and sockets are deliberately not linked, except for a plugin granted `files` ([`files`]).
 
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -64,6 +65,25 @@ fn chatd_imports(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
     http::add_to_linker::<PluginState, HttpHost>(linker, PluginState::http)?;
     log::add_to_linker::<PluginState, LogHost>(linker, PluginState::log)?;
     config::add_to_linker::<PluginState, ConfigHost>(linker, PluginState::config)?;
+    Ok(())
+}
+
+/// What a plugin granted `files` links besides its world's imports: the session's folder as
+/// `wasi:filesystem`, and `wasi:sockets`, which CPython imports, answering every use with
+/// `access-denied` (`state.rs` allows no TCP, UDP or name lookup).
+pub fn files(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
+    use wasmtime_wasi::p2::bindings::sockets;
+    use wasmtime_wasi::sockets::{WasiSockets, WasiSocketsView};
+    crate::plugins::capabilities::files::host::add_to_linker(linker, PluginState::files)?;
+    let l = linker;
+    let view = <PluginState as WasiSocketsView>::sockets;
+    sockets::tcp::add_to_linker::<PluginState, WasiSockets>(l, view)?;
+    sockets::udp::add_to_linker::<PluginState, WasiSockets>(l, view)?;
+    sockets::udp_create_socket::add_to_linker::<PluginState, WasiSockets>(l, view)?;
+    sockets::tcp_create_socket::add_to_linker::<PluginState, WasiSockets>(l, view)?;
+    sockets::instance_network::add_to_linker::<PluginState, WasiSockets>(l, view)?;
+    sockets::network::add_to_linker::<PluginState, WasiSockets>(l, &Default::default(), view)?;
+    sockets::ip_name_lookup::add_to_linker::<PluginState, WasiSockets>(l, view)?;
     Ok(())
 }
 

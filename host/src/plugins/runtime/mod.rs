@@ -9,6 +9,7 @@ pub mod cache;
 pub mod engine;
 pub mod linker;
 pub mod records;
+pub mod session;
 pub mod state;
 
 use std::pin::Pin;
@@ -25,18 +26,22 @@ use state::PluginState;
 
 pub use cache::compile;
 
-/// The WASI interfaces chatd never links (files, sockets, HTTP of its own), named when a
+/// The WASI interfaces chatd does not link (files, sockets, HTTP of its own), named when a
 /// component imports one: the one line says what it imports and how its toolchain leaves it out.
+/// `files`: the plugin holds the `files` grant, whose filesystem and (refusing) sockets are
+/// linked ([`linker::files`]).
 pub(crate) fn unlinked_wasi(
     engine: &Engine,
     component: &wasmtime::component::Component,
+    files: bool,
 ) -> Option<String> {
     const NEVER: [&str; 3] = ["wasi:filesystem/", "wasi:sockets/", "wasi:http/"];
+    let never = if files { &NEVER[2..] } else { &NEVER[..] };
     let ty = component.component_type();
     let name = ty
         .imports(engine)
         .map(|(name, _)| name)
-        .find(|name| NEVER.iter().any(|prefix| name.starts_with(prefix)))?;
+        .find(|name| never.iter().any(|prefix| name.starts_with(prefix)))?;
     Some(format!(
         "it imports {name}, which chatd never links: a plugin gets no files, sockets or network \
          of its own. Build Python with `componentize-py --stub-wasi`, JavaScript with \
@@ -144,7 +149,7 @@ impl Core {
             });
         }
         let id = manifest.id.clone();
-        if let Some(reason) = unlinked_wasi(engine, component) {
+        if let Some(reason) = unlinked_wasi(engine, component, caps.files.is_some()) {
             return Err(LoadError::Link { id, reason });
         }
         let link_error = LoadError::link(&id);

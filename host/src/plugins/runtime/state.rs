@@ -4,8 +4,9 @@
 //! The WASI context exists only because Rust's std for `wasm32-wasip2` imports a few WASI
 //! interfaces at startup (io streams, cli environment and stdio, clocks, random). Only those are
 //! linked ([`crate::plugins::runtime::linker`]); they see no environment variables, no arguments, empty stdin, a
-//! stdout that goes nowhere, and a stderr the host keeps for the log and for trap messages. Filesystem and sockets are never linked, so a component that
-//! imports them does not load.
+//! stdout that goes nowhere, and a stderr the host keeps for the log and for trap messages. Filesystem and sockets are not linked, so a component that
+//! imports them does not load; the bundled interpreter alone gets its session's folder as its
+//! filesystem (`capabilities/files`) and sockets that refuse every use.
 
 use std::sync::Arc;
 
@@ -16,6 +17,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use crate::plugins::bindings::provider::chatd::plugin::provider_types::TurnEvent;
 use crate::plugins::capabilities::Capabilities;
 use crate::plugins::capabilities::config::host::ConfigView;
+use crate::plugins::capabilities::files::host::FilesView;
+use crate::plugins::capabilities::files::tree::Folder;
 use crate::plugins::capabilities::http::host::HttpView;
 use crate::plugins::capabilities::log::host::LogView;
 use crate::plugins::capabilities::ssh::host::SshView;
@@ -44,6 +47,9 @@ pub struct Limiter {
     memory_peak: usize,
     /// A growth past the cap was refused since [`Limiter::take_cap_hit`] last looked.
     cap_hit: bool,
+    /// Refuse a growth past a cap as the guest's allocator expects (`memory.grow` answers -1)
+    /// rather than trapping: a session's interpreter then raises `MemoryError` and lives on.
+    pub quiet: bool,
 }
 
 impl Limiter {
@@ -55,6 +61,16 @@ impl Limiter {
     /// The most memory the store's instances held at once, in bytes.
     pub fn memory_peak(&self) -> usize {
         self.memory_peak
+    }
+
+    /// The memory the store's instances hold now, in bytes.
+    pub fn memory_used(&self) -> usize {
+        self.memory_used
+    }
+
+    /// The peak is counted again from what is held now (a session's next call).
+    pub fn reset_peak(&mut self) {
+        self.memory_peak = self.memory_used;
     }
 
     /// More than half the memory cap is in use: a long-lived instance should make way for a
@@ -86,6 +102,9 @@ impl wasmtime::ResourceLimiter for Limiter {
         let after = self.memory_used - current.min(self.memory_used) + desired;
         if after > self.memory_cap {
             self.cap_hit = true;
+            if self.quiet {
+                return Ok(false);
+            }
             wasmtime::bail!(
                 "forcing trap when growing memory to {desired} bytes: the plugin's memory \
                  limit is {} bytes",
@@ -95,6 +114,9 @@ impl wasmtime::ResourceLimiter for Limiter {
         let more = after.saturating_sub(self.memory_used);
         if self.total.take(more).is_err() {
             self.cap_hit = true;
+            if self.quiet {
+                return Ok(false);
+            }
             wasmtime::bail!(
                 "forcing trap when growing memory to {desired} bytes: all plugin instances \
                  together hold {} MiB, and CHATD_PLUGIN_MEMORY_TOTAL_MIB is {} MiB",
@@ -149,6 +171,9 @@ pub struct PluginState {
     pub(super) wasi: WasiCtx,
     /// Where a provider turn's events go (`turn-events.emit`); `None` outside a turn.
     pub events: Option<tokio::sync::mpsc::Sender<TurnEvent>>,
+    /// A session's folder, for a plugin granted `files` (`capabilities/files`); `None` gives
+    /// the guest no preopened directory.
+    pub folder: Option<Folder>,
     /// What the guest writes to stderr during the call (Rust panics write their message there).
     stderr: MemoryOutputPipe,
 }
@@ -172,11 +197,20 @@ impl PluginState {
                 total,
                 memory_peak: 0,
                 cap_hit: false,
+                quiet: false,
             },
             open_responses: 0,
             log_lines: 0,
             events: None,
-            wasi: WasiCtxBuilder::new().stderr(stderr.clone()).build(),
+            folder: None,
+            // Sockets are linked only for the interpreter (whose CPython imports them) and are
+            // refused to it as to everyone: no TCP, no UDP, no name lookups.
+            wasi: WasiCtxBuilder::new()
+                .stderr(stderr.clone())
+                .allow_tcp(false)
+                .allow_udp(false)
+                .allow_ip_name_lookup(false)
+                .build(),
             stderr,
         }
     }
@@ -218,6 +252,13 @@ impl PluginState {
     pub fn config(&mut self) -> ConfigView<'_> {
         ConfigView {
             values: &self.caps.config,
+        }
+    }
+
+    pub fn files(&mut self) -> FilesView<'_> {
+        FilesView {
+            folder: self.folder.as_ref(),
+            table: &mut self.table,
         }
     }
 

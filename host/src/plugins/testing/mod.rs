@@ -78,6 +78,7 @@ impl TestHost {
                 wasm: wasm.into(),
                 source: Source::File("plugin-under-test.wasm".into()),
                 manifest_beside: true,
+                sha256: None,
             })
             .await
     }

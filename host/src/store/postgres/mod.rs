@@ -116,7 +116,7 @@ impl PgStore {
         &self.pool
     }
 
-    async fn tx(&self) -> Result<sqlx::Transaction<'_, sqlx::Postgres>> {
+    pub(in crate::store) async fn tx(&self) -> Result<sqlx::Transaction<'_, sqlx::Postgres>> {
         Ok(self.pool.begin().await?)
     }
 }

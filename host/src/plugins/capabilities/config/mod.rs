@@ -3,7 +3,7 @@
 //! [`grant`]:
 //!
 //! - host settings a manifest asks for by name in `grants.config` (the web search engine, the
-//!   agent model, the title model): [`HOST_SETTINGS`];
+//!   agent model, the title model, the interpreter's limits): [`HOST_SETTINGS`];
 //! - the base URLs of the plugin's services, which [`crate::egress::reach::Reach`] adds;
 //! - the settings the plugin declares in its manifest (`settings`), with the operator's values
 //!   from `[plugins.ID.settings]` (`ID` being the id it runs under) or their declared defaults.
@@ -20,7 +20,18 @@ use crate::config::file::SettingValue;
 use crate::plugins::manifest::{Manifest, SettingSpec, SettingType};
 
 /// The host settings a plugin may ask to read (`grants.config`).
-pub const HOST_SETTINGS: &[&str] = &["chat_web_search_engine", "agent_model", "title_model"];
+pub const HOST_SETTINGS: &[&str] = &[
+    "chat_web_search_engine",
+    "agent_model",
+    "title_model",
+    // The interpreter's limits (`config/python.rs`), which its description states.
+    "python_timeout_ms",
+    "python_memory_mib",
+    "python_idle_minutes",
+    "python_output_chars",
+    "python_max_file_mib",
+    "python_max_files_per_call",
+];
 
 /// A plugin's readable settings, and what the log should say about the operator's values.
 pub struct SettingsGrant {

@@ -179,6 +179,19 @@ impl Refs {
             .collect()
     }
 
+    /// What `text` stands for, if it is one of this table's tokens; else `text` itself (the
+    /// tool loop reads a transcript's attachments back for the interpreter's folder).
+    pub fn resolve<'a>(&'a self, text: &'a str) -> &'a str {
+        let index = text
+            .strip_prefix(self.prefix.as_str())
+            .and_then(|rest| rest.strip_suffix('@'))
+            .and_then(|n| n.parse::<usize>().ok());
+        match index.and_then(|i| self.values.get(i)) {
+            Some(Held::Raw(value) | Held::Text(value)) => value,
+            None => text,
+        }
+    }
+
     fn hold(&mut self, value: Held) -> String {
         self.values.push(value);
         format!("{}{}@", self.prefix, self.values.len() - 1)
@@ -285,6 +298,10 @@ mod tests {
             token.starts_with("@chatd:") && token.ends_with('@'),
             "{token}"
         );
+        // Read back where the host needs the value itself; anything else is itself.
+        assert_eq!(refs.resolve(token), big);
+        assert_eq!(refs.resolve("short stays"), "short stays");
+        assert_eq!(refs.resolve("@chatd:other:0@"), "@chatd:other:0@");
         let ContentPart::Image(image) = &messages[0].content[2] else {
             unreachable!()
         };
