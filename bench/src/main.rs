@@ -20,6 +20,10 @@
 //! `cargo run --release -p bench -- body` measures the server's peak memory for a 32 MB request
 //! of images, the largest the contract allows (see `body.rs`).
 //!
+//! `cargo run --release -p bench -- python` measures the `python` tool's interpreter beside a
+//! plain Python tool plugin: a new session's first run, a warm run, memory per idle session,
+//! sessions at once (see `python.rs`).
+//!
 //! `cargo run --release -p bench -- instances --database-url postgres://…` runs two servers on
 //! one PostgreSQL database: attach and the lag of live events on the other instance, and live
 //! streams split over both (see `instances.rs`).
@@ -34,6 +38,7 @@ mod mcp;
 mod mcp_served;
 mod plugins;
 mod proxy;
+mod python;
 mod telemetry;
 /// The providers' streamed wires, shared with the black-box tests (which use all of it).
 #[allow(dead_code)]
@@ -113,9 +118,10 @@ fn main() -> anyhow::Result<()> {
         Some("instances") => instances::run(instances::parse(&args[1..])?),
         Some("mcp") => mcp::run(&args[1..]),
         Some("languages") => languages::run(languages::parse(&args[1..])?),
+        Some("python") => python::run(python::parse(&args[1..])?),
         _ => {
             eprintln!(
-                "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
                 usage(),
                 plugins::usage(),
                 chat::usage(),
@@ -123,7 +129,8 @@ fn main() -> anyhow::Result<()> {
                 body::usage(),
                 instances::usage(),
                 mcp::usage(),
-                languages::usage()
+                languages::usage(),
+                python::usage()
             );
             std::process::exit(2);
         }

@@ -122,10 +122,15 @@ async fn binary_starts_with_no_environment() {
     // Only PORT=0 is set, so parallel tests cannot collide on 8787; everything else is default.
     let process = Process::start(dir.path(), &[("PORT", "0")]);
     let loaded = process.line_with("plugins loaded");
-    // The devbox tools are bundled but, not enabled here, neither compiled nor served.
+    // The devbox tools are bundled but, not enabled here, neither compiled nor served; the
+    // interpreter, which no cache holds yet, compiles after the server listens.
     let bundled = chatd::plugins::loading::embedded::BUNDLED.len() - 2;
     assert!(
-        loaded.contains(&format!("{bundled} plugins loaded in")),
+        loaded.contains(&format!("{} plugins loaded in", bundled - 1)),
+        "{loaded}"
+    );
+    assert!(
+        loaded.contains("the python tool's interpreter is compiling in the background"),
         "{loaded}"
     );
     assert!(
@@ -149,6 +154,17 @@ async fn binary_starts_with_no_environment() {
     assert!(
         dir.path().join("data/chatd.db").is_file(),
         "the default database is created under ./data"
+    );
+    let mut process = process;
+    let compiled = process.wait_for("compiled in the background");
+    assert!(compiled.contains("python_interpreter"), "{compiled}");
+    let res = reqwest::get(format!("{}/ready", process.base))
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::OK,
+        "ready once the interpreter is"
     );
     let (stdout, _) = process.stop();
     assert!(stdout.contains("chatd stopped"), "{stdout}");

@@ -328,6 +328,23 @@ async fn the_python_tool_runs_on_mcp_each_call_in_a_session_of_its_own() {
         body["value"], "{3: 1, 5: 1, 17: 1, 257: 1, 641: 1, 65537: 1, 6700417: 1}",
         "{body}"
     );
+    // A PNG the code writes comes back as MCP image content (nothing is kept: there is no
+    // chat); a file of another type is only named.
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+    let code = format!(
+        "import base64\nopen('dot.png', 'wb').write(base64.b64decode('{png}'))\n\
+         open('notes.txt', 'w').write('n')"
+    );
+    let drawn = sdk_call(&python, &url, "python", json!({ "code": code })).await;
+    let content = drawn["result"]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 2, "{drawn}");
+    assert_eq!(content[1]["type"], "image");
+    assert_eq!(content[1]["mimeType"], "image/png");
+    assert_eq!(content[1]["data"], png);
+    assert!(
+        content[0]["text"].as_str().unwrap().contains("notes.txt"),
+        "{drawn}"
+    );
     let second = sdk_call(&python, &url, "python", json!({"code": "kept"})).await;
     assert_eq!(second["result"]["isError"], true, "{second}");
     assert!(

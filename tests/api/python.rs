@@ -453,3 +453,84 @@ async fn written_files_are_kept_listed_served_and_deleted_with_the_chat() {
     let gone = download(&second, &files[1]["id"]).await.unwrap();
     assert_eq!(gone.status(), StatusCode::NOT_FOUND);
 }
+
+/// Sessions count against the memory all plugin instances share: with room for about two, a
+/// third chat's session ends the least recently used idle one instead of failing, and that
+/// chat's next call finds a new session (its globals gone).
+#[tokio::test]
+async fn idle_sessions_make_way_when_the_total_plugin_memory_runs_short() {
+    // What one session holds, measured on a server with room to spare.
+    let probe = model_script(&[Some("kept = 'a'\nkept"), None]).await;
+    let roomy = server_for(&probe, &[]).await;
+    let chat = roomy.new_chat(json!({})).await;
+    run_chat(&roomy, &chat, json!("Measure.")).await;
+    let one = object(&results_seen(&probe)[0])["memoryPeakMib"]
+        .as_f64()
+        .unwrap();
+    roomy.stop().await;
+    // Room for two sessions and a half.
+    let total = ((one * 2.5) as u64).max(64).to_string();
+    let upstream = model_script(&[
+        Some("kept = 'a'\nkept"),
+        None,
+        Some("kept = 'b'\nkept"),
+        None,
+        Some("kept = 'c'\nkept"),
+        None,
+        Some("'kept' in globals()"),
+        None,
+    ])
+    .await;
+    let server = server_for(&upstream, &["--chatd-plugin-memory-total-mib", &total]).await;
+    let chats = [
+        server.new_chat(json!({})).await,
+        server.new_chat(json!({})).await,
+        server.new_chat(json!({})).await,
+    ];
+    for chat in &chats {
+        run_chat(&server, chat, json!("Keep it.")).await;
+    }
+    run_chat(&server, &chats[0], json!("Still there?")).await;
+    let seen = results_seen(&upstream);
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    for (i, value) in ["'a'", "'b'", "'c'"].iter().enumerate() {
+        assert_eq!(object(&seen[i])["value"], *value, "{seen:?}");
+    }
+    assert_eq!(
+        object(&seen[3])["value"],
+        "False",
+        "the first chat's idle session made way: {seen:?}"
+    );
+}
+
+/// What code does with files works in the folder: folders made and removed (`shutil.rmtree`
+/// goes through folders opened read-only), appends, copies, renames, seeks, temporary files;
+/// the result lists what is there at the end that the call wrote.
+#[tokio::test]
+async fn ordinary_file_work_runs_in_the_folder() {
+    let code = "import os, shutil, pathlib, tempfile\n\
+        os.makedirs('out/deep', exist_ok=True)\n\
+        pathlib.Path('out/deep/a.txt').write_text('hello')\n\
+        with open('out/deep/a.txt', 'a') as f:\n    f.write(' world')\n\
+        shutil.copy('out/deep/a.txt', 'b.txt')\n\
+        os.rename('b.txt', 'c.txt')\n\
+        with open('c.txt', 'r+') as f:\n    f.seek(6)\n    f.write('WORLD')\n\
+        with tempfile.NamedTemporaryFile('w', delete=False, dir='.') as t:\n    t.write('tmp')\n\
+        os.remove(t.name)\n\
+        shutil.rmtree('out')\n\
+        (open('c.txt').read(), sorted(os.listdir('.')), os.path.exists('out'), os.path.getsize('c.txt'))";
+    let upstream = model_running(&[code]).await;
+    let server = server_for(&upstream, &[]).await;
+    let chat_id = server.new_chat(json!({})).await;
+    run_chat(&server, &chat_id, json!("Shuffle files.")).await;
+    let seen = results_seen(&upstream);
+    let result = object(&seen[0]);
+    assert_eq!(
+        result["value"], "('hello WORLD', ['c.txt'], False, 11)",
+        "{result}"
+    );
+    assert_eq!(
+        result["files"],
+        json!([{"name": "c.txt", "mimeType": "text/plain", "sizeBytes": 11}])
+    );
+}

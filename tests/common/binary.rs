@@ -42,7 +42,24 @@ impl Chatd {
             .spawn()
             .expect("spawn chatd");
         let lines = process::stdout_lines(&mut child);
-        let (base, startup) = process::listening_after(&lines);
+        let (base, mut startup) = process::listening_after(&lines);
+        // A first start compiles the interpreter after listening (no test's cache held it
+        // yet): the tests expect the tools a ready server offers, so wait for it.
+        if startup
+            .iter()
+            .any(|l| l.contains("interpreter is compiling in the background"))
+        {
+            loop {
+                let line = lines
+                    .recv_timeout(std::time::Duration::from_secs(300))
+                    .expect("the interpreter compiles within 5 minutes");
+                let done = line.contains("compiled in the background");
+                startup.push(line);
+                if done {
+                    break;
+                }
+            }
+        }
         Self {
             child,
             base,

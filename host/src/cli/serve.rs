@@ -45,10 +45,10 @@ pub async fn run(config: &Config, tracing: bool) -> ExitCode {
         snapshot.plugins.len(),
         started.elapsed().as_millis(),
         snapshot.plugins.iter().filter(|p| p.from_cache).count(),
-        if plugins.folder_loading() {
-            "; PLUGINS_DIR is loading in the background"
-        } else {
-            ""
+        match (plugins.folder_loading(), plugins.loading()) {
+            (true, _) => "; PLUGINS_DIR is loading in the background",
+            (false, Some(_)) => "; the python tool's interpreter is compiling in the background",
+            (false, None) => "",
         }
     );
     drop(snapshot);

@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 // Logging (`logging/setLevel`) is part of 2025-06-18 and 2025-11-25, the versions served here;
 // only the 2026-07-28 draft deprecates it.
-use crate::tools::python::CallContext;
+use crate::tools::python::{CallContext, Ran};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 #[allow(deprecated)]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
@@ -277,7 +279,7 @@ impl ServerHandler for Tools {
         let arguments = Value::Object(arguments).to_string();
         // Each call is a session of its own: /mcp has no conversation to keep one for.
         let result = match tool.run(&arguments, &CallContext::fresh()).await {
-            Ok(ran) => CallToolResult::success(vec![ContentBlock::text(ran.content)]),
+            Ok(ran) => CallToolResult::success(contents(ran)),
             Err(error) => failed(error),
         };
         Ok(result.into())
@@ -291,6 +293,21 @@ impl ServerHandler for Tools {
     ) -> Result<(), ErrorData> {
         Ok(())
     }
+}
+
+/// A tool's result as MCP content: its text, then the PNG and JPEG images it wrote (the python
+/// tool's charts) as `image` blocks, base64 as MCP has them; other files are named in the text.
+fn contents(ran: Ran) -> Vec<ContentBlock> {
+    let mut blocks = vec![ContentBlock::text(ran.content)];
+    for file in ran.files {
+        if matches!(file.mime_type, "image/png" | "image/jpeg") {
+            blocks.push(ContentBlock::image(
+                STANDARD.encode(&file.bytes),
+                file.mime_type,
+            ));
+        }
+    }
+    blocks
 }
 
 #[cfg(test)]

@@ -80,10 +80,7 @@ pub async fn health() -> Json<HealthResponse> {
     responses((status = 200, body = HealthResponse),
               (status = 503, body = ErrorBody, description = "the database is unavailable, or this instance does not hold its lease on it")))]
 pub async fn ready(State(state): State<AppState>) -> ApiResult<Json<HealthResponse>> {
-    let plugins = state.plugins.folder_loading().then(|| {
-        "the plugins in PLUGINS_DIR are still loading (compiling); their tools are not served yet"
-            .to_string()
-    });
+    let plugins = state.plugins.loading().map(str::to_string);
     match state.ready.missing().or(plugins) {
         None => Ok(Json(HealthResponse { ok: true })),
         Some(why) => Err(super::error::ApiError::new(

@@ -294,6 +294,15 @@ impl Loader {
         })
     }
 
+    /// Whether the compile cache holds `package`'s compiled code (its digest known in advance:
+    /// a bundled plugin), so loading it takes no compiling.
+    pub fn is_cached(&self, package: &Package) -> bool {
+        match (&self.cache, package.sha256) {
+            (Some(cache), Some(digest)) => cache.holds(&self.engine, &digest),
+            _ => false,
+        }
+    }
+
     /// Compiling is seconds of CPU work: it runs on the blocking pool, never on a runtime worker.
     async fn compile(
         &self,

@@ -54,6 +54,9 @@ pub struct PluginHost {
     config_watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// PLUGINS_DIR's first load is still running ([`Self::start_in_background`]).
     folder_loading: AtomicBool,
+    /// The bundled interpreter is compiling after the server started listening (a first boot:
+    /// [`Self::start_in_background`]).
+    interpreter_loading: AtomicBool,
     /// Which folder files may load (the lock file, the operator's signing keys).
     trust: Trust,
 }
@@ -85,9 +88,18 @@ impl PluginHost {
     /// first scan publishes it; [`Self::folder_loading`] says until when. The one exception:
     /// when the configuration file declares a provider on an adapter only a folder plugin
     /// offers, the folder loads first, so such a file is still refused at startup.
+    ///
+    /// The bundled interpreter is compiled in a task too when the compile cache does not hold
+    /// it (a first boot: 54 MB of Python take seconds of Cranelift); the `python` tool is
+    /// offered once it is, and [`Self::loading`] says until when.
     pub async fn start_in_background(config: &Config) -> Result<Arc<Self>, LoadError> {
-        let host = Self::from_config_with(config, false).await?;
+        let (host, deferred) = Self::from_config_deferring(config, false).await?;
         host.watch(config)?;
+        if !deferred.is_empty() {
+            host.interpreter_loading.store(true, Ordering::Relaxed);
+            let host = host.clone();
+            tokio::spawn(async move { host.load_deferred(deferred).await });
+        }
         if host.dir().is_some() {
             host.folder_loading.store(true, Ordering::Relaxed);
             let host = host.clone();
@@ -121,6 +133,44 @@ impl PluginHost {
     /// Whether PLUGINS_DIR's first load is still running (`/ready` waits for it).
     pub fn folder_loading(&self) -> bool {
         self.folder_loading.load(Ordering::Relaxed)
+    }
+
+    /// What is still loading after the server started listening, if anything (`/ready` waits
+    /// for it).
+    pub fn loading(&self) -> Option<&'static str> {
+        if self.folder_loading() {
+            return Some(
+                "the plugins in PLUGINS_DIR are still loading (compiling); their tools are not \
+                 served yet",
+            );
+        }
+        self.interpreter_loading
+            .load(Ordering::Relaxed)
+            .then_some("the python tool's interpreter is still compiling (a first start)")
+    }
+
+    /// Loads bundled packages left for after the start, adds them to the bundled plugins and
+    /// publishes them. One that fails is logged: the rest of chatd serves on.
+    async fn load_deferred(self: Arc<Self>, deferred: Vec<Package>) {
+        for package in deferred {
+            let started = std::time::Instant::now();
+            match self.loader.load(package).await {
+                Ok(plugin) => {
+                    tracing::info!(
+                        plugin = plugin.id(),
+                        "compiled in the background in {} ms",
+                        started.elapsed().as_millis()
+                    );
+                    self.bundled
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(Arc::new(plugin));
+                }
+                Err(e) => tracing::error!("a bundled plugin did not load: {e}"),
+            }
+        }
+        self.scan(false).await;
+        self.interpreter_loading.store(false, Ordering::Relaxed);
     }
 
     /// How many of the serving plugins came from PLUGINS_DIR.
@@ -198,6 +248,20 @@ impl PluginHost {
     /// [`Self::from_config`]; the folder is read only when `scan_folder` is set (or a declared
     /// provider's adapter is not among the bundled plugins').
     async fn from_config_with(config: &Config, scan_folder: bool) -> Result<Arc<Self>, LoadError> {
+        let (host, deferred) = Self::from_config_deferring(config, scan_folder).await?;
+        if !deferred.is_empty() {
+            // Not a server start: whoever asked waits for all of it.
+            host.clone().load_deferred(deferred).await;
+        }
+        Ok(host)
+    }
+
+    /// [`Self::from_config_with`], leaving out (and returning) the bundled interpreter when
+    /// `scan_folder` is unset (a server start) and the compile cache does not hold it.
+    async fn from_config_deferring(
+        config: &Config,
+        scan_folder: bool,
+    ) -> Result<(Arc<Self>, Vec<Package>), LoadError> {
         let engine = crate::plugins::runtime::engine::new_engine()
             .map_err(|e| LoadError::Engine(format!("{e:#}")))?;
         let file = match &config.config {
@@ -226,9 +290,18 @@ impl PluginHost {
             (config.plugin_memory_total_mib() as usize).saturating_mul(1 << 20),
         ));
         let trust = Trust::from_config(config).map_err(LoadError::Config)?;
+        let (mut packages, mut deferred) = (crate::plugins::loading::embedded::packages(), vec![]);
+        if !scan_folder {
+            let slow = |p: &Package| {
+                crate::plugins::manifest::Manifest::parse(&p.manifest_json)
+                    .is_ok_and(|m| m.id == crate::plugins::builtin::INTERPRETER)
+                    && !loader.is_cached(p)
+            };
+            (deferred, packages) = packages.into_iter().partition(slow);
+        }
         let host = Self::load_with(
             loader,
-            crate::plugins::loading::embedded::packages(),
+            packages,
             config.plugins_dir.clone(),
             Some(config.clone()),
             scan_folder,
@@ -244,7 +317,7 @@ impl PluginHost {
         if let Some(file) = file {
             host.config_file.send_replace(Some(Arc::new(file)));
         }
-        Ok(host)
+        Ok((host, deferred))
     }
 
     /// Loads `bundled` (all must load: a bundled plugin that does not is a bug of this build)
@@ -308,6 +381,7 @@ impl PluginHost {
             watcher: Mutex::new(None),
             config_watcher: Mutex::new(None),
             folder_loading: AtomicBool::new(false),
+            interpreter_loading: AtomicBool::new(false),
             trust,
         });
         host.scan(scan_folder).await;

@@ -138,6 +138,16 @@ impl CompileCache {
         Ok((component, Origin::Compiled))
     }
 
+    /// Whether an entry for the source of SHA-256 `digest` is on disk (not whether it loads).
+    pub fn holds(&self, engine: &Engine, digest: &[u8; 32]) -> bool {
+        let name = key(engine, digest);
+        let file = match &self.key {
+            Some(_) => format!("{name}.mac.cwasm"),
+            None => format!("{name}.cwasm"),
+        };
+        self.dir.join(file).exists()
+    }
+
     /// The entry at `path`, if it may be loaded: with a key, read whole into memory and its MAC
     /// checked before one byte of it is mapped (what is checked is what is loaded).
     fn read(&self, engine: &Engine, path: &Path, digest: &[u8; 32]) -> Result<Component, String> {

@@ -3,6 +3,7 @@
 //! A store without the grant sees no preopened directory at all, so the interfaces link for
 //! any component but give it nothing.
 
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -92,6 +93,19 @@ impl FilesView<'_> {
         Ok(match &self.get(fd)?.node {
             Node::File(f) => Ok(f.clone()),
             Node::Dir(_) => Err(FsError::IsDirectory),
+        })
+    }
+
+    /// The file `fd` is and its folder's budget, when `fd` may write it.
+    fn writable(
+        &self,
+        fd: &Resource<Descriptor>,
+    ) -> wasmtime::Result<tree::FsResult<(tree::File, Arc<tree::Budget>)>> {
+        let d = self.get(fd)?;
+        Ok(match (&d.node, d.write) {
+            (Node::Dir(_), _) => Err(FsError::IsDirectory),
+            (Node::File(_), false) => Err(FsError::NotPermitted),
+            (Node::File(f), true) => Ok((f.clone(), d.budget.clone())),
         })
     }
 
@@ -224,15 +238,10 @@ impl types::HostDescriptor for FilesView<'_> {
     }
 
     fn set_size(&mut self, fd: Resource<Descriptor>, size: u64) -> Result<()> {
-        let file = match self.file(&fd)? {
-            Ok(f) => f,
-            Err(e) => return answer(Err(e)),
-        };
-        let d = self.get(&fd)?;
-        if !d.write {
-            return answer(Err(FsError::NotPermitted));
-        }
-        answer(tree::set_size(&file, &d.budget, size))
+        answer(
+            self.writable(&fd)?
+                .and_then(|(file, budget)| tree::set_size(&file, &budget, size)),
+        )
     }
 
     fn set_times(
@@ -250,23 +259,17 @@ impl types::HostDescriptor for FilesView<'_> {
         length: u64,
         offset: u64,
     ) -> Result<(Vec<u8>, bool)> {
-        let file = match self.file(&fd)? {
-            Ok(f) => f,
-            Err(e) => return answer(Err(e)),
-        };
-        Ok(Ok(tree::read_at(&file, length, offset)))
+        answer(
+            self.file(&fd)?
+                .map(|file| tree::read_at(&file, length, offset)),
+        )
     }
 
     fn write(&mut self, fd: Resource<Descriptor>, buffer: Vec<u8>, offset: u64) -> Result<u64> {
-        let file = match self.file(&fd)? {
-            Ok(f) => f,
-            Err(e) => return answer(Err(e)),
-        };
-        let d = self.get(&fd)?;
-        if !d.write {
-            return answer(Err(FsError::NotPermitted));
-        }
-        answer(tree::write_at(&file, &d.budget, &buffer, Some(offset)))
+        answer(
+            self.writable(&fd)?
+                .and_then(|(file, budget)| tree::write_at(&file, &budget, &buffer, Some(offset))),
+        )
     }
 
     fn read_directory(&mut self, fd: Resource<Descriptor>) -> Result<Resource<Entries>> {
@@ -349,8 +352,13 @@ impl types::HostDescriptor for FilesView<'_> {
         if matches!(node, Node::Dir(_)) && flags.contains(DescriptorFlags::WRITE) {
             return answer(Err(FsError::IsDirectory));
         }
-        let write =
-            d.write && flags.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY);
+        // A folder is as writable as the one it was opened from, whatever the flags (as under
+        // wasmtime-wasi's preopens: `shutil.rmtree` unlinks through folders opened read-only);
+        // a file only when opened for writing.
+        let write = match node {
+            Node::Dir(_) => d.write,
+            Node::File(_) => d.write && flags.contains(DescriptorFlags::WRITE),
+        };
         self.new_descriptor(node, write, &fd)
     }
 
@@ -419,17 +427,13 @@ impl FilesView<'_> {
         fd: Resource<Descriptor>,
         offset: Option<u64>,
     ) -> Result<Resource<DynOutputStream>> {
-        let file = match self.file(&fd)? {
-            Ok(f) => f,
+        let (file, budget) = match self.writable(&fd)? {
+            Ok(found) => found,
             Err(e) => return answer(Err(e)),
         };
-        let d = self.get(&fd)?;
-        if !d.write {
-            return answer(Err(FsError::NotPermitted));
-        }
         let stream: DynOutputStream = Box::new(Writer {
             file,
-            budget: d.budget.clone(),
+            budget,
             offset,
         });
         Ok(Ok(self.table.push(stream)?))
@@ -487,7 +491,7 @@ impl InputStream for Reader {
 /// (Python sees `OSError: [Errno 27] File too large`, or `No space left on device`).
 struct Writer {
     file: tree::File,
-    budget: std::sync::Arc<tree::Budget>,
+    budget: Arc<tree::Budget>,
     offset: Option<u64>,
 }
 
