@@ -15,8 +15,12 @@ ARG BUILD_IMAGE=docker.io/library/rust:1.95.0-slim-bookworm
 ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
 
 FROM ${BUILD_IMAGE} AS build
-# The bundled plugins are built for wasm32-wasip2 by host/build.rs.
-RUN rustup target add wasm32-wasip2
+# The bundled plugins are built for wasm32-wasip2 by host/build.rs; the Python interpreter with
+# componentize-py and its packages from PyPI, in a venv (host/build_python.rs).
+RUN rustup target add wasm32-wasip2 \
+ && apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p chatd && install -m 0755 target/release/chatd /chatd
