@@ -140,7 +140,7 @@ async fn sqlite_exported_and_imported_into_postgresql_reads_back_identical() {
     let stderr = String::from_utf8_lossy(&export.stderr);
     assert!(export.status.success(), "{stderr}");
     assert!(
-        stderr.contains("2 chats, 5 messages, 1 searches"),
+        stderr.contains("2 chats, 5 messages, 0 chat_files, 1 searches"),
         "{stderr}"
     );
     assert!(stderr.contains("2 llm_calls"), "{stderr}");
@@ -168,7 +168,7 @@ async fn sqlite_exported_and_imported_into_postgresql_reads_back_identical() {
     let stderr = String::from_utf8_lossy(&import.stderr);
     assert!(import.status.success(), "{stderr}");
     assert!(
-        stderr.contains("imported 2 chats, 5 messages, 1 searches"),
+        stderr.contains("imported 2 chats, 5 messages, 0 chat_files, 1 searches"),
         "{stderr}"
     );
 
