@@ -30,11 +30,6 @@ impl Kept {
     pub fn poisoned(&self) -> bool {
         self.poisoned
     }
-
-    /// The memory the session's instance holds now, in bytes.
-    pub fn memory(&self) -> usize {
-        self.store.data().limits.memory_used()
-    }
 }
 
 impl Core {

@@ -63,11 +63,6 @@ impl Limiter {
         self.memory_peak
     }
 
-    /// The memory the store's instances hold now, in bytes.
-    pub fn memory_used(&self) -> usize {
-        self.memory_used
-    }
-
     /// The peak is counted again from what is held now (a session's next call).
     pub fn reset_peak(&mut self) {
         self.memory_peak = self.memory_used;

@@ -56,11 +56,6 @@ impl ToolSession {
     pub fn poisoned(&self) -> bool {
         self.kept.poisoned()
     }
-
-    /// The memory its instance holds now, in bytes.
-    pub fn memory(&self) -> usize {
-        self.kept.memory()
-    }
 }
 
 impl ToolPlugin {

@@ -79,7 +79,6 @@ struct Entry {
 pub struct Sessions {
     entries: Mutex<HashMap<Id, Entry>>,
     running: Semaphore,
-    max_running: usize,
 }
 
 impl Sessions {
@@ -87,7 +86,6 @@ impl Sessions {
         Arc::new(Self {
             entries: Mutex::default(),
             running: Semaphore::new(max_concurrent_runs),
-            max_running: max_concurrent_runs,
         })
     }
 
@@ -97,11 +95,6 @@ impl Sessions {
             .acquire()
             .await
             .expect("the semaphore is never closed")
-    }
-
-    /// Calls that may run at once.
-    pub fn max_running(&self) -> usize {
-        self.max_running
     }
 
     /// The slot of `key`, made empty if it has none; `None` for [`SessionKey::Fresh`], whose

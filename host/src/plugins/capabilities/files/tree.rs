@@ -244,23 +244,18 @@ impl Folder {
     pub fn put(&self, name: &str, data: Vec<u8>) -> FsResult<()> {
         let root = self.root();
         // A file an earlier session wrote in a folder of its own comes back there.
-        let mut parent = String::new();
-        for part in name
-            .split('/')
-            .rev()
-            .skip(1)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
-            parent = if parent.is_empty() {
-                part.to_string()
-            } else {
-                format!("{parent}/{part}")
-            };
-            match create_dir(&root, &parent, false) {
-                Ok(()) | Err(FsError::Exists) => {}
-                Err(e) => return Err(e),
+        if let Some((folders, _)) = name.rsplit_once('/') {
+            let mut at = String::new();
+            for part in folders.split('/') {
+                at = if at.is_empty() {
+                    part.into()
+                } else {
+                    format!("{at}/{part}")
+                };
+                match create_dir(&root, &at, false) {
+                    Ok(()) | Err(FsError::Exists) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         let file = open(&root, name, Open::create_truncate(), false)?;
