@@ -28,6 +28,9 @@ mod mcp;
 mod mcp_server;
 mod mcp_tools;
 mod models_titles;
+mod openai;
+#[path = "../common/openai_sdk.rs"]
+mod openai_sdk;
 mod operator_cli;
 mod plugin_languages;
 mod plugin_memory;

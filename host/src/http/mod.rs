@@ -18,6 +18,7 @@ pub mod message_search;
 pub mod meta;
 pub mod metrics;
 pub mod middleware;
+pub mod openai;
 pub mod openapi;
 pub mod origin;
 pub mod paging;
@@ -259,7 +260,8 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
     let (routes, openapi) = api();
     let plugins = state.plugins.clone();
     let document = Arc::new(openapi);
-    let mut routes = routes.merge(web::routes());
+    // OpenAI's wire, outside the OpenAPI document (`openai/mod.rs`).
+    let mut routes = routes.merge(web::routes()).merge(openai::routes());
     if state.metrics != MetricsAccess::Off {
         routes = routes.route(metrics::PATH, get(metrics::scrape));
     }
@@ -292,7 +294,7 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
         )
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        // Outermost last: log → catch panics → body limit and idle timeout → CORS (preflights
+        // Outermost last: log → OpenAI's error shape → catch panics → body limit and idle timeout → CORS (preflights
         // answered here, before the token; an allowed page can read every refusal below) →
         // Host check → origin check → token check → handler.
         .layer(axum::middleware::from_fn_with_state(
@@ -324,6 +326,8 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
             },
         ))
         .layer(CatchPanicLayer::custom(middleware::panic_response))
+        // Every refusal above, on an `/openai/v1` path, in OpenAI's error shape.
+        .layer(axum::middleware::from_fn(openai::errors::reshape))
         .layer(axum::middleware::from_fn(middleware::log_request));
     Router::new()
         .merge(app.clone())

@@ -1,0 +1,181 @@
+//! OpenAI's error shape, `{"error": {"message", "type", "param", "code"}}`, on every status a
+//! `/openai/v1` path can answer: the handlers' own errors ([`OpenAiError`]) and, rewritten by
+//! [`reshape`], the `{message}` errors of the layers every route shares (the Host, origin and
+//! token checks, the body extractor's 408/413/415, the fallback's 404 and 405, a caught panic's
+//! 500). The official SDKs read `error.code` and `error.type` and choose their exception class
+//! from the status; a `{message}` body would reach their users as an unexplained error.
+
+use axum::Json;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::PREFIX;
+use crate::http::error::bounded;
+
+/// An error answered in OpenAI's shape.
+#[derive(Debug)]
+pub struct OpenAiError {
+    status: StatusCode,
+    message: String,
+    param: Option<String>,
+    code: Option<&'static str>,
+}
+
+impl OpenAiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            param: None,
+            code: default_code(status),
+        }
+    }
+
+    /// A 404 for a model no provider serves (`code: model_not_found`, as OpenAI's).
+    pub fn model_not_found(id: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "model: {} is not PROVIDER/MODEL of a model this server lists (GET {PREFIX}/models)",
+                crate::http::error::quoted(id)
+            ),
+        )
+        .param("model")
+        .code("model_not_found")
+    }
+
+    /// The request field the error is about.
+    pub fn param(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
+    }
+
+    pub fn code(mut self, code: &'static str) -> Self {
+        self.code = Some(code);
+        self
+    }
+}
+
+impl IntoResponse for OpenAiError {
+    fn into_response(self) -> Response {
+        let body = json!({
+            "error": {
+                "message": bounded(self.message),
+                "type": error_type(self.status),
+                "param": self.param,
+                "code": self.code,
+            }
+        });
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// OpenAI's `type` for a status.
+fn error_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 => "authentication_error",
+        403 => "permission_error",
+        429 => "rate_limit_error",
+        500..=599 => "api_error",
+        _ => "invalid_request_error",
+    }
+}
+
+/// The `code` an error of this status carries unless its handler names a closer one.
+fn default_code(status: StatusCode) -> Option<&'static str> {
+    Some(match status.as_u16() {
+        400 => "invalid_request",
+        401 => "invalid_api_key",
+        403 => "forbidden",
+        404 => "not_found",
+        405 => "method_not_allowed",
+        408 => "request_timeout",
+        413 => "request_too_large",
+        415 => "unsupported_media_type",
+        429 => "rate_limit_exceeded",
+        503 => "service_unavailable",
+        500..=599 => "server_error",
+        _ => return None,
+    })
+}
+
+/// The longest error body read back for rewriting; every `{message}` body is far shorter
+/// (messages are bounded), so a longer one is passed on as it came.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Middleware, outside every layer that can refuse a request: on a `/openai/v1` path, an error
+/// answered `{message}` leaves as [`OpenAiError`] with the same status, message and headers
+/// (`WWW-Authenticate`, `Retry-After`, and the log's cause in the extensions). A body already
+/// in OpenAI's shape, or a success, goes out untouched.
+pub async fn reshape(req: Request, next: Next) -> Response {
+    let ours = is_openai_path(req.uri().path());
+    let response = next.run(req).await;
+    let status = response.status();
+    if !ours || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_ERROR_BODY).await else {
+        let fallback = OpenAiError::new(status, "the error could not be read").into_response();
+        let (_, body) = fallback.into_parts();
+        return Response::from_parts(parts, body);
+    };
+    let message = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(value) if value.get("error").is_some_and(Value::is_object) => {
+            return Response::from_parts(parts, axum::body::Body::from(bytes));
+        }
+        Ok(value) => match value.get("message").and_then(Value::as_str) {
+            Some(message) => message.to_string(),
+            None => String::from_utf8_lossy(&bytes).into_owned(),
+        },
+        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
+    };
+    let (new, body) = OpenAiError::new(status, message)
+        .into_response()
+        .into_parts();
+    let mut parts = parts;
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        new.headers[header::CONTENT_TYPE].clone(),
+    );
+    Response::from_parts(parts, body)
+}
+
+/// Whether `path` (relative to the root or to `/api`) is under [`PREFIX`].
+fn is_openai_path(path: &str) -> bool {
+    path.strip_prefix(PREFIX)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_openai_types_and_codes() {
+        assert_eq!(error_type(StatusCode::UNAUTHORIZED), "authentication_error");
+        assert_eq!(error_type(StatusCode::NOT_FOUND), "invalid_request_error");
+        assert_eq!(
+            error_type(StatusCode::TOO_MANY_REQUESTS),
+            "rate_limit_error"
+        );
+        assert_eq!(error_type(StatusCode::SERVICE_UNAVAILABLE), "api_error");
+        assert_eq!(
+            default_code(StatusCode::UNAUTHORIZED),
+            Some("invalid_api_key")
+        );
+        assert_eq!(default_code(StatusCode::IM_A_TEAPOT), None);
+    }
+
+    #[test]
+    fn only_paths_under_the_prefix_are_reshaped() {
+        assert!(is_openai_path("/openai/v1"));
+        assert!(is_openai_path("/openai/v1/models"));
+        assert!(!is_openai_path("/openai/v10/models"));
+        assert!(!is_openai_path("/v1/models"));
+    }
+}

@@ -1,0 +1,22 @@
+//! OpenAI's wire under `/openai/v1` (and `/api/openai/v1`, as `/api` mirrors every route), so
+//! the clients people already use (the official SDKs, IDE agents, other front ends) reach
+//! chatd's providers: `docs/openai.md`. The routes sit behind the same Host, origin and token
+//! checks as every route; they are not in `/openapi.json` (OpenAI's own reference describes
+//! them), and their errors are OpenAI's shape rather than `{message}` ([`errors`]).
+
+pub mod errors;
+mod models;
+
+use axum::Router;
+use axum::routing::get;
+
+use super::AppState;
+
+/// The pinned prefix, relative to the root or to `/api`.
+pub const PREFIX: &str = "/openai/v1";
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(&format!("{PREFIX}/models"), get(models::list))
+        .route(&format!("{PREFIX}/models/{{*id}}"), get(models::retrieve))
+}

@@ -1,0 +1,40 @@
+"""The official OpenAI Python SDK against chatd's /openai/v1 (tests/api/openai.rs).
+
+usage: sdk.py BASE_URL COMMAND [ARG...], the token in OPENAI_API_KEY. Prints one JSON object:
+what the call returned, or the error the SDK raised (its class, status, type, code, param), so
+the test reads chatd's answers as the SDK's users do. The SDK's own retries are off.
+"""
+
+import json
+import sys
+
+import openai
+
+
+def run(client, command, args):
+    if command == "models":
+        return {"ids": [model.id for model in client.models.list()]}
+    if command == "retrieve":
+        model = client.models.retrieve(args[0])
+        return {"id": model.id, "object": model.object, "owned_by": model.owned_by}
+    raise SystemExit(f"unknown command {command}")
+
+
+def main():
+    base_url, command, *args = sys.argv[1:]
+    client = openai.OpenAI(base_url=base_url, max_retries=0, timeout=60)
+    try:
+        out = run(client, command, args)
+    except openai.APIStatusError as error:
+        out = {
+            "raised": type(error).__name__,
+            "status": error.status_code,
+            "type": error.type,
+            "code": error.code,
+            "param": error.param,
+            "message": error.message,
+        }
+    print(json.dumps(out))
+
+
+main()
