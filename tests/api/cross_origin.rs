@@ -11,8 +11,8 @@ use crate::support::{Options, TestServer};
 
 /// Sends `method path` with `headers` and `body` (no Content-Type unless a header sets it),
 /// with the server's token when `token` is given: the status, the headers and the body as JSON
-/// (`Null` when it is not JSON).
-async fn send(
+/// (`Null` when it is not JSON). Also `openai.rs`'s.
+pub(crate) async fn send(
     server: &TestServer,
     method: Method,
     path: &str,

@@ -8,6 +8,7 @@ use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use crate::cross_origin::send;
 use crate::openai_sdk::{python, python_sdk};
 use crate::support::{Options, TestServer, write_config};
 
@@ -115,31 +116,6 @@ async fn the_python_sdk_lists_and_retrieves_models_and_reads_refusals() {
     assert_eq!(aliased, listed);
 }
 
-/// Sends `method path` with `headers`, the token when `token`: the status, the headers and the
-/// JSON body.
-async fn send(
-    server: &TestServer,
-    method: Method,
-    path: &str,
-    headers: &[(&str, &str)],
-    token: bool,
-) -> (StatusCode, reqwest::header::HeaderMap, Value) {
-    let mut request = server
-        .client
-        .request(method, format!("{}{path}", server.base));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    if token {
-        request = request.bearer_auth(TOKEN);
-    }
-    let response = request.send().await.expect("request sent");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let body = response.json().await.expect("a JSON body");
-    (status, headers, body)
-}
-
 /// The refusals of the layers every route shares (token, origin, Host in token and open mode,
 /// the fallback's 404 and 405) come back in OpenAI's shape on the prefix, and as `{message}`
 /// everywhere else.
@@ -149,7 +125,8 @@ async fn the_shared_layers_refuse_in_openais_shape_on_the_prefix_only() {
     let (server, _files) = server(&upstream).await;
     let error = |body: &Value| body["error"].clone();
 
-    let (status, headers, body) = send(&server, Method::GET, "/openai/v1/models", &[], false).await;
+    let (status, headers, body) =
+        send(&server, Method::GET, "/openai/v1/models", &[], None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(headers["www-authenticate"], "Bearer");
     let refused = error(&body);
@@ -168,13 +145,22 @@ async fn the_shared_layers_refuse_in_openais_shape_on_the_prefix_only() {
         Method::POST,
         "/openai/v1/models",
         &cross_site,
-        true,
+        None,
+        Some(TOKEN),
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(error(&body)["type"], "permission_error", "{body}");
 
-    let (status, _, body) = send(&server, Method::GET, "/openai/v1/engines", &[], true).await;
+    let (status, _, body) = send(
+        &server,
+        Method::GET,
+        "/openai/v1/engines",
+        &[],
+        None,
+        Some(TOKEN),
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(error(&body)["code"], "not_found", "{body}");
     assert!(
@@ -185,7 +171,15 @@ async fn the_shared_layers_refuse_in_openais_shape_on_the_prefix_only() {
         "{body}"
     );
 
-    let (status, _, body) = send(&server, Method::DELETE, "/openai/v1/models", &[], true).await;
+    let (status, _, body) = send(
+        &server,
+        Method::DELETE,
+        "/openai/v1/models",
+        &[],
+        None,
+        Some(TOKEN),
+    )
+    .await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(error(&body)["type"], "invalid_request_error", "{body}");
 
@@ -194,7 +188,8 @@ async fn the_shared_layers_refuse_in_openais_shape_on_the_prefix_only() {
         Method::GET,
         "/openai/v1/models",
         &[("host", "bad!host")],
-        true,
+        None,
+        Some(TOKEN),
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -208,13 +203,21 @@ async fn the_shared_layers_refuse_in_openais_shape_on_the_prefix_only() {
     );
 
     // Elsewhere the contract's shape stays.
-    let (status, _, body) = send(&server, Method::GET, "/v1/models", &[], false).await;
+    let (status, _, body) = send(&server, Method::GET, "/v1/models", &[], None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(
         body["message"].is_string() && body.get("error").is_none(),
         "{body}"
     );
-    let (status, _, body) = send(&server, Method::GET, "/openai/v10/models", &[], true).await;
+    let (status, _, body) = send(
+        &server,
+        Method::GET,
+        "/openai/v10/models",
+        &[],
+        None,
+        Some(TOKEN),
+    )
+    .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(body["message"].is_string(), "{body}");
 
@@ -225,7 +228,8 @@ async fn the_shared_layers_refuse_in_openais_shape_on_the_prefix_only() {
         Method::GET,
         "/openai/v1/models",
         &[("host", "rebound.example")],
-        false,
+        None,
+        None,
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
