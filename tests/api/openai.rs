@@ -1,8 +1,9 @@
 //! The OpenAI-compatible front door, `/openai/v1` (`http/openai/`), with the official OpenAI
 //! Python SDK as the client (`tests/openai/sdk.py`): the models of every serving provider,
-//! declared ones too, as `PROVIDER/MODEL`; a model retrieved by that id; and every refusal on the
-//! prefix, the shared layers' included, in OpenAI's error shape, which the SDK turns into its
-//! own exception classes with their codes.
+//! declared ones too, as `PROVIDER/MODEL`; a model retrieved by that id; chat completions on
+//! every kind of provider, with chatd's own tools run on the server and an image part; and every
+//! refusal on the prefix, the shared layers' included, in OpenAI's error shape, which the SDK
+//! turns into its own exception classes with their codes.
 
 use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use reqwest::{Method, StatusCode};
@@ -234,4 +235,292 @@ async fn the_shared_layers_refuse_in_openais_shape_on_the_prefix_only() {
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(error(&body)["type"], "permission_error", "{body}");
+}
+
+const CHAT_TEXT: &str =
+    include_str!("../fixtures/upstream/openai_chat/04_nonstream_text.response.json");
+const RESPONSES_TEXT: &str =
+    include_str!("../fixtures/upstream/openai_responses/01_nonstream_text.response.json");
+const MESSAGES_TEXT: &str =
+    include_str!("../fixtures/upstream/anthropic_messages/01_nonstream_text.response.json");
+const PARALLEL_CALLS: &str =
+    include_str!("../fixtures/upstream/openai_chat/06_nonstream_parallel_tool_calls.response.json");
+
+/// Every built-in provider (a, b, c) and a declared one (`mine`, chat completions' wire) on
+/// `upstream`, with engine_a for `web_search`.
+async fn all_providers(upstream: &ScriptedUpstream) -> (TestServer, tempfile::TempDir) {
+    let url = upstream.url();
+    let files = tempfile::tempdir().unwrap();
+    let config = write_config(
+        files.path(),
+        &format!(
+            "[providers.mine]\nadapter = \"chat_completions\"\nbase_url = \"{url}/mine\"\n\
+             api_key = \"mine-key\"\nmodels = [\"meta-llama/llama-3.3-70b-instruct\"]\n"
+        ),
+    );
+    let mut args = Vec::new();
+    for (flag, value) in [
+        ("--provider-a-base-url", url.as_str()),
+        ("--provider-a-api-key", "a-key"),
+        ("--provider-b-base-url", &url),
+        ("--provider-b-api-key", "b-key"),
+        ("--provider-c-base-url", &url),
+        ("--provider-c-api-key", "c-key"),
+        ("--engine-a-base-url", &url),
+        ("--engine-a-api-key", "engine-key-never-shown"),
+    ] {
+        args.extend([flag.to_string(), value.to_string()]);
+    }
+    let server = TestServer::start_with(Options {
+        token: Some(TOKEN.into()),
+        args,
+        config: Some(config),
+        allow_private_networks: true,
+        ..Options::default()
+    })
+    .await;
+    (server, files)
+}
+
+fn hello() -> String {
+    json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hello"}
+    ])
+    .to_string()
+}
+
+/// A non-streaming chat completion on each built-in provider and a declared one, through the
+/// SDK: the reply's text, OpenAI's object, the usage; each upstream got the system prompt.
+#[tokio::test]
+async fn the_python_sdk_completes_on_every_provider() {
+    let Some(python) = python() else { return };
+    let upstream = ScriptedUpstream::start([
+        (
+            "POST /responses",
+            Reply::text(200, "application/json", RESPONSES_TEXT),
+        ),
+        (
+            "POST /messages",
+            Reply::text(200, "application/json", MESSAGES_TEXT),
+        ),
+        (
+            "POST /chat/completions",
+            Reply::text(200, "application/json", CHAT_TEXT),
+        ),
+        (
+            "POST /mine/chat/completions",
+            Reply::text(200, "application/json", CHAT_TEXT),
+        ),
+    ])
+    .await;
+    let (server, _files) = all_providers(&upstream).await;
+    let base = format!("{}/openai/v1", server.base);
+    let cases = [
+        (
+            "provider_a/gpt-4o-mini",
+            "Ahoy! How can I help you today?",
+            "/responses",
+        ),
+        ("provider_b/claude-haiku-4-5", "2 + 2 = 4", "/messages"),
+        (
+            "provider_c/grok-4",
+            "Hello! How can I assist you today?",
+            "/chat/completions",
+        ),
+        (
+            "mine/meta-llama/llama-3.3-70b-instruct",
+            "Hello! How can I assist you today?",
+            "/mine/chat/completions",
+        ),
+    ];
+    for (model, text, path) in cases {
+        let answer = python_sdk(&python, &base, TOKEN, &["chat", model, &hello()]).await;
+        assert_eq!(answer["content"], text, "{model}: {answer}");
+        assert_eq!(answer["object"], "chat.completion", "{answer}");
+        assert_eq!(answer["model"], model);
+        assert_eq!(answer["finish_reason"], "stop");
+        assert!(answer["id"].as_str().unwrap().starts_with("chatcmpl-"));
+        let usage = &answer["usage"];
+        assert!(
+            usage["total_tokens"].as_u64().unwrap() > 0,
+            "{model}: {usage}"
+        );
+        let sent = upstream
+            .requests()
+            .into_iter()
+            .find(|r| r.path == path)
+            .unwrap_or_else(|| panic!("{model}: nothing reached {path}"));
+        assert!(
+            String::from_utf8_lossy(&sent.body).contains("Be brief."),
+            "{model}: {}",
+            String::from_utf8_lossy(&sent.body)
+        );
+    }
+    // The declared model's own `/` went upstream whole.
+    let mine = upstream
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/mine/chat/completions")
+        .unwrap();
+    assert_eq!(mine.json()["model"], "meta-llama/llama-3.3-70b-instruct");
+    // No chat was made.
+    let (_, chats) = server.get("/v1/chats").await;
+    assert_eq!(chats["chats"], json!([]), "{chats}");
+}
+
+/// `chatd_tools: ["web_search"]` runs the search on the server: the engine gets its key from
+/// chatd, the model gets the results, the client gets the answer and never the key. An image
+/// part reaches the upstream as an image.
+#[tokio::test]
+async fn chatd_tools_run_on_the_server_and_images_reach_the_upstream() {
+    let Some(python) = python() else { return };
+    let mut calls: Value = serde_json::from_str(PARALLEL_CALLS).unwrap();
+    let tool_calls = calls["choices"][0]["message"]["tool_calls"]
+        .as_array_mut()
+        .unwrap();
+    tool_calls.truncate(1);
+    tool_calls[0]["function"] =
+        json!({"name": "web_search", "arguments": "{\"query\":\"UK capital\"}"});
+    let upstream = ScriptedUpstream::start([
+        ("POST /chat/completions", Reply::json(200, calls)),
+        ("POST /search", crate::live_replies::exa()),
+        (
+            "POST /chat/completions",
+            Reply::text(200, "application/json", CHAT_TEXT),
+        ),
+        (
+            "POST /chat/completions",
+            Reply::text(200, "application/json", CHAT_TEXT),
+        ),
+    ])
+    .await;
+    let (server, _files) = all_providers(&upstream).await;
+    let base = format!("{}/openai/v1", server.base);
+    let question = json!([{"role": "user", "content": "What is the UK's capital?"}]).to_string();
+    let answer = python_sdk(
+        &python,
+        &base,
+        TOKEN,
+        &[
+            "chat",
+            "provider_c/grok-4",
+            &question,
+            r#"{"chatd_tools": ["web_search"]}"#,
+        ],
+    )
+    .await;
+    assert_eq!(
+        answer["content"], "Hello! How can I assist you today?",
+        "{answer}"
+    );
+    assert!(!answer.to_string().contains("engine-key-never-shown"));
+    let search = upstream
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/search")
+        .expect("the engine was asked");
+    assert!(String::from_utf8_lossy(&search.body).contains("UK capital"));
+    let turns: Vec<Value> = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/chat/completions")
+        .map(|r| r.json())
+        .collect();
+    assert_eq!(
+        turns.len(),
+        2,
+        "a turn with the call, a turn with its result"
+    );
+    assert!(turns[1].to_string().contains("About A."), "{}", turns[1]);
+    assert!(!turns[0].to_string().contains("engine-key-never-shown"));
+
+    let png = crate::support::data_url("image/png", &crate::support::png_bytes(64));
+    let with_image = json!([{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": png}}
+    ]}])
+    .to_string();
+    let answer = python_sdk(
+        &python,
+        &base,
+        TOKEN,
+        &["chat", "provider_c/grok-4", &with_image],
+    )
+    .await;
+    assert_eq!(
+        answer["content"], "Hello! How can I assist you today?",
+        "{answer}"
+    );
+    let last = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/chat/completions")
+        .last()
+        .unwrap()
+        .json();
+    let sent = last["messages"].to_string();
+    assert!(
+        sent.contains("image_url") && sent.contains(&png[..60]),
+        "{sent}"
+    );
+}
+
+/// What the front door refuses, as the SDK reads it: each a `BadRequestError` or
+/// `NotFoundError` with its `code` and `param`.
+#[tokio::test]
+async fn refusals_name_the_parameter() {
+    let Some(python) = python() else { return };
+    let upstream = ScriptedUpstream::start(Vec::<(&str, Reply)>::new()).await;
+    let (server, _files) = all_providers(&upstream).await;
+    let base = format!("{}/openai/v1", server.base);
+    let cases = [
+        (
+            "provider_c/grok-4",
+            r#"{"top_p": 0.5}"#,
+            "BadRequestError",
+            "unsupported_parameter",
+            "top_p",
+        ),
+        (
+            "provider_c/grok-4",
+            r#"{"chatd_tools": ["nope"]}"#,
+            "BadRequestError",
+            "invalid_request",
+            "chatd_tools",
+        ),
+        (
+            "nowhere/m",
+            "{}",
+            "NotFoundError",
+            "model_not_found",
+            "model",
+        ),
+        ("grok-4", "{}", "NotFoundError", "model_not_found", "model"),
+    ];
+    for (model, extra, raised, code, param) in cases {
+        let answer = python_sdk(&python, &base, TOKEN, &["chat", model, &hello(), extra]).await;
+        assert_eq!(answer["raised"], raised, "{model} {extra}: {answer}");
+        assert_eq!(answer["code"], code, "{answer}");
+        assert_eq!(answer["param"], param, "{answer}");
+    }
+    let remote = json!([{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
+    ]}])
+    .to_string();
+    let answer = python_sdk(
+        &python,
+        &base,
+        TOKEN,
+        &["chat", "provider_c/grok-4", &remote],
+    )
+    .await;
+    assert_eq!(answer["raised"], "BadRequestError", "{answer}");
+    assert_eq!(answer["param"], "messages[0].content[0].image_url.url");
+    // Only the model lists were asked for.
+    let asked: Vec<String> = upstream.requests().into_iter().map(|r| r.method).collect();
+    assert!(
+        asked.iter().all(|m| m == "GET"),
+        "no completion went upstream: {asked:?}"
+    );
 }

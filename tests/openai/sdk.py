@@ -17,6 +17,21 @@ def run(client, command, args):
     if command == "retrieve":
         model = client.models.retrieve(args[0])
         return {"id": model.id, "object": model.object, "owned_by": model.owned_by}
+    if command == "chat":
+        # chat MODEL MESSAGES_JSON [EXTRA_BODY_JSON]: a non-streaming chat completion.
+        extra = json.loads(args[2]) if len(args) > 2 else None
+        completion = client.chat.completions.create(
+            model=args[0], messages=json.loads(args[1]), extra_body=extra
+        )
+        choice = completion.choices[0]
+        return {
+            "id": completion.id,
+            "object": completion.object,
+            "model": completion.model,
+            "content": choice.message.content,
+            "finish_reason": choice.finish_reason,
+            "usage": completion.usage.model_dump() if completion.usage else None,
+        }
     raise SystemExit(f"unknown command {command}")
 
 

@@ -22,7 +22,7 @@ use crate::runs::chat::{self, Completed, RunError, StreamError};
 use crate::runs::{RunKind, Stopped};
 use crate::vocabulary::Role;
 pub use request::CompletionRequest;
-use request::prepare;
+pub(in crate::http) use request::prepare;
 pub(crate) use request::provider_plugin;
 
 mod request;
@@ -50,7 +50,7 @@ pub struct CompletionResponse {
 }
 
 /// A completion without a reply, as the contract answers it.
-fn run_error(error: RunError) -> ApiError {
+pub(crate) fn run_error(error: RunError) -> ApiError {
     match error {
         RunError::Completion(e @ CompletionError::Provider { refused: true, .. }) => {
             ApiError::bad_request(e.to_string())

@@ -46,7 +46,7 @@ pub struct CompletionRequest {
     pub persist: Option<bool>,
 }
 
-pub(super) async fn prepare(
+pub(in crate::http) async fn prepare(
     state: &AppState,
     mut body: CompletionRequest,
     streaming: bool,

@@ -34,6 +34,11 @@ impl OpenAiError {
         }
     }
 
+    /// A 400 about the request's field `param`.
+    pub fn bad_request(param: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message).param(param)
+    }
+
     /// A 404 for a model no provider serves (`code: model_not_found`, as OpenAI's).
     pub fn model_not_found(id: &str) -> Self {
         Self::new(
@@ -56,6 +61,11 @@ impl OpenAiError {
     pub fn code(mut self, code: &'static str) -> Self {
         self.code = Some(code);
         self
+    }
+
+    /// The field the error names, if any.
+    pub fn param_name(&self) -> &str {
+        self.param.as_deref().unwrap_or_default()
     }
 }
 

@@ -4,11 +4,13 @@
 //! checks as every route; they are not in `/openapi.json` (OpenAI's own reference describes
 //! them), and their errors are OpenAI's shape rather than `{message}` ([`errors`]).
 
+mod chat;
+mod chat_request;
 pub mod errors;
 mod models;
 
 use axum::Router;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use super::AppState;
 
@@ -19,4 +21,5 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route(&format!("{PREFIX}/models"), get(models::list))
         .route(&format!("{PREFIX}/models/{{*id}}"), get(models::retrieve))
+        .route(&format!("{PREFIX}/chat/completions"), post(chat::complete))
 }
