@@ -140,18 +140,53 @@ async fn the_shared_layers_refuse_in_openais_shape_on_the_prefix_only() {
     );
     assert_eq!(body.as_object().unwrap().len(), 1, "only `error`: {body}");
 
-    let cross_site = [("origin", "https://evil.example")];
+    let completion =
+        r#"{"model":"provider_b/claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}"#;
+    let cross_site = [
+        ("origin", "https://evil.example"),
+        ("content-type", "application/json"),
+    ];
     let (status, _, body) = send(
         &server,
         Method::POST,
-        "/openai/v1/models",
+        "/openai/v1/chat/completions",
         &cross_site,
-        None,
+        Some(completion),
         Some(TOKEN),
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(error(&body)["type"], "permission_error", "{body}");
+    // The body extractor's refusal: a body not declared JSON.
+    let (status, _, body) = send(
+        &server,
+        Method::POST,
+        "/openai/v1/chat/completions",
+        &[("content-type", "text/plain")],
+        Some(completion),
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(error(&body)["code"], "unsupported_media_type", "{body}");
+    // And its refusal of a body that is not the request: the rule named, in OpenAI's shape.
+    let (status, _, body) = send(
+        &server,
+        Method::POST,
+        "/openai/v1/chat/completions",
+        &[("content-type", "application/json")],
+        Some(r#"{"model":"provider_b/claude-haiku-4-5"}"#),
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        error(&body)["message"]
+            .as_str()
+            .unwrap()
+            .contains("messages"),
+        "{body}"
+    );
 
     let (status, _, body) = send(
         &server,
@@ -414,13 +449,18 @@ async fn chatd_tools_run_on_the_server_and_images_reach_the_upstream() {
         answer["content"], "Hello! How can I assist you today?",
         "{answer}"
     );
-    assert!(!answer.to_string().contains("engine-key-never-shown"));
     let search = upstream
         .requests()
         .into_iter()
         .find(|r| r.path == "/search")
         .expect("the engine was asked");
     assert!(String::from_utf8_lossy(&search.body).contains("UK capital"));
+    // The engine got its key from the host; neither the model nor the client ever did.
+    assert_eq!(search.header("x-api-key"), Some("engine-key-never-shown"));
+    assert!(
+        !answer.to_string().contains("engine-key-never-shown"),
+        "{answer}"
+    );
     let turns: Vec<Value> = upstream
         .requests()
         .into_iter()
@@ -433,7 +473,7 @@ async fn chatd_tools_run_on_the_server_and_images_reach_the_upstream() {
         "a turn with the call, a turn with its result"
     );
     assert!(turns[1].to_string().contains("About A."), "{}", turns[1]);
-    assert!(!turns[0].to_string().contains("engine-key-never-shown"));
+    assert!(!turns[1].to_string().contains("engine-key-never-shown"));
 
     let png = crate::support::data_url("image/png", &crate::support::png_bytes(64));
     let with_image = json!([{"role": "user", "content": [
@@ -497,6 +537,34 @@ async fn refusals_name_the_parameter() {
             "model",
         ),
         ("grok-4", "{}", "NotFoundError", "model_not_found", "model"),
+        (
+            "provider_c/grok-4",
+            r#"{"temperature": 3}"#,
+            "BadRequestError",
+            "invalid_request",
+            "temperature",
+        ),
+        (
+            "provider_c/grok-4",
+            r#"{"max_tokens": 5, "max_completion_tokens": 5}"#,
+            "BadRequestError",
+            "invalid_request",
+            "max_tokens",
+        ),
+        (
+            "provider_c/grok-4",
+            r#"{"max_completion_tokens": 0}"#,
+            "BadRequestError",
+            "invalid_request",
+            "max_completion_tokens",
+        ),
+        (
+            "provider_c/grok-4",
+            r#"{"stream": true}"#,
+            "BadRequestError",
+            "unsupported_parameter",
+            "stream",
+        ),
     ];
     for (model, extra, raised, code, param) in cases {
         let answer = python_sdk(&python, &base, TOKEN, &["chat", model, &hello(), extra]).await;
@@ -506,17 +574,32 @@ async fn refusals_name_the_parameter() {
     }
     let remote = json!([{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}
-    ]}])
-    .to_string();
-    let answer = python_sdk(
-        &python,
-        &base,
-        TOKEN,
-        &["chat", "provider_c/grok-4", &remote],
-    )
-    .await;
-    assert_eq!(answer["raised"], "BadRequestError", "{answer}");
-    assert_eq!(answer["param"], "messages[0].content[0].image_url.url");
+    ]}]);
+    let tool_result = json!([
+        {"role": "user", "content": "What is 6 × 7?"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+    ]);
+    let named = json!([{"role": "user", "content": "hi", "name": "ann"}]);
+    for (messages, param) in [
+        (remote, "messages[0].content[0].image_url.url"),
+        (tool_result, "messages[1].role"),
+        (named, "messages[0].name"),
+    ] {
+        let answer = python_sdk(
+            &python,
+            &base,
+            TOKEN,
+            &["chat", "provider_c/grok-4", &messages.to_string()],
+        )
+        .await;
+        assert_eq!(answer["raised"], "BadRequestError", "{answer}");
+        assert_eq!(answer["param"], param, "{answer}");
+    }
+    // Under `/api` too.
+    let aliased = format!("{}/api/openai/v1", server.base);
+    let answer = python_sdk(&python, &aliased, TOKEN, &["chat", "nowhere/m", &hello()]).await;
+    assert_eq!(answer["raised"], "NotFoundError", "{answer}");
+    assert_eq!(answer["code"], "model_not_found", "{answer}");
     // Only the model lists were asked for.
     let asked: Vec<String> = upstream.requests().into_iter().map(|r| r.method).collect();
     assert!(

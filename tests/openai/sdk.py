@@ -31,6 +31,8 @@ def run(client, command, args):
             "content": choice.message.content,
             "finish_reason": choice.finish_reason,
             "usage": completion.usage.model_dump() if completion.usage else None,
+            # Everything the server sent, extra fields included.
+            "raw": completion.model_dump(),
         }
     raise SystemExit(f"unknown command {command}")
 

@@ -53,6 +53,11 @@ pub async fn complete(
             return ApiError::internal(Stopped::Panicked.message()).into_response();
         }
     };
+    // The model that answered: the fallback's when it did.
+    let model_id = match &finished.fallback {
+        Some((provider, model)) => format!("{provider}/{model}"),
+        None => model_id,
+    };
     let usage = finished.usage.unwrap_or_default();
     Json(json!({
         "id": format!("chatcmpl-{}", call.id),

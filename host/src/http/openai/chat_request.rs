@@ -3,7 +3,9 @@
 //! `/v1` runs: the same validation, attachment rules, tool loop, retries and fallback.
 //!
 //! A field chatd does not honour is refused naming it, never dropped: the client asked for a
-//! behaviour it would not get.
+//! behaviour it would not get. A field at its no-op value (`top_p: 1`, `stop: []`, `null`) is
+//! accepted, as clients send those by default. The messages are read by hand
+//! ([`messages`]) so that every refusal names its path (`messages[2].content[1].type`).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -18,7 +20,7 @@ use crate::vocabulary::Role;
 #[derive(Debug, Deserialize)]
 pub struct ChatCompletionRequest {
     pub model: String,
-    pub messages: Vec<Message>,
+    pub messages: Vec<Value>,
     #[serde(default)]
     pub stream: Option<bool>,
     #[serde(default)]
@@ -35,57 +37,25 @@ pub struct ChatCompletionRequest {
     pub other: Map<String, Value>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(tag = "role", rename_all = "lowercase")]
-pub enum Message {
-    System {
-        content: Content,
-    },
-    Developer {
-        content: Content,
-    },
-    User {
-        content: Content,
-    },
-    Assistant {
-        #[serde(default)]
-        content: Option<Content>,
-        #[serde(default)]
-        tool_calls: Option<Value>,
-    },
-    Tool {},
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum Content {
-    Text(String),
-    Parts(Vec<Part>),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Part {
-    Text { text: String },
-    ImageUrl { image_url: ImageUrl },
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ImageUrl {
-    pub url: String,
-}
-
-/// Fields whose default is what chatd does: accepted at that value (or null) only.
-fn at_default(name: &str, value: &Value) -> bool {
+/// Whether `value` is what the field means when it is left out: accepted, as it asks for
+/// nothing chatd does not do.
+fn no_op(name: &str, value: &Value) -> bool {
     if value.is_null() {
         return true;
     }
+    let empty = |v: &Value| {
+        v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(Map::is_empty)
+    };
     match name {
-        "n" => value == &Value::from(1),
-        "tools" | "functions" => value.as_array().is_some_and(Vec::is_empty),
+        "n" | "top_p" => value.as_f64() == Some(1.0),
+        "presence_penalty" | "frequency_penalty" => value.as_f64() == Some(0.0),
+        "tools" | "functions" | "stop" | "logit_bias" | "metadata" => empty(value),
+        // No client tools are offered, so the model may call none of them either way.
+        "tool_choice" | "function_call" => value == "none" || value == "auto",
         // Whether one turn may hold several calls: chatd's tool loop runs them either way.
         "parallel_tool_calls" => value.is_boolean(),
         "logprobs" | "store" => value == &Value::Bool(false),
+        "service_tier" => value == "auto" || value == "default",
         // An end user's id, for the client's own records: accepted, sent nowhere.
         "user" | "safety_identifier" => value.is_string(),
         _ => false,
@@ -94,13 +64,9 @@ fn at_default(name: &str, value: &Value) -> bool {
 
 /// Refuses every field the front door does not honour yet (a 400 naming it).
 fn refuse_unhonoured(other: &Map<String, Value>) -> Result<(), OpenAiError> {
-    match other.iter().find(|(name, value)| !at_default(name, value)) {
+    match other.iter().find(|(name, value)| !no_op(name, value)) {
         None => Ok(()),
-        Some((name, _)) => Err(OpenAiError::bad_request(
-            name,
-            format!("{name}: not supported by this server's /openai/v1 (docs/openai.md)"),
-        )
-        .code("unsupported_parameter")),
+        Some((name, _)) => Err(unsupported(name)),
     }
 }
 
@@ -118,35 +84,49 @@ impl ChatCompletionRequest {
     pub fn into_contract(self, state: &AppState) -> Result<CompletionRequest, OpenAiError> {
         refuse_unhonoured(&self.other)?;
         let (provider, model) = split_model(state, &self.model)?;
-        if self.max_tokens.is_some() && self.max_completion_tokens.is_some() {
+        let temperature = match self.temperature {
+            Some(t) if !(t.is_finite() && (0.0..=2.0).contains(&t)) => {
+                return Err(OpenAiError::bad_request(
+                    "temperature",
+                    "temperature: must be a number from 0 to 2",
+                ));
+            }
+            t => t,
+        };
+        let max_tokens = match (self.max_tokens, self.max_completion_tokens) {
+            (Some(_), Some(_)) => {
+                return Err(OpenAiError::bad_request(
+                    "max_tokens",
+                    "max_tokens: send it or max_completion_tokens, not both",
+                ));
+            }
+            (Some(n), None) => Some(("max_tokens", n)),
+            (None, Some(n)) => Some(("max_completion_tokens", n)),
+            (None, None) => None,
+        };
+        if let Some((name, n)) = max_tokens.filter(|(_, n)| !(1..=1_000_000).contains(n)) {
             return Err(OpenAiError::bad_request(
-                "max_tokens",
-                "max_tokens: send it or max_completion_tokens, not both",
+                name,
+                format!("{name}: must be an integer from 1 to 1000000, not {n}"),
             ));
         }
         let enabled_tools = Some(chatd_tools(state, &provider, self.chatd_tools)?);
-        let messages = self
-            .messages
-            .into_iter()
-            .enumerate()
-            .map(|(i, m)| message(i, m))
-            .collect::<Result<Vec<_>, _>>()?;
         Ok(CompletionRequest {
             chat_id: None,
             provider,
             model,
-            messages,
+            messages: messages(self.messages)?,
             additional_system_prompt: None,
             enabled_tools,
-            temperature: self.temperature,
-            max_tokens: self.max_tokens.or(self.max_completion_tokens),
+            temperature,
+            max_tokens: max_tokens.map(|(_, n)| n),
             persist: Some(false),
         })
     }
 }
 
 /// The server tools a request names: each must be one `GET /v1/chat-tools` lists, and a
-/// provider that runs its own tools takes none.
+/// provider whose profile declines chatd's tools (provider_agent, which runs its own) takes none.
 fn chatd_tools(
     state: &AppState,
     provider: &str,
@@ -164,7 +144,7 @@ fn chatd_tools(
     if !takes_tools {
         return Err(OpenAiError::bad_request(
             "chatd_tools",
-            format!("chatd_tools: {provider} runs its own tools and takes none of chatd's"),
+            format!("chatd_tools: {provider} takes none of chatd's tools (it runs its own)"),
         ));
     }
     let known = state.tools.names();
@@ -180,27 +160,54 @@ fn chatd_tools(
     Ok(names)
 }
 
-/// Message `i` as the contract's; its images as attachments.
-fn message(i: usize, message: Message) -> Result<MessageInput, OpenAiError> {
-    let field = format!("messages[{i}]");
-    let (role, content) = match message {
-        Message::System { content } | Message::Developer { content } => (Role::System, content),
-        Message::User { content } => (Role::User, content),
-        Message::Assistant {
-            tool_calls: Some(calls),
-            ..
-        } if !calls.is_null() => {
-            return Err(unsupported(&format!("{field}.tool_calls")));
-        }
-        Message::Assistant { content, .. } => (
-            Role::Assistant,
-            content.unwrap_or(Content::Text(String::new())),
-        ),
-        Message::Tool {} => return Err(unsupported(&format!("{field}.role"))),
+/// The messages as the contract's; each one's images as attachments.
+fn messages(messages: Vec<Value>) -> Result<Vec<MessageInput>, OpenAiError> {
+    messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| message(&format!("messages[{i}]"), m))
+        .collect()
+}
+
+/// One message: its role, its content, and nothing else that asks for more than chatd does.
+fn message(path: &str, message: &Value) -> Result<MessageInput, OpenAiError> {
+    let Some(fields) = message.as_object() else {
+        return Err(invalid(path, "must be an object"));
     };
-    let (text, images) = match content {
-        Content::Text(text) => (text, Vec::new()),
-        Content::Parts(parts) => split_parts(&field, role, parts)?,
+    let role = match fields.get("role").and_then(Value::as_str) {
+        Some("system" | "developer") => Role::System,
+        Some("user") => Role::User,
+        Some("assistant") => Role::Assistant,
+        Some("tool" | "function") => return Err(unsupported(&format!("{path}.role"))),
+        _ => {
+            return Err(invalid(
+                &format!("{path}.role"),
+                "must be one of system, developer, user, assistant, tool",
+            ));
+        }
+    };
+    for (name, value) in fields {
+        let no_op = match name.as_str() {
+            "role" | "content" => true,
+            // An assistant turn's calls, empty as a text-only turn has them.
+            "tool_calls" => value.is_null() || value.as_array().is_some_and(Vec::is_empty),
+            // `name`, `refusal`, `audio`, `function_call`, …: null or refused.
+            _ => value.is_null(),
+        };
+        if !no_op {
+            return Err(unsupported(&format!("{path}.{name}")));
+        }
+    }
+    let (text, images) = match fields.get("content") {
+        Some(Value::String(text)) => (text.clone(), Vec::new()),
+        Some(Value::Array(parts)) => content_parts(path, role, parts)?,
+        None | Some(Value::Null) if role == Role::Assistant => (String::new(), Vec::new()),
+        _ => {
+            return Err(invalid(
+                &format!("{path}.content"),
+                "must be a string or an array of content parts",
+            ));
+        }
     };
     Ok(MessageInput {
         role,
@@ -210,45 +217,66 @@ fn message(i: usize, message: Message) -> Result<MessageInput, OpenAiError> {
     })
 }
 
-/// A message's parts: its text parts joined, its images as attachments (a user's only; a data
-/// URL only: chatd fetches nothing a client names).
-fn split_parts(
-    field: &str,
+/// A message's parts: its text parts joined with a blank line, its images as attachments (a
+/// user's only; a data URL only: chatd fetches nothing a client names).
+fn content_parts(
+    path: &str,
     role: Role,
-    parts: Vec<Part>,
+    parts: &[Value],
 ) -> Result<(String, Vec<AttachmentInput>), OpenAiError> {
     let mut texts = Vec::new();
     let mut images = Vec::new();
-    for (j, part) in parts.into_iter().enumerate() {
-        match part {
-            Part::Text { text } => texts.push(text),
-            Part::ImageUrl { .. } if role != Role::User => {
-                let param = format!("{field}.content[{j}]");
-                return Err(OpenAiError::bad_request(
-                    &param,
-                    format!("{param}: only a user message may carry an image"),
+    for (j, part) in parts.iter().enumerate() {
+        let at = format!("{path}.content[{j}]");
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => match part.get("text").and_then(Value::as_str) {
+                Some(text) => texts.push(text.to_string()),
+                None => return Err(invalid(&format!("{at}.text"), "must be a string")),
+            },
+            Some("image_url") if role == Role::User => images.push(image(&at, part)?),
+            Some("image_url") => {
+                return Err(invalid(&at, "only a user message may carry an image"));
+            }
+            _ => {
+                return Err(invalid(
+                    &format!("{at}.type"),
+                    "must be text or image_url (the part types served here)",
                 ));
             }
-            Part::ImageUrl { image_url } if !image_url.url.starts_with("data:") => {
-                let param = format!("{field}.content[{j}].image_url.url");
-                return Err(OpenAiError::bad_request(
-                    &param,
-                    format!(
-                        "{param}: must be a data: URL (data:image/png;base64,…); chatd fetches \
-                         no URL a client names"
-                    ),
-                ));
-            }
-            Part::ImageUrl { image_url } => images.push(AttachmentInput::Image {
-                id: None,
-                filename: None,
-                mime_type: None,
-                size_bytes: None,
-                data_url: image_url.url,
-            }),
         }
     }
     Ok((texts.join("\n\n"), images))
+}
+
+/// An `image_url` part: a data URL (checked as every attachment is, later), at the default
+/// detail.
+fn image(at: &str, part: &Value) -> Result<AttachmentInput, OpenAiError> {
+    let url_path = format!("{at}.image_url.url");
+    let Some(url) = part.pointer("/image_url/url").and_then(Value::as_str) else {
+        return Err(invalid(&url_path, "must be a string"));
+    };
+    if !url.starts_with("data:") {
+        return Err(invalid(
+            &url_path,
+            "must be a data: URL (data:image/png;base64,…); chatd fetches no URL a client names",
+        ));
+    }
+    match part.pointer("/image_url/detail") {
+        None | Some(Value::Null) => {}
+        Some(detail) if detail == "auto" => {}
+        Some(_) => return Err(unsupported(&format!("{at}.image_url.detail"))),
+    }
+    Ok(AttachmentInput::Image {
+        id: None,
+        filename: None,
+        mime_type: None,
+        size_bytes: None,
+        data_url: url.to_string(),
+    })
+}
+
+fn invalid(param: &str, rule: &str) -> OpenAiError {
+    OpenAiError::bad_request(param, format!("{param}: {rule}"))
 }
 
 fn unsupported(param: &str) -> OpenAiError {
@@ -264,17 +292,23 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn refused(body: Value) -> Option<String> {
+        let other: Map<String, Value> = serde_json::from_value(body).unwrap();
+        refuse_unhonoured(&other)
+            .err()
+            .map(|e| e.param_name().to_string())
+    }
+
     #[test]
-    fn fields_chatd_does_not_honour_are_refused_by_name() {
-        let refused = |body: Value| {
-            let other: Map<String, Value> = serde_json::from_value(body).unwrap();
-            refuse_unhonoured(&other)
-                .err()
-                .map(|e| e.param_name().to_string())
-        };
-        assert_eq!(refused(json!({"n": 1, "tools": [], "user_x": null})), None);
+    fn fields_are_accepted_at_their_no_op_values_only() {
+        let defaults = json!({"n": 1, "top_p": 1, "presence_penalty": 0, "stop": [],
+            "logit_bias": {}, "tools": [], "tool_choice": "auto", "service_tier": "auto",
+            "user": "u-1", "seed": null});
+        assert_eq!(refused(defaults), None);
         assert_eq!(refused(json!({"n": 2})), Some("n".into()));
         assert_eq!(refused(json!({"top_p": 0.5})), Some("top_p".into()));
+        assert_eq!(refused(json!({"stop": ["\n"]})), Some("stop".into()));
+        assert_eq!(refused(json!({"seed": 7})), Some("seed".into()));
         assert_eq!(
             refused(json!({"tools": [{"type": "function"}]})),
             Some("tools".into())
@@ -282,21 +316,50 @@ mod tests {
     }
 
     #[test]
-    fn parts_join_text_and_keep_data_url_images_of_users_only() {
-        let parts: Vec<Part> = serde_json::from_value(json!([
+    fn messages_name_the_path_of_what_they_refuse() {
+        let refusal = |m: Value| {
+            message("messages[1]", &m)
+                .unwrap_err()
+                .param_name()
+                .to_string()
+        };
+        assert_eq!(
+            refusal(json!({"role": "user", "content": "hi", "name": "ann"})),
+            "messages[1].name"
+        );
+        assert_eq!(
+            refusal(json!({"role": "tool", "content": "42", "tool_call_id": "c"})),
+            "messages[1].role"
+        );
+        assert_eq!(
+            refusal(json!({"role": "user", "content": [{"type": "input_audio"}]})),
+            "messages[1].content[0].type"
+        );
+        assert_eq!(
+            refusal(json!({"role": "user", "content": [{"type": "image_url",
+                "image_url": {"url": "https://example.com/a.png"}}]})),
+            "messages[1].content[0].image_url.url"
+        );
+        assert_eq!(
+            refusal(json!({"role": "user", "content": [{"type": "image_url",
+                "image_url": {"url": "data:image/png;base64,AA==", "detail": "low"}}]})),
+            "messages[1].content[0].image_url.detail"
+        );
+        assert_eq!(refusal(json!({"role": "robot"})), "messages[1].role");
+    }
+
+    #[test]
+    fn parts_join_their_text_and_keep_a_users_images() {
+        let m = json!({"role": "user", "content": [
             {"type": "text", "text": "a"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA==", "detail": "auto"}},
             {"type": "text", "text": "b"}
-        ]))
-        .unwrap();
-        let (text, images) = split_parts("messages[0]", Role::User, parts).unwrap();
-        assert_eq!(text, "a\n\nb");
-        assert_eq!(images.len(), 1);
-        let remote: Vec<Part> = serde_json::from_value(
-            json!([{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]),
-        )
-        .unwrap();
-        let error = split_parts("messages[0]", Role::User, remote).unwrap_err();
-        assert_eq!(error.param_name(), "messages[0].content[0].image_url.url");
+        ]});
+        let input = message("messages[0]", &m).unwrap();
+        assert_eq!(input.content, "a\n\nb");
+        assert_eq!(input.attachments.map(|a| a.len()), Some(1));
+        let assistant = json!({"role": "assistant", "content": null, "tool_calls": [],
+            "refusal": null});
+        assert_eq!(message("messages[0]", &assistant).unwrap().content, "");
     }
 }

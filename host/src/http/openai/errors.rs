@@ -113,45 +113,52 @@ fn default_code(status: StatusCode) -> Option<&'static str> {
 }
 
 /// The longest error body read back for rewriting; every `{message}` body is far shorter
-/// (messages are bounded), so a longer one is passed on as it came.
-const MAX_ERROR_BODY: usize = 64 * 1024;
+/// (messages are bounded) and says its length, so one longer or of unknown length is not ours
+/// and goes out as it came.
+const MAX_ERROR_BODY: u64 = 64 * 1024;
 
 /// Middleware, outside every layer that can refuse a request: on a `/openai/v1` path, an error
 /// answered `{message}` leaves as [`OpenAiError`] with the same status, message and headers
 /// (`WWW-Authenticate`, `Retry-After`, and the log's cause in the extensions). A body already
 /// in OpenAI's shape, or a success, goes out untouched.
 pub async fn reshape(req: Request, next: Next) -> Response {
+    use axum::body::HttpBody as _;
     let ours = is_openai_path(req.uri().path());
     let response = next.run(req).await;
     let status = response.status();
     if !ours || !(status.is_client_error() || status.is_server_error()) {
         return response;
     }
-    let (parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, MAX_ERROR_BODY).await else {
-        let fallback = OpenAiError::new(status, "the error could not be read").into_response();
-        let (_, body) = fallback.into_parts();
-        return Response::from_parts(parts, body);
-    };
-    let message = match serde_json::from_slice::<Value>(&bytes) {
-        Ok(value) if value.get("error").is_some_and(Value::is_object) => {
-            return Response::from_parts(parts, axum::body::Body::from(bytes));
-        }
-        Ok(value) => match value.get("message").and_then(Value::as_str) {
-            Some(message) => message.to_string(),
-            None => String::from_utf8_lossy(&bytes).into_owned(),
-        },
-        Err(_) => String::from_utf8_lossy(&bytes).into_owned(),
-    };
-    let (new, body) = OpenAiError::new(status, message)
-        .into_response()
-        .into_parts();
-    let mut parts = parts;
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let small = response
+        .body()
+        .size_hint()
+        .exact()
+        .is_some_and(|n| n <= MAX_ERROR_BODY);
+    if !json || !small {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
     parts.headers.remove(header::CONTENT_LENGTH);
-    parts.headers.insert(
-        header::CONTENT_TYPE,
-        new.headers[header::CONTENT_TYPE].clone(),
-    );
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_ERROR_BODY as usize).await else {
+        // A body that said its length and then failed: its status stands, with a message.
+        let error = OpenAiError::new(status, "the error's body could not be read");
+        return Response::from_parts(parts, error.into_response().into_body());
+    };
+    // Only `{message}` is rewritten; anything else (OpenAI's shape already) goes out as it came.
+    let message = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .filter(|value| value.get("error").is_none())
+        .and_then(|value| value.get("message")?.as_str().map(String::from));
+    let body = match message {
+        Some(message) => OpenAiError::new(status, message)
+            .into_response()
+            .into_body(),
+        None => axum::body::Body::from(bytes),
+    };
     Response::from_parts(parts, body)
 }
 

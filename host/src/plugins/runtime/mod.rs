@@ -234,10 +234,21 @@ impl Core {
 
 /// A store for one call: the plugin's limiter, and an epoch deadline of one tick that yields to
 /// the executor and renews itself, so a busy guest shares the worker and stays cancellable.
+///
+/// The yield is tokio's own `yield_now`, as wasmtime advises for tokio: it lets the worker poll
+/// its I/O driver before the guest runs again. wasmtime's plain yield wakes the task at once, and
+/// a worker that always has a ready task polls I/O only every 61 polls, here 61 ticks (0.6 s):
+/// a looping guest held up every connection on its worker
+/// (`tests/api/python.rs::an_endless_loop_ends_at_its_limit_while_the_server_serves_others`).
 pub(crate) fn new_store(engine: &Engine, state: PluginState) -> Store<PluginState> {
     let mut store = Store::new(engine, state);
     store.limiter(|state| &mut state.limits);
     store.set_epoch_deadline(1);
-    store.epoch_deadline_async_yield_and_update(1);
+    store.epoch_deadline_callback(|_| {
+        Ok(wasmtime::UpdateDeadline::YieldCustom(
+            1,
+            Box::pin(tokio::task::yield_now()),
+        ))
+    });
     store
 }
