@@ -294,9 +294,10 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
         )
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
-        // Outermost last: log → OpenAI's error shape → catch panics → body limit and idle timeout → CORS (preflights
-        // answered here, before the token; an allowed page can read every refusal below) →
-        // Host check → origin check → token check → handler.
+        // Outermost last: log → OpenAI's error shape (`/openai/v1` only) → catch panics → body
+        // limit and idle timeout → CORS (preflights answered here, before the token; an allowed
+        // page can read every refusal below) → Host check → origin check → token check →
+        // handler.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::require_token,

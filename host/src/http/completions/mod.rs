@@ -16,6 +16,7 @@ use super::AppState;
 use super::chats::CHAT_NOT_FOUND;
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::sse;
+use crate::chat::completion::Finished;
 use crate::chat::events::Usage;
 use crate::chat::failure::CompletionError;
 use crate::runs::chat::{self, Completed, RunError, StreamError};
@@ -50,7 +51,7 @@ pub struct CompletionResponse {
 }
 
 /// A completion without a reply, as the contract answers it.
-pub(crate) fn run_error(error: RunError) -> ApiError {
+fn run_error(error: RunError) -> ApiError {
     match error {
         RunError::Completion(e @ CompletionError::Provider { refused: true, .. }) => {
             ApiError::bad_request(e.to_string())
@@ -61,6 +62,23 @@ pub(crate) fn run_error(error: RunError) -> ApiError {
         RunError::ChatGone => ApiError::not_found(CHAT_NOT_FOUND),
         RunError::NotRecorded(e) if e.is_unavailable() => ApiError::from(e),
         other => ApiError::internal(format!("{other}: {:?}", std::error::Error::source(&other))),
+    }
+}
+
+/// How a run of [`chat::complete`] ended, as a route answers it: the reply, or the error the
+/// contract gives (also `/openai/v1`'s, which reshapes it).
+pub(in crate::http) fn finished(completed: Completed) -> ApiResult<Finished> {
+    match completed {
+        Completed::Ended(outcome) => outcome.map_err(run_error),
+        Completed::NotStored(why) => Err(ApiError::internal(why)),
+        // Not the request's fault nor a bug: another instance, or this one restarted, serves it.
+        Completed::Stopped(why @ (Stopped::Shutdown | Stopped::LeaseLost)) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            why.message(),
+        )),
+        Completed::Stopped(Stopped::Panicked) => {
+            Err(ApiError::internal(Stopped::Panicked.message()))
+        }
     }
 }
 
@@ -76,20 +94,7 @@ pub async fn complete(
     let run = prepare(&state, body, false).await?;
     let (provider, model) = (run.provider.clone(), run.model.clone());
     let (call, completed) = chat::complete(&state.run_context(), run).await;
-    let finished = match completed {
-        Completed::Ended(outcome) => outcome.map_err(run_error)?,
-        Completed::NotStored(why) => return Err(ApiError::internal(why)),
-        // Not the request's fault nor a bug: another instance, or this one restarted, serves it.
-        Completed::Stopped(why @ (Stopped::Shutdown | Stopped::LeaseLost)) => {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                why.message(),
-            ));
-        }
-        Completed::Stopped(Stopped::Panicked) => {
-            return Err(ApiError::internal(Stopped::Panicked.message()));
-        }
-    };
+    let finished = finished(completed)?;
     Ok(Json(CompletionResponse {
         chat_id: call.chat_id,
         provider,

@@ -12,10 +12,9 @@ use serde_json::json;
 use super::chat_request::ChatCompletionRequest;
 use super::errors::OpenAiError;
 use crate::http::AppState;
-use crate::http::completions::{prepare, run_error};
-use crate::http::error::{ApiError, ApiJson};
-use crate::runs::Stopped;
-use crate::runs::chat::{self, Completed};
+use crate::http::completions::{finished, prepare};
+use crate::http::error::ApiJson;
+use crate::runs::chat;
 
 pub async fn complete(
     State(state): State<AppState>,
@@ -41,17 +40,9 @@ pub async fn complete(
         Err(refused) => return refused.into_response(),
     };
     let (call, completed) = chat::complete(&state.run_context(), run).await;
-    let finished = match completed {
-        Completed::Ended(Ok(finished)) => finished,
-        Completed::Ended(Err(error)) => return run_error(error).into_response(),
-        Completed::NotStored(why) => return ApiError::internal(why).into_response(),
-        Completed::Stopped(why @ (Stopped::Shutdown | Stopped::LeaseLost)) => {
-            return ApiError::new(axum::http::StatusCode::SERVICE_UNAVAILABLE, why.message())
-                .into_response();
-        }
-        Completed::Stopped(Stopped::Panicked) => {
-            return ApiError::internal(Stopped::Panicked.message()).into_response();
-        }
+    let finished = match finished(completed) {
+        Ok(finished) => finished,
+        Err(failed) => return failed.into_response(),
     };
     // The model that answered: the fallback's when it did.
     let model_id = match &finished.fallback {

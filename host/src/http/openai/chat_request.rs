@@ -71,7 +71,7 @@ fn refuse_unhonoured(other: &Map<String, Value>) -> Result<(), OpenAiError> {
 }
 
 /// The provider and the model of `PROVIDER/MODEL`, when this server serves the provider.
-pub fn split_model(state: &AppState, id: &str) -> Result<(String, String), OpenAiError> {
+fn split_model(state: &AppState, id: &str) -> Result<(String, String), OpenAiError> {
     let snapshot = state.plugins.snapshot();
     id.split_once('/')
         .filter(|(provider, model)| !model.is_empty() && snapshot.provider(provider).is_some())
@@ -115,7 +115,7 @@ impl ChatCompletionRequest {
             chat_id: None,
             provider,
             model,
-            messages: messages(self.messages)?,
+            messages: messages(&self.messages)?,
             additional_system_prompt: None,
             enabled_tools,
             temperature,
@@ -161,7 +161,7 @@ fn chatd_tools(
 }
 
 /// The messages as the contract's; each one's images as attachments.
-fn messages(messages: Vec<Value>) -> Result<Vec<MessageInput>, OpenAiError> {
+fn messages(messages: &[Value]) -> Result<Vec<MessageInput>, OpenAiError> {
     messages
         .iter()
         .enumerate()

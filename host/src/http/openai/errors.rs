@@ -39,12 +39,13 @@ impl OpenAiError {
         Self::new(StatusCode::BAD_REQUEST, message).param(param)
     }
 
-    /// A 404 for a model no provider serves (`code: model_not_found`, as OpenAI's).
+    /// A 404 for a model id that names no provider this server serves (`code: model_not_found`,
+    /// as OpenAI's).
     pub fn model_not_found(id: &str) -> Self {
         Self::new(
             StatusCode::NOT_FOUND,
             format!(
-                "model: {} is not PROVIDER/MODEL of a model this server lists (GET {PREFIX}/models)",
+                "model: {} is not one this server has: PROVIDER/MODEL, with a provider it serves (GET {PREFIX}/models)",
                 crate::http::error::quoted(id)
             ),
         )
