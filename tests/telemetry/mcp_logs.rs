@@ -86,7 +86,7 @@ async fn an_mcp_servers_echo_of_its_key_never_reaches_the_log() {
     let completed = events
         .iter()
         .find(|(name, data)| name == "tool_call" && data["status"] == "completed")
-        .expect("the call completed");
+        .unwrap_or_else(|| panic!("the call completed: {events:#?}\nlog: {log:#?}"));
     assert_eq!(
         completed.1["resultPreview"],
         "the server received: Bearer [redacted]"

@@ -340,22 +340,20 @@ async fn keep_listing(server: Weak<Server>) {
         let refresh = strong.refresh.clone();
         let wait = match strong.list().await {
             Ok(tools) => {
-                tracing::info!(
-                    "MCP server {}: {} tools offered",
-                    strong.declared.name,
-                    tools.len()
-                );
+                let count = tools.len();
+                // Offered first, then said: a reader of the log may act on the line at once.
                 strong.set_tools(tools);
+                tracing::info!("MCP server {}: {count} tools offered", strong.declared.name);
                 pause = Duration::from_secs(1);
                 last_error = None;
                 REFRESH_EVERY
             }
             Err(why) => {
+                strong.set_tools(Vec::new());
                 if last_error.as_ref() != Some(&why) {
                     tracing::warn!("{why}; its tools are not offered until it answers");
                 }
                 last_error = Some(why);
-                strong.set_tools(Vec::new());
                 let this = pause;
                 pause = (pause * 2).min(MAX_PAUSE);
                 this
