@@ -31,6 +31,7 @@ mod models_titles;
 mod openai;
 #[path = "../common/openai_sdk.rs"]
 mod openai_sdk;
+mod openai_stream;
 mod operator_cli;
 mod plugin_languages;
 mod plugin_memory;

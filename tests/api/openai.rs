@@ -13,7 +13,7 @@ use crate::cross_origin::send;
 use crate::openai_sdk::{python, python_sdk};
 use crate::support::{Options, TestServer, write_config};
 
-const TOKEN: &str = "openai-door-token";
+pub(crate) const TOKEN: &str = "openai-door-token";
 
 /// provider_b listing two models from `upstream`, and a declared provider whose fixed model
 /// has a `/` of its own.
@@ -283,7 +283,7 @@ const PARALLEL_CALLS: &str =
 
 /// Every built-in provider (a, b, c) and a declared one (`mine`, chat completions' wire) on
 /// `upstream`, with engine_a for `web_search`.
-async fn all_providers(upstream: &ScriptedUpstream) -> (TestServer, tempfile::TempDir) {
+pub(crate) async fn all_providers(upstream: &ScriptedUpstream) -> (TestServer, tempfile::TempDir) {
     let url = upstream.url();
     let files = tempfile::tempdir().unwrap();
     let config = write_config(
@@ -317,7 +317,7 @@ async fn all_providers(upstream: &ScriptedUpstream) -> (TestServer, tempfile::Te
     (server, files)
 }
 
-fn hello() -> String {
+pub(crate) fn hello() -> String {
     json!([
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": "Hello"}
@@ -560,10 +560,10 @@ async fn refusals_name_the_parameter() {
         ),
         (
             "provider_c/grok-4",
-            r#"{"stream": true}"#,
+            r#"{"stream_options": {"include_usage": true}}"#,
             "BadRequestError",
-            "unsupported_parameter",
-            "stream",
+            "invalid_request",
+            "stream_options",
         ),
     ];
     for (model, extra, raised, code, param) in cases {

@@ -1,6 +1,7 @@
 """The official OpenAI Python SDK against chatd's /openai/v1 (tests/api/openai.rs).
 
-usage: sdk.py BASE_URL COMMAND [ARG...], the token in OPENAI_API_KEY. Prints one JSON object:
+usage: sdk.py BASE_URL COMMAND [ARG...], the token in OPENAI_API_KEY (commands: models,
+retrieve ID, chat and stream MODEL MESSAGES_JSON [EXTRA_BODY_JSON]). Prints one JSON object:
 what the call returned, or the error the SDK raised (its class, status, type, code, param), so
 the test reads chatd's answers as the SDK's users do. The SDK's own retries are off.
 """
@@ -34,6 +35,26 @@ def run(client, command, args):
             # Everything the server sent, extra fields included.
             "raw": completion.model_dump(),
         }
+    if command == "stream":
+        # stream MODEL MESSAGES_JSON [EXTRA_BODY_JSON]: a streamed chat completion, each chunk
+        # as the SDK parsed it; an error the stream carried after its head is what it raised.
+        extra = json.loads(args[2]) if len(args) > 2 else None
+        stream = client.chat.completions.create(
+            model=args[0], messages=json.loads(args[1]), stream=True, extra_body=extra
+        )
+        chunks = []
+        try:
+            for chunk in stream:
+                chunks.append(chunk.model_dump())
+        except openai.APIError as error:
+            return {
+                "chunks": chunks,
+                "raised": type(error).__name__,
+                "type": error.type,
+                "code": error.code,
+                "message": error.message,
+            }
+        return {"chunks": chunks}
     raise SystemExit(f"unknown command {command}")
 
 

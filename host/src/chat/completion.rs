@@ -132,6 +132,8 @@ impl Completion {
                     detail: describe_plugin_error(&error),
                     usage: None,
                     refused: true,
+                    upstream_status: None,
+                    retry_after: None,
                 })
             }
             // A call that failed says nothing of the request; the turn will show it, as the
@@ -171,12 +173,14 @@ impl Completion {
                     let exhausted =
                         retry::retryable(&result, turn.events, turn.unanswered).is_some();
                     if rounds == 0 && exhausted && self.fallback.is_some() {
-                        primary_failure = Some(self.failure(result, false, None, None).to_string());
+                        primary_failure =
+                            Some(self.failure(result, false, None, None, None).to_string());
                         self.fall_back();
                         out.fallback = Some((self.provider.clone(), self.model.clone()));
                         continue;
                     }
-                    return Err(self.failed(result, rounds, &out, primary_failure.as_deref()));
+                    let (after, wait) = (primary_failure.as_deref(), turn.retry_after);
+                    return Err(self.failed(result, rounds, &out, after, wait));
                 }
             };
             // A turn answered: its fallback is needed no more.
@@ -246,9 +250,10 @@ impl Completion {
         rounds: u32,
         out: &Finished,
         primary_failure: Option<&str>,
+        retry_after: Option<Duration>,
     ) -> CompletionError {
         let refusable = rounds == 0 && out.fallback.is_none();
-        self.failure(result, refusable, out.usage, primary_failure)
+        self.failure(result, refusable, out.usage, primary_failure, retry_after)
     }
 
     /// The round's assistant message (its text and calls) and the calls' results, added to the
@@ -316,14 +321,19 @@ impl Completion {
     /// The completion's error for a turn that failed. `refusable`: the turn is the client's
     /// request as sent (the first turn of the provider it named), so a refusal of it is the
     /// client's doing ([`refused_request`]). `after`: the named provider's failure, when this
-    /// was its fallback's.
+    /// was its fallback's. `retry_after`: the wait the upstream asked for.
     fn failure(
         &self,
         result: Result<Result<wit::TurnOutcome, PluginError>, CallError>,
         refusable: bool,
         usage: Option<Usage>,
         after: Option<&str>,
+        retry_after: Option<Duration>,
     ) -> CompletionError {
+        let upstream_status = match &result {
+            Ok(Err(PluginError::Upstream(e))) => Some(e.status),
+            _ => None,
+        };
         let (mut detail, refused) = match result {
             Ok(Err(error)) => (
                 describe_plugin_error(&error),
@@ -340,6 +350,8 @@ impl Completion {
             detail,
             usage,
             refused,
+            upstream_status,
+            retry_after,
         }
     }
 

@@ -19,6 +19,11 @@ pub enum CompletionError {
         /// The request was refused for what the client sent ([`refused_request`]), not for a
         /// failure of the upstream or the plugin.
         refused: bool,
+        /// The upstream's HTTP status, when it answered with an error (`/openai/v1` answers a
+        /// 429 as one, with the wait it asked for).
+        upstream_status: Option<u16>,
+        /// The wait the upstream asked for (`retry.rs`), after chatd's own tries.
+        retry_after: Option<std::time::Duration>,
     },
     #[error("could not store the tool call: {0}")]
     Store(#[from] StoreError),

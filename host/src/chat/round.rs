@@ -192,8 +192,7 @@ mod tests {
         (
             Sink {
                 log: Some(log.clone()),
-                chat: None,
-                stop: Default::default(),
+                ..Sink::default()
             },
             log,
         )

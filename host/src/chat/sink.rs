@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use super::events::ChatEvent;
 use super::failure::CompletionError;
@@ -13,8 +13,12 @@ use crate::store::{NewMessage, Store};
 
 /// Where a completion's events and tool logs go: a run's log (streams) and a chat (persisted).
 /// Both optional: a non-streaming completion keeps no log, a `persist: false` stream no chat.
+#[derive(Default)]
 pub struct Sink {
     pub log: Option<Arc<RunLog>>,
+    /// The events as they are, for a route that frames them its own way (`/openai/v1`'s
+    /// chunks) rather than as the contract's SSE.
+    pub tap: Option<mpsc::UnboundedSender<ChatEvent>>,
     pub chat: Option<ChatWriter>,
     /// A client's request to stop the run.
     pub stop: Stop,
@@ -34,6 +38,10 @@ impl Sink {
     pub fn emit(&self, event: &ChatEvent) {
         if let Some(log) = &self.log {
             log.push(event.name(), &event.data(), event.is_terminal());
+        }
+        if let Some(tap) = &self.tap {
+            // A reader gone has its run stopped (`runs::chat::tapped`); nothing to tell here.
+            let _ = tap.send(event.clone());
         }
     }
 

@@ -52,11 +52,7 @@ pub async fn suggest(
         },
         fallback: None,
     };
-    let sink = Sink {
-        log: None,
-        chat: None,
-        stop: Default::default(),
-    };
+    let sink = Sink::default();
     let finished = completion.run(&sink).await?;
     Ok(clean(&finished.text))
 }

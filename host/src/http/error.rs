@@ -71,6 +71,11 @@ impl ApiError {
     pub fn message(&self) -> &str {
         &self.message
     }
+    /// The status, the message and the internal cause, for a route that answers in a shape of
+    /// its own (`/openai/v1`).
+    pub fn into_parts(self) -> (StatusCode, String, Option<String>) {
+        (self.status, self.message, self.cause)
+    }
 }
 
 impl From<StoreError> for ApiError {

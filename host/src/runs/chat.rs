@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{ActiveRuns, Run, RunContext, RunKind, StartError, Stopped};
 use crate::chat::completion::{Completion, Finished};
@@ -19,7 +19,7 @@ use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::failure::CompletionError;
 use crate::chat::history;
 use crate::chat::sink::{ChatWriter, Sink};
-use crate::runlog::{RunLog, RunReader, Stop};
+use crate::runlog::{RunLog, RunReader, Stop, StopSwitch};
 use crate::store::{NewCall, NewChat, NewMessage, Store, StoreError};
 use crate::vocabulary::{Role, new_id};
 
@@ -72,6 +72,59 @@ pub enum Completed {
 /// Runs `run` to its end in a task of its own (a client that hangs up does not lose the reply)
 /// and returns how it ended; its call id is `call.id`.
 pub async fn complete(ctx: &RunContext, run: ChatRun) -> (NewCall, Completed) {
+    let (call, end) = begin(ctx, run, None, Stop::default());
+    (call, ended(end).await)
+}
+
+/// A completion whose events a route frames its own way (`/openai/v1`'s chunks), run as
+/// [`complete`] runs one (recorded, retried, fallen back) but stopped when its client leaves.
+pub struct Tapped {
+    pub call: NewCall,
+    /// Its events as they come (`delta`, `tool_call`); closed at its end.
+    pub events: mpsc::UnboundedReceiver<ChatEvent>,
+    /// How it ended, once `events` is closed.
+    pub end: oneshot::Receiver<Completed>,
+    /// Dropped (its client gone), it stops the run: the upstream is closed and running tools
+    /// end, and the call is recorded with the text sent until then.
+    pub stop: StopOnDrop,
+}
+
+/// Throws a run's stop switch when dropped.
+pub struct StopOnDrop(Arc<StopSwitch>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.request();
+    }
+}
+
+/// Starts `run` as a [`Tapped`] completion.
+pub fn tapped(ctx: &RunContext, run: ChatRun) -> Tapped {
+    let (tx, events) = mpsc::unbounded_channel();
+    let switch = Arc::new(StopSwitch::default());
+    let (call, end) = begin(ctx, run, Some(tx), Stop::new(switch.clone()));
+    Tapped {
+        call,
+        events,
+        end,
+        stop: StopOnDrop(switch),
+    }
+}
+
+/// How a begun completion ended; a task that ended without saying (it panicked before its
+/// stop path could) as panicked.
+pub async fn ended(end: oneshot::Receiver<Completed>) -> Completed {
+    end.await.unwrap_or(Completed::Stopped(Stopped::Panicked))
+}
+
+/// Spawns `run` as a backend-owned task: the call recorded before the first turn, its end
+/// after the last, its outcome sent on the returned receiver (the stop path's too).
+fn begin(
+    ctx: &RunContext,
+    run: ChatRun,
+    tap: Option<mpsc::UnboundedSender<ChatEvent>>,
+    stop: Stop,
+) -> (NewCall, oneshot::Receiver<Completed>) {
     let started = Instant::now();
     let call = NewCall {
         id: new_id(),
@@ -82,12 +135,13 @@ pub async fn complete(ctx: &RunContext, run: ChatRun) -> (NewCall, Completed) {
     let (chat, recorded) = chat_writer(&ctx.store, call.chat_id.as_deref());
     let sink = Sink {
         log: None,
+        tap,
         chat,
-        stop: Stop::default(),
+        stop,
     };
     // Either end answers: the work with its outcome, or the stop with its reason (the work's
     // half is dropped with the work, before the stop runs).
-    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (tx, rx) = oneshot::channel();
     let answer = Arc::new(Mutex::new(Some(tx)));
     let stop_answer = answer.clone();
     let (work, work_call, stop, stop_call) = (ctx.clone(), call.clone(), ctx.clone(), call.clone());
@@ -105,6 +159,8 @@ pub async fn complete(ctx: &RunContext, run: ChatRun) -> (NewCall, Completed) {
                 recorded,
             )
             .await;
+            // The tap closes before the end is told: a reader sees every event first.
+            drop(sink);
             let stored = record(
                 &work.store,
                 &work_call.id,
@@ -129,8 +185,7 @@ pub async fn complete(ctx: &RunContext, run: ChatRun) -> (NewCall, Completed) {
             }
         },
     );
-    let completed = rx.await.unwrap_or(Completed::Stopped(Stopped::Panicked));
-    (call, completed)
+    (call, rx)
 }
 
 /// Why a persisted stream did not start.
@@ -202,6 +257,7 @@ async fn start(
         log: Some(log.clone()),
         chat,
         stop: Stop::new(registered.stop_switch()),
+        tap: None,
     };
     sink.emit(&ChatEvent::Meta {
         chat_id: Some(chat_id.clone()),
@@ -250,8 +306,7 @@ pub fn ephemeral(runs: &Arc<ActiveRuns>, run: ChatRun) -> (RunReader, tokio::tas
     let log = Arc::new(RunLog::default());
     let sink = Sink {
         log: Some(log.clone()),
-        chat: None,
-        stop: Stop::default(),
+        ..Sink::default()
     };
     sink.emit(&ChatEvent::Meta {
         chat_id: None,

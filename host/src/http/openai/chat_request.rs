@@ -23,6 +23,9 @@ pub struct ChatCompletionRequest {
     pub messages: Vec<Value>,
     #[serde(default)]
     pub stream: Option<bool>,
+    /// `{"include_usage": bool}`, read by [`ChatCompletionRequest::include_usage`].
+    #[serde(default)]
+    pub stream_options: Option<Value>,
     #[serde(default)]
     pub temperature: Option<f64>,
     #[serde(default, deserialize_with = "crate::vocabulary::whole::option_u64")]
@@ -80,6 +83,42 @@ fn split_model(state: &AppState, id: &str) -> Result<(String, String), OpenAiErr
 }
 
 impl ChatCompletionRequest {
+    /// Whether a stream ends with a usage chunk (`stream_options.include_usage`); the options
+    /// are refused without `stream: true`, as OpenAI refuses them.
+    pub fn include_usage(&self) -> Result<bool, OpenAiError> {
+        let Some(options) = self.stream_options.as_ref().filter(|v| !v.is_null()) else {
+            return Ok(false);
+        };
+        if self.stream != Some(true) {
+            return Err(OpenAiError::bad_request(
+                "stream_options",
+                "stream_options: only allowed when stream is true",
+            ));
+        }
+        let Some(options) = options.as_object() else {
+            return Err(OpenAiError::bad_request(
+                "stream_options",
+                "stream_options: must be an object",
+            ));
+        };
+        let mut include_usage = false;
+        for (name, value) in options {
+            let param = format!("stream_options.{name}");
+            match (name.as_str(), value) {
+                ("include_usage", Value::Bool(b)) => include_usage = *b,
+                ("include_usage", Value::Null) => {}
+                ("include_usage", _) => {
+                    return Err(OpenAiError::bad_request(
+                        &param,
+                        format!("{param}: must be true or false"),
+                    ));
+                }
+                _ => return Err(unsupported(&param)),
+            }
+        }
+        Ok(include_usage)
+    }
+
     /// The contract's request for the same completion, without a chat.
     pub fn into_contract(self, state: &AppState) -> Result<CompletionRequest, OpenAiError> {
         refuse_unhonoured(&self.other)?;

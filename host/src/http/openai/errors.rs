@@ -7,13 +7,15 @@
 
 use axum::Json;
 use axum::extract::Request;
-use axum::http::{StatusCode, header};
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::PREFIX;
-use crate::http::error::bounded;
+use crate::http::error::{ApiError, ErrorCause, bounded};
 
 /// An error answered in OpenAI's shape.
 #[derive(Debug)]
@@ -22,6 +24,20 @@ pub struct OpenAiError {
     message: String,
     param: Option<String>,
     code: Option<&'static str>,
+    /// `Retry-After`, whole seconds rounded up.
+    retry_after: Option<Duration>,
+    /// The internal cause of a 5xx, for the log line only (`ErrorCause`).
+    cause: Option<String>,
+}
+
+impl From<ApiError> for OpenAiError {
+    fn from(error: ApiError) -> Self {
+        let (status, message, cause) = error.into_parts();
+        Self {
+            cause,
+            ..Self::new(status, message)
+        }
+    }
 }
 
 impl OpenAiError {
@@ -31,6 +47,16 @@ impl OpenAiError {
             message: message.into(),
             param: None,
             code: default_code(status),
+            retry_after: None,
+            cause: None,
+        }
+    }
+
+    /// A 429 after chatd's own tries, with the wait the upstream asked for.
+    pub fn rate_limited(message: impl Into<String>, retry_after: Option<Duration>) -> Self {
+        Self {
+            retry_after,
+            ..Self::new(StatusCode::TOO_MANY_REQUESTS, message)
         }
     }
 
@@ -68,19 +94,38 @@ impl OpenAiError {
     pub fn param_name(&self) -> &str {
         self.param.as_deref().unwrap_or_default()
     }
-}
 
-impl IntoResponse for OpenAiError {
-    fn into_response(self) -> Response {
-        let body = json!({
+    /// The body, `{"error": {...}}`: also a stream's error chunk once its head has gone out.
+    pub fn body(&self) -> Value {
+        json!({
             "error": {
-                "message": bounded(self.message),
+                "message": bounded(self.message.clone()),
                 "type": error_type(self.status),
                 "param": self.param,
                 "code": self.code,
             }
-        });
-        (self.status, Json(body)).into_response()
+        })
+    }
+
+    /// The internal cause of a 5xx, if any (for the log; never sent).
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.as_deref()
+    }
+}
+
+impl IntoResponse for OpenAiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(self.body())).into_response();
+        if let Some(wait) = self.retry_after {
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if let Some(cause) = self.cause {
+            response.extensions_mut().insert(ErrorCause(cause));
+        }
+        response
     }
 }
 

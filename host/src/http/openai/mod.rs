@@ -4,10 +4,12 @@
 //! checks as every route; they are not in `/openapi.json` (OpenAI's own reference describes
 //! them), and their errors are OpenAI's shape rather than `{message}` ([`errors`]).
 
+mod answer;
 mod chat;
 mod chat_request;
 pub mod errors;
 mod models;
+mod stream;
 
 use axum::Router;
 use axum::routing::{get, post};

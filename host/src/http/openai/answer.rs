@@ -1,0 +1,47 @@
+//! What a finished run answers on `/openai/v1`, streamed or not: its failure as OpenAI's error,
+//! the model that answered, the usage in OpenAI's names.
+
+use serde_json::{Value, json};
+
+use super::errors::OpenAiError;
+use crate::chat::completion::Finished;
+use crate::chat::events::Usage;
+use crate::chat::failure::CompletionError;
+use crate::http::completions::finished;
+use crate::runs::chat::{Completed, RunError};
+
+/// How a run ended, as these routes answer it: the contract's mapping
+/// (`completions::finished`), except an upstream's 429 that chatd's own tries did not get past,
+/// which is OpenAI's 429 with the wait the upstream asked for (its SDKs retry on it).
+pub(super) fn outcome(completed: Completed) -> Result<Finished, OpenAiError> {
+    if let Completed::Ended(Err(RunError::Completion(
+        error @ CompletionError::Provider {
+            upstream_status: Some(429),
+            ..
+        },
+    ))) = &completed
+    {
+        let CompletionError::Provider { retry_after, .. } = error else {
+            unreachable!("matched above")
+        };
+        return Err(OpenAiError::rate_limited(error.to_string(), *retry_after));
+    }
+    finished(completed).map_err(OpenAiError::from)
+}
+
+/// The model that answered, as `PROVIDER/MODEL`: the fallback's when it did, else the one asked.
+pub(super) fn answering_model(finished: &Finished, requested: String) -> String {
+    match &finished.fallback {
+        Some((provider, model)) => format!("{provider}/{model}"),
+        None => requested,
+    }
+}
+
+/// OpenAI's `usage` object.
+pub(super) fn usage_json(usage: Usage) -> Value {
+    json!({
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.total_tokens,
+    })
+}
