@@ -32,6 +32,7 @@ mod openai;
 #[path = "../common/openai_sdk.rs"]
 mod openai_sdk;
 mod openai_stream;
+mod openai_tools;
 mod operator_cli;
 mod plugin_languages;
 mod plugin_memory;

@@ -582,7 +582,7 @@ async fn refusals_name_the_parameter() {
     let named = json!([{"role": "user", "content": "hi", "name": "ann"}]);
     for (messages, param) in [
         (remote, "messages[0].content[0].image_url.url"),
-        (tool_result, "messages[1].role"),
+        (tool_result, "messages[1].tool_call_id"),
         (named, "messages[0].name"),
     ] {
         let answer = python_sdk(

@@ -52,6 +52,9 @@ pub struct Completion {
     /// The transcript, system prompts first.
     pub messages: Vec<wit::Message>,
     pub tools: Vec<EnabledTool>,
+    /// Tools the client runs (OpenAI's wire): offered to the model beside `tools`; a turn that
+    /// calls one ends the completion with its calls ([`Finished::client_calls`]).
+    pub client_tools: Vec<ToolSpec>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
     /// Whether the provider streams from its upstream.
@@ -91,6 +94,8 @@ pub struct Finished {
     pub stopped: bool,
     /// The fallback's provider and model, when the fallback answered.
     pub fallback: Option<(String, String)>,
+    /// The last turn's calls, when it called a client's tool: the client runs them.
+    pub client_calls: Vec<wit::ToolCall>,
 }
 
 impl Finished {
@@ -118,11 +123,11 @@ impl Completion {
         let request = TurnRequest {
             model: self.model.clone(),
             messages: Refs::stand_ins(&self.messages),
-            tools: self.tools.iter().map(|t| t.spec.clone()).collect(),
+            tools: self.specs(),
             temperature: self.temperature,
             max_tokens: self.max_tokens,
             streaming: self.streaming,
-            may_continue: !self.tools.is_empty(),
+            may_continue: !self.tools.is_empty() || !self.client_tools.is_empty(),
             continuation: None,
         };
         match provider.check(request).await {
@@ -191,6 +196,11 @@ impl Completion {
             if turn.calls.is_empty() {
                 return Ok(out.ended(reply, false));
             }
+            if self.calls_a_client_tool(&turn.calls) {
+                turn.release_held(&mut reply, sink);
+                out.client_calls = std::mem::take(&mut turn.calls);
+                return Ok(out.ended(reply, false));
+            }
             if rounds >= self.max_rounds {
                 turn.release_held(&mut reply, sink);
                 reply.send(&tool_limit(rounds), true, sink);
@@ -212,6 +222,21 @@ impl Completion {
             turn.release_held(&mut reply, sink);
             self.add_round(turn, results, &mut refs);
         }
+    }
+
+    /// Whether a turn's calls go to the client: any of them names one of its tools. (chatd's
+    /// tools and a client's are not offered together yet, so such a turn has no call of
+    /// chatd's to run; a name neither offered goes back with the rest, as the model said it.)
+    fn calls_a_client_tool(&self, calls: &[wit::ToolCall]) -> bool {
+        calls
+            .iter()
+            .any(|call| self.client_tools.iter().any(|t| t.name == call.name))
+    }
+
+    /// All the tools' specs, chatd's then the client's.
+    fn specs(&self) -> Vec<ToolSpec> {
+        let ours = self.tools.iter().map(|t| t.spec.clone());
+        ours.chain(self.client_tools.iter().cloned()).collect()
     }
 
     /// The interpreter's context for this completion's tool calls: the chat's session (or one
@@ -309,6 +334,7 @@ impl Completion {
         if !to.tools {
             // Without tools the tool loop's instruction would only mislead the model.
             self.tools.clear();
+            self.client_tools.clear();
             self.messages.retain(|m| {
                 !(matches!(m.role, wit::Role::System)
                     && matches!(m.content.as_slice(),
@@ -384,7 +410,7 @@ impl Completion {
         sink: &Sink,
         transcript: &mut Option<Vec<wit::Message>>,
     ) -> Turn {
-        let specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec.clone()).collect();
+        let specs = self.specs();
         let (mut failed, mut waited) = (0u32, Duration::ZERO);
         loop {
             let request = TurnRequest {
@@ -474,7 +500,7 @@ impl Completion {
             .plugin
             .as_provider()
             .expect("the caller checked the plugin's kind");
-        let tools = !self.tools.is_empty();
+        let tools = !self.tools.is_empty() || !self.client_tools.is_empty();
         let (tx, mut rx) = mpsc::channel(TURN_EVENT_BUFFER);
         let seen = UpstreamSeen::default();
         let call = provider.turn_seen(request, refs, tx, &seen);

@@ -58,16 +58,56 @@ pub fn new_rows(stored: &[MessageRecord], supplied: &[NewMessage]) -> Vec<NewMes
     fresh
 }
 
+/// A client's own tool exchange on one history row, which the contract's rows do not carry:
+/// OpenAI's wire (`http/openai/`) has an assistant's `tool_calls` and a `tool` message's result
+/// for tools the client runs. Given beside the rows, never read from a row's metadata, so no
+/// stored row can become one.
+#[derive(Clone, Debug)]
+pub enum Exchange {
+    /// The calls of an assistant row.
+    Calls(Vec<wit::ToolCall>),
+    /// A tool row answering a call: its id and the tool's name; the row's content is the
+    /// output.
+    Result { call_id: String, name: String },
+}
+
 /// The provider transcript: the system prompt(s) first, then the history without tool logs.
 /// Blank text is left out, and so is a message with nothing else: upstreams refuse empty
-/// content, and it tells the model nothing.
-pub fn to_provider(system: &[&str], history: &[NewMessage]) -> Vec<wit::Message> {
+/// content, and it tells the model nothing. `exchange`, when given, holds row by row the
+/// client's own tool calls and results ([`Exchange`]); a tool row with one is sent as a result.
+pub fn to_provider(
+    system: &[&str],
+    history: &[NewMessage],
+    exchange: &[Option<Exchange>],
+) -> Vec<wit::Message> {
     let mut messages: Vec<wit::Message> = system
         .iter()
         .filter(|s| !s.trim().is_empty())
         .map(|s| text_message(wit::Role::System, s))
         .collect();
-    for message in history {
+    for (i, message) in history.iter().enumerate() {
+        let (tool_calls, tool_result) = match exchange.get(i).cloned().flatten() {
+            Some(Exchange::Calls(calls)) => (calls, None),
+            Some(Exchange::Result { call_id, name }) => (
+                Vec::new(),
+                Some(wit::ToolResult {
+                    call_id,
+                    name,
+                    output: message.content.clone(),
+                    is_error: false,
+                }),
+            ),
+            None => (Vec::new(), None),
+        };
+        if let Some(result) = tool_result.filter(|_| message.role == Role::Tool) {
+            messages.push(wit::Message {
+                role: wit::Role::Tool,
+                content: Vec::new(),
+                tool_calls: Vec::new(),
+                tool_result: Some(result),
+            });
+            continue;
+        }
         let role = match message.role {
             Role::System => wit::Role::System,
             Role::User => wit::Role::User,
@@ -84,13 +124,18 @@ pub fn to_provider(system: &[&str], history: &[NewMessage]) -> Vec<wit::Message>
         if role == wit::Role::User {
             content.extend(attachments(message.metadata.as_ref()).into_iter().map(part));
         }
-        if content.is_empty() {
+        let tool_calls = if role == wit::Role::Assistant {
+            tool_calls
+        } else {
+            Vec::new()
+        };
+        if content.is_empty() && tool_calls.is_empty() {
             continue;
         }
         messages.push(wit::Message {
             role,
             content,
-            tool_calls: Vec::new(),
+            tool_calls,
             tool_result: None,
         });
     }
@@ -242,6 +287,7 @@ mod tests {
                 sent(Role::Assistant, ""),
                 sent(Role::User, " \n"),
             ],
+            &[],
         );
         assert_eq!(out.len(), 3);
         assert!(has_user_turn(&out));

@@ -42,6 +42,7 @@ pub async fn suggest(
         temperature: None,
         max_tokens: None,
         streaming: false,
+        client_tools: Vec::new(),
         max_rounds: 0,
         // The operator's TITLE_MODEL.
         listed: true,

@@ -23,8 +23,8 @@ use crate::runs::chat::{self, Completed, RunError, StreamError};
 use crate::runs::{RunKind, Stopped};
 use crate::vocabulary::Role;
 pub use request::CompletionRequest;
-pub(in crate::http) use request::prepare;
 pub(crate) use request::provider_plugin;
+pub(in crate::http) use request::{ClientTools, prepare, prepare_with};
 
 mod request;
 

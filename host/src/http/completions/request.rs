@@ -46,10 +46,29 @@ pub struct CompletionRequest {
     pub persist: Option<bool>,
 }
 
+/// What OpenAI's wire (`http/openai/`) adds to a completion that the contract's request does
+/// not carry: the client's own tools, offered to the model but run by the client, and its tool
+/// exchange, row by row of `messages` ([`history::Exchange`]).
+#[derive(Default)]
+pub struct ClientTools {
+    pub specs: Vec<wit::ToolSpec>,
+    pub exchange: Vec<Option<history::Exchange>>,
+}
+
 pub(in crate::http) async fn prepare(
+    state: &AppState,
+    body: CompletionRequest,
+    streaming: bool,
+) -> ApiResult<ChatRun> {
+    prepare_with(state, body, streaming, ClientTools::default()).await
+}
+
+/// [`prepare`], with the client's own tools.
+pub(in crate::http) async fn prepare_with(
     state: &AppState,
     mut body: CompletionRequest,
     streaming: bool,
+    client: ClientTools,
 ) -> ApiResult<ChatRun> {
     let snapshot = state.plugins.snapshot();
     let provider = snapshot
@@ -81,13 +100,20 @@ pub(in crate::http) async fn prepare(
     let plugin = provider_plugin(&provider)?;
     let tools = enabled_tools(state, &snapshot, &provider, &body, chat.as_ref());
     let instruction = provider.profile.tool_instruction && !tools.is_empty();
-    let messages = provider_transcript(&body, chat.as_ref(), instruction, &history)?;
+    let messages = provider_transcript(
+        &body,
+        chat.as_ref(),
+        instruction,
+        &history,
+        &client.exchange,
+    )?;
     let completion = Completion {
         provider: body.provider.clone(),
         model: model.clone(),
         plugin,
         messages,
         tools,
+        client_tools: client.specs,
         temperature,
         max_tokens,
         streaming,
@@ -122,6 +148,7 @@ fn provider_transcript(
     chat: Option<&ChatRecord>,
     instruction: bool,
     history: &[NewMessage],
+    exchange: &[Option<history::Exchange>],
 ) -> ApiResult<Vec<wit::Message>> {
     let extra_prompt = match &body.additional_system_prompt {
         Some(prompt) => system_prompt(Some(prompt))?,
@@ -134,7 +161,7 @@ fn provider_transcript(
     if let Some(prompt) = &extra_prompt {
         system.push(prompt);
     }
-    let messages = history::to_provider(&system, history);
+    let messages = history::to_provider(&system, history, exchange);
     if !history::has_user_turn(&messages) {
         return Err(ApiError::bad_request(
             "messages: must hold a user message with text or an attachment (blank messages are \

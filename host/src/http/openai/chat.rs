@@ -7,13 +7,13 @@
 use axum::Json;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::answer::{answering_model, outcome, usage_json};
 use super::chat_request::ChatCompletionRequest;
 use super::stream;
 use crate::http::AppState;
-use crate::http::completions::prepare;
+use crate::http::completions::prepare_with;
 use crate::http::error::ApiJson;
 use crate::runs::chat;
 
@@ -27,19 +27,20 @@ pub async fn complete(
         Err(refused) => return refused.into_response(),
     };
     let model_id = body.model.clone();
-    let request = match body.into_contract(&state) {
-        Ok(request) => request,
+    let contracted = match body.into_contract(&state) {
+        Ok(contracted) => contracted,
         Err(refused) => return refused.into_response(),
     };
+    let names = contracted.names;
     // The contract's checks (attachments, sampling, the provider's plugin) answer `{message}`,
     // which `errors::reshape` turns into OpenAI's shape with the same status.
-    let run = match prepare(&state, request, streamed).await {
+    let run = match prepare_with(&state, contracted.request, streamed, contracted.client).await {
         Ok(run) => run,
         Err(refused) => return refused.into_response(),
     };
     if streamed {
         let tapped = chat::tapped(&state.run_context(), run);
-        return stream::respond(tapped, model_id, include_usage).await;
+        return stream::respond(tapped, model_id, include_usage, names).await;
     }
     let (call, completed) = chat::complete(&state.run_context(), run).await;
     let finished = match outcome(completed) {
@@ -47,16 +48,29 @@ pub async fn complete(
         Err(failed) => return failed.into_response(),
     };
     let usage = finished.usage.unwrap_or_default();
+    let model = answering_model(&finished, model_id);
+    let calls = names.calls_json(&finished.client_calls);
+    let (content, finish_reason) = if calls.is_empty() {
+        (Value::String(finished.text), "stop")
+    } else {
+        // As OpenAI's: no text is null, not "".
+        let text = Some(finished.text).filter(|t| !t.is_empty());
+        (text.map_or(Value::Null, Value::String), "tool_calls")
+    };
+    let mut message = json!({"role": "assistant", "content": content, "refusal": null});
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
     Json(json!({
         "id": format!("chatcmpl-{}", call.id),
         "object": "chat.completion",
         "created": chrono::Utc::now().timestamp(),
-        "model": answering_model(&finished, model_id),
+        "model": model,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": finished.text, "refusal": null},
+            "message": message,
             "logprobs": null,
-            "finish_reason": "stop",
+            "finish_reason": finish_reason,
         }],
         "usage": usage_json(usage),
     }))

@@ -10,11 +10,17 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use std::collections::HashMap;
+
+use super::client_tools::{self, SentCall, ToolNames};
 use super::errors::OpenAiError;
 use crate::attachments::AttachmentInput;
+use crate::chat::history::Exchange;
 use crate::http::AppState;
 use crate::http::chats::MessageInput;
+use crate::http::completions::ClientTools;
 use crate::http::completions::CompletionRequest;
+use crate::plugins::worlds::provider as wit;
 use crate::vocabulary::Role;
 
 #[derive(Debug, Deserialize)]
@@ -35,6 +41,13 @@ pub struct ChatCompletionRequest {
     /// chatd's own tools (names of `GET /v1/chat-tools`) run on the server; none when omitted.
     #[serde(default)]
     pub chatd_tools: Option<Vec<String>>,
+    /// The client's own function tools (`client_tools.rs`).
+    #[serde(default)]
+    pub tools: Option<Value>,
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
+    #[serde(default)]
+    pub parallel_tool_calls: Option<Value>,
     /// Every other field: each is checked by [`refuse_unhonoured`].
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -52,11 +65,9 @@ fn no_op(name: &str, value: &Value) -> bool {
     match name {
         "n" | "top_p" => value.as_f64() == Some(1.0),
         "presence_penalty" | "frequency_penalty" => value.as_f64() == Some(0.0),
-        "tools" | "functions" | "stop" | "logit_bias" | "metadata" => empty(value),
-        // No client tools are offered, so the model may call none of them either way.
-        "tool_choice" | "function_call" => value == "none" || value == "auto",
-        // Whether one turn may hold several calls: chatd's tool loop runs them either way.
-        "parallel_tool_calls" => value.is_boolean(),
+        "functions" | "stop" | "logit_bias" | "metadata" => empty(value),
+        // The deprecated `functions` are never offered, so none may be called either way.
+        "function_call" => value == "none" || value == "auto",
         "logprobs" | "store" => value == &Value::Bool(false),
         "service_tier" => value == "auto" || value == "default",
         // An end user's id, for the client's own records: accepted, sent nowhere.
@@ -119,8 +130,9 @@ impl ChatCompletionRequest {
         Ok(include_usage)
     }
 
-    /// The contract's request for the same completion, without a chat.
-    pub fn into_contract(self, state: &AppState) -> Result<CompletionRequest, OpenAiError> {
+    /// The contract's request for the same completion, without a chat, and what it does not
+    /// carry: the client's own tools and its tool exchange, under the names of [`ToolNames`].
+    pub fn into_contract(self, state: &AppState) -> Result<Contracted, OpenAiError> {
         refuse_unhonoured(&self.other)?;
         let (provider, model) = split_model(state, &self.model)?;
         let temperature = match self.temperature {
@@ -149,19 +161,132 @@ impl ChatCompletionRequest {
                 format!("{name}: must be an integer from 1 to 1000000, not {n}"),
             ));
         }
-        let enabled_tools = Some(chatd_tools(state, &provider, self.chatd_tools)?);
-        Ok(CompletionRequest {
-            chat_id: None,
-            provider,
-            model,
-            messages: messages(&self.messages)?,
-            additional_system_prompt: None,
-            enabled_tools,
-            temperature,
-            max_tokens: max_tokens.map(|(_, n)| n),
-            persist: Some(false),
+        let ours = chatd_tools(state, &provider, self.chatd_tools)?;
+        let tools = client_tools::parse_tools(self.tools.as_ref())?;
+        if !tools.is_empty() {
+            offers_client_tools(state, &provider, &ours)?;
+        }
+        let offered = !tools.is_empty() || !ours.is_empty();
+        client_tools::check_choice(
+            self.tool_choice.as_ref(),
+            self.parallel_tool_calls.as_ref(),
+            offered,
+        )?;
+        let (inputs, exchange): (Vec<MessageInput>, Vec<Option<Sent>>) =
+            messages(&self.messages)?.into_iter().unzip();
+        let called = exchange.iter().flatten().flat_map(|sent| match sent {
+            Sent::Calls(calls) => calls.iter().map(|c| c.name.as_str()).collect(),
+            Sent::Result { .. } => Vec::new(),
+        });
+        let reserved = state.tools.names().into_iter().collect();
+        let names = ToolNames::new(
+            tools.iter().map(|t| t.name.as_str()).chain(called),
+            &reserved,
+        );
+        let exchange = answered(exchange, &names)?;
+        Ok(Contracted {
+            request: CompletionRequest {
+                chat_id: None,
+                provider,
+                model,
+                messages: inputs,
+                additional_system_prompt: None,
+                enabled_tools: Some(ours),
+                temperature,
+                max_tokens: max_tokens.map(|(_, n)| n),
+                persist: Some(false),
+            },
+            client: ClientTools {
+                specs: names.specs(&tools),
+                exchange,
+            },
+            names,
         })
     }
+}
+
+/// A request read: the contract's part, the client's tools, and their names both ways.
+pub struct Contracted {
+    pub request: CompletionRequest,
+    pub client: ClientTools,
+    pub names: ToolNames,
+}
+
+/// What a message carries beside the contract's row: an assistant's calls, or the id of the
+/// call a `tool` message answers.
+#[derive(Debug)]
+enum Sent {
+    Calls(Vec<SentCall>),
+    Result { call_id: String },
+}
+
+/// The client's tools need a provider that takes tools, and are not offered beside chatd's
+/// yet: a client's call would end a turn whose chatd calls' exchange must then be kept for
+/// the next request (docs/openai.md).
+fn offers_client_tools(
+    state: &AppState,
+    provider: &str,
+    ours: &[String],
+) -> Result<(), OpenAiError> {
+    let takes_tools = state
+        .plugins
+        .snapshot()
+        .provider(provider)
+        .is_some_and(|p| p.profile.tools);
+    if !takes_tools {
+        return Err(OpenAiError::bad_request(
+            "tools",
+            format!("tools: {provider} takes no tools of a client's (it runs its own)"),
+        ));
+    }
+    if !ours.is_empty() {
+        return Err(OpenAiError::bad_request(
+            "tools",
+            "tools: not served beside chatd_tools yet; send one or the other (docs/openai.md)",
+        )
+        .code("unsupported_parameter"));
+    }
+    Ok(())
+}
+
+/// The exchange row by row under the WIT's names; a `tool` message must answer a call of an
+/// earlier assistant message.
+fn answered(
+    sent: Vec<Option<Sent>>,
+    names: &ToolNames,
+) -> Result<Vec<Option<Exchange>>, OpenAiError> {
+    let mut called: HashMap<String, String> = HashMap::new();
+    sent.into_iter()
+        .enumerate()
+        .map(|(i, sent)| {
+            Ok(match sent {
+                None => None,
+                Some(Sent::Calls(calls)) => Some(Exchange::Calls(
+                    calls
+                        .into_iter()
+                        .map(|call| {
+                            let name = names.wit(&call.name);
+                            called.insert(call.id.clone(), name.clone());
+                            wit::ToolCall {
+                                id: call.id,
+                                name,
+                                arguments_json: call.arguments,
+                            }
+                        })
+                        .collect(),
+                )),
+                Some(Sent::Result { call_id }) => {
+                    let Some(name) = called.get(&call_id).cloned() else {
+                        return Err(invalid(
+                            &format!("messages[{i}].tool_call_id"),
+                            "must be the id of a call in an earlier assistant message's tool_calls",
+                        ));
+                    };
+                    Some(Exchange::Result { call_id, name })
+                }
+            })
+        })
+        .collect()
 }
 
 /// The server tools a request names: each must be one `GET /v1/chat-tools` lists, and a
@@ -199,8 +324,9 @@ fn chatd_tools(
     Ok(names)
 }
 
-/// The messages as the contract's; each one's images as attachments.
-fn messages(messages: &[Value]) -> Result<Vec<MessageInput>, OpenAiError> {
+/// The messages as the contract's, each one's images as attachments, and beside each what the
+/// contract's row does not carry.
+fn messages(messages: &[Value]) -> Result<Vec<(MessageInput, Option<Sent>)>, OpenAiError> {
     messages
         .iter()
         .enumerate()
@@ -208,8 +334,9 @@ fn messages(messages: &[Value]) -> Result<Vec<MessageInput>, OpenAiError> {
         .collect()
 }
 
-/// One message: its role, its content, and nothing else that asks for more than chatd does.
-fn message(path: &str, message: &Value) -> Result<MessageInput, OpenAiError> {
+/// One message: its role, its content, an assistant's calls or the call a `tool` message
+/// answers, and nothing else that asks for more than chatd does.
+fn message(path: &str, message: &Value) -> Result<(MessageInput, Option<Sent>), OpenAiError> {
     let Some(fields) = message.as_object() else {
         return Err(invalid(path, "must be an object"));
     };
@@ -217,7 +344,8 @@ fn message(path: &str, message: &Value) -> Result<MessageInput, OpenAiError> {
         Some("system" | "developer") => Role::System,
         Some("user") => Role::User,
         Some("assistant") => Role::Assistant,
-        Some("tool" | "function") => return Err(unsupported(&format!("{path}.role"))),
+        Some("tool") => Role::Tool,
+        Some("function") => return Err(unsupported(&format!("{path}.role"))),
         _ => {
             return Err(invalid(
                 &format!("{path}.role"),
@@ -225,17 +353,34 @@ fn message(path: &str, message: &Value) -> Result<MessageInput, OpenAiError> {
             ));
         }
     };
+    let mut sent = None;
     for (name, value) in fields {
-        let no_op = match name.as_str() {
-            "role" | "content" => true,
-            // An assistant turn's calls, empty as a text-only turn has them.
-            "tool_calls" => value.is_null() || value.as_array().is_some_and(Vec::is_empty),
+        let read = match (name.as_str(), role, value) {
+            ("role" | "content", ..) => true,
+            (_, _, Value::Null) => true,
+            ("tool_calls", Role::Assistant, Value::Array(calls)) => {
+                let calls = client_tools::parse_calls(&format!("{path}.tool_calls"), calls)?;
+                sent = (!calls.is_empty()).then_some(Sent::Calls(calls));
+                true
+            }
+            ("tool_call_id", Role::Tool, Value::String(id)) => {
+                sent = Some(Sent::Result {
+                    call_id: id.clone(),
+                });
+                true
+            }
             // `name`, `refusal`, `audio`, `function_call`, …: null or refused.
-            _ => value.is_null(),
+            _ => false,
         };
-        if !no_op {
+        if !read {
             return Err(unsupported(&format!("{path}.{name}")));
         }
+    }
+    if role == Role::Tool && sent.is_none() {
+        return Err(invalid(
+            &format!("{path}.tool_call_id"),
+            "must be the id of the call this message answers",
+        ));
     }
     let (text, images) = match fields.get("content") {
         Some(Value::String(text)) => (text.clone(), Vec::new()),
@@ -248,12 +393,13 @@ fn message(path: &str, message: &Value) -> Result<MessageInput, OpenAiError> {
             ));
         }
     };
-    Ok(MessageInput {
+    let input = MessageInput {
         role,
         content: text,
         name: None,
         attachments: (!images.is_empty()).then_some(images),
-    })
+    };
+    Ok((input, sent))
 }
 
 /// A message's parts: its text parts joined with a blank line, its images as attachments (a
@@ -315,15 +461,11 @@ fn image(at: &str, part: &Value) -> Result<AttachmentInput, OpenAiError> {
 }
 
 fn invalid(param: &str, rule: &str) -> OpenAiError {
-    OpenAiError::bad_request(param, format!("{param}: {rule}"))
+    OpenAiError::invalid(param, rule)
 }
 
 fn unsupported(param: &str) -> OpenAiError {
-    OpenAiError::bad_request(
-        param,
-        format!("{param}: not supported by this server's /openai/v1 yet (docs/openai.md)"),
-    )
-    .code("unsupported_parameter")
+    OpenAiError::unsupported(param)
 }
 
 #[cfg(test)]
@@ -341,7 +483,7 @@ mod tests {
     #[test]
     fn fields_are_accepted_at_their_no_op_values_only() {
         let defaults = json!({"n": 1, "top_p": 1, "presence_penalty": 0, "stop": [],
-            "logit_bias": {}, "tools": [], "tool_choice": "auto", "service_tier": "auto",
+            "logit_bias": {}, "function_call": "auto", "service_tier": "auto",
             "user": "u-1", "seed": null});
         assert_eq!(refused(defaults), None);
         assert_eq!(refused(json!({"n": 2})), Some("n".into()));
@@ -349,8 +491,8 @@ mod tests {
         assert_eq!(refused(json!({"stop": ["\n"]})), Some("stop".into()));
         assert_eq!(refused(json!({"seed": 7})), Some("seed".into()));
         assert_eq!(
-            refused(json!({"tools": [{"type": "function"}]})),
-            Some("tools".into())
+            refused(json!({"functions": [{"name": "f"}]})),
+            Some("functions".into())
         );
     }
 
@@ -367,8 +509,19 @@ mod tests {
             "messages[1].name"
         );
         assert_eq!(
-            refusal(json!({"role": "tool", "content": "42", "tool_call_id": "c"})),
+            refusal(json!({"role": "function", "content": "42", "name": "f"})),
             "messages[1].role"
+        );
+        assert_eq!(
+            refusal(json!({"role": "tool", "content": "42"})),
+            "messages[1].tool_call_id"
+        );
+        assert_eq!(
+            refusal(
+                json!({"role": "assistant", "tool_calls": [{"type": "function", "id": "c",
+                "function": {"name": "f", "arguments": {}}}]})
+            ),
+            "messages[1].tool_calls[0].function.arguments"
         );
         assert_eq!(
             refusal(json!({"role": "user", "content": [{"type": "input_audio"}]})),
@@ -394,11 +547,11 @@ mod tests {
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA==", "detail": "auto"}},
             {"type": "text", "text": "b"}
         ]});
-        let input = message("messages[0]", &m).unwrap();
+        let (input, _) = message("messages[0]", &m).unwrap();
         assert_eq!(input.content, "a\n\nb");
         assert_eq!(input.attachments.map(|a| a.len()), Some(1));
         let assistant = json!({"role": "assistant", "content": null, "tool_calls": [],
             "refusal": null});
-        assert_eq!(message("messages[0]", &assistant).unwrap().content, "");
+        assert_eq!(message("messages[0]", &assistant).unwrap().0.content, "");
     }
 }

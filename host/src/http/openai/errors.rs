@@ -79,6 +79,21 @@ impl OpenAiError {
         .code("model_not_found")
     }
 
+    /// A 400: `param` breaks `rule` (said after its name).
+    pub fn invalid(param: &str, rule: &str) -> Self {
+        Self::bad_request(param, format!("{param}: {rule}"))
+    }
+
+    /// A 400 for a field, or a value of it, this server does not honour (yet): refused by
+    /// name rather than dropped (`code: unsupported_parameter`).
+    pub fn unsupported(param: &str) -> Self {
+        Self::bad_request(
+            param,
+            format!("{param}: not supported by this server's /openai/v1 yet (docs/openai.md)"),
+        )
+        .code("unsupported_parameter")
+    }
+
     /// The request field the error is about.
     pub fn param(mut self, param: impl Into<String>) -> Self {
         self.param = Some(param.into());

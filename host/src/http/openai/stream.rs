@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::answer::{answering_model, outcome, usage_json};
+use super::client_tools::ToolNames;
 use crate::chat::events::ChatEvent;
 use crate::runs::chat::{Completed, StopOnDrop, Tapped, ended};
 
@@ -37,6 +38,8 @@ struct Chunks {
     created: i64,
     model: String,
     include_usage: bool,
+    /// The client's tool names, for its calls.
+    names: ToolNames,
 }
 
 impl Chunks {
@@ -90,7 +93,20 @@ impl Chunks {
             }
         };
         self.model = answering_model(&finished, std::mem::take(&mut self.model));
-        let mut out = self.choice(json!({}), Some("stop")).to_vec();
+        let calls = self.names.calls_json(&finished.client_calls);
+        let mut out = Vec::new();
+        let finish_reason = if calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        // Each call whole in one delta, with its index (the SDKs join deltas by it).
+        for (index, mut call) in calls.into_iter().enumerate() {
+            call["index"] = json!(index);
+            let delta = json!({"tool_calls": [call]});
+            out.extend_from_slice(&self.choice(delta, None));
+        }
+        out.extend_from_slice(&self.choice(json!({}), Some(finish_reason)));
         if self.include_usage {
             let mut chunk = self.chunk(json!([]));
             chunk["usage"] = usage_json(finished.usage.unwrap_or_default());
@@ -137,7 +153,12 @@ impl Live {
 
 /// The response to a streamed completion: a status for a failure before its first text (within
 /// [`HEAD_WAIT`]), else the chunks.
-pub(super) async fn respond(tapped: Tapped, model: String, include_usage: bool) -> Response {
+pub(super) async fn respond(
+    tapped: Tapped,
+    model: String,
+    include_usage: bool,
+    names: ToolNames,
+) -> Response {
     let Tapped {
         call,
         events,
@@ -152,6 +173,7 @@ pub(super) async fn respond(tapped: Tapped, model: String, include_usage: bool) 
             created: chrono::Utc::now().timestamp(),
             model,
             include_usage,
+            names,
         },
         _stop: stop,
     };

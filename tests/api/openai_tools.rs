@@ -1,0 +1,289 @@
+//! The client's own tools on `/openai/v1/chat/completions` (`http/openai/client_tools.rs`), with
+//! the official OpenAI Python SDK: the model's call of a client tool ends the turn with
+//! `finish_reason: "tool_calls"` under the client's name (OpenAI's `Get-Weather` is the WIT's
+//! `get_weather` upstream, and back); the next request's assistant `tool_calls` and `tool`
+//! message reach each provider's upstream as its own call and result; a streamed call comes as
+//! a `tool_calls` delta with its `index`; and what chatd cannot honour is refused by name.
+
+use chatd::plugins::testing::{Reply, ScriptedUpstream};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::live_replies::{C, call, paced, text};
+use crate::openai::{TOKEN, all_providers};
+use crate::openai_sdk::{python, python_sdk};
+
+const CHAT_CALLS: &str =
+    include_str!("../fixtures/upstream/openai_chat/06_nonstream_parallel_tool_calls.response.json");
+const MESSAGES_CALL: &str =
+    include_str!("../fixtures/upstream/anthropic_messages/02a_nonstream_tool_use.response.json");
+const RESPONSES_CALL: &str =
+    include_str!("../fixtures/upstream/openai_responses/08a_nonstream_function_call.response.json");
+const CHAT_TEXT: &str =
+    include_str!("../fixtures/upstream/openai_chat/04_nonstream_text.response.json");
+const MESSAGES_TEXT: &str =
+    include_str!("../fixtures/upstream/anthropic_messages/01_nonstream_text.response.json");
+const RESPONSES_TEXT: &str =
+    include_str!("../fixtures/upstream/openai_responses/01_nonstream_text.response.json");
+
+/// The tool as the client offers it: a name OpenAI allows and the WIT does not.
+fn tools() -> Value {
+    json!([{"type": "function", "function": {
+        "name": "Get-Weather",
+        "description": "The weather in a city, now.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+            "required": ["city"]}
+    }}])
+}
+
+/// Each wire's recorded call, renamed to the WIT's `get_weather`: its JSON and its call id.
+fn recorded_calls() -> [(Value, String); 3] {
+    let mut chat: Value = serde_json::from_str(CHAT_CALLS).unwrap();
+    let calls = chat["choices"][0]["message"]["tool_calls"]
+        .as_array_mut()
+        .unwrap();
+    calls.truncate(1);
+    calls[0]["function"]["name"] = json!("get_weather");
+    let chat_id = calls[0]["id"].as_str().unwrap().to_string();
+    let mut messages: Value = serde_json::from_str(MESSAGES_CALL).unwrap();
+    messages["content"][0]["name"] = json!("get_weather");
+    let messages_id = messages["content"][0]["id"].as_str().unwrap().to_string();
+    let mut responses: Value = serde_json::from_str(RESPONSES_CALL).unwrap();
+    responses["output"][0]["name"] = json!("get_weather");
+    let responses_id = responses["output"][0]["call_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    [
+        (responses, responses_id),
+        (messages, messages_id),
+        (chat, chat_id),
+    ]
+}
+
+/// On provider_a, _b and _c: the model's call reaches the client under its name, the turn ends
+/// with `tool_calls`; sent back with the result, the upstream gets both in its own wire and
+/// answers.
+#[tokio::test]
+async fn a_client_tool_call_ends_the_turn_and_its_result_reaches_every_provider() {
+    let Some(python) = python() else { return };
+    let [(responses, a_id), (messages, b_id), (chat, c_id)] = recorded_calls();
+    let upstream = ScriptedUpstream::start([
+        ("POST /responses", Reply::json(200, responses)),
+        (
+            "POST /responses",
+            Reply::text(200, "application/json", RESPONSES_TEXT),
+        ),
+        ("POST /messages", Reply::json(200, messages)),
+        (
+            "POST /messages",
+            Reply::text(200, "application/json", MESSAGES_TEXT),
+        ),
+        ("POST /chat/completions", Reply::json(200, chat)),
+        (
+            "POST /chat/completions",
+            Reply::text(200, "application/json", CHAT_TEXT),
+        ),
+    ])
+    .await;
+    let (server, _files) = all_providers(&upstream).await;
+    let base = format!("{}/openai/v1", server.base);
+    let extra = json!({"tools": tools(), "tool_choice": "auto"}).to_string();
+    let asked = json!([{"role": "user", "content": "Weather in Paris?"}]);
+    for (model, path, id) in [
+        ("provider_a/gpt-4o-mini", "/responses", a_id),
+        ("provider_b/claude-haiku-4-5", "/messages", b_id),
+        ("provider_c/grok-4", "/chat/completions", c_id),
+    ] {
+        let answer = python_sdk(
+            &python,
+            &base,
+            TOKEN,
+            &["chat", model, &asked.to_string(), &extra],
+        )
+        .await;
+        assert_eq!(answer["finish_reason"], "tool_calls", "{model}: {answer}");
+        let message = &answer["raw"]["choices"][0]["message"];
+        let calls = message["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 1, "{message}");
+        assert_eq!(calls[0]["id"], id.as_str());
+        assert_eq!(calls[0]["type"], "function");
+        assert_eq!(calls[0]["function"]["name"], "Get-Weather", "{model}");
+        let arguments = calls[0]["function"]["arguments"].as_str().unwrap();
+        assert!(
+            serde_json::from_str::<Value>(arguments).is_ok(),
+            "{arguments}"
+        );
+        // The upstream was offered the tool under the WIT's name.
+        let first = last_request(&upstream, path);
+        assert!(first.contains("\"get_weather\""), "{model}: {first}");
+        assert!(first.contains("The weather in a city, now."), "{first}");
+        assert!(!first.contains("Get-Weather"), "{first}");
+
+        // The result sent back reaches the upstream as its own call and result.
+        let mut next = asked.as_array().unwrap().clone();
+        next.push(json!({"role": "assistant", "content": null, "tool_calls": calls}));
+        next.push(json!({"role": "tool", "tool_call_id": id, "content": "Sunny, 24 °C"}));
+        let answer = python_sdk(
+            &python,
+            &base,
+            TOKEN,
+            &["chat", model, &Value::Array(next).to_string(), &extra],
+        )
+        .await;
+        assert_eq!(answer["finish_reason"], "stop", "{model}: {answer}");
+        assert!(!answer["content"].as_str().unwrap().is_empty(), "{answer}");
+        let second = last_request(&upstream, path);
+        assert!(second.contains(&id), "{model}: {second}");
+        assert!(second.contains("Sunny, 24 °C"), "{model}: {second}");
+        assert!(second.contains("\"get_weather\""), "{model}: {second}");
+    }
+    // On chat completions' wire, as the recordings have it: the call on the assistant
+    // message, the result as a `tool` message naming it.
+    let sent: Value = serde_json::from_str(&last_request(&upstream, "/chat/completions")).unwrap();
+    let messages = sent["messages"].as_array().unwrap();
+    let tool = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a tool message");
+    let assistant = messages
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("the assistant's call");
+    assert_eq!(tool["tool_call_id"], assistant["tool_calls"][0]["id"]);
+}
+
+/// The body of the last request that reached `path`.
+fn last_request(upstream: &ScriptedUpstream, path: &str) -> String {
+    let sent = upstream
+        .requests()
+        .into_iter()
+        .rfind(|r| r.path == path)
+        .unwrap_or_else(|| panic!("nothing reached {path}"));
+    String::from_utf8_lossy(&sent.body).into_owned()
+}
+
+/// Streamed: the text before the call as it came, then the call in a `tool_calls` delta with
+/// its `index`, id and the client's name, and `finish_reason: "tool_calls"`.
+#[tokio::test]
+async fn a_streamed_client_tool_call_comes_with_its_index() {
+    let Some(python) = python() else { return };
+    let items = [
+        text(&["Let me check. "]),
+        call("call_1", "get_weather", r#"{"city":"Paris"}"#),
+        call("call_2", "get_weather", r#"{"city":"Lyon"}"#),
+    ];
+    let upstream = ScriptedUpstream::start([(C.route, paced(C, &items))]).await;
+    let (server, _files) = all_providers(&upstream).await;
+    let base = format!("{}/openai/v1", server.base);
+    let extra = json!({"tools": tools()}).to_string();
+    let asked = json!([{"role": "user", "content": "Paris and Lyon?"}]).to_string();
+    let out = python_sdk(
+        &python,
+        &base,
+        TOKEN,
+        &["stream", "provider_c/grok-4", &asked, &extra],
+    )
+    .await;
+    assert!(out.get("raised").is_none(), "{out}");
+    let chunks = out["chunks"].as_array().unwrap();
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "Let me check. ");
+    let deltas: Vec<&Value> = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["tool_calls"].as_array())
+        .flatten()
+        .collect();
+    assert_eq!(deltas.len(), 2, "{out}");
+    for (index, (delta, (id, city))) in deltas
+        .iter()
+        .zip([("call_1", "Paris"), ("call_2", "Lyon")])
+        .enumerate()
+    {
+        assert_eq!(delta["index"], index);
+        assert_eq!(delta["id"], id);
+        assert_eq!(delta["type"], "function");
+        assert_eq!(delta["function"]["name"], "Get-Weather");
+        let arguments: Value =
+            serde_json::from_str(delta["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(arguments["city"], city);
+    }
+    let finishes: Vec<&str> = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["finish_reason"].as_str())
+        .collect();
+    assert_eq!(finishes, ["tool_calls"]);
+}
+
+/// What chatd cannot honour with a client's tools is refused by name, before anything goes
+/// upstream.
+#[tokio::test]
+async fn what_cannot_be_honoured_with_client_tools_is_refused_by_name() {
+    let upstream = ScriptedUpstream::start([]).await;
+    let (server, _files) = all_providers(&upstream).await;
+    let user = json!({"role": "user", "content": "Hi"});
+    let cases = [
+        (
+            json!({"tools": tools(), "chatd_tools": ["web_search"]}),
+            "tools",
+            "unsupported_parameter",
+        ),
+        (
+            json!({"tools": tools(), "tool_choice": "required"}),
+            "tool_choice",
+            "unsupported_parameter",
+        ),
+        (
+            json!({"tools": tools(), "tool_choice": {"type": "function", "function": {"name": "Get-Weather"}}}),
+            "tool_choice",
+            "unsupported_parameter",
+        ),
+        (
+            json!({"tools": tools(), "parallel_tool_calls": false}),
+            "parallel_tool_calls",
+            "unsupported_parameter",
+        ),
+        (
+            json!({"tools": [{"type": "function", "function": {"name": "get weather"}}]}),
+            "tools[0].function.name",
+            "invalid_request",
+        ),
+        (
+            json!({"tools": [{"type": "function", "function": {"name": "f", "strict": true}}]}),
+            "tools[0].function.strict",
+            "unsupported_parameter",
+        ),
+        (
+            json!({"messages": [user, {"role": "tool", "tool_call_id": "nope", "content": "x"}]}),
+            "messages[1].tool_call_id",
+            "invalid_request",
+        ),
+    ];
+    for (extra, param, code) in cases {
+        let mut body = json!({"model": "provider_c/grok-4", "messages": [user]});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let response = reqwest::Client::new()
+            .post(format!("{}/openai/v1/chat/completions", server.base))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{extra}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["param"], param, "{error}");
+        assert_eq!(error["error"]["code"], code, "{error}");
+    }
+    let posted: Vec<String> = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .map(|r| r.path)
+        .collect();
+    assert!(posted.is_empty(), "no completion went upstream: {posted:?}");
+}
