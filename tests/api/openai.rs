@@ -607,3 +607,39 @@ async fn refusals_name_the_parameter() {
         "no completion went upstream: {asked:?}"
     );
 }
+
+/// The upstream's own reason reaches `finish_reason`: the Responses API's `incomplete` at
+/// `max_output_tokens` is OpenAI's `length`.
+#[tokio::test]
+async fn a_reply_cut_at_its_token_limit_finishes_with_length() {
+    let Some(python) = python() else { return };
+    let upstream = ScriptedUpstream::start([(
+        "POST /responses",
+        Reply::text(
+            200,
+            "application/json",
+            include_str!(
+                "../fixtures/upstream/openai_responses/10_nonstream_incomplete_max_output_tokens.response.json"
+            ),
+        ),
+    )])
+    .await;
+    let (server, _files) = all_providers(&upstream).await;
+    let base = format!("{}/openai/v1", server.base);
+    let extra = json!({"max_completion_tokens": 20}).to_string();
+    let answer = python_sdk(
+        &python,
+        &base,
+        TOKEN,
+        &["chat", "provider_a/gpt-4o-mini", &hello(), &extra],
+    )
+    .await;
+    assert_eq!(answer["finish_reason"], "length", "{answer}");
+    assert!(
+        answer["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Mango sun-kissed sweet"),
+        "{answer}"
+    );
+}

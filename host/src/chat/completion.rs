@@ -96,6 +96,9 @@ pub struct Finished {
     pub fallback: Option<(String, String)>,
     /// The last turn's calls, when it called a client's tool: the client runs them.
     pub client_calls: Vec<wit::ToolCall>,
+    /// Why the last turn's model stopped, as its provider said (`None` when no turn answered:
+    /// stopped before).
+    pub finish: Option<wit::FinishReason>,
 }
 
 impl Finished {
@@ -190,6 +193,7 @@ impl Completion {
             };
             // A turn answered: its fallback is needed no more.
             self.fallback = None;
+            out.finish = Some(outcome.finish);
             if let Some(json) = outcome.raw_json {
                 out.raw = Some(serde_json::from_str(&json).unwrap_or(Value::String(json)));
             }

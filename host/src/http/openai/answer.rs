@@ -8,6 +8,7 @@ use crate::chat::completion::Finished;
 use crate::chat::events::Usage;
 use crate::chat::failure::CompletionError;
 use crate::http::completions::finished;
+use crate::plugins::worlds::provider::FinishReason;
 use crate::runs::chat::{Completed, RunError};
 
 /// How a run ended, as these routes answer it: the contract's mapping
@@ -44,4 +45,18 @@ pub(super) fn usage_json(usage: Usage) -> Value {
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
     })
+}
+
+/// OpenAI's `finish_reason`: `tool_calls` when the client has calls to run, else the last
+/// turn's reason as its provider gave it (`length`, `content_filter`); `stop` otherwise (a
+/// round of chatd's own tool calls that reached the limit ended with chatd's text).
+pub(super) fn finish_reason(finished: &Finished) -> &'static str {
+    if !finished.client_calls.is_empty() {
+        return "tool_calls";
+    }
+    match finished.finish {
+        Some(FinishReason::Length) => "length",
+        Some(FinishReason::ContentFilter) => "content_filter",
+        _ => "stop",
+    }
 }

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::answer::{answering_model, outcome, usage_json};
+use super::answer::{answering_model, finish_reason, outcome, usage_json};
 use super::chat_request::ChatCompletionRequest;
 use super::stream;
 use crate::http::AppState;
@@ -50,12 +50,13 @@ pub async fn complete(
     let usage = finished.usage.unwrap_or_default();
     let model = answering_model(&finished, model_id);
     let calls = names.calls_json(&finished.client_calls);
-    let (content, finish_reason) = if calls.is_empty() {
-        (Value::String(finished.text), "stop")
+    let finish_reason = finish_reason(&finished);
+    let content = if calls.is_empty() {
+        Value::String(finished.text)
     } else {
         // As OpenAI's: no text is null, not "".
         let text = Some(finished.text).filter(|t| !t.is_empty());
-        (text.map_or(Value::Null, Value::String), "tool_calls")
+        text.map_or(Value::Null, Value::String)
     };
     let mut message = json!({"role": "assistant", "content": content, "refusal": null});
     if !calls.is_empty() {

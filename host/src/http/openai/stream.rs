@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::answer::{answering_model, outcome, usage_json};
+use super::answer::{answering_model, finish_reason, outcome, usage_json};
 use super::client_tools::ToolNames;
 use crate::chat::events::ChatEvent;
 use crate::runs::chat::{Completed, StopOnDrop, Tapped, ended};
@@ -95,11 +95,7 @@ impl Chunks {
         self.model = answering_model(&finished, std::mem::take(&mut self.model));
         let calls = self.names.calls_json(&finished.client_calls);
         let mut out = Vec::new();
-        let finish_reason = if calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        };
+        let finish_reason = finish_reason(&finished);
         // Each call whole in one delta, with its index (the SDKs join deltas by it).
         for (index, mut call) in calls.into_iter().enumerate() {
             call["index"] = json!(index);
