@@ -354,3 +354,68 @@ async fn a_client_that_leaves_stops_the_server_tools_running_for_it() {
         .count();
     assert_eq!(turns, 1, "the model was not asked again");
 }
+
+/// When the operator's fallback answers a stream, its last chunk names the model that answered,
+/// and the call records both the one asked and the one that answered.
+#[tokio::test]
+async fn a_fallback_that_answers_is_named_in_the_last_chunk_and_the_call() {
+    let refused = Reply::json(
+        529,
+        json!({"error": {"message": "overloaded", "type": "overloaded"}}),
+    )
+    .header("retry-after-ms", "5");
+    let upstream = ScriptedUpstream::start([
+        (C.route, refused),
+        (A.route, paced(A, &[text(&["From ", "the fallback."])])),
+    ])
+    .await;
+    let url = upstream.url();
+    let config = "[retry.providers.provider_c]\nattempts = 1\n\
+                  fallback = { provider = \"provider_a\", model = \"gpt-4o-mini\" }\n";
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let server = server(
+        C,
+        &upstream,
+        Options {
+            token: Some(TOKEN.into()),
+            config: Some(write_config(dir.path(), config)),
+            dir: Some(dir),
+            args: [
+                "--provider-a-base-url",
+                &url,
+                "--provider-a-api-key",
+                "a-key",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            ..Options::default()
+        },
+    )
+    .await;
+    let body = post_stream(
+        &server,
+        json!({"model": "provider_c/grok-4", "stream": true,
+            "messages": [{"role": "user", "content": "Hi"}]}),
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    let lines = data_lines(&body);
+    let chunks: Vec<Value> = lines[..lines.len() - 1]
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(content(&chunks), "From the fallback.", "{body}");
+    assert_eq!(chunks.last().unwrap()["model"], "provider_a/gpt-4o-mini");
+    let row = call_row(&server, &call_id(&body)).await;
+    assert_eq!(
+        (row.provider.as_str(), row.model.as_str()),
+        ("provider_c", "grok-4")
+    );
+    assert_eq!(
+        row.answered_by,
+        Some(("provider_a".to_string(), "gpt-4o-mini".to_string()))
+    );
+}

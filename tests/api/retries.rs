@@ -174,6 +174,17 @@ async fn the_fallback_answers_when_the_tries_are_exhausted() {
         reply["metadata"]["fallback"],
         json!({"provider": "provider_a", "model": "gpt-4o-mini"})
     );
+    // The call names what was asked and what answered.
+    let call =
+        crate::completions::call_row(&server, events[0].data["callId"].as_str().unwrap()).await;
+    assert_eq!(
+        (call.provider.as_str(), call.model.as_str()),
+        ("provider_c", "grok-4")
+    );
+    assert_eq!(
+        call.answered_by,
+        Some(("provider_a".to_string(), "gpt-4o-mini".to_string()))
+    );
 }
 
 #[tokio::test]

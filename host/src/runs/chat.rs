@@ -389,6 +389,7 @@ async fn record(
                     message,
                     finished.usage.map(Into::into),
                     latency,
+                    finished.fallback.as_ref(),
                 )
                 .await
         }

@@ -41,6 +41,7 @@ pub(super) trait Calls {
         assistant: Option<NewMessage>,
         usage: Option<CallUsage>,
         latency_ms: u64,
+        answered_by: Option<&(String, String)>,
     ) -> Result<()>;
     async fn fail_call(
         &self,

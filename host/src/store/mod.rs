@@ -398,8 +398,9 @@ impl Store {
     }
 
     /// Ends a call that succeeded: its assistant message (when it has a chat) and its usage and
-    /// latency, in one transaction. A call that already ended keeps that outcome and gets no
-    /// reply; a chat deleted meanwhile gets nothing.
+    /// latency, and the provider and model that answered when they were not the ones asked
+    /// (`answered_by`: the fallback's), in one transaction. A call that already ended keeps
+    /// that outcome and gets no reply; a chat deleted meanwhile gets nothing.
     pub async fn finish_call(
         &self,
         call_id: &str,
@@ -407,8 +408,9 @@ impl Store {
         assistant: Option<NewMessage>,
         usage: Option<CallUsage>,
         latency_ms: u64,
+        answered_by: Option<&(String, String)>,
     ) -> Result<()> {
-        timed!(self, "finish_call", db => db.finish_call(call_id, chat_id, assistant, usage, latency_ms).await)
+        timed!(self, "finish_call", db => db.finish_call(call_id, chat_id, assistant, usage, latency_ms, answered_by).await)
     }
 
     /// Ends a call that failed: its error and latency (and whatever usage was reported). A call

@@ -115,7 +115,8 @@ const SEARCH_BY_QUERY: &str = concat!(
     " WHERE s.normalized_query = $1 ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
 );
 const CALL_BY_ID: &str = "SELECT id, chat_id, provider, model, created_at, completed_at, \
-     input_tokens, output_tokens, total_tokens, latency_ms, error FROM llm_calls WHERE id = $1";
+     input_tokens, output_tokens, total_tokens, latency_ms, error, answered_provider, \
+     answered_model FROM llm_calls WHERE id = $1";
 /// Up to `$1` chats and `$1` searches, newest `updatedAt` first (ties: newest id, and ids are
 /// UUIDv7, ordered by creation): both kinds in one statement, one snapshot, merged and ordered
 /// by the database. The arms pad each other's columns with typed NULLs.
@@ -290,6 +291,8 @@ struct CallRow {
     total_tokens: Option<i64>,
     latency_ms: Option<i64>,
     error: Option<Text>,
+    answered_provider: Option<Text>,
+    answered_model: Option<Text>,
 }
 
 impl CallRow {
@@ -308,6 +311,7 @@ impl CallRow {
             ),
             latency_ms: self.latency_ms,
             error: opt(self.error),
+            answered_by: opt(self.answered_provider).zip(opt(self.answered_model)),
         }
     }
 }

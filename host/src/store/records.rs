@@ -105,6 +105,8 @@ pub struct CallRecord {
     pub usage: Option<CallUsage>,
     pub latency_ms: Option<i64>,
     pub error: Option<String>,
+    /// The provider and model that answered, when not the requested ones (the fallback).
+    pub answered_by: Option<(String, String)>,
 }
 
 /// A search without its results (what lists show).

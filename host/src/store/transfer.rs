@@ -175,6 +175,8 @@ const TABLES: &[Table] = &[
             ("total_tokens", I),
             ("latency_ms", I),
             ("error", T),
+            ("answered_provider", T),
+            ("answered_model", T),
         ],
         always_skip: false,
     },

@@ -58,19 +58,23 @@ impl Calls for PgStore {
         assistant: Option<NewMessage>,
         usage: Option<CallUsage>,
         latency_ms: u64,
+        answered_by: Option<&(String, String)>,
     ) -> Result<()> {
         let mut tx = self.tx().await?;
         // The call's outcome first: it locks the row, so a concurrent `fail_call` either ended
         // it before (and this stores no reply) or waits for this commit (and changes nothing).
         let ended = sqlx::query(
             "UPDATE llm_calls SET completed_at = $1, input_tokens = $2, output_tokens = $3, \
-             total_tokens = $4, latency_ms = $5 WHERE id = $6 AND completed_at IS NULL",
+             total_tokens = $4, latency_ms = $5, answered_provider = $6, answered_model = $7 \
+             WHERE id = $8 AND completed_at IS NULL",
         )
         .bind(now())
         .bind(usage.map(|u| u.input_tokens as i64))
         .bind(usage.map(|u| u.output_tokens as i64))
         .bind(usage.map(|u| u.total_tokens as i64))
         .bind(latency_ms as i64)
+        .bind(answered_by.map(|(p, _)| p.as_str()))
+        .bind(answered_by.map(|(_, m)| m.as_str()))
         .bind(call_id)
         .execute(&mut *tx)
         .await?;

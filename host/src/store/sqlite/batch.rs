@@ -363,7 +363,7 @@ mod tests {
             .await
             .unwrap();
         store
-            .finish_call("call-4", Some(&chat.id), Some(reply), None, 9)
+            .finish_call("call-4", Some(&chat.id), Some(reply), None, 9, None)
             .await
             .unwrap();
         let contents = transcript(&store, &chat.id).await;

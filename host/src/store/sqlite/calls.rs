@@ -63,6 +63,7 @@ impl Calls for SqliteStore {
         assistant: Option<NewMessage>,
         usage: Option<CallUsage>,
         latency_ms: u64,
+        answered_by: Option<&(String, String)>,
     ) -> Result<()> {
         let mut batch = Batch::new();
         if let (Some(chat_id), Some(message)) = (chat_id, &assistant) {
@@ -76,13 +77,16 @@ impl Calls for SqliteStore {
         batch
             .push(
                 "UPDATE llm_calls SET completed_at = ?, input_tokens = ?, output_tokens = ?, \
-                 total_tokens = ?, latency_ms = ? WHERE id = ? AND completed_at IS NULL",
+                 total_tokens = ?, latency_ms = ?, answered_provider = ?, answered_model = ? \
+                 WHERE id = ? AND completed_at IS NULL",
             )
             .bind(now())
             .bind(usage.map(|u| u.input_tokens as i64))
             .bind(usage.map(|u| u.output_tokens as i64))
             .bind(usage.map(|u| u.total_tokens as i64))
             .bind(latency_ms as i64)
+            .bind(answered_by.map(|(p, _)| p.clone()))
+            .bind(answered_by.map(|(_, m)| m.clone()))
             .bind(call_id.to_string());
         self.commit(batch).await?;
         Ok(())
