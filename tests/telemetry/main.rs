@@ -8,6 +8,7 @@ mod binary;
 mod mcp;
 mod mcp_logs;
 mod metrics;
+mod openai;
 mod otlp;
 #[path = "../common/process.rs"]
 mod process;
