@@ -2,7 +2,7 @@
 //! (`chat_request.rs`), run as `POST /v1/chat-completions` runs one without a chat
 //! (`runs::chat`: recorded as a call, retried and fallen back as configured, chatd's tools in
 //! its loop when `chatd_tools` names them), and answered as OpenAI's `chat.completion`, or
-//! streamed as its chunks (`stream.rs`).
+//! streamed as its chunks (`chunks.rs` over `stream.rs`).
 
 use axum::Json;
 use axum::extract::State;
@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::answer::{answering_model, finish_reason, outcome, usage_json};
 use super::chat_request::ChatCompletionRequest;
+use super::chunks::Chunks;
 use super::stream;
 use crate::http::AppState;
 use crate::http::completions::prepare_with;
@@ -40,7 +41,14 @@ pub async fn complete(
     };
     if streamed {
         let tapped = chat::tapped(&state.run_context(), run);
-        return stream::respond(tapped, model_id, include_usage, names).await;
+        let chunks = Chunks {
+            id: format!("chatcmpl-{}", tapped.call.id),
+            created: chrono::Utc::now().timestamp(),
+            model: model_id,
+            include_usage,
+            names,
+        };
+        return stream::respond(tapped, chunks).await;
     }
     let (call, completed) = chat::complete(&state.run_context(), run).await;
     let finished = match outcome(completed) {

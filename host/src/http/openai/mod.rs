@@ -7,6 +7,7 @@
 mod answer;
 mod chat;
 mod chat_request;
+mod chunks;
 mod client_tools;
 pub mod errors;
 mod models;

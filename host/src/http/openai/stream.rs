@@ -1,14 +1,12 @@
-//! `stream: true` on `POST /openai/v1/chat/completions`: OpenAI's server-sent events over a
-//! tapped run (`runs::chat::tapped`). Each is `data: {chat.completion.chunk}`: the role first,
-//! then the text as it comes, `finish_reason` on the last choice chunk, the usage chunk (empty
-//! `choices`) when `stream_options.include_usage` asks, then `data: [DONE]`. chatd's own tools
-//! run between turns and are not shown: an OpenAI client has no event for a server's tool.
+//! A streamed answer on `/openai/v1` (chat completions' chunks, `chunks.rs`; the Responses
+//! API's events, `response_events.rs`) over a tapped run (`runs::chat::tapped`): the transport
+//! both share, with each framing behind [`Frames`].
 //!
 //! The head waits up to [`HEAD_WAIT`] for the first text or the end, so a failure found at once
 //! (the upstream refusing the key or the model, its 429 after chatd's tries) is an HTTP status
-//! as the unstreamed answer's is. After that a failure is an error chunk (`data: {"error"}`,
-//! which the SDKs raise), and comments probe the client every [`PROBE_EVERY`]: the server sees
-//! a client gone only when a write fails (`http/serve.rs`), and the run must stop with it.
+//! as the unstreamed answer's is. After that a failure is the framing's last event, and
+//! comments probe the client every [`PROBE_EVERY`]: the server sees a client gone only when a
+//! write fails (`http/serve.rs`), and the run must stop with it.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -16,11 +14,11 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::answer::{answering_model, finish_reason, outcome, usage_json};
-use super::client_tools::ToolNames;
+use super::answer::outcome;
+use super::errors::OpenAiError;
+use crate::chat::completion::Finished;
 use crate::chat::events::ChatEvent;
 use crate::runs::chat::{Completed, StopOnDrop, Tapped, ended};
 
@@ -32,101 +30,30 @@ const HEAD_WAIT: Duration = Duration::from_millis(400);
 /// about [`HEAD_WAIT`] + 2 × this of its leaving: under a second.
 const PROBE_EVERY: Duration = Duration::from_millis(250);
 
-/// What every chunk of one completion shares.
-struct Chunks {
-    id: String,
-    created: i64,
-    model: String,
-    include_usage: bool,
-    /// The client's tool names, for its calls.
-    names: ToolNames,
-}
-
-impl Chunks {
-    /// A choice chunk: `delta`, and `finish_reason` on the last.
-    fn choice(&self, delta: Value, finish_reason: Option<&str>) -> Bytes {
-        let mut chunk = self.chunk(json!([{
-            "index": 0,
-            "delta": delta,
-            "logprobs": null,
-            "finish_reason": finish_reason,
-        }]));
-        if self.include_usage {
-            // As OpenAI's: every chunk has the field, null until the usage chunk.
-            chunk["usage"] = Value::Null;
-        }
-        frame(&chunk)
-    }
-
-    fn chunk(&self, choices: Value) -> Value {
-        json!({
-            "id": self.id,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "system_fingerprint": null,
-            "choices": choices,
-        })
-    }
-
-    fn role(&self) -> Bytes {
-        self.choice(
-            json!({"role": "assistant", "content": "", "refusal": null}),
-            None,
-        )
-    }
-
-    fn text(&self, text: &str) -> Bytes {
-        self.choice(json!({"content": text}), None)
-    }
-
-    /// The chunks after the last text: `finish_reason`, the usage when asked, `[DONE]`; or the
-    /// error, for a run that failed.
-    fn end(&mut self, completed: Completed) -> Bytes {
-        let finished = match outcome(completed) {
-            Ok(finished) => finished,
-            Err(error) => {
-                if let Some(cause) = error.cause() {
-                    tracing::error!(id = self.id, cause, "a streamed completion failed");
-                }
-                return frame(&error.body());
-            }
-        };
-        self.model = answering_model(&finished, std::mem::take(&mut self.model));
-        let calls = self.names.calls_json(&finished.client_calls);
-        let mut out = Vec::new();
-        let finish_reason = finish_reason(&finished);
-        // Each call whole in one delta, with its index (the SDKs join deltas by it).
-        for (index, mut call) in calls.into_iter().enumerate() {
-            call["index"] = json!(index);
-            let delta = json!({"tool_calls": [call]});
-            out.extend_from_slice(&self.choice(delta, None));
-        }
-        out.extend_from_slice(&self.choice(json!({}), Some(finish_reason)));
-        if self.include_usage {
-            let mut chunk = self.chunk(json!([]));
-            chunk["usage"] = usage_json(finished.usage.unwrap_or_default());
-            out.extend_from_slice(&frame(&chunk));
-        }
-        out.extend_from_slice(b"data: [DONE]\n\n");
-        out.into()
-    }
-}
-
-fn frame(value: &Value) -> Bytes {
-    Bytes::from(format!("data: {value}\n\n"))
+/// How one wire frames a streamed answer.
+pub(super) trait Frames: Send + 'static {
+    /// The answer's id, for the log.
+    fn id(&self) -> &str;
+    /// What opens the stream (sent with the status line).
+    fn head(&mut self) -> Bytes;
+    /// A piece of the reply's text.
+    fn text(&mut self, text: &str) -> Bytes;
+    /// What closes an answer: the client's calls, the finish, the usage.
+    fn finish(&mut self, finished: Finished) -> Bytes;
+    /// What closes a failed one, once the head has gone out.
+    fn failed(&mut self, error: OpenAiError) -> Bytes;
 }
 
 /// What the stream's body holds: the run's events and end, and its stop, thrown when the body
 /// is dropped (the client gone).
-struct Live {
+struct Live<F> {
     events: mpsc::UnboundedReceiver<ChatEvent>,
     end: Option<oneshot::Receiver<Completed>>,
-    chunks: Chunks,
+    frames: F,
     _stop: StopOnDrop,
 }
 
-impl Live {
+impl<F: Frames> Live<F> {
     /// The next text, or `None` once the events are over.
     async fn next_text(&mut self) -> Option<String> {
         loop {
@@ -145,38 +72,38 @@ impl Live {
             None => unreachable!("a stream reads its end once"),
         }
     }
+
+    /// The last events, after the head: the answer's close, or its failure's.
+    fn close(&mut self, completed: Completed) -> Bytes {
+        match outcome(completed) {
+            Ok(finished) => self.frames.finish(finished),
+            Err(error) => {
+                if let Some(cause) = error.cause() {
+                    let id = self.frames.id();
+                    tracing::error!(id, cause, "a streamed completion failed");
+                }
+                self.frames.failed(error)
+            }
+        }
+    }
 }
 
-/// The response to a streamed completion: a status for a failure before its first text (within
-/// [`HEAD_WAIT`]), else the chunks.
-pub(super) async fn respond(
-    tapped: Tapped,
-    model: String,
-    include_usage: bool,
-    names: ToolNames,
-) -> Response {
+/// The response to a streamed answer: a status for a failure before its first text (within
+/// [`HEAD_WAIT`]), else the frames.
+pub(super) async fn respond<F: Frames>(tapped: Tapped, frames: F) -> Response {
     let Tapped {
-        call,
-        events,
-        end,
-        stop,
+        events, end, stop, ..
     } = tapped;
     let mut live = Live {
         events,
         end: Some(end),
-        chunks: Chunks {
-            id: format!("chatcmpl-{}", call.id),
-            created: chrono::Utc::now().timestamp(),
-            model,
-            include_usage,
-            names,
-        },
+        frames,
         _stop: stop,
     };
     let first = tokio::time::timeout(HEAD_WAIT, live.next_text()).await;
-    let mut head = live.chunks.role().to_vec();
+    let mut head = live.frames.head().to_vec();
     match first {
-        Ok(Some(text)) => head.extend_from_slice(&live.chunks.text(&text)),
+        Ok(Some(text)) => head.extend_from_slice(&live.frames.text(&text)),
         // Over before any text: the whole answer, or its failure as a status.
         Ok(None) => {
             let completed = live.ended().await;
@@ -184,10 +111,9 @@ pub(super) async fn respond(
                 Err(error) => error.into_response(),
                 Ok(finished) => {
                     if !finished.text.is_empty() {
-                        head.extend_from_slice(&live.chunks.text(&finished.text));
+                        head.extend_from_slice(&live.frames.text(&finished.text));
                     }
-                    let completed = Completed::Ended(Ok(finished));
-                    head.extend_from_slice(&live.chunks.end(completed));
+                    head.extend_from_slice(&live.frames.finish(finished));
                     sse(Body::from(head))
                 }
             };
@@ -197,10 +123,10 @@ pub(super) async fn respond(
     let rest = futures::stream::unfold(Some(live), |live| async move {
         let mut live = live?;
         let bytes = match tokio::time::timeout(PROBE_EVERY, live.next_text()).await {
-            Ok(Some(text)) => live.chunks.text(&text),
+            Ok(Some(text)) => live.frames.text(&text),
             Ok(None) => {
                 let completed = live.ended().await;
-                let last = live.chunks.end(completed);
+                let last = live.close(completed);
                 return Some((Ok::<_, Infallible>(last), None));
             }
             Err(_) => Bytes::from_static(b": keep-alive\n\n"),
