@@ -1,7 +1,8 @@
 """The official OpenAI Python SDK against chatd's /openai/v1 (tests/api/openai.rs).
 
 usage: sdk.py BASE_URL COMMAND [ARG...], the token in OPENAI_API_KEY (commands: models,
-retrieve ID, chat and stream MODEL MESSAGES_JSON [EXTRA_BODY_JSON]). Prints one JSON object:
+retrieve ID, chat and stream MODEL MESSAGES_JSON [EXTRA_BODY_JSON], respond and respond_stream
+MODEL INPUT_JSON [EXTRA_BODY_JSON], respond_helper MODEL INPUT_JSON). Prints one JSON object:
 what the call returned, or the error the SDK raised (its class, status, type, code, param), so
 the test reads chatd's answers as the SDK's users do. The SDK's own retries are off.
 """
@@ -55,6 +56,33 @@ def run(client, command, args):
                 "message": error.message,
             }
         return {"chunks": chunks}
+    if command == "respond":
+        # respond MODEL INPUT_JSON [EXTRA_BODY_JSON]: a response, not streamed.
+        extra = json.loads(args[2]) if len(args) > 2 else None
+        response = client.responses.create(
+            model=args[0], input=json.loads(args[1]), extra_body=extra
+        )
+        return {"output_text": response.output_text, "raw": response.model_dump()}
+    if command == "respond_stream":
+        # respond_stream MODEL INPUT_JSON [EXTRA_BODY_JSON]: a streamed response, each event as
+        # the SDK parsed it (its class and fields).
+        extra = json.loads(args[2]) if len(args) > 2 else None
+        stream = client.responses.create(
+            model=args[0], input=json.loads(args[1]), stream=True, extra_body=extra
+        )
+        return {
+            "events": [
+                {"class": type(event).__name__, **event.model_dump()} for event in stream
+            ]
+        }
+    if command == "respond_helper":
+        # respond_helper MODEL INPUT_JSON: the SDK's own stream helper, which rebuilds the
+        # response from the events and so checks their order and ids.
+        with client.responses.stream(model=args[0], input=json.loads(args[1])) as stream:
+            for _ in stream:
+                pass
+            final = stream.get_final_response()
+        return {"output_text": final.output_text, "status": final.status}
     raise SystemExit(f"unknown command {command}")
 
 

@@ -11,6 +11,10 @@ mod chunks;
 mod client_tools;
 pub mod errors;
 mod models;
+mod response_events;
+mod response_object;
+mod responses;
+mod responses_request;
 mod stream;
 
 use axum::Router;
@@ -26,4 +30,5 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{PREFIX}/models"), get(models::list))
         .route(&format!("{PREFIX}/models/{{*id}}"), get(models::retrieve))
         .route(&format!("{PREFIX}/chat/completions"), post(chat::complete))
+        .route(&format!("{PREFIX}/responses"), post(responses::create))
 }

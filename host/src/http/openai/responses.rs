@@ -1,0 +1,68 @@
+//! `POST /openai/v1/responses`: the Responses API, stateless. The body is read as the chat
+//! completion it asks for (`responses_request.rs`, then `chat_request.rs`), run as every
+//! completion here is (`runs::chat`: recorded, retried, fallen back, chatd's tools in its loop
+//! when `chatd_tools` names them), and answered as a `response` object (`response_object.rs`),
+//! or streamed as its events (`response_events.rs` over `stream.rs`).
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+
+use super::answer::outcome;
+use super::response_events::ResponseEvents;
+use super::response_object::Echo;
+use super::responses_request::{Read, ResponsesRequest};
+use super::stream;
+use crate::http::AppState;
+use crate::http::completions::prepare_with;
+use crate::http::error::ApiJson;
+use crate::runs::chat;
+
+pub async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<ResponsesRequest>,
+) -> Response {
+    let instructions = body.instructions.clone().filter(|i| !i.is_empty());
+    let temperature = body.temperature;
+    let Read {
+        chat: request,
+        renames,
+        tools,
+    } = match body.read() {
+        Ok(read) => read,
+        Err(refused) => return refused.into_response(),
+    };
+    let streamed = request.stream == Some(true);
+    let max_output_tokens = request.max_completion_tokens;
+    let model = request.model.clone();
+    let contracted = match request.into_contract(&state) {
+        Ok(contracted) => contracted,
+        Err(refused) => return renames.rename(refused).into_response(),
+    };
+    // The contract's checks answer `{message}`, which `errors::reshape` turns into OpenAI's
+    // shape with the same status.
+    let run = match prepare_with(&state, contracted.request, streamed, contracted.client).await {
+        Ok(run) => run,
+        Err(refused) => return refused.into_response(),
+    };
+    let echo = |call_id: &str| Echo {
+        id: format!("resp_{call_id}"),
+        created_at: chrono::Utc::now().timestamp(),
+        model,
+        instructions,
+        tools,
+        temperature,
+        max_output_tokens,
+        names: contracted.names,
+    };
+    if streamed {
+        let tapped = chat::tapped(&state.run_context(), run);
+        let events = ResponseEvents::new(echo(&tapped.call.id));
+        return stream::respond(tapped, events).await;
+    }
+    let (call, completed) = chat::complete(&state.run_context(), run).await;
+    match outcome(completed) {
+        Ok(finished) => Json(echo(&call.id).finished(&finished)).into_response(),
+        Err(failed) => failed.into_response(),
+    }
+}

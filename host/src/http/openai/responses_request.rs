@@ -1,0 +1,413 @@
+//! A `POST /openai/v1/responses` body, read as the chat completion it asks for
+//! (`chat_request.rs`), so it runs as that one does. Stateless: nothing is kept, so
+//! `previous_response_id` and `store: true` are refused by name.
+//!
+//! `input` is a string (one user message) or items: messages (`system`, `developer`, `user`
+//! with `input_text` and data-URL `input_image` parts, `assistant` with `output_text`), the
+//! client's `function_call`s (consecutive ones, and the assistant text before them, one
+//! assistant message, as chat completions' wire wants them) and their `function_call_output`s.
+//! A refusal names the Responses field (`input[3].content[0].type`), the chat request's own
+//! refusals renamed back ([`Renames::rename`]).
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::chat_request::ChatCompletionRequest;
+use super::errors::OpenAiError;
+
+#[derive(Debug, Deserialize)]
+pub struct ResponsesRequest {
+    pub model: String,
+    pub input: Value,
+    #[serde(default)]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub tools: Option<Value>,
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
+    #[serde(default)]
+    pub parallel_tool_calls: Option<Value>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub max_output_tokens: Option<Value>,
+    /// chatd's own tools run on the server, as on chat completions.
+    #[serde(default)]
+    pub chatd_tools: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// The request read: the chat completion it asks for, where each of its messages came from,
+/// and the tools as sent.
+pub struct Read {
+    pub chat: ChatCompletionRequest,
+    pub renames: Renames,
+    /// The tools as the client sent them, echoed in the response.
+    pub tools: Value,
+}
+
+/// Each chat message's origin in the Responses request: `instructions` or `input[i]`.
+pub struct Renames {
+    origins: Vec<String>,
+}
+
+impl Renames {
+    /// A refusal of the chat request, naming the Responses field it came from.
+    pub fn rename(&self, error: OpenAiError) -> OpenAiError {
+        error.renamed(|param| {
+            if let Some(rest) = param.strip_prefix("messages[") {
+                let (index, rest) = rest.split_once(']')?;
+                let origin = self.origins.get(index.parse::<usize>().ok()?)?;
+                // Chat completions' names of fields the Responses API spells its own way.
+                let rest = rest
+                    .replace(".tool_call_id", ".call_id")
+                    .replace(".image_url.url", ".image_url")
+                    .replace(".image_url.detail", ".detail");
+                return Some(format!("{origin}{rest}"));
+            }
+            if let Some(rest) = param.strip_prefix("tools[") {
+                let (index, rest) = rest.split_once(']')?;
+                let rest = rest.strip_prefix(".function").unwrap_or(rest);
+                return Some(format!("tools[{index}]{rest}"));
+            }
+            (param == "max_completion_tokens").then(|| "max_output_tokens".to_string())
+        })
+    }
+}
+
+/// Whether a field the Responses API has is at the value that asks for nothing chatd does not
+/// do (what clients send by default).
+fn no_op(name: &str, value: &Value) -> bool {
+    if value.is_null() {
+        return true;
+    }
+    let empty = |v: &Value| {
+        v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(Map::is_empty)
+    };
+    match name {
+        // Nothing is kept either way.
+        "store" | "background" => value == &Value::Bool(false),
+        "top_p" => value.as_f64() == Some(1.0),
+        "truncation" => value == "disabled",
+        "include" | "metadata" => empty(value),
+        "service_tier" => value == "auto" || value == "default",
+        "text" => value == &json!({"format": {"type": "text"}}) || empty(value),
+        "user" | "safety_identifier" | "prompt_cache_key" => value.is_string(),
+        _ => false,
+    }
+}
+
+impl ResponsesRequest {
+    pub fn read(self) -> Result<Read, OpenAiError> {
+        if self
+            .other
+            .get("previous_response_id")
+            .is_some_and(|v| !v.is_null())
+        {
+            return Err(OpenAiError::bad_request(
+                "previous_response_id",
+                "previous_response_id: this server keeps no responses (store is false): send the \
+                 whole conversation in input",
+            )
+            .code("unsupported_parameter"));
+        }
+        if let Some((name, _)) = self.other.iter().find(|(n, v)| !no_op(n, v)) {
+            return Err(OpenAiError::unsupported(name));
+        }
+        let mut messages = Vec::new();
+        let mut origins = Vec::new();
+        if let Some(instructions) = self.instructions.filter(|i| !i.is_empty()) {
+            messages.push(json!({"role": "system", "content": instructions}));
+            origins.push("instructions".to_string());
+        }
+        match &self.input {
+            Value::String(text) => {
+                messages.push(json!({"role": "user", "content": text}));
+                origins.push("input".to_string());
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    add_item(&format!("input[{i}]"), item, &mut messages, &mut origins)?;
+                }
+            }
+            _ => {
+                return Err(OpenAiError::invalid(
+                    "input",
+                    "must be a string or an array of items",
+                ));
+            }
+        }
+        let tools = self.tools.clone().unwrap_or(Value::Array(Vec::new()));
+        let chat_tools = chat_tools(self.tools.as_ref());
+        let max_completion_tokens = match self.max_output_tokens {
+            None | Some(Value::Null) => None,
+            Some(n) => Some(n.as_u64().ok_or_else(|| {
+                OpenAiError::invalid("max_output_tokens", "must be a whole number")
+            })?),
+        };
+        let chat = ChatCompletionRequest {
+            model: self.model,
+            messages,
+            stream: self.stream,
+            stream_options: None,
+            temperature: self.temperature,
+            max_tokens: None,
+            max_completion_tokens,
+            chatd_tools: self.chatd_tools,
+            tools: chat_tools,
+            tool_choice: self.tool_choice,
+            parallel_tool_calls: self.parallel_tool_calls,
+            other: Map::new(),
+        };
+        Ok(Read {
+            chat,
+            renames: Renames { origins },
+            tools,
+        })
+    }
+}
+
+/// The Responses API's flat function tools as chat completions' (`{type, function: {...}}`);
+/// anything else is left as it is, for the chat request to refuse by name.
+fn chat_tools(tools: Option<&Value>) -> Option<Value> {
+    let Some(Value::Array(tools)) = tools else {
+        return tools.cloned();
+    };
+    let converted = tools
+        .iter()
+        .map(|tool| match tool.as_object() {
+            Some(fields) if fields.get("type").and_then(Value::as_str) == Some("function") => {
+                let function: Map<String, Value> = fields
+                    .iter()
+                    .filter(|(name, _)| name.as_str() != "type")
+                    .map(|(n, v)| (n.clone(), v.clone()))
+                    .collect();
+                json!({"type": "function", "function": function})
+            }
+            _ => tool.clone(),
+        })
+        .collect();
+    Some(Value::Array(converted))
+}
+
+/// One `input` item added to the chat messages: a message, a call (joined to the assistant
+/// message before it, when there is one), or a call's output.
+fn add_item(
+    at: &str,
+    item: &Value,
+    messages: &mut Vec<Value>,
+    origins: &mut Vec<String>,
+) -> Result<(), OpenAiError> {
+    let Some(fields) = item.as_object() else {
+        return Err(OpenAiError::invalid(at, "must be an object"));
+    };
+    let kind = match fields.get("type") {
+        None | Some(Value::Null) => "message",
+        Some(Value::String(kind)) => kind.as_str(),
+        Some(_) => {
+            return Err(OpenAiError::invalid(
+                &format!("{at}.type"),
+                "must be a string",
+            ));
+        }
+    };
+    match kind {
+        "message" => {
+            let message = input_message(at, fields)?;
+            messages.push(message);
+            origins.push(at.to_string());
+        }
+        "function_call" => {
+            let text = |name: &str| {
+                fields.get(name).and_then(Value::as_str).ok_or_else(|| {
+                    OpenAiError::invalid(&format!("{at}.{name}"), "must be a string")
+                })
+            };
+            let call = json!({
+                "id": text("call_id")?,
+                "type": "function",
+                "function": {"name": text("name")?, "arguments": text("arguments")?},
+            });
+            check_fields(
+                at,
+                fields,
+                &["type", "call_id", "name", "arguments", "id", "status"],
+            )?;
+            // Calls after an assistant message (or other calls) join it.
+            match messages.last_mut() {
+                Some(last) if last["role"] == "assistant" => {
+                    match last["tool_calls"].as_array_mut() {
+                        Some(calls) => calls.push(call),
+                        None => last["tool_calls"] = json!([call]),
+                    }
+                }
+                _ => {
+                    messages
+                        .push(json!({"role": "assistant", "content": null, "tool_calls": [call]}));
+                    origins.push(at.to_string());
+                }
+            }
+        }
+        "function_call_output" => {
+            let call_id = fields
+                .get("call_id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    OpenAiError::invalid(&format!("{at}.call_id"), "must be a string")
+                })?;
+            let Some(output) = fields.get("output").and_then(Value::as_str) else {
+                return Err(OpenAiError::invalid(
+                    &format!("{at}.output"),
+                    "must be a string (the call's result)",
+                ));
+            };
+            check_fields(at, fields, &["type", "call_id", "output", "id", "status"])?;
+            messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
+            origins.push(at.to_string());
+        }
+        _ => return Err(OpenAiError::unsupported(&format!("{at}.type"))),
+    }
+    Ok(())
+}
+
+/// Refuses a field of an item other than `known`, unless it is null.
+fn check_fields(at: &str, fields: &Map<String, Value>, known: &[&str]) -> Result<(), OpenAiError> {
+    match fields
+        .iter()
+        .find(|(name, value)| !known.contains(&name.as_str()) && !value.is_null())
+    {
+        Some((name, _)) => Err(OpenAiError::unsupported(&format!("{at}.{name}"))),
+        None => Ok(()),
+    }
+}
+
+/// A message item as a chat message: its role, and its content with the Responses API's part
+/// types as chat completions' (`input_text` and `output_text` as `text`, `input_image` as
+/// `image_url`), part for part so a refusal's path stays right.
+fn input_message(at: &str, fields: &Map<String, Value>) -> Result<Value, OpenAiError> {
+    check_fields(at, fields, &["type", "role", "content", "id", "status"])?;
+    let role = fields.get("role").cloned().unwrap_or(Value::Null);
+    let content = match fields.get("content") {
+        Some(Value::Array(parts)) => {
+            let parts: Result<Vec<Value>, OpenAiError> = parts
+                .iter()
+                .enumerate()
+                .map(|(j, part)| chat_part(&format!("{at}.content[{j}]"), part))
+                .collect();
+            Value::Array(parts?)
+        }
+        Some(other) => other.clone(),
+        None => Value::Null,
+    };
+    Ok(json!({"role": role, "content": content}))
+}
+
+fn chat_part(at: &str, part: &Value) -> Result<Value, OpenAiError> {
+    let kind = part.get("type").and_then(Value::as_str);
+    Ok(match kind {
+        Some("input_text" | "output_text") => {
+            json!({"type": "text", "text": part.get("text").cloned().unwrap_or(Value::Null)})
+        }
+        Some("input_image") => {
+            if part.get("file_id").is_some_and(|v| !v.is_null()) {
+                return Err(OpenAiError::unsupported(&format!("{at}.file_id")));
+            }
+            let mut image = json!({"url": part.get("image_url").cloned().unwrap_or(Value::Null)});
+            if let Some(detail) = part.get("detail").filter(|d| !d.is_null()) {
+                image["detail"] = detail.clone();
+            }
+            json!({"type": "image_url", "image_url": image})
+        }
+        _ => return Err(OpenAiError::unsupported(&format!("{at}.type"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(body: Value) -> Result<Read, OpenAiError> {
+        serde_json::from_value::<ResponsesRequest>(body)
+            .unwrap()
+            .read()
+    }
+
+    #[test]
+    fn items_become_chat_messages_with_calls_joined() {
+        let read = read(
+            json!({"model": "p/m", "instructions": "Be brief.", "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+                {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+                {"type": "function_call", "call_id": "c2", "name": "w", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "Sunny"},
+                {"type": "function_call_output", "call_id": "c2", "output": "Rain"}
+            ]}),
+        )
+        .unwrap();
+        let messages = &read.chat.messages;
+        assert_eq!(messages.len(), 5, "{messages:?}");
+        assert_eq!(
+            messages[0],
+            json!({"role": "system", "content": "Be brief."})
+        );
+        assert_eq!(
+            messages[1]["content"][0],
+            json!({"type": "text", "text": "Weather?"})
+        );
+        assert_eq!(messages[2]["tool_calls"].as_array().unwrap().len(), 2);
+        assert_eq!(messages[4]["tool_call_id"], "c2");
+        assert_eq!(
+            read.renames.origins,
+            [
+                "instructions",
+                "input[0]",
+                "input[1]",
+                "input[3]",
+                "input[4]"
+            ]
+        );
+    }
+
+    #[test]
+    fn refusals_name_the_responses_field() {
+        let param = |body: Value| read(body).err().map(|e| e.param_name().to_string());
+        assert_eq!(
+            param(json!({"model": "p/m", "input": "hi", "previous_response_id": "resp_1"})),
+            Some("previous_response_id".into())
+        );
+        assert_eq!(
+            param(json!({"model": "p/m", "input": "hi", "store": true})),
+            Some("store".into())
+        );
+        assert_eq!(
+            param(json!({"model": "p/m", "input": [{"type": "reasoning", "summary": []}]})),
+            Some("input[0].type".into())
+        );
+        assert_eq!(
+            param(
+                json!({"model": "p/m", "input": [{"role": "user", "content": [{"type": "input_file"}]}]})
+            ),
+            Some("input[0].content[0].type".into())
+        );
+        assert_eq!(
+            param(
+                json!({"model": "p/m", "input": "hi", "store": false, "text": {"format": {"type": "text"}}})
+            ),
+            None
+        );
+        let read =
+            read(json!({"model": "p/m", "input": [{"role": "user", "content": "a"}]})).unwrap();
+        let renamed = read.renames.rename(OpenAiError::invalid(
+            "messages[0].content[1].text",
+            "must be a string",
+        ));
+        assert_eq!(renamed.param_name(), "input[0].content[1].text");
+        let renamed = read
+            .renames
+            .rename(OpenAiError::invalid("tools[2].function.name", "bad"));
+        assert_eq!(renamed.param_name(), "tools[2].name");
+    }
+}
