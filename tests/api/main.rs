@@ -29,6 +29,7 @@ mod mcp_server;
 mod mcp_tools;
 mod models_titles;
 mod openai;
+mod openai_js;
 mod openai_responses;
 #[path = "../common/openai_sdk.rs"]
 mod openai_sdk;

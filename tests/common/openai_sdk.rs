@@ -1,6 +1,8 @@
-//! The official OpenAI SDKs as chatd's clients: `tests/openai/sdk.py` on the Python SDK. The
-//! Python is CHATD_OPENAI_PYTHON, else `target/openai-venv/bin/python` (what `.ci/run`
-//! installs, `openai` pinned). Without it the tests say so and pass, unless
+//! The official OpenAI SDKs as chatd's clients: `tests/openai/sdk.py` on the Python SDK,
+//! `tests/openai/sdk.mjs` on the JavaScript one. The Python is CHATD_OPENAI_PYTHON, else
+//! `target/openai-venv/bin/python`; the JavaScript SDK is `target/openai-node/node_modules/openai`
+//! run by Node 22 (CHATD_OPENAI_NODE, else `target/mcp-node/node_modules/node/bin/node`): what
+//! `.ci/run` installs, both pinned. Without them the tests say so and pass, unless
 //! CHATD_REQUIRE_OPENAI_SDK is set (`.ci/run` sets it), so CI never skips them.
 
 use std::path::{Path, PathBuf};
@@ -36,6 +38,56 @@ pub async fn python_sdk(python: &Path, base_url: &str, token: &str, command: &[&
         .arg(base_url)
         .args(command)
         .env("OPENAI_API_KEY", token)
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .await
+        .expect("the SDK script runs");
+    assert!(
+        out.status.success(),
+        "the SDK script failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the script prints JSON")
+}
+
+/// Node 22 and the JavaScript SDK's folder, if both are there.
+pub fn node() -> Option<(PathBuf, PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let node = std::env::var_os("CHATD_OPENAI_NODE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/mcp-node/node_modules/node/bin/node"));
+    let module = root.join("target/openai-node/node_modules/openai");
+    if node.exists() && module.join("index.mjs").exists() {
+        return Some((node, module));
+    }
+    assert!(
+        std::env::var_os("CHATD_REQUIRE_OPENAI_SDK").is_none(),
+        "CHATD_REQUIRE_OPENAI_SDK is set but {} or {} is missing (.ci/run installs them)",
+        node.display(),
+        module.display()
+    );
+    eprintln!(
+        "skipped: no Node 22 at {} or no openai package at {} (npm install openai@7.59.0 in target/openai-node)",
+        node.display(),
+        module.display()
+    );
+    None
+}
+
+/// Runs `sdk.mjs BASE_URL COMMAND ARGS…` with `token` as the API key: what it printed, as JSON.
+pub async fn js_sdk(
+    node: &(PathBuf, PathBuf),
+    base_url: &str,
+    token: &str,
+    command: &[&str],
+) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/openai/sdk.mjs");
+    let out = tokio::process::Command::new(&node.0)
+        .arg(script)
+        .arg(base_url)
+        .args(command)
+        .env("OPENAI_API_KEY", token)
+        .env("OPENAI_JS_MODULE", &node.1)
         .env_remove("OPENAI_BASE_URL")
         .output()
         .await
