@@ -24,6 +24,9 @@
 //! plain Python tool plugin: a new session's first run, a warm run, memory per idle session,
 //! sessions at once (see `python.rs`).
 //!
+//! `cargo run --release -p bench -- openai` measures what `/openai/v1/chat/completions` adds to a
+//! completion beside LiteLLM's proxy and the do-nothing proxy, in the same run (see `openai.rs`).
+//!
 //! `cargo run --release -p bench -- instances --database-url postgres://…` runs two servers on
 //! one PostgreSQL database: attach and the lag of live events on the other instance, and live
 //! streams split over both (see `instances.rs`).
@@ -36,6 +39,7 @@ mod languages;
 mod live;
 mod mcp;
 mod mcp_served;
+mod openai;
 mod plugins;
 mod proxy;
 mod python;
@@ -119,9 +123,10 @@ fn main() -> anyhow::Result<()> {
         Some("mcp") => mcp::run(&args[1..]),
         Some("languages") => languages::run(languages::parse(&args[1..])?),
         Some("python") => python::run(python::parse(&args[1..])?),
+        Some("openai") => openai::run(openai::parse(&args[1..])?),
         _ => {
             eprintln!(
-                "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
                 usage(),
                 plugins::usage(),
                 chat::usage(),
@@ -130,7 +135,8 @@ fn main() -> anyhow::Result<()> {
                 instances::usage(),
                 mcp::usage(),
                 languages::usage(),
-                python::usage()
+                python::usage(),
+                openai::usage()
             );
             std::process::exit(2);
         }
