@@ -32,9 +32,23 @@ pub fn python() -> Option<PathBuf> {
 
 /// Runs `sdk.py BASE_URL COMMAND ARGS…` with `token` as the API key: what it printed, as JSON.
 pub async fn python_sdk(python: &Path, base_url: &str, token: &str, command: &[&str]) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/openai/sdk.py");
-    let out = tokio::process::Command::new(python)
-        .arg(script)
+    let mut script = tokio::process::Command::new(python);
+    script.arg(scripts().join("sdk.py"));
+    run(script, base_url, token, command).await
+}
+
+fn scripts() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/openai")
+}
+
+/// Runs an SDK script: `BASE_URL COMMAND ARGS…`, `token` as the API key; what it printed.
+async fn run(
+    mut script: tokio::process::Command,
+    base_url: &str,
+    token: &str,
+    command: &[&str],
+) -> Value {
+    let out = script
         .arg(base_url)
         .args(command)
         .env("OPENAI_API_KEY", token)
@@ -81,21 +95,9 @@ pub async fn js_sdk(
     token: &str,
     command: &[&str],
 ) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/openai/sdk.mjs");
-    let out = tokio::process::Command::new(&node.0)
-        .arg(script)
-        .arg(base_url)
-        .args(command)
-        .env("OPENAI_API_KEY", token)
-        .env("OPENAI_JS_MODULE", &node.1)
-        .env_remove("OPENAI_BASE_URL")
-        .output()
-        .await
-        .expect("the SDK script runs");
-    assert!(
-        out.status.success(),
-        "the SDK script failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("the script prints JSON")
+    let mut script = tokio::process::Command::new(&node.0);
+    script
+        .arg(scripts().join("sdk.mjs"))
+        .env("OPENAI_JS_MODULE", &node.1);
+    run(script, base_url, token, command).await
 }

@@ -228,12 +228,7 @@ fn offers_client_tools(
     provider: &str,
     ours: &[String],
 ) -> Result<(), OpenAiError> {
-    let takes_tools = state
-        .plugins
-        .snapshot()
-        .provider(provider)
-        .is_some_and(|p| p.profile.tools);
-    if !takes_tools {
+    if !takes_tools(state, provider) {
         return Err(OpenAiError::bad_request(
             "tools",
             format!("tools: {provider} takes no tools of a client's (it runs its own)"),
@@ -289,6 +284,15 @@ fn answered(
         .collect()
 }
 
+/// Whether the provider's profile takes tools (not provider_agent, which runs its own).
+fn takes_tools(state: &AppState, provider: &str) -> bool {
+    state
+        .plugins
+        .snapshot()
+        .provider(provider)
+        .is_some_and(|p| p.profile.tools)
+}
+
 /// The server tools a request names: each must be one `GET /v1/chat-tools` lists, and a
 /// provider whose profile declines chatd's tools (provider_agent, which runs its own) takes none.
 fn chatd_tools(
@@ -300,12 +304,7 @@ fn chatd_tools(
     if names.is_empty() {
         return Ok(names);
     }
-    let takes_tools = state
-        .plugins
-        .snapshot()
-        .provider(provider)
-        .is_some_and(|p| p.profile.tools);
-    if !takes_tools {
+    if !takes_tools(state, provider) {
         return Err(OpenAiError::bad_request(
             "chatd_tools",
             format!("chatd_tools: {provider} takes none of chatd's tools (it runs its own)"),
