@@ -1,6 +1,6 @@
 //! `/openai/v1` with the official OpenAI JavaScript SDK as the client (`tests/openai/sdk.mjs`):
-//! the models, a completion, a stream whose tool calls the SDK's own runner joins by their
-//! `index`, the Responses API's stream rebuilt by its helper, and refusals as its error classes.
+//! the models, a completion and refusals as its error classes; a stream whose tool calls the
+//! SDK's own runner joins by their `index`, and the Responses API's stream rebuilt by its helper.
 
 use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use serde_json::json;
@@ -12,20 +12,12 @@ use crate::openai_sdk::{js_sdk, node};
 const CHAT_TEXT: &str =
     include_str!("../fixtures/upstream/openai_chat/04_nonstream_text.response.json");
 
+/// The models, a completion, and refusals as the SDK's error classes with code and param.
 #[tokio::test]
-async fn the_javascript_sdk_reads_models_completions_streams_and_refusals() {
+async fn the_javascript_sdk_reads_models_completions_and_refusals() {
     let Some(node) = node() else { return };
-    let calls = [
-        text(&["Checking. "]),
-        call("call_1", "get_weather", r#"{"city":"Paris"}"#),
-        call("call_2", "get_weather", r#"{"city":"Lyon"}"#),
-    ];
-    let upstream = ScriptedUpstream::start([
-        (C.route, Reply::text(200, "application/json", CHAT_TEXT)),
-        (C.route, paced(C, &calls)),
-        (A.route, paced(A, &[text(&["Fair ", "winds."])])),
-    ])
-    .await;
+    let upstream =
+        ScriptedUpstream::start([(C.route, Reply::text(200, "application/json", CHAT_TEXT))]).await;
     let (server, _files) = all_providers(&upstream).await;
     let base = format!("{}/openai/v1", server.base);
 
@@ -53,6 +45,45 @@ async fn the_javascript_sdk_reads_models_completions_streams_and_refusals() {
     );
     assert_eq!(choice["finish_reason"], "stop");
 
+    // Refusals as the SDK's classes, with code and param.
+    let missing = js_sdk(&node, &base, TOKEN, &["chat", "nowhere/m", &hello()]).await;
+    assert_eq!(missing["raised"], "NotFoundError", "{missing}");
+    assert_eq!(missing["code"], "model_not_found");
+    let refused = js_sdk(
+        &node,
+        &base,
+        TOKEN,
+        &["chat", "provider_c/grok-4", &hello(), r#"{"top_p": 0.5}"#],
+    )
+    .await;
+    assert_eq!(refused["raised"], "BadRequestError", "{refused}");
+    assert_eq!(refused["param"], "top_p");
+    assert_eq!(refused["code"], "unsupported_parameter");
+    let unauthorized = js_sdk(&node, &base, "wrong-token", &["models"]).await;
+    assert_eq!(
+        unauthorized["raised"], "AuthenticationError",
+        "{unauthorized}"
+    );
+    assert_eq!(unauthorized["status"], 401);
+}
+
+/// A stream of two tool calls that the SDK's own runner joins by their `index`, and the
+/// Responses API's stream rebuilt by its helper.
+#[tokio::test]
+async fn the_javascript_sdk_joins_streams() {
+    let Some(node) = node() else { return };
+    let calls = [
+        text(&["Checking. "]),
+        call("call_1", "get_weather", r#"{"city":"Paris"}"#),
+        call("call_2", "get_weather", r#"{"city":"Lyon"}"#),
+    ];
+    let upstream = ScriptedUpstream::start([
+        (C.route, paced(C, &calls)),
+        (A.route, paced(A, &[text(&["Fair ", "winds."])])),
+    ])
+    .await;
+    let (server, _files) = all_providers(&upstream).await;
+    let base = format!("{}/openai/v1", server.base);
     // The SDK's runner joins the streamed calls by their index into one message.
     let tools = json!({"tools": [{"type": "function", "function": {"name": "Get-Weather",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]});
@@ -98,25 +129,4 @@ async fn the_javascript_sdk_reads_models_completions_streams_and_refusals() {
     assert_eq!(response["output_text"], "Fair winds.", "{response}");
     assert_eq!(response["types"][0], "response.created");
     assert_eq!(response["raw"]["status"], "completed");
-
-    // Refusals as the SDK's classes, with code and param.
-    let missing = js_sdk(&node, &base, TOKEN, &["chat", "nowhere/m", &hello()]).await;
-    assert_eq!(missing["raised"], "NotFoundError", "{missing}");
-    assert_eq!(missing["code"], "model_not_found");
-    let refused = js_sdk(
-        &node,
-        &base,
-        TOKEN,
-        &["chat", "provider_c/grok-4", &hello(), r#"{"top_p": 0.5}"#],
-    )
-    .await;
-    assert_eq!(refused["raised"], "BadRequestError", "{refused}");
-    assert_eq!(refused["param"], "top_p");
-    assert_eq!(refused["code"], "unsupported_parameter");
-    let unauthorized = js_sdk(&node, &base, "wrong-token", &["models"]).await;
-    assert_eq!(
-        unauthorized["raised"], "AuthenticationError",
-        "{unauthorized}"
-    );
-    assert_eq!(unauthorized["status"], 401);
 }

@@ -148,18 +148,29 @@ async fn a_client_function_call_round_trips_as_items() {
     // The call and its output sent back as items.
     let mut next = input.as_array().unwrap().clone();
     next.push(item.clone());
+    sent_back(&python, &base, &extra, next, &upstream).await;
+}
+/// `next` (the conversation with the model's `function_call` item) sent back with the call's
+/// output: the model's answer streams, and the upstream got the call and its result as its own.
+async fn sent_back(
+    python: &std::path::Path,
+    base: &str,
+    extra: &str,
+    mut next: Vec<Value>,
+    upstream: &ScriptedUpstream,
+) {
     next.push(
         json!({"type": "function_call_output", "call_id": "call_9", "output": "Snow, -3 °C"}),
     );
     let out = python_sdk(
-        &python,
-        &base,
+        python,
+        base,
         TOKEN,
         &[
             "respond_stream",
             "provider_c/grok-4",
             &Value::Array(next).to_string(),
-            &extra,
+            extra,
         ],
     )
     .await;
@@ -275,6 +286,22 @@ async fn what_a_stateless_server_cannot_do_is_refused_by_name() {
             json!({"input": "hi", "max_output_tokens": 0}),
             "max_output_tokens",
         ),
+        // The contract's own checks, renamed: no user message; an image it refuses, counted
+        // past the instructions.
+        (json!({"input": []}), "input"),
+        (
+            json!({"instructions": "Be brief.", "input": [{"role": "user", "content": [
+                {"type": "input_image", "image_url": "data:image/gif;base64,R0lGODlhAQABAAAAACw="}
+            ]}]}),
+            "input[0].attachments[0]",
+        ),
+        // A call joined to the message before it is still named by its own item.
+        (
+            json!({"input": [{"role": "user", "content": "hi"},
+                {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+                {"type": "function_call", "call_id": "c2", "name": "bad name", "arguments": "{}"}]}),
+            "input[2].name",
+        ),
     ];
     for (mut body, param) in cases {
         body["model"] = json!("provider_c/grok-4");
@@ -287,9 +314,10 @@ async fn what_a_stateless_server_cannot_do_is_refused_by_name() {
             .unwrap();
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
         let error: Value = response.json().await.unwrap();
-        assert_eq!(error["error"]["param"], param, "{error}");
+        let named = error["error"]["param"].as_str().unwrap_or_default();
+        assert!(named.starts_with(param), "{param}: {error}");
         let message = error["error"]["message"].as_str().unwrap();
-        assert!(message.starts_with(param), "{message}");
+        assert!(message.starts_with(named), "{message}");
     }
     let posted = upstream
         .requests()

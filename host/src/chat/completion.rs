@@ -180,7 +180,7 @@ impl Completion {
                 Some(result) => {
                     let exhausted =
                         retry::retryable(&result, turn.events, turn.unanswered).is_some();
-                    if rounds == 0 && exhausted && self.fallback.is_some() {
+                    if rounds == 0 && exhausted && self.may_fall_back() {
                         primary_failure =
                             Some(self.failure(result, false, None, None, None).to_string());
                         self.fall_back();
@@ -319,6 +319,15 @@ impl Completion {
         self.messages.extend(added);
     }
 
+    /// Whether a fallback may answer: there is one, and it takes tools if the client offered
+    /// its own (they would be dropped otherwise: the client asked for them, so the named
+    /// provider's failure is the answer).
+    fn may_fall_back(&self) -> bool {
+        self.fallback
+            .as_ref()
+            .is_some_and(|f| f.tools || self.client_tools.is_empty())
+    }
+
     /// Moves the completion to its fallback, if it has one; whether it did.
     fn fall_back(&mut self) -> bool {
         let Some(to) = self.fallback.take() else {
@@ -338,7 +347,6 @@ impl Completion {
         if !to.tools {
             // Without tools the tool loop's instruction would only mislead the model.
             self.tools.clear();
-            self.client_tools.clear();
             self.messages.retain(|m| {
                 !(matches!(m.role, wit::Role::System)
                     && matches!(m.content.as_slice(),

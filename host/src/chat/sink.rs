@@ -11,14 +11,16 @@ use crate::runlog::{RunLog, Stop};
 use crate::store::files::{ChatFileRecord, Kept, MAX_CHAT_FILE_BYTES, MAX_CHAT_FILES, NewChatFile};
 use crate::store::{NewMessage, Store};
 
-/// Where a completion's events and tool logs go: a run's log (streams) and a chat (persisted).
-/// Both optional: a non-streaming completion keeps no log, a `persist: false` stream no chat.
+/// Where a completion's events and tool logs go: a run's log (streams), a route's tap of the
+/// reply's text, and a chat (persisted). All optional: a non-streaming completion keeps no log,
+/// a `persist: false` stream no chat, and only `/openai/v1`'s streams tap the text.
 #[derive(Default)]
 pub struct Sink {
     pub log: Option<Arc<RunLog>>,
-    /// The events as they are, for a route that frames them its own way (`/openai/v1`'s
-    /// chunks) rather than as the contract's SSE.
-    pub tap: Option<mpsc::UnboundedSender<ChatEvent>>,
+    /// The reply's text as it is sent (each `delta`), for a route that frames it its own way
+    /// (`/openai/v1`'s chunks) rather than as the contract's SSE. Nothing else is sent there:
+    /// its reader has no use for it, and the channel holds what it has not read.
+    pub tap: Option<mpsc::UnboundedSender<String>>,
     pub chat: Option<ChatWriter>,
     /// A client's request to stop the run.
     pub stop: Stop,
@@ -39,9 +41,9 @@ impl Sink {
         if let Some(log) = &self.log {
             log.push(event.name(), &event.data(), event.is_terminal());
         }
-        if let Some(tap) = &self.tap {
+        if let (Some(tap), ChatEvent::Delta(text)) = (&self.tap, event) {
             // A reader gone has its run stopped (`runs::chat::tapped`); nothing to tell here.
-            let _ = tap.send(event.clone());
+            let _ = tap.send(text.clone());
         }
     }
 

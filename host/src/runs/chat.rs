@@ -1,6 +1,8 @@
 //! A chat run, whichever route starts it: [`complete`] (the reply as one answer), [`stream`] (a
-//! persisted stream: registered by chat id, followed and attached through its log) and
-//! [`ephemeral`] (a `persist: false` stream, ending with its client). Each is a backend-owned
+//! persisted stream: registered by chat id, followed and attached through its log),
+//! [`ephemeral`] (a `persist: false` stream, ending with its client) and [`tapped`] (a
+//! completion whose text a route frames itself, `/openai/v1`'s streams, stopped when its client
+//! leaves). Each is a backend-owned
 //! task ([`ActiveRuns::spawn`]) that records the call before the first turn (the user's input is
 //! stored before the upstream is called, so a database that cannot take it refuses the request
 //! before anything is paid for), writes the reply and usage in one transaction at its end, and
@@ -59,7 +61,7 @@ impl RunError {
     }
 }
 
-/// How a [`complete`] ended.
+/// How a completion of [`complete`] or [`tapped`] ended.
 pub enum Completed {
     /// The reply, stored; or why there is none.
     Ended(Result<Finished, RunError>),
@@ -80,12 +82,12 @@ pub async fn complete(ctx: &RunContext, run: ChatRun) -> (NewCall, Completed) {
 /// [`complete`] runs one (recorded, retried, fallen back) but stopped when its client leaves.
 pub struct Tapped {
     pub call: NewCall,
-    /// Its events as they come (`delta`, `tool_call`); closed at its end.
-    pub events: mpsc::UnboundedReceiver<ChatEvent>,
+    /// Its reply's text as it is sent, piece by piece; closed at its end.
+    pub events: mpsc::UnboundedReceiver<String>,
     /// How it ended, once `events` is closed.
     pub end: oneshot::Receiver<Completed>,
     /// Dropped (its client gone), it stops the run: the upstream is closed and running tools
-    /// end, and the call is recorded with the text sent until then.
+    /// end, and the call is recorded as a stopped run is.
     pub stop: StopOnDrop,
 }
 
@@ -122,7 +124,7 @@ pub async fn ended(end: oneshot::Receiver<Completed>) -> Completed {
 fn begin(
     ctx: &RunContext,
     run: ChatRun,
-    tap: Option<mpsc::UnboundedSender<ChatEvent>>,
+    tap: Option<mpsc::UnboundedSender<String>>,
     stop: Stop,
 ) -> (NewCall, oneshot::Receiver<Completed>) {
     let started = Instant::now();

@@ -18,13 +18,11 @@ pub(super) fn outcome(completed: Completed) -> Result<Finished, OpenAiError> {
     if let Completed::Ended(Err(RunError::Completion(
         error @ CompletionError::Provider {
             upstream_status: Some(429),
+            retry_after,
             ..
         },
     ))) = &completed
     {
-        let CompletionError::Provider { retry_after, .. } = error else {
-            unreachable!("matched above")
-        };
         return Err(OpenAiError::rate_limited(error.to_string(), *retry_after));
     }
     finished(completed).map_err(OpenAiError::from)

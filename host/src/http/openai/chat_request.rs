@@ -174,6 +174,18 @@ impl ChatCompletionRequest {
         )?;
         let (inputs, exchange): (Vec<MessageInput>, Vec<Option<Sent>>) =
             messages(&self.messages)?.into_iter().unzip();
+        if let Some(i) = exchange.iter().position(Option::is_some)
+            && !takes_tools(state, &provider)
+        {
+            let field = match exchange[i] {
+                Some(Sent::Calls(_)) => "tool_calls",
+                _ => "tool_call_id",
+            };
+            return Err(OpenAiError::invalid(
+                &format!("messages[{i}].{field}"),
+                &format!("{provider} takes no tools of a client's (it runs its own)"),
+            ));
+        }
         let called = exchange.iter().flatten().flat_map(|sent| match sent {
             Sent::Calls(calls) => calls.iter().map(|c| c.name.as_str()).collect(),
             Sent::Result { .. } => Vec::new(),

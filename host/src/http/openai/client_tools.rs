@@ -109,7 +109,7 @@ fn function(at: &str, function: Option<&Value>) -> Result<ClientTool, OpenAiErro
 }
 
 /// A tool's name as OpenAI allows it: `[A-Za-z0-9_-]{1,64}`.
-fn checked_name(at: &str, name: Option<&Value>) -> Result<String, OpenAiError> {
+pub(super) fn checked_name(at: &str, name: Option<&Value>) -> Result<String, OpenAiError> {
     let Some(name) = name.and_then(Value::as_str) else {
         return Err(invalid(at, "must be a string"));
     };

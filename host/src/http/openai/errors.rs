@@ -94,6 +94,23 @@ impl OpenAiError {
         .code("unsupported_parameter")
     }
 
+    /// The error with the field its message begins with as its `param` (`messages[1].content:
+    /// …`, as the contract's checks word theirs), when it has none yet.
+    pub fn naming_its_field(mut self) -> Self {
+        let field = self.message.split_once(": ").map(|(field, _)| field);
+        let is_path = |f: &str| {
+            !f.is_empty()
+                && f.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']'))
+        };
+        if self.param.is_none()
+            && let Some(field) = field.filter(|f| is_path(f))
+        {
+            self.param = Some(field.to_string());
+        }
+        self
+    }
+
     /// The same error about a field another wire names `renamed(param)` (the Responses API's
     /// request read as chat completions'): its param and the message's mention of it.
     pub fn renamed(mut self, renamed: impl FnOnce(&str) -> Option<String>) -> Self {

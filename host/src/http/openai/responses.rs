@@ -9,6 +9,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
 use super::answer::outcome;
+use super::errors::OpenAiError;
 use super::response_events::ResponseEvents;
 use super::response_object::Echo;
 use super::responses_request::{Read, ResponsesRequest};
@@ -39,11 +40,13 @@ pub async fn create(
         Ok(contracted) => contracted,
         Err(refused) => return renames.rename(refused).into_response(),
     };
-    // The contract's checks answer `{message}`, which `errors::reshape` turns into OpenAI's
-    // shape with the same status.
+    // The contract's checks name the chat request's fields (`messages[1]`): renamed too.
     let run = match prepare_with(&state, contracted.request, streamed, contracted.client).await {
         Ok(run) => run,
-        Err(refused) => return refused.into_response(),
+        Err(refused) => {
+            let refused = OpenAiError::from(refused).naming_its_field();
+            return renames.rename(refused).into_response();
+        }
     };
     let echo = |call_id: &str| Echo {
         id: format!("resp_{call_id}"),

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::chat_request::ChatCompletionRequest;
+use super::client_tools;
 use super::errors::OpenAiError;
 
 #[derive(Debug, Deserialize)]
@@ -73,7 +74,11 @@ impl Renames {
                 let rest = rest.strip_prefix(".function").unwrap_or(rest);
                 return Some(format!("tools[{index}]{rest}"));
             }
-            (param == "max_completion_tokens").then(|| "max_output_tokens".to_string())
+            match param {
+                "max_completion_tokens" => Some("max_output_tokens".to_string()),
+                "messages" => Some("input".to_string()),
+                _ => None,
+            }
         })
     }
 }
@@ -220,37 +225,7 @@ fn add_item(
             messages.push(message);
             origins.push(at.to_string());
         }
-        "function_call" => {
-            let text = |name: &str| {
-                fields.get(name).and_then(Value::as_str).ok_or_else(|| {
-                    OpenAiError::invalid(&format!("{at}.{name}"), "must be a string")
-                })
-            };
-            let call = json!({
-                "id": text("call_id")?,
-                "type": "function",
-                "function": {"name": text("name")?, "arguments": text("arguments")?},
-            });
-            check_fields(
-                at,
-                fields,
-                &["type", "call_id", "name", "arguments", "id", "status"],
-            )?;
-            // Calls after an assistant message (or other calls) join it.
-            match messages.last_mut() {
-                Some(last) if last["role"] == "assistant" => {
-                    match last["tool_calls"].as_array_mut() {
-                        Some(calls) => calls.push(call),
-                        None => last["tool_calls"] = json!([call]),
-                    }
-                }
-                _ => {
-                    messages
-                        .push(json!({"role": "assistant", "content": null, "tool_calls": [call]}));
-                    origins.push(at.to_string());
-                }
-            }
-        }
+        "function_call" => add_call(at, fields, messages, origins)?,
         "function_call_output" => {
             let call_id = fields
                 .get("call_id")
@@ -269,6 +244,52 @@ fn add_item(
             origins.push(at.to_string());
         }
         _ => return Err(OpenAiError::unsupported(&format!("{at}.type"))),
+    }
+    Ok(())
+}
+
+/// A `function_call` item, checked here so a refusal names it (`input[i].name`), joined to the
+/// assistant message before it when there is one: chat completions' wire has a turn's calls on
+/// one message.
+fn add_call(
+    at: &str,
+    fields: &Map<String, Value>,
+    messages: &mut Vec<Value>,
+    origins: &mut Vec<String>,
+) -> Result<(), OpenAiError> {
+    let text = |name: &str| {
+        fields
+            .get(name)
+            .and_then(Value::as_str)
+            .ok_or_else(|| OpenAiError::invalid(&format!("{at}.{name}"), "must be a string"))
+    };
+    let call_id = text("call_id")?;
+    if call_id.is_empty() {
+        return Err(OpenAiError::invalid(
+            &format!("{at}.call_id"),
+            "must not be empty",
+        ));
+    }
+    let name = client_tools::checked_name(&format!("{at}.name"), fields.get("name"))?;
+    let call = json!({
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": text("arguments")?},
+    });
+    check_fields(
+        at,
+        fields,
+        &["type", "call_id", "name", "arguments", "id", "status"],
+    )?;
+    match messages.last_mut() {
+        Some(last) if last["role"] == "assistant" => match last["tool_calls"].as_array_mut() {
+            Some(calls) => calls.push(call),
+            None => last["tool_calls"] = json!([call]),
+        },
+        _ => {
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [call]}));
+            origins.push(at.to_string());
+        }
     }
     Ok(())
 }

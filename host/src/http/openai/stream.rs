@@ -19,7 +19,6 @@ use tokio::sync::{mpsc, oneshot};
 use super::answer::outcome;
 use super::errors::OpenAiError;
 use crate::chat::completion::Finished;
-use crate::chat::events::ChatEvent;
 use crate::runs::chat::{Completed, StopOnDrop, Tapped, ended};
 
 /// How long the head waits for the first text before it goes out as 200.
@@ -47,22 +46,16 @@ pub(super) trait Frames: Send + 'static {
 /// What the stream's body holds: the run's events and end, and its stop, thrown when the body
 /// is dropped (the client gone).
 struct Live<F> {
-    events: mpsc::UnboundedReceiver<ChatEvent>,
+    events: mpsc::UnboundedReceiver<String>,
     end: Option<oneshot::Receiver<Completed>>,
     frames: F,
     _stop: StopOnDrop,
 }
 
 impl<F: Frames> Live<F> {
-    /// The next text, or `None` once the events are over.
+    /// The next text, or `None` once the run is over.
     async fn next_text(&mut self) -> Option<String> {
-        loop {
-            match self.events.recv().await? {
-                ChatEvent::Delta(text) => return Some(text),
-                // `tool_call`: chatd's own tools, not the client's to see.
-                _ => continue,
-            }
-        }
+        self.events.recv().await
     }
 
     /// The run's end, once its events are over.
