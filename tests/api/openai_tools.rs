@@ -287,3 +287,111 @@ async fn what_cannot_be_honoured_with_client_tools_is_refused_by_name() {
         .collect();
     assert!(posted.is_empty(), "no completion went upstream: {posted:?}");
 }
+
+/// A server of provider_c on `c` with provider_agent (which runs its own tools) on `agent`,
+/// provider_c falling back to it after one try.
+async fn with_agent(c: &ScriptedUpstream, agent: &ScriptedUpstream) -> crate::support::TestServer {
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let config = crate::support::write_config(
+        dir.path(),
+        "[retry.providers.provider_c]\nattempts = 1\n\
+         fallback = { provider = \"provider_agent\", model = \"hermes-custom\" }\n",
+    );
+    let args = [
+        ("--provider-c-base-url", c.url()),
+        ("--provider-c-api-key", "kc".into()),
+        ("--agent-api-base-url", agent.url()),
+        ("--agent-api-key", "kg".into()),
+        ("--agent-model", "hermes-custom".into()),
+    ];
+    crate::support::TestServer::start_with(crate::support::Options {
+        token: Some(TOKEN.into()),
+        args: args
+            .into_iter()
+            .flat_map(|(flag, value)| [flag.to_string(), value])
+            .collect(),
+        config: Some(config),
+        dir: Some(dir),
+        ..crate::support::Options::default()
+    })
+    .await
+}
+
+async fn post(server: &crate::support::TestServer, body: Value) -> (StatusCode, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}/openai/v1/chat/completions", server.base))
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (response.status(), response.json().await.unwrap())
+}
+
+/// provider_agent takes no client tools, nor their exchange; and the operator's fallback does
+/// not answer a request with client tools when it takes none (the tools would be dropped): the
+/// named provider's failure is the answer, while the same request without tools falls back.
+#[tokio::test]
+async fn a_provider_without_tools_refuses_them_and_is_no_fallback_for_them() {
+    let overloaded = || {
+        Reply::json(
+            529,
+            json!({"error": {"message": "overloaded", "type": "overloaded"}}),
+        )
+    };
+    let c = ScriptedUpstream::start([(C.route, overloaded()), (C.route, overloaded())]).await;
+    let agent = ScriptedUpstream::start([(
+        "POST /chat/completions",
+        Reply::text(200, "application/json", CHAT_TEXT),
+    )])
+    .await;
+    let server = with_agent(&c, &agent).await;
+    let user = json!({"role": "user", "content": "Weather?"});
+    let asked = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+        "type": "function", "function": {"name": "w", "arguments": "{}"}}]});
+    let answered = json!({"role": "tool", "tool_call_id": "c1", "content": "Sunny"});
+    for (extra, param) in [
+        (json!({"tools": tools()}), "tools"),
+        (
+            json!({"messages": [user, asked, answered]}),
+            "messages[1].tool_calls",
+        ),
+        (
+            json!({"messages": [user, answered]}),
+            "messages[1].tool_call_id",
+        ),
+    ] {
+        let mut body = json!({"model": "provider_agent/hermes-custom", "messages": [user]});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let (status, error) = post(&server, body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+        assert_eq!(error["error"]["param"], param, "{error}");
+    }
+
+    // provider_c fails; with client tools its failure is the answer, without them the fallback's.
+    let (status, error) = post(
+        &server,
+        json!({"model": "provider_c/grok-4", "messages": [user], "tools": tools()}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("provider_c"),
+        "{error}"
+    );
+    let posted = |u: &ScriptedUpstream| u.requests().iter().filter(|r| r.method == "POST").count();
+    assert_eq!(posted(&agent), 0, "the fallback was not asked");
+    let (status, answer) = post(
+        &server,
+        json!({"model": "provider_c/grok-4", "messages": [user]}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["model"], "provider_agent/hermes-custom");
+    assert_eq!(posted(&agent), 1);
+}
