@@ -2,11 +2,11 @@
 //! persisted stream: registered by chat id, followed and attached through its log),
 //! [`ephemeral`] (a `persist: false` stream, ending with its client) and [`tapped`] (a
 //! completion whose text a route frames itself, `/openai/v1`'s streams, stopped when its client
-//! leaves). Each is a backend-owned
-//! task ([`ActiveRuns::spawn`]) that records the call before the first turn (the user's input is
-//! stored before the upstream is called, so a database that cannot take it refuses the request
-//! before anything is paid for), writes the reply and usage in one transaction at its end, and
-//! records a stop (shutdown, a panic, a lost lease) with its reason. A route parses, calls one
+//! leaves). Each is a backend-owned task ([`ActiveRuns::spawn`]) that records the call before the
+//! first turn (the user's input is stored before the upstream is called, so a database that
+//! cannot take it refuses the request before anything is paid for), writes the reply and usage in
+//! one transaction at its end, and records a stop (shutdown, a panic, a lost lease) with its
+//! reason. A route parses, calls one
 //! of these, and frames what it gets; the loop itself is `chat::completion`.
 
 use std::sync::{Arc, Mutex};
@@ -78,13 +78,13 @@ pub async fn complete(ctx: &RunContext, run: ChatRun) -> (NewCall, Completed) {
     (call, ended(end).await)
 }
 
-/// A completion whose events a route frames its own way (`/openai/v1`'s chunks), run as
+/// A completion whose text a route frames its own way (`/openai/v1`'s chunks), run as
 /// [`complete`] runs one (recorded, retried, fallen back) but stopped when its client leaves.
 pub struct Tapped {
     pub call: NewCall,
     /// Its reply's text as it is sent, piece by piece; closed at its end.
-    pub events: mpsc::UnboundedReceiver<String>,
-    /// How it ended, once `events` is closed.
+    pub text: mpsc::UnboundedReceiver<String>,
+    /// How it ended, once `text` is closed.
     pub end: oneshot::Receiver<Completed>,
     /// Dropped (its client gone), it stops the run: the upstream is closed and running tools
     /// end, and the call is recorded as a stopped run is.
@@ -102,12 +102,12 @@ impl Drop for StopOnDrop {
 
 /// Starts `run` as a [`Tapped`] completion.
 pub fn tapped(ctx: &RunContext, run: ChatRun) -> Tapped {
-    let (tx, events) = mpsc::unbounded_channel();
+    let (tx, text) = mpsc::unbounded_channel();
     let switch = Arc::new(StopSwitch::default());
     let (call, end) = begin(ctx, run, Some(tx), Stop::new(switch.clone()));
     Tapped {
         call,
-        events,
+        text,
         end,
         stop: StopOnDrop(switch),
     }

@@ -43,10 +43,10 @@ pub(super) trait Frames: Send + 'static {
     fn failed(&mut self, error: OpenAiError) -> Bytes;
 }
 
-/// What the stream's body holds: the run's events and end, and its stop, thrown when the body
+/// What the stream's body holds: the run's text and end, and its stop, thrown when the body
 /// is dropped (the client gone).
 struct Live<F> {
-    events: mpsc::UnboundedReceiver<String>,
+    text: mpsc::UnboundedReceiver<String>,
     end: Option<oneshot::Receiver<Completed>>,
     frames: F,
     _stop: StopOnDrop,
@@ -55,10 +55,10 @@ struct Live<F> {
 impl<F: Frames> Live<F> {
     /// The next text, or `None` once the run is over.
     async fn next_text(&mut self) -> Option<String> {
-        self.events.recv().await
+        self.text.recv().await
     }
 
-    /// The run's end, once its events are over.
+    /// The run's end, once its text is over.
     async fn ended(&mut self) -> Completed {
         match self.end.take() {
             Some(end) => ended(end).await,
@@ -85,10 +85,10 @@ impl<F: Frames> Live<F> {
 /// [`HEAD_WAIT`]), else the frames.
 pub(super) async fn respond<F: Frames>(tapped: Tapped, frames: F) -> Response {
     let Tapped {
-        events, end, stop, ..
+        text, end, stop, ..
     } = tapped;
     let mut live = Live {
-        events,
+        text,
         end: Some(end),
         frames,
         _stop: stop,
