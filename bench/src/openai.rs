@@ -11,6 +11,12 @@
 //! time to its first text. What each adds is its figure minus the mock's; the ratio LiteLLM ÷
 //! chatd is printed at p50 and p99.
 //!
+//! Beside them, in the same rounds, chatd's own stream (`POST /v1/chat-completions/stream`) to
+//! its first delta: persisted into a new chat, which writes once before the upstream is asked as
+//! the front door does (one transaction: the chat, the message and the call there; the call
+//! here), and `persist: false`, which writes nothing. The front door's added first text ÷ the
+//! persisted stream's is the figure (target ≤ 1.1 at p50 and p99).
+//!
 //! LiteLLM is `litellm` from PyPI (`litellm[proxy]`) in `target/litellm-venv`, or the `litellm`
 //! named by CHATD_BENCH_LITELLM; without it the LiteLLM rows are left out and said so.
 
@@ -22,7 +28,9 @@ use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
 
 use crate::chat::start_mock;
-use crate::harness::{added_by, check, client, row, time_to};
+use crate::harness::{
+    DELTA, added_by, check, client, completion, ephemeral_body, row, time_to, to_first,
+};
 use crate::plugins::{Running, server_binary, start_with};
 
 /// The first text of the recorded stream: what a stream's time to first text waits for.
@@ -173,9 +181,17 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
         ways.push(Way::new("LiteLLM proxy", url, "sk-bench", "zero"));
     }
     let http = client()?;
+    let own_url = format!("http://{chatd_addr}/v1/chat-completions/stream");
+    let (mut persisted, mut ephemeral) = (Vec::new(), Vec::new());
     for i in 0..o.warmup + o.requests {
         for way in ways.iter_mut() {
             way.round(&http, i, i >= o.warmup).await?;
+        }
+        let p = to_first(&http, &own_url, &completion(None, "zero", i), DELTA).await?;
+        let e = to_first(&http, &own_url, &ephemeral_body(i), DELTA).await?;
+        if i >= o.warmup {
+            persisted.push(p);
+            ephemeral.push(e);
         }
     }
     println!(
@@ -189,11 +205,33 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
         plain.push(row(&format!("{}: completion", way.name), &mut way.plain));
         first.push(row(&format!("{}: first text", way.name), &mut way.first));
     }
+    let own = row("chatd /v1 stream, persisted: first delta", &mut persisted);
+    let own_ephemeral = row(
+        "chatd /v1 stream, persist false: first delta",
+        &mut ephemeral,
+    );
     println!();
     for (i, way) in ways.iter().enumerate().skip(1) {
         added_by(way.name, "completion", plain[i], plain[0]);
         added_by(way.name, "first text", first[i], first[0]);
     }
+    added_by("chatd /v1 stream", "first delta, persisted", own, first[0]);
+    added_by(
+        "chatd /v1 stream",
+        "first delta, persist false",
+        own_ephemeral,
+        first[0],
+    );
+    let front = |at: fn(&(f64, f64)) -> f64, over: (f64, f64)| {
+        (at(&first[2]) - at(&first[0])) / (at(&over) - at(&first[0]))
+    };
+    println!(
+        "\nchatd /openai/v1 first text added ÷ /v1 stream's first delta added: persisted (one write, as the front door) {:.2} at p50, {:.2} at p99 (target ≤ 1.1); persist false (no write) {:.2} at p50, {:.2} at p99",
+        front(|f| f.0, own),
+        front(|f| f.1, own),
+        front(|f| f.0, own_ephemeral),
+        front(|f| f.1, own_ephemeral),
+    );
     if litellm.is_some() {
         let ratio = |figures: &[(f64, f64)], at: fn(&(f64, f64)) -> f64| {
             (at(&figures[3]) - at(&figures[0])) / (at(&figures[2]) - at(&figures[0]))

@@ -1,5 +1,5 @@
-//! The `codec-provider` world (as `profiled-codec-provider`, which adds the provider's
-//! [`Profile`]): [`Codec`], [`Decoder`] and
+//! The `codec-provider` world (as `optioned-codec-provider`, which adds the provider's
+//! [`Profile`] and the turn options it honours): [`Codec`], [`Decoder`] and
 //! [`export_codec_provider!`](crate::export_codec_provider).
 //!
 //! A codec provider only encodes and decodes: [`Codec::start`] turns a turn request into the
@@ -21,25 +21,29 @@
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "chatd:plugin/profiled-codec-provider@0.1.1",
+        world: "chatd:plugin/optioned-codec-provider@0.1.2",
         runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_codec_provider_world",
         default_bindings_module: "chatd_plugin_sdk::codec::bindings",
         with: {
-            "chatd:plugin/types@0.1.1": crate::host::bindings::chatd::plugin::types,
-            "chatd:plugin/http@0.1.1": crate::host::bindings::chatd::plugin::http,
-            "chatd:plugin/log@0.1.1": crate::host::bindings::chatd::plugin::log,
-            "chatd:plugin/config@0.1.1": crate::host::bindings::chatd::plugin::config,
-            "chatd:plugin/provider-types@0.1.1": crate::provider::bindings::chatd::plugin::provider_types,
-            "chatd:plugin/turn-events@0.1.1": crate::provider::bindings::chatd::plugin::turn_events,
+            "chatd:plugin/types@0.1.2": crate::host::bindings::chatd::plugin::types,
+            "chatd:plugin/http@0.1.2": crate::host::bindings::chatd::plugin::http,
+            "chatd:plugin/log@0.1.2": crate::host::bindings::chatd::plugin::log,
+            "chatd:plugin/config@0.1.2": crate::host::bindings::chatd::plugin::config,
+            "chatd:plugin/provider-types@0.1.2": crate::provider::bindings::chatd::plugin::provider_types,
+            "chatd:plugin/turn-events@0.1.2": crate::provider::bindings::chatd::plugin::turn_events,
         },
     });
 }
 
 use std::cell::RefCell;
 
+pub use bindings::chatd::plugin::turn_options::{
+    JsonSchema, Options as TurnOptions, ResponseFormat, ToolChoice,
+};
 pub use bindings::exports::chatd::plugin::turn_codec::Decoded;
+pub use bindings::exports::chatd::plugin::turn_options_support::OptionKind;
 
 use crate::host::{Header, PluginError, Request, UpstreamError};
 use crate::provider::{
@@ -59,11 +63,42 @@ pub trait Codec {
         Err(crate::unsupported("listing models"))
     }
 
-    /// The upstream request for `request`'s turn, and the decoder of its answer.
+    /// The turn options it puts on its upstream's wire; the host sends a turn no others, and
+    /// refuses a client's request that sets one it does not name. None by default.
+    fn honoured() -> Vec<OptionKind> {
+        Vec::new()
+    }
+
+    /// The upstream request for `request`'s turn, and the decoder of its answer. The turn's
+    /// options beyond `request`'s are [`turn_options`].
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
         let _ = request;
         Err(crate::unsupported("model turns"))
     }
+}
+
+/// The options of the turn being started (only kinds [`Codec::honoured`] names are set); call
+/// it from [`Codec::start`].
+pub fn turn_options() -> TurnOptions {
+    bindings::chatd::plugin::turn_options::current()
+}
+
+/// No options: each left to the upstream's default (what [`turn_options`] gives a turn that
+/// sets none; for tests of a request builder).
+pub fn no_turn_options() -> TurnOptions {
+    TurnOptions {
+        top_p: None,
+        stop: Vec::new(),
+        tool_choice: None,
+        response_format: None,
+    }
+}
+
+/// A JSON schema option's schema, parsed (the host checked it is an object).
+pub fn schema_value(schema: &JsonSchema) -> Result<serde_json::Value, PluginError> {
+    serde_json::from_str(&schema.schema_json).map_err(|e| {
+        PluginError::InvalidInput(format!("response_format's schema is not JSON: {e}"))
+    })
 }
 
 /// Parses a whole (non-streamed) answer body into the turn's events and finish.
@@ -370,7 +405,7 @@ impl bindings::exports::chatd::plugin::turn_codec::GuestTurnDecoder for DecoderR
     }
 }
 
-/// Exports a [`Codec`] implementation as the component's `profiled-codec-provider` world (which
+/// Exports a [`Codec`] implementation as the component's `optioned-codec-provider` world (which
 /// includes the `provider` world: its `turn` runs the same codec through [`drive`]).
 #[macro_export]
 macro_rules! export_codec_provider {
@@ -424,6 +459,14 @@ macro_rules! export_codec_provider {
                     <$ty as $crate::codec::Codec>::profile(),
                     $crate::codec::bindings::exports::chatd::plugin::provider_profile::Profile
                 )
+            }
+        }
+
+        impl $crate::codec::bindings::exports::chatd::plugin::turn_options_support::Guest
+            for __ChatdCodecExport
+        {
+            fn honoured() -> ::std::vec::Vec<$crate::codec::OptionKind> {
+                <$ty as $crate::codec::Codec>::honoured()
             }
         }
 

@@ -141,7 +141,7 @@ impl Request {
 
     /// Sends it and reads the whole body in the host, at most `max_bytes` of it (a longer body
     /// is [`HttpError::TooLarge`]): one crossing into the host where [`Self::send`] and
-    /// [`Response::next_chunk`] take one per piece. Needs chatd 0.1.1's WIT.
+    /// [`Response::next_chunk`] take one per piece. Needs chatd's WIT 0.1.1 or later.
     pub fn fetch(self, max_bytes: u64) -> Result<Fetched, HttpError> {
         #[cfg(target_family = "wasm")]
         return wit_http::fetch(&self.inner, max_bytes);

@@ -516,11 +516,11 @@ async fn refusals_name_the_parameter() {
     let base = format!("{}/openai/v1", server.base);
     let cases = [
         (
-            "provider_c/grok-4",
-            r#"{"top_p": 0.5}"#,
+            "provider_b/claude-haiku-4-5",
+            r#"{"response_format": {"type": "json_object"}}"#,
             "BadRequestError",
             "unsupported_parameter",
-            "top_p",
+            "response_format",
         ),
         (
             "provider_c/grok-4",

@@ -53,11 +53,16 @@ async fn the_javascript_sdk_reads_models_completions_and_refusals() {
         &node,
         &base,
         TOKEN,
-        &["chat", "provider_c/grok-4", &hello(), r#"{"top_p": 0.5}"#],
+        &[
+            "chat",
+            "provider_a/gpt-4o-mini",
+            &hello(),
+            r#"{"stop": ["END"]}"#,
+        ],
     )
     .await;
     assert_eq!(refused["raised"], "BadRequestError", "{refused}");
-    assert_eq!(refused["param"], "top_p");
+    assert_eq!(refused["param"], "stop");
     assert_eq!(refused["code"], "unsupported_parameter");
     let unauthorized = js_sdk(&node, &base, "wrong-token", &["models"]).await;
     assert_eq!(

@@ -232,16 +232,6 @@ async fn what_cannot_be_honoured_with_client_tools_is_refused_by_name() {
             "unsupported_parameter",
         ),
         (
-            json!({"tools": tools(), "tool_choice": "required"}),
-            "tool_choice",
-            "unsupported_parameter",
-        ),
-        (
-            json!({"tools": tools(), "tool_choice": {"type": "function", "function": {"name": "Get-Weather"}}}),
-            "tool_choice",
-            "unsupported_parameter",
-        ),
-        (
             json!({"tools": tools(), "parallel_tool_calls": false}),
             "parallel_tool_calls",
             "unsupported_parameter",
@@ -290,7 +280,10 @@ async fn what_cannot_be_honoured_with_client_tools_is_refused_by_name() {
 
 /// A server of provider_c on `c` with provider_agent (which runs its own tools) on `agent`,
 /// provider_c falling back to it after one try.
-async fn with_agent(c: &ScriptedUpstream, agent: &ScriptedUpstream) -> crate::support::TestServer {
+pub(crate) async fn with_agent(
+    c: &ScriptedUpstream,
+    agent: &ScriptedUpstream,
+) -> crate::support::TestServer {
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
     let config = crate::support::write_config(
         dir.path(),

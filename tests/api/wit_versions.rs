@@ -1,4 +1,5 @@
-//! WIT versions stay loadable: `chatd:plugin@0.1.0` is frozen in `wit/v0.1.0/` as released, and a
+//! WIT versions stay loadable: `chatd:plugin@0.1.0` and `@0.1.1` are frozen in `wit/v0.1.0/` and
+//! `wit/v0.1.1/` as released, and a
 //! component built against it (`tests/plugins/since-v0.1.0`, on wit-bindgen directly, not on the
 //! SDK, which follows the newest WIT) loads into today's host, whose WIT is newer, and every
 //! import it uses answers.
@@ -11,26 +12,40 @@ use sha2::{Digest, Sha256};
 
 use crate::support::{Options, TestServer, test_component, until};
 
-/// SHA-256 of `wit/v0.1.0/{host,types,worlds}.wit` as released. A released version never
-/// changes: what it lacks goes into the next one (`wit/PENDING_CHANGES.md`).
-const RELEASED_0_1_0: &str = "3ae6f1531fc829516eb086ecebf0d62a06cba0cc8d2199399ae66467fd81745f";
+/// SHA-256 of each released version's `wit/vX.Y.Z/{host,types,worlds}.wit` as released. A
+/// released version never changes: what it lacks goes into the next one
+/// (`wit/PENDING_CHANGES.md`).
+const RELEASED: [(&str, &str); 2] = [
+    (
+        "v0.1.0",
+        "3ae6f1531fc829516eb086ecebf0d62a06cba0cc8d2199399ae66467fd81745f",
+    ),
+    (
+        "v0.1.1",
+        "dfe90e23eab327ccead784472634279b43882ad028c7f2039bc5de6272b40f9c",
+    ),
+];
 
 #[test]
-fn the_released_wit_is_frozen() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/v0.1.0");
-    let mut digest = Sha256::new();
-    for name in ["host.wit", "types.wit", "worlds.wit"] {
-        digest.update(std::fs::read(dir.join(name)).unwrap());
+fn the_released_wits_are_frozen() {
+    for (version, hash) in RELEASED {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../wit")
+            .join(version);
+        let mut digest = Sha256::new();
+        for name in ["host.wit", "types.wit", "worlds.wit"] {
+            digest.update(std::fs::read(dir.join(name)).unwrap());
+        }
+        let found: String = digest
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            found, hash,
+            "wit/{version} changed; it is released and frozen"
+        );
     }
-    let found: String = digest
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    assert_eq!(
-        found, RELEASED_0_1_0,
-        "wit/v0.1.0 changed; it is released and frozen"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

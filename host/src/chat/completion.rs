@@ -33,6 +33,9 @@ use crate::config::retry::RetryPolicy;
 use crate::plugins::loading::load::Plugin;
 use crate::plugins::runtime::CallError;
 use crate::plugins::worlds::provider::references::Refs;
+use crate::plugins::worlds::provider::turn_options::{
+    self, OptionKind, Options as TurnOptions, ToolChoice,
+};
 use crate::plugins::worlds::provider::{
     self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnRequest, UpstreamSeen,
 };
@@ -57,6 +60,11 @@ pub struct Completion {
     pub client_tools: Vec<ToolSpec>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// The turn's options beyond temperature and max tokens (OpenAI's wire), each one the
+    /// provider honours ([`Profile::options`](crate::plugins::worlds::provider::Profile)); a
+    /// tool choice that names or requires a call holds for the first round only, so the tool loop
+    /// can end.
+    pub options: Arc<TurnOptions>,
     /// Whether the provider streams from its upstream.
     pub streaming: bool,
     pub max_rounds: u32,
@@ -77,6 +85,8 @@ pub struct Fallback {
     pub listed: bool,
     /// Its profile takes the host's tools (else it runs without them).
     pub tools: bool,
+    /// The turn options its profile honours.
+    pub options: Vec<OptionKind>,
     /// Its own retry policy (its fallback is not followed: one hop).
     pub retry: RetryPolicy,
 }
@@ -119,7 +129,9 @@ impl Completion {
         let Some(provider) = self.plugin.as_provider() else {
             return Ok(());
         };
-        let sets_parameters = self.temperature.is_some() || self.max_tokens.is_some();
+        let sets_parameters = self.temperature.is_some()
+            || self.max_tokens.is_some()
+            || !turn_options::kinds(&self.options).is_empty();
         if !sets_parameters || !provider.takes_references() {
             return Ok(());
         }
@@ -133,7 +145,7 @@ impl Completion {
             may_continue: !self.tools.is_empty() || !self.client_tools.is_empty(),
             continuation: None,
         };
-        match provider.check(request).await {
+        match provider.check(request, self.options.clone()).await {
             Ok(Err(error)) if matches!(error, PluginError::InvalidInput(_)) => {
                 Err(CompletionError::Provider {
                     provider: self.provider.clone(),
@@ -211,6 +223,7 @@ impl Completion {
                 return Ok(out.ended(reply, false));
             }
             rounds += 1;
+            self.options = first_round_only(&self.options);
             continuation = turn.continuation.take();
             let started = tool_calls::announce(&turn.calls, sink);
             // Boxed: the tools run between turns, and inline their state would be part of the
@@ -323,9 +336,10 @@ impl Completion {
     /// its own (they would be dropped otherwise: the client asked for them, so the named
     /// provider's failure is the answer).
     fn may_fall_back(&self) -> bool {
-        self.fallback
-            .as_ref()
-            .is_some_and(|f| f.tools || self.client_tools.is_empty())
+        let asked = turn_options::kinds(&self.options);
+        self.fallback.as_ref().is_some_and(|f| {
+            (f.tools || self.client_tools.is_empty()) && asked.iter().all(|k| f.options.contains(k))
+        })
     }
 
     /// Moves the completion to its fallback, if it has one; whether it did.
@@ -515,7 +529,7 @@ impl Completion {
         let tools = !self.tools.is_empty() || !self.client_tools.is_empty();
         let (tx, mut rx) = mpsc::channel(TURN_EVENT_BUFFER);
         let seen = UpstreamSeen::default();
-        let call = provider.turn_seen(request, refs, tx, &seen);
+        let call = provider.turn_seen(request, self.options.clone(), refs, tx, &seen);
         tokio::pin!(call);
         let mut turn = Turn::default();
         let mut result = None;
@@ -555,6 +569,19 @@ impl Completion {
         turn.retry_after = seen.retry_after();
         turn.unanswered = seen.unanswered();
         turn
+    }
+}
+
+/// The options of the rounds after the first: a tool choice that requires a call, or names
+/// one, was the first round's (held on every round it would never let the loop end); `none`
+/// and the rest hold throughout.
+fn first_round_only(options: &Arc<TurnOptions>) -> Arc<TurnOptions> {
+    match options.tool_choice {
+        Some(ToolChoice::Required | ToolChoice::Named(_)) => Arc::new(TurnOptions {
+            tool_choice: None,
+            ..TurnOptions::clone(options)
+        }),
+        _ => options.clone(),
     }
 }
 

@@ -41,6 +41,7 @@ pub async fn suggest(
         tools: Vec::new(),
         temperature: None,
         max_tokens: None,
+        options: std::sync::Arc::new(crate::plugins::worlds::provider::turn_options::none()),
         streaming: false,
         client_tools: Vec::new(),
         max_rounds: 0,

@@ -17,7 +17,7 @@ pub mod response;
 pub mod stream;
 mod wire;
 
-use chatd_plugin_sdk::codec::{Decoder, post_turn};
+use chatd_plugin_sdk::codec::{Decoder, OptionKind, TurnOptions, post_turn};
 use chatd_plugin_sdk::host::{PluginError, Request, Usage};
 use chatd_plugin_sdk::provider::{self, FinishReason, TurnRequest};
 
@@ -54,15 +54,26 @@ impl Flavor {
     }
 }
 
+/// The turn options this wire carries: all of them (`top_p`, `stop`, `tool_choice`,
+/// `response_format` with `json_object` and `json_schema`).
+pub const HONOURED: [OptionKind; 5] = [
+    OptionKind::TopP,
+    OptionKind::Stop,
+    OptionKind::ToolChoice,
+    OptionKind::JsonObject,
+    OptionKind::JsonSchema,
+];
+
 /// The request of one turn to `{base_url}/chat/completions` and the decoder of its answer:
 /// streamed server-sent events through [`stream::Stream`], or one JSON body through
 /// [`response::parse`] (a turn that did not stream, or a server that ignored `stream: true`).
 pub fn start(
     base_url: &str,
     request: &TurnRequest,
+    options: &TurnOptions,
     flavor: Flavor,
 ) -> Result<(Request, Decoder), PluginError> {
-    let body = request::body(request, flavor)?;
+    let body = request::body(request, options, flavor)?;
     let upstream = post_turn(
         format!("{base_url}/chat/completions"),
         &body,

@@ -1,6 +1,7 @@
 //! The request body of `POST {base}/chat/completions`, built from the host's [`TurnRequest`].
 //! Pure: no host call, unit-tested below.
 
+use chatd_plugin_sdk::codec::{ResponseFormat, ToolChoice, TurnOptions, schema_value};
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
 use chatd_plugin_sdk::provider::json_number;
 use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
@@ -8,9 +9,14 @@ use serde_json::{Map, Value, json};
 
 use crate::Flavor;
 
-/// The JSON body for `request`. `may_continue` and `continuation` play no part in this format
-/// (the whole transcript is sent every turn); the agent flavor sends no tools.
-pub fn body(request: &TurnRequest, flavor: Flavor) -> Result<Value, PluginError> {
+/// The JSON body for `request` and its `options` (every kind, as this wire has them all).
+/// `may_continue` and `continuation` play no part in this format (the whole transcript is sent
+/// every turn); the agent flavor sends no tools.
+pub fn body(
+    request: &TurnRequest,
+    options: &TurnOptions,
+    flavor: Flavor,
+) -> Result<Value, PluginError> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(request.model.clone()));
     let messages = request
@@ -33,11 +39,52 @@ pub fn body(request: &TurnRequest, flavor: Flavor) -> Result<Value, PluginError>
     if let Some(max_tokens) = request.max_tokens {
         body.insert("max_tokens".into(), json!(max_tokens));
     }
+    add_options(&mut body, options)?;
     if request.streaming {
         body.insert("stream".into(), Value::Bool(true));
         body.insert("stream_options".into(), json!({ "include_usage": true }));
     }
     Ok(Value::Object(body))
+}
+
+/// `top_p`, `stop`, `tool_choice` and `response_format`, each as this wire spells it.
+fn add_options(body: &mut Map<String, Value>, options: &TurnOptions) -> Result<(), PluginError> {
+    if let Some(top_p) = options.top_p.and_then(json_number) {
+        body.insert("top_p".into(), top_p);
+    }
+    if !options.stop.is_empty() {
+        body.insert("stop".into(), json!(options.stop));
+    }
+    if let Some(choice) = &options.tool_choice {
+        let choice = match choice {
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
+        };
+        body.insert("tool_choice".into(), choice);
+    }
+    match &options.response_format {
+        None => {}
+        Some(ResponseFormat::JsonObject) => {
+            body.insert("response_format".into(), json!({"type": "json_object"}));
+        }
+        Some(ResponseFormat::JsonSchema(schema)) => {
+            let mut spec = Map::new();
+            spec.insert("name".into(), json!(schema.name));
+            if let Some(description) = &schema.description {
+                spec.insert("description".into(), json!(description));
+            }
+            spec.insert("schema".into(), schema_value(schema)?);
+            if let Some(strict) = schema.strict {
+                spec.insert("strict".into(), json!(strict));
+            }
+            body.insert(
+                "response_format".into(),
+                json!({"type": "json_schema", "json_schema": spec}),
+            );
+        }
+    }
+    Ok(())
 }
 
 fn message(message: &Message) -> Result<Value, PluginError> {
@@ -146,6 +193,7 @@ fn tool(spec: &ToolSpec) -> Result<Value, PluginError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chatd_plugin_sdk::codec::{JsonSchema, no_turn_options};
     use chatd_plugin_sdk::host::{Image, TextFile, ToolCall, ToolResult};
 
     fn text(role: Role, text: &str) -> Message {
@@ -154,6 +202,52 @@ mod tests {
             content: vec![ContentPart::Text(text.into())],
             tool_calls: Vec::new(),
             tool_result: None,
+        }
+    }
+
+    /// The body of a turn with no options.
+    fn body(request: &TurnRequest, flavor: Flavor) -> Result<Value, PluginError> {
+        super::body(request, &no_turn_options(), flavor)
+    }
+
+    #[test]
+    fn each_option_is_sent_as_the_wire_spells_it() {
+        let mut req = request(vec![text(Role::User, "Weather?")]);
+        req.tools = vec![weather_tool()];
+        let options = TurnOptions {
+            top_p: Some(0.5),
+            stop: vec!["END".into()],
+            tool_choice: Some(ToolChoice::Named("get_weather".into())),
+            response_format: Some(ResponseFormat::JsonSchema(JsonSchema {
+                name: "w".into(),
+                description: None,
+                schema_json: r#"{"type":"object"}"#.into(),
+                strict: Some(true),
+            })),
+        };
+        let sent = super::body(&req, &options, Flavor::Standard).unwrap();
+        assert_eq!(sent["top_p"], json!(0.5));
+        assert_eq!(sent["stop"], json!(["END"]));
+        assert_eq!(
+            sent["tool_choice"],
+            json!({"type": "function", "function": {"name": "get_weather"}})
+        );
+        assert_eq!(
+            sent["response_format"],
+            json!({"type": "json_schema", "json_schema":
+                {"name": "w", "schema": {"type": "object"}, "strict": true}})
+        );
+        let object = TurnOptions {
+            tool_choice: Some(ToolChoice::Required),
+            response_format: Some(ResponseFormat::JsonObject),
+            ..no_turn_options()
+        };
+        let sent = super::body(&req, &object, Flavor::Standard).unwrap();
+        assert_eq!(sent["tool_choice"], "required");
+        assert_eq!(sent["response_format"], json!({"type": "json_object"}));
+        let plain = body(&req, Flavor::Standard).unwrap();
+        for absent in ["top_p", "stop", "tool_choice", "response_format"] {
+            assert!(plain.get(absent).is_none(), "{absent}");
         }
     }
 
@@ -326,7 +420,7 @@ mod tests {
             "get_capital"
         );
         // A plain assistant answer has no tool_calls field.
-        let plain = super::body(
+        let plain = self::body(
             &request(vec![text(Role::Assistant, "Hi")]),
             Flavor::Standard,
         )
@@ -365,7 +459,7 @@ mod tests {
             }}])
         );
         // No tools: no field at all.
-        let none = super::body(&request(vec![]), Flavor::Standard).unwrap();
+        let none = self::body(&request(vec![]), Flavor::Standard).unwrap();
         assert!(none.get("tools").is_none());
     }
 

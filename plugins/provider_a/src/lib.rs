@@ -21,7 +21,7 @@ mod request;
 mod stream;
 mod wire;
 
-use chatd_plugin_sdk::codec::{Codec, Decoder, post_turn};
+use chatd_plugin_sdk::codec::{Codec, Decoder, OptionKind, post_turn, turn_options};
 use chatd_plugin_sdk::host::{PluginError, Request};
 use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
 
@@ -36,6 +36,10 @@ impl Codec for Plugin {
         }
     }
 
+    fn honoured() -> Vec<OptionKind> {
+        request::HONOURED.to_vec()
+    }
+
     fn list_models() -> Result<Vec<String>, PluginError> {
         let base = provider::base_url()?;
         provider::list_models(&format!("{base}/models"), &[], models::parse)
@@ -45,7 +49,7 @@ impl Codec for Plugin {
         let base = provider::base_url()?;
         let upstream = post_turn(
             format!("{base}/responses"),
-            &request::body(&request)?,
+            &request::body(&request, &turn_options())?,
             request.streaming,
         );
         let may_continue = request.may_continue;

@@ -10,11 +10,15 @@
 //!   it. With a `continuation` (the id of the response this run's previous turn stored), the body
 //!   names it as `previous_response_id` and `input` holds only what came after the last assistant
 //!   message (the tool results): the earlier items, reasoning included, are upstream already.
-//! * `temperature` is refused before sending for the reasoning models, which the API answers
-//!   with 400 "Unsupported parameter" ([`takes_temperature`]).
+//! * `temperature` and `top_p` are refused before sending for the reasoning models, which the API
+//!   answers with 400 "Unsupported parameter" ([`takes_temperature`]).
+//! * Of the turn options ([`HONOURED`]): `top_p`, `tool_choice` (`none`, `required`, or
+//!   `{"type": "function", "name"}`), and `text.format` for a JSON answer. The API has no stop
+//!   sequences, so this provider does not honour them and the host refuses them for it.
 //! * Tools are `function` tools with `strict: false`: chatd's schemas are not written for strict
 //!   mode (which requires every property and `additionalProperties: false`).
 
+use chatd_plugin_sdk::codec::{OptionKind, ResponseFormat, ToolChoice, TurnOptions, schema_value};
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
 use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
 use chatd_plugin_sdk::provider::{json_number, tool_schema};
@@ -30,13 +34,31 @@ pub fn takes_temperature(model: &str) -> bool {
     !(o_series || gpt_5)
 }
 
-/// The JSON body for `request`.
-pub fn body(request: &TurnRequest) -> Result<Value, PluginError> {
-    if request.temperature.is_some() && !takes_temperature(&request.model) {
-        return Err(PluginError::InvalidInput(format!(
-            "temperature: {} does not take a temperature; leave it out",
-            request.model
-        )));
+/// The turn options the Responses API carries (all but stop sequences).
+pub const HONOURED: [OptionKind; 4] = [
+    OptionKind::TopP,
+    OptionKind::ToolChoice,
+    OptionKind::JsonObject,
+    OptionKind::JsonSchema,
+];
+
+/// The JSON body for `request` and its `options`.
+pub fn body(request: &TurnRequest, options: &TurnOptions) -> Result<Value, PluginError> {
+    // The reasoning models' sampling is fixed.
+    for (set, name, what) in [
+        (
+            request.temperature.is_some(),
+            "temperature",
+            "a temperature",
+        ),
+        (options.top_p.is_some(), "top_p", "top_p"),
+    ] {
+        if set && !takes_temperature(&request.model) {
+            return Err(PluginError::InvalidInput(format!(
+                "{name}: {} does not take {what}; leave it out",
+                request.model
+            )));
+        }
     }
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
@@ -57,9 +79,44 @@ pub fn body(request: &TurnRequest) -> Result<Value, PluginError> {
     if let Some(max) = request.max_tokens {
         body.insert("max_output_tokens".into(), max.into());
     }
+    add_options(&mut body, options)?;
     body.insert("stream".into(), request.streaming.into());
     body.insert("store".into(), request.may_continue.into());
     Ok(Value::Object(body))
+}
+
+/// `top_p`, `tool_choice` and `text.format`, as this wire spells them.
+fn add_options(body: &mut Map<String, Value>, options: &TurnOptions) -> Result<(), PluginError> {
+    if let Some(top_p) = options.top_p.and_then(json_number) {
+        body.insert("top_p".into(), top_p);
+    }
+    if let Some(choice) = &options.tool_choice {
+        let choice = match choice {
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Named(name) => json!({"type": "function", "name": name}),
+        };
+        body.insert("tool_choice".into(), choice);
+    }
+    let format = match &options.response_format {
+        None => return Ok(()),
+        Some(ResponseFormat::JsonObject) => json!({"type": "json_object"}),
+        Some(ResponseFormat::JsonSchema(schema)) => {
+            let mut format = Map::new();
+            format.insert("type".into(), json!("json_schema"));
+            format.insert("name".into(), json!(schema.name));
+            if let Some(description) = &schema.description {
+                format.insert("description".into(), json!(description));
+            }
+            format.insert("schema".into(), schema_value(schema)?);
+            if let Some(strict) = schema.strict {
+                format.insert("strict".into(), json!(strict));
+            }
+            Value::Object(format)
+        }
+    };
+    body.insert("text".into(), json!({ "format": format }));
+    Ok(())
 }
 
 /// The system messages' text, joined by a blank line; `None` when there is none.
@@ -173,7 +230,58 @@ fn tools(tools: &[ToolSpec]) -> Result<Value, PluginError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chatd_plugin_sdk::codec::{JsonSchema, no_turn_options};
     use chatd_plugin_sdk::host::{Image, TextFile, ToolCall, ToolResult};
+
+    /// The body of a turn with no options.
+    fn body(request: &TurnRequest) -> Result<Value, PluginError> {
+        super::body(request, &no_turn_options())
+    }
+
+    #[test]
+    fn each_option_is_sent_as_the_wire_spells_it() {
+        let request = turn("gpt-4.1-mini", vec![text(Role::User, "hi")]);
+        let options = TurnOptions {
+            top_p: Some(0.5),
+            stop: Vec::new(),
+            tool_choice: Some(ToolChoice::Named("get_weather".into())),
+            response_format: Some(ResponseFormat::JsonSchema(JsonSchema {
+                name: "w".into(),
+                description: Some("the weather".into()),
+                schema_json: r#"{"type":"object"}"#.into(),
+                strict: None,
+            })),
+        };
+        let sent = super::body(&request, &options).unwrap();
+        assert_eq!(sent["top_p"], json!(0.5));
+        assert_eq!(
+            sent["tool_choice"],
+            json!({"type": "function", "name": "get_weather"})
+        );
+        assert_eq!(
+            sent["text"],
+            json!({"format": {"type": "json_schema", "name": "w",
+                "description": "the weather", "schema": {"type": "object"}}})
+        );
+        let object = TurnOptions {
+            tool_choice: Some(ToolChoice::None),
+            response_format: Some(ResponseFormat::JsonObject),
+            ..no_turn_options()
+        };
+        let sent = super::body(&request, &object).unwrap();
+        assert_eq!(sent["tool_choice"], "none");
+        assert_eq!(sent["text"], json!({"format": {"type": "json_object"}}));
+        // A reasoning model's sampling is fixed: its top_p is refused as its temperature is.
+        let top_p = TurnOptions {
+            top_p: Some(0.5),
+            ..no_turn_options()
+        };
+        let reasoning = turn("gpt-5", vec![text(Role::User, "hi")]);
+        match super::body(&reasoning, &top_p) {
+            Err(PluginError::InvalidInput(why)) => assert!(why.starts_with("top_p: "), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
 
     const FIXTURES: &str = "../../tests/fixtures/upstream/openai_responses";
 

@@ -6,12 +6,14 @@
 //!
 //! The agent runs its own tools, so its profile declines the host's: the host sends none, and
 //! this provider passes only the agent's text (and usage) on: its progress events
-//! (`event: hermes.tool.progress` …) and any tool-call deltas are dropped. The wire format lives
+//! (`event: hermes.tool.progress` …) and any tool-call deltas are dropped. It honours no turn
+//! options (`top_p`, `stop`, `tool_choice`, `response_format`; the agent decides its own), so
+//! the host refuses them for it. The wire format lives
 //! in the shared `chat_completions` library (its [`Agent`](chat_completions::Flavor::Agent)
 //! flavor); this crate only declares itself and exports the codec.
 
 use chat_completions::Flavor;
-use chatd_plugin_sdk::codec::{Codec, Decoder};
+use chatd_plugin_sdk::codec::{Codec, Decoder, no_turn_options};
 use chatd_plugin_sdk::host::PluginError;
 use chatd_plugin_sdk::host::Request;
 use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
@@ -32,7 +34,10 @@ impl Codec for ProviderAgent {
     }
 
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
-        chat_completions::start(&provider::base_url()?, &request, Flavor::Agent)
+        // It honours no turn options (the agent server decides its own sampling and tools), so
+        // the host sends it none.
+        let base = provider::base_url()?;
+        chat_completions::start(&base, &request, &no_turn_options(), Flavor::Agent)
     }
 }
 

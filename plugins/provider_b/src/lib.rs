@@ -21,7 +21,7 @@ mod request;
 mod stream;
 mod wire;
 
-use chatd_plugin_sdk::codec::{Codec, Decoder, post_turn};
+use chatd_plugin_sdk::codec::{Codec, Decoder, OptionKind, post_turn, turn_options};
 use chatd_plugin_sdk::host::{PluginError, Request};
 use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
 
@@ -39,6 +39,10 @@ impl Codec for Plugin {
         }
     }
 
+    fn honoured() -> Vec<OptionKind> {
+        request::HONOURED.to_vec()
+    }
+
     fn list_models() -> Result<Vec<String>, PluginError> {
         let base = provider::base_url()?;
         provider::list_models(
@@ -52,7 +56,7 @@ impl Codec for Plugin {
         let base = provider::base_url()?;
         let upstream = post_turn(
             format!("{base}/messages"),
-            &request::body(&request)?,
+            &request::body(&request, &turn_options())?,
             request.streaming,
         )
         .header("anthropic-version", API_VERSION);

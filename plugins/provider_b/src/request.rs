@@ -10,9 +10,13 @@
 //!   message right after tool results joins them (the results first, as the API requires).
 //! * Empty text blocks are dropped (the API refuses them), and so are messages left empty.
 //! * `max_tokens` is required by the API: [`DEFAULT_MAX_TOKENS`] when the client set none.
+//! * Of the turn options ([`HONOURED`]): `top_p`, `stop_sequences` and `tool_choice` (`none`,
+//!   `any` for required, `{"type": "tool", "name"}`). The API has no JSON response format, so
+//!   this provider does not honour one and the host refuses it for it.
 //! * `temperature` is 0 to 1 here (chatd takes 0 to 2, the other APIs' range): a higher one is
 //!   sent as 1 ([`MAX_TEMPERATURE`]), the API's most random, rather than refused upstream.
 
+use chatd_plugin_sdk::codec::{OptionKind, ToolChoice, TurnOptions};
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolResult, ToolSpec};
 use chatd_plugin_sdk::provider::{TurnRequest, text_file_prompt};
 use chatd_plugin_sdk::provider::{json_number, tool_schema};
@@ -29,8 +33,11 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// The highest `temperature` the Messages API takes.
 pub const MAX_TEMPERATURE: f32 = 1.0;
 
-/// The JSON body for `request`.
-pub fn body(request: &TurnRequest) -> Result<Value, PluginError> {
+/// The turn options the Messages API carries (no JSON response format).
+pub const HONOURED: [OptionKind; 3] = [OptionKind::TopP, OptionKind::Stop, OptionKind::ToolChoice];
+
+/// The JSON body for `request` and its `options`.
+pub fn body(request: &TurnRequest, options: &TurnOptions) -> Result<Value, PluginError> {
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
     body.insert(
@@ -50,6 +57,20 @@ pub fn body(request: &TurnRequest) -> Result<Value, PluginError> {
         .and_then(json_number)
     {
         body.insert("temperature".into(), temperature);
+    }
+    if let Some(top_p) = options.top_p.and_then(json_number) {
+        body.insert("top_p".into(), top_p);
+    }
+    if !options.stop.is_empty() {
+        body.insert("stop_sequences".into(), json!(options.stop));
+    }
+    if let Some(choice) = &options.tool_choice {
+        let choice = match choice {
+            ToolChoice::None => json!({"type": "none"}),
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::Named(name) => json!({"type": "tool", "name": name}),
+        };
+        body.insert("tool_choice".into(), choice);
     }
     body.insert("stream".into(), request.streaming.into());
     Ok(Value::Object(body))
@@ -175,7 +196,48 @@ fn tools(tools: &[ToolSpec]) -> Result<Value, PluginError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chatd_plugin_sdk::codec::no_turn_options;
     use chatd_plugin_sdk::host::{Image, TextFile, ToolCall};
+
+    /// The body of a turn with no options.
+    fn body(request: &TurnRequest) -> Result<Value, PluginError> {
+        super::body(request, &no_turn_options())
+    }
+
+    #[test]
+    fn each_option_is_sent_as_the_wire_spells_it() {
+        let request = turn("claude-sonnet-4-5", vec![text(Role::User, "hi")]);
+        let options = TurnOptions {
+            top_p: Some(0.5),
+            stop: vec!["END".into(), "STOP".into()],
+            tool_choice: Some(ToolChoice::Named("get_weather".into())),
+            response_format: None,
+        };
+        let sent = super::body(&request, &options).unwrap();
+        assert_eq!(sent["top_p"], json!(0.5));
+        assert_eq!(sent["stop_sequences"], json!(["END", "STOP"]));
+        assert_eq!(
+            sent["tool_choice"],
+            json!({"type": "tool", "name": "get_weather"})
+        );
+        for (choice, wire) in [
+            (ToolChoice::None, json!({"type": "none"})),
+            (ToolChoice::Required, json!({"type": "any"})),
+        ] {
+            let options = TurnOptions {
+                tool_choice: Some(choice),
+                ..no_turn_options()
+            };
+            assert_eq!(
+                super::body(&request, &options).unwrap()["tool_choice"],
+                wire
+            );
+        }
+        let plain = body(&request).unwrap();
+        for absent in ["top_p", "stop_sequences", "tool_choice"] {
+            assert!(plain.get(absent).is_none(), "{absent}");
+        }
+    }
 
     const FIXTURES: &str = "../../tests/fixtures/upstream/anthropic_messages";
 

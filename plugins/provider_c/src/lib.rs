@@ -9,7 +9,7 @@
 //! and exports the codec.
 
 use chat_completions::Flavor;
-use chatd_plugin_sdk::codec::{Codec, Decoder};
+use chatd_plugin_sdk::codec::{Codec, Decoder, OptionKind, turn_options};
 use chatd_plugin_sdk::host::PluginError;
 use chatd_plugin_sdk::host::Request;
 use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
@@ -25,12 +25,17 @@ impl Codec for ProviderC {
         }
     }
 
+    fn honoured() -> Vec<OptionKind> {
+        chat_completions::HONOURED.to_vec()
+    }
+
     fn list_models() -> Result<Vec<String>, PluginError> {
         chat_completions::list_models(&provider::base_url()?)
     }
 
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
-        chat_completions::start(&provider::base_url()?, &request, Flavor::Standard)
+        let base = provider::base_url()?;
+        chat_completions::start(&base, &request, &turn_options(), Flavor::Standard)
     }
 }
 

@@ -62,7 +62,7 @@ pub fn narrow(manifest_json: &str, wanted: &[String]) -> Result<String, String> 
 mod tests {
     use super::*;
 
-    const ASKS: &str = r#"{"id":"w","kind":"tool","wit":"chatd:plugin@0.1.1",
+    const ASKS: &str = r#"{"id":"w","kind":"tool","wit":"chatd:plugin@0.1.2",
         "grants":{"http":["https://a.example","https://b.example"],"services":["weather"],
         "config":["title_model"],"publicWeb":true}}"#;
 

@@ -24,7 +24,7 @@ use crate::runs::{RunKind, Stopped};
 use crate::vocabulary::Role;
 pub use request::CompletionRequest;
 pub(crate) use request::provider_plugin;
-pub(in crate::http) use request::{ClientTools, prepare, prepare_with};
+pub(in crate::http) use request::{Extras, prepare, prepare_with};
 
 mod request;
 

@@ -19,6 +19,7 @@ use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::snapshot::{ServedProvider, Snapshot};
 use crate::plugins::worlds::provider as wit;
+use crate::plugins::worlds::provider::turn_options;
 use crate::store::{ChatRecord, NewMessage};
 use crate::tools::enabled::EnabledTool;
 use crate::vocabulary::Role;
@@ -47,12 +48,23 @@ pub struct CompletionRequest {
 }
 
 /// What OpenAI's wire (`http/openai/`) adds to a completion that the contract's request does
-/// not carry: the client's own tools, offered to the model but run by the client, and its tool
-/// exchange, row by row of `messages` ([`history::Exchange`]).
-#[derive(Default)]
-pub struct ClientTools {
+/// not carry: the client's own tools, offered to the model but run by the client; its tool
+/// exchange, row by row of `messages` ([`history::Exchange`]); and the turn options beyond
+/// temperature and max tokens, each one the provider honours (`http/openai/options.rs` checks).
+pub struct Extras {
     pub specs: Vec<wit::ToolSpec>,
     pub exchange: Vec<Option<history::Exchange>>,
+    pub options: turn_options::Options,
+}
+
+impl Default for Extras {
+    fn default() -> Self {
+        Self {
+            specs: Vec::new(),
+            exchange: Vec::new(),
+            options: turn_options::none(),
+        }
+    }
 }
 
 pub(in crate::http) async fn prepare(
@@ -60,15 +72,15 @@ pub(in crate::http) async fn prepare(
     body: CompletionRequest,
     streaming: bool,
 ) -> ApiResult<ChatRun> {
-    prepare_with(state, body, streaming, ClientTools::default()).await
+    prepare_with(state, body, streaming, Extras::default()).await
 }
 
-/// [`prepare`], with the client's own tools.
+/// [`prepare`], with what OpenAI's wire adds.
 pub(in crate::http) async fn prepare_with(
     state: &AppState,
     mut body: CompletionRequest,
     streaming: bool,
-    client: ClientTools,
+    client: Extras,
 ) -> ApiResult<ChatRun> {
     let snapshot = state.plugins.snapshot();
     let provider = snapshot
@@ -116,6 +128,7 @@ pub(in crate::http) async fn prepare_with(
         client_tools: client.specs,
         temperature,
         max_tokens,
+        options: Arc::new(client.options),
         streaming,
         max_rounds: state.chat.max_tool_rounds,
         listed: state.models.lists(&body.provider, &model),
@@ -244,6 +257,7 @@ fn fallback(
         plugin,
         listed: state.models.lists(&wanted.provider, &wanted.model),
         tools: served.profile.tools,
+        options: served.profile.options.clone(),
         retry: crate::config::retry::RetryPolicy {
             fallback: None,
             ..served.retry.clone()

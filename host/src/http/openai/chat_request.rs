@@ -14,12 +14,13 @@ use std::collections::HashMap;
 
 use super::client_tools::{self, SentCall, ToolNames};
 use super::errors::OpenAiError;
+use super::options;
 use crate::attachments::AttachmentInput;
 use crate::chat::history::Exchange;
 use crate::http::AppState;
 use crate::http::chats::MessageInput;
-use crate::http::completions::ClientTools;
 use crate::http::completions::CompletionRequest;
+use crate::http::completions::Extras;
 use crate::plugins::worlds::provider as wit;
 use crate::vocabulary::Role;
 
@@ -48,6 +49,13 @@ pub struct ChatCompletionRequest {
     pub tool_choice: Option<Value>,
     #[serde(default)]
     pub parallel_tool_calls: Option<Value>,
+    /// `top_p`, `stop` and `response_format` are read with `tool_choice` by `options.rs`.
+    #[serde(default)]
+    pub top_p: Option<Value>,
+    #[serde(default)]
+    pub stop: Option<Value>,
+    #[serde(default)]
+    pub response_format: Option<Value>,
     /// Every other field: each is checked by [`refuse_unhonoured`].
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -63,9 +71,9 @@ fn no_op(name: &str, value: &Value) -> bool {
         v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(Map::is_empty)
     };
     match name {
-        "n" | "top_p" => value.as_f64() == Some(1.0),
+        "n" => value.as_f64() == Some(1.0),
         "presence_penalty" | "frequency_penalty" => value.as_f64() == Some(0.0),
-        "functions" | "stop" | "logit_bias" | "metadata" => empty(value),
+        "functions" | "logit_bias" | "metadata" => empty(value),
         // The deprecated `functions` are never offered, so none may be called either way.
         "function_call" => value == "none" || value == "auto",
         "logprobs" | "store" => value == &Value::Bool(false),
@@ -167,11 +175,7 @@ impl ChatCompletionRequest {
             offers_client_tools(state, &provider, &ours)?;
         }
         let offered = !tools.is_empty() || !ours.is_empty();
-        client_tools::check_choice(
-            self.tool_choice.as_ref(),
-            self.parallel_tool_calls.as_ref(),
-            offered,
-        )?;
+        client_tools::check_parallel(self.parallel_tool_calls.as_ref(), offered)?;
         let (inputs, exchange): (Vec<MessageInput>, Vec<Option<Sent>>) =
             messages(&self.messages)?.into_iter().unzip();
         if let Some(i) = exchange.iter().position(Option::is_some)
@@ -196,6 +200,23 @@ impl ChatCompletionRequest {
             &reserved,
         );
         let exchange = answered(exchange, &names)?;
+        let specs = names.specs(&tools);
+        let asked = options::Asked {
+            top_p: self.top_p.as_ref(),
+            stop: self.stop.as_ref(),
+            tool_choice: self.tool_choice.as_ref(),
+            response_format: self.response_format.as_ref(),
+        };
+        let client: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+        let offered = options::Offered {
+            client: &client,
+            chatd: &ours,
+            names: &names,
+        };
+        let options = options::read(&asked, &offered)?;
+        if let Some(served) = state.plugins.snapshot().provider(&provider) {
+            options::honoured_by(&options, &provider, &served.profile)?;
+        }
         Ok(Contracted {
             request: CompletionRequest {
                 chat_id: None,
@@ -208,9 +229,10 @@ impl ChatCompletionRequest {
                 max_tokens: max_tokens.map(|(_, n)| n),
                 persist: Some(false),
             },
-            client: ClientTools {
-                specs: names.specs(&tools),
+            client: Extras {
+                specs,
                 exchange,
+                options,
             },
             names,
         })
@@ -220,7 +242,7 @@ impl ChatCompletionRequest {
 /// A request read: the contract's part, the client's tools, and their names both ways.
 pub struct Contracted {
     pub request: CompletionRequest,
-    pub client: ClientTools,
+    pub client: Extras,
     pub names: ToolNames,
 }
 
@@ -493,13 +515,10 @@ mod tests {
 
     #[test]
     fn fields_are_accepted_at_their_no_op_values_only() {
-        let defaults = json!({"n": 1, "top_p": 1, "presence_penalty": 0, "stop": [],
-            "logit_bias": {}, "function_call": "auto", "service_tier": "auto",
-            "user": "u-1", "seed": null});
+        let defaults = json!({"n": 1, "presence_penalty": 0, "logit_bias": {},
+            "function_call": "auto", "service_tier": "auto", "user": "u-1", "seed": null});
         assert_eq!(refused(defaults), None);
         assert_eq!(refused(json!({"n": 2})), Some("n".into()));
-        assert_eq!(refused(json!({"top_p": 0.5})), Some("top_p".into()));
-        assert_eq!(refused(json!({"stop": ["\n"]})), Some("stop".into()));
         assert_eq!(refused(json!({"seed": 7})), Some("seed".into()));
         assert_eq!(
             refused(json!({"functions": [{"name": "f"}]})),

@@ -11,6 +11,7 @@ mod chunks;
 mod client_tools;
 pub mod errors;
 mod models;
+mod options;
 mod response_events;
 mod response_object;
 mod responses;

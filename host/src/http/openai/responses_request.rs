@@ -33,6 +33,11 @@ pub struct ResponsesRequest {
     #[serde(default)]
     pub temperature: Option<f64>,
     #[serde(default)]
+    pub top_p: Option<Value>,
+    /// `{"format": ...}`: chat completions' `response_format`, spelled flat ([`chat_format`]).
+    #[serde(default)]
+    pub text: Option<Value>,
+    #[serde(default)]
     pub max_output_tokens: Option<Value>,
     /// chatd's own tools run on the server, as on chat completions.
     #[serde(default)]
@@ -74,7 +79,12 @@ impl Renames {
                 let rest = rest.strip_prefix(".function").unwrap_or(rest);
                 return Some(format!("tools[{index}]{rest}"));
             }
+            if let Some(rest) = param.strip_prefix("response_format") {
+                let rest = rest.strip_prefix(".json_schema").unwrap_or(rest);
+                return Some(format!("text.format{rest}"));
+            }
             match param {
+                "tool_choice.function.name" => Some("tool_choice.name".to_string()),
                 "max_completion_tokens" => Some("max_output_tokens".to_string()),
                 "messages" => Some("input".to_string()),
                 _ => None,
@@ -95,11 +105,9 @@ fn no_op(name: &str, value: &Value) -> bool {
     match name {
         // Nothing is kept either way.
         "store" | "background" => value == &Value::Bool(false),
-        "top_p" => value.as_f64() == Some(1.0),
         "truncation" => value == "disabled",
         "include" | "metadata" => empty(value),
         "service_tier" => value == "auto" || value == "default",
-        "text" => value == &json!({"format": {"type": "text"}}) || empty(value),
         "user" | "safety_identifier" | "prompt_cache_key" => value.is_string(),
         _ => false,
     }
@@ -163,8 +171,11 @@ impl ResponsesRequest {
             max_completion_tokens,
             chatd_tools: self.chatd_tools,
             tools: chat_tools,
-            tool_choice: self.tool_choice,
+            tool_choice: chat_choice(self.tool_choice),
             parallel_tool_calls: self.parallel_tool_calls,
+            top_p: self.top_p,
+            stop: None,
+            response_format: chat_format(self.text)?,
             other: Map::new(),
         };
         Ok(Read {
@@ -173,6 +184,44 @@ impl ResponsesRequest {
             tools,
         })
     }
+}
+
+/// A named tool choice, `{"type": "function", "name"}`, as chat completions' (`{"type":
+/// "function", "function": {"name"}}`); any other as it is.
+fn chat_choice(choice: Option<Value>) -> Option<Value> {
+    match choice {
+        Some(Value::Object(mut fields))
+            if fields.get("type").and_then(Value::as_str) == Some("function") =>
+        {
+            let name = fields.remove("name").unwrap_or(Value::Null);
+            fields.insert("function".into(), json!({ "name": name }));
+            Some(Value::Object(fields))
+        }
+        other => other,
+    }
+}
+
+/// `text: {"format": ...}` as chat completions' `response_format`: a `json_schema` format is
+/// flat here (`name`, `schema`, `strict`, `description` beside `type`), nested there.
+fn chat_format(text: Option<Value>) -> Result<Option<Value>, OpenAiError> {
+    let mut fields = match text {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(fields)) => fields,
+        Some(_) => return Err(OpenAiError::invalid("text", "must be an object")),
+    };
+    let format = fields.remove("format");
+    if let Some((name, _)) = fields.iter().find(|(_, v)| !v.is_null()) {
+        return Err(OpenAiError::unsupported(&format!("text.{name}")));
+    }
+    Ok(match format {
+        Some(Value::Object(mut format))
+            if format.get("type").and_then(Value::as_str) == Some("json_schema") =>
+        {
+            let kind = format.remove("type");
+            Some(json!({"type": kind, "json_schema": format}))
+        }
+        other => other,
+    })
 }
 
 /// The Responses API's flat function tools as chat completions' (`{type, function: {...}}`);

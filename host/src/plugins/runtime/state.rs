@@ -14,6 +14,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
+use crate::plugins::bindings::optioned_codec_provider::chatd::plugin::turn_options::Options as TurnOptions;
 use crate::plugins::bindings::provider::chatd::plugin::provider_types::TurnEvent;
 use crate::plugins::capabilities::Capabilities;
 use crate::plugins::capabilities::config::host::ConfigView;
@@ -166,6 +167,9 @@ pub struct PluginState {
     pub(super) wasi: WasiCtx,
     /// Where a provider turn's events go (`turn-events.emit`); `None` outside a turn.
     pub events: Option<tokio::sync::mpsc::Sender<TurnEvent>>,
+    /// The options of the provider turn being built (`turn-options.current`); `None` outside
+    /// `start` and `turn`.
+    pub turn_options: Option<Arc<TurnOptions>>,
     /// A session's folder, for a plugin granted `files` (`capabilities/files`); `None` gives
     /// the guest no preopened directory.
     pub folder: Option<Folder>,
@@ -197,6 +201,7 @@ impl PluginState {
             open_responses: 0,
             log_lines: 0,
             events: None,
+            turn_options: None,
             folder: None,
             // Sockets are linked only for the interpreter (whose CPython imports them) and are
             // refused to it as to everyone: no TCP, no UDP, no name lookups.

@@ -261,7 +261,7 @@ mod tests {
     #[test]
     fn what_a_manifest_asks_for_names_its_kind_and_normalised_origins() {
         let manifest = Manifest::parse(
-            r#"{"id":"w","kind":"tool","wit":"chatd:plugin@0.1.1",
+            r#"{"id":"w","kind":"tool","wit":"chatd:plugin@0.1.2",
                 "grants":{"http":["https://API.example.com:443"],"services":["weather"],
                 "config":["title_model"],"publicWeb":true}}"#,
         )

@@ -195,6 +195,14 @@ impl chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::provider_profile
     }
 }
 
+impl chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::turn_options_support::Guest
+    for HostileProvider
+{
+    fn honoured() -> Vec<chatd_plugin_sdk::codec::OptionKind> {
+        <HostileProvider as Codec>::honoured()
+    }
+}
+
 chatd_plugin_sdk::codec::bindings::__export_codec_provider_world!(
     HostileProvider with_types_in chatd_plugin_sdk::codec::bindings
 );

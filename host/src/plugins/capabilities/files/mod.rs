@@ -87,7 +87,7 @@ mod tests {
 
     fn manifest(id: &str, files: bool) -> Manifest {
         Manifest::parse(&format!(
-            r#"{{"id":"{id}","kind":"tool","wit":"chatd:plugin@0.1.1","grants":{{"files":{files}}}}}"#
+            r#"{{"id":"{id}","kind":"tool","wit":"chatd:plugin@0.1.2","grants":{{"files":{files}}}}}"#
         ))
         .unwrap()
     }

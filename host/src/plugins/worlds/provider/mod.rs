@@ -14,6 +14,7 @@
 pub mod codec;
 pub mod references;
 pub mod turn_events;
+pub mod turn_options;
 pub mod upstream_seen;
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use wasmtime::component::Component;
 
 use crate::plugins::LoadError;
 use crate::plugins::bindings::codec_provider::CodecProviderPre;
+use crate::plugins::bindings::optioned_codec_provider::OptionedCodecProviderPre;
 use crate::plugins::bindings::profiled_codec_provider::ProfiledCodecProviderPre;
 use crate::plugins::bindings::provider::ProviderPre;
 use crate::plugins::capabilities::Capabilities;
@@ -36,6 +38,7 @@ use crate::plugins::runtime::state::PluginState;
 use crate::plugins::worlds::provider::codec::{Codecs, Instances};
 use crate::plugins::worlds::provider::references::Refs;
 use crate::plugins::worlds::provider::turn_events::TurnEventsHost;
+use crate::plugins::worlds::provider::turn_options::{OptionKind, Options, TurnOptionsHost};
 pub use crate::plugins::worlds::provider::upstream_seen::UpstreamSeen;
 use wasmtime::component::Linker;
 
@@ -63,6 +66,9 @@ pub struct Profile {
     pub images: bool,
     /// It understands text-file attachments.
     pub text_files: bool,
+    /// The turn options it puts on its upstream's wire (`turn-options-support`); none for a
+    /// provider without it.
+    pub options: Vec<OptionKind>,
 }
 
 impl Default for Profile {
@@ -74,6 +80,7 @@ impl Default for Profile {
             tool_instruction: false,
             images: true,
             text_files: true,
+            options: Vec::new(),
         }
     }
 }
@@ -85,15 +92,19 @@ pub struct ProviderPlugin {
     codecs: Option<Codecs>,
     /// Present when it exports `provider-profile`.
     profiled: Option<ProfiledCodecProviderPre<PluginState>>,
+    /// Present when it exports `turn-options-support` (0.1.2). Boxed: asked once, at load.
+    optioned: Option<Box<OptionedCodecProviderPre<PluginState>>>,
 }
 
 /// The `provider` worlds' linker (the codec worlds import the same): the shared imports, the
-/// provider record types and `turn-events`.
+/// provider record types, `turn-events` and `turn-options`.
 fn link(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
+    use crate::plugins::bindings::optioned_codec_provider::chatd::plugin::turn_options as options;
     use crate::plugins::bindings::provider::chatd::plugin::{provider_types, turn_events as wit};
     let mut linker = linker::shared(engine)?;
     provider_types::add_to_linker::<PluginState, Records>(&mut linker, |_| Records)?;
     wit::add_to_linker::<PluginState, TurnEventsHost>(&mut linker, turn_events::view)?;
+    options::add_to_linker::<PluginState, TurnOptionsHost>(&mut linker, turn_options::view)?;
     Ok(linker)
 }
 
@@ -119,10 +130,13 @@ impl ProviderPlugin {
                 // The codec world includes the provider world, so every provider links as one.
                 let codec = CodecProviderPre::new(instance_pre.clone()).ok();
                 let profiled = ProfiledCodecProviderPre::new(instance_pre.clone()).ok();
-                Ok((ProviderPre::new(instance_pre)?, (codec, profiled)))
+                let optioned = OptionedCodecProviderPre::new(instance_pre.clone())
+                    .ok()
+                    .map(Box::new);
+                Ok((ProviderPre::new(instance_pre)?, (codec, profiled, optioned)))
             },
         )?;
-        let (codec, profiled) = codec;
+        let (codec, profiled, optioned) = codec;
         if core.manifest().provider.references && codec.is_none() {
             return Err(LoadError::Link {
                 id: core.manifest().id.clone(),
@@ -137,6 +151,7 @@ impl ProviderPlugin {
             pre,
             codecs,
             profiled,
+            optioned,
         })
     }
 
@@ -158,7 +173,30 @@ impl ProviderPlugin {
                 })
             })
             .await?;
-        Ok(profile_of(wit))
+        let options = self.honoured().await?;
+        Ok(profile_of(wit).map(|profile| Profile { options, ..profile }))
+    }
+
+    /// The turn options it honours: asked of an `optioned-codec-provider`, none for any other.
+    async fn honoured(&self) -> Result<Vec<OptionKind>, CallError> {
+        let Some(pre) = self.optioned.as_deref().cloned() else {
+            return Ok(Vec::new());
+        };
+        let mut kinds = self
+            .core
+            .call("honoured", None, move |store| {
+                Box::pin(async move {
+                    let provider = pre.instantiate_async(&mut *store).await?;
+                    provider
+                        .chatd_plugin_turn_options_support()
+                        .call_honoured(&mut *store)
+                        .await
+                })
+            })
+            .await?;
+        kinds.sort_by_key(|k| *k as u8);
+        kinds.dedup();
+        Ok(kinds)
     }
 
     /// Whether a turn's large values go to it by reference (its manifest's
@@ -209,33 +247,41 @@ impl ProviderPlugin {
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
-        self.turn_seen(request, refs, events, &UpstreamSeen::default())
+        let options = Arc::new(turn_options::none());
+        self.turn_seen(request, options, refs, events, &UpstreamSeen::default())
             .await
     }
 
     /// [`turn`](Self::turn), telling `seen` what the host saw of the upstream's answer (a
     /// host-driven turn's; a plugin-driven turn's requests are the plugin's own, and tell
     /// nothing).
+    /// `options` are the turn's beyond `request`'s, which the plugin reads through
+    /// `turn-options` (only those [`Profile::options`] names: the caller checks).
     pub async fn turn_seen(
         &self,
         request: TurnRequest,
+        options: Arc<Options>,
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
         seen: &UpstreamSeen,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         match &self.codecs {
-            Some(codecs) => codecs.turn(request, refs, events, seen).await,
+            Some(codecs) => codecs.turn(request, options, refs, events, seen).await,
             // Boxed: inline, this path's state would be part of every codec turn's future too.
-            None => Box::pin(self.plugin_driven_turn(request, events)).await,
+            None => Box::pin(self.plugin_driven_turn(request, options, events)).await,
         }
     }
 
     /// Has the plugin build `request`'s upstream request, and drops it: the plugin's refusal of
     /// a request it finds invalid, before anything is sent. Only a `codec-provider` can be
     /// asked; another answers `Ok`.
-    pub async fn check(&self, request: TurnRequest) -> Result<Result<(), PluginError>, CallError> {
+    pub async fn check(
+        &self,
+        request: TurnRequest,
+        options: Arc<Options>,
+    ) -> Result<Result<(), PluginError>, CallError> {
         match &self.codecs {
-            Some(codecs) => codecs.check(request).await,
+            Some(codecs) => codecs.check(request, options).await,
             None => Ok(Ok(())),
         }
     }
@@ -244,12 +290,14 @@ impl ProviderPlugin {
     pub async fn plugin_driven_turn(
         &self,
         request: TurnRequest,
+        options: Arc<Options>,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let pre = self.pre.clone();
         self.core
             .call("turn", Some(events), move |store| {
                 Box::pin(async move {
+                    store.data_mut().turn_options = Some(options);
                     let provider = pre.instantiate_async(&mut *store).await?;
                     provider.call_turn(&mut *store, &request).await
                 })
@@ -291,5 +339,6 @@ fn profile_of(
         tool_instruction: wit.tool_instruction,
         images: wit.images,
         text_files: wit.text_files,
+        options: Vec::new(),
     })
 }

@@ -16,6 +16,7 @@ impl Codecs {
     pub(crate) async fn turn(
         &self,
         request: TurnRequest,
+        options: Arc<Options>,
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
         seen: &UpstreamSeen,
@@ -27,7 +28,7 @@ impl Codecs {
             id: manifest.id.clone(),
             after: limit,
         };
-        match tokio::time::timeout(limit, self.drive(request, refs, events, seen)).await {
+        match tokio::time::timeout(limit, self.drive(request, options, refs, events, seen)).await {
             // The upstream request's own deadline is the same limit, started a moment later;
             // when both pass in the same timer tick the request's may be seen first. Either
             // way the turn ran out of time.
@@ -44,6 +45,7 @@ impl Codecs {
     async fn drive(
         &self,
         request: TurnRequest,
+        options: Arc<Options>,
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
         seen: &UpstreamSeen,
@@ -53,7 +55,7 @@ impl Codecs {
         // Boxed: starting is over in a moment, and inline its state would be part of the turn's
         // future (the memory of every live stream).
         let start = telemetry::trace::plugin_call(id, "start");
-        let started = Box::pin(self.start(request))
+        let started = Box::pin(self.start(request, options))
             .instrument(start.clone())
             .await;
         telemetry::trace::failed(&start, started.as_ref().err().map(CallError::kind));
@@ -94,14 +96,16 @@ impl Codecs {
     pub(crate) async fn check(
         &self,
         request: TurnRequest,
+        options: Arc<Options>,
     ) -> Result<Result<(), PluginError>, CallError> {
-        Ok(self.start(request).await?.map(|_started| ()))
+        Ok(self.start(request, options).await?.map(|_started| ()))
     }
 
     /// `start` in the plugin: the turn's upstream request and its decoder.
     async fn start(
         &self,
         request: TurnRequest,
+        options: Arc<Options>,
     ) -> Result<Result<(http_host::WitRequest, Decoder), PluginError>, CallError> {
         let id = &self.context.manifest.id;
         let request = Arc::new(request);
@@ -110,16 +114,20 @@ impl Codecs {
         let mut retried = false;
         let (shared, started) = loop {
             let shared = self.pick();
-            let request = request.clone();
+            let (request, options) = (request.clone(), options.clone());
             let started = shared
                 .call(
                     &self.context,
                     move |store, codec| {
                         Box::pin(async move {
-                            codec
+                            // The instance is shared: the options are this call's only.
+                            store.data_mut().turn_options = Some(options);
+                            let started = codec
                                 .chatd_plugin_turn_codec()
-                                .call_start(store, &request)
-                                .await
+                                .call_start(&mut *store, &request)
+                                .await;
+                            store.data_mut().turn_options = None;
+                            started
                         })
                     },
                     // A decoder made for a turn that is gone by then is dropped like any other.
