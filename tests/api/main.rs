@@ -30,6 +30,7 @@ mod mcp_tools;
 mod models_titles;
 mod openai;
 mod openai_js;
+mod openai_mixed;
 mod openai_options;
 mod openai_responses;
 #[path = "../common/openai_sdk.rs"]

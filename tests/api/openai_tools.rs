@@ -227,11 +227,6 @@ async fn what_cannot_be_honoured_with_client_tools_is_refused_by_name() {
     let user = json!({"role": "user", "content": "Hi"});
     let cases = [
         (
-            json!({"tools": tools(), "chatd_tools": ["web_search"]}),
-            "tools",
-            "unsupported_parameter",
-        ),
-        (
             json!({"tools": tools(), "parallel_tool_calls": false}),
             "parallel_tool_calls",
             "unsupported_parameter",

@@ -152,7 +152,9 @@ impl Drop for Instance {
 }
 
 /// Two instances on one fresh database, and a connection to it.
-async fn deployment(upstream: &ScriptedUpstream) -> (tempfile::TempDir, Instance, Instance, RawDb) {
+pub(crate) async fn deployment(
+    upstream: &ScriptedUpstream,
+) -> (tempfile::TempDir, Instance, Instance, RawDb) {
     let dir = tempfile::tempdir().unwrap();
     let database = test_database(&dir).await;
     let DatabaseUrl::Postgres(url) = &database else {

@@ -27,6 +27,7 @@ mod faults;
 #[path = "../api/history.rs"]
 mod history;
 mod instances;
+mod kept_exchanges;
 #[path = "../api/large_bodies.rs"]
 mod large_bodies;
 #[path = "../api/limits.rs"]

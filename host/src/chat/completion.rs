@@ -25,6 +25,7 @@ use tokio::sync::mpsc;
 
 use super::events::Usage;
 use super::failure::{CompletionError, error_kind, refused_request};
+use super::kept;
 use super::retry;
 use super::round::{Reply, Turn};
 use super::sink::Sink;
@@ -109,9 +110,24 @@ pub struct Finished {
     /// Why the last turn's model stopped, as its provider said (`None` when no turn answered:
     /// stopped before).
     pub finish: Option<wit::FinishReason>,
+    /// The rounds of chatd's tools before `client_calls` (`chat/kept.rs`), to keep for the
+    /// client's next request under those calls' ids; empty when there were none.
+    pub kept: Vec<wit::Message>,
 }
 
 impl Finished {
+    /// Keeps `rounds` for the client's next request: its calls get ids of chatd's own, which
+    /// the store keeps them under ([`kept::mint_id`]).
+    fn keep(&mut self, rounds: Vec<wit::Message>) {
+        if rounds.is_empty() {
+            return;
+        }
+        for call in &mut self.client_calls {
+            call.id = kept::mint_id();
+        }
+        self.kept = rounds;
+    }
+
     /// The completion's end, with the reply as sent.
     fn ended(mut self, reply: Reply, stopped: bool) -> Self {
         self.text = reply.into_text();
@@ -181,6 +197,8 @@ impl Completion {
         let mut context: Option<CallContext> = None;
         // The named provider's failure, once its fallback took over.
         let mut primary_failure: Option<String> = None;
+        // The rounds of chatd's tools, when the client's next request may need them.
+        let mut kept = Vec::new();
         loop {
             let mut turn = self
                 .tried(continuation.take(), refs.clone(), &mut reply, sink)
@@ -213,8 +231,21 @@ impl Completion {
                 return Ok(out.ended(reply, false));
             }
             if self.calls_a_client_tool(&turn.calls) {
+                // chatd's calls of the turn run here; the rest go to the client, with what
+                // chatd's tools did kept for the client's next request.
+                let (ours, theirs): (Vec<_>, Vec<_>) = std::mem::take(&mut turn.calls)
+                    .into_iter()
+                    .partition(|call| self.tools.iter().any(|t| t.spec.name == call.name));
+                if !ours.is_empty() {
+                    let ran = self.run_calls(&ours, sink, &mut context, refs.as_deref());
+                    let Some(results) = ran.await? else {
+                        return Ok(out.ended(reply, true));
+                    };
+                    kept.extend(round_messages(String::new(), ours, results));
+                }
                 turn.release_held(&mut reply, sink);
-                out.client_calls = std::mem::take(&mut turn.calls);
+                out.client_calls = theirs;
+                out.keep(kept);
                 return Ok(out.ended(reply, false));
             }
             if rounds >= self.max_rounds {
@@ -225,25 +256,52 @@ impl Completion {
             rounds += 1;
             self.options = first_round_only(&self.options);
             continuation = turn.continuation.take();
-            let started = tool_calls::announce(&turn.calls, sink);
-            // Boxed: the tools run between turns, and inline their state would be part of the
-            // run's future, and so of the memory a live stream holds, for the whole run.
-            let context = context.get_or_insert_with(|| self.call_context(sink, refs.as_deref()));
-            let run = tool_calls::run(&self.tools, &turn.calls, started, sink, context);
-            let results = match Box::pin(run).await? {
-                Ran::All(results) => results,
-                Ran::Stopped => return Ok(out.ended(reply, true)),
+            let ran = self.run_calls(&turn.calls, sink, &mut context, refs.as_deref());
+            let Some(results) = ran.await? else {
+                return Ok(out.ended(reply, true));
             };
             // A round that began with a tool call sends its text once its calls have ended, so
             // all of its `tool_call` events come before it.
             turn.release_held(&mut reply, sink);
+            if self.keeps_exchanges() {
+                kept.extend(round_messages(
+                    String::new(),
+                    turn.calls.clone(),
+                    results.clone(),
+                ));
+            }
             self.add_round(turn, results, &mut refs);
         }
     }
 
-    /// Whether a turn's calls go to the client: any of them names one of its tools. (chatd's
-    /// tools and a client's are not offered together yet, so such a turn has no call of
-    /// chatd's to run; a name neither offered goes back with the rest, as the model said it.)
+    /// Runs a round's calls of chatd's tools to their results; `None` when the run was stopped.
+    async fn run_calls(
+        &self,
+        calls: &[wit::ToolCall],
+        sink: &Sink,
+        context: &mut Option<CallContext>,
+        refs: Option<&Refs>,
+    ) -> Result<Option<Vec<ToolResult>>, CompletionError> {
+        let started = tool_calls::announce(calls, sink);
+        let context = context.get_or_insert_with(|| self.call_context(sink, refs));
+        // Boxed: the tools run between turns, and inline their state would be part of the
+        // run's future, and so of the memory a live stream holds, for the whole run.
+        let run = tool_calls::run(&self.tools, calls, started, sink, context);
+        Ok(match Box::pin(run).await? {
+            Ran::All(results) => Some(results),
+            Ran::Stopped => None,
+        })
+    }
+
+    /// Whether the rounds of chatd's tools are kept ([`Finished::kept`]): the client offered
+    /// tools beside them, so a turn may end with its calls.
+    fn keeps_exchanges(&self) -> bool {
+        !self.tools.is_empty() && !self.client_tools.is_empty()
+    }
+
+    /// Whether a turn's calls go to the client: any of them names one of its tools. Those
+    /// naming chatd's tools run first; a name neither offered goes back with the client's, as
+    /// the model said it.
     fn calls_a_client_tool(&self, calls: &[wit::ToolCall]) -> bool {
         calls
             .iter()
@@ -306,24 +364,8 @@ impl Completion {
         results: Vec<ToolResult>,
         refs: &mut Option<Arc<Refs>>,
     ) {
-        let mut content = Vec::new();
-        if !turn.text.is_empty() {
-            content.push(ContentPart::Text(std::mem::take(&mut turn.text)));
-        }
-        let assistant = wit::Message {
-            role: wit::Role::Assistant,
-            content,
-            tool_calls: std::mem::take(&mut turn.calls),
-            tool_result: None,
-        };
-        let mut added: Vec<wit::Message> = std::iter::once(assistant)
-            .chain(results.into_iter().map(|result| wit::Message {
-                role: wit::Role::Tool,
-                content: Vec::new(),
-                tool_calls: Vec::new(),
-                tool_result: Some(result),
-            }))
-            .collect();
+        let text = std::mem::take(&mut turn.text);
+        let mut added = round_messages(text, std::mem::take(&mut turn.calls), results);
         // The turn that used the values is over, so this is their one holder; were it not,
         // the new messages would simply stay inline.
         if let Some(refs) = refs.as_mut().and_then(Arc::get_mut) {
@@ -583,6 +625,33 @@ fn first_round_only(options: &Arc<TurnOptions>) -> Arc<TurnOptions> {
         }),
         _ => options.clone(),
     }
+}
+
+/// A round as the transcript holds it: the assistant's text and calls, then each result.
+fn round_messages(
+    text: String,
+    calls: Vec<wit::ToolCall>,
+    results: Vec<ToolResult>,
+) -> Vec<wit::Message> {
+    let content = if text.is_empty() {
+        Vec::new()
+    } else {
+        vec![ContentPart::Text(text)]
+    };
+    let assistant = wit::Message {
+        role: wit::Role::Assistant,
+        content,
+        tool_calls: calls,
+        tool_result: None,
+    };
+    std::iter::once(assistant)
+        .chain(results.into_iter().map(|result| wit::Message {
+            role: wit::Role::Tool,
+            content: Vec::new(),
+            tool_calls: Vec::new(),
+            tool_result: Some(result),
+        }))
+        .collect()
 }
 
 /// Adds a turn's usage to the completion's.

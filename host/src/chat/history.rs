@@ -64,8 +64,12 @@ pub fn new_rows(stored: &[MessageRecord], supplied: &[NewMessage]) -> Vec<NewMes
 /// stored row can become one.
 #[derive(Clone, Debug)]
 pub enum Exchange {
-    /// The calls of an assistant row.
-    Calls(Vec<wit::ToolCall>),
+    /// The calls of an assistant row, after `before`: the rounds of chatd's tools that came
+    /// before them in the completion that made them, kept for this request (`chat/kept.rs`).
+    Calls {
+        calls: Vec<wit::ToolCall>,
+        before: Vec<wit::Message>,
+    },
     /// A tool row answering a call: its id and the tool's name; the row's content is the
     /// output.
     Result { call_id: String, name: String },
@@ -87,7 +91,10 @@ pub fn to_provider(
         .collect();
     for (i, message) in history.iter().enumerate() {
         let (tool_calls, tool_result) = match exchange.get(i).cloned().flatten() {
-            Some(Exchange::Calls(calls)) => (calls, None),
+            Some(Exchange::Calls { calls, before }) => {
+                messages.extend(before);
+                (calls, None)
+            }
             Some(Exchange::Result { call_id, name }) => (
                 Vec::new(),
                 Some(wit::ToolResult {

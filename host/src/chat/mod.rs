@@ -8,6 +8,7 @@ pub mod completion;
 pub mod events;
 pub mod failure;
 pub mod history;
+pub mod kept;
 pub mod models;
 mod retry;
 mod round;

@@ -384,16 +384,22 @@ async fn record(
                 name: None,
                 metadata: reply_metadata(finished),
             });
-            store
-                .finish_call(
-                    call_id,
-                    chat_id,
-                    message,
-                    finished.usage.map(Into::into),
-                    latency,
-                    finished.fallback.as_ref(),
-                )
-                .await
+            // Kept before the client hears of its calls, so its next request finds them.
+            match keep_exchange(store, finished).await {
+                Ok(()) => {
+                    store
+                        .finish_call(
+                            call_id,
+                            chat_id,
+                            message,
+                            finished.usage.map(Into::into),
+                            latency,
+                            finished.fallback.as_ref(),
+                        )
+                        .await
+                }
+                Err(e) => Err(e),
+            }
         }
         // Nothing was recorded: there is no call row to mark.
         Err(RunError::ChatGone | RunError::NotRecorded(_)) => Ok(()),
@@ -416,6 +422,19 @@ async fn record(
         let _ = store.fail_call(call_id, why, None, latency).await;
     }
     Err(why.to_string())
+}
+
+/// The rounds of chatd's tools a completion ended with client calls after (`chat/kept.rs`),
+/// kept under those calls' ids.
+async fn keep_exchange(store: &Store, finished: &Finished) -> Result<(), StoreError> {
+    if finished.kept.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<String> = finished.client_calls.iter().map(|c| c.id.clone()).collect();
+    let rounds = crate::chat::kept::to_json(&finished.kept);
+    store
+        .keep_exchange(&ids, &rounds, crate::chat::kept::KEPT_FOR)
+        .await
 }
 
 /// The assistant message's metadata: `stopped` when a client stopped the reply, `fallback`

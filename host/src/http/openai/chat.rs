@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::answer::{answering_model, finish_reason, outcome, usage_json};
 use super::chat_request::ChatCompletionRequest;
 use super::chunks::Chunks;
+use super::kept;
 use super::stream;
 use crate::http::AppState;
 use crate::http::completions::prepare_with;
@@ -28,10 +29,13 @@ pub async fn complete(
         Err(refused) => return refused.into_response(),
     };
     let model_id = body.model.clone();
-    let contracted = match body.into_contract(&state) {
+    let mut contracted = match body.into_contract(&state) {
         Ok(contracted) => contracted,
         Err(refused) => return refused.into_response(),
     };
+    if let Err(failed) = kept::restore(&state, &mut contracted.client.exchange).await {
+        return failed.into_response();
+    }
     let names = contracted.names;
     // The contract's checks (attachments, sampling, the provider's plugin) answer `{message}`,
     // which `errors::reshape` turns into OpenAI's shape with the same status.

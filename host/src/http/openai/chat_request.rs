@@ -172,7 +172,7 @@ impl ChatCompletionRequest {
         let ours = chatd_tools(state, &provider, self.chatd_tools)?;
         let tools = client_tools::parse_tools(self.tools.as_ref())?;
         if !tools.is_empty() {
-            offers_client_tools(state, &provider, &ours)?;
+            offers_client_tools(state, &provider)?;
         }
         let offered = !tools.is_empty() || !ours.is_empty();
         client_tools::check_parallel(self.parallel_tool_calls.as_ref(), offered)?;
@@ -254,26 +254,13 @@ enum Sent {
     Result { call_id: String },
 }
 
-/// The client's tools need a provider that takes tools, and are not offered beside chatd's
-/// yet: a client's call would end a turn whose chatd calls' exchange must then be kept for
-/// the next request (docs/openai.md).
-fn offers_client_tools(
-    state: &AppState,
-    provider: &str,
-    ours: &[String],
-) -> Result<(), OpenAiError> {
+/// The client's tools need a provider that takes tools.
+fn offers_client_tools(state: &AppState, provider: &str) -> Result<(), OpenAiError> {
     if !takes_tools(state, provider) {
         return Err(OpenAiError::bad_request(
             "tools",
             format!("tools: {provider} takes no tools of a client's (it runs its own)"),
         ));
-    }
-    if !ours.is_empty() {
-        return Err(OpenAiError::bad_request(
-            "tools",
-            "tools: not served beside chatd_tools yet; send one or the other (docs/openai.md)",
-        )
-        .code("unsupported_parameter"));
     }
     Ok(())
 }
@@ -290,8 +277,8 @@ fn answered(
         .map(|(i, sent)| {
             Ok(match sent {
                 None => None,
-                Some(Sent::Calls(calls)) => Some(Exchange::Calls(
-                    calls
+                Some(Sent::Calls(calls)) => Some(Exchange::Calls {
+                    calls: calls
                         .into_iter()
                         .map(|call| {
                             let name = names.wit(&call.name);
@@ -303,7 +290,9 @@ fn answered(
                             }
                         })
                         .collect(),
-                )),
+                    // Filled in from the store (`kept.rs`).
+                    before: Vec::new(),
+                }),
                 Some(Sent::Result { call_id }) => {
                     let Some(name) = called.get(&call_id).cloned() else {
                         return Err(invalid(

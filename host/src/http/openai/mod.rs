@@ -10,6 +10,7 @@ mod chat_request;
 mod chunks;
 mod client_tools;
 pub mod errors;
+mod kept;
 mod models;
 mod options;
 mod response_events;

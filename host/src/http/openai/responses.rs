@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::answer::outcome;
 use super::errors::OpenAiError;
+use super::kept;
 use super::response_events::ResponseEvents;
 use super::response_object::Echo;
 use super::responses_request::{Read, ResponsesRequest};
@@ -36,10 +37,13 @@ pub async fn create(
     let streamed = request.stream == Some(true);
     let max_output_tokens = request.max_completion_tokens;
     let model = request.model.clone();
-    let contracted = match request.into_contract(&state) {
+    let mut contracted = match request.into_contract(&state) {
         Ok(contracted) => contracted,
         Err(refused) => return renames.rename(refused).into_response(),
     };
+    if let Err(failed) = kept::restore(&state, &mut contracted.client.exchange).await {
+        return failed.into_response();
+    }
     // The contract's checks name the chat request's fields (`messages[1]`): renamed too.
     let run = match prepare_with(&state, contracted.request, streamed, contracted.client).await {
         Ok(run) => run,

@@ -1,0 +1,106 @@
+//! Exchanges kept for a client's next request (`kept_exchanges`, both backends): the server
+//! tools' calls and results of an `/openai/v1` completion that ended with calls of the client's
+//! own tools, stored under each of those calls' ids until they expire (`chat/kept.rs` says what
+//! an exchange holds). On PostgreSQL every instance finds them. Expired rows are deleted as new
+//! ones are kept, and never found.
+//!
+//! Written once for both databases, as `files.rs` is.
+
+use std::time::Duration;
+
+use super::{Backend, Result, Store, measured};
+use crate::vocabulary::now;
+
+const EXPIRED: &str = "DELETE FROM kept_exchanges WHERE expires_at < $1";
+const INSERT: &str =
+    "INSERT INTO kept_exchanges (call_id, exchange, expires_at) VALUES ($1, $2, $3)";
+const FIND: &str = "SELECT exchange FROM kept_exchanges WHERE call_id = $1 AND expires_at > $2";
+
+/// A stored timestamp `after` from now.
+fn from_now(after: Duration) -> String {
+    let at = chrono::Utc::now() + chrono::TimeDelta::from_std(after).unwrap_or_default();
+    crate::vocabulary::format_micros(at.timestamp_micros())
+}
+
+macro_rules! exchanges {
+    ($db:ty) => {
+        use super::*;
+
+        pub async fn keep(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            call_ids: &[String],
+            exchange: &str,
+            expires_at: &str,
+        ) -> Result<()> {
+            sqlx::query(EXPIRED).bind(now()).execute(&mut **tx).await?;
+            for id in call_ids {
+                sqlx::query(INSERT)
+                    .bind(id)
+                    .bind(exchange)
+                    .bind(expires_at)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            Ok(())
+        }
+
+        pub async fn find<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            call_id: &str,
+        ) -> Result<Option<String>> {
+            let row: Option<(String,)> = sqlx::query_as(FIND)
+                .bind(call_id)
+                .bind(now())
+                .fetch_optional(ex)
+                .await?;
+            Ok(row.map(|(exchange,)| exchange))
+        }
+    };
+}
+
+mod on_sqlite {
+    exchanges!(sqlx::Sqlite);
+}
+
+mod on_postgres {
+    exchanges!(sqlx::Postgres);
+}
+
+impl Store {
+    /// Keeps `exchange` under each of `call_ids` (new, unguessable ids) for `kept_for`.
+    pub async fn keep_exchange(
+        &self,
+        call_ids: &[String],
+        exchange: &str,
+        kept_for: Duration,
+    ) -> Result<()> {
+        let expires_at = from_now(kept_for);
+        measured(self.backend_name(), "keep_exchange", self.timeout, async {
+            match &self.backend {
+                Backend::Sqlite(db) => {
+                    let mut tx = db.write_tx().await?;
+                    on_sqlite::keep(&mut tx, call_ids, exchange, &expires_at).await?;
+                    tx.commit().await?;
+                }
+                Backend::Postgres(db) => {
+                    let mut tx = db.tx().await?;
+                    on_postgres::keep(&mut tx, call_ids, exchange, &expires_at).await?;
+                    tx.commit().await?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// The exchange kept under `call_id`, unless it expired.
+    pub async fn kept_exchange(&self, call_id: &str) -> Result<Option<String>> {
+        measured(self.backend_name(), "kept_exchange", self.timeout, async {
+            match &self.backend {
+                Backend::Sqlite(db) => on_sqlite::find(db.pool(), call_id).await,
+                Backend::Postgres(db) => on_postgres::find(db.pool(), call_id).await,
+            }
+        })
+        .await
+    }
+}
