@@ -284,6 +284,14 @@ const PARALLEL_CALLS: &str =
 /// Every built-in provider (a, b, c) and a declared one (`mine`, chat completions' wire) on
 /// `upstream`, with engine_a for `web_search`.
 pub(crate) async fn all_providers(upstream: &ScriptedUpstream) -> (TestServer, tempfile::TempDir) {
+    all_providers_with(upstream, &[]).await
+}
+
+/// [`all_providers`], with more arguments.
+pub(crate) async fn all_providers_with(
+    upstream: &ScriptedUpstream,
+    more: &[&str],
+) -> (TestServer, tempfile::TempDir) {
     let url = upstream.url();
     let files = tempfile::tempdir().unwrap();
     let config = write_config(
@@ -306,6 +314,7 @@ pub(crate) async fn all_providers(upstream: &ScriptedUpstream) -> (TestServer, t
     ] {
         args.extend([flag.to_string(), value.to_string()]);
     }
+    args.extend(more.iter().map(|a| a.to_string()));
     let server = TestServer::start_with(Options {
         token: Some(TOKEN.into()),
         args,

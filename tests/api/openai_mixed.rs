@@ -138,7 +138,14 @@ async fn the_server_tools_round_comes_back_with_the_clients_next_request() {
         last[from + 1]["tool_calls"][0]["function"]["name"],
         "web_search"
     );
-    assert_eq!(last[from + 2]["tool_call_id"], "call_0");
+    // The kept call has an id of chatd's too (the upstream numbered both calls `call_0`), its
+    // result the same.
+    let kept_id = last[from + 1]["tool_calls"][0]["id"].as_str().unwrap();
+    assert!(
+        kept_id.starts_with("call_chatd_") && kept_id != id,
+        "{kept_id}"
+    );
+    assert_eq!(last[from + 2]["tool_call_id"], kept_id);
     let found = last[from + 2]["content"].to_string();
     assert!(found.contains(FOUND), "the search result is back: {found}");
     assert_eq!(last[from + 3]["tool_calls"][0]["id"], id);
@@ -197,7 +204,12 @@ async fn a_turn_calling_both_runs_chatds_call_and_returns_the_clients() {
     let rounds = sent_messages(&upstream, "/chat/completions");
     let last = rounds[1].as_array().unwrap();
     let from = last.iter().position(|m| m["role"] == "user").unwrap();
-    assert_eq!(last[from + 1]["tool_calls"][0]["id"], "call_a");
+    let kept_id = &last[from + 1]["tool_calls"][0]["id"];
+    assert!(
+        kept_id.as_str().unwrap().starts_with("call_chatd_"),
+        "{kept_id}"
+    );
+    assert_eq!(&last[from + 2]["tool_call_id"], kept_id);
     assert!(last[from + 2]["content"].to_string().contains(FOUND));
     assert_eq!(last[from + 3]["tool_calls"][0]["id"], calls[0]["id"]);
     // An id chatd did not make finds nothing, and the request goes on with what it has.
@@ -216,4 +228,47 @@ async fn a_turn_calling_both_runs_chatds_call_and_returns_the_clients() {
         .filter(|r| *r != "system")
         .collect();
     assert_eq!(roles, ["user", "assistant", "tool"], "{}", rounds[2]);
+}
+
+/// At the tool-round limit a turn calling both does not run chatd's call; the client still
+/// gets its own.
+#[tokio::test]
+async fn past_the_round_limit_chatds_call_does_not_run() {
+    let upstream = ScriptedUpstream::start([
+        (
+            "POST /chat/completions",
+            calling(&[("call_a", "web_search", r#"{"query":"UK"}"#)]),
+        ),
+        ("POST /search", crate::live_replies::exa()),
+        (
+            "POST /chat/completions",
+            calling(&[
+                ("call_b", "web_search", r#"{"query":"London"}"#),
+                ("call_c", "get_weather", r#"{"city":"London"}"#),
+            ]),
+        ),
+    ])
+    .await;
+    let (server, _files) =
+        crate::openai::all_providers_with(&upstream, &["--chat-max-tool-rounds", "1"]).await;
+    let body = json!({"model": "provider_c/grok-4", "tools": tools(), "chatd_tools": ["web_search"],
+        "messages": [{"role": "user", "content": "Capital of the UK, and its weather?"}]});
+    let response = reqwest::Client::new()
+        .post(format!("{}/openai/v1/chat/completions", server.base))
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let answer: Value = response.json().await.unwrap();
+    let calls = &answer["choices"][0]["message"]["tool_calls"];
+    assert_eq!(calls.as_array().unwrap().len(), 1, "{answer}");
+    assert_eq!(calls[0]["function"]["name"], "Get-Weather");
+    let searched = upstream
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/search")
+        .count();
+    assert_eq!(searched, 1, "only the first round's search ran");
 }

@@ -288,6 +288,13 @@ async fn responses_options_reach_the_upstream() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
+    // The response repeats the options as the client set them.
+    assert_eq!(
+        answer["tool_choice"],
+        json!({"type": "function", "name": "Get-Weather"})
+    );
+    assert_eq!(answer["top_p"], json!(0.25));
+    assert_eq!(answer["text"]["format"]["type"], "json_schema");
     let a = sent(&upstream, "/responses");
     assert_eq!(
         a["tool_choice"],

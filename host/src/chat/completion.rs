@@ -118,13 +118,16 @@ pub struct Finished {
 impl Finished {
     /// Keeps `rounds` for the client's next request: its calls get ids of chatd's own, which
     /// the store keeps them under ([`kept::mint_id`]).
-    fn keep(&mut self, rounds: Vec<wit::Message>) {
+    fn keep(&mut self, mut rounds: Vec<wit::Message>) {
         if rounds.is_empty() {
             return;
         }
         for call in &mut self.client_calls {
             call.id = kept::mint_id();
         }
+        // The kept calls get ids of chatd's too: an upstream that numbers its calls from 0
+        // would give two kept rounds of one conversation the same ids, which upstreams refuse.
+        kept::renumber(&mut rounds);
         self.kept = rounds;
     }
 
@@ -137,7 +140,7 @@ impl Finished {
 }
 
 impl Completion {
-    /// When the request sets `temperature` or `maxTokens`, has the provider build its first
+    /// When the request sets `temperature`, `maxTokens` or a turn option, has the provider build its first
     /// turn's upstream request and drops it, so that a parameter the model does not take is
     /// refused before anything is stored or sent (`refused: true`, a 400). For a provider that
     /// takes references (`plugins/worlds/provider/references.rs`), whose large values need not be copied for it.
@@ -236,7 +239,9 @@ impl Completion {
                 let (ours, theirs): (Vec<_>, Vec<_>) = std::mem::take(&mut turn.calls)
                     .into_iter()
                     .partition(|call| self.tools.iter().any(|t| t.spec.name == call.name));
-                if !ours.is_empty() {
+                // Past the tool limit chatd's calls do not run (and are not told of); the
+                // client's still go to it.
+                if !ours.is_empty() && rounds < self.max_rounds {
                     let ran = self.run_calls(&ours, sink, &mut context, refs.as_deref());
                     let Some(results) = ran.await? else {
                         return Ok(out.ended(reply, true));
@@ -374,13 +379,16 @@ impl Completion {
         self.messages.extend(added);
     }
 
-    /// Whether a fallback may answer: there is one, and it takes tools if the client offered
-    /// its own (they would be dropped otherwise: the client asked for them, so the named
-    /// provider's failure is the answer).
+    /// Whether a fallback may answer: there is one, it takes tools if the client offered its
+    /// own or chose a tool (they would be dropped otherwise: the client asked for them, so the
+    /// named provider's failure is the answer), and it honours every turn option set.
     fn may_fall_back(&self) -> bool {
         let asked = turn_options::kinds(&self.options);
         self.fallback.as_ref().is_some_and(|f| {
-            (f.tools || self.client_tools.is_empty()) && asked.iter().all(|k| f.options.contains(k))
+            // Without tools it would be sent no tools, so neither the client's nor a tool
+            // choice (which names, or requires, one of them).
+            let tools_needed = !self.client_tools.is_empty() || self.options.tool_choice.is_some();
+            (f.tools || !tools_needed) && asked.iter().all(|k| f.options.contains(k))
         })
     }
 

@@ -5,10 +5,11 @@
 //!
 //! A round is the assistant's calls of chatd's tools (its text is not kept: the client got it
 //! in the reply, and sends it back as the assistant message's content) and their results. The
-//! client's calls of such a completion get ids chatd makes ([`mint_id`]): random, so no other
-//! request finds the exchange by guessing, and unique, whatever ids the upstream gave (some
-//! servers number them from 0 every time). The upstream sees those ids in the next request, as
-//! any ids of a transcript's calls. The store keeps it for [`KEPT_FOR`] (`store/exchanges.rs`).
+//! client's calls of such a completion, and the kept calls, get ids chatd makes ([`mint_id`]):
+//! random, so no other request finds the exchange by guessing, and unique, whatever ids the
+//! upstream gave (some servers number them from 0 every time). The upstream sees those ids in
+//! the next request, as any ids of a transcript's calls. The store keeps it for [`KEPT_FOR`]
+//! after it was last found (`store/exchanges.rs`).
 
 use std::time::Duration;
 
@@ -16,16 +17,33 @@ use serde_json::{Value, json};
 
 use crate::plugins::worlds::provider as wit;
 
-/// How long an exchange is kept for the client's next request: a client runs its tools and
+/// How long an exchange is kept after it was made or last found: a client runs its tools and
 /// answers within this, or the model goes on without the server tools' results.
 pub const KEPT_FOR: Duration = Duration::from_secs(60 * 60);
 
 /// The start of the ids chatd gives a client's calls whose completion kept an exchange.
 pub const ID_PREFIX: &str = "call_chatd_";
 
-/// A new id for a client's call: [`ID_PREFIX`] and 32 random hex digits.
+/// A new id for a client's call: [`ID_PREFIX`] and a random (v4) UUID's 32 hex digits, 122
+/// bits of them random.
 pub fn mint_id() -> String {
     format!("{ID_PREFIX}{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Gives each call of `rounds` an id of [`mint_id`]'s, and its result the same.
+pub fn renumber(rounds: &mut [wit::Message]) {
+    let mut minted = std::collections::HashMap::new();
+    for message in rounds.iter_mut() {
+        for call in &mut message.tool_calls {
+            let id = mint_id();
+            minted.insert(std::mem::replace(&mut call.id, id.clone()), id);
+        }
+        if let Some(result) = &mut message.tool_result
+            && let Some(id) = minted.get(&result.call_id)
+        {
+            result.call_id = id.clone();
+        }
+    }
 }
 
 /// The kept rounds as stored: `[{"calls": [{id, name, arguments}]}, {"result": {callId, name,

@@ -365,8 +365,10 @@ fn chat_writer(
     (log, tx)
 }
 
-/// A completion's bookkeeping once it ends: the call record, and on success the assistant
-/// message, in one transaction.
+/// A completion's bookkeeping once it ends: on success the server tools' rounds kept for the
+/// client's next request, if any (a transaction of its own, first: a reply whose calls'
+/// context was not kept is not given); then the call record with the assistant message, in
+/// one transaction.
 async fn record(
     store: &Store,
     call_id: &str,

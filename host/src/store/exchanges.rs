@@ -1,8 +1,9 @@
 //! Exchanges kept for a client's next request (`kept_exchanges`, both backends): the server
 //! tools' calls and results of an `/openai/v1` completion that ended with calls of the client's
-//! own tools, stored under each of those calls' ids until they expire (`chat/kept.rs` says what
-//! an exchange holds). On PostgreSQL every instance finds them. Expired rows are deleted as new
-//! ones are kept, and never found.
+//! own tools, stored under each of those calls' ids (`chat/kept.rs` says what an exchange
+//! holds). On PostgreSQL every instance finds them. An exchange lives for its time to live
+//! after it was kept or last found; an expired one is never found, and is deleted after a later
+//! keep (a sweep whose failure fails nothing: the rows are only dead weight).
 //!
 //! Written once for both databases, as `files.rs` is.
 
@@ -14,7 +15,9 @@ use crate::vocabulary::now;
 const EXPIRED: &str = "DELETE FROM kept_exchanges WHERE expires_at < $1";
 const INSERT: &str =
     "INSERT INTO kept_exchanges (call_id, exchange, expires_at) VALUES ($1, $2, $3)";
-const FIND: &str = "SELECT exchange FROM kept_exchanges WHERE call_id = $1 AND expires_at > $2";
+/// Finds a live exchange and extends its life.
+const FIND: &str = "UPDATE kept_exchanges SET expires_at = $3 \
+                    WHERE call_id = $1 AND expires_at > $2 RETURNING exchange";
 
 /// A stored timestamp `after` from now.
 fn from_now(after: Duration) -> String {
@@ -32,7 +35,6 @@ macro_rules! exchanges {
             exchange: &str,
             expires_at: &str,
         ) -> Result<()> {
-            sqlx::query(EXPIRED).bind(now()).execute(&mut **tx).await?;
             for id in call_ids {
                 sqlx::query(INSERT)
                     .bind(id)
@@ -44,14 +46,21 @@ macro_rules! exchanges {
             Ok(())
         }
 
-        pub async fn find<'e>(
-            ex: impl sqlx::Executor<'e, Database = $db>,
+        pub async fn sweep<'e>(ex: impl sqlx::Executor<'e, Database = $db>) -> Result<()> {
+            sqlx::query(EXPIRED).bind(now()).execute(ex).await?;
+            Ok(())
+        }
+
+        pub async fn find(
+            tx: &mut sqlx::Transaction<'_, $db>,
             call_id: &str,
+            expires_at: &str,
         ) -> Result<Option<String>> {
             let row: Option<(String,)> = sqlx::query_as(FIND)
                 .bind(call_id)
                 .bind(now())
-                .fetch_optional(ex)
+                .bind(expires_at)
+                .fetch_optional(&mut **tx)
                 .await?;
             Ok(row.map(|(exchange,)| exchange))
         }
@@ -67,7 +76,8 @@ mod on_postgres {
 }
 
 impl Store {
-    /// Keeps `exchange` under each of `call_ids` (new, unguessable ids) for `kept_for`.
+    /// Keeps `exchange` under each of `call_ids` (new, unguessable ids) for `kept_for`, then
+    /// deletes expired ones.
     pub async fn keep_exchange(
         &self,
         call_ids: &[String],
@@ -90,16 +100,48 @@ impl Store {
             }
             Ok(())
         })
-        .await
+        .await?;
+        let swept = measured(
+            self.backend_name(),
+            "sweep_exchanges",
+            self.timeout,
+            async {
+                match &self.backend {
+                    Backend::Sqlite(db) => {
+                        let mut tx = db.write_tx().await?;
+                        on_sqlite::sweep(&mut *tx).await?;
+                        Ok(tx.commit().await?)
+                    }
+                    Backend::Postgres(db) => on_postgres::sweep(db.pool()).await,
+                }
+            },
+        )
+        .await;
+        if let Err(e) = swept {
+            tracing::warn!(error = %e, "expired kept exchanges were not deleted; a later keep will");
+        }
+        Ok(())
     }
 
-    /// The exchange kept under `call_id`, unless it expired.
-    pub async fn kept_exchange(&self, call_id: &str) -> Result<Option<String>> {
+    /// The exchange kept under `call_id`, unless it expired; found, it lives `kept_for` more.
+    pub async fn kept_exchange(&self, call_id: &str, kept_for: Duration) -> Result<Option<String>> {
+        let expires_at = from_now(kept_for);
         measured(self.backend_name(), "kept_exchange", self.timeout, async {
-            match &self.backend {
-                Backend::Sqlite(db) => on_sqlite::find(db.pool(), call_id).await,
-                Backend::Postgres(db) => on_postgres::find(db.pool(), call_id).await,
-            }
+            let found = match &self.backend {
+                Backend::Sqlite(db) => {
+                    let mut tx = db.write_tx().await?;
+                    let found = on_sqlite::find(&mut tx, call_id, &expires_at).await?;
+                    tx.commit().await?;
+                    found
+                }
+                Backend::Postgres(db) => {
+                    let mut tx = db.tx().await?;
+                    let found = on_postgres::find(&mut tx, call_id, &expires_at).await?;
+                    tx.commit().await?;
+                    found
+                }
+            };
+            Ok(found)
         })
         .await
     }

@@ -10,9 +10,10 @@
 //!   message right after tool results joins them (the results first, as the API requires).
 //! * Empty text blocks are dropped (the API refuses them), and so are messages left empty.
 //! * `max_tokens` is required by the API: [`DEFAULT_MAX_TOKENS`] when the client set none.
-//! * Of the turn options ([`HONOURED`]): `top_p`, `stop_sequences` and `tool_choice` (`none`,
-//!   `any` for required, `{"type": "tool", "name"}`). The API has no JSON response format, so
-//!   this provider does not honour one and the host refuses it for it.
+//! * Of the turn options ([`HONOURED`]): `top_p` (refused beside a `temperature`, as the API's
+//!   current models refuse the two together), `stop_sequences` and `tool_choice` (`none`, `any`
+//!   for required, `{"type": "tool", "name"}`). The API has no JSON response format, so this
+//!   provider does not honour one and the host refuses it for it.
 //! * `temperature` is 0 to 1 here (chatd takes 0 to 2, the other APIs' range): a higher one is
 //!   sent as 1 ([`MAX_TEMPERATURE`]), the API's most random, rather than refused upstream.
 
@@ -38,6 +39,13 @@ pub const HONOURED: [OptionKind; 3] = [OptionKind::TopP, OptionKind::Stop, Optio
 
 /// The JSON body for `request` and its `options`.
 pub fn body(request: &TurnRequest, options: &TurnOptions) -> Result<Value, PluginError> {
+    if request.temperature.is_some() && options.top_p.is_some() {
+        return Err(PluginError::InvalidInput(
+            "top_p: send temperature or top_p, not both (the Messages API's current models \
+             refuse the two together)"
+                .into(),
+        ));
+    }
     let mut body = Map::new();
     body.insert("model".into(), request.model.clone().into());
     body.insert(
@@ -232,6 +240,12 @@ mod tests {
                 super::body(&request, &options).unwrap()["tool_choice"],
                 wire
             );
+        }
+        let mut both = request.clone();
+        both.temperature = Some(0.5);
+        match super::body(&both, &options) {
+            Err(PluginError::InvalidInput(why)) => assert!(why.starts_with("top_p: "), "{why}"),
+            other => panic!("{other:?}"),
         }
         let plain = body(&request).unwrap();
         for absent in ["top_p", "stop_sequences", "tool_choice"] {

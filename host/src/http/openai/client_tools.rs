@@ -1,6 +1,7 @@
 //! The client's own tools on `/openai/v1/chat/completions`: `tools` (function tools the client
-//! runs), `tool_choice` and `parallel_tool_calls` where chatd honours them, an assistant
-//! message's `tool_calls` and the `tool` messages answering them, and the names both ways.
+//! runs), `parallel_tool_calls` where chatd honours it, an assistant message's `tool_calls` and
+//! the `tool` messages answering them, and the names both ways. (`tool_choice` is a turn
+//! option: `options.rs`.)
 //!
 //! OpenAI's names are `[A-Za-z0-9_-]{1,64}`; the WIT's are `[a-z0-9_]+` (`wit/types.wit`,
 //! `tool-spec.name`). [`ToolNames`] maps one request's names: a name the WIT allows stays

@@ -8,9 +8,10 @@ use crate::chat::kept;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 
-/// Fills in `before` of each assistant row whose calls chatd named. An exchange that is gone
-/// (expired, or never kept) is logged and the model goes on without it: the client's own calls
-/// and results are whole either way. A store that cannot answer is the store's 503.
+/// Fills in `before` of each assistant row whose calls chatd named (`call_chatd_…`; rows with
+/// other ids have nothing kept and are not looked up). An exchange that is gone (expired, or
+/// never kept) is logged and the model goes on without it: the client's own calls and results
+/// are whole either way. A store that cannot answer is the store's 503.
 pub async fn restore(
     state: &AppState,
     exchange: &mut [Option<Exchange>],
@@ -26,7 +27,7 @@ pub async fn restore(
         else {
             continue;
         };
-        let found = state.store.kept_exchange(id).await;
+        let found = state.store.kept_exchange(id, kept::KEPT_FOR).await;
         match found.map_err(ApiError::from)? {
             Some(text) => match kept::from_json(&text) {
                 Some(rounds) => *before = rounds,
@@ -34,7 +35,8 @@ pub async fn restore(
             },
             None => tracing::warn!(
                 call_id = id,
-                "no server tools' exchange is kept for this call (kept for an hour); the model goes on without it"
+                "no server tools' exchange is kept for this call (an hour after it was last \
+                 used); the model goes on without it"
             ),
         }
     }

@@ -154,12 +154,14 @@ fn named(fields: &Map<String, Value>, offered: &Offered) -> Result<String, OpenA
         .and_then(|f| f.get("name"))
         .ok_or_else(|| OpenAiError::invalid("tool_choice.function.name", "must be given"))?;
     let name = checked_name("tool_choice.function.name", Some(name))?;
-    if offered.chatd.contains(&name) {
-        return Ok(name);
-    }
+    // The client's own tool first, as OpenAI's `tool_choice` names one of `tools`; one of
+    // chatd's by the same name was renamed apart (`ToolNames`).
     let wit = offered.names.wit(&name);
     if offered.client.contains(&wit) {
         return Ok(wit);
+    }
+    if offered.chatd.contains(&name) {
+        return Ok(name);
     }
     Err(OpenAiError::invalid(
         "tool_choice.function.name",

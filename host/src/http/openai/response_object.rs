@@ -21,8 +21,31 @@ pub(super) struct Echo {
     pub tools: Value,
     pub temperature: Option<f64>,
     pub max_output_tokens: Option<u64>,
+    /// `tool_choice`, `top_p` and `text` as the client sent them (their defaults when not).
+    pub options: Sent,
     /// The client's tool names, for its calls.
     pub names: ToolNames,
+}
+
+/// Options a `response` repeats as the request set them.
+pub(super) struct Sent {
+    pub tool_choice: Value,
+    pub top_p: Value,
+    pub text: Value,
+}
+
+impl Sent {
+    /// The request's, each at OpenAI's default when left out or null.
+    pub fn of(tool_choice: Option<&Value>, top_p: Option<&Value>, text: Option<&Value>) -> Self {
+        let or = |v: Option<&Value>, default: Value| {
+            v.filter(|v| !v.is_null()).cloned().unwrap_or(default)
+        };
+        Self {
+            tool_choice: or(tool_choice, json!("auto")),
+            top_p: or(top_p, json!(1.0)),
+            text: or(text, json!({"format": {"type": "text"}})),
+        }
+    }
 }
 
 impl Echo {
@@ -37,14 +60,14 @@ impl Echo {
             "output": output,
             "instructions": self.instructions,
             "tools": self.tools,
-            "tool_choice": "auto",
+            "tool_choice": self.options.tool_choice,
             "parallel_tool_calls": true,
             "temperature": self.temperature,
-            "top_p": null,
+            "top_p": self.options.top_p,
             "max_output_tokens": self.max_output_tokens,
             "previous_response_id": null,
             "store": false,
-            "text": {"format": {"type": "text"}},
+            "text": self.options.text,
             "truncation": "disabled",
             "metadata": {},
             "error": null,

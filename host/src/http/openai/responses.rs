@@ -12,7 +12,7 @@ use super::answer::outcome;
 use super::errors::OpenAiError;
 use super::kept;
 use super::response_events::ResponseEvents;
-use super::response_object::Echo;
+use super::response_object::{Echo, Sent};
 use super::responses_request::{Read, ResponsesRequest};
 use super::stream;
 use crate::http::AppState;
@@ -26,6 +26,11 @@ pub async fn create(
 ) -> Response {
     let instructions = body.instructions.clone().filter(|i| !i.is_empty());
     let temperature = body.temperature;
+    let options = Sent::of(
+        body.tool_choice.as_ref(),
+        body.top_p.as_ref(),
+        body.text.as_ref(),
+    );
     let Read {
         chat: request,
         renames,
@@ -60,6 +65,7 @@ pub async fn create(
         tools,
         temperature,
         max_output_tokens,
+        options,
         names: contracted.names,
     };
     if streamed {

@@ -1,6 +1,7 @@
 //! A `POST /openai/v1/responses` body, read as the chat completion it asks for
-//! (`chat_request.rs`), so it runs as that one does. Stateless: nothing is kept, so
-//! `previous_response_id` and `store: true` are refused by name.
+//! (`chat_request.rs`), so it runs as that one does. Stateless: no response is kept, so
+//! `previous_response_id` and `store: true` are refused by name (only chatd's tools' rounds
+//! before a client's calls are, for its next request, as on chat completions: `kept.rs`).
 //!
 //! `input` is a string (one user message) or items: messages (`system`, `developer`, `user`
 //! with `input_text` and data-URL `input_image` parts, `assistant` with `output_text`), the

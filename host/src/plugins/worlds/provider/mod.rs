@@ -9,7 +9,9 @@
 //!   events through `turn-events.emit` (which answers `false` once the receiver is gone).
 //!
 //! Listing models is always a call of its own, in a fresh store and instance, and so is asking a
-//! `profiled-codec-provider` for its [`Profile`] (once, at load).
+//! `profiled-codec-provider` for its [`Profile`] and an `optioned-codec-provider` for the turn
+//! options it honours (once each, at load). A turn's options reach the plugin through the
+//! store's state while it builds the turn (`turn_options.rs`).
 
 pub mod codec;
 pub mod references;
