@@ -188,3 +188,98 @@ async fn a_provider_plugin_with_a_new_id_serves_without_a_restart() {
     );
     server.stop().await;
 }
+
+/// The same provider from PLUGINS_DIR behind OpenAI's wire (`/openai/v1`): listed as
+/// `ollama/MODEL`, answering a completion streamed and not, and refusing the turn options it
+/// does not declare (a plugin built with the SDK honours none unless it says so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_front_door_serves_a_plugins_dir_provider() {
+    let upstream = ScriptedUpstream::start([
+        (
+            "GET /ollama/api/tags",
+            Reply::text(200, "application/json", TAGS),
+        ),
+        (
+            "POST /ollama/api/chat",
+            Reply::text(200, "application/json", WHOLE),
+        ),
+        ("POST /ollama/api/chat", ndjson(TEXT)),
+    ])
+    .await;
+    let url = upstream.url();
+    let plugins_dir = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let config = write_config(
+        files.path(),
+        &format!(
+            "[services.ollama]\nbase_url = \"{url}/ollama\"\nauth = \"none\"\nplugins = [\"ollama\"]\n"
+        ),
+    );
+    let server = TestServer::start_with(Options {
+        plugins_dir: Some(plugins_dir.path().to_path_buf()),
+        config: Some(config),
+        ..Options::default()
+    })
+    .await;
+    deploy(
+        plugins_dir.path(),
+        "ollama",
+        &test_component("example-ollama"),
+        MANIFEST,
+    );
+    models_with(&server, "ollama", true).await;
+    let http = reqwest::Client::new();
+    let route = |path: &str| format!("{}/openai/v1/{path}", server.base);
+    let models: serde_json::Value = http
+        .get(route("models"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"ollama/llama3.2:latest"), "{ids:?}");
+
+    let ask = |stream: bool, extra: serde_json::Value| {
+        let mut body = json!({"model": "ollama/llama3.2", "stream": stream,
+            "messages": [{"role": "user", "content": "Hi"}]});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        http.post(route("chat/completions")).json(&body).send()
+    };
+    let whole = ask(false, json!({})).await.unwrap();
+    assert_eq!(whole.status(), StatusCode::OK);
+    let whole: serde_json::Value = whole.json().await.unwrap();
+    assert_eq!(
+        whole["choices"][0]["message"]["content"],
+        "The capital is London."
+    );
+    assert_eq!(whole["model"], "ollama/llama3.2");
+    let streamed = ask(true, json!({})).await.unwrap();
+    assert_eq!(streamed.status(), StatusCode::OK);
+    let text = streamed.text().await.unwrap();
+    assert!(
+        text.contains("London.") && text.trim_end().ends_with("data: [DONE]"),
+        "{text}"
+    );
+
+    let refused = ask(false, json!({"top_p": 0.5})).await.unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let refused: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"]["param"], "top_p", "{refused}");
+    assert_eq!(refused["error"]["code"], "unsupported_parameter");
+    let chats = upstream
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/ollama/api/chat")
+        .count();
+    assert_eq!(chats, 2, "the refused request went nowhere");
+    server.stop().await;
+}
