@@ -234,20 +234,18 @@ impl Completion {
                 return Ok(out.ended(reply, false));
             }
             if self.calls_a_client_tool(&turn.calls) {
-                // chatd's calls of the turn run here; the rest go to the client, with what
-                // chatd's tools did kept for the client's next request.
-                let (ours, theirs): (Vec<_>, Vec<_>) = std::mem::take(&mut turn.calls)
-                    .into_iter()
-                    .partition(|call| self.tools.iter().any(|t| t.spec.name == call.name));
-                // Past the tool limit chatd's calls do not run (and are not told of); the
-                // client's still go to it.
-                if !ours.is_empty() && rounds < self.max_rounds {
-                    let ran = self.run_calls(&ours, sink, &mut context, refs.as_deref());
-                    let Some(results) = ran.await? else {
-                        return Ok(out.ended(reply, true));
-                    };
-                    kept.extend(round_messages(String::new(), ours, results));
-                }
+                let calls = std::mem::take(&mut turn.calls);
+                let ran = self.ours_first(
+                    calls,
+                    rounds,
+                    &mut kept,
+                    &mut context,
+                    refs.as_deref(),
+                    sink,
+                );
+                let Some(theirs) = ran.await? else {
+                    return Ok(out.ended(reply, true));
+                };
                 turn.release_held(&mut reply, sink);
                 out.client_calls = theirs;
                 out.keep(kept);
@@ -277,6 +275,30 @@ impl Completion {
             }
             self.add_round(turn, results, &mut refs);
         }
+    }
+
+    /// A turn's calls when one names a client's tool: chatd's run here first, their round
+    /// kept for the client's next request, and the rest are the client's. Past the tool limit
+    /// chatd's do not run (and are not told of). `None` when the run was stopped.
+    async fn ours_first(
+        &self,
+        calls: Vec<wit::ToolCall>,
+        rounds: u32,
+        kept: &mut Vec<wit::Message>,
+        context: &mut Option<CallContext>,
+        refs: Option<&Refs>,
+        sink: &Sink,
+    ) -> Result<Option<Vec<wit::ToolCall>>, CompletionError> {
+        let (ours, theirs): (Vec<_>, Vec<_>) = calls
+            .into_iter()
+            .partition(|call| self.tools.iter().any(|t| t.spec.name == call.name));
+        if !ours.is_empty() && rounds < self.max_rounds {
+            let Some(results) = self.run_calls(&ours, sink, context, refs).await? else {
+                return Ok(None);
+            };
+            kept.extend(round_messages(String::new(), ours, results));
+        }
+        Ok(Some(theirs))
     }
 
     /// Runs a round's calls of chatd's tools to their results; `None` when the run was stopped.
