@@ -137,6 +137,26 @@ async fn an_unreachable_database_is_a_503_and_sigterm_still_ends_within_the_grac
             asked.elapsed()
         );
     }
+    // OpenAI's wire too: a follow-up needs the database for the rounds kept for its calls
+    // (`http/openai/kept.rs`) and for its call's record; either failing is OpenAI's error
+    // shape, naming the database. (Both give the same answer, so this does not tell which.)
+    let id = "call_chatd_00000000000000000000000000000000";
+    let follow_up = json!({"model": "provider_c/grok-4",
+        "tools": [{"type": "function", "function": {"name": "get_weather"}}],
+        "messages": [{"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function",
+                "function": {"name": "get_weather", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": id, "content": "Sunny"}]});
+    let res = a
+        .post("/openai/v1/chat/completions", Some(follow_up), &[])
+        .await;
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = res.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("the database (postgresql) is unavailable"),
+        "{body}"
+    );
     let deadline = Instant::now() + Duration::from_secs(8);
     loop {
         let (status, body) = get(&a, "/ready").await;

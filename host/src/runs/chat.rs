@@ -387,21 +387,20 @@ async fn record(
                 metadata: reply_metadata(finished),
             });
             // Kept before the client hears of its calls, so its next request finds them.
-            match keep_exchange(store, finished).await {
-                Ok(()) => {
-                    store
-                        .finish_call(
-                            call_id,
-                            chat_id,
-                            message,
-                            finished.usage.map(Into::into),
-                            latency,
-                            finished.fallback.as_ref(),
-                        )
-                        .await
-                }
-                Err(e) => Err(e),
+            async {
+                keep_exchange(store, finished).await?;
+                store
+                    .finish_call(
+                        call_id,
+                        chat_id,
+                        message,
+                        finished.usage.map(Into::into),
+                        latency,
+                        finished.fallback.as_ref(),
+                    )
+                    .await
             }
+            .await
         }
         // Nothing was recorded: there is no call row to mark.
         Err(RunError::ChatGone | RunError::NotRecorded(_)) => Ok(()),
