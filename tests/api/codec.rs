@@ -49,6 +49,7 @@ fn provider_with(
         origins: Vec::new(),
         public_web: false,
         allow_private: false,
+        local_network: false,
         credentials: Vec::new(),
         scrubbed: Arc::new([]),
         max_body_bytes: 16 * 1024 * 1024,

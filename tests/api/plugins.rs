@@ -261,6 +261,7 @@ fn grant(trusted: &[&str], public_web: bool, allow_private: bool) -> HttpGrant {
         origins: Vec::new(),
         public_web,
         allow_private,
+        local_network: false,
         credentials: Vec::new(),
         scrubbed: Arc::new([]),
         max_body_bytes: 1024 * 1024,

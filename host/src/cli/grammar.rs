@@ -59,6 +59,9 @@ pub enum Command {
     /// Check the configuration without starting the server.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Reach MCP servers from the command line.
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Write every chat (messages and attachments), search, star and call of DATABASE_URL's
     /// database to stdout as JSON Lines, from one snapshot; safe beside a running server.
     Export,
@@ -84,6 +87,37 @@ pub enum ConfigCommand {
     /// effective settings, providers, services, MCP servers and plugins, keys redacted. Exit 0
     /// when startup would accept them, 2 when not.
     Check,
+}
+
+#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
+pub enum McpCommand {
+    /// Connects to the MCP server at URL as chatd's server does (its HTTP under the sandbox's
+    /// rules, a login when it asks for one), prints its tools (name, tab, description), and
+    /// calls TOOL with ARGS_JSON when given, printing its result. Exit 0 on success, 1 with one
+    /// line on stderr on failure. A login is approved at once when the authorization server
+    /// does so; otherwise its URL is printed and chatd waits for the browser's redirect on
+    /// loopback. Its tokens are kept for this command only.
+    Call {
+        /// The server's streamable HTTP endpoint.
+        url: String,
+        /// A tool to call.
+        tool: Option<String>,
+        /// Its arguments, a JSON object.
+        args: Option<String>,
+        /// A client registered with the authorization server beforehand.
+        #[arg(long)]
+        client_id: Option<String>,
+        /// The pre-registered client's secret.
+        #[arg(long, requires = "client_id")]
+        client_secret: Option<String>,
+        /// An https URL serving this client's metadata document (the client id, where the
+        /// authorization server takes such documents).
+        #[arg(long)]
+        client_metadata_url: Option<String>,
+        /// Scopes to ask for when the server names none (space-separated).
+        #[arg(long)]
+        scopes: Option<String>,
+    },
 }
 
 /// What `chatd plugins new` writes.

@@ -1,6 +1,7 @@
 //! The `chatd` binary: its grammar (`grammar.rs`), then one file per command: [`serve`] (no
 //! command), `config check` ([`config_check`]), [`export`], [`import`], [`backup`], and the
-//! plugin commands ([`plugins`]: list, check, call, install, accept, new, pack). Here: parse,
+//! plugin commands ([`plugins`]: list, check, call, install, accept, new, pack), and [`mcp`]
+//! (call). Here: parse,
 //! set up the log, traces and metrics, and dispatch.
 
 pub mod backup;
@@ -8,6 +9,7 @@ pub mod config_check;
 pub mod export;
 pub mod grammar;
 pub mod import;
+pub mod mcp;
 pub mod plugins;
 pub mod serve;
 
@@ -15,7 +17,7 @@ use std::process::ExitCode;
 
 use crate::config::ConfigError;
 use crate::telemetry::{LogTo, Telemetry};
-use grammar::{Cli, Command, ConfigCommand, PluginsCommand};
+use grammar::{Cli, Command, ConfigCommand, McpCommand, PluginsCommand};
 
 /// Runs the binary: parses the command line and environment, then serves or runs the command.
 pub fn main() -> ExitCode {
@@ -93,6 +95,29 @@ async fn dispatch(cli: Cli, tracing: bool) -> ExitCode {
             out,
         }) => plugins::pack::run(component, manifest, out),
         Command::Config(ConfigCommand::Check) => config_check::run(config).await,
+        Command::Mcp(McpCommand::Call {
+            url,
+            tool,
+            args,
+            client_id,
+            client_secret,
+            client_metadata_url,
+            scopes,
+        }) => {
+            let client = mcp::call::configured(
+                client_id.as_deref(),
+                client_secret.as_deref(),
+                client_metadata_url.as_deref(),
+                scopes.as_deref(),
+            );
+            let call = mcp::call::Call {
+                url,
+                tool: tool.as_deref(),
+                args: args.as_deref(),
+                client,
+            };
+            mcp::call::run(call).await
+        }
         Command::Export => export::run(&config.database_url).await,
         Command::Import {
             file,

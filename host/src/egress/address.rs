@@ -71,6 +71,24 @@ fn is_private_v4(ip: Ipv4Addr) -> bool {
         || a >= 240 // reserved
 }
 
+/// Whether `ip` is reachable on a local network: loopback, or a private or shared range (RFC
+/// 1918, unique local, CGNAT). Not link-local or a cloud metadata address, not unspecified,
+/// multicast, broadcast or reserved: those are never what an operator means by "my network".
+pub fn is_local(ip: IpAddr) -> bool {
+    let v4 = match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(v6) => embedded_v4(v6),
+    };
+    if let Some(v4) = v4 {
+        let [a, b, ..] = v4.octets();
+        return v4.is_loopback() || v4.is_private() || (a == 100 && (64..128).contains(&b));
+    }
+    let IpAddr::V6(v6) = ip else { return false };
+    // fd00:ec2::254 is AWS's metadata service over IPv6, inside the unique local range.
+    let metadata = v6.segments() == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254];
+    v6.is_loopback() || ((v6.segments()[0] & 0xfe00) == 0xfc00 && !metadata)
+}
+
 /// A name that resolved to an address outside the public internet. The HTTP layer finds it in
 /// the client's error chain and reports a denial, not a connection failure.
 #[derive(Debug)]
@@ -103,6 +121,29 @@ impl Resolve for PublicOnly {
             let addrs: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if let Some(bad) = addrs.iter().find(|a| is_private(a.ip())) {
+                return Err(Box::new(PrivateAddress { host, ip: bad.ip() }) as _);
+            }
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// Resolves with the system resolver and refuses the whole answer when any address in it is
+/// neither public nor [`is_local`]: the resolver for a grant's `local_network`, where a
+/// loopback or private address is expected but link-local (cloud metadata) never is.
+#[derive(Debug, Default)]
+pub struct PublicOrLocal;
+
+impl Resolve for PublicOrLocal {
+    fn resolve(&self, name: Name) -> Resolving {
+        Box::pin(async move {
+            let host = name.as_str().to_string();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            if let Some(bad) = addrs
+                .iter()
+                .find(|a| is_private(a.ip()) && !is_local(a.ip()))
+            {
                 return Err(Box::new(PrivateAddress { host, ip: bad.ip() }) as _);
             }
             Ok(Box::new(addrs.into_iter()) as Addrs)
@@ -157,6 +198,37 @@ mod tests {
             "2002:808:808::1",
         ] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn local_addresses_are_loopback_and_private_ranges_never_metadata() {
+        for ip in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "100.64.0.1",
+            "::1",
+            "fd12::1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(is_local(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in [
+            "169.254.169.254",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::",
+            "fe80::1",
+            "fd00:ec2::254",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "2001:db8::1",
+            "240.0.0.1",
+        ] {
+            assert!(!is_local(ip.parse().unwrap()), "{ip}");
         }
     }
 

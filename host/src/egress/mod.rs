@@ -33,7 +33,7 @@ use reqwest::header::HeaderName;
 use url::Url;
 
 use crate::config::Secret;
-use address::{PrivateAddress, is_private};
+use address::{PrivateAddress, is_local, is_private};
 
 /// Redirect hops followed at most.
 pub const MAX_REDIRECTS: usize = 10;
@@ -99,6 +99,10 @@ pub struct HttpGrant {
     pub public_web: bool,
     /// CHATD_ALLOW_PRIVATE_NETWORKS: the public web includes private addresses too.
     pub allow_private: bool,
+    /// The public web includes loopback and private addresses, never link-local or metadata
+    /// ones ([`address::is_local`]): an MCP server's OAuth endpoints when the server is itself
+    /// on a local network (`tools/mcp/oauth/`).
+    pub local_network: bool,
     pub credentials: Vec<Credential>,
     /// The keys among the credentials, removed from responses ([`scrub`]).
     pub scrubbed: Arc<[Box<[u8]>]>,
@@ -116,6 +120,7 @@ impl HttpGrant {
             origins: Vec::new(),
             public_web: false,
             allow_private: false,
+            local_network: false,
             credentials: Vec::new(),
             scrubbed: Arc::new([]),
             max_body_bytes: 0,
@@ -141,6 +146,8 @@ enum Route {
     Direct,
     /// Public addresses only, enforced by the resolver when connecting.
     PublicOnly,
+    /// Public or local ones ([`address::is_local`]), enforced the same way.
+    PublicOrLocal,
 }
 
 /// Whether `url` may be requested and how. Names are checked by the resolver as the connection
@@ -168,6 +175,18 @@ fn route(grant: &HttpGrant, url: &Url) -> Result<Route, Refusal> {
         Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
         _ => None,
     };
+    if grant.local_network {
+        return match literal.filter(|ip| is_private(*ip) && !is_local(*ip)) {
+            Some(ip) => Err(Refusal::Denied(
+                PrivateAddress {
+                    host: origin.host.clone(),
+                    ip,
+                }
+                .to_string(),
+            )),
+            None => Ok(Route::PublicOrLocal),
+        };
+    }
     if let Some(ip) = literal.filter(|ip| is_private(*ip)) {
         let private = PrivateAddress {
             host: origin.host.clone(),
@@ -292,6 +311,22 @@ mod tests {
                 &declared("https://api.example.org", false),
                 &url("https://1.1.1.1/")
             ),
+            Err(Refusal::Denied(_))
+        ));
+        let local = HttpGrant {
+            local_network: true,
+            ..grant(&[], true)
+        };
+        assert_eq!(
+            route(&local, &url("http://127.0.0.1:9/")),
+            Ok(Route::PublicOrLocal)
+        );
+        assert_eq!(
+            route(&local, &url("https://example.org/")),
+            Ok(Route::PublicOrLocal)
+        );
+        assert!(matches!(
+            route(&local, &url("http://169.254.169.254/")),
             Err(Refusal::Denied(_))
         ));
         let open = HttpGrant {

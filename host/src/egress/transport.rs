@@ -10,7 +10,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use url::Url;
 
-use super::address::{PrivateAddress, PublicOnly};
+use super::address::{PrivateAddress, PublicOnly, PublicOrLocal};
 use super::{HttpGrant, MAX_REDIRECTS, Origin, Place, Refusal, Route, query, route, scrub};
 use crate::config::names::is_host_header;
 
@@ -70,6 +70,8 @@ pub struct Clients {
     direct: reqwest::Client,
     /// DNS through [`PublicOnly`]: a name with a private address is refused when connecting.
     public: reqwest::Client,
+    /// DNS through [`PublicOrLocal`]: a name with a link-local address is refused.
+    local: reqwest::Client,
 }
 
 impl Clients {
@@ -80,6 +82,10 @@ impl Clients {
                 .expect("the plugin HTTP client builds"),
             public: base_client()
                 .dns_resolver(Arc::new(PublicOnly))
+                .build()
+                .expect("the plugin HTTP client builds"),
+            local: base_client()
+                .dns_resolver(Arc::new(PublicOrLocal))
                 .build()
                 .expect("the plugin HTTP client builds"),
         }
@@ -197,6 +203,7 @@ async fn send_hops(
         let client = match route(grant, &url)? {
             Route::Direct => &clients.direct,
             Route::PublicOnly => &clients.public,
+            Route::PublicOrLocal => &clients.local,
         };
         let response = tokio::time::timeout_at(
             deadline,

@@ -72,8 +72,6 @@ type Session = RunningService<RoleClient, Handler>;
 pub struct Server {
     pub declared: DeclaredMcp,
     wire: Wire,
-    /// The key's forms, scrubbed from decoded text (errors, results).
-    keys: Arc<[Box<[u8]>]>,
     tools: RwLock<Arc<[Listed]>>,
     session: tokio::sync::Mutex<Option<Session>>,
     refresh: Arc<Notify>,
@@ -86,26 +84,25 @@ pub struct Server {
 impl Server {
     /// Starts listing the server's tools in the background; `changed` is bumped whenever the
     /// list it offers changes.
-    pub fn start(
-        declared: DeclaredMcp,
-        wire: Wire,
-        keys: Arc<[Box<[u8]>]>,
-        changed: watch::Sender<u64>,
-    ) -> Arc<Self> {
-        let server = Arc::new(Self {
+    pub fn start(declared: DeclaredMcp, wire: Wire, changed: watch::Sender<u64>) -> Arc<Self> {
+        let server = Self::new(declared, wire, changed);
+        let task = tokio::spawn(keep_listing(Arc::downgrade(&server)));
+        *server.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+        server
+    }
+
+    /// The server, not listed in the background: reached once (`chatd mcp call`).
+    pub fn new(declared: DeclaredMcp, wire: Wire, changed: watch::Sender<u64>) -> Arc<Self> {
+        Arc::new(Self {
             declared,
             wire,
-            keys,
             tools: RwLock::new(Arc::new([])),
             session: tokio::sync::Mutex::new(None),
             refresh: Arc::new(Notify::new()),
             changed,
             task: std::sync::Mutex::new(None),
             stopped: std::sync::atomic::AtomicBool::new(false),
-        });
-        let task = tokio::spawn(keep_listing(Arc::downgrade(&server)));
-        *server.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
-        server
+        })
     }
 
     /// Stops listing and closes the session (removed or replaced by a reload); no session is
@@ -143,7 +140,7 @@ impl Server {
     /// `what` failed: the reason, scrubbed, naming the server.
     fn failure(&self, what: &str, why: impl std::fmt::Display) -> String {
         scrub::text(
-            &self.keys,
+            &self.wire.keys(),
             format!("MCP server {}: {what}: {why}", self.declared.name),
         )
     }
@@ -184,7 +181,7 @@ impl Server {
 
     /// Lists the server's tools (page by page, at most [`MAX_PAGES`] and [`MAX_TOOLS`]), named
     /// for chatd and cut to the allow-list.
-    async fn list(&self) -> Result<Vec<Listed>, String> {
+    pub async fn list(&self) -> Result<Vec<Listed>, String> {
         // A failure noted earlier (the server's own stream ending) is not this one's.
         self.wire.take_failure();
         let listed = tokio::time::timeout(self.declared.timeout, self.pages())
@@ -258,8 +255,9 @@ impl Server {
         }
         let schema = serde_json::to_string(&tool.input_schema).unwrap_or_default();
         // Decoded, an escaped key is plain again: the name and the schema must not hold it.
-        if scrub::text(&self.keys, remote.clone()) != remote
-            || scrub::text(&self.keys, schema.clone()) != schema
+        let keys = self.wire.keys();
+        if scrub::text(&keys, remote.clone()) != remote
+            || scrub::text(&keys, schema.clone()) != schema
         {
             tracing::warn!("MCP server {name}: a tool left out: its name or schema holds the key");
             return None;
@@ -279,7 +277,7 @@ impl Server {
         Some(Listed {
             spec: ToolSpec {
                 name: result::tool_name(name, &remote),
-                description: scrub::text(&self.keys, format!("(MCP server {name}) {about}")),
+                description: scrub::text(&keys, format!("(MCP server {name}) {about}")),
                 parameters_schema_json: schema,
             },
             remote,
@@ -315,7 +313,7 @@ impl Server {
             }
             Ok(Ok((Ok(answer), _))) => {
                 let value = serde_json::to_value(&answer).unwrap_or_default();
-                Ok(result::outcome(&value, &self.keys))
+                Ok(result::outcome(&value, &self.wire.keys()))
             }
         }
     }

@@ -17,6 +17,7 @@
 //! - [`result`]: tool names and results as chatd's text.
 
 mod connection;
+pub mod oauth;
 pub mod result;
 mod wire;
 
@@ -95,57 +96,16 @@ impl McpServers {
             if servers.contains_key(name) {
                 continue;
             }
-            let (wire, keys) = self.wire(table);
+            let wire = wire(&self.clients, table);
             servers.insert(
                 name.clone(),
-                Server::start(table.clone(), wire, keys, self.changed.clone()),
+                Server::start(table.clone(), wire, self.changed.clone()),
             );
         }
         drop(servers);
         if changed {
             self.changed.send_modify(|n| *n += 1);
         }
-    }
-
-    /// The grant a server's requests go under: its own origin only (reachable at any address,
-    /// as every operator-configured upstream), its key as `auth` says, the caps.
-    fn wire(&self, table: &DeclaredMcp) -> (wire::Wire, Arc<[Box<[u8]>]>) {
-        let id = format!("mcp.{}", table.name);
-        let service = Service {
-            name: id.clone(),
-            base_url: Some(table.url.clone()),
-            key: table.api_key.clone(),
-            auth: table.auth.clone().unwrap_or(Auth::Bearer),
-            headers: table.headers.clone(),
-            owners: vec![Owner::any(&id)],
-            base_url_key: String::new(),
-            set_by: SetBy::File(format!("[mcp.{}]", table.name)),
-        };
-        let mut reach = Reach::default();
-        // The owner is the server itself, and the URL was checked when the file was read.
-        let _ = reach.add(&service, &id, Kind::Tool.as_str(), None);
-        let keys = scrub::keys(
-            reach
-                .credentials
-                .iter()
-                .filter_map(|c| c.secret.as_ref())
-                .map(|s| s.expose()),
-        );
-        let grant = HttpGrant {
-            trusted: reach.trusted,
-            credentials: reach.credentials,
-            scrubbed: keys.clone(),
-            max_body_bytes: MAX_BODY_BYTES,
-            max_timeout: STREAM_LIFETIME.max(table.timeout),
-            ..HttpGrant::none()
-        };
-        let wire = wire::Wire {
-            clients: self.clients.clone(),
-            grant: Arc::new(grant),
-            call_timeout: table.timeout,
-            last_failure: Arc::default(),
-        };
-        (wire, keys)
     }
 
     /// Every tool offered now, servers in name order, each server's in its order; a name two
@@ -188,6 +148,95 @@ impl McpServers {
     /// Bumped whenever the tools offered change (a server listed, failed, came or went).
     pub fn changed(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
+    }
+}
+
+/// The grant a server's requests go under: its own origin only (reachable at any address,
+/// as every operator-configured upstream), its key as `auth` says, the caps.
+fn wire(clients: &Clients, table: &DeclaredMcp) -> wire::Wire {
+    let id = format!("mcp.{}", table.name);
+    let service = Service {
+        name: id.clone(),
+        base_url: Some(table.url.clone()),
+        key: table.api_key.clone(),
+        auth: table.auth.clone().unwrap_or(Auth::Bearer),
+        headers: table.headers.clone(),
+        owners: vec![Owner::any(&id)],
+        base_url_key: String::new(),
+        set_by: SetBy::File(format!("[mcp.{}]", table.name)),
+    };
+    let mut reach = Reach::default();
+    // The owner is the server itself, and the URL was checked when the file was read.
+    let _ = reach.add(&service, &id, Kind::Tool.as_str(), None);
+    let keys = scrub::keys(
+        reach
+            .credentials
+            .iter()
+            .filter_map(|c| c.secret.as_ref())
+            .map(|s| s.expose()),
+    );
+    let grant = HttpGrant {
+        trusted: reach.trusted,
+        credentials: reach.credentials,
+        scrubbed: keys,
+        max_body_bytes: MAX_BODY_BYTES,
+        max_timeout: STREAM_LIFETIME.max(table.timeout),
+        ..HttpGrant::none()
+    };
+    wire::Wire {
+        clients: clients.clone(),
+        grant: Arc::new(grant),
+        call_timeout: table.timeout,
+        last_failure: Arc::default(),
+        auth: None,
+    }
+}
+
+/// One server reached from the command line (`chatd mcp call`): the session, wire and login
+/// code the served ones use, without listing in the background.
+pub struct OneServer {
+    server: Arc<Server>,
+}
+
+impl OneServer {
+    /// The server at `url`, logged in by `auth` when it asks for a login.
+    pub fn new(clients: &Clients, url: url::Url, auth: Option<Arc<oauth::Authorizer>>) -> Self {
+        let declared = DeclaredMcp {
+            name: "cli".into(),
+            url,
+            api_key: None,
+            auth: Some(Auth::None),
+            headers: Vec::new(),
+            tools: None,
+            timeout: crate::config::mcp::DEFAULT_TIMEOUT,
+            max_tool_text: usize::MAX,
+            insecure_key: false,
+        };
+        let wire = wire::Wire {
+            auth,
+            ..wire(clients, &declared)
+        };
+        Self {
+            server: Server::new(declared, wire, watch::Sender::new(0)),
+        }
+    }
+
+    /// Its tools: each one's own name and description.
+    pub async fn tools(&self) -> Result<Vec<(String, String)>, String> {
+        let listed = self.server.list().await?;
+        let prefix = "(MCP server cli) ";
+        Ok(listed
+            .into_iter()
+            .map(|t| {
+                let about = t.spec.description.trim_start_matches(prefix).to_string();
+                (t.remote, about)
+            })
+            .collect())
+    }
+
+    /// Calls its tool `tool` with `arguments_json`.
+    pub async fn call(&self, tool: &str, arguments_json: &str) -> Result<Outcome, String> {
+        self.server.call(tool, arguments_json).await
     }
 }
 

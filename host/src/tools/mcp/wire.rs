@@ -3,7 +3,9 @@
 //! MCP server is reached exactly as a plugin's service is: only its own origin, the key added
 //! by the host for that origin, no redirect followed (a 3xx is an error: the key never goes
 //! anywhere else), the answer capped in size and time, and the key scrubbed from every byte
-//! that comes back, before rmcp parses it.
+//! that comes back, before rmcp parses it. A server that needs a login gets its access token
+//! the same way, as a credential of its origin only; its refusals (401, or 403 for want of
+//! scope) go to its [`Authorizer`], and the request is sent once more with the new token.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +22,12 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Sse, SseStream};
 
-use crate::egress::{Clients, HttpGrant, Incoming, Outgoing, Refusal, scrub, send};
+use super::oauth::Authorizer;
+use super::oauth::challenge::Challenge;
+use crate::config::Secret;
+use crate::egress::{
+    Clients, Credential, HttpGrant, Incoming, Outgoing, Place, Refusal, scrub, send,
+};
 
 const SESSION_ID: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -63,6 +70,8 @@ pub struct Wire {
     pub call_timeout: Duration,
     /// The last failure, in operators' words: rmcp's own error wraps it in its type names.
     pub last_failure: Arc<std::sync::Mutex<Option<String>>>,
+    /// The server's login, when it needs one (`auth = "oauth"`, `chatd mcp call`).
+    pub auth: Option<Arc<Authorizer>>,
 }
 
 impl Wire {
@@ -81,6 +90,16 @@ impl Wire {
         result
     }
 
+    /// The keys scrubbed from what comes back: the configured ones and the access token now.
+    pub fn keys(&self) -> Arc<[Box<[u8]>]> {
+        match self.auth.as_ref().and_then(|a| a.current()) {
+            Some(token) => with_token(&self.grant, &token).scrubbed,
+            None => self.grant.scrubbed.clone(),
+        }
+    }
+
+    /// Sends one request; a server that needs a login and refused it gets the request once
+    /// more after its [`Authorizer`] got a new token. Also the keys to scrub from its answer.
     async fn request(
         &self,
         method: reqwest::Method,
@@ -88,26 +107,76 @@ impl Wire {
         headers: Vec<(String, String)>,
         body: Option<Vec<u8>>,
         timeout: Duration,
-    ) -> Result<Incoming, Failed> {
-        let outgoing = Outgoing {
-            method,
-            url: uri.to_string(),
-            headers,
-            body,
-            timeout: Some(timeout),
-            follow_redirects: false,
-        };
-        let incoming = send(&self.clients, &self.grant, outgoing)
-            .await
-            .map_err(|r| StreamableHttpError::Client(r.into()))?;
-        if (300..400).contains(&incoming.status) {
-            return Err(failed(format!(
-                "the server redirected (HTTP {}); redirects are not followed",
-                incoming.status
-            )));
+    ) -> Result<(Incoming, Arc<[Box<[u8]>]>), Failed> {
+        // A login after a 401 once, then step-ups for scope while the authorizer allows them.
+        let mut logged_in = false;
+        loop {
+            let token = match &self.auth {
+                Some(auth) => auth.bearer().await,
+                None => None,
+            };
+            let grant = match &token {
+                Some(token) => Arc::new(with_token(&self.grant, token)),
+                None => self.grant.clone(),
+            };
+            let outgoing = Outgoing {
+                method: method.clone(),
+                url: uri.to_string(),
+                headers: headers.clone(),
+                body: body.clone(),
+                timeout: Some(timeout),
+                follow_redirects: false,
+            };
+            let incoming = send(&self.clients, &grant, outgoing)
+                .await
+                .map_err(|r| StreamableHttpError::Client(r.into()))?;
+            if let Some(auth) = &self.auth {
+                let challenge = Challenge::from_headers(
+                    incoming
+                        .headers
+                        .iter()
+                        .filter(|(n, _)| n.eq_ignore_ascii_case("www-authenticate"))
+                        .map(|(_, v)| v.as_str()),
+                );
+                let step_up = incoming.status == 403 && challenge.insufficient_scope();
+                if step_up || (incoming.status == 401 && !logged_in) {
+                    logged_in |= incoming.status == 401;
+                    auth.refused(incoming.status, &challenge, token.as_ref())
+                        .await
+                        .map_err(|why| failed(scrub::text(&grant.scrubbed, why)))?;
+                    continue;
+                }
+                if (200..300).contains(&incoming.status) {
+                    auth.passed().await;
+                }
+            }
+            if (300..400).contains(&incoming.status) {
+                return Err(failed(format!(
+                    "the server redirected (HTTP {}); redirects are not followed",
+                    incoming.status
+                )));
+            }
+            return Ok((incoming, grant.scrubbed.clone()));
         }
-        Ok(incoming)
     }
+}
+
+/// `grant` with the access token `token` sent to the server's own origin (the grant's trusted
+/// one) and scrubbed from what comes back.
+fn with_token(grant: &HttpGrant, token: &Secret) -> HttpGrant {
+    let mut grant = grant.clone();
+    let value = Secret::new(format!("Bearer {}", token.expose()));
+    for origin in grant.trusted.clone() {
+        grant.credentials.push(Credential {
+            origin: origin.clone(),
+            to: Place::Header(reqwest::header::AUTHORIZATION),
+            value: value.clone(),
+            secret: Some(token.clone()),
+        });
+    }
+    let forms = scrub::keys([token.expose()]);
+    grant.scrubbed = grant.scrubbed.iter().chain(forms.iter()).cloned().collect();
+    grant
 }
 
 /// The headers every request carries: the session, rmcp's own (the protocol version), never
@@ -261,7 +330,7 @@ impl StreamableHttpClient for Wire {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), Failed> {
         let headers = headers("*/*", Some(&session_id), custom_headers);
-        let incoming = self
+        let (incoming, keys) = self
             .request(
                 reqwest::Method::DELETE,
                 &uri,
@@ -272,7 +341,7 @@ impl StreamableHttpClient for Wire {
             .await?;
         match incoming.status {
             200..300 | 404 | 405 => Ok(()),
-            _ => Err(status_error(incoming, &self.grant.scrubbed).await),
+            _ => Err(status_error(incoming, &keys).await),
         }
     }
 
@@ -299,6 +368,7 @@ impl Wire {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, Failed> {
+        let is_request = matches!(message, JsonRpcMessage::Request(_));
         let body = serde_json::to_vec(&message)?;
         let mut headers = headers(
             &format!("{JSON}, {EVENT_STREAM}"),
@@ -306,7 +376,7 @@ impl Wire {
             custom_headers,
         );
         headers.push(("content-type".into(), JSON.into()));
-        let mut incoming = self
+        let (mut incoming, keys) = self
             .request(
                 reqwest::Method::POST,
                 &uri,
@@ -316,7 +386,9 @@ impl Wire {
             )
             .await?;
         let status = incoming.status;
-        if matches!(status, 202 | 204) {
+        // A notification (or a response to the server) has no answer: any success accepts it,
+        // whatever body a server sends with it.
+        if matches!(status, 202 | 204) || ((200..300).contains(&status) && !is_request) {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
         if status == 404 && session_id.is_some() {
@@ -332,7 +404,7 @@ impl Wire {
             let message: ServerJsonRpcMessage = match serde_json::from_slice(&body) {
                 Ok(message) => message,
                 Err(_) if !(200..300).contains(&status) => {
-                    return Err(failed(words(status, &body, &self.grant.scrubbed)));
+                    return Err(failed(words(status, &body, &keys)));
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -340,10 +412,10 @@ impl Wire {
             if (200..300).contains(&status) || matches!(message, JsonRpcMessage::Error(_)) {
                 return Ok(StreamableHttpPostResponse::Json(message, session));
             }
-            return Err(failed(words(status, &body, &self.grant.scrubbed)));
+            return Err(failed(words(status, &body, &keys)));
         }
         if !(200..300).contains(&status) {
-            return Err(status_error(incoming, &self.grant.scrubbed).await);
+            return Err(status_error(incoming, &keys).await);
         }
         Err(StreamableHttpError::UnexpectedContentType(Some(media)))
     }
@@ -361,7 +433,7 @@ impl Wire {
             headers.push((LAST_EVENT_ID.into(), id));
         }
         // The server's own stream (list changes) lives until the grant's longest request.
-        let incoming = self
+        let (incoming, keys) = self
             .request(
                 reqwest::Method::GET,
                 &uri,
@@ -376,7 +448,7 @@ impl Wire {
             200..300 => Err(StreamableHttpError::UnexpectedContentType(Some(
                 media_type(&incoming),
             ))),
-            _ => Err(status_error(incoming, &self.grant.scrubbed).await),
+            _ => Err(status_error(incoming, &keys).await),
         }
     }
 }

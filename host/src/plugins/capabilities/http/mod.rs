@@ -38,6 +38,7 @@ pub fn grant(
         origins,
         public_web: manifest.grants.public_web,
         allow_private,
+        local_network: false,
         credentials,
         scrubbed,
         max_body_bytes: MAX_BODY_BYTES,

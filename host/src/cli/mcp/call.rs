@@ -1,0 +1,86 @@
+//! `chatd mcp call URL [TOOL [ARGS_JSON]]`: reaches the MCP server at URL with the client code
+//! the server uses (its session, its HTTP under the sandbox's rules, its login), lists its
+//! tools, and calls TOOL when given. A server that asks for a login gets one: approved at once
+//! when its authorization server does so, else by a person at the printed URL. The tokens live
+//! as long as the command.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::config::Secret;
+use crate::egress::Clients;
+use crate::tools::mcp::OneServer;
+use crate::tools::mcp::oauth::client::Configured;
+use crate::tools::mcp::oauth::{self, Authorizer};
+
+use super::loopback::Loopback;
+
+/// What `chatd mcp call` was asked.
+pub struct Call<'a> {
+    pub url: &'a str,
+    pub tool: Option<&'a str>,
+    pub args: Option<&'a str>,
+    pub client: Configured,
+}
+
+pub async fn run(call: Call<'_>) -> ExitCode {
+    match reach(call).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(line) => {
+            let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+            eprintln!("chatd: {line}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn reach(call: Call<'_>) -> Result<(), String> {
+    let url = crate::config::values::base_url("URL", call.url)?;
+    let args = call.args.unwrap_or("{}");
+    if !matches!(serde_json::from_str(args), Ok(serde_json::Value::Object(_))) {
+        return Err("ARGS_JSON: a JSON object is required".into());
+    }
+    let clients = Clients::new();
+    let consent = Loopback::bind()
+        .await
+        .map_err(|e| format!("cannot listen on loopback for the login's redirect: {e}"))?;
+    let local = oauth::is_local(&url).await;
+    let auth = Authorizer::new(
+        clients.clone(),
+        url.clone(),
+        call.client,
+        local,
+        Arc::new(consent),
+    );
+    let server = OneServer::new(&clients, url, Some(Arc::new(auth)));
+    let tools = server.tools().await?;
+    for (name, about) in &tools {
+        let about = about.lines().next().unwrap_or_default();
+        println!("{name}\t{about}");
+    }
+    let Some(tool) = call.tool else {
+        return Ok(());
+    };
+    let outcome = server.call(tool, args).await?;
+    println!("{}", outcome.text);
+    if outcome.is_error {
+        let first = outcome.text.lines().next().unwrap_or_default();
+        return Err(format!("tool {tool} failed: {first}"));
+    }
+    Ok(())
+}
+
+/// The client given on the command line.
+pub fn configured(
+    client_id: Option<&str>,
+    client_secret: Option<&str>,
+    client_metadata_url: Option<&str>,
+    scopes: Option<&str>,
+) -> Configured {
+    Configured {
+        client_id: client_id.map(str::to_string),
+        client_secret: client_secret.map(|s| Secret::new(s.to_string())),
+        scopes: scopes.map(str::to_string),
+        client_metadata_url: client_metadata_url.map(str::to_string),
+    }
+}

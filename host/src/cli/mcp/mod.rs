@@ -1,0 +1,5 @@
+//! `chatd mcp …`: MCP servers from the command line. [`call`] reaches one server by URL with the
+//! client code the server uses; [`loopback`] is how a login is approved there.
+
+pub mod call;
+pub mod loopback;
