@@ -51,6 +51,28 @@ pub enum StartError {
     },
 }
 
+/// Where MCP servers' logins get their sealing key: CHATD_SECRET_KEY, else on SQLite the data
+/// folder's key file; on PostgreSQL the instances may not share a folder, so the key is needed.
+pub fn login_key(config: &Config) -> crate::tools::mcp::KeySource {
+    use crate::tools::mcp::KeySource;
+    if let Some(secret) = &config.chatd_secret_key {
+        return KeySource::Secret(secret.clone());
+    }
+    match (&config.database_url, crate::store::data_dir(config)) {
+        (crate::config::DatabaseUrl::Postgres(_), _) => KeySource::Missing(
+            "it needs a login, which chatd keeps sealed under CHATD_SECRET_KEY on PostgreSQL \
+             (instances may not share a data folder): set CHATD_SECRET_KEY"
+                .into(),
+        ),
+        (_, Some(dir)) => KeySource::Folder(dir),
+        (_, None) => KeySource::Missing(
+            "it needs a login, and an in-memory database has no data folder for the key that \
+             seals it: set CHATD_SECRET_KEY or CHATD_DATA_DIR"
+                .into(),
+        ),
+    }
+}
+
 impl Server {
     /// Opens the database (migrating it) and binds the listen address. `plugins` is usually
     /// [`PluginHost::start`]`(config)`; tests share one.
@@ -90,9 +112,10 @@ impl Server {
         let models = Models::new(plugins.clone());
         let refresh =
             models.spawn_refresh(std::time::Duration::from_secs(config.models_refresh_secs));
+        let logins = crate::tools::mcp::Logins::new(store.clone(), login_key(config));
         let state = AppState {
             store,
-            tools: Tools::start(plugins.clone()),
+            tools: Tools::start(plugins.clone(), Some(logins)),
             plugins,
             runs,
             ready,
@@ -108,6 +131,7 @@ impl Server {
             metrics: config.chatd_metrics,
             allowed_hosts: config.exposure.chatd_allowed_hosts.clone().into(),
             allowed_origins: config.exposure.chatd_allowed_origins.clone().into(),
+            public_url: config.exposure.chatd_public_url.clone(),
         };
         Ok(Self {
             listener,

@@ -53,10 +53,15 @@ pub async fn run(config: &Config) -> ExitCode {
             .tools
             .as_ref()
             .map_or_else(|| "all tools".into(), |t| format!("tools {}", t.join(", ")));
-        let key = if server.api_key.is_some() {
-            "set"
-        } else {
-            "none"
+        let key = match (&server.oauth, &server.api_key) {
+            (Some(_), _) => match crate::server::login_key(config) {
+                crate::tools::mcp::KeySource::Missing(why) => {
+                    format!("login (oauth), not served: {why}")
+                }
+                _ => "login (oauth)".to_string(),
+            },
+            (None, Some(_)) => "set".to_string(),
+            (None, None) => "none".to_string(),
         };
         let _ = writeln!(
             out,

@@ -118,6 +118,14 @@ pub enum McpCommand {
         #[arg(long)]
         scopes: Option<String>,
     },
+    /// Logs in to the configured MCP server [mcp.NAME] (`auth = "oauth"`) and keeps the login
+    /// in the database, sealed, for every instance: prints the authorization URL and waits for
+    /// the browser's redirect on loopback. On SQLite, with the server running, use the web
+    /// client's MCP servers page instead.
+    Login {
+        /// The server's name in the configuration file.
+        name: String,
+    },
 }
 
 /// What `chatd plugins new` writes.

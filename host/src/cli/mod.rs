@@ -1,7 +1,7 @@
 //! The `chatd` binary: its grammar (`grammar.rs`), then one file per command: [`serve`] (no
 //! command), `config check` ([`config_check`]), [`export`], [`import`], [`backup`], and the
 //! plugin commands ([`plugins`]: list, check, call, install, accept, new, pack), and [`mcp`]
-//! (call). Here: parse,
+//! (call, login). Here: parse,
 //! set up the log, traces and metrics, and dispatch.
 
 pub mod backup;
@@ -116,8 +116,9 @@ async fn dispatch(cli: Cli, tracing: bool) -> ExitCode {
                 args: args.as_deref(),
                 client,
             };
-            mcp::call::run(call).await
+            mcp::call::run(config, call).await
         }
+        Command::Mcp(McpCommand::Login { name }) => mcp::login::run(config, name).await,
         Command::Export => export::run(&config.database_url).await,
         Command::Import {
             file,

@@ -23,6 +23,26 @@ pub struct Exposure {
     /// such a start is refused; with it every start logs a warning.
     #[arg(long, env = "CHATD_OPEN_ON_NETWORK", value_name = "CHATD_OPEN_ON_NETWORK", default_value = "false", value_parser = super::parse_bool, action = clap::ArgAction::Set)]
     pub chatd_open_on_network: bool,
+    /// The URL browsers reach chatd at, behind a proxy or under a path (e.g.
+    /// https://chat.example.com/api): MCP logins' redirect URI is made from it. Unset: from the
+    /// Host of the request that begins the login.
+    #[arg(long, env = "CHATD_PUBLIC_URL", value_name = "CHATD_PUBLIC_URL", value_parser = parse_public_url)]
+    pub chatd_public_url: Option<Url>,
+}
+
+/// An absolute http(s) URL without user information, query or fragment.
+fn parse_public_url(s: &str) -> Result<Url, String> {
+    let url = Url::parse(s.trim()).map_err(|e| format!("must be an absolute http(s) URL ({e})"))?;
+    let plain = matches!(url.scheme(), "http" | "https")
+        && url.host().is_some()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.query().is_none()
+        && url.fragment().is_none();
+    if !plain {
+        return Err("must be an http(s) URL without user, query or fragment".into());
+    }
+    Ok(url)
 }
 
 impl Exposure {

@@ -15,6 +15,18 @@
 //! A key (`api_key`, or user information in the URL) over plain `http` to a host that is not
 //! loopback is refused unless `allow_insecure = true`, which is logged at every load: anyone on
 //! the path would read it.
+//!
+//! A server that needs a login (`tools/mcp/oauth/`, docs/mcp-tools.md):
+//!
+//! ```toml
+//! [mcp.tracker]
+//! url = "https://tracker.example.com/mcp"
+//! auth = "oauth"
+//! client_id = "chatd"                  # optional: a client registered beforehand
+//! client_secret = "${TRACKER_SECRET}"  # optional: its secret
+//! scopes = "issues:read"               # optional: asked for when the server names none
+//! client_metadata_url = "https://chat.example.com/client.json"  # optional: a CIMD client id
+//! ```
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -55,6 +67,21 @@ pub struct DeclaredMcp {
     pub max_tool_text: usize,
     /// A key over plain http to a host that is not loopback, accepted (`allow_insecure`).
     pub insecure_key: bool,
+    /// `auth = "oauth"`: the server needs a login, and this is the client chatd is.
+    pub oauth: Option<OAuthClient>,
+}
+
+/// The client chatd is to a server's authorization server; every part optional (a client is
+/// registered dynamically when none is given).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OAuthClient {
+    pub client_id: Option<String>,
+    pub client_secret: Option<Secret>,
+    /// Space-separated scopes to ask for when the server names none.
+    pub scopes: Option<String>,
+    /// An https URL serving chatd's Client ID Metadata Document, used as its client id where
+    /// the authorization server takes such documents.
+    pub client_metadata_url: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -75,6 +102,14 @@ pub(super) struct RawMcp {
     max_tool_text_kib: Option<u32>,
     #[serde(default)]
     allow_insecure: bool,
+    #[serde(default)]
+    client_id: Option<String>,
+    #[serde(default)]
+    client_secret: Option<String>,
+    #[serde(default)]
+    scopes: Option<String>,
+    #[serde(default)]
+    client_metadata_url: Option<String>,
 }
 
 /// Checks `[mcp.NAME]`; the error names the key and the rule.
@@ -110,16 +145,26 @@ pub(super) fn declared(name: &str, raw: RawMcp) -> Result<DeclaredMcp, String> {
         }
     } as usize
         * 1024;
-    let api_key = super::values::api_key(raw.api_key);
-    let auth = raw
-        .auth
-        .map(|a| Auth::parse(&a).map_err(|e| format!("{key}.auth: {e}")))
-        .transpose()?;
-    let sends_key = api_key.is_some() && auth != Some(Auth::None);
+    let api_key = super::values::api_key(raw.api_key.clone());
+    let oauth = oauth_client(&key, &raw)?;
+    let auth = match raw.auth.as_deref() {
+        Some("oauth") | None => None,
+        Some(a) => Some(Auth::parse(a).map_err(|e| format!("{key}.auth: {e}"))?),
+    };
+    if oauth.is_some() && api_key.is_some() {
+        return Err(format!(
+            "{key}.api_key: not with auth = \"oauth\" (the login gives the server's token)"
+        ));
+    }
+    let sends_key = (api_key.is_some() && auth != Some(Auth::None)) || oauth.is_some();
     let sends_userinfo = !url.username().is_empty() || url.password().is_some();
     let exposed = url.scheme() == "http" && !is_loopback(&url);
     if exposed && !raw.allow_insecure {
-        let field = if sends_key { "api_key" } else { "url" };
+        let field = match (&oauth, sends_key) {
+            (Some(_), _) => "auth",
+            (None, true) => "api_key",
+            (None, false) => "url",
+        };
         if sends_key || sends_userinfo {
             return Err(format!(
                 "{key}.{field}: a credential would go over plain http to {}, which is not \
@@ -139,7 +184,66 @@ pub(super) fn declared(name: &str, raw: RawMcp) -> Result<DeclaredMcp, String> {
         tools: raw.tools,
         timeout,
         max_tool_text,
+        oauth,
     })
+}
+
+/// `auth = "oauth"` and its client, checked; its keys without it are an error.
+fn oauth_client(key: &str, raw: &RawMcp) -> Result<Option<OAuthClient>, String> {
+    let given = [
+        ("client_id", raw.client_id.is_some()),
+        ("client_secret", raw.client_secret.is_some()),
+        ("scopes", raw.scopes.is_some()),
+        ("client_metadata_url", raw.client_metadata_url.is_some()),
+    ];
+    if raw.auth.as_deref() != Some("oauth") {
+        if let Some((field, _)) = given.iter().find(|(_, set)| *set) {
+            return Err(format!("{key}.{field}: only with auth = \"oauth\""));
+        }
+        return Ok(None);
+    }
+    let client_id = raw.client_id.as_deref().map(str::trim);
+    if let Some(id) = client_id
+        && (id.is_empty() || id.len() > 512 || id.chars().any(char::is_control))
+    {
+        return Err(format!(
+            "{key}.client_id: 1 to 512 characters, no control characters"
+        ));
+    }
+    let client_secret = super::values::api_key(raw.client_secret.clone());
+    if client_secret.is_some() && client_id.is_none() {
+        return Err(format!("{key}.client_secret: needs client_id"));
+    }
+    let scopes = raw.scopes.as_deref().map(str::trim);
+    if let Some(scopes) = scopes
+        && (scopes.is_empty()
+            || scopes.len() > 1024
+            || scopes
+                .chars()
+                .any(|c| c.is_control() || c == '"' || c == '\\'))
+    {
+        return Err(format!(
+            "{key}.scopes: space-separated scopes, 1 to 1024 characters, no quotes"
+        ));
+    }
+    let client_metadata_url = match raw.client_metadata_url.as_deref() {
+        None => None,
+        Some(text) => {
+            let url = Url::parse(text.trim())
+                .ok()
+                .filter(|u| u.scheme() == "https" && u.path() != "/" && u.fragment().is_none());
+            let url = url.ok_or_else(|| {
+                format!("{key}.client_metadata_url: an https URL with a path and no fragment")
+            })?;
+            Some(url.to_string())
+        }
+    };
+    Ok(Some(OAuthClient {
+        client_id: client_id.map(str::to_string),
+        client_secret,
+        scopes: scopes.map(str::to_string),
+        client_metadata_url,
+    }))
 }
 
 /// Whether `url`'s host is loopback (`localhost`, 127.0.0.0/8, `::1`).
@@ -211,6 +315,24 @@ mod tests {
     }
 
     #[test]
+    fn an_oauth_server_takes_its_client() {
+        let server = parse(
+            "tracker",
+            "url = \"https://t.example.com/mcp\"\nauth = \"oauth\"\nclient_id = \"chatd\"\n\
+             client_secret = \"s-1\"\nscopes = \"a b\"\n\
+             client_metadata_url = \"https://chat.example.com/client.json\"",
+        )
+        .unwrap();
+        let client = server.oauth.unwrap();
+        assert_eq!(client.client_id.as_deref(), Some("chatd"));
+        assert_eq!(client.client_secret.unwrap().expose(), "s-1");
+        assert_eq!(client.scopes.as_deref(), Some("a b"));
+        assert_eq!(server.auth, None);
+        let bare = parse("t", "url = \"http://127.0.0.1:9/mcp\"\nauth = \"oauth\"").unwrap();
+        assert_eq!(bare.oauth, Some(OAuthClient::default()));
+    }
+
+    #[test]
     fn bad_tables_name_the_key_and_the_rule() {
         for (name, text, expected) in [
             ("Git", "url = \"https://x\"", "mcp.Git: the name must match"),
@@ -235,6 +357,31 @@ mod tests {
                 "a",
                 "url = \"https://x\"\nmax_tool_text_kib = 0",
                 "mcp.a.max_tool_text_kib: from 1 to 4096",
+            ),
+            (
+                "a",
+                "url = \"https://x\"\nclient_id = \"c\"",
+                "mcp.a.client_id: only with auth = \"oauth\"",
+            ),
+            (
+                "a",
+                "url = \"https://x\"\nauth = \"oauth\"\napi_key = \"k\"",
+                "mcp.a.api_key: not with auth = \"oauth\"",
+            ),
+            (
+                "a",
+                "url = \"https://x\"\nauth = \"oauth\"\nclient_secret = \"s\"",
+                "mcp.a.client_secret: needs client_id",
+            ),
+            (
+                "a",
+                "url = \"https://x\"\nauth = \"oauth\"\nclient_metadata_url = \"http://c/x.json\"",
+                "mcp.a.client_metadata_url: an https URL",
+            ),
+            (
+                "a",
+                "url = \"http://mcp.lan/mcp\"\nauth = \"oauth\"",
+                "mcp.a.auth: a credential would go over plain http",
             ),
         ] {
             let error = parse(name, text).unwrap_err();

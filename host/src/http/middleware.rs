@@ -24,7 +24,14 @@ use crate::config::MetricsAccess;
 use crate::telemetry::{metrics, trace};
 
 /// Paths (relative to the root or to `/api`) that need no token.
-pub const OPEN_PATHS: &[&str] = &["/health", "/ready", "/openapi.json"];
+pub const OPEN_PATHS: &[&str] = &[
+    "/health",
+    "/ready",
+    "/openapi.json",
+    // A login's redirect carries no token; `state` (made by an authenticated Connect, single
+    // use, ten minutes) and the cookie that Connect set decide it (`mcp_servers.rs`).
+    super::mcp_servers::CALLBACK,
+];
 
 /// The admin token, kept only as its SHA-256 digest. Comparing fixed-size digests in constant
 /// time leaks neither the token's bytes nor its length through timing.

@@ -14,6 +14,7 @@ pub mod error;
 pub mod host;
 pub mod limits;
 pub mod mcp;
+pub mod mcp_servers;
 pub mod message_search;
 pub mod meta;
 pub mod metrics;
@@ -106,6 +107,8 @@ pub struct AppState {
     pub allowed_origins: Arc<[String]>,
     /// Whether `/metrics` is served, and whether it needs the token.
     pub metrics: MetricsAccess,
+    /// CHATD_PUBLIC_URL: where browsers reach chatd (MCP logins' redirect URI).
+    pub public_url: Option<url::Url>,
 }
 
 impl AppState {
@@ -171,6 +174,10 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(search_runs::stream_search))
         .routes(routes!(search_runs::attach_search))
         .routes(routes!(search_runs::chat_from_search))
+        .routes(routes!(mcp_servers::list_servers))
+        .routes(routes!(mcp_servers::connect))
+        .routes(routes!(mcp_servers::disconnect))
+        .routes(routes!(mcp_servers::callback))
 }
 
 /// The routes and the OpenAPI document generated from them (as JSON, refined by

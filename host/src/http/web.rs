@@ -61,6 +61,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/main.js", JS),
     asset!("assets/js/python.js", JS),
     asset!("assets/js/markdown.js", JS),
+    asset!("assets/js/mcp.js", JS),
     asset!("assets/js/search.js", JS),
     asset!("assets/js/shortcuts.js", JS),
     asset!("assets/js/sidebar.js", JS),

@@ -10,6 +10,7 @@ mod backend;
 pub mod exchanges;
 pub mod files;
 pub mod liveness;
+pub mod logins;
 mod postgres;
 mod read;
 mod records;

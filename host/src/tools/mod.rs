@@ -40,12 +40,12 @@ pub struct Tools {
 
 impl Tools {
     /// The tools of `plugins`, with the MCP servers its configuration file declares (applied
-    /// now, and again at every reload of the file).
-    pub fn start(plugins: Arc<PluginHost>) -> Arc<Self> {
+    /// now, and again at every reload of the file), their logins kept by `logins`.
+    pub fn start(plugins: Arc<PluginHost>, logins: Option<mcp::Logins>) -> Arc<Self> {
         let tools = Arc::new(Self {
             interpreter: python::Interpreter::start(plugins.clone()),
             plugins,
-            mcp: Arc::new(McpServers::default()),
+            mcp: Arc::new(McpServers::new(logins)),
             changed: watch::Sender::new(0),
         });
         let mut file = tools.plugins.config_file();

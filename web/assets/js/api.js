@@ -71,6 +71,7 @@ export async function request(method, path, body, { signal, withToken } = {}) {
     if (response.status === 401 && withToken === undefined) onUnauthorized(error);
     throw error;
   }
+  if (response.status === 204) return null;
   return response.json();
 }
 

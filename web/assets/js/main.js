@@ -1,12 +1,13 @@
 // The page's entry: signs in when the server is in token mode, then routes. The open chat or
 // search lives in the URL's fragment (`#/chat/<id>`, `#/search/<id>`, `#/search` for a new
-// search, `#/` for a new chat), so reload, back and a shared link return to it, and the server
-// needs no route per view.
+// search, `#/` for a new chat, `#/mcp-servers` for the MCP servers), so reload, back and a
+// shared link return to it, and the server needs no route per view.
 
 import * as api from './api.js';
 import { ensureSession } from './auth.js';
 import { mountChat } from './chat.js';
 import { toast } from './dom.js';
+import { mountMcp } from './mcp.js';
 import { mountSearch } from './search.js';
 import { commandOf, showHelp } from './shortcuts.js';
 import { Sidebar } from './sidebar.js';
@@ -78,6 +79,7 @@ const app = {
 const sidebar = new Sidebar(app);
 
 function parse(hash) {
+  if (hash === '#/mcp-servers') return { type: 'mcp', id: null };
   const m = /^#\/(chat|search)(?:\/([^/?#]+))?$/.exec(hash);
   if (!m) return { type: 'chat', id: null };
   let id = null;
@@ -103,7 +105,11 @@ function route() {
   view?.unmount();
   viewKey = key;
   const container = document.getElementById('view');
-  view = target.type === 'search' ? mountSearch(container, app, target.id) : mountChat(container, app, target.id);
+  if (target.type === 'mcp') {
+    cachedTools = null; // a login just finished may have brought tools
+    view = mountMcp(container, app);
+  } else if (target.type === 'search') view = mountSearch(container, app, target.id);
+  else view = mountChat(container, app, target.id);
   sidebar.render();
   closeDrawer();
   document.getElementById('main').scrollTo?.(0, 0);

@@ -2,16 +2,17 @@
 //! the server uses (its session, its HTTP under the sandbox's rules, its login), lists its
 //! tools, and calls TOOL when given. A server that asks for a login gets one: approved at once
 //! when its authorization server does so, else by a person at the printed URL. The tokens live
-//! as long as the command.
+//! as long as the command, unless URL is a configured server's (`auth = "oauth"`): then its
+//! kept login is used, and a login made here is kept for it.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::config::Secret;
+use crate::config::mcp::OAuthClient;
+use crate::config::{Config, Secret};
 use crate::egress::Clients;
 use crate::tools::mcp::OneServer;
-use crate::tools::mcp::oauth::client::Configured;
-use crate::tools::mcp::oauth::{self, Authorizer};
+use crate::tools::mcp::oauth::Authorizer;
 
 use super::loopback::Loopback;
 
@@ -20,11 +21,11 @@ pub struct Call<'a> {
     pub url: &'a str,
     pub tool: Option<&'a str>,
     pub args: Option<&'a str>,
-    pub client: Configured,
+    pub client: OAuthClient,
 }
 
-pub async fn run(call: Call<'_>) -> ExitCode {
-    match reach(call).await {
+pub async fn run(config: &Config, call: Call<'_>) -> ExitCode {
+    match reach(config, call).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(line) => {
             let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -34,7 +35,7 @@ pub async fn run(call: Call<'_>) -> ExitCode {
     }
 }
 
-async fn reach(call: Call<'_>) -> Result<(), String> {
+async fn reach(config: &Config, call: Call<'_>) -> Result<(), String> {
     let url = crate::config::values::base_url("URL", call.url)?;
     let args = call.args.unwrap_or("{}");
     if !matches!(serde_json::from_str(args), Ok(serde_json::Value::Object(_))) {
@@ -44,14 +45,15 @@ async fn reach(call: Call<'_>) -> Result<(), String> {
     let consent = Loopback::bind()
         .await
         .map_err(|e| format!("cannot listen on loopback for the login's redirect: {e}"))?;
-    let local = oauth::is_local(&url).await;
-    let auth = Authorizer::new(
-        clients.clone(),
-        url.clone(),
-        call.client,
-        local,
-        Arc::new(consent),
-    );
+    let consent = Arc::new(consent);
+    // A configured server's login is the server's: used, and kept when made here.
+    let auth = match configured_server(config, &url) {
+        Some((name, client)) => {
+            let keeper = super::login::keeper(config, &name).await?;
+            Authorizer::logging_in(clients.clone(), url.clone(), client, consent, keeper, false)
+        }
+        None => Authorizer::new(clients.clone(), url.clone(), call.client, consent),
+    };
     let server = OneServer::new(&clients, url, Some(Arc::new(auth)));
     let tools = server.tools().await?;
     for (name, about) in &tools {
@@ -70,14 +72,24 @@ async fn reach(call: Call<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// The configured server whose URL is `url` and that needs a login: its name and client.
+fn configured_server(config: &Config, url: &url::Url) -> Option<(String, OAuthClient)> {
+    let path = config.config.as_deref()?;
+    let file = crate::config::file::FileConfig::load(path).ok()?;
+    file.mcp
+        .into_iter()
+        .find(|(_, server)| server.url == *url)
+        .and_then(|(name, server)| Some((name, server.oauth?)))
+}
+
 /// The client given on the command line.
 pub fn configured(
     client_id: Option<&str>,
     client_secret: Option<&str>,
     client_metadata_url: Option<&str>,
     scopes: Option<&str>,
-) -> Configured {
-    Configured {
+) -> OAuthClient {
+    OAuthClient {
         client_id: client_id.map(str::to_string),
         client_secret: client_secret.map(|s| Secret::new(s.to_string())),
         scopes: scopes.map(str::to_string),

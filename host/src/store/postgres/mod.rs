@@ -116,7 +116,7 @@ impl PgStore {
         &self.pool
     }
 
-    pub(in crate::store) async fn tx(&self) -> Result<sqlx::Transaction<'_, sqlx::Postgres>> {
+    pub(in crate::store) async fn tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
         Ok(self.pool.begin().await?)
     }
 }

@@ -124,7 +124,9 @@ impl SqliteStore {
     /// A write transaction. `BEGIN IMMEDIATE` takes SQLite's write lock up front: a deferred
     /// transaction that reads and then writes fails at once with SQLITE_BUSY_SNAPSHOT when another
     /// writer committed in between, where an immediate one waits its turn (busy timeout).
-    pub(in crate::store) async fn write_tx(&self) -> Result<sqlx::Transaction<'_, sqlx::Sqlite>> {
+    pub(in crate::store) async fn write_tx(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
         Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
     }
 

@@ -79,6 +79,10 @@ pub struct Server {
     task: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
     /// Removed from the configuration: no session is opened again.
     stopped: std::sync::atomic::AtomicBool,
+    /// Why the last listing failed; `None` after one succeeded (or before the first).
+    failure: RwLock<Option<String>>,
+    /// A listing has succeeded since the server started.
+    listed: std::sync::atomic::AtomicBool,
 }
 
 impl Server {
@@ -102,7 +106,40 @@ impl Server {
             changed,
             task: std::sync::Mutex::new(None),
             stopped: std::sync::atomic::AtomicBool::new(false),
+            failure: RwLock::new(None),
+            listed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Whether a listing has succeeded, and why the last one failed (if it did).
+    pub fn health(&self) -> (bool, Option<String>) {
+        let failure = self
+            .failure
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let listed = self.listed.load(std::sync::atomic::Ordering::Relaxed);
+        (listed && failure.is_none(), failure)
+    }
+
+    /// Its login, when it needs one.
+    pub fn auth(&self) -> Option<&Arc<crate::tools::mcp::oauth::Authorizer>> {
+        self.wire.auth.as_ref()
+    }
+
+    /// Lists its tools again now.
+    pub fn relist(&self) {
+        self.refresh.notify_one();
+    }
+
+    /// Closes its session and offers none of its tools until it is listed again (a login
+    /// ended).
+    pub async fn forget_session(&self) {
+        self.session.lock().await.take();
+        self.listed
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        self.set_tools(Vec::new());
+        self.relist();
     }
 
     /// Stops listing and closes the session (removed or replaced by a reload); no session is
@@ -341,6 +378,10 @@ async fn keep_listing(server: Weak<Server>) {
                 let count = tools.len();
                 // Offered first, then said: a reader of the log may act on the line at once.
                 strong.set_tools(tools);
+                *strong.failure.write().unwrap_or_else(|e| e.into_inner()) = None;
+                strong
+                    .listed
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 tracing::info!("MCP server {}: {count} tools offered", strong.declared.name);
                 pause = Duration::from_secs(1);
                 last_error = None;
@@ -348,6 +389,7 @@ async fn keep_listing(server: Weak<Server>) {
             }
             Err(why) => {
                 strong.set_tools(Vec::new());
+                *strong.failure.write().unwrap_or_else(|e| e.into_inner()) = Some(why.clone());
                 if last_error.as_ref() != Some(&why) {
                     tracing::warn!("{why}; its tools are not offered until it answers");
                 }

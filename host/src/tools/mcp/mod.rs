@@ -17,6 +17,7 @@
 //! - [`result`]: tool names and results as chatd's text.
 
 mod connection;
+pub mod logins;
 pub mod oauth;
 pub mod result;
 mod wire;
@@ -60,28 +61,89 @@ impl McpTool {
     }
 }
 
+/// Where served servers' logins are kept: the store, and the key they are sealed under (made
+/// when a server first needs it: a key file is written only where a login may be kept).
+#[derive(Clone)]
+pub struct Logins {
+    store: crate::store::Store,
+    source: Arc<KeySource>,
+    key: Arc<std::sync::OnceLock<Result<Arc<oauth::sealed::SealKey>, String>>>,
+}
+
+/// Where the sealing key comes from.
+pub enum KeySource {
+    /// CHATD_SECRET_KEY.
+    Secret(crate::config::Secret),
+    /// The data folder's key file (SQLite without CHATD_SECRET_KEY).
+    Folder(std::path::PathBuf),
+    /// None: why (PostgreSQL without CHATD_SECRET_KEY; no data folder).
+    Missing(String),
+}
+
+impl Logins {
+    pub fn new(store: crate::store::Store, source: KeySource) -> Self {
+        Self {
+            store,
+            source: Arc::new(source),
+            key: Arc::default(),
+        }
+    }
+
+    fn key(&self) -> Result<Arc<oauth::sealed::SealKey>, String> {
+        use oauth::sealed::SealKey;
+        self.key
+            .get_or_init(|| match self.source.as_ref() {
+                KeySource::Secret(secret) => Ok(Arc::new(SealKey::from_secret(secret))),
+                KeySource::Folder(dir) => std::fs::create_dir_all(dir)
+                    .and_then(|()| SealKey::from_folder(dir))
+                    .map(Arc::new)
+                    .map_err(|e| {
+                        format!(
+                            "the key for its login cannot be kept in {}: {e}",
+                            dir.display()
+                        )
+                    }),
+                KeySource::Missing(why) => Err(why.clone()),
+            })
+            .clone()
+    }
+}
+
 /// The declared MCP servers.
 pub struct McpServers {
     clients: Clients,
     servers: Mutex<BTreeMap<String, Arc<Server>>>,
+    /// Servers that need a login but cannot keep one, with why: declared, not started.
+    refused: Mutex<BTreeMap<String, (DeclaredMcp, String)>>,
+    logins: Option<Logins>,
     changed: watch::Sender<u64>,
 }
 
 impl Default for McpServers {
     fn default() -> Self {
-        Self {
-            clients: Clients::new(),
-            servers: Mutex::default(),
-            changed: watch::Sender::new(0),
-        }
+        Self::new(None)
     }
 }
 
 impl McpServers {
+    /// The servers, their logins kept by `logins` (without: a server that needs a login is
+    /// not served).
+    pub fn new(logins: Option<Logins>) -> Self {
+        Self {
+            clients: Clients::new(),
+            servers: Mutex::default(),
+            refused: Mutex::default(),
+            logins,
+            changed: watch::Sender::new(0),
+        }
+    }
+
     /// Serves `declared`: a new server starts (listing in the background), one whose table
     /// changed starts again, one no longer declared stops; the rest keep their sessions.
     pub fn apply(&self, declared: &BTreeMap<String, DeclaredMcp>) {
         let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        refused.retain(|name, (table, _)| declared.get(name) == Some(table));
         let mut changed = false;
         servers.retain(|name, server| {
             let kept = declared.get(name) == Some(&server.declared);
@@ -93,16 +155,31 @@ impl McpServers {
             kept
         });
         for (name, table) in declared {
-            if servers.contains_key(name) {
+            if servers.contains_key(name) || refused.contains_key(name) {
                 continue;
             }
-            let wire = wire(&self.clients, table);
+            let mut wire = wire(&self.clients, table);
+            if let Some(client) = &table.oauth {
+                match self.keeper(name) {
+                    Ok(keeper) => {
+                        let url = table.url.clone();
+                        let clients = self.clients.clone();
+                        let auth = oauth::Authorizer::served(clients, url, client.clone(), keeper);
+                        wire.auth = Some(Arc::new(auth));
+                    }
+                    Err(why) => {
+                        tracing::warn!("MCP server {name}: not served: {why}");
+                        refused.insert(name.clone(), (table.clone(), why));
+                        continue;
+                    }
+                }
+            }
             servers.insert(
                 name.clone(),
                 Server::start(table.clone(), wire, self.changed.clone()),
             );
         }
-        drop(servers);
+        drop((servers, refused));
         if changed {
             self.changed.send_modify(|n| *n += 1);
         }
@@ -148,6 +225,22 @@ impl McpServers {
     /// Bumped whenever the tools offered change (a server listed, failed, came or went).
     pub fn changed(&self) -> watch::Receiver<u64> {
         self.changed.subscribe()
+    }
+}
+
+impl McpServers {
+    /// Where the login of the server `name` is kept, or why it cannot be.
+    fn keeper(&self, name: &str) -> Result<oauth::saved::Keeper, String> {
+        let logins = self
+            .logins
+            .as_ref()
+            .ok_or("it needs a login, and this chatd keeps none")?;
+        let key = logins.key()?;
+        Ok(oauth::saved::Keeper {
+            store: logins.store.clone(),
+            key,
+            name: name.to_string(),
+        })
     }
 }
 
@@ -211,6 +304,7 @@ impl OneServer {
             timeout: crate::config::mcp::DEFAULT_TIMEOUT,
             max_tool_text: usize::MAX,
             insecure_key: false,
+            oauth: None,
         };
         let wire = wire::Wire {
             auth,

@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 use super::discovery::Issuer;
 use super::http::OAuthHttp;
 use crate::config::Secret;
+use crate::config::mcp::OAuthClient;
 
 /// How a client authenticates at the token endpoint (RFC 8414's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum AuthMethod {
     /// `client_secret_basic`: HTTP Basic with the id and secret.
     Basic,
@@ -37,23 +38,15 @@ impl AuthMethod {
     }
 }
 
-/// The client as configured: all optional.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Configured {
-    pub client_id: Option<String>,
-    pub client_secret: Option<Secret>,
-    /// Space-separated scopes to ask for when the server says none.
-    pub scopes: Option<String>,
-    /// An https URL serving chatd's Client ID Metadata Document.
-    pub client_metadata_url: Option<String>,
-}
-
 /// The client chatd is to one authorization server.
 #[derive(Clone, Debug)]
 pub struct Identity {
     pub client_id: String,
     pub client_secret: Option<Secret>,
     pub method: AuthMethod,
+    /// The redirect URI it was registered with, when chatd registered it: another one needs
+    /// another registration.
+    pub registered_for: Option<String>,
 }
 
 impl Identity {
@@ -87,7 +80,7 @@ fn form_encode(text: &str) -> String {
 /// Who chatd is to `issuer`: the configured client, a metadata document, or a registration.
 pub async fn identify(
     http: &OAuthHttp,
-    configured: &Configured,
+    configured: &OAuthClient,
     issuer: &Issuer,
     redirect_uri: &str,
 ) -> Result<Identity, String> {
@@ -107,6 +100,7 @@ pub async fn identify(
             client_id: client_id.clone(),
             client_secret: secret,
             method,
+            registered_for: None,
         });
     }
     if let Some(url) = &configured.client_metadata_url
@@ -116,6 +110,7 @@ pub async fn identify(
             client_id: url.clone(),
             client_secret: None,
             method: AuthMethod::None,
+            registered_for: None,
         });
     }
     let Some(register) = &issuer.registration_endpoint else {
@@ -180,6 +175,7 @@ pub async fn identify(
         client_id: client_id.to_string(),
         client_secret,
         method,
+        registered_for: Some(redirect_uri.to_string()),
     })
 }
 
@@ -226,6 +222,7 @@ mod tests {
             client_id: "id:1".into(),
             client_secret: Some(Secret::new("s&2")),
             method,
+            registered_for: None,
         };
         let (basic, form) = identity(AuthMethod::Basic).credentials();
         // base64("id%3A1:s%262")

@@ -6,20 +6,30 @@
 //!
 //! - here: [`Authorizer`], one server's login: the token a request carries, and what a refusal
 //!   leads to (a refresh, a login, a step-up to more scope, or an error);
+//! - [`login`]: a login: approved at once ([`Consent`], `chatd mcp call`), or begun by Connect
+//!   and finished by the callback its redirect reaches (served servers);
 //! - [`challenge`]: a `WWW-Authenticate` header read;
 //! - [`discovery`]: the protected resource and authorization server metadata;
 //! - [`client`]: who chatd is to the authorization server, and how it proves it;
 //! - [`token`]: the token endpoint, PKCE;
+//! - [`saved`], [`sealed`]: a served server's login as the store keeps it, sealed;
 //! - [`http`]: the flow's own requests, under a grant of their own.
 //!
 //! Where a token may go: the access token only to the MCP server's own origin (a credential of
 //! the server's grant, `wire.rs`); a code, a refresh token or a client secret only to the token
 //! endpoint of the issuer whose metadata was checked ([`discovery::Issuer`]).
+//!
+//! One refresh at a time: within an instance, [`Authorizer`]'s lock; across instances on
+//! PostgreSQL, the login's row lock ([`crate::store::logins::LoginLock`]): the one that gets it
+//! second reads the first one's tokens and asks the token endpoint nothing.
 
 pub mod challenge;
 pub mod client;
 pub mod discovery;
 pub mod http;
+pub mod login;
+pub mod saved;
+pub mod sealed;
 pub mod token;
 
 use std::sync::{Arc, RwLock};
@@ -29,11 +39,13 @@ use futures::future::BoxFuture;
 use url::Url;
 
 use crate::config::Secret;
+use crate::config::mcp::OAuthClient;
 use crate::egress::Clients;
 use challenge::Challenge;
-use client::{Configured, Identity};
+use client::Identity;
 use discovery::Discovered;
 use http::OAuthHttp;
+use saved::{Keeper, Saved};
 use token::Tokens;
 
 /// A token is refreshed when it ends within this.
@@ -73,7 +85,7 @@ impl Callback {
     }
 }
 
-/// Who approves a login: a person at a browser, or the command line (`chatd mcp call`).
+/// Who approves a login at once: the command line (`chatd mcp call`).
 pub trait Consent: Send + Sync {
     /// The redirect URI registered and sent.
     fn redirect_uri(&self) -> String;
@@ -85,45 +97,114 @@ pub trait Consent: Send + Sync {
     ) -> BoxFuture<'a, Result<Callback, String>>;
 }
 
+/// A login's state, as the servers page shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Tokens are held.
+    LoggedIn,
+    /// None are: a person must log in (why, in words).
+    NeedsLogin(String),
+}
+
 /// One MCP server's login.
 pub struct Authorizer {
     server: Url,
-    configured: Configured,
-    http: OAuthHttp,
-    /// The server is on a local network: plain http is accepted for its endpoints.
-    local: bool,
-    consent: Arc<dyn Consent>,
+    configured: OAuthClient,
+    clients: Clients,
+    /// The flow's HTTP, and whether the server is on a local network (then its login's
+    /// endpoints may be too, and plain http is accepted for them): found when first needed.
+    net: tokio::sync::OnceCell<Net>,
+    /// Who approves a login at once; `None`: a served server, logged in by Connect.
+    consent: Option<Arc<dyn Consent>>,
+    /// Where a served server's login is kept.
+    keeper: Option<Keeper>,
     state: tokio::sync::Mutex<State>,
     /// The access token now, for the scrubber (read without waiting for a login).
     current: RwLock<Option<Secret>>,
+    status: RwLock<Status>,
+}
+
+struct Net {
+    http: OAuthHttp,
+    local: bool,
 }
 
 #[derive(Default)]
 struct State {
+    /// The stored login was read (a served server reads it once, then on every refusal).
+    loaded: bool,
     discovered: Option<Discovered>,
     identity: Option<Identity>,
     tokens: Option<Tokens>,
+    /// The server's last refusal: where a login begun by Connect starts.
+    challenge: Challenge,
     /// Logins for more scope since a request was last let in.
     step_ups: u32,
 }
 
 impl Authorizer {
+    /// A login approved by `consent` and kept in memory (`chatd mcp call`).
     pub fn new(
         clients: Clients,
         server: Url,
-        configured: Configured,
-        local: bool,
+        configured: OAuthClient,
         consent: Arc<dyn Consent>,
     ) -> Self {
+        Self::with(clients, server, configured, Some(consent), None)
+    }
+
+    /// A served server's login, kept by `keeper` and begun by Connect.
+    pub fn served(clients: Clients, server: Url, configured: OAuthClient, keeper: Keeper) -> Self {
+        Self::with(clients, server, configured, None, Some(keeper))
+    }
+
+    /// A served server's login from the command line: the kept one (unless `fresh`), else one
+    /// approved now by `consent`, kept by `keeper` (`chatd mcp login`, `chatd mcp call`).
+    pub fn logging_in(
+        clients: Clients,
+        server: Url,
+        configured: OAuthClient,
+        consent: Arc<dyn Consent>,
+        keeper: Keeper,
+        fresh: bool,
+    ) -> Self {
+        let auth = Self::with(clients, server, configured, Some(consent), Some(keeper));
+        auth.state.try_lock().expect("not shared yet").loaded = fresh;
+        auth
+    }
+
+    fn with(
+        clients: Clients,
+        server: Url,
+        configured: OAuthClient,
+        consent: Option<Arc<dyn Consent>>,
+        keeper: Option<Keeper>,
+    ) -> Self {
         Self {
-            http: OAuthHttp::new(clients, &server, local),
+            clients,
+            net: tokio::sync::OnceCell::new(),
             server,
             configured,
-            local,
             consent,
+            keeper,
             state: tokio::sync::Mutex::default(),
             current: RwLock::default(),
+            status: RwLock::new(Status::NeedsLogin("not logged in yet".into())),
         }
+    }
+
+    async fn net(&self) -> &Net {
+        self.net
+            .get_or_init(|| async {
+                let local = is_local(&self.server).await;
+                let http = OAuthHttp::new(self.clients.clone(), &self.server, local);
+                Net { http, local }
+            })
+            .await
+    }
+
+    async fn http(&self) -> &OAuthHttp {
+        &self.net().await.http
     }
 
     /// The access token now, if any.
@@ -134,9 +215,19 @@ impl Authorizer {
             .clone()
     }
 
+    pub fn status(&self) -> Status {
+        self.status
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// The access token to send, refreshed first when it is about to end.
     pub async fn bearer(&self) -> Option<Secret> {
         let mut state = self.state.lock().await;
+        if !state.loaded {
+            self.reload(&mut state).await;
+        }
         if state
             .tokens
             .as_ref()
@@ -144,15 +235,12 @@ impl Authorizer {
             && let Err(why) = self.refresh(&mut state).await
         {
             // The server's own refusal will tell whether a login is needed.
-            tracing::warn!(
-                "MCP server {}: refreshing its token: {why}",
-                http::bare(&self.server)
-            );
+            tracing::warn!("{}: refreshing its token: {why}", self.name());
         }
         state.tokens.as_ref().map(|t| t.access.clone())
     }
 
-    /// A request carrying `sent` was let in: the step-ups start again.
+    /// A request was let in: the step-ups start again.
     pub async fn passed(&self) {
         self.state.lock().await.step_ups = 0;
     }
@@ -160,7 +248,7 @@ impl Authorizer {
     /// The server refused a request carrying `sent` with `status` (401, or 403 for want of
     /// scope) and `challenge`: a new token is got (a refresh, a login, a login for more
     /// scope), after which the request may be sent once more. A refusal that came while
-    /// another request replaced the token needs nothing.
+    /// another request (or instance) replaced the token needs nothing.
     pub async fn refused(
         &self,
         status: u16,
@@ -168,6 +256,8 @@ impl Authorizer {
         sent: Option<&Secret>,
     ) -> Result<(), String> {
         let mut state = self.state.lock().await;
+        state.challenge = challenge.clone();
+        self.reload(&mut state).await;
         let now = state.tokens.as_ref().map(|t| t.access.expose());
         if now.is_some() && now != sent.map(Secret::expose) {
             return Ok(());
@@ -193,25 +283,27 @@ impl Authorizer {
         } else if state.tokens.as_ref().is_some_and(|t| t.refresh.is_some()) {
             match self.refresh(&mut state).await {
                 Ok(()) => return Ok(()),
-                Err(why) => tracing::info!(
-                    "MCP server {}: refresh refused ({why}); logging in again",
-                    http::bare(&self.server)
-                ),
+                Err(why) => tracing::info!("{}: refresh refused ({why})", self.name()),
             }
         }
-        let scope = self.scope(&mut state, challenge).await?;
-        self.login(&mut state, challenge, scope).await
+        let Some(consent) = self.consent.clone() else {
+            let why = if step_up {
+                "it asks for more scope than its login gave: log in again"
+            } else {
+                "it needs a login: connect it from the web client's MCP servers page, or run \
+                 `chatd mcp login NAME`"
+            };
+            self.set_status(Status::NeedsLogin(why.into()));
+            return Err(why.into());
+        };
+        let scope = self.scope(&mut state).await?;
+        login::approved(self, &mut state, consent.as_ref(), scope).await
     }
 
-    /// The scope to ask for: the challenge's, else the resource's `scopes_supported`, else the
-    /// configured `scopes`, else none (the parameter left out).
-    async fn scope(
-        &self,
-        state: &mut State,
-        challenge: &Challenge,
-    ) -> Result<Option<String>, String> {
-        if let Some(scope) = &challenge.scope {
-            // A step-up keeps what the token has: the server asks for what this request needs.
+    /// The scope to ask for: the last challenge's (with what the token has, for a step-up),
+    /// else the resource's `scopes_supported`, else the configured `scopes`, else none.
+    async fn scope(&self, state: &mut State) -> Result<Option<String>, String> {
+        if let Some(scope) = &state.challenge.scope {
             let granted = state.tokens.as_ref().and_then(|t| t.scope.clone());
             let mut all: Vec<&str> = granted
                 .as_deref()
@@ -226,7 +318,7 @@ impl Authorizer {
             }
             return Ok(Some(all.join(" ")));
         }
-        let discovered = self.discovered(state, challenge).await?;
+        let discovered = self.discovered(state).await?;
         if let Some(listed) = discovered
             .scopes_supported
             .as_ref()
@@ -237,107 +329,96 @@ impl Authorizer {
         Ok(self.configured.scopes.clone())
     }
 
-    async fn discovered<'s>(
-        &self,
-        state: &'s mut State,
-        challenge: &Challenge,
-    ) -> Result<&'s Discovered, String> {
+    async fn discovered<'s>(&self, state: &'s mut State) -> Result<&'s Discovered, String> {
         if state.discovered.is_none() {
+            let net = self.net().await;
             let found =
-                discovery::discover(&self.http, &self.server, challenge, self.local).await?;
+                discovery::discover(&net.http, &self.server, &state.challenge, net.local).await?;
             state.discovered = Some(found);
         }
         Ok(state.discovered.as_ref().expect("set above"))
     }
 
-    /// An authorization code with PKCE and `state`, approved by the consent, exchanged.
-    async fn login(
-        &self,
-        state: &mut State,
-        challenge: &Challenge,
-        scope: Option<String>,
-    ) -> Result<(), String> {
-        let discovered = self.discovered(state, challenge).await?.clone();
-        let redirect_uri = self.consent.redirect_uri();
-        if state.identity.is_none() {
-            let identity = client::identify(
-                &self.http,
-                &self.configured,
-                &discovered.issuer,
-                &redirect_uri,
-            )
-            .await?;
+    /// Who chatd is to the server's issuer, for a redirect to `redirect_uri`.
+    async fn identity(&self, state: &mut State, redirect_uri: &str) -> Result<Identity, String> {
+        let registered_elsewhere = state
+            .identity
+            .as_ref()
+            .and_then(|i| i.registered_for.as_deref())
+            .is_some_and(|r| r != redirect_uri);
+        if state.identity.is_none() || registered_elsewhere {
+            let issuer = self.discovered(state).await?.issuer.clone();
+            let http = self.http().await;
+            let identity = client::identify(http, &self.configured, &issuer, redirect_uri).await?;
             state.identity = Some(identity);
         }
-        let identity = state.identity.clone().expect("set above");
-        let verifier = token::random(32);
-        let expected_state = token::random(32);
-        let mut url = discovered.issuer.authorization_endpoint.clone();
-        {
-            let mut query = url.query_pairs_mut();
-            query
-                .append_pair("response_type", "code")
-                .append_pair("client_id", &identity.client_id)
-                .append_pair("redirect_uri", &redirect_uri)
-                .append_pair("code_challenge", &token::challenge(&verifier))
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("state", &expected_state)
-                .append_pair("resource", &discovered.resource);
-            if let Some(scope) = &scope {
-                query.append_pair("scope", scope);
-            }
-        }
-        let callback = self.consent.approve(&self.http, url).await?;
-        // RFC 9207: an answer naming another issuer is a mix-up; one that should name it must.
-        // The comparison is of the strings as they are (§2.4: no normalisation).
-        let issuer = &discovered.issuer;
-        match &callback.iss {
-            Some(iss) if *iss != issuer.issuer => {
-                return Err(format!(
-                    "the login came back from another issuer ({:?}, not {}); it is not used",
-                    iss.chars().take(200).collect::<String>(),
-                    issuer.issuer
-                ));
-            }
-            None if issuer.iss_parameter => {
-                return Err(format!(
-                    "the login came back without the iss parameter {} promises; it is not used",
-                    issuer.issuer
-                ));
-            }
-            _ => {}
-        }
-        if let Some(error) = callback.error {
-            let error: String = error.chars().take(200).collect();
-            return Err(format!(
-                "the authorization server refused the login: {error}"
-            ));
-        }
-        let same_state = callback.state.as_deref().is_some_and(|s| {
-            subtle::ConstantTimeEq::ct_eq(s.as_bytes(), expected_state.as_bytes()).into()
-        });
-        if !same_state {
-            return Err("the login came back with another state; it is not used".into());
-        }
-        let code = callback.code.ok_or("the login came back without a code")?;
-        let tokens = token::exchange(
-            &self.http,
-            &discovered.issuer.token_endpoint,
-            &identity,
-            token::Code {
-                code: &code,
-                verifier: &verifier,
-                redirect_uri: &redirect_uri,
-            },
-            &discovered.resource,
-            scope.as_deref(),
-        )
-        .await?;
-        self.set(state, Some(tokens));
-        Ok(())
+        Ok(state.identity.clone().expect("set above"))
     }
 
+    /// A served server's stored login, read again: tokens another instance refreshed, or a
+    /// login finished there, or none (disconnected).
+    async fn reload(&self, state: &mut State) {
+        let Some(keeper) = &self.keeper else {
+            state.loaded = true;
+            return;
+        };
+        let row = match keeper.store.login(&keeper.name).await {
+            Ok(row) => row,
+            Err(e) => {
+                tracing::warn!("{}: its login could not be read: {e}", self.name());
+                return;
+            }
+        };
+        state.loaded = true;
+        match row.map(|row| keeper.open::<Saved>(&row)) {
+            Some(Ok(saved)) if saved.url == self.server.as_str() => self.adopt(state, &saved),
+            Some(Ok(_)) => self.forget(state, "its URL changed since its login: log in again"),
+            Some(Err(why)) => self.forget(state, &format!("{why}: log in again")),
+            None => self.forget(state, "not logged in"),
+        }
+    }
+
+    fn adopt(&self, state: &mut State, saved: &Saved) {
+        state.discovered = Some(saved.discovered.clone());
+        state.identity = Some(saved.client.identity());
+        self.set(state, Some(saved.tokens()));
+    }
+
+    fn forget(&self, state: &mut State, why: &str) {
+        if state.tokens.is_some() || self.status() == Status::LoggedIn {
+            tracing::info!("{}: {why}", self.name());
+        }
+        self.set(state, None);
+        self.set_status(Status::NeedsLogin(why.into()));
+    }
+
+    /// New tokens from the refresh token: on PostgreSQL under the login's row lock, where
+    /// tokens another instance refreshed meanwhile are taken instead. A refusal ends the login.
     async fn refresh(&self, state: &mut State) -> Result<(), String> {
+        let lock = match &self.keeper {
+            None => None,
+            Some(keeper) => {
+                let (lock, row) = keeper
+                    .store
+                    .lock_login(&keeper.name)
+                    .await
+                    .map_err(|e| format!("its login could not be read: {e}"))?;
+                let held = state.tokens.as_ref().map(|t| t.access.expose().to_string());
+                match row.map(|row| keeper.open::<Saved>(&row)) {
+                    Some(Ok(saved)) if Some(&saved.access) != held.as_ref() => {
+                        lock.release().await;
+                        self.adopt(state, &saved);
+                        return Ok(());
+                    }
+                    Some(Ok(_)) => Some(lock),
+                    _ => {
+                        lock.release().await;
+                        self.forget(state, "its login was removed");
+                        return Err("not logged in".into());
+                    }
+                }
+            }
+        };
         let (Some(discovered), Some(identity), Some(current)) = (
             state.discovered.clone(),
             state.identity.clone(),
@@ -345,22 +426,58 @@ impl Authorizer {
         ) else {
             return Err("nothing to refresh".into());
         };
-        let tokens = token::refresh(
-            &self.http,
+        let refreshed = token::refresh(
+            self.http().await,
             &discovered.issuer.token_endpoint,
             &identity,
             &current,
             &discovered.resource,
         )
-        .await?;
-        self.set(state, Some(tokens));
-        Ok(())
+        .await;
+        match (refreshed, lock) {
+            (Ok(tokens), lock) => {
+                if let (Some(lock), Some(keeper)) = (lock, &self.keeper) {
+                    let saved = Saved::new(self.server.as_str(), &discovered, &identity, &tokens);
+                    lock.save(&keeper.seal(&saved))
+                        .await
+                        .map_err(|e| format!("its refreshed login could not be stored: {e}"))?;
+                }
+                self.set(state, Some(tokens));
+                Ok(())
+            }
+            (Err(refusal), lock) => {
+                if refusal.refused {
+                    if let Some(lock) = lock {
+                        let _ = lock.delete().await;
+                    }
+                    self.forget(state, &format!("its refresh was refused ({})", refusal.why));
+                } else if let Some(lock) = lock {
+                    lock.release().await;
+                }
+                Err(refusal.why)
+            }
+        }
     }
 
     fn set(&self, state: &mut State, tokens: Option<Tokens>) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) =
             tokens.as_ref().map(|t| t.access.clone());
+        if tokens.is_some() {
+            self.set_status(Status::LoggedIn);
+        }
         state.tokens = tokens;
+    }
+
+    fn set_status(&self, status: Status) {
+        *self.status.write().unwrap_or_else(|e| e.into_inner()) = status;
+    }
+
+    /// The server, for the log: its name when served, else its URL.
+    fn name(&self) -> String {
+        match &self.keeper {
+            Some(keeper) => format!("MCP server {}", keeper.name),
+            None => format!("MCP server {}", http::bare(&self.server)),
+        }
     }
 }
 

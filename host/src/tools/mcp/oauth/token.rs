@@ -1,7 +1,7 @@
 //! The token endpoint: a code exchanged with its PKCE verifier, a refresh, both with RFC
 //! 8707's `resource`; and the random values the flow makes (the verifier, `state`).
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use serde_json::Value;
@@ -18,7 +18,7 @@ pub struct Tokens {
     pub access: Secret,
     pub refresh: Option<Secret>,
     /// When the access token stops working, as the server said (`expires_in`).
-    pub expires: Option<Instant>,
+    pub expires: Option<SystemTime>,
     /// The scope granted (the server's `scope`, else the one asked for).
     pub scope: Option<String>,
 }
@@ -26,8 +26,10 @@ pub struct Tokens {
 impl Tokens {
     /// Whether the access token ends within `margin`.
     pub fn expiring(&self, margin: Duration) -> bool {
-        self.expires
-            .is_some_and(|at| at.saturating_duration_since(Instant::now()) <= margin)
+        self.expires.is_some_and(|at| {
+            at.duration_since(SystemTime::now())
+                .map_or(true, |left| left <= margin)
+        })
     }
 }
 
@@ -67,7 +69,22 @@ pub async fn exchange(
         ("redirect_uri", code.redirect_uri.to_string()),
         ("resource", resource.to_string()),
     ];
-    request(http, endpoint, identity, form, asked, None).await
+    Ok(request(http, endpoint, identity, form, asked, None).await?)
+}
+
+/// Why the token endpoint gave no tokens.
+#[derive(Debug)]
+pub struct Refusal {
+    /// The endpoint answered and refused (the grant is dead: a login is needed); otherwise it
+    /// could not be asked, and the tokens held may still work.
+    pub refused: bool,
+    pub why: String,
+}
+
+impl From<Refusal> for String {
+    fn from(refusal: Refusal) -> String {
+        refusal.why
+    }
 }
 
 /// New tokens from a refresh token; a server that rotates it gives a new one, else the old one
@@ -78,8 +95,13 @@ pub async fn refresh(
     identity: &Identity,
     current: &Tokens,
     resource: &str,
-) -> Result<Tokens, String> {
-    let token = current.refresh.as_ref().ok_or("no refresh token")?;
+) -> Result<Tokens, Refusal> {
+    let Some(token) = current.refresh.as_ref() else {
+        return Err(Refusal {
+            refused: true,
+            why: "no refresh token".into(),
+        });
+    };
     let form = vec![
         ("grant_type", "refresh_token".to_string()),
         ("refresh_token", token.expose().to_string()),
@@ -104,18 +126,40 @@ async fn request(
     mut form: Vec<(&'static str, String)>,
     asked: Option<&str>,
     kept_refresh: Option<Secret>,
-) -> Result<Tokens, String> {
+) -> Result<Tokens, Refusal> {
     let (authorization, fields) = identity.credentials();
     form.extend(fields);
     let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let answer = http.post_form(endpoint, &pairs, authorization).await?;
-    let body = answer.json().filter(|_| answer.ok()).ok_or_else(|| {
-        format!(
-            "the token endpoint refused (HTTP {}){}",
-            answer.status,
-            answer.oauth_error()
-        )
-    })?;
+    let failed = |why: String| Refusal {
+        refused: false,
+        why,
+    };
+    let answer = http
+        .post_form(endpoint, &pairs, authorization)
+        .await
+        .map_err(failed)?;
+    let body = answer
+        .json()
+        .filter(|_| answer.ok())
+        .ok_or_else(|| Refusal {
+            // RFC 6749 §5.2: a refused grant or client is a 400 (401 for the client); anything else
+            // (a 5xx, a proxy's page) says nothing of the grant.
+            refused: matches!(answer.status, 400 | 401),
+            why: format!(
+                "the token endpoint refused (HTTP {}){}",
+                answer.status,
+                answer.oauth_error()
+            ),
+        })?;
+    tokens(&body, asked, kept_refresh).map_err(failed)
+}
+
+/// A token answer's tokens.
+fn tokens(
+    body: &serde_json::Map<String, Value>,
+    asked: Option<&str>,
+    kept_refresh: Option<Secret>,
+) -> Result<Tokens, String> {
     let access = body
         .get("access_token")
         .and_then(Value::as_str)
@@ -131,7 +175,7 @@ async fn request(
     let expires = body
         .get("expires_in")
         .and_then(Value::as_u64)
-        .map(|secs| Instant::now() + Duration::from_secs(secs.min(10 * 365 * 86_400)));
+        .map(|secs| SystemTime::now() + Duration::from_secs(secs.min(10 * 365 * 86_400)));
     let refresh = body
         .get("refresh_token")
         .and_then(Value::as_str)
@@ -176,7 +220,7 @@ mod tests {
         let tokens = |secs: Option<u64>| Tokens {
             access: Secret::new("a"),
             refresh: None,
-            expires: secs.map(|s| Instant::now() + Duration::from_secs(s)),
+            expires: secs.map(|s| SystemTime::now() + Duration::from_secs(s)),
             scope: None,
         };
         assert!(tokens(Some(10)).expiring(Duration::from_secs(60)));

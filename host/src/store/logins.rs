@@ -1,0 +1,299 @@
+//! Logins to MCP servers (`mcp_logins`, `mcp_login_starts`; both backends): sealed bytes the
+//! store keeps and never reads (`tools/mcp/oauth/sealed.rs` seals them). On PostgreSQL a
+//! refresh reads a login under the row's lock ([`LoginLock`]), so of several instances
+//! refreshing at once one asks the token endpoint and the others find its tokens. SQLite has
+//! one instance, whose own lock (the server's `Authorizer`) does that; holding SQLite's write
+//! lock across a token request would stop every other write meanwhile. A login begun by
+//! Connect is found once, by its `state`'s hash, within its time.
+//!
+//! Written once for both databases, as `files.rs` is.
+
+use super::{Backend, Result, Store, measured};
+use crate::vocabulary::now;
+
+/// A login as stored: sealed, and the key that sealed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealedLogin {
+    pub sealed: Vec<u8>,
+    pub key_id: String,
+}
+
+const READ: &str = "SELECT sealed, key_id FROM mcp_logins WHERE server = $1";
+/// PostgreSQL's row lock: a second reader under lock waits for the first's commit.
+const READ_LOCKED: &str = "SELECT sealed, key_id FROM mcp_logins WHERE server = $1 FOR UPDATE";
+const UPSERT: &str = "INSERT INTO mcp_logins (server, sealed, key_id, updated_at) \
+                      VALUES ($1, $2, $3, $4) ON CONFLICT (server) DO UPDATE \
+                      SET sealed = excluded.sealed, key_id = excluded.key_id, \
+                      updated_at = excluded.updated_at";
+const DELETE: &str = "DELETE FROM mcp_logins WHERE server = $1";
+const START: &str = "INSERT INTO mcp_login_starts \
+                     (state_hash, server, sealed, key_id, expires_at) VALUES ($1, $2, $3, $4, $5)";
+const TAKE_START: &str = "DELETE FROM mcp_login_starts WHERE state_hash = $1 AND expires_at > $2 \
+                          RETURNING server, sealed, key_id";
+const EXPIRED_STARTS: &str = "DELETE FROM mcp_login_starts WHERE expires_at <= $1";
+
+/// A login read under its lock: the transaction holding it, until [`LoginLock::save`] or
+/// [`LoginLock::release`] (or drop, which rolls back).
+pub struct LoginLock {
+    tx: Tx,
+    server: String,
+    timeout: std::time::Duration,
+}
+
+enum Tx {
+    /// No lock held: saving is a write transaction of its own.
+    Sqlite(super::sqlite::SqliteStore),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+macro_rules! logins {
+    ($db:ty, $locked:expr) => {
+        use super::*;
+
+        pub async fn read<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            server: &str,
+            locked: bool,
+        ) -> Result<Option<SealedLogin>> {
+            let query = if locked { $locked } else { READ };
+            let row: Option<(Vec<u8>, String)> = sqlx::query_as(query)
+                .bind(server)
+                .fetch_optional(ex)
+                .await?;
+            Ok(row.map(|(sealed, key_id)| SealedLogin { sealed, key_id }))
+        }
+
+        pub async fn save<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            server: &str,
+            login: &SealedLogin,
+        ) -> Result<()> {
+            sqlx::query(UPSERT)
+                .bind(server)
+                .bind(&login.sealed)
+                .bind(&login.key_id)
+                .bind(now())
+                .execute(ex)
+                .await?;
+            Ok(())
+        }
+
+        pub async fn delete<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            server: &str,
+        ) -> Result<bool> {
+            let done = sqlx::query(DELETE).bind(server).execute(ex).await?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub async fn start(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            state_hash: &str,
+            server: &str,
+            login: &SealedLogin,
+            expires_at: &str,
+        ) -> Result<()> {
+            sqlx::query(EXPIRED_STARTS)
+                .bind(now())
+                .execute(&mut **tx)
+                .await?;
+            sqlx::query(START)
+                .bind(state_hash)
+                .bind(server)
+                .bind(&login.sealed)
+                .bind(&login.key_id)
+                .bind(expires_at)
+                .execute(&mut **tx)
+                .await?;
+            Ok(())
+        }
+
+        pub async fn take_start<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            state_hash: &str,
+        ) -> Result<Option<(String, SealedLogin)>> {
+            let row: Option<(String, Vec<u8>, String)> = sqlx::query_as(TAKE_START)
+                .bind(state_hash)
+                .bind(now())
+                .fetch_optional(ex)
+                .await?;
+            Ok(row.map(|(server, sealed, key_id)| (server, SealedLogin { sealed, key_id })))
+        }
+    };
+}
+
+mod on_sqlite {
+    logins!(sqlx::Sqlite, READ);
+}
+
+mod on_postgres {
+    logins!(sqlx::Postgres, READ_LOCKED);
+}
+
+impl Store {
+    /// The login to `server`, if any.
+    pub async fn login(&self, server: &str) -> Result<Option<SealedLogin>> {
+        measured(self.backend_name(), "login", self.timeout, async {
+            match &self.backend {
+                Backend::Sqlite(db) => on_sqlite::read(db.pool(), server, false).await,
+                Backend::Postgres(db) => on_postgres::read(db.pool(), server, false).await,
+            }
+        })
+        .await
+    }
+
+    /// The login to `server` read under its lock, held until the lock is saved or released:
+    /// another instance's [`Self::lock_login`] of the same server waits meanwhile.
+    pub async fn lock_login(&self, server: &str) -> Result<(LoginLock, Option<SealedLogin>)> {
+        measured(self.backend_name(), "lock_login", self.timeout, async {
+            let (tx, found) = match &self.backend {
+                Backend::Sqlite(db) => {
+                    let found = on_sqlite::read(db.pool(), server, false).await?;
+                    (Tx::Sqlite(db.clone()), found)
+                }
+                Backend::Postgres(db) => {
+                    let mut tx = db.tx().await?;
+                    let found = on_postgres::read(&mut *tx, server, true).await?;
+                    (Tx::Postgres(tx), found)
+                }
+            };
+            let lock = LoginLock {
+                tx,
+                server: server.to_string(),
+                timeout: self.timeout,
+            };
+            Ok((lock, found))
+        })
+        .await
+    }
+
+    /// Stores the login to `server`, replacing any.
+    pub async fn save_login(&self, server: &str, login: &SealedLogin) -> Result<()> {
+        let (lock, _) = self.lock_login(server).await?;
+        lock.save(login).await
+    }
+
+    /// Deletes the login to `server`; whether there was one.
+    pub async fn delete_login(&self, server: &str) -> Result<bool> {
+        measured(self.backend_name(), "delete_login", self.timeout, async {
+            match &self.backend {
+                Backend::Sqlite(db) => {
+                    let mut tx = db.write_tx().await?;
+                    let deleted = on_sqlite::delete(&mut *tx, server).await?;
+                    tx.commit().await?;
+                    Ok(deleted)
+                }
+                Backend::Postgres(db) => on_postgres::delete(db.pool(), server).await,
+            }
+        })
+        .await
+    }
+
+    /// Keeps a login begun for `server` under its state's hash until `expires_at`, and deletes
+    /// those that expired.
+    pub async fn start_login(
+        &self,
+        state_hash: &str,
+        server: &str,
+        login: &SealedLogin,
+        expires_at: &str,
+    ) -> Result<()> {
+        measured(self.backend_name(), "start_login", self.timeout, async {
+            match &self.backend {
+                Backend::Sqlite(db) => {
+                    let mut tx = db.write_tx().await?;
+                    on_sqlite::start(&mut tx, state_hash, server, login, expires_at).await?;
+                    Ok(tx.commit().await?)
+                }
+                Backend::Postgres(db) => {
+                    let mut tx = db.tx().await?;
+                    on_postgres::start(&mut tx, state_hash, server, login, expires_at).await?;
+                    Ok(tx.commit().await?)
+                }
+            }
+        })
+        .await
+    }
+
+    /// The login begun under `state_hash`, taken (it is found once), unless it expired.
+    pub async fn take_login_start(
+        &self,
+        state_hash: &str,
+    ) -> Result<Option<(String, SealedLogin)>> {
+        measured(
+            self.backend_name(),
+            "take_login_start",
+            self.timeout,
+            async {
+                match &self.backend {
+                    Backend::Sqlite(db) => {
+                        let mut tx = db.write_tx().await?;
+                        let found = on_sqlite::take_start(&mut *tx, state_hash).await?;
+                        tx.commit().await?;
+                        Ok(found)
+                    }
+                    Backend::Postgres(db) => on_postgres::take_start(db.pool(), state_hash).await,
+                }
+            },
+        )
+        .await
+    }
+}
+
+impl LoginLock {
+    /// Stores `login` and lets the lock go.
+    pub async fn save(self, login: &SealedLogin) -> Result<()> {
+        let backend = self.backend_name();
+        let server = self.server;
+        measured(backend, "save_login", self.timeout, async move {
+            match self.tx {
+                Tx::Sqlite(db) => {
+                    let mut tx = db.write_tx().await?;
+                    on_sqlite::save(&mut *tx, &server, login).await?;
+                    Ok(tx.commit().await?)
+                }
+                Tx::Postgres(mut tx) => {
+                    on_postgres::save(&mut *tx, &server, login).await?;
+                    Ok(tx.commit().await?)
+                }
+            }
+        })
+        .await
+    }
+
+    /// Deletes the login (a refused refresh ended it) and lets the lock go.
+    pub async fn delete(self) -> Result<bool> {
+        let backend = self.backend_name();
+        let server = self.server;
+        measured(backend, "delete_login", self.timeout, async move {
+            match self.tx {
+                Tx::Sqlite(db) => {
+                    let mut tx = db.write_tx().await?;
+                    let deleted = on_sqlite::delete(&mut *tx, &server).await?;
+                    tx.commit().await?;
+                    Ok(deleted)
+                }
+                Tx::Postgres(mut tx) => {
+                    let deleted = on_postgres::delete(&mut *tx, &server).await?;
+                    tx.commit().await?;
+                    Ok(deleted)
+                }
+            }
+        })
+        .await
+    }
+
+    /// Lets the lock go, changing nothing.
+    pub async fn release(self) {
+        if let Tx::Postgres(tx) = self.tx {
+            let _ = tx.rollback().await;
+        }
+    }
+
+    fn backend_name(&self) -> &'static str {
+        match self.tx {
+            Tx::Sqlite(_) => "sqlite",
+            Tx::Postgres(_) => "postgresql",
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The declared servers as the servers page shows them (connected, needs login, refused,
+//! unreachable), and their logins: begun by Connect, finished by the callback (which finds its
+//! server by the login it took, not by anything the redirect says), ended by Disconnect.
+
+use std::sync::Arc;
+
+use subtle::ConstantTimeEq as _;
+
+use super::McpServers;
+use super::connection::Server;
+use super::oauth::login::digest;
+use super::oauth::saved::Pending;
+use super::oauth::{Callback, Status};
+
+/// A declared server's state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerState {
+    pub name: String,
+    /// Its URL, without a query (which may hold a key).
+    pub url: String,
+    /// It needs a login (`auth = "oauth"`).
+    pub login: bool,
+    /// `connected`, `needs_login`, `refused`, `unreachable` or `connecting`.
+    pub state: &'static str,
+    /// Why it is not connected, in words.
+    pub reason: Option<String>,
+    /// The tools it offers now.
+    pub tools: usize,
+}
+
+/// Why a login could not be begun or finished.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LoginError {
+    /// No such server, or it needs no login (the name, the rule).
+    NotFound(String),
+    /// The request itself is wrong (a state unknown, used or expired; another browser).
+    Invalid(String),
+    /// The authorization server, or the store, could not be reached.
+    Unavailable(String),
+}
+
+impl McpServers {
+    /// Every declared server, by name.
+    pub fn states(&self) -> Vec<ServerState> {
+        let mut states: Vec<ServerState> =
+            self.servers().iter().map(|server| state(server)).collect();
+        let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, (table, why)) in refused.iter() {
+            states.push(ServerState {
+                name: name.clone(),
+                url: bare(&table.url),
+                login: table.oauth.is_some(),
+                state: "refused",
+                reason: Some(why.clone()),
+                tools: 0,
+            });
+        }
+        states.sort_by(|a, b| a.name.cmp(&b.name));
+        states
+    }
+
+    fn served(&self, name: &str) -> Result<Arc<Server>, LoginError> {
+        let server = self.servers().into_iter().find(|s| s.declared.name == name);
+        let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, why)) = refused.get(name) {
+            return Err(LoginError::Unavailable(format!("mcp.{name}: {why}")));
+        }
+        let server = server.ok_or_else(|| {
+            LoginError::NotFound(format!("name: no MCP server {name:?} is declared"))
+        })?;
+        if server.auth().is_none() {
+            return Err(LoginError::NotFound(format!(
+                "name: mcp.{name} needs no login (it does not say auth = \"oauth\")"
+            )));
+        }
+        Ok(server)
+    }
+
+    /// Begins a login of `name` for the browser holding the cookie `browser`, coming back to
+    /// `redirect_uri`: the authorization URL to send that browser to.
+    pub async fn begin_login(
+        &self,
+        name: &str,
+        redirect_uri: &str,
+        browser: &str,
+    ) -> Result<url::Url, LoginError> {
+        let server = self.served(name)?;
+        let auth = server.auth().expect("served() checked it");
+        auth.begin(redirect_uri, browser)
+            .await
+            .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))
+    }
+
+    /// Finishes the login whose `state` the redirect `callback` carries, from the browser
+    /// holding the cookie `browser`: the server it was for, its tools listed again.
+    pub async fn finish_login(
+        &self,
+        callback: Callback,
+        browser: Option<&str>,
+    ) -> Result<String, LoginError> {
+        let invalid = |why: &str| LoginError::Invalid(why.to_string());
+        let state = callback
+            .state
+            .clone()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| invalid("state: missing"))?;
+        let logins = self
+            .logins
+            .as_ref()
+            .ok_or_else(|| invalid("state: no login was begun here"))?;
+        let (name, row) = logins
+            .store
+            .take_login_start(&digest(&state))
+            .await
+            .map_err(|e| LoginError::Unavailable(format!("the login could not be read: {e}")))?
+            .ok_or_else(|| {
+                invalid("state: no such login (unknown, already used, or older than ten minutes)")
+            })?;
+        let server = self.served(&name)?;
+        let keeper = self
+            .keeper(&name)
+            .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))?;
+        let pending: Pending = keeper
+            .open(&row)
+            .map_err(|why| invalid(&format!("state: {why}")))?;
+        let same_browser = browser.is_some_and(|cookie| {
+            bool::from(digest(cookie).as_bytes().ct_eq(pending.browser.as_bytes()))
+        });
+        if !same_browser {
+            return Err(invalid(
+                "cookie: this login was begun in another browser (or its cookie was lost)",
+            ));
+        }
+        let auth = server.auth().expect("served() checked it");
+        auth.complete(pending, callback)
+            .await
+            .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))?;
+        tracing::info!("MCP server {name}: logged in");
+        server.relist();
+        Ok(name)
+    }
+
+    /// Ends the login of `name`: revoked where its issuer can, deleted, its tools withdrawn.
+    pub async fn disconnect(&self, name: &str) -> Result<(), LoginError> {
+        let server = self.served(name)?;
+        let auth = server.auth().expect("served() checked it");
+        auth.disconnect()
+            .await
+            .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))?;
+        server.forget_session().await;
+        tracing::info!("MCP server {name}: disconnected");
+        Ok(())
+    }
+}
+
+fn state(server: &Server) -> ServerState {
+    let (connected, failure) = server.health();
+    let login = server.auth().map(|auth| auth.status());
+    let (state, reason) = match (&login, connected, failure) {
+        (Some(Status::NeedsLogin(why)), _, _) => ("needs_login", Some(why.clone())),
+        (_, true, _) => ("connected", None),
+        (_, false, Some(why)) if why.contains("refuse") => ("refused", Some(why)),
+        (_, false, Some(why)) => ("unreachable", Some(why)),
+        (_, false, None) => ("connecting", None),
+    };
+    ServerState {
+        name: server.declared.name.clone(),
+        url: bare(&server.declared.url),
+        login: login.is_some(),
+        state,
+        reason,
+        tools: if connected { server.tools().len() } else { 0 },
+    }
+}
+
+fn bare(url: &url::Url) -> String {
+    let mut url = url.clone();
+    url.set_query(None);
+    let _ = url.set_password(None);
+    let _ = url.set_username("");
+    url.to_string()
+}

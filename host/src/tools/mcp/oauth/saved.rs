@@ -1,0 +1,133 @@
+//! What a login keeps in the store, sealed ([`super::sealed`]): a [`Saved`] login (its tokens,
+//! its client, where its issuer is), and a [`Pending`] one begun by Connect until its callback.
+//! Plain JSON inside the seal; nothing here is ever logged or exported.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use super::client::{AuthMethod, Identity};
+use super::discovery::Discovered;
+use super::sealed::SealKey;
+use super::token::Tokens;
+use crate::config::Secret;
+use crate::store::Store;
+use crate::store::logins::SealedLogin;
+
+/// Where a served server's login is kept: the store, the key, the server's name.
+#[derive(Clone)]
+pub struct Keeper {
+    pub store: Store,
+    pub key: Arc<SealKey>,
+    pub name: String,
+}
+
+impl Keeper {
+    pub fn seal<T: Serialize>(&self, value: &T) -> SealedLogin {
+        let json = serde_json::to_vec(value).expect("a login serialises");
+        SealedLogin {
+            sealed: self.key.seal(&self.name, &json),
+            key_id: self.key.id.clone(),
+        }
+    }
+
+    /// What `row` holds; why not, in words, when it cannot be opened.
+    pub fn open<T: for<'de> Deserialize<'de>>(&self, row: &SealedLogin) -> Result<T, String> {
+        if row.key_id != self.key.id {
+            return Err("its login was sealed under another key (CHATD_SECRET_KEY changed)".into());
+        }
+        let plain = self
+            .key
+            .open(&self.name, &row.sealed)
+            .ok_or("its stored login does not open (damaged)")?;
+        serde_json::from_slice(&plain).map_err(|_| "its stored login is not readable".into())
+    }
+}
+
+/// The client of a login, as kept.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct SavedClient {
+    pub client_id: String,
+    pub client_secret: Option<String>,
+    pub method: AuthMethod,
+    pub registered_for: Option<String>,
+}
+
+impl From<&Identity> for SavedClient {
+    fn from(identity: &Identity) -> Self {
+        Self {
+            client_id: identity.client_id.clone(),
+            client_secret: identity.client_secret.as_ref().map(|s| s.expose().into()),
+            method: identity.method,
+            registered_for: identity.registered_for.clone(),
+        }
+    }
+}
+
+impl SavedClient {
+    pub fn identity(&self) -> Identity {
+        Identity {
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone().map(Secret::new),
+            method: self.method,
+            registered_for: self.registered_for.clone(),
+        }
+    }
+}
+
+/// A login: everything a request, a refresh, a revocation and the next login need.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Saved {
+    /// The server's URL it is for: a changed URL needs a new login.
+    pub url: String,
+    pub discovered: Discovered,
+    pub client: SavedClient,
+    pub access: String,
+    pub refresh: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub expires_at: Option<u64>,
+    pub scope: Option<String>,
+}
+
+impl Saved {
+    pub fn new(url: &str, discovered: &Discovered, identity: &Identity, tokens: &Tokens) -> Self {
+        Self {
+            url: url.to_string(),
+            discovered: discovered.clone(),
+            client: identity.into(),
+            access: tokens.access.expose().to_string(),
+            refresh: tokens.refresh.as_ref().map(|s| s.expose().to_string()),
+            expires_at: tokens.expires.and_then(|at| {
+                at.duration_since(SystemTime::UNIX_EPOCH)
+                    .ok()
+                    .map(|d| d.as_secs())
+            }),
+            scope: tokens.scope.clone(),
+        }
+    }
+
+    pub fn tokens(&self) -> Tokens {
+        Tokens {
+            access: Secret::new(self.access.clone()),
+            refresh: self.refresh.clone().map(Secret::new),
+            expires: self
+                .expires_at
+                .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs)),
+            scope: self.scope.clone(),
+        }
+    }
+}
+
+/// A login begun by Connect: what its callback needs to finish it.
+#[derive(Serialize, Deserialize)]
+pub struct Pending {
+    pub url: String,
+    pub discovered: Discovered,
+    pub client: SavedClient,
+    pub redirect_uri: String,
+    pub verifier: String,
+    pub scope: Option<String>,
+    /// The SHA-256 (hex) of the browser's cookie: the callback must come from that browser.
+    pub browser: String,
+}
