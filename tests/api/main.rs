@@ -25,6 +25,7 @@ mod limits;
 mod live_replies;
 #[path = "../common/mcp.rs"]
 mod mcp;
+mod mcp_oauth;
 mod mcp_server;
 mod mcp_tools;
 mod models_titles;

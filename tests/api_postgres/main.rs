@@ -36,6 +36,9 @@ mod limits;
 mod live_replies;
 #[path = "../common/mcp.rs"]
 mod mcp;
+mod mcp_logins;
+#[path = "../api/mcp_oauth.rs"]
+mod mcp_oauth;
 #[path = "../api/mcp_server.rs"]
 mod mcp_server;
 #[path = "../api/models_titles.rs"]

@@ -47,10 +47,25 @@ pub struct McpServer {
 impl McpServer {
     /// Starts one; `key`: the Bearer key it requires. `None` when there is no SDK here.
     pub fn start(key: Option<&str>, stateless: bool) -> Option<Self> {
+        Self::start_script("server.py", key, stateless)
+    }
+
+    /// Starts `tests/mcp/oauth_server.py`: a server that needs a login, with the SDK's own
+    /// authorization server (its `/test/…` routes at [`Self::origin`]).
+    pub fn start_oauth() -> Option<Self> {
+        Self::start_script("oauth_server.py", None, true)
+    }
+
+    /// Its scheme, host and port.
+    pub fn origin(&self) -> String {
+        self.url.trim_end_matches("/mcp").to_string()
+    }
+
+    fn start_script(name: &str, key: Option<&str>, stateless: bool) -> Option<Self> {
         let python = python()?;
         let mut command = Command::new(python);
         command
-            .arg(script("server.py"))
+            .arg(script(name))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .env_remove("MCP_TEST_KEY");

@@ -55,11 +55,13 @@ impl Identity {
         let secret = self.client_secret.as_ref().map(|s| s.expose().to_string());
         match (self.method, secret) {
             (AuthMethod::Basic, Some(secret)) => {
-                // RFC 6749 §2.3.1: each form-encoded before they are joined.
+                // RFC 6749 §2.3.1: each form-encoded before they are joined. The id goes in the
+                // form too (§3.2.1 allows it), which some servers require, the MCP SDK's among them.
                 let id = form_encode(&self.client_id);
                 let pair = format!("{id}:{}", form_encode(&secret));
                 let basic = base64::engine::general_purpose::STANDARD.encode(pair);
-                (Some(format!("Basic {basic}")), Vec::new())
+                let fields = vec![("client_id", self.client_id.clone())];
+                (Some(format!("Basic {basic}")), fields)
             }
             (AuthMethod::Post, Some(secret)) => (
                 None,
@@ -227,7 +229,7 @@ mod tests {
         let (basic, form) = identity(AuthMethod::Basic).credentials();
         // base64("id%3A1:s%262")
         assert_eq!(basic.as_deref(), Some("Basic aWQlM0ExOnMlMjYy"));
-        assert!(form.is_empty());
+        assert_eq!(form, vec![("client_id", "id:1".to_string())]);
         let (header, form) = identity(AuthMethod::Post).credentials();
         assert!(header.is_none());
         assert_eq!(form[1], ("client_secret", "s&2".to_string()));

@@ -1,0 +1,274 @@
+//! MCP servers that need a login (`auth = "oauth"`), against a real one:
+//! `tests/mcp/oauth_server.py`, the official Python SDK's authorization server and bearer check
+//! over an in-memory provider that approves at once (`crate::mcp`). Connect begins the login,
+//! the authorization server's redirect reaches the callback with the cookie Connect set, and
+//! the server's tools appear; an expired access token is refreshed silently; a restart keeps
+//! the login; Disconnect revokes it and takes the tools away; the login is sealed at rest; the
+//! callback refuses what it did not begin.
+
+use std::path::PathBuf;
+
+use chatd::plugins::testing::{Reply, ScriptedUpstream};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::live_replies::{self, A, Wire, ask, call, text};
+use crate::mcp::McpServer;
+use crate::support::{Options, TestServer, on_postgres, write_config};
+
+pub const TOOL: &str = "mcp__t__add";
+
+/// The test server's counts: token requests by grant type, registrations, revocations.
+pub async fn stats(mcp: &McpServer) -> Value {
+    reqwest::get(format!("{}/test/stats", mcp.origin()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Two rounds per chat, `chats` times: the model calls `add`, then says "Done.".
+pub fn calls(wire: Wire, chats: usize) -> Vec<(&'static str, Reply)> {
+    let mut replies = Vec::new();
+    for _ in 0..chats {
+        let args = r#"{"a":2,"b":3}"#;
+        replies.push((
+            wire.route,
+            live_replies::paced(wire, &[call("call_1", TOOL, args)]),
+        ));
+        replies.push((wire.route, live_replies::paced(wire, &[text(&["Done."])])));
+    }
+    replies
+}
+
+/// A server with `[mcp.t]` needing a login at `mcp`, its data in `dir` (kept across restarts).
+pub async fn serve(
+    upstream: &ScriptedUpstream,
+    mcp: &McpServer,
+    dir: &std::sync::Arc<tempfile::TempDir>,
+) -> TestServer {
+    let config = format!("[mcp.t]\nurl = \"{}\"\nauth = \"oauth\"\n", mcp.url);
+    let path: PathBuf = write_config(dir.path(), &config);
+    // On SQLite the key is the data folder's key file; PostgreSQL needs CHATD_SECRET_KEY.
+    let mut args = Vec::new();
+    if on_postgres() {
+        args = vec!["--chatd-secret-key".into(), "k".repeat(40)];
+    }
+    let options = Options {
+        config: Some(path),
+        dir: Some(dir.clone()),
+        args,
+        ..Options::default()
+    };
+    live_replies::server(A, upstream, options).await
+}
+
+/// Waits (up to 60 s, change by change) until `TOOL` is offered (`present`) or not.
+pub async fn listed(server: &TestServer, present: bool) {
+    let tools = &server.state.tools;
+    let mut changed = tools.changed();
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while tools.names().iter().any(|n| n == TOOL) != present {
+            changed.changed().await.expect("the tools are alive");
+        }
+    })
+    .await;
+    assert!(
+        waited.is_ok(),
+        "timed out waiting until {TOOL} listed = {present}"
+    );
+}
+
+async fn state_of(server: &TestServer) -> Value {
+    let (status, body) = server.get("/v1/mcp-servers").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["data"][0].clone()
+}
+
+/// Connect as the web client does, then the browser's part: the authorization server's
+/// redirect, followed to chatd's callback with the cookie Connect set.
+pub async fn connect(server: &TestServer) -> reqwest::Response {
+    let res = server.open("/v1/mcp-servers/t/connect", None, &[]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Lax")
+            && cookie.contains("Path=/v1/mcp-servers/callback"),
+        "{cookie}"
+    );
+    let body: Value = res.json().await.unwrap();
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let approved = browser
+        .get(body["authorizationUrl"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), StatusCode::FOUND);
+    let callback = approved.headers()["location"].to_str().unwrap().to_string();
+    assert!(
+        callback.starts_with(&format!("{}/v1/mcp-servers/callback?", server.base)),
+        "{callback}"
+    );
+    let value = cookie.split(';').next().unwrap().to_string();
+    browser
+        .get(callback)
+        .header("cookie", value)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A chat whose model calls the server's `add`: its tool result.
+async fn add(server: &TestServer) -> Value {
+    let mut stream = ask(server, A, "2 + 3?").await;
+    stream.expect("meta").await;
+    stream.expect("tool_call").await;
+    let terminal = stream.expect("tool_call").await.data;
+    stream.rest().await;
+    terminal
+}
+
+#[tokio::test]
+async fn connect_logs_in_and_the_login_is_refreshed_kept_and_disconnected() {
+    let Some(mcp) = McpServer::start_oauth() else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start(calls(A, 2)).await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let server = serve(&upstream, &mcp, &dir).await;
+    let before = state_of(&server).await;
+    assert_eq!(before["login"], true);
+    assert_eq!(before["state"], "needs_login", "{before}");
+
+    let done = connect(&server).await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        done.headers()["location"],
+        format!("{}/#/mcp-servers", server.base)
+    );
+    listed(&server, true).await;
+    assert_eq!(state_of(&server).await["state"], "connected");
+    let first = add(&server).await;
+    assert_eq!(first["status"], "completed", "{first}");
+    assert_eq!(first["resultPreview"], "5");
+    assert_eq!(stats(&mcp).await["authorization_code"], 1);
+
+    // The access token stops working: the next call is refused once, refreshed, and passes.
+    reqwest::Client::new()
+        .post(format!("{}/test/expire", mcp.origin()))
+        .send()
+        .await
+        .unwrap();
+    let after = add(&server).await;
+    assert_eq!(after["status"], "completed", "{after}");
+    let counts = stats(&mcp).await;
+    assert_eq!(counts["refresh_token"], 1, "{counts}");
+    assert_eq!(counts["authorization_code"], 1, "{counts}");
+
+    // Sealed at rest: the database holds no token the server gave.
+    let (status, tokens) = (StatusCode::OK, sealed_canary(&server).await);
+    assert_eq!(status, StatusCode::OK);
+    assert!(tokens, "the login row is there, and sealed");
+
+    // A restart keeps the login.
+    server.stop().await;
+    let upstream = ScriptedUpstream::start(calls(A, 0)).await;
+    let server = serve(&upstream, &mcp, &dir).await;
+    listed(&server, true).await;
+    assert_eq!(stats(&mcp).await["authorization_code"], 1);
+
+    // Disconnect revokes the login, takes the tools away, and a restart does not bring them.
+    let res = server.open("/v1/mcp-servers/t/disconnect", None, &[]).await;
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    listed(&server, false).await;
+    assert_eq!(state_of(&server).await["state"], "needs_login");
+    assert_eq!(stats(&mcp).await["revocations"], 1);
+    server.stop().await;
+    let server = serve(&upstream, &mcp, &dir).await;
+    let state = state_of(&server).await;
+    assert!(
+        state["state"] == "needs_login" || state["state"] == "connecting",
+        "{state}"
+    );
+    server.stop().await;
+}
+
+/// Whether the login row is stored, and none of its bytes spell a token the test server
+/// issued (they all start `at-` or `rt-`, then 32 characters).
+async fn sealed_canary(server: &TestServer) -> bool {
+    let row = server.store.login("t").await.unwrap();
+    let Some(row) = row else { return false };
+    let text = String::from_utf8_lossy(&row.sealed);
+    !text.contains("at-") && !text.contains("rt-") && !row.key_id.is_empty()
+}
+
+#[tokio::test]
+async fn the_callback_refuses_what_it_did_not_begin() {
+    let Some(mcp) = McpServer::start_oauth() else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start(calls(A, 0)).await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let server = serve(&upstream, &mcp, &dir).await;
+    let plain = reqwest::Client::new();
+    let callback = format!("{}/v1/mcp-servers/callback", server.base);
+    for (query, cookie, expected) in [
+        ("code=x", "", "state: missing"),
+        (
+            "code=x&state=made-up",
+            "chatd_mcp_login=y",
+            "state: no such login",
+        ),
+    ] {
+        let res = plain
+            .get(format!("{callback}?{query}"))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        let body: Value = res.json().await.unwrap();
+        assert!(
+            body["message"].as_str().unwrap().starts_with(expected),
+            "{body}"
+        );
+    }
+    // A login begun here, finished by another browser (no cookie, or another one): refused,
+    // and the state is spent.
+    let res = server.open("/v1/mcp-servers/t/connect", None, &[]).await;
+    let body: Value = res.json().await.unwrap();
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let approved = browser
+        .get(body["authorizationUrl"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let location = approved.headers()["location"].to_str().unwrap().to_string();
+    let other = plain
+        .get(&location)
+        .header("cookie", "chatd_mcp_login=someone-else")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), StatusCode::BAD_REQUEST);
+    let body: Value = other.json().await.unwrap();
+    assert!(
+        body["message"].as_str().unwrap().starts_with("cookie:"),
+        "{body}"
+    );
+    let again = plain.get(&location).send().await.unwrap();
+    assert_eq!(again.status(), StatusCode::BAD_REQUEST);
+    // Names: unknown, and one that needs no login.
+    let (status, body) = server.post("/v1/mcp-servers/nope/connect", json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(stats(&mcp).await["authorization_code"], 0);
+    server.stop().await;
+}

@@ -1,0 +1,188 @@
+"""An MCP server that needs a login, on the official Python SDK's authorization support
+(`mcp`, pinned in .ci/run): the SDK's authorization server routes (metadata, dynamic
+registration, authorize, token, revoke) and its bearer check in front of the MCP endpoint, over
+an in-memory provider that approves every authorization at once (the redirect goes straight
+back with a code). Streamable HTTP on 127.0.0.1, a free port (or MCP_TEST_PORT), announced on
+stdout as `listening http://127.0.0.1:PORT/mcp`.
+
+Refresh tokens rotate, and a rotated one presented again revokes its whole grant, as servers
+that detect refresh-token reuse do. `GET /test/stats` says how many token requests (by grant
+type), registrations and revocations were made; `POST /test/expire` makes every access token
+issued so far stop working (its next use is a 401), as an expiry does. Tools: `add`, `whoami`
+(the scopes its token has).
+"""
+
+import os
+import secrets
+import socket
+import time
+
+import uvicorn
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+SCOPE = "tools"
+STATS = {"authorization_code": 0, "refresh_token": 0, "registrations": 0, "revocations": 0}
+
+
+class Provider:
+    """Every authorization approved; tokens, codes and clients in memory."""
+
+    def __init__(self):
+        self.clients = {}
+        self.codes = {}
+        self.access = {}
+        self.refresh = {}
+        self.used_refresh = set()
+        self.grants = {}  # token -> grant id, so reuse can revoke a whole grant
+
+    async def get_client(self, client_id):
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull):
+        STATS["registrations"] += 1
+        # The server assigns the form (RFC 7591 lets it), and the client must follow what the
+        # registration answer says: the SDK's revocation endpoint reads the secret from the form.
+        if client_info.client_secret:
+            client_info.token_endpoint_auth_method = "client_secret_post"
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client, params: AuthorizationParams):
+        code = secrets.token_urlsafe(24)
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or [SCOPE],
+            expires_at=time.time() + 300,
+            client_id=client.client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+        )
+        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+
+    async def load_authorization_code(self, client, authorization_code):
+        return self.codes.get(authorization_code)
+
+    def _issue(self, client_id, scopes, resource, grant):
+        access = "at-" + secrets.token_urlsafe(24)
+        refresh = "rt-" + secrets.token_urlsafe(24)
+        ttl = int(os.environ.get("MCP_TEST_TOKEN_TTL", "3600"))
+        self.access[access] = AccessToken(
+            token=access,
+            client_id=client_id,
+            scopes=scopes,
+            expires_at=int(time.time()) + ttl,
+            resource=resource,
+        )
+        self.refresh[refresh] = RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, resource=resource
+        )
+        self.grants[access] = self.grants[refresh] = grant
+        return OAuthToken(
+            access_token=access,
+            expires_in=ttl,
+            scope=" ".join(scopes),
+            refresh_token=refresh,
+        )
+
+    async def exchange_authorization_code(self, client, authorization_code):
+        STATS["authorization_code"] += 1
+        self.codes.pop(authorization_code.code, None)
+        return self._issue(
+            client.client_id,
+            authorization_code.scopes,
+            authorization_code.resource,
+            secrets.token_hex(8),
+        )
+
+    async def load_refresh_token(self, client, refresh_token):
+        if refresh_token in self.used_refresh:
+            # Reuse of a rotated refresh token: the whole grant is revoked.
+            self._revoke_grant(self.grants.get(refresh_token))
+            return None
+        return self.refresh.get(refresh_token)
+
+    async def exchange_refresh_token(self, client, refresh_token, scopes):
+        STATS["refresh_token"] += 1
+        if not refresh_token.resource:
+            raise TokenError("invalid_grant", "the refresh lost its resource")
+        self.refresh.pop(refresh_token.token, None)
+        self.used_refresh.add(refresh_token.token)
+        grant = self.grants.get(refresh_token.token)
+        return self._issue(
+            client.client_id, scopes or refresh_token.scopes, refresh_token.resource, grant
+        )
+
+    async def load_access_token(self, token):
+        access = self.access.get(token)
+        if access and access.expires_at and access.expires_at < time.time():
+            return None
+        return access
+
+    async def revoke_token(self, token):
+        STATS["revocations"] += 1
+        self._revoke_grant(self.grants.get(token.token))
+
+    def _revoke_grant(self, grant):
+        for store in (self.access, self.refresh):
+            for token in [t for t in store if self.grants.get(t) == grant]:
+                del store[token]
+
+
+def main():
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", int(os.environ.get("MCP_TEST_PORT", "0"))))
+    sock.listen(128)
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    provider = Provider()
+    server = MCPServer(
+        "chatd-oauth-test-server",
+        auth_server_provider=provider,
+        auth=AuthSettings(
+            issuer_url=base,
+            resource_server_url=f"{base}/mcp",
+            required_scopes=[SCOPE],
+            client_registration_options=ClientRegistrationOptions(
+                enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
+            ),
+            revocation_options=RevocationOptions(enabled=True),
+            validate_token_resource=True,
+        ),
+    )
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Adds two integers."""
+        return a + b
+
+    @server.custom_route("/test/stats", methods=["GET"])
+    async def stats(request: Request):
+        return JSONResponse(STATS)
+
+    @server.custom_route("/test/expire", methods=["POST"])
+    async def expire(request: Request):
+        for token in provider.access.values():
+            token.expires_at = 1
+        return JSONResponse({"expired": len(provider.access)})
+
+    app = server.streamable_http_app(stateless_http=True)
+    print(f"listening {base}/mcp", flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
