@@ -170,10 +170,31 @@ async fn connect_logs_in_and_the_login_is_refreshed_kept_and_disconnected() {
     assert_eq!(counts["refresh_token"], 1, "{counts}");
     assert_eq!(counts["authorization_code"], 1, "{counts}");
 
-    // Sealed at rest: the database holds no token the server gave.
-    let (status, tokens) = (StatusCode::OK, sealed_canary(&server).await);
-    assert_eq!(status, StatusCode::OK);
-    assert!(tokens, "the login row is there, and sealed");
+    // Sealed at rest: the database holds no token the server gave; the export leaves logins
+    // out, and no token is in it (the chats' transcripts included) or in any answer.
+    assert!(
+        sealed_canary(&server).await,
+        "the login row is there, and sealed"
+    );
+    let issued: Vec<String> = reqwest::get(format!("{}/test/tokens", mcp.origin()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    chatd::store::transfer::export(&server.database_url, &mut seen)
+        .await
+        .unwrap();
+    let mut seen = String::from_utf8(seen).unwrap();
+    assert!(seen.contains("\"5\""), "the transcripts are exported");
+    assert!(!seen.contains("mcp_login"));
+    for path in ["/v1/mcp-servers", "/v1/chat-tools", "/v1/chats"] {
+        seen.push_str(&server.get(path).await.1.to_string());
+    }
+    for token in &issued {
+        assert!(!seen.contains(token.as_str()), "a token was seen");
+    }
 
     // A restart keeps the login.
     server.stop().await;

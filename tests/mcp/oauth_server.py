@@ -7,7 +7,8 @@ stdout as `listening http://127.0.0.1:PORT/mcp`.
 
 Refresh tokens rotate, and a rotated one presented again revokes its whole grant, as servers
 that detect refresh-token reuse do. `GET /test/stats` says how many token requests (by grant
-type), registrations and revocations were made; `POST /test/expire` makes every access token
+type), registrations and revocations were made; `GET /test/tokens` lists every token issued
+(for canary scans); `POST /test/expire` makes every access token
 issued so far stop working (its next use is a 401), as an expiry does. Tools: `add`, `whoami`
 (the scopes its token has).
 """
@@ -171,6 +172,11 @@ def main():
     @server.custom_route("/test/stats", methods=["GET"])
     async def stats(request: Request):
         return JSONResponse(STATS)
+
+    @server.custom_route("/test/tokens", methods=["GET"])
+    async def tokens(request: Request):
+        # Every token issued, for the tests' canary scans.
+        return JSONResponse(sorted(provider.grants))
 
     @server.custom_route("/test/expire", methods=["POST"])
     async def expire(request: Request):

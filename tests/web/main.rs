@@ -17,6 +17,9 @@ mod cross_site;
 mod harness;
 mod history;
 mod keyboard;
+#[path = "../common/mcp.rs"]
+mod mcp;
+mod mcp_login;
 mod parsers;
 #[path = "../common/process.rs"]
 mod process;

@@ -77,6 +77,8 @@ export function mountMcp(container, app) {
       if (gone) return;
       clear(list, data.length ? data.map(row) : h('li.empty', {}, 'No MCP server is declared ([mcp.NAME] in the configuration file).'));
       list.dataset.loaded = 'true';
+      // A server still connecting (a login just finished, its tools being listed): look again.
+      if (data.some((s) => s.state === 'connecting')) setTimeout(() => gone || load(), 1000);
     } catch (err) {
       if (!gone) toast(`The MCP servers could not be listed: ${err.message}`, 'error');
     }

@@ -33,7 +33,6 @@ pub mod sealed;
 pub mod token;
 
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use url::Url;
@@ -48,8 +47,6 @@ use http::OAuthHttp;
 use saved::{Keeper, Saved};
 use token::Tokens;
 
-/// A token is refreshed when it ends within this.
-const REFRESH_MARGIN: Duration = Duration::from_secs(60);
 /// Logins in a row for more scope, with no request let in between, before chatd gives up.
 pub const MAX_STEP_UPS: u32 = 2;
 
@@ -231,7 +228,7 @@ impl Authorizer {
         if state
             .tokens
             .as_ref()
-            .is_some_and(|t| t.refresh.is_some() && t.expiring(REFRESH_MARGIN))
+            .is_some_and(|t| t.refresh.is_some() && t.due())
             && let Err(why) = self.refresh(&mut state).await
         {
             // The server's own refusal will tell whether a login is needed.

@@ -87,6 +87,9 @@ pub struct Saved {
     pub refresh: Option<String>,
     /// Seconds since the Unix epoch.
     pub expires_at: Option<u64>,
+    /// When to refresh, in seconds since the Unix epoch.
+    #[serde(default)]
+    pub refresh_at: Option<u64>,
     pub scope: Option<String>,
 }
 
@@ -98,11 +101,8 @@ impl Saved {
             client: identity.into(),
             access: tokens.access.expose().to_string(),
             refresh: tokens.refresh.as_ref().map(|s| s.expose().to_string()),
-            expires_at: tokens.expires.and_then(|at| {
-                at.duration_since(SystemTime::UNIX_EPOCH)
-                    .ok()
-                    .map(|d| d.as_secs())
-            }),
+            expires_at: tokens.expires.and_then(epoch_secs),
+            refresh_at: tokens.refresh_at.and_then(epoch_secs),
             scope: tokens.scope.clone(),
         }
     }
@@ -114,9 +114,18 @@ impl Saved {
             expires: self
                 .expires_at
                 .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs)),
+            refresh_at: self
+                .refresh_at
+                .map(|secs| SystemTime::UNIX_EPOCH + Duration::from_secs(secs)),
             scope: self.scope.clone(),
         }
     }
+}
+
+fn epoch_secs(at: SystemTime) -> Option<u64> {
+    at.duration_since(SystemTime::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs())
 }
 
 /// A login begun by Connect: what its callback needs to finish it.

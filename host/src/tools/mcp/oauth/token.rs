@@ -12,6 +12,9 @@ use super::client::Identity;
 use super::http::OAuthHttp;
 use crate::config::Secret;
 
+/// How long before its end an access token is refreshed (at most half its life).
+pub const REFRESH_BEFORE: Duration = Duration::from_secs(60);
+
 /// Tokens for one server.
 #[derive(Clone, Debug)]
 pub struct Tokens {
@@ -19,17 +22,22 @@ pub struct Tokens {
     pub refresh: Option<Secret>,
     /// When the access token stops working, as the server said (`expires_in`).
     pub expires: Option<SystemTime>,
+    /// When to refresh it: a minute before it ends, or halfway through a shorter life.
+    pub refresh_at: Option<SystemTime>,
     /// The scope granted (the server's `scope`, else the one asked for).
     pub scope: Option<String>,
 }
 
 impl Tokens {
-    /// Whether the access token ends within `margin`.
-    pub fn expiring(&self, margin: Duration) -> bool {
-        self.expires.is_some_and(|at| {
-            at.duration_since(SystemTime::now())
-                .map_or(true, |left| left <= margin)
-        })
+    /// Whether it is time to refresh the access token.
+    pub fn due(&self) -> bool {
+        self.refresh_at.is_some_and(|at| SystemTime::now() >= at)
+    }
+
+    /// When a token given for `life` is refreshed: [`REFRESH_BEFORE`] before its end, or
+    /// halfway through a shorter life.
+    pub fn refresh_at(expires: SystemTime, life: Duration) -> SystemTime {
+        expires - REFRESH_BEFORE.min(life / 2)
     }
 }
 
@@ -172,10 +180,14 @@ fn tokens(
             kind.chars().take(40).collect::<String>()
         ));
     }
-    let expires = body
+    let life = body
         .get("expires_in")
         .and_then(Value::as_u64)
-        .map(|secs| SystemTime::now() + Duration::from_secs(secs.min(10 * 365 * 86_400)));
+        .map(|secs| Duration::from_secs(secs.min(10 * 365 * 86_400)));
+    let expires = life.map(|life| SystemTime::now() + life);
+    let refresh_at = expires
+        .zip(life)
+        .map(|(at, life)| Tokens::refresh_at(at, life));
     let refresh = body
         .get("refresh_token")
         .and_then(Value::as_str)
@@ -191,6 +203,7 @@ fn tokens(
         access: Secret::new(access.to_string()),
         refresh,
         expires,
+        refresh_at,
         scope,
     })
 }
@@ -216,15 +229,27 @@ mod tests {
     }
 
     #[test]
-    fn tokens_near_their_end_are_expiring() {
-        let tokens = |secs: Option<u64>| Tokens {
+    fn a_token_is_refreshed_a_minute_before_its_end_or_halfway_through_a_short_life() {
+        let now = SystemTime::now();
+        let hour = Duration::from_secs(3600);
+        assert_eq!(
+            Tokens::refresh_at(now + hour, hour),
+            now + hour - Duration::from_secs(60)
+        );
+        let short = Duration::from_secs(10);
+        assert_eq!(
+            Tokens::refresh_at(now + short, short),
+            now + Duration::from_secs(5)
+        );
+        let tokens = |refresh_at| Tokens {
             access: Secret::new("a"),
             refresh: None,
-            expires: secs.map(|s| SystemTime::now() + Duration::from_secs(s)),
+            expires: None,
+            refresh_at,
             scope: None,
         };
-        assert!(tokens(Some(10)).expiring(Duration::from_secs(60)));
-        assert!(!tokens(Some(600)).expiring(Duration::from_secs(60)));
-        assert!(!tokens(None).expiring(Duration::from_secs(60)));
+        assert!(tokens(Some(now - short)).due());
+        assert!(!tokens(Some(now + hour)).due());
+        assert!(!tokens(None).due());
     }
 }
