@@ -160,9 +160,15 @@ fn derive_allowed(file: &str, derive: &str) -> bool {
         || file == "attachments/wire.rs"
         || file == "vocabulary.rs";
     match derive {
-        "Deserialize" => wire || file.starts_with("config/") || file.starts_with("plugins/"),
-        // The lock file is a format chatd writes as well as reads.
-        "Serialize" => wire || file == "plugins/trust/lock.rs",
+        "Deserialize" => {
+            wire || file.starts_with("config/")
+                || file.starts_with("plugins/")
+                || file == "tools/mcp/oauth/saved.rs"
+        }
+        // The lock file and a sealed MCP login are formats chatd writes as well as reads.
+        "Serialize" => {
+            wire || file == "plugins/trust/lock.rs" || file == "tools/mcp/oauth/saved.rs"
+        }
         _ => wire,
     }
 }

@@ -12,7 +12,7 @@ use crate::config::Secret;
 use crate::config::mcp::OAuthClient;
 
 /// How a client authenticates at the token endpoint (RFC 8414's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AuthMethod {
     /// `client_secret_basic`: HTTP Basic with the id and secret.
     Basic,
@@ -31,7 +31,7 @@ impl AuthMethod {
         }
     }
 
-    fn parse(name: &str) -> Option<Self> {
+    pub fn parse(name: &str) -> Option<Self> {
         [AuthMethod::Basic, AuthMethod::Post, AuthMethod::None]
             .into_iter()
             .find(|m| m.name() == name)

@@ -13,7 +13,7 @@ use super::http::{OAuthHttp, bare};
 const JSON: &str = "application/json";
 
 /// What the flow needs of a server's authorization server, checked.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issuer {
     /// The issuer identifier (its metadata's `issuer`, checked against where it was found), or
     /// the server's origin when there was no metadata.
@@ -32,7 +32,7 @@ pub struct Issuer {
 }
 
 /// A server's login, found.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Discovered {
     /// The resource the tokens are for (RFC 8707's `resource`): the metadata's, else the
     /// server's URL.

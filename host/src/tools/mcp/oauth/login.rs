@@ -160,7 +160,7 @@ impl Authorizer {
         );
         let pending = Pending {
             url: self.server.to_string(),
-            discovered,
+            discovered: (&discovered).into(),
             client: SavedClient::from(&identity),
             redirect_uri: redirect_uri.to_string(),
             verifier,
@@ -190,27 +190,23 @@ impl Authorizer {
         if pending.url != self.server.as_str() {
             return Err("the server's URL changed since this login began".into());
         }
-        let code = code(&pending.discovered, callback)?;
+        let discovered = pending.discovered.discovered();
+        let code = code(&discovered, callback)?;
         let identity = pending.client.identity();
         let tokens = token::exchange(
             self.http().await,
-            &pending.discovered.issuer.token_endpoint,
+            &discovered.issuer.token_endpoint,
             &identity,
             token::Code {
                 code: &code,
                 verifier: &pending.verifier,
                 redirect_uri: &pending.redirect_uri,
             },
-            &pending.discovered.resource,
+            &discovered.resource,
             pending.scope.as_deref(),
         )
         .await?;
-        let saved = Saved::new(
-            self.server.as_str(),
-            &pending.discovered,
-            &identity,
-            &tokens,
-        );
+        let saved = Saved::new(self.server.as_str(), &discovered, &identity, &tokens);
         keeper
             .store
             .save_login(&keeper.name, &keeper.seal(&saved))

@@ -376,7 +376,7 @@ impl Authorizer {
     }
 
     fn adopt(&self, state: &mut State, saved: &Saved) {
-        state.discovered = Some(saved.discovered.clone());
+        state.discovered = Some(saved.discovered.discovered());
         state.identity = Some(saved.client.identity());
         self.set(state, Some(saved.tokens()));
     }

@@ -1,14 +1,18 @@
 //! What a login keeps in the store, sealed ([`super::sealed`]): a [`Saved`] login (its tokens,
 //! its client, where its issuer is), and a [`Pending`] one begun by Connect until its callback.
-//! Plain JSON inside the seal; nothing here is ever logged or exported.
+//! Plain JSON inside the seal; nothing here is ever logged or exported. The one place outside
+//! the wire's files that derives `Serialize`: a format chatd writes and reads back, as the
+//! plugin lock file is (`tests/api/structure.rs`).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use url::Url;
+
 use super::client::{AuthMethod, Identity};
-use super::discovery::Discovered;
+use super::discovery::{Discovered, Issuer};
 use super::sealed::SealKey;
 use super::token::Tokens;
 use crate::config::Secret;
@@ -50,7 +54,8 @@ impl Keeper {
 pub struct SavedClient {
     pub client_id: String,
     pub client_secret: Option<String>,
-    pub method: AuthMethod,
+    /// RFC 8414's name of the method.
+    pub method: String,
     pub registered_for: Option<String>,
 }
 
@@ -59,7 +64,7 @@ impl From<&Identity> for SavedClient {
         Self {
             client_id: identity.client_id.clone(),
             client_secret: identity.client_secret.as_ref().map(|s| s.expose().into()),
-            method: identity.method,
+            method: identity.method.name().to_string(),
             registered_for: identity.registered_for.clone(),
         }
     }
@@ -70,8 +75,63 @@ impl SavedClient {
         Identity {
             client_id: self.client_id.clone(),
             client_secret: self.client_secret.clone().map(Secret::new),
-            method: self.method,
+            method: AuthMethod::parse(&self.method).unwrap_or(AuthMethod::None),
             registered_for: self.registered_for.clone(),
+        }
+    }
+}
+
+/// Where a login's issuer is, as kept.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct SavedDiscovered {
+    pub resource: String,
+    pub scopes_supported: Option<Vec<String>>,
+    pub issuer: String,
+    pub authorization_endpoint: Url,
+    pub token_endpoint: Url,
+    pub registration_endpoint: Option<Url>,
+    pub revocation_endpoint: Option<Url>,
+    pub auth_methods: Vec<String>,
+    pub issuer_scopes: Option<Vec<String>>,
+    pub client_metadata_documents: bool,
+    pub iss_parameter: bool,
+}
+
+impl From<&Discovered> for SavedDiscovered {
+    fn from(d: &Discovered) -> Self {
+        let i = &d.issuer;
+        Self {
+            resource: d.resource.clone(),
+            scopes_supported: d.scopes_supported.clone(),
+            issuer: i.issuer.clone(),
+            authorization_endpoint: i.authorization_endpoint.clone(),
+            token_endpoint: i.token_endpoint.clone(),
+            registration_endpoint: i.registration_endpoint.clone(),
+            revocation_endpoint: i.revocation_endpoint.clone(),
+            auth_methods: i.auth_methods.clone(),
+            issuer_scopes: i.scopes_supported.clone(),
+            client_metadata_documents: i.client_metadata_documents,
+            iss_parameter: i.iss_parameter,
+        }
+    }
+}
+
+impl SavedDiscovered {
+    pub fn discovered(&self) -> Discovered {
+        Discovered {
+            resource: self.resource.clone(),
+            scopes_supported: self.scopes_supported.clone(),
+            issuer: Issuer {
+                issuer: self.issuer.clone(),
+                authorization_endpoint: self.authorization_endpoint.clone(),
+                token_endpoint: self.token_endpoint.clone(),
+                registration_endpoint: self.registration_endpoint.clone(),
+                revocation_endpoint: self.revocation_endpoint.clone(),
+                auth_methods: self.auth_methods.clone(),
+                scopes_supported: self.issuer_scopes.clone(),
+                client_metadata_documents: self.client_metadata_documents,
+                iss_parameter: self.iss_parameter,
+            },
         }
     }
 }
@@ -81,7 +141,7 @@ impl SavedClient {
 pub struct Saved {
     /// The server's URL it is for: a changed URL needs a new login.
     pub url: String,
-    pub discovered: Discovered,
+    pub discovered: SavedDiscovered,
     pub client: SavedClient,
     pub access: String,
     pub refresh: Option<String>,
@@ -97,7 +157,7 @@ impl Saved {
     pub fn new(url: &str, discovered: &Discovered, identity: &Identity, tokens: &Tokens) -> Self {
         Self {
             url: url.to_string(),
-            discovered: discovered.clone(),
+            discovered: discovered.into(),
             client: identity.into(),
             access: tokens.access.expose().to_string(),
             refresh: tokens.refresh.as_ref().map(|s| s.expose().to_string()),
@@ -132,7 +192,7 @@ fn epoch_secs(at: SystemTime) -> Option<u64> {
 #[derive(Serialize, Deserialize)]
 pub struct Pending {
     pub url: String,
-    pub discovered: Discovered,
+    pub discovered: SavedDiscovered,
     pub client: SavedClient,
     pub redirect_uri: String,
     pub verifier: String,
