@@ -136,22 +136,28 @@ pub async fn connect(
     Ok(([(header::SET_COOKIE, cookie)], Json(body)).into_response())
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DisconnectResponse {
+    /// Always true: the login is gone.
+    pub disconnected: bool,
+}
+
 #[utoipa::path(post, path = "/mcp-servers/{name}/disconnect", tag = "mcp",
     params(("name" = String, Path, description = "the server's `[mcp.NAME]`")),
-    responses((status = 204, description = "the login ended: revoked where the server can, deleted, its tools withdrawn"),
+    responses((status = 200, body = DisconnectResponse, description = "the login ended: revoked where the server can, deleted, its tools withdrawn"),
               (status = 404, body = ErrorBody, description = "no such server, or it needs no login"),
               (status = 503, body = ErrorBody, description = "the login could not be deleted")))]
 pub async fn disconnect(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<Json<DisconnectResponse>> {
     state
         .tools
         .mcp()
         .disconnect(&name)
         .await
         .map_err(login_error)?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(Json(DisconnectResponse { disconnected: true }))
 }
 
 /// The redirect's query.

@@ -155,8 +155,19 @@ impl Server {
         }
     }
 
+    /// Its tools offered now: none while its login is needed (a refused refresh, a
+    /// disconnection), whatever the last listing found.
     pub fn tools(&self) -> Arc<[Listed]> {
+        if self.needs_login() {
+            return Arc::new([]);
+        }
         self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn needs_login(&self) -> bool {
+        use crate::tools::mcp::oauth::Status;
+        self.auth()
+            .is_some_and(|auth| matches!(auth.status(), Status::NeedsLogin(_)))
     }
 
     fn set_tools(&self, tools: Vec<Listed>) {
@@ -342,8 +353,9 @@ impl Server {
             )),
             Ok(Err(why)) => Err(why),
             Ok(Ok((Err(e), peer))) => {
-                // The session may be gone (the server restarted): list again, which reopens it.
-                if peer.is_transport_closed() {
+                // The session may be gone (the server restarted), or the login ended: list
+                // again, which reopens it, or withdraws the tools and says so.
+                if peer.is_transport_closed() || self.needs_login() {
                     self.refresh.notify_one();
                 }
                 Err(self.failure(&format!("tool {remote}"), self.reason(e)))

@@ -175,3 +175,44 @@ pub fn bare(url: &Url) -> String {
     shown.set_fragment(None);
     shown.to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(http: &OAuthHttp, url: &str) -> bool {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let url = Url::parse(url).unwrap();
+        match runtime.block_on(http.get(&url, "application/json")) {
+            Err(why) => why.contains("not granted") || why.contains("resolves to"),
+            Ok(_) => false,
+        }
+    }
+
+    #[test]
+    fn a_public_servers_login_reaches_no_local_address_and_none_reaches_metadata() {
+        let public = Url::parse("https://mcp.example.com/mcp").unwrap();
+        let http = OAuthHttp::new(Clients::new(), &public, false);
+        for url in [
+            "http://127.0.0.1:9/.well-known/oauth-authorization-server",
+            "http://10.0.0.5/token",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://[::1]:9/token",
+        ] {
+            assert!(refused(&http, url), "{url}");
+        }
+        let local = Url::parse("http://127.0.0.1:9/mcp").unwrap();
+        let http = OAuthHttp::new(Clients::new(), &local, true);
+        for url in [
+            "http://169.254.169.254/latest/meta-data/",
+            "http://[fe80::1]/token",
+        ] {
+            assert!(refused(&http, url), "{url}");
+        }
+        // A loopback address is reachable for a local server (nothing listens: not refused).
+        assert!(!refused(&http, "http://127.0.0.1:1/token"));
+    }
+}
