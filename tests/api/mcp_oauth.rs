@@ -20,12 +20,7 @@ pub const TOOL: &str = "mcp__t__add";
 
 /// The test server's counts: token requests by grant type, registrations, revocations.
 pub async fn stats(mcp: &McpServer) -> Value {
-    reqwest::get(format!("{}/test/stats", mcp.origin()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    mcp.stats().await
 }
 
 /// Two rounds per chat, `chats` times: the model calls `add`, then says "Done.".
@@ -99,28 +94,38 @@ pub async fn connect(server: &TestServer) -> reqwest::Response {
         "{cookie}"
     );
     let body: Value = res.json().await.unwrap();
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let approved = browser
-        .get(body["authorizationUrl"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(approved.status(), StatusCode::FOUND);
-    let callback = approved.headers()["location"].to_str().unwrap().to_string();
+    let callback = approved(&body).await;
     assert!(
         callback.starts_with(&format!("{}/v1/mcp-servers/callback?", server.base)),
         "{callback}"
     );
     let value = cookie.split(';').next().unwrap().to_string();
-    browser
+    browser()
         .get(callback)
         .header("cookie", value)
         .send()
         .await
         .unwrap()
+}
+
+/// A client that, as a test of redirects needs, follows none.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Where the authorization server sends the browser for Connect's answer `connected`: the
+/// callback, with its code and state.
+async fn approved(connected: &Value) -> String {
+    let approved = browser()
+        .get(connected["authorizationUrl"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), StatusCode::FOUND);
+    approved.headers()["location"].to_str().unwrap().to_string()
 }
 
 /// A chat whose model calls the server's `add`: its tool result.
@@ -159,11 +164,7 @@ async fn connect_logs_in_and_the_login_is_refreshed_kept_and_disconnected() {
     assert_eq!(stats(&mcp).await["authorization_code"], 1);
 
     // The access token stops working: the next call is refused once, refreshed, and passes.
-    reqwest::Client::new()
-        .post(format!("{}/test/expire", mcp.origin()))
-        .send()
-        .await
-        .unwrap();
+    mcp.expire().await;
     let after = add(&server).await;
     assert_eq!(after["status"], "completed", "{after}");
     let counts = stats(&mcp).await;
@@ -176,12 +177,7 @@ async fn connect_logs_in_and_the_login_is_refreshed_kept_and_disconnected() {
         sealed_canary(&server).await,
         "the login row is there, and sealed"
     );
-    let issued: Vec<String> = reqwest::get(format!("{}/test/tokens", mcp.origin()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let issued = mcp.tokens().await;
     let mut seen = Vec::new();
     chatd::store::transfer::export(&server.database_url, &mut seen)
         .await
@@ -229,6 +225,74 @@ async fn sealed_canary(server: &TestServer) -> bool {
 }
 
 #[tokio::test]
+async fn a_refused_refresh_asks_for_a_login_and_withdraws_the_tools_while_chatd_serves() {
+    let Some(mcp) = McpServer::start_oauth() else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start(calls(A, 1)).await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let server = serve(&upstream, &mcp, &dir).await;
+    assert_eq!(connect(&server).await.status(), StatusCode::SEE_OTHER);
+    listed(&server, true).await;
+    // The grant ends on the authorization server: the token stops working and the refresh is
+    // refused.
+    mcp.revoke().await;
+    let failed = add(&server).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let state = state_of(&server).await;
+    assert_eq!(state["state"], "needs_login", "{state}");
+    let reason = state["reason"].as_str().unwrap();
+    assert!(reason.contains("refresh was refused"), "{reason}");
+    listed(&server, false).await;
+    let (status, _) = server.get("/v1/chats").await;
+    assert_eq!(status, StatusCode::OK);
+    // Connect again, and the tools come back.
+    assert_eq!(connect(&server).await.status(), StatusCode::SEE_OTHER);
+    listed(&server, true).await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn chatd_mcp_login_keeps_a_login_the_server_then_uses() {
+    let Some(mcp) = McpServer::start_oauth() else {
+        return;
+    };
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let config = format!("[mcp.t]\nurl = \"{}\"\nauth = \"oauth\"\n", mcp.url);
+    let path = write_config(dir.path(), &config);
+    let database = match crate::support::test_database(&dir).await {
+        chatd::config::DatabaseUrl::Sqlite(url) | chatd::config::DatabaseUrl::Postgres(url) => url,
+    };
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_chatd"));
+    command
+        .args(["mcp", "login", "t"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("CHATD_CONFIG", &path)
+        .env("DATABASE_URL", &database);
+    if on_postgres() {
+        command.env("CHATD_SECRET_KEY", "k".repeat(40));
+    }
+    let out = command.output().await.unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("logged in to mcp.t; it offers 1 tools"),
+        "{said}"
+    );
+    // The server finds the login and lists the tools, with no Connect.
+    let upstream = ScriptedUpstream::start(calls(A, 0)).await;
+    let server = serve(&upstream, &mcp, &dir).await;
+    listed(&server, true).await;
+    assert_eq!(stats(&mcp).await["authorization_code"], 1);
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn the_callback_refuses_what_it_did_not_begin() {
     let Some(mcp) = McpServer::start_oauth() else {
         return;
@@ -262,17 +326,7 @@ async fn the_callback_refuses_what_it_did_not_begin() {
     // A login begun here, finished by another browser (no cookie, or another one): refused,
     // and the state is spent.
     let res = server.open("/v1/mcp-servers/t/connect", None, &[]).await;
-    let body: Value = res.json().await.unwrap();
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let approved = browser
-        .get(body["authorizationUrl"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
-    let location = approved.headers()["location"].to_str().unwrap().to_string();
+    let location = approved(&res.json().await.unwrap()).await;
     let other = plain
         .get(&location)
         .header("cookie", "chatd_mcp_login=someone-else")

@@ -28,11 +28,7 @@ async fn twenty_calls_on_two_instances_at_expiry_make_one_token_request() {
     listed(&b, true).await;
     assert_eq!(stats(&mcp).await["authorization_code"], 1);
 
-    reqwest::Client::new()
-        .post(format!("{}/test/expire", mcp.origin()))
-        .send()
-        .await
-        .unwrap();
+    mcp.expire().await;
     let mut calls = Vec::new();
     for i in 0..20 {
         let server = if i % 2 == 0 { &a } else { &b };

@@ -61,6 +61,34 @@ impl McpServer {
         self.url.trim_end_matches("/mcp").to_string()
     }
 
+    /// `oauth_server.py`'s counts: token requests by grant type, registrations, revocations.
+    pub async fn stats(&self) -> serde_json::Value {
+        let url = format!("{}/test/stats", self.origin());
+        reqwest::get(url).await.unwrap().json().await.unwrap()
+    }
+
+    /// Every token `oauth_server.py` issued, for canary scans.
+    pub async fn tokens(&self) -> Vec<String> {
+        let url = format!("{}/test/tokens", self.origin());
+        reqwest::get(url).await.unwrap().json().await.unwrap()
+    }
+
+    /// Makes every access token `oauth_server.py` issued stop working, as an expiry does.
+    pub async fn expire(&self) {
+        self.test_post("expire").await;
+    }
+
+    /// Ends every grant `oauth_server.py` made: refreshes are refused from then on.
+    pub async fn revoke(&self) {
+        self.test_post("revoke").await;
+    }
+
+    async fn test_post(&self, what: &str) {
+        let url = format!("{}/test/{what}", self.origin());
+        let res = reqwest::Client::new().post(url).send().await.unwrap();
+        assert!(res.status().is_success());
+    }
+
     fn start_script(name: &str, key: Option<&str>, stateless: bool) -> Option<Self> {
         let python = python()?;
         let mut command = Command::new(python);

@@ -2,15 +2,14 @@
 (`mcp`, pinned in .ci/run): the SDK's authorization server routes (metadata, dynamic
 registration, authorize, token, revoke) and its bearer check in front of the MCP endpoint, over
 an in-memory provider that approves every authorization at once (the redirect goes straight
-back with a code). Streamable HTTP on 127.0.0.1, a free port (or MCP_TEST_PORT), announced on
+back with a code). Streamable HTTP on 127.0.0.1, a free port, announced on
 stdout as `listening http://127.0.0.1:PORT/mcp`.
 
 Refresh tokens rotate, and a rotated one presented again revokes its whole grant, as servers
 that detect refresh-token reuse do. `GET /test/stats` says how many token requests (by grant
 type), registrations and revocations were made; `GET /test/tokens` lists every token issued
-(for canary scans); `POST /test/expire` makes every access token
-issued so far stop working (its next use is a 401), as an expiry does. Tools: `add`, `whoami`
-(the scopes its token has).
+(for canary scans); `POST /test/revoke` ends every grant; `POST /test/expire` makes every access
+token issued so far stop working (its next use is a 401), as an expiry does. Tool: `add`.
 """
 
 import os
@@ -145,7 +144,7 @@ class Provider:
 def main():
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", int(os.environ.get("MCP_TEST_PORT", "0"))))
+    sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     provider = Provider()
@@ -177,6 +176,13 @@ def main():
     async def tokens(request: Request):
         # Every token issued, for the tests' canary scans.
         return JSONResponse(sorted(provider.grants))
+
+    @server.custom_route("/test/revoke", methods=["POST"])
+    async def revoke(request: Request):
+        # Every grant ends, as an administrator revoking the client's access does.
+        provider.access.clear()
+        provider.refresh.clear()
+        return JSONResponse({"revoked": True})
 
     @server.custom_route("/test/expire", methods=["POST"])
     async def expire(request: Request):

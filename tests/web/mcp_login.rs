@@ -53,12 +53,7 @@ async fn connect_in_the_browser_logs_in_and_brings_the_servers_tools() {
     assert!(names.contains(&"mcp__t__add"), "{names:?}");
 
     // The canary: the tokens the server issued are nowhere chatd writes or answers.
-    let issued: Vec<String> = reqwest::get(format!("{}/test/tokens", mcp.origin()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let issued = mcp.tokens().await;
     assert!(!issued.is_empty());
     let mut seen = String::new();
     for path in [

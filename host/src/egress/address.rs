@@ -116,15 +116,7 @@ pub struct PublicOnly;
 
 impl Resolve for PublicOnly {
     fn resolve(&self, name: Name) -> Resolving {
-        Box::pin(async move {
-            let host = name.as_str().to_string();
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            if let Some(bad) = addrs.iter().find(|a| is_private(a.ip())) {
-                return Err(Box::new(PrivateAddress { host, ip: bad.ip() }) as _);
-            }
-            Ok(Box::new(addrs.into_iter()) as Addrs)
-        })
+        resolve_refusing(name, is_private)
     }
 }
 
@@ -136,19 +128,20 @@ pub struct PublicOrLocal;
 
 impl Resolve for PublicOrLocal {
     fn resolve(&self, name: Name) -> Resolving {
-        Box::pin(async move {
-            let host = name.as_str().to_string();
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            if let Some(bad) = addrs
-                .iter()
-                .find(|a| is_private(a.ip()) && !is_local(a.ip()))
-            {
-                return Err(Box::new(PrivateAddress { host, ip: bad.ip() }) as _);
-            }
-            Ok(Box::new(addrs.into_iter()) as Addrs)
-        })
+        resolve_refusing(name, |ip| is_private(ip) && !is_local(ip))
     }
+}
+
+/// `name`'s addresses, unless `refused` says so of any of them.
+fn resolve_refusing(name: Name, refused: fn(IpAddr) -> bool) -> Resolving {
+    Box::pin(async move {
+        let host = name.as_str().to_string();
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+        if let Some(bad) = addrs.iter().find(|a| refused(a.ip())) {
+            return Err(Box::new(PrivateAddress { host, ip: bad.ip() }) as _);
+        }
+        Ok(Box::new(addrs.into_iter()) as Addrs)
+    })
 }
 
 #[cfg(test)]

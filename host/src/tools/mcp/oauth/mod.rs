@@ -186,7 +186,7 @@ impl Authorizer {
             keeper,
             state: tokio::sync::Mutex::default(),
             current: RwLock::default(),
-            status: RwLock::new(Status::NeedsLogin("not logged in yet".into())),
+            status: RwLock::new(Status::NeedsLogin("not logged in".into())),
         }
     }
 
@@ -284,14 +284,18 @@ impl Authorizer {
             }
         }
         let Some(consent) = self.consent.clone() else {
-            let why = if step_up {
-                "it asks for more scope than its login gave: log in again"
-            } else {
-                "it needs a login: connect it from the web client's MCP servers page, or run \
-                 `chatd mcp login NAME`"
+            // Why a login is needed (a refused refresh, a changed key: set as it happened), and
+            // how to give one.
+            let why = match self.status() {
+                _ if step_up => "it asks for more scope than its login gave".to_string(),
+                Status::NeedsLogin(why) => why,
+                Status::LoggedIn => "its token was refused".to_string(),
             };
-            self.set_status(Status::NeedsLogin(why.into()));
-            return Err(why.into());
+            self.set_status(Status::NeedsLogin(why.clone()));
+            return Err(format!(
+                "{why}: it needs a login: connect it from the web client's MCP servers page, or \
+                 run `chatd mcp login NAME`"
+            ));
         };
         let scope = self.scope(&mut state).await?;
         login::approved(self, &mut state, consent.as_ref(), scope).await
@@ -369,9 +373,17 @@ impl Authorizer {
         state.loaded = true;
         match row.map(|row| keeper.open::<Saved>(&row)) {
             Some(Ok(saved)) if saved.url == self.server.as_str() => self.adopt(state, &saved),
-            Some(Ok(_)) => self.forget(state, "its URL changed since its login: log in again"),
-            Some(Err(why)) => self.forget(state, &format!("{why}: log in again")),
-            None => self.forget(state, "not logged in"),
+            Some(Ok(_)) => self.forget(state, "its URL changed since its login"),
+            Some(Err(why)) => self.forget(state, &why),
+            // None: a reason given when the login ended stays (a refused refresh, another
+            // instance's); one that ended elsewhere was removed.
+            None => {
+                let why = match self.status() {
+                    Status::NeedsLogin(why) => why,
+                    Status::LoggedIn => "its login was removed".to_string(),
+                };
+                self.forget(state, &why)
+            }
         }
     }
 
