@@ -306,7 +306,7 @@ async fn the_callback_refuses_what_it_did_not_begin() {
         ("code=x", "", "state: missing"),
         (
             "code=x&state=made-up",
-            "chatd_mcp_login=y",
+            "chatd_mcp_login_x=y",
             "state: no such login",
         ),
     ] {
@@ -326,10 +326,12 @@ async fn the_callback_refuses_what_it_did_not_begin() {
     // A login begun here, finished by another browser (no cookie, or another one): refused,
     // and the state is spent.
     let res = server.open("/v1/mcp-servers/t/connect", None, &[]).await;
+    let set = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    let name = set.split('=').next().unwrap().to_string();
     let location = approved(&res.json().await.unwrap()).await;
     let other = plain
         .get(&location)
-        .header("cookie", "chatd_mcp_login=someone-else")
+        .header("cookie", format!("{name}=someone-else"))
         .send()
         .await
         .unwrap();

@@ -96,7 +96,8 @@ pub enum McpCommand {
     /// calls TOOL with ARGS_JSON when given, printing its result. Exit 0 on success, 1 with one
     /// line on stderr on failure. A login is approved at once when the authorization server
     /// does so; otherwise its URL is printed and chatd waits for the browser's redirect on
-    /// loopback. Its tokens are kept for this command only.
+    /// loopback. Its tokens are kept for this command only, unless URL is a configured server's
+    /// with `auth = "oauth"`: then that server's kept login is used, and one made here kept.
     Call {
         /// The server's streamable HTTP endpoint.
         url: String,

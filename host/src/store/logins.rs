@@ -11,6 +11,9 @@
 use super::{Backend, Result, Store, measured};
 use crate::vocabulary::now;
 
+/// The longest [`Store::lock_login`] waits for another holder of the lock.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// A login as stored: sealed, and the key that sealed it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SealedLogin {
@@ -145,7 +148,10 @@ impl Store {
     /// The login to `server` read under its lock, held until the lock is saved or released:
     /// another instance's [`Self::lock_login`] of the same server waits meanwhile.
     pub async fn lock_login(&self, server: &str) -> Result<(LoginLock, Option<SealedLogin>)> {
-        measured(self.backend_name(), "lock_login", self.timeout, async {
+        // Waiting for the lock is waiting for another instance's token request (at most 15 s,
+        // `tools/mcp/oauth/http.rs`), which may take longer than a query is given.
+        let wait = self.timeout.max(LOCK_WAIT);
+        measured(self.backend_name(), "lock_login", wait, async {
             let (tx, found) = match &self.backend {
                 Backend::Sqlite(db) => {
                     let found = on_sqlite::read(db.pool(), server, false).await?;

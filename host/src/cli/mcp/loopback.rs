@@ -45,6 +45,12 @@ impl Loopback {
     }
 
     async fn wait(&self, url: &Url) -> Result<Callback, String> {
+        let expected = url
+            .query_pairs()
+            .find(|(k, _)| k == "state")
+            .map(|(_, v)| v.into_owned())
+            .unwrap_or_default();
+        let expected = expected.as_str();
         eprintln!("chatd: open this URL in a browser to log in:\n{url}");
         let wait = async {
             loop {
@@ -62,7 +68,10 @@ impl Loopback {
                 let Ok(at) = Url::parse(&self.redirect_uri).and_then(|u| u.join(target)) else {
                     continue;
                 };
-                if !self.is_ours(&at) {
+                // Only the redirect of this login ends the wait: anything else reaching the
+                // port (another page, a stale tab) is turned away.
+                let callback = Callback::from_url(&at);
+                if !self.is_ours(&at) || callback.state.as_deref() != Some(expected) {
                     let _ = stream
                         .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
                         .await;
@@ -75,7 +84,7 @@ impl Loopback {
                     page.len()
                 );
                 let _ = stream.write_all(answer.as_bytes()).await;
-                return Ok(Callback::from_url(&at));
+                return Ok(callback);
             }
         };
         tokio::time::timeout(WAIT, wait)

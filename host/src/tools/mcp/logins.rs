@@ -8,7 +8,7 @@ use subtle::ConstantTimeEq as _;
 
 use super::McpServers;
 use super::connection::Server;
-use super::oauth::login::digest;
+use super::oauth::login::{Finish, digest};
 use super::oauth::saved::Pending;
 use super::oauth::{Callback, Status};
 
@@ -134,7 +134,10 @@ impl McpServers {
         let auth = server.auth().expect("served() checked it");
         auth.complete(pending, callback)
             .await
-            .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))?;
+            .map_err(|finish| match finish {
+                Finish::Refused(why) => LoginError::Invalid(format!("mcp.{name}: {why}")),
+                Finish::Unavailable(why) => LoginError::Unavailable(format!("mcp.{name}: {why}")),
+            })?;
         tracing::info!("MCP server {name}: logged in");
         server.relist();
         Ok(name)

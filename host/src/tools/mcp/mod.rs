@@ -14,6 +14,7 @@
 //! - here: [`McpServers`], the servers serving now, applied from the file on start and reload;
 //! - [`connection`]: one server's session, tool list and calls;
 //! - [`wire`]: rmcp's HTTP client trait on [`crate::egress::send`];
+//! - [`oauth`]: a server's login; [`logins`]: the servers' states, Connect and Disconnect;
 //! - [`result`]: tool names and results as chatd's text.
 
 mod connection;

@@ -115,7 +115,7 @@ pub async fn identify(
             registered_for: None,
         });
     }
-    let Some(register) = &issuer.registration_endpoint else {
+    let Some(endpoint) = &issuer.registration_endpoint else {
         return Err(format!(
             "the authorization server {} has no dynamic registration{}: set client_id",
             issuer.issuer,
@@ -126,6 +126,18 @@ pub async fn identify(
             }
         ));
     };
+    register(http, configured, issuer, endpoint, redirect_uri).await
+}
+
+/// A client registered at `endpoint` (RFC 7591) for redirects to `redirect_uri`, as a
+/// confidential client where the server allows one.
+async fn register(
+    http: &OAuthHttp,
+    configured: &OAuthClient,
+    issuer: &Issuer,
+    endpoint: &url::Url,
+    redirect_uri: &str,
+) -> Result<Identity, String> {
     let method = registered_method(&issuer.auth_methods);
     // A redirect to loopback is an app on the user's machine (`chatd mcp call`); any other is
     // chatd's server, a web client (OpenID Connect Dynamic Registration's `application_type`).
@@ -147,7 +159,7 @@ pub async fn identify(
     if let Some(scopes) = &configured.scopes {
         body["scope"] = Value::String(scopes.clone());
     }
-    let answer = http.post_json(register, &body).await?;
+    let answer = http.post_json(endpoint, &body).await?;
     let registered = answer.json().filter(|_| answer.ok()).ok_or_else(|| {
         format!(
             "dynamic registration at {} failed (HTTP {}){}",

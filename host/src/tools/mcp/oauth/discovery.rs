@@ -50,7 +50,7 @@ pub async fn discover(
     challenge: &Challenge,
     local: bool,
 ) -> Result<Discovered, String> {
-    let resource = protected_resource(http, server, challenge).await?;
+    let resource = protected_resource(http, server, challenge, local).await?;
     let Some(resource) = resource else {
         // A 2025-03-26 server: its own origin is the authorization server.
         let mut origin = server.clone();
@@ -91,21 +91,30 @@ pub async fn discover(
     })
 }
 
-/// The protected resource metadata: at the challenge's `resource_metadata`, else at the
-/// well-known URL with the server's path, else at the root one. `None`: there is none.
+/// The protected resource metadata: at the challenge's `resource_metadata` (which must then be
+/// there), else at the well-known URL with the server's path, else at the root one. `None`:
+/// there is none (each said so with a 404), a 2025-03-26 server.
 async fn protected_resource(
     http: &OAuthHttp,
     server: &Url,
     challenge: &Challenge,
+    local: bool,
 ) -> Result<Option<Map<String, Value>>, String> {
-    let mut tries = Vec::new();
     if let Some(said) = &challenge.resource_metadata {
         let url = server
             .join(said)
             .map_err(|e| format!("resource_metadata {said:?}: {e}"))?;
-        tries.push(url);
+        let url = endpoint(url.as_str(), "resource_metadata", local)?;
+        return match json_at(http, &url).await? {
+            Some(found) => Ok(Some(found)),
+            None => Err(format!(
+                "the protected resource metadata the server names ({}) is not there",
+                bare(&url)
+            )),
+        };
     }
     let path = server.path().trim_end_matches('/');
+    let mut tries = Vec::new();
     if !path.is_empty() {
         tries.push(well_known(server, "oauth-protected-resource", path));
     }
@@ -215,17 +224,22 @@ fn well_known(url: &Url, name: &str, path: &str) -> Url {
     at
 }
 
-/// The JSON object at `url`, or `None` when there is none there (not found, not JSON, any
-/// status but success); a refusal of chatd's own (a forbidden address) is an error.
+/// The JSON object at `url`, or `None` when the server says there is none (404, 405, 410).
+/// Anything else that is not a JSON object (a 5xx, a timeout, a page) is an error: a server
+/// that fails to answer is never taken for one without metadata, which would move the login
+/// to the 2025-03-26 defaults at its own origin.
 async fn json_at(http: &OAuthHttp, url: &Url) -> Result<Option<Map<String, Value>>, String> {
-    match http.get(url, JSON).await {
-        Ok(answer) if answer.ok() => Ok(answer.json()),
-        Ok(_) => Ok(None),
-        Err(why) if why.contains("not granted") || why.contains("resolves to") => Err(why),
-        Err(why) => {
-            tracing::debug!("OAuth discovery: {why}");
-            Ok(None)
-        }
+    let answer = http.get(url, JSON).await?;
+    if matches!(answer.status, 404 | 405 | 410) {
+        return Ok(None);
+    }
+    match answer.json() {
+        Some(found) if answer.ok() => Ok(Some(found)),
+        _ => Err(format!(
+            "{} answered HTTP {} without JSON metadata",
+            bare(url),
+            answer.status
+        )),
     }
 }
 

@@ -15,6 +15,16 @@ use super::discovery::Discovered;
 use super::saved::{Pending, Saved, SavedClient};
 use super::{Authorizer, Callback, Consent, State, Status, token};
 
+/// Why a login begun by Connect was not finished.
+#[derive(Debug)]
+pub enum Finish {
+    /// The redirect or the authorization server refused it (the person's refusal, another
+    /// issuer, a code the token endpoint would not take).
+    Refused(String),
+    /// The token endpoint or the store could not be reached.
+    Unavailable(String),
+}
+
 /// How long a login begun by Connect waits for its callback.
 pub const PENDING_FOR: Duration = Duration::from_secs(600);
 
@@ -126,7 +136,8 @@ pub(super) async fn approved(
         &discovered.resource,
         scope.as_deref(),
     )
-    .await?;
+    .await
+    .map_err(String::from)?;
     if let Some(keeper) = &auth.keeper {
         let saved = Saved::new(auth.server.as_str(), &discovered, &identity, &tokens);
         keeper
@@ -185,13 +196,19 @@ impl Authorizer {
 
     /// Finishes the login `pending` with the redirect that came back: its code exchanged, its
     /// tokens stored for every instance.
-    pub async fn complete(&self, pending: Pending, callback: Callback) -> Result<(), String> {
-        let keeper = self.keeper.as_ref().ok_or("this server keeps no login")?;
+    pub async fn complete(&self, pending: Pending, callback: Callback) -> Result<(), Finish> {
+        let unavailable = |why: String| Finish::Unavailable(why);
+        let keeper = self
+            .keeper
+            .as_ref()
+            .ok_or_else(|| Finish::Refused("this server keeps no login".into()))?;
         if pending.url != self.server.as_str() {
-            return Err("the server's URL changed since this login began".into());
+            return Err(Finish::Refused(
+                "the server's URL changed since this login began".into(),
+            ));
         }
         let discovered = pending.discovered.discovered();
-        let code = code(&discovered, callback)?;
+        let code = code(&discovered, callback).map_err(Finish::Refused)?;
         let identity = pending.client.identity();
         let tokens = token::exchange(
             self.http().await,
@@ -205,14 +222,20 @@ impl Authorizer {
             &discovered.resource,
             pending.scope.as_deref(),
         )
-        .await?;
+        .await
+        .map_err(|refusal| match refusal.refused {
+            true => Finish::Refused(refusal.why),
+            false => unavailable(refusal.why),
+        })?;
         let saved = Saved::new(self.server.as_str(), &discovered, &identity, &tokens);
+        // Under the login's lock: a refresh ending the previous login (and deleting it) is
+        // done before this one is stored, never after.
+        let mut state = self.state.lock().await;
         keeper
             .store
             .save_login(&keeper.name, &keeper.seal(&saved))
             .await
-            .map_err(|e| format!("the login could not be stored: {e}"))?;
-        let mut state = self.state.lock().await;
+            .map_err(|e| unavailable(format!("the login could not be stored: {e}")))?;
         self.adopt(&mut state, &saved);
         state.step_ups = 0;
         Ok(())

@@ -16,8 +16,9 @@
 //! - [`http`]: the flow's own requests, under a grant of their own.
 //!
 //! Where a token may go: the access token only to the MCP server's own origin (a credential of
-//! the server's grant, `wire.rs`); a code, a refresh token or a client secret only to the token
-//! endpoint of the issuer whose metadata was checked ([`discovery::Issuer`]).
+//! the server's grant, `wire.rs`); a code only to the token endpoint of the issuer whose
+//! metadata was checked ([`discovery::Issuer`]); a refresh token or a client secret there too,
+//! or, at Disconnect, to that issuer's revocation endpoint.
 //!
 //! One refresh at a time: within an instance, [`Authorizer`]'s lock; across instances on
 //! PostgreSQL, the login's row lock ([`crate::store::logins::LoginLock`]): the one that gets it
@@ -115,6 +116,8 @@ pub struct Authorizer {
     consent: Option<Arc<dyn Consent>>,
     /// Where a served server's login is kept.
     keeper: Option<Keeper>,
+    /// A login made now replaces the kept one, which is not read (`chatd mcp login`).
+    ignore_stored: bool,
     state: tokio::sync::Mutex<State>,
     /// The access token now, for the scrubber (read without waiting for a login).
     current: RwLock<Option<Secret>>,
@@ -165,8 +168,8 @@ impl Authorizer {
         keeper: Keeper,
         fresh: bool,
     ) -> Self {
-        let auth = Self::with(clients, server, configured, Some(consent), Some(keeper));
-        auth.state.try_lock().expect("not shared yet").loaded = fresh;
+        let mut auth = Self::with(clients, server, configured, Some(consent), Some(keeper));
+        auth.ignore_stored = fresh;
         auth
     }
 
@@ -184,6 +187,7 @@ impl Authorizer {
             configured,
             consent,
             keeper,
+            ignore_stored: false,
             state: tokio::sync::Mutex::default(),
             current: RwLock::default(),
             status: RwLock::new(Status::NeedsLogin("not logged in".into())),
@@ -229,10 +233,10 @@ impl Authorizer {
             .tokens
             .as_ref()
             .is_some_and(|t| t.refresh.is_some() && t.due())
-            && let Err(why) = self.refresh(&mut state).await
+            && let Err(failure) = self.refresh(&mut state).await
         {
             // The server's own refusal will tell whether a login is needed.
-            tracing::warn!("{}: refreshing its token: {why}", self.name());
+            tracing::warn!("{}: refreshing its token: {}", self.name(), failure.why);
         }
         state.tokens.as_ref().map(|t| t.access.clone())
     }
@@ -280,7 +284,14 @@ impl Authorizer {
         } else if state.tokens.as_ref().is_some_and(|t| t.refresh.is_some()) {
             match self.refresh(&mut state).await {
                 Ok(()) => return Ok(()),
-                Err(why) => tracing::info!("{}: refresh refused ({why})", self.name()),
+                // The token endpoint or the store could not be reached: the login may still
+                // be good, so it is kept, and this request fails.
+                Err(failure) if !failure.refused => {
+                    return Err(format!("its token could not be refreshed: {}", failure.why));
+                }
+                Err(refusal) => {
+                    tracing::info!("{}: refresh refused ({})", self.name(), refusal.why)
+                }
             }
         }
         let Some(consent) = self.consent.clone() else {
@@ -359,7 +370,7 @@ impl Authorizer {
     /// A served server's stored login, read again: tokens another instance refreshed, or a
     /// login finished there, or none (disconnected).
     async fn reload(&self, state: &mut State) {
-        let Some(keeper) = &self.keeper else {
+        let Some(keeper) = self.keeper.as_ref().filter(|_| !self.ignore_stored) else {
             state.loaded = true;
             return;
         };
@@ -372,6 +383,10 @@ impl Authorizer {
         };
         state.loaded = true;
         match row.map(|row| keeper.open::<Saved>(&row)) {
+            Some(Ok(saved)) if !self.same_client(&saved) => self.forget(
+                state,
+                "its client changed in the configuration since its login",
+            ),
             Some(Ok(saved)) if saved.url == self.server.as_str() => self.adopt(state, &saved),
             Some(Ok(_)) => self.forget(state, "its URL changed since its login"),
             Some(Err(why)) => self.forget(state, &why),
@@ -385,6 +400,15 @@ impl Authorizer {
                 self.forget(state, &why)
             }
         }
+    }
+
+    /// Whether `saved` was made with the client configured now (none configured: any).
+    fn same_client(&self, saved: &Saved) -> bool {
+        let configured = &self.configured;
+        let secret = configured.client_secret.as_ref().map(Secret::expose);
+        configured.client_id.is_none()
+            || (configured.client_id.as_deref() == Some(saved.client.client_id.as_str())
+                && secret == saved.client.client_secret.as_deref())
     }
 
     fn adopt(&self, state: &mut State, saved: &Saved) {
@@ -402,38 +426,49 @@ impl Authorizer {
     }
 
     /// New tokens from the refresh token: on PostgreSQL under the login's row lock, where
-    /// tokens another instance refreshed meanwhile are taken instead. A refusal ends the login.
-    async fn refresh(&self, state: &mut State) -> Result<(), String> {
+    /// tokens another instance refreshed meanwhile are taken instead. A refusal by the token
+    /// endpoint ends the login; a failure to reach it (or the store) leaves the login as it is.
+    async fn refresh(&self, state: &mut State) -> Result<(), token::Refusal> {
+        let failed = |why: String| token::Refusal {
+            refused: false,
+            why,
+        };
         let lock = match &self.keeper {
-            None => None,
-            Some(keeper) => {
+            Some(keeper) if !self.ignore_stored => {
                 let (lock, row) = keeper
                     .store
                     .lock_login(&keeper.name)
                     .await
-                    .map_err(|e| format!("its login could not be read: {e}"))?;
+                    .map_err(|e| failed(format!("its login could not be read: {e}")))?;
                 let held = state.tokens.as_ref().map(|t| t.access.expose().to_string());
                 match row.map(|row| keeper.open::<Saved>(&row)) {
-                    Some(Ok(saved)) if Some(&saved.access) != held.as_ref() => {
+                    Some(Ok(saved))
+                        if saved.url == self.server.as_str()
+                            && Some(&saved.access) != held.as_ref() =>
+                    {
                         lock.release().await;
                         self.adopt(state, &saved);
                         return Ok(());
                     }
-                    Some(Ok(_)) => Some(lock),
+                    Some(Ok(saved)) if saved.url == self.server.as_str() => Some(lock),
                     _ => {
                         lock.release().await;
                         self.forget(state, "its login was removed");
-                        return Err("not logged in".into());
+                        return Err(token::Refusal {
+                            refused: true,
+                            why: "its login was removed".into(),
+                        });
                     }
                 }
             }
+            _ => None,
         };
         let (Some(discovered), Some(identity), Some(current)) = (
             state.discovered.clone(),
             state.identity.clone(),
             state.tokens.clone(),
         ) else {
-            return Err("nothing to refresh".into());
+            return Err(failed("nothing to refresh".into()));
         };
         let refreshed = token::refresh(
             self.http().await,
@@ -443,27 +478,34 @@ impl Authorizer {
             &discovered.resource,
         )
         .await;
-        match (refreshed, lock) {
-            (Ok(tokens), lock) => {
+        match refreshed {
+            Ok(tokens) => {
+                // Held first: a rotated refresh token must not be lost with a failed write.
+                self.set(state, Some(tokens.clone()));
                 if let (Some(lock), Some(keeper)) = (lock, &self.keeper) {
                     let saved = Saved::new(self.server.as_str(), &discovered, &identity, &tokens);
-                    lock.save(&keeper.seal(&saved))
-                        .await
-                        .map_err(|e| format!("its refreshed login could not be stored: {e}"))?;
+                    if let Err(e) = lock.save(&keeper.seal(&saved)).await {
+                        tracing::warn!(
+                            "{}: its refreshed login could not be stored ({e}); this instance \
+                             holds it",
+                            self.name()
+                        );
+                    }
                 }
-                self.set(state, Some(tokens));
                 Ok(())
             }
-            (Err(refusal), lock) => {
-                if refusal.refused {
-                    if let Some(lock) = lock {
+            Err(refusal) => {
+                match lock {
+                    Some(lock) if refusal.refused => {
                         let _ = lock.delete().await;
                     }
-                    self.forget(state, &format!("its refresh was refused ({})", refusal.why));
-                } else if let Some(lock) = lock {
-                    lock.release().await;
+                    Some(lock) => lock.release().await,
+                    None => {}
                 }
-                Err(refusal.why)
+                if refusal.refused {
+                    self.forget(state, &format!("its refresh was refused ({})", refusal.why));
+                }
+                Err(refusal)
             }
         }
     }

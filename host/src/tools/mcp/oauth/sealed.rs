@@ -82,20 +82,25 @@ impl SealKey {
     }
 }
 
-/// A new random key written to `path`, readable by this user only, never replacing a file.
+/// A new random key written to `path`, readable by this user only, whole or not at all: it is
+/// written beside, then linked into place, which fails if another process made one first (then
+/// that one is read).
 fn make_key_file(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
     let mut key = vec![0u8; 32];
     getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    file.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o600))?;
     file.write_all(&key)?;
-    file.sync_all()?;
-    Ok(key)
+    file.as_file().sync_all()?;
+    match std::fs::hard_link(file.path(), path) {
+        Ok(()) => Ok(key),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::read(path),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

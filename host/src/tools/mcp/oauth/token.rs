@@ -69,7 +69,7 @@ pub async fn exchange(
     code: Code<'_>,
     resource: &str,
     asked: Option<&str>,
-) -> Result<Tokens, String> {
+) -> Result<Tokens, Refusal> {
     let form = vec![
         ("grant_type", "authorization_code".to_string()),
         ("code", code.code.to_string()),
@@ -77,7 +77,7 @@ pub async fn exchange(
         ("redirect_uri", code.redirect_uri.to_string()),
         ("resource", resource.to_string()),
     ];
-    Ok(request(http, endpoint, identity, form, asked, None).await?)
+    request(http, endpoint, identity, form, asked, None).await
 }
 
 /// Why the token endpoint gave no tokens.
