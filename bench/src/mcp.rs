@@ -71,6 +71,7 @@ async fn measure(url: &str, calls: usize) -> anyhow::Result<()> {
             timeout: DEFAULT_TIMEOUT,
             max_tool_text: DEFAULT_TOOL_TEXT_KIB as usize * 1024,
             insecure_key: false,
+            oauth: None,
         },
     );
     let mut changed = servers.changed();
