@@ -302,13 +302,16 @@ async fn the_callback_refuses_what_it_did_not_begin() {
     let server = serve(&upstream, &mcp, &dir).await;
     let plain = reqwest::Client::new();
     let callback = format!("{}/v1/mcp-servers/callback", server.base);
-    for (query, cookie, expected) in [
-        ("code=x", "", "state: missing"),
+    for (query, cookie, status, expected) in [
+        ("code=x", "", StatusCode::BAD_REQUEST, "state: missing"),
         (
             "code=x&state=made-up",
             "chatd_mcp_login_x=y",
+            StatusCode::NOT_FOUND,
             "state: no such login",
         ),
+        ("state=", "", StatusCode::NOT_FOUND, "state: no such login"),
+        ("state=a&state=b", "", StatusCode::BAD_REQUEST, "query"),
     ] {
         let res = plain
             .get(format!("{callback}?{query}"))
@@ -316,7 +319,7 @@ async fn the_callback_refuses_what_it_did_not_begin() {
             .send()
             .await
             .unwrap();
-        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(res.status(), status, "{query}");
         let body: Value = res.json().await.unwrap();
         assert!(
             body["message"].as_str().unwrap().starts_with(expected),
@@ -342,7 +345,7 @@ async fn the_callback_refuses_what_it_did_not_begin() {
         "{body}"
     );
     let again = plain.get(&location).send().await.unwrap();
-    assert_eq!(again.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(again.status(), StatusCode::NOT_FOUND, "the state is spent");
     // Names: unknown, and one that needs no login.
     let (status, body) = server.post("/v1/mcp-servers/nope/connect", json!({})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");

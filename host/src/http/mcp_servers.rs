@@ -8,14 +8,14 @@
 //! `POST /v1/mcp-servers/{name}/disconnect` ends a login. The work is `tools/mcp/logins.rs`'s.
 
 use axum::Json;
-use axum::extract::{OriginalUri, Query, State};
+use axum::extract::{OriginalUri, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
-use super::error::{ApiError, ApiPath, ApiResult, ErrorBody};
+use super::error::{ApiError, ApiPath, ApiQuery, ApiResult, ErrorBody};
 use crate::tools::mcp::logins::LoginError;
 use crate::tools::mcp::oauth::Callback;
 use crate::tools::mcp::oauth::login::PENDING_FOR;
@@ -162,21 +162,26 @@ pub async fn disconnect(
 
 /// The redirect's query.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CallbackQuery {
     code: Option<String>,
+    /// The login's state; read as optional so its absence is this API's 400, not the
+    /// extractor's.
+    #[param(required = true)]
     state: Option<String>,
     error: Option<String>,
     iss: Option<String>,
 }
 
-#[utoipa::path(get, path = "/mcp-servers/callback", tag = "mcp",
+#[utoipa::path(get, path = "/mcp-servers/callback", tag = "mcp", security(()),
     params(CallbackQuery),
     responses((status = 303, description = "the login is done: back to the web client's MCP servers page"),
-              (status = 400, body = ErrorBody, description = "no such login (unknown, used or expired `state`), another browser's, or the authorization server refused it"),
+              (status = 400, body = ErrorBody, description = "no `state`, another browser's login, or the authorization server refused it"),
+              (status = 404, body = ErrorBody, description = "no such login: its `state` is unknown, already used or older than ten minutes"),
               (status = 503, body = ErrorBody, description = "the token endpoint or the store could not be reached")))]
 pub async fn callback(
     State(state): State<AppState>,
-    Query(query): Query<CallbackQuery>,
+    ApiQuery(query): ApiQuery<CallbackQuery>,
     headers: HeaderMap,
     uri: OriginalUri,
 ) -> ApiResult<Response> {

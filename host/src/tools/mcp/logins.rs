@@ -31,7 +31,7 @@ pub struct ServerState {
 /// Why a login could not be begun or finished.
 #[derive(Debug, PartialEq, Eq)]
 pub enum LoginError {
-    /// No such server, or it needs no login (the name, the rule).
+    /// No such server, or it needs no login (the name, the rule); no such login begun.
     NotFound(String),
     /// The request itself is wrong (a state unknown, used or expired; another browser).
     Invalid(String),
@@ -102,19 +102,21 @@ impl McpServers {
         let state = callback
             .state
             .clone()
-            .filter(|s| !s.is_empty())
             .ok_or_else(|| invalid("state: missing"))?;
         let logins = self
             .logins
             .as_ref()
-            .ok_or_else(|| invalid("state: no login was begun here"))?;
+            .ok_or_else(|| LoginError::NotFound("state: no login was begun here".into()))?;
         let (name, row) = logins
             .store
             .take_login_start(&digest(&state))
             .await
             .map_err(|e| LoginError::Unavailable(format!("the login could not be read: {e}")))?
             .ok_or_else(|| {
-                invalid("state: no such login (unknown, already used, or older than ten minutes)")
+                LoginError::NotFound(
+                    "state: no such login (unknown, already used, or older than ten minutes)"
+                        .into(),
+                )
             })?;
         let server = self.served(&name)?;
         let keeper = self
