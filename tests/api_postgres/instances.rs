@@ -537,6 +537,9 @@ async fn an_instance_whose_lease_ran_out_takes_no_run_until_it_registers_again()
         }
         assert_eq!(res.status(), StatusCode::OK);
         Events::of(res).await.rest().await;
+        // The run is unregistered just after its `done`: the next stream waits for that, or
+        // it is refused as a second stream of the chat (409), which is not what this tests.
+        left_active_runs(&server, &chat_id).await;
     };
     assert!(
         refused["message"].as_str().unwrap().contains("lease"),
@@ -556,6 +559,23 @@ async fn an_instance_whose_lease_ran_out_takes_no_run_until_it_registers_again()
         assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert!(Instant::now() < deadline, "not registered again");
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits (up to 10 s) until `chat_id` has left `GET /v1/active-runs`.
+async fn left_active_runs(server: &crate::support::TestServer, chat_id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, runs) = server.get("/v1/active-runs").await;
+        assert_eq!(status, StatusCode::OK, "{runs}");
+        let running = runs["chats"]
+            .as_array()
+            .is_some_and(|chats| chats.iter().any(|c| c == chat_id));
+        if !running {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{chat_id} still runs: {runs}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
