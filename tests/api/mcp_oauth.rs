@@ -156,6 +156,12 @@ async fn connect_logs_in_and_the_login_is_refreshed_kept_and_disconnected() {
         done.headers()["location"],
         format!("{}/#/mcp-servers", server.base)
     );
+    // What the page the browser lands on is told: never the failure from before the login.
+    let landed = state_of(&server).await;
+    assert!(
+        landed["state"] == "connecting" || landed["state"] == "connected",
+        "{landed}"
+    );
     listed(&server, true).await;
     assert_eq!(state_of(&server).await["state"], "connected");
     let first = add(&server).await;

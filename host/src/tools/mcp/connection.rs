@@ -127,8 +127,11 @@ impl Server {
         self.wire.auth.as_ref()
     }
 
-    /// Lists its tools again now.
+    /// Lists its tools again now (its login changed). The last listing's failure is forgotten
+    /// at once: it was about the login before, and a page asking meanwhile is told the server
+    /// is connecting (and looks again), not the old reason (and stops looking).
     pub fn relist(&self) {
+        *self.failure.write().unwrap_or_else(|e| e.into_inner()) = None;
         self.refresh.notify_one();
     }
 
