@@ -19,6 +19,20 @@ async fn rows(chatd: &crate::harness::Chatd, id: &str) -> Vec<(String, String)> 
     crate::chat::transcript(chatd, &format!("#/chat/{id}")).await
 }
 
+/// Marks the messages shown now, so that a wait for another chat's messages ([`FRESH`]) is not
+/// met by these: the hash changes before the router replaces the view.
+async fn mark_shown(browser: &crate::harness::Browser) {
+    browser
+        .eval(
+            "document.querySelectorAll('.message').forEach((m) => { m.dataset.shownBefore = '1'; })",
+            vec![],
+        )
+        .await;
+}
+
+/// True (in a wait's script) once no message [`mark_shown`] marked is on the page.
+const FRESH: &str = "!document.querySelector('.message[data-shown-before]')";
+
 /// The page open on a chat with `questions` asked and answered, its CSP checked, a probe line in
 /// the console and the clipboard readable. None when the browser is missing.
 async fn opened(
@@ -164,6 +178,7 @@ async fn edit_and_regenerate_fork_into_new_chats_the_originals_unchanged() {
     browser
         .click(".message.user[data-index='2'] .action-edit")
         .await;
+    mark_shown(&browser).await;
     let field = browser.find(".edit-form textarea").await;
     field.clear().await.unwrap();
     field.send_keys("second question, edited").await.unwrap();
@@ -178,7 +193,10 @@ async fn edit_and_regenerate_fork_into_new_chats_the_originals_unchanged() {
         )
         .await;
     browser
-        .until("the fork's reply", "return !document.querySelector('#live-run') && document.querySelectorAll('.message.assistant').length === 2")
+        .until(
+            "the fork's reply",
+            &format!("return {FRESH} && !document.querySelector('#live-run') && document.querySelectorAll('.message.assistant').length === 2"),
+        )
         .await;
     let fork_id = browser
         .hash()
@@ -222,12 +240,13 @@ async fn edit_and_regenerate_fork_into_new_chats_the_originals_unchanged() {
         )
         .await;
     assert_eq!(browser.clipboard().await, REPLY);
+    mark_shown(&browser).await;
     field.send_keys("\u{E009}\u{E008}g\u{E000}").await.unwrap();
     browser
         .until(
             "the regenerated fork",
             &format!(
-                "return !['{original}', '#/chat/{fork_id}'].includes(location.hash) && !document.querySelector('#live-run') \
+                "return !['{original}', '#/chat/{fork_id}'].includes(location.hash) && {FRESH} && !document.querySelector('#live-run') \
                  && document.querySelectorAll('.message.assistant').length === 2"
             ),
         )
