@@ -43,7 +43,16 @@ pub async fn serve(
     mcp: &McpServer,
     dir: &std::sync::Arc<tempfile::TempDir>,
 ) -> TestServer {
-    let config = format!("[mcp.t]\nurl = \"{}\"\nauth = \"oauth\"\n", mcp.url);
+    serve_at(upstream, &mcp.url, dir).await
+}
+
+/// [`serve`] with the server at `url`.
+async fn serve_at(
+    upstream: &ScriptedUpstream,
+    url: &str,
+    dir: &std::sync::Arc<tempfile::TempDir>,
+) -> TestServer {
+    let config = format!("[mcp.t]\nurl = \"{url}\"\nauth = \"oauth\"\n");
     let path: PathBuf = write_config(dir.path(), &config);
     // On SQLite the key is the data folder's key file; PostgreSQL needs CHATD_SECRET_KEY.
     let mut args = Vec::new();
@@ -360,5 +369,95 @@ async fn the_callback_refuses_what_it_did_not_begin() {
     let (status, body) = server.post("/v1/mcp-servers/nope/connect", json!({})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert_eq!(stats(&mcp).await["authorization_code"], 0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_authorization_server_gone_is_a_503_naming_the_server_and_chatd_serves_on() {
+    let Some(mcp) = McpServer::start_oauth() else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start(calls(A, 0)).await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let server = serve(&upstream, &mcp, &dir).await;
+    let res = server.open("/v1/mcp-servers/t/connect", None, &[]).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    let location = approved(&res.json().await.unwrap()).await;
+    // The browser comes back with a code after the authorization server went away: the code
+    // cannot be exchanged.
+    let gone_url = mcp.url.clone();
+    drop(mcp);
+    let done = browser()
+        .get(&location)
+        .header("cookie", cookie.split(';').next().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(done.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = done.json().await.unwrap();
+    assert!(
+        body["message"].as_str().unwrap().starts_with("mcp.t: "),
+        "{body}"
+    );
+    let after = state_of(&server).await;
+    assert_eq!(after["state"], "needs_login", "{after}");
+    server.stop().await;
+
+    // A chatd that never reached it: Connect cannot discover where to log in; said the same way.
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let fresh = serve_at(&upstream, &gone_url, &dir).await;
+    let (status, body) = fresh.post("/v1/mcp-servers/t/connect", json!({})).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().starts_with("mcp.t: "),
+        "{body}"
+    );
+    fresh.stop().await;
+}
+
+#[tokio::test]
+async fn a_key_that_cannot_be_read_refuses_the_server_until_a_reload_finds_it_fixed() {
+    // On PostgreSQL the key is CHATD_SECRET_KEY, not a file.
+    if on_postgres() {
+        return;
+    }
+    let Some(mcp) = McpServer::start_oauth() else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start(calls(A, 0)).await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let key = dir.path().join("data").join("mcp-logins.key");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(&key, b"not a key").unwrap();
+    let server = serve(&upstream, &mcp, &dir).await;
+    let refused = state_of(&server).await;
+    assert_eq!(refused["state"], "refused", "{refused}");
+    assert!(
+        refused["reason"]
+            .as_str()
+            .unwrap()
+            .contains("is not a 32-byte key"),
+        "{refused}"
+    );
+    // The operator removes the bad file and touches the configuration: served again, with a
+    // new key, needing a login.
+    std::fs::remove_file(&key).unwrap();
+    let mut changed = server.state.tools.changed();
+    let config = std::fs::read_to_string(dir.path().join("chatd.toml")).unwrap();
+    write_config(dir.path(), &config);
+    let served = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        loop {
+            changed.changed().await.expect("the tools are alive");
+            let now = state_of(&server).await;
+            if now["state"] != "refused" {
+                return now;
+            }
+        }
+    })
+    .await
+    .expect("a reload within a minute");
+    assert_eq!(served["state"], "needs_login", "{served}");
+    assert_eq!(std::fs::read(&key).unwrap().len(), 32);
     server.stop().await;
 }

@@ -83,6 +83,8 @@ pub struct Server {
     failure: RwLock<Option<String>>,
     /// A listing has succeeded since the server started.
     listed: std::sync::atomic::AtomicBool,
+    /// Bumped by [`Server::relist`]: a listing begun before it failed for the login before.
+    relisted: std::sync::atomic::AtomicU64,
 }
 
 impl Server {
@@ -108,6 +110,7 @@ impl Server {
             stopped: std::sync::atomic::AtomicBool::new(false),
             failure: RwLock::new(None),
             listed: std::sync::atomic::AtomicBool::new(false),
+            relisted: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -128,9 +131,12 @@ impl Server {
     }
 
     /// Lists its tools again now (its login changed). The last listing's failure is forgotten
-    /// at once: it was about the login before, and a page asking meanwhile is told the server
-    /// is connecting (and looks again), not the old reason (and stops looking).
+    /// at once, and so is that of a listing begun before: it was about the login before, and a
+    /// page asking meanwhile is told the server is connecting (and looks again), not the old
+    /// reason (and stops looking).
     pub fn relist(&self) {
+        self.relisted
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         *self.failure.write().unwrap_or_else(|e| e.into_inner()) = None;
         self.refresh.notify_one();
     }
@@ -388,6 +394,7 @@ async fn keep_listing(server: Weak<Server>) {
             return;
         };
         let refresh = strong.refresh.clone();
+        let asked = strong.relisted.load(std::sync::atomic::Ordering::SeqCst);
         let wait = match strong.list().await {
             Ok(tools) => {
                 let count = tools.len();
@@ -400,6 +407,11 @@ async fn keep_listing(server: Weak<Server>) {
                 tracing::info!("MCP server {}: {count} tools offered", strong.declared.name);
                 pause = Duration::from_secs(1);
                 last_error = None;
+                REFRESH_EVERY
+            }
+            // Relisted meanwhile (a login finished): this failure is the old login's; the
+            // next listing starts at once, woken by the relist.
+            Err(_) if strong.relisted.load(std::sync::atomic::Ordering::SeqCst) != asked => {
                 REFRESH_EVERY
             }
             Err(why) => {

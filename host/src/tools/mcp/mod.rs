@@ -68,7 +68,9 @@ impl McpTool {
 pub struct Logins {
     store: crate::store::Store,
     source: Arc<KeySource>,
-    key: Arc<std::sync::OnceLock<Result<Arc<oauth::sealed::SealKey>, String>>>,
+    /// The key once made or read; a failure is not kept (a folder made writable is tried
+    /// again at the next use, with no restart).
+    key: Arc<std::sync::Mutex<Option<Arc<oauth::sealed::SealKey>>>>,
 }
 
 /// Where the sealing key comes from.
@@ -92,21 +94,25 @@ impl Logins {
 
     fn key(&self) -> Result<Arc<oauth::sealed::SealKey>, String> {
         use oauth::sealed::SealKey;
-        self.key
-            .get_or_init(|| match self.source.as_ref() {
-                KeySource::Secret(secret) => Ok(Arc::new(SealKey::from_secret(secret))),
-                KeySource::Folder(dir) => std::fs::create_dir_all(dir)
-                    .and_then(|()| SealKey::from_folder(dir))
-                    .map(Arc::new)
-                    .map_err(|e| {
-                        format!(
-                            "the key for its login cannot be kept in {}: {e}",
-                            dir.display()
-                        )
-                    }),
-                KeySource::Missing(why) => Err(why.clone()),
-            })
-            .clone()
+        let mut kept = self.key.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(key) = kept.as_ref() {
+            return Ok(key.clone());
+        }
+        let key = match self.source.as_ref() {
+            KeySource::Secret(secret) => Ok(Arc::new(SealKey::from_secret(secret))),
+            KeySource::Folder(dir) => std::fs::create_dir_all(dir)
+                .and_then(|()| SealKey::from_folder(dir))
+                .map(Arc::new)
+                .map_err(|e| {
+                    format!(
+                        "the key for its login cannot be kept in {}: {e}",
+                        dir.display()
+                    )
+                }),
+            KeySource::Missing(why) => Err(why.clone()),
+        }?;
+        *kept = Some(key.clone());
+        Ok(key)
     }
 }
 
@@ -140,11 +146,13 @@ impl McpServers {
     }
 
     /// Serves `declared`: a new server starts (listing in the background), one whose table
-    /// changed starts again, one no longer declared stops; the rest keep their sessions.
+    /// changed starts again, one no longer declared stops; the rest keep their sessions. One
+    /// refused before (its login could not be kept) is tried again: the operator may have
+    /// fixed why (set CHATD_SECRET_KEY, made the data folder writable).
     pub fn apply(&self, declared: &BTreeMap<String, DeclaredMcp>) {
         let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
-        refused.retain(|name, (table, _)| declared.get(name) == Some(table));
+        refused.clear();
         let mut changed = false;
         servers.retain(|name, server| {
             let kept = declared.get(name) == Some(&server.declared);
