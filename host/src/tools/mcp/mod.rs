@@ -148,7 +148,8 @@ impl McpServers {
     /// Serves `declared`: a new server starts (listing in the background), one whose table
     /// changed starts again, one no longer declared stops; the rest keep their sessions. One
     /// refused before (its login could not be kept) is tried again: the operator may have
-    /// fixed why (set CHATD_SECRET_KEY, made the data folder writable).
+    /// fixed why (made the data folder writable, removed a damaged key file). The environment
+    /// is the start's: a CHATD_SECRET_KEY set since needs a restart.
     pub fn apply(&self, declared: &BTreeMap<String, DeclaredMcp>) {
         let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
