@@ -43,16 +43,17 @@ pub async fn serve(
     mcp: &McpServer,
     dir: &std::sync::Arc<tempfile::TempDir>,
 ) -> TestServer {
-    serve_at(upstream, &mcp.url, dir).await
+    serve_at(upstream, &mcp.url, dir, "").await
 }
 
-/// [`serve`] with the server at `url`.
+/// [`serve`] with the server at `url`, and `more` in the configuration file.
 async fn serve_at(
     upstream: &ScriptedUpstream,
     url: &str,
     dir: &std::sync::Arc<tempfile::TempDir>,
+    more: &str,
 ) -> TestServer {
-    let config = format!("[mcp.t]\nurl = \"{url}\"\nauth = \"oauth\"\n");
+    let config = format!("[mcp.t]\nurl = \"{url}\"\nauth = \"oauth\"\n{more}");
     let path: PathBuf = write_config(dir.path(), &config);
     // On SQLite the key is the data folder's key file; PostgreSQL needs CHATD_SECRET_KEY.
     let mut args = Vec::new();
@@ -318,7 +319,9 @@ async fn the_callback_refuses_what_it_did_not_begin() {
     };
     let upstream = ScriptedUpstream::start(calls(A, 0)).await;
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
-    let server = serve(&upstream, &mcp, &dir).await;
+    // Beside `t`, `k`: a server that needs no login.
+    let keyless = format!("[mcp.k]\nurl = \"{}\"\n", mcp.url);
+    let server = serve_at(&upstream, &mcp.url, &dir, &keyless).await;
     let plain = reqwest::Client::new();
     let callback = format!("{}/v1/mcp-servers/callback", server.base);
     for (query, cookie, status, expected) in [
@@ -368,6 +371,12 @@ async fn the_callback_refuses_what_it_did_not_begin() {
     // Names: unknown, and one that needs no login.
     let (status, body) = server.post("/v1/mcp-servers/nope/connect", json!({})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let (status, body) = server.post("/v1/mcp-servers/k/connect", json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("needs no login"),
+        "{body}"
+    );
     assert_eq!(stats(&mcp).await["authorization_code"], 0);
     server.stop().await;
 }
@@ -406,7 +415,7 @@ async fn an_authorization_server_gone_is_a_503_naming_the_server_and_chatd_serve
 
     // A chatd that never reached it: Connect cannot discover where to log in; said the same way.
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
-    let fresh = serve_at(&upstream, &gone_url, &dir).await;
+    let fresh = serve_at(&upstream, &gone_url, &dir, "").await;
     let (status, body) = fresh.post("/v1/mcp-servers/t/connect", json!({})).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert!(
