@@ -91,6 +91,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             "interpreter: compiled and loaded in {:.2} s",
             started.elapsed().as_secs_f64()
         );
+        printing(&interpreter).await?;
         let units = plain(&host, &o.dir).await?;
         println!(
             "\n{:<52} {:>9} {:>9}   plain Python plugin (py_units), same run",
@@ -139,6 +140,37 @@ pub fn run(o: Options) -> anyhow::Result<()> {
     })
 }
 
+/// 100 MB printed, past the session's output cap: every byte goes to the host, which keeps the
+/// first characters and counts the rest (`plugins/runtime/capture.rs`).
+const PRINTED: &str = "s = 'x' * 10**7\nfor _ in range(10):\n    print(s)";
+/// The same text through the same Python streams into a sink inside the guest: what printing
+/// costs without the host.
+const SUNK: &str = "import io\n\
+    class Sink(io.RawIOBase):\n    def writable(self): return True\n    def write(self, b): return len(b)\n\
+    out = io.TextIOWrapper(io.BufferedWriter(Sink()), encoding='utf-8', line_buffering=True)\n\
+    s = 'x' * 10**7\nfor _ in range(10):\n    print(s, file=out)";
+
+async fn printing(plugin: &Plugin) -> anyhow::Result<()> {
+    let tool = plugin.as_tool().context("a tool")?;
+    let mut session = tool.open_session(folder(plugin)?, OUTPUT_CHARS);
+    let (mut printed, mut sunk) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        printed.push(run_in(plugin, &mut session, PRINTED).await?);
+        sunk.push(run_in(plugin, &mut session, SUNK).await?);
+    }
+    printed.sort_unstable();
+    sunk.sort_unstable();
+    let (to_host, in_guest) = (printed[2], sunk[2]);
+    println!(
+        "100 MB printed past the cap: {:.0} ms ({:.0} MB/s); into a sink in the guest: {:.0} ms ({:.1}x)",
+        ms(to_host),
+        100.0 / to_host.as_secs_f64(),
+        ms(in_guest),
+        to_host.as_secs_f64() / in_guest.as_secs_f64()
+    );
+    Ok(())
+}
+
 /// The plain Python tool plugin built by `examples/build-plugins`.
 async fn plain(host: &TestHost, dir: &std::path::Path) -> anyhow::Result<Plugin> {
     let wasm = dir.join("py_units.wasm");
@@ -151,6 +183,9 @@ async fn plain(host: &TestHost, dir: &std::path::Path) -> anyhow::Result<Plugin>
 }
 
 const UNITS_ARGS: &str = r#"{"value":10,"from":"km","to":"mi"}"#;
+
+/// What a session keeps of each of stdout and stderr per call (the default setting).
+const OUTPUT_CHARS: usize = 20_000;
 
 fn folder(plugin: &Plugin) -> anyhow::Result<Folder> {
     let grant = plugin
@@ -180,7 +215,7 @@ async fn new_sessions(plugin: &Plugin, code: &str, runs: usize) -> anyhow::Resul
     let mut times = Vec::with_capacity(runs);
     for round in 0..runs + 20 {
         let started = Instant::now();
-        let mut session = tool.open_session(folder(plugin)?);
+        let mut session = tool.open_session(folder(plugin)?, OUTPUT_CHARS);
         run_in(plugin, &mut session, code).await?;
         let took = started.elapsed();
         drop(session);
@@ -193,7 +228,7 @@ async fn new_sessions(plugin: &Plugin, code: &str, runs: usize) -> anyhow::Resul
 
 async fn warm_runs(plugin: &Plugin, code: &str, runs: usize) -> anyhow::Result<Vec<Duration>> {
     let tool = plugin.as_tool().context("a tool")?;
-    let mut session = tool.open_session(folder(plugin)?);
+    let mut session = tool.open_session(folder(plugin)?, OUTPUT_CHARS);
     run_in(plugin, &mut session, code).await?;
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -230,13 +265,13 @@ async fn idle_memory(
 ) -> anyhow::Result<(f64, f64)> {
     let tool = plugin.as_tool().context("a tool")?;
     // One session made and dropped first, so the pool's slots and the code are warm.
-    let mut warm = tool.open_session(folder(plugin)?);
+    let mut warm = tool.open_session(folder(plugin)?, OUTPUT_CHARS);
     run_in(plugin, &mut warm, "1+1").await?;
     drop(warm);
     let before = private_dirty_kib()?;
     let mut alive = Vec::with_capacity(sessions);
     for _ in 0..sessions {
-        let mut session = tool.open_session(folder(plugin)?);
+        let mut session = tool.open_session(folder(plugin)?, OUTPUT_CHARS);
         run_in(plugin, &mut session, "x = 1+1").await?;
         alive.push(session);
     }
@@ -270,7 +305,7 @@ async fn at_once(
             let arrived = Instant::now();
             let _turn = turns.acquire().await?;
             let tool = plugin.as_tool().context("a tool")?;
-            let mut session = tool.open_session(folder(&plugin)?);
+            let mut session = tool.open_session(folder(&plugin)?, OUTPUT_CHARS);
             run_in(&plugin, &mut session, &code).await?;
             anyhow::Ok(arrived.elapsed())
         }));

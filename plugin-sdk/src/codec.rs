@@ -1,6 +1,6 @@
-//! The `codec-provider` world (as `optioned-codec-provider`, which adds the provider's
-//! [`Profile`] and the turn options it honours): [`Codec`], [`Decoder`] and
-//! [`export_codec_provider!`](crate::export_codec_provider).
+//! The `codec-provider` world (as `tuned-codec-provider`, which adds the provider's
+//! [`Profile`], the turn options it honours and the tuning it honours): [`Codec`], [`Decoder`]
+//! and [`export_codec_provider!`](crate::export_codec_provider).
 //!
 //! A codec provider only encodes and decodes: [`Codec::start`] turns a turn request into the
 //! upstream [`Request`] and a [`Decoder`] for its answer. The host sends the request and feeds the
@@ -21,18 +21,18 @@
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "chatd:plugin/optioned-codec-provider@0.1.2",
+        world: "chatd:plugin/tuned-codec-provider@0.1.3",
         runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_codec_provider_world",
         default_bindings_module: "chatd_plugin_sdk::codec::bindings",
         with: {
-            "chatd:plugin/types@0.1.2": crate::host::bindings::chatd::plugin::types,
-            "chatd:plugin/http@0.1.2": crate::host::bindings::chatd::plugin::http,
-            "chatd:plugin/log@0.1.2": crate::host::bindings::chatd::plugin::log,
-            "chatd:plugin/config@0.1.2": crate::host::bindings::chatd::plugin::config,
-            "chatd:plugin/provider-types@0.1.2": crate::provider::bindings::chatd::plugin::provider_types,
-            "chatd:plugin/turn-events@0.1.2": crate::provider::bindings::chatd::plugin::turn_events,
+            "chatd:plugin/types@0.1.3": crate::host::bindings::chatd::plugin::types,
+            "chatd:plugin/http@0.1.3": crate::host::bindings::chatd::plugin::http,
+            "chatd:plugin/log@0.1.3": crate::host::bindings::chatd::plugin::log,
+            "chatd:plugin/config@0.1.3": crate::host::bindings::chatd::plugin::config,
+            "chatd:plugin/provider-types@0.1.3": crate::provider::bindings::chatd::plugin::provider_types,
+            "chatd:plugin/turn-events@0.1.3": crate::provider::bindings::chatd::plugin::turn_events,
         },
     });
 }
@@ -42,10 +42,12 @@ use std::cell::RefCell;
 pub use bindings::chatd::plugin::turn_options::{
     JsonSchema, Options as TurnOptions, ResponseFormat, ToolChoice,
 };
+pub use bindings::chatd::plugin::turn_tuning::{ReasoningEffort, Tuning};
 pub use bindings::exports::chatd::plugin::turn_codec::Decoded;
 pub use bindings::exports::chatd::plugin::turn_options_support::OptionKind;
+pub use bindings::exports::chatd::plugin::turn_tuning_support::TuningKind;
 
-use crate::host::{Header, PluginError, Request, UpstreamError};
+use crate::host::{Header, PluginError, Request};
 use crate::provider::{
     FinishReason, Profile, TurnEvent, TurnOutcome, TurnRequest, TurnStream, emit,
 };
@@ -69,8 +71,14 @@ pub trait Codec {
         Vec::new()
     }
 
+    /// The tuning it puts on its upstream's wire (WIT 0.1.3); the host sends a turn no other
+    /// kinds. None by default.
+    fn tuned() -> Vec<TuningKind> {
+        Vec::new()
+    }
+
     /// The upstream request for `request`'s turn, and the decoder of its answer. The turn's
-    /// options beyond `request`'s are [`turn_options`].
+    /// options beyond `request`'s are [`turn_options`], its tuning [`turn_tuning`].
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
         let _ = request;
         Err(crate::unsupported("model turns"))
@@ -91,6 +99,39 @@ pub fn no_turn_options() -> TurnOptions {
         stop: Vec::new(),
         tool_choice: None,
         response_format: None,
+    }
+}
+
+/// The tuning of the turn being started (only kinds [`Codec::tuned`] names are set); call it
+/// from [`Codec::start`].
+pub fn turn_tuning() -> Tuning {
+    bindings::chatd::plugin::turn_tuning::current()
+}
+
+/// No tuning: each kind left to the upstream's default (what [`turn_tuning`] gives a turn that
+/// asks none; for tests of a request builder).
+pub fn no_turn_tuning() -> Tuning {
+    Tuning {
+        strict_tools: Vec::new(),
+        one_call_per_turn: false,
+        reasoning_effort: None,
+        seed: None,
+        presence_penalty: None,
+        frequency_penalty: None,
+        logit_bias: Vec::new(),
+    }
+}
+
+/// A reasoning effort by its WIT name, which is also how OpenAI's wires (chat completions'
+/// `reasoning_effort`, the Responses API's `reasoning.effort`) spell it.
+pub fn effort_name(effort: ReasoningEffort) -> &'static str {
+    match effort {
+        ReasoningEffort::None => "none",
+        ReasoningEffort::Minimal => "minimal",
+        ReasoningEffort::Low => "low",
+        ReasoningEffort::Medium => "medium",
+        ReasoningEffort::High => "high",
+        ReasoningEffort::Xhigh => "xhigh",
     }
 }
 
@@ -334,10 +375,7 @@ impl Decoder {
             unreachable!("only called while reading an error body");
         };
         let cut = &body[..body.len().min(MAX_ERROR_BODY)];
-        PluginError::Upstream(UpstreamError {
-            status,
-            message: crate::host::error_message(cut).unwrap_or_else(|| format!("HTTP {status}")),
-        })
+        crate::host::upstream_error(status, cut)
     }
 }
 
@@ -405,7 +443,7 @@ impl bindings::exports::chatd::plugin::turn_codec::GuestTurnDecoder for DecoderR
     }
 }
 
-/// Exports a [`Codec`] implementation as the component's `optioned-codec-provider` world (which
+/// Exports a [`Codec`] implementation as the component's `tuned-codec-provider` world (which
 /// includes the `provider` world: its `turn` runs the same codec through [`drive`]).
 #[macro_export]
 macro_rules! export_codec_provider {
@@ -470,6 +508,14 @@ macro_rules! export_codec_provider {
             }
         }
 
+        impl $crate::codec::bindings::exports::chatd::plugin::turn_tuning_support::Guest
+            for __ChatdCodecExport
+        {
+            fn honoured() -> ::std::vec::Vec<$crate::codec::TuningKind> {
+                <$ty as $crate::codec::Codec>::tuned()
+            }
+        }
+
         $crate::codec::bindings::__export_codec_provider_world!(
             __ChatdCodecExport with_types_in $crate::codec::bindings
         );
@@ -479,6 +525,7 @@ macro_rules! export_codec_provider {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::UpstreamError;
     use crate::provider::test_support::Echo;
     use crate::sse::Event;
 

@@ -245,10 +245,7 @@ impl Response {
                 _ => break,
             }
         }
-        Err(PluginError::Upstream(UpstreamError {
-            status,
-            message: error_message(&body).unwrap_or_else(|| format!("HTTP {status}")),
-        }))
+        Err(upstream_error(status, &body))
     }
     /// The whole body as JSON.
     pub fn json(self) -> Result<serde_json::Value, PluginError> {
@@ -271,6 +268,20 @@ impl Response {
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// The longest message quoted from an error body that is not JSON.
 const MAX_ERROR_TEXT: usize = 300;
+
+/// The upstream's failure with `status` and `body`, as [`Response::error_for_status`] reads it:
+/// the status and the upstream's own message. An answer naming a model the upstream does not
+/// have is a 404, whatever status it came with (OpenAI's Responses API answers that 400, with
+/// `code: model_not_found`), so the host tells it from other refusals.
+pub fn upstream_error(status: u16, body: &[u8]) -> PluginError {
+    let unknown_model = serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|json| {
+        json.pointer("/error/code").and_then(|c| c.as_str()) == Some("model_not_found")
+    });
+    PluginError::Upstream(UpstreamError {
+        status: if unknown_model { 404 } else { status },
+        message: error_message(body).unwrap_or_else(|| format!("HTTP {status}")),
+    })
+}
 
 /// The message an upstream put in its error body, if one can be found.
 pub fn error_message(body: &[u8]) -> Option<String> {

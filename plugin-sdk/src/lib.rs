@@ -1,5 +1,5 @@
 //! The chatd plugin SDK: write a provider, a tool or a search backend for chatd as a Wasm
-//! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.2` (the crate's `wit/`,
+//! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.3` (the crate's `wit/`,
 //! a copy of the workspace's `/wit` that a test keeps identical, so the crate packages alone).
 //!
 //! A plugin enables one world's feature (`tool`, `provider` or `search`), implements that world's
@@ -46,7 +46,7 @@
 //! component for that target), and give it a manifest, `echo.json` beside `echo.wasm`:
 //!
 //! ```json
-//! {"id": "echo", "kind": "tool", "wit": "chatd:plugin@0.1.2", "version": "0.1.0",
+//! {"id": "echo", "kind": "tool", "wit": "chatd:plugin@0.1.3", "version": "0.1.0",
 //!  "grants": {}, "limits": {"memoryMib": 32, "timeoutMs": 5000}}
 //! ```
 //!
@@ -77,8 +77,10 @@
 //!      parser. The base URL is [`provider::base_url`]; never set a key, the host adds it.
 //! 3. **The request body**: the host's [`provider::TurnRequest`] (messages with text, images and
 //!    text files; the tool calls and results of the loop; tools; temperature; max tokens) in the
-//!    upstream's shape, and [`codec::turn_options`] (`top_p`, `stop`, `tool_choice`,
-//!    `response_format`; only those `honoured()` names are ever set). [`provider::tool_schema`],
+//!    upstream's shape, [`codec::turn_options`] (`top_p`, `stop`, `tool_choice`,
+//!    `response_format`; only those `honoured()` names are ever set) and [`codec::turn_tuning`]
+//!    (strict tools, one call per turn, reasoning effort, a seed; only those `tuned()` names).
+//!    [`provider::tool_schema`],
 //!    [`provider::text_file_prompt`] and [`provider::json_number`] do what every provider does.
 //! 4. **Private wire types**: `serde` structs of what the upstream answers, every field
 //!    optional, unknown ones ignored.
@@ -91,7 +93,7 @@
 //!    body through your decoder in pieces of any size, as the host does, and gives the text, the
 //!    other events as text ([`testing::show`]) and the finish.
 //! 7. **The manifest** beside the `.wasm` (`ollama.json`): `{"id": "ollama", "kind": "provider",
-//!    "wit": "chatd:plugin@0.1.2", "provider": {"service": "ollama"}}`. `provider.service` names
+//!    "wit": "chatd:plugin@0.1.3", "provider": {"service": "ollama"}}`. `provider.service` names
 //!    the upstream the operator configures; its base URL is what [`provider::base_url`] reads.
 //! 8. **Build and drop in**: `cargo build --release --target wasm32-wasip2`, then copy the
 //!    built `example_ollama.wasm` as `ollama.wasm` beside `ollama.json` (a component's manifest

@@ -7,8 +7,10 @@ The host (host/src/tools/python/) keeps this component's instance alive for a se
 directory is /mnt/data, the session's folder (the host's in-memory `files` capability); nothing
 else is on the filesystem, and there are no sockets, processes or threads.
 
-What `invoke` returns is JSON for the host, not for the model: the host adds the files written,
-the duration and the memory peak, and decides what the model sees (host/src/tools/python/run.rs).
+What `invoke` returns is JSON for the host, not for the model (the value's repr and the
+exception's traceback): the host adds what the code printed (kept by the host as it is written),
+the files written, the duration and the memory peak, and decides what the model sees
+(host/src/tools/python/result.rs).
 """
 
 import ast
@@ -91,6 +93,38 @@ import wit_world  # noqa: E402
 from componentize_py_types import Err  # noqa: E402
 from wit_world.imports import config, tool_types, types  # noqa: E402
 
+
+def _too_many_open_files():
+    """Opening a file past what the session may hold open is the ordinary EMFILE ("Too many
+    open files"). WASI's preview-1 adapter, which CPython's descriptors go through, answers
+    ENOMEM when its table of descriptors is full, and the host's folder answers the same when
+    the session's resources are (never ending the session: host/src/plugins/capabilities/
+    files/host.rs); code that handles EMFILE expects EMFILE."""
+    import builtins
+    import errno
+    import functools
+    import io
+    import os
+
+    def emfile(opener):
+        @functools.wraps(opener)
+        def opened(*args, **kwargs):
+            try:
+                return opener(*args, **kwargs)
+            except OSError as e:
+                if e.errno != errno.ENOMEM:
+                    raise
+                name = args[0] if args and isinstance(args[0], (str, bytes, os.PathLike)) else None
+                raise OSError(errno.EMFILE, "Too many open files", name) from None
+
+        return opened
+
+    builtins.open = io.open = emfile(io.open)
+    os.open = emfile(os.open)
+
+
+_too_many_open_files()
+
 # The snapshot's objects are never collected: freezing them keeps the collector from writing to
 # (and so copying) the shared image's pages in every session.
 gc.collect()
@@ -109,46 +143,15 @@ SCHEMA = {
 }
 
 # What one stream keeps of a call's output, in characters, unless the host's setting says
-# otherwise (python_output_chars); more is dropped and flagged.
+# otherwise (python_output_chars): the host keeps it, as the code writes (the description says
+# so; nothing here enforces it).
 OUTPUT_CHARS = 20_000
-# The longest repr of the final value, and the longest traceback, in characters.
+# The longest repr of the final value, and the longest traceback, in characters; the host cuts
+# both again (host/src/tools/python/result.rs), so this only spares it the work.
 VALUE_CHARS = 20_000
 # The longest source accepted, in characters.
 MAX_SOURCE_CHARS = 100_000
 WORKDIR = "/mnt/data"
-
-
-class Capped:
-    """A text stream keeping its first OUTPUT_CHARS characters; past them, writes are counted
-    and dropped (printing a gigabyte costs time, never memory)."""
-
-    def __init__(self, limit):
-        self.limit = limit
-        self.parts = []
-        self.kept = 0
-        self.dropped = 0
-
-    def write(self, text):
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        room = self.limit - self.kept
-        if room > 0:
-            piece = text[:room]
-            self.parts.append(piece)
-            self.kept += len(piece)
-            self.dropped += len(text) - len(piece)
-        else:
-            self.dropped += len(text)
-        return len(text)
-
-    def flush(self):
-        pass
-
-    def isatty(self):
-        return False
-
-    def text(self):
-        return "".join(self.parts)
 
 
 def cut(text, limit):
@@ -160,7 +163,12 @@ def invalid(message):
 
 
 class Session:
-    """What one instance keeps between calls: the code's globals."""
+    """What one instance keeps between calls: the code's globals, and its stdout and stderr.
+
+    What the code prints goes to the instance's own stdout and stderr (file descriptors 1 and
+    2), which the host keeps up to its cap per call and counts past it: `print`,
+    `sys.stdout.write` and `os.write(1, ...)` are one stream, and nothing the code does here
+    changes what the host keeps."""
 
     def __init__(self):
         import os
@@ -173,13 +181,36 @@ class Session:
         # host's randomness, which is fresh per session.
         random.seed()
         self.globals = {"__name__": "__main__", "__builtins__": __builtins__}
+        self.streams = {"stdout": self.opened(1), "stderr": self.opened(2)}
+
+    @staticmethod
+    def opened(fd):
+        """The session's stream on `fd`. Buffered, because the host takes a large write in part
+        and CPython's own unbuffered streams drop what a partial write left (a buffered writer
+        writes the rest); flushed at each line, and by `restore_streams` at each call's end, so
+        the host counts what was printed as it is printed. Text that UTF-8 cannot carry (a lone
+        surrogate) is escaped rather than raised."""
+        stream = open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        stream.reconfigure(line_buffering=True)
+        return stream
+
+    def restore_streams(self):
+        """Writes out what the code printed, and puts the session's streams back in `sys`
+        (the code may have replaced or closed them)."""
+        for name, fd in (("stdout", 1), ("stderr", 2)):
+            stream = self.streams[name]
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - closed, or unwritable text; the call goes on
+                pass
+            if stream.closed:
+                stream = self.streams[name] = self.opened(fd)
+            setattr(sys, name, stream)
+            setattr(sys, f"__{name}__", stream)
 
     def run(self, source):
-        limit = setting("python_output_chars", OUTPUT_CHARS)
-        out, err = Capped(limit), Capped(limit)
         value, error = None, None
-        saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = out, err
+        self.restore_streams()
         try:
             tree = ast.parse(source, "<code>", "exec")
             last = None
@@ -193,15 +224,8 @@ class Session:
         except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt included
             error = cut(format_exception(e), VALUE_CHARS)
         finally:
-            sys.stdout, sys.stderr = saved
-        return {
-            "stdout": out.text(),
-            "stdoutDropped": out.dropped,
-            "stderr": err.text(),
-            "stderrDropped": err.dropped,
-            "value": value,
-            "error": error,
-        }
+            self.restore_streams()
+        return {"value": value, "error": error}
 
 
 def format_exception(e):

@@ -440,6 +440,7 @@ async fn openapi_document_covers_every_route() {
         ("/v1/mcp-servers/{name}/connect", &["post"]),
         ("/v1/mcp-servers/{name}/disconnect", &["post"]),
         ("/v1/mcp-servers/callback", &["get"]),
+        ("/v1/mcp-servers/{name}/callback", &["get"]),
     ];
     let paths = doc["paths"].as_object().unwrap();
     assert_eq!(
@@ -465,7 +466,7 @@ async fn openapi_document_covers_every_route() {
         for method in methods {
             let operation = &item[method];
             // A login's callback answers with a redirect back to the web client.
-            let success = if *path == "/v1/mcp-servers/callback" {
+            let success = if path.ends_with("/callback") {
                 "303"
             } else {
                 "200"

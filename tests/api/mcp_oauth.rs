@@ -98,15 +98,16 @@ pub async fn connect(server: &TestServer) -> reqwest::Response {
     assert_eq!(res.status(), StatusCode::OK);
     let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(
-        cookie.contains("HttpOnly")
+        cookie.starts_with("chatd_mcp_login_")
+            && cookie.contains("HttpOnly")
             && cookie.contains("SameSite=Lax")
-            && cookie.contains("Path=/v1/mcp-servers/callback"),
+            && cookie.contains("Path=/v1/mcp-servers/t/callback"),
         "{cookie}"
     );
     let body: Value = res.json().await.unwrap();
     let callback = approved(&body).await;
     assert!(
-        callback.starts_with(&format!("{}/v1/mcp-servers/callback?", server.base)),
+        callback.starts_with(&format!("{}/v1/mcp-servers/t/callback?", server.base)),
         "{callback}"
     );
     let value = cookie.split(';').next().unwrap().to_string();
@@ -129,13 +130,7 @@ fn browser() -> reqwest::Client {
 /// Where the authorization server sends the browser for Connect's answer `connected`: the
 /// callback, with its code and state.
 async fn approved(connected: &Value) -> String {
-    let approved = browser()
-        .get(connected["authorizationUrl"].as_str().unwrap())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(approved.status(), StatusCode::FOUND);
-    approved.headers()["location"].to_str().unwrap().to_string()
+    redirected(connected["authorizationUrl"].as_str().unwrap()).await
 }
 
 /// A chat whose model calls the server's `add`: its tool result.
@@ -468,5 +463,221 @@ async fn a_key_that_cannot_be_read_refuses_the_server_until_a_reload_finds_it_fi
     .expect("a reload within a minute");
     assert_eq!(served["state"], "needs_login", "{served}");
     assert_eq!(std::fs::read(&key).unwrap().len(), 32);
+    server.stop().await;
+}
+
+/// A browser's cookies as a browser keeps them: by name and path, a later one replacing an
+/// earlier one of the same name; all of them sent to a path they cover.
+#[derive(Default)]
+struct Jar(Vec<(String, String, String)>);
+
+impl Jar {
+    fn keep(&mut self, res: &reqwest::Response) {
+        for set in res.headers().get_all("set-cookie") {
+            let set = set.to_str().unwrap();
+            let (pair, attributes) = set.split_once(';').unwrap_or((set, ""));
+            let (name, value) = pair.split_once('=').unwrap();
+            let path = attributes
+                .split(';')
+                .find_map(|a| a.trim().strip_prefix("Path="))
+                .unwrap_or("/")
+                .to_string();
+            self.0.retain(|(n, _, p)| !(n == name && *p == path));
+            self.0.push((name.into(), value.into(), path));
+        }
+    }
+
+    /// The browser's GET of `url` with the cookies it holds for `cookies_of` (the URL it was
+    /// sent to, when a test delivers it elsewhere).
+    async fn send(&self, url: &str, cookies_of: &str) -> reqwest::Response {
+        browser()
+            .get(url)
+            .header("cookie", self.header(cookies_of))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    fn header(&self, url: &str) -> String {
+        let path = reqwest::Url::parse(url).unwrap().path().to_string();
+        self.0
+            .iter()
+            .filter(|(_, _, p)| path.starts_with(p.as_str()))
+            .map(|(n, v, _)| format!("{n}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Connect for `name`, the browser's cookies kept in `jar`: the authorization URL.
+async fn connect_in(server: &TestServer, name: &str, jar: &mut Jar) -> String {
+    let res = server
+        .open(&format!("/v1/mcp-servers/{name}/connect"), None, &[])
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    jar.keep(&res);
+    let body: Value = res.json().await.unwrap();
+    body["authorizationUrl"].as_str().unwrap().to_string()
+}
+
+/// Where the authorization server at `url` sends the browser.
+async fn redirected(url: &str) -> String {
+    let approved = browser().get(url).send().await.unwrap();
+    assert_eq!(approved.status(), StatusCode::FOUND);
+    approved.headers()["location"].to_str().unwrap().to_string()
+}
+
+/// The query parameter `name` of `url`.
+fn param(url: &str, name: &str) -> String {
+    let url = reqwest::Url::parse(url).unwrap();
+    let (_, value) = url.query_pairs().find(|(n, _)| n == name).unwrap();
+    value.into_owned()
+}
+
+/// Two servers, each with its own authorization server: each server's login comes back to its
+/// own callback, an answer from one server's authorization server carrying another login's
+/// state is refused where it arrives (a mix-up, RFC 9700 §4.4) and sent to no token endpoint,
+/// and two logins begun in one browser both finish (each its own cookie).
+#[tokio::test]
+async fn an_answer_is_taken_only_at_its_own_servers_callback() {
+    let (Some(t), Some(u)) = (McpServer::start_oauth(), McpServer::start_oauth()) else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start(calls(A, 0)).await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let more = format!("[mcp.u]\nurl = \"{}\"\nauth = \"oauth\"\n", u.url);
+    let server = serve_at(&upstream, &t.url, &dir, &more).await;
+    let mut jar = Jar::default();
+    let at_u = connect_in(&server, "u", &mut jar).await;
+    let at_t = connect_in(&server, "t", &mut jar).await;
+    assert_eq!(
+        param(&at_t, "redirect_uri"),
+        format!("{}/v1/mcp-servers/t/callback", server.base)
+    );
+    assert_eq!(
+        param(&at_u, "redirect_uri"),
+        format!("{}/v1/mcp-servers/u/callback", server.base)
+    );
+    // The attack: u's login state, sent through t's authorization server (chatd's client
+    // there), comes back with t's code to t's callback.
+    let mut forged = reqwest::Url::parse(&at_t).unwrap();
+    let pairs: Vec<(String, String)> = forged
+        .query_pairs()
+        .map(|(n, v)| {
+            let v = if n == "state" {
+                param(&at_u, "state")
+            } else {
+                v.into_owned()
+            };
+            (n.into_owned(), v)
+        })
+        .collect();
+    forged.query_pairs_mut().clear().extend_pairs(pairs);
+    let arrived = redirected(forged.as_str()).await;
+    assert!(
+        arrived.starts_with(&format!("{}/v1/mcp-servers/t/callback?", server.base)),
+        "{arrived}"
+    );
+    let refused = jar.send(&arrived, &arrived).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("state: this login is mcp.u's, and came back to mcp.t's callback"),
+        "{body}"
+    );
+    // u's login is spent; no code went to either token endpoint.
+    let honest_u = redirected(&at_u).await;
+    let spent = jar.send(&honest_u, &honest_u).await;
+    assert_eq!(spent.status(), StatusCode::NOT_FOUND);
+    for (name, mcp) in [("t", &t), ("u", &u)] {
+        assert_eq!(stats(mcp).await["codes_presented"], 0, "{name}");
+    }
+
+    // Two logins of t begun in one browser, finished in the other order: both log in.
+    let first = connect_in(&server, "t", &mut jar).await;
+    let second = connect_in(&server, "t", &mut jar).await;
+    for url in [second, first, at_t] {
+        let back = redirected(&url).await;
+        let done = jar.send(&back, &back).await;
+        assert_eq!(done.status(), StatusCode::SEE_OTHER, "{back}");
+    }
+    assert_eq!(stats(&t).await["authorization_code"], 3);
+    listed(&server, true).await;
+    server.stop().await;
+}
+
+/// A `client_id` registered beforehand shares one callback with every such server: its
+/// authorization server must name itself in its answers (RFC 9207). One that does not say so
+/// is refused at Connect, before anyone logs in; one that does logs in there, and an answer
+/// without `iss` is refused.
+#[tokio::test]
+async fn a_client_registered_beforehand_needs_an_issuer_that_names_itself() {
+    let (Some(silent), Some(naming)) = (
+        McpServer::start_oauth(),
+        McpServer::start_oauth_sending_iss(),
+    ) else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start(calls(A, 0)).await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let more = format!(
+        "client_id = \"chatd-pre\"\n[mcp.n]\nurl = \"{}\"\nauth = \"oauth\"\nclient_id = \"chatd-pre\"\n",
+        naming.url
+    );
+    let server = serve_at(&upstream, &silent.url, &dir, &more).await;
+    let shared = format!("{}/v1/mcp-servers/callback", server.base);
+    for mcp in [&silent, &naming] {
+        mcp.register_client("chatd-pre", &shared).await;
+    }
+    let res = server.open("/v1/mcp-servers/t/connect", None, &[]).await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    let body: Value = res.json().await.unwrap();
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("mcp.t: its client_id was registered beforehand")
+            && message.contains("authorization_response_iss_parameter_supported"),
+        "{message}"
+    );
+
+    let mut jar = Jar::default();
+    let at_n = connect_in(&server, "n", &mut jar).await;
+    assert_eq!(param(&at_n, "redirect_uri"), shared);
+    assert_eq!(param(&at_n, "client_id"), "chatd-pre");
+    let back = redirected(&at_n).await;
+    assert!(back.starts_with(&format!("{shared}?")), "{back}");
+    // Without its iss: refused (the issuer promised it), and spent.
+    let mut stripped = reqwest::Url::parse(&back).unwrap();
+    let kept: Vec<(String, String)> = stripped
+        .query_pairs()
+        .filter(|(n, _)| n != "iss")
+        .map(|(n, v)| (n.into_owned(), v.into_owned()))
+        .collect();
+    stripped.query_pairs_mut().clear().extend_pairs(kept);
+    let refused = jar.send(stripped.as_str(), &back).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    // Delivered to the server's own callback instead: refused too (its login was begun for
+    // the shared one).
+    let at_n = connect_in(&server, "n", &mut jar).await;
+    let back = redirected(&at_n).await;
+    let own = back.replace("/v1/mcp-servers/callback?", "/v1/mcp-servers/n/callback?");
+    let refused = jar.send(&own, &back).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("came back to another callback"),
+        "{body}"
+    );
+    // Then as it should be: logged in.
+    let at_n = connect_in(&server, "n", &mut jar).await;
+    let back = redirected(&at_n).await;
+    let done = jar.send(&back, &back).await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    assert_eq!(stats(&naming).await["authorization_code"], 1);
     server.stop().await;
 }

@@ -588,7 +588,7 @@ async fn refusals_name_the_parameter() {
         {"role": "user", "content": "What is 6 × 7?"},
         {"role": "tool", "tool_call_id": "call_1", "content": "42"}
     ]);
-    let named = json!([{"role": "user", "content": "hi", "name": "ann"}]);
+    let named = json!([{"role": "user", "content": "hi", "name": 7}]);
     for (messages, param) in [
         (remote, "messages[0].content[0].image_url.url"),
         (tool_result, "messages[1].tool_call_id"),
@@ -651,4 +651,101 @@ async fn a_reply_cut_at_its_token_limit_finishes_with_length() {
             .starts_with("Mango sun-kissed sweet"),
         "{answer}"
     );
+}
+
+/// A model the upstream does not have is OpenAI's `404 model_not_found` naming `model`, as a
+/// provider chatd does not serve is, whatever status each vendor answers it with (a 404 from
+/// chat completions and Anthropic, a 400 with `code: model_not_found` from the Responses
+/// API), streamed or not; the SDK raises `NotFoundError`.
+#[tokio::test]
+async fn a_model_the_upstream_does_not_have_is_a_404_model_not_found() {
+    let anthropic: Value = serde_json::from_str(include_str!(
+        "../fixtures/upstream/anthropic_messages/11_error_404_not_found_model.response.json"
+    ))
+    .unwrap();
+    let openai: Value = serde_json::from_str(include_str!(
+        "../fixtures/upstream/models_list/openai_retrieve_model_404.response.json"
+    ))
+    .unwrap();
+    let responses = json!({"error": {"message": "The requested model 'nope' does not exist.",
+        "type": "invalid_request_error", "param": "model", "code": "model_not_found"}});
+    let cases = [
+        (
+            "provider_a/nope",
+            "POST /responses",
+            Reply::json(400, responses),
+        ),
+        (
+            "provider_b/nope",
+            "POST /messages",
+            Reply::json(404, anthropic),
+        ),
+        (
+            "provider_c/nope",
+            "POST /chat/completions",
+            Reply::json(404, openai),
+        ),
+    ];
+    let mut script = Vec::new();
+    for (_, route, reply) in &cases {
+        // Asked three times each: unstreamed, streamed, through the SDK.
+        for _ in 0..3 {
+            script.push((*route, reply.clone()));
+        }
+    }
+    // A 404 about something else (a base URL with a wrong path) is not the model's.
+    script.push((
+        "POST /chat/completions",
+        Reply::text(404, "text/html", "<html><h1>Not Found</h1></html>"),
+    ));
+    let upstream = ScriptedUpstream::start(script).await;
+    let (server, _files) = all_providers(&upstream).await;
+    for (model, _, _) in &cases {
+        for stream in [false, true] {
+            let response = reqwest::Client::new()
+                .post(format!("{}/openai/v1/chat/completions", server.base))
+                .bearer_auth(TOKEN)
+                .json(&json!({"model": model, "stream": stream,
+                    "messages": [{"role": "user", "content": "Hi"}]}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                response.status(),
+                StatusCode::NOT_FOUND,
+                "{model} stream {stream}"
+            );
+            let body: Value = response.json().await.unwrap();
+            let error = &body["error"];
+            assert_eq!(error["code"], "model_not_found", "{model}: {body}");
+            assert_eq!(error["param"], "model", "{model}: {body}");
+            assert_eq!(error["type"], "invalid_request_error", "{model}: {body}");
+            assert!(
+                error["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("model: the provider does not have it"),
+                "{body}"
+            );
+        }
+        let Some(python) = python() else {
+            continue;
+        };
+        let base = format!("{}/openai/v1", server.base);
+        let answer = python_sdk(&python, &base, TOKEN, &["chat", model, &hello()]).await;
+        assert_eq!(answer["raised"], "NotFoundError", "{model}: {answer}");
+        assert_eq!(answer["code"], "model_not_found", "{model}: {answer}");
+    }
+    let response = reqwest::Client::new()
+        .post(format!("{}/openai/v1/chat/completions", server.base))
+        .bearer_auth(TOKEN)
+        .json(&json!({"model": "provider_c/grok-4",
+            "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_ne!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_ne!(body["error"]["code"], "model_not_found", "{body}");
 }

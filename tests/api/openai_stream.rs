@@ -161,6 +161,52 @@ async fn the_raw_stream_ends_with_done_and_has_no_usage_unless_asked() {
     );
 }
 
+/// The role goes out with the turn's first content, as OpenAI's does: `"content": ""` before a
+/// text, `"content": null` beside the first call of a turn that opens with a client's calls
+/// (the Vercel AI SDK opens a text part for an empty string).
+#[tokio::test]
+async fn the_role_goes_out_with_the_first_text_or_the_first_call() {
+    let args = r#"{"city":"Paris"}"#;
+    let upstream = ScriptedUpstream::start([
+        (C.route, paced(C, &[call("c1", "get_weather", args)])),
+        (C.route, paced(C, &[text(&["Sunny."])])),
+    ])
+    .await;
+    let (server, _files) = all_providers(&upstream).await;
+    let tools = json!([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]);
+    for expected in ["call", "text"] {
+        let response = post_stream(
+            &server,
+            json!({"model": "provider_c/grok-4", "stream": true, "tools": tools,
+                "messages": [{"role": "user", "content": "Weather?"}]}),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body = response.text().await.unwrap();
+        assert!(body.starts_with(": chatcmpl-"), "{body}");
+        let first: Value = serde_json::from_str(data_lines(&body)[0]).unwrap();
+        let delta = &first["choices"][0]["delta"];
+        assert_eq!(delta["role"], "assistant", "{body}");
+        match expected {
+            "call" => {
+                assert_eq!(delta["content"], Value::Null, "{body}");
+                assert!(
+                    delta.get("content").is_some(),
+                    "content: null, not absent: {body}"
+                );
+                assert_eq!(delta["tool_calls"][0]["function"]["name"], "get_weather");
+                let roles = body.matches("\"role\"").count();
+                assert_eq!(roles, 1, "the role once: {body}");
+            }
+            _ => {
+                assert_eq!(delta["content"], "", "{body}");
+                assert!(delta.get("tool_calls").is_none(), "{body}");
+            }
+        }
+    }
+}
+
 /// A server of provider_c on `upstream` with `[retry]` as given.
 async fn retrying(upstream: &ScriptedUpstream, retry: &str) -> TestServer {
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
@@ -335,16 +381,19 @@ async fn a_client_that_leaves_stops_the_server_tools_running_for_it() {
     )
     .await;
     assert_eq!(response.status(), StatusCode::OK);
-    // The head goes out while the loop runs; the client reads the role and leaves.
-    let body = read_until(&mut response, |b| b.contains("\"role\":\"assistant\"")).await;
+    // The head goes out while the loop runs (a comment naming the completion: the turn's first
+    // content is not known yet); the client reads it and leaves.
+    let body = read_until(&mut response, |b| b.contains("\n\n")).await;
     let left = Instant::now();
     drop(response);
-    let row = tokio::time::timeout(
-        Duration::from_secs(10),
-        call_ended(&server, &call_id(&body)),
-    )
-    .await
-    .expect("the run stopped with its client, not at the loop's 30 s limit");
+    let id = body
+        .strip_prefix(": chatcmpl-")
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("{body}"))
+        .to_string();
+    let row = tokio::time::timeout(Duration::from_secs(10), call_ended(&server, &id))
+        .await
+        .expect("the run stopped with its client, not at the loop's 30 s limit");
     println!("the run ended {:?} after the client left", left.elapsed());
     assert_eq!(row.error, None, "{row:?}");
     let turns = upstream

@@ -76,7 +76,8 @@ async fn a_tool_component_describes_and_invokes() {
             "read_env",
             "http_get",
             "config",
-            "hold_memory"
+            "hold_memory",
+            "forge_log"
         ]
     );
     let out = plugin
@@ -401,7 +402,10 @@ async fn the_public_web_excludes_private_addresses_and_redirects_to_them() {
         format!("http://[::1]:{port}/hello"),
     ] {
         match http_get(&web, &url).await {
-            Err(PluginError::Denied(why)) => assert!(why.contains("private"), "{url}: {why}"),
+            Err(PluginError::Denied(why)) => assert!(
+                why.contains("private") || why.contains("cloud metadata"),
+                "{url}: {why}"
+            ),
             other => panic!("{url}: {other:?}"),
         }
     }
@@ -419,7 +423,10 @@ async fn the_public_web_excludes_private_addresses_and_redirects_to_them() {
     ] {
         let url = format!("{}/to?url={target}", up.base);
         match http_get(&trusted_but_web, &url).await {
-            Err(PluginError::Denied(why)) => assert!(why.contains("private"), "{target}: {why}"),
+            Err(PluginError::Denied(why)) => assert!(
+                why.contains("private") || why.contains("cloud metadata"),
+                "{target}: {why}"
+            ),
             other => panic!("{target}: {other:?}"),
         }
     }
@@ -427,8 +434,30 @@ async fn the_public_web_excludes_private_addresses_and_redirects_to_them() {
         other.seen.lock().unwrap().is_empty(),
         "the redirect target was never contacted"
     );
-    // With CHATD_ALLOW_PRIVATE_NETWORKS the same redirect is followed.
+    // With CHATD_ALLOW_PRIVATE_NETWORKS the same redirect is followed, but never one to a
+    // cloud metadata address, in any spelling.
     let open_web = with_http(grant(&[&up.base], true, true));
+    for target in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://100.100.100.200/latest/meta-data/",
+        "http://[::ffff:100.100.100.200]/latest/meta-data/",
+        "http://169.254.170.2/v2/credentials",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+    ] {
+        let url = format!("{}/to?url={target}", up.base);
+        match http_get(&open_web, &url).await {
+            Err(PluginError::Denied(why)) => {
+                assert!(why.contains("cloud metadata"), "{target}: {why}")
+            }
+            other => panic!("{target}: {other:?}"),
+        }
+        match http_get(&open_web, target).await {
+            Err(PluginError::Denied(why)) => {
+                assert!(why.contains("cloud metadata"), "{target}: {why}")
+            }
+            other => panic!("{target}: {other:?}"),
+        }
+    }
     assert_eq!(
         http_get(
             &open_web,

@@ -107,7 +107,7 @@ fn plugins_check_validates_a_file_without_starting_the_server() {
     );
     assert!(
         stdout.contains(
-            "  tools:  echo, spin, eat_memory, panic, read_env, http_get, config, hold_memory\n  grants: none\n"
+            "  tools:  echo, spin, eat_memory, panic, read_env, http_get, config, hold_memory, forge_log\n  grants: none\n"
         ),
         "{stdout}"
     );
@@ -330,6 +330,39 @@ fn plugins_call_runs_one_tool_and_reports_its_cost() {
         let out = run(dir.path(), &all, &[]);
         assert_eq!(out.status.code(), Some(2));
         assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
+    }
+}
+
+/// A plugin cannot forge a line of the host's text log: whatever it writes through the log
+/// interface or to stderr, every control and line-separator character is escaped.
+#[test]
+fn a_plugin_cannot_forge_a_line_of_the_text_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("alone.wasm");
+    std::fs::write(&wasm, test_component("test-plugin-hostile")).unwrap();
+    let file = wasm.to_str().unwrap();
+    let out = run(
+        dir.path(),
+        &["plugins", "call", file, "--tool", "forge_log"],
+        &[("NO_COLOR", "1")],
+    );
+    let log = text(&out.stderr);
+    assert!(out.status.success(), "{}{log}", text(&out.stdout));
+    for c in ['\r', '\x0b', '\x0c', '\u{85}', '\u{2028}', '\u{2029}'] {
+        assert!(!log.contains(c), "{c:?} in the log: {log:?}");
+    }
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("forged by")).collect();
+    assert_eq!(lines.len(), 2, "one line each, whatever they held: {log:?}");
+    assert!(
+        lines[0].contains(r"a\rINFO forged by log\u{b}b\u{c}c\u{85}d\u{2028}e\u{2029}f\nINFO"),
+        "{log:?}"
+    );
+    assert!(
+        lines[1].contains(r"g\rINFO forged by stderr\u{b}h\u{2028}i"),
+        "{log:?}"
+    );
+    for line in lines {
+        assert!(line.contains("INFO") || line.contains("WARN"), "{line}");
     }
 }
 

@@ -8,7 +8,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::completions::{ROUTE, TEXT_STREAM, body, server_for};
-use crate::python_call::{python_call, tool_call_raw};
+use crate::python_call::{python_call, python_calls, tool_call_raw};
 use crate::support::TestServer;
 
 /// An upstream that calls `python` once per code, each in a round of its own, then answers.
@@ -164,14 +164,14 @@ async fn globals_persist_within_a_chat_and_never_reach_another() {
     );
 }
 
-/// Hostile code, each in a round of the same chat, with a 2 s limit: every one ends as that
+/// Hostile code, each in a round of the same chat, with a 10 s limit: every one ends as that
 /// call's failure (or a clean exception), and the session goes on (or is started again).
 #[tokio::test]
 async fn hostile_code_is_contained_call_by_call() {
     let cases: [(&str, &str); 12] = [
         ("x = bytearray(1 << 30)", "MemoryError"),
         ("def f():\n    return f()\nf()", "RecursionError"),
-        ("s = 'x' * 10**7\nfor _ in range(100):\n    print(s)", ""),
+        ("s = 'x' * 10**7\nfor _ in range(10):\n    print(s)", ""),
         (
             "for i in range(1000):\n    open(f'f{i}.txt', 'w').write('x')",
             "OSError",
@@ -208,7 +208,7 @@ async fn hostile_code_is_contained_call_by_call() {
     script.push((ROUTE, Reply::sse(&python_call(&long))));
     script.push((ROUTE, Reply::sse(TEXT_STREAM)));
     let upstream = ScriptedUpstream::start(script).await;
-    let server = server_for(&upstream, &["--chat-python-timeout-ms", "2000"]).await;
+    let server = server_for(&upstream, &["--chat-python-timeout-ms", "10000"]).await;
     let chat_id = server.new_chat(json!({})).await;
     let events = run_chat(&server, &chat_id, json!("Try these.")).await;
     let ended: Vec<&crate::support::Event> = events
@@ -222,11 +222,11 @@ async fn hostile_code_is_contained_call_by_call() {
         assert_eq!(failed, !expected.is_empty(), "{code}: {}", seen[i]);
         assert!(seen[i].contains(expected), "{code}: {}", seen[i]);
     }
-    // Printing a gigabyte: the first characters kept, the rest counted.
+    // Printing 100 MB: the first characters kept, the rest counted (what it costs: `bench python`).
     let printed = object(&seen[2]);
     assert_eq!(printed["stdout"].as_str().unwrap().len(), 20_000);
     assert_eq!(printed["stdoutTruncated"], true);
-    assert_eq!(printed["stdoutDroppedChars"], 1_000_000_100 - 20_000);
+    assert_eq!(printed["stdoutDroppedChars"], 100_000_010 - 20_000);
     // A thousand files: the first twenty, then the quota.
     assert!(seen[3].to_lowercase().contains("quota"), "{}", seen[3]);
     let written = seen[3].split("Files written: ").nth(1).unwrap_or_default();
@@ -354,6 +354,37 @@ async fn the_attachments_are_files_in_the_folder() {
     );
 }
 
+/// A server on `upstream` (as provider_c) keeping its data in `dir`, with `args`.
+async fn server_in(
+    upstream: &ScriptedUpstream,
+    dir: &std::sync::Arc<tempfile::TempDir>,
+    args: &[&str],
+) -> TestServer {
+    let options = crate::support::Options {
+        dir: Some(dir.clone()),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        ..crate::support::Options::default()
+    };
+    crate::live_replies::server(crate::live_replies::C, upstream, options).await
+}
+
+/// Where a chat's next run lands after `first`'s: a second instance beside it on PostgreSQL
+/// (`first` given back, to stay up while the second serves); on SQLite, the same data after a
+/// restart.
+async fn next_instance(
+    first: TestServer,
+    upstream: &ScriptedUpstream,
+    dir: &std::sync::Arc<tempfile::TempDir>,
+    args: &[&str],
+) -> (TestServer, Option<TestServer>) {
+    if crate::POSTGRES {
+        (server_in(upstream, dir, args).await, Some(first))
+    } else {
+        first.stop().await;
+        (server_in(upstream, dir, args).await, None)
+    }
+}
+
 /// The code writes a chart (pygal, SVG) and a CSV: both are kept with the chat, listed in the
 /// stored tool message's `metadata.files`, downloadable with their types (the SVG shown, never
 /// run; the CSV downloaded), in the folder of the chat's next session wherever it starts (a
@@ -371,11 +402,7 @@ async fn written_files_are_kept_listed_served_and_deleted_with_the_chat() {
     ])
     .await;
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
-    let options = || crate::support::Options {
-        dir: Some(dir.clone()),
-        ..crate::support::Options::default()
-    };
-    let first = crate::live_replies::server(crate::live_replies::C, &upstream, options()).await;
+    let first = server_in(&upstream, &dir, &[]).await;
     let chat_id = first.new_chat(json!({})).await;
     run_chat(&first, &chat_id, json!("Chart it.")).await;
     let seen = results_seen(&upstream);
@@ -435,12 +462,7 @@ async fn written_files_are_kept_listed_served_and_deleted_with_the_chat() {
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
 
     // The chat's next run lands on another instance: a new session, with the chat's files.
-    let second = if crate::POSTGRES {
-        crate::live_replies::server(crate::live_replies::C, &upstream, options()).await
-    } else {
-        first.stop().await;
-        crate::live_replies::server(crate::live_replies::C, &upstream, options()).await
-    };
+    let (second, _first) = next_instance(first, &upstream, &dir, &[]).await;
     run_chat(&second, &chat_id, json!("Read it back.")).await;
     let seen = results_seen(&upstream);
     assert_eq!(
@@ -535,4 +557,222 @@ async fn ordinary_file_work_runs_in_the_folder() {
         result["files"],
         json!([{"name": "c.txt", "mimeType": "text/plain", "sizeBytes": 11}])
     );
+}
+
+/// What the code prints is held by the host to its cap, however the code writes it: a
+/// `sys.stdout` whose attributes it changed, a stream it replaced, `os.write` on the
+/// descriptors; the value and the traceback are cut by the host whatever the interpreter's own
+/// limits say. Six such calls in one round store six bounded tool messages.
+#[tokio::test]
+async fn output_is_capped_by_the_host_whatever_the_code_does() {
+    let codes = [
+        "import sys\nsys.stdout.limit = 10**12\nsys.stdout.write('x' * 6_000_000)\nNone",
+        "import os\ndata = memoryview(b'y' * 6_000_000)\nwhile data:\n    data = data[os.write(1, data):]",
+        "import os\ndata = memoryview(b'z' * 6_000_000)\nwhile data:\n    data = data[os.write(2, data):]",
+        "import io, sys\nsys.stdout = io.StringIO()\nprint('hidden')\nsys.__stdout__.write('w' * 30_000)\nNone",
+        "import os\nos.write(2, b'x\\rINFO forged\\n')\nNone",
+        "import sys\napp = sys.modules['app']\napp.VALUE_CHARS = 10**9\napp.cut = lambda text, limit: text\n'v' * 1_000_000",
+    ];
+    let upstream = ScriptedUpstream::start(vec![
+        (ROUTE, Reply::sse(&python_calls(&codes))),
+        (ROUTE, Reply::sse(TEXT_STREAM)),
+    ])
+    .await;
+    let server = server_for(&upstream, &[]).await;
+    let chat_id = server.new_chat(json!({})).await;
+    run_chat(&server, &chat_id, json!("Print a lot.")).await;
+    let (_, chat) = server.get(&format!("/v1/chats/{chat_id}")).await;
+    let tools: Vec<Value> = chat["chat"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .cloned()
+        .collect();
+    assert_eq!(tools.len(), codes.len(), "{chat}");
+    let result = |code: &str| -> Value {
+        let tool = tools
+            .iter()
+            .find(|t| t["metadata"]["args"]["code"] == code)
+            .unwrap_or_else(|| panic!("{code} in {tools:?}"));
+        assert_eq!(tool["metadata"]["status"], "completed", "{code}: {tool}");
+        object(tool["content"].as_str().unwrap())
+    };
+    for (code, stream, letter) in [
+        (codes[0], "stdout", "x"),
+        (codes[1], "stdout", "y"),
+        (codes[2], "stderr", "z"),
+    ] {
+        let result = result(code);
+        assert_eq!(result[stream], letter.repeat(20_000), "{code}");
+        assert_eq!(result[format!("{stream}Truncated")], true);
+        assert_eq!(result[format!("{stream}DroppedChars")], 6_000_000 - 20_000);
+    }
+    let replaced = result(codes[3]);
+    assert_eq!(replaced["stdout"], "w".repeat(20_000));
+    assert_eq!(replaced["stdoutDroppedChars"], 10_000);
+    assert_eq!(
+        result(codes[4])["stderr"],
+        "x\rINFO forged\n",
+        "a guest's stderr is its result, not a line of the log"
+    );
+    let value = result(codes[5])["value"].as_str().unwrap().to_string();
+    assert!(
+        value.ends_with("… (980002 more characters)"),
+        "{}",
+        &value[value.len() - 40..]
+    );
+    for tool in &tools {
+        let stored = tool["content"].as_str().unwrap().len();
+        assert!(stored < 50_000, "a stored tool message of {stored} bytes");
+    }
+    // What went upstream is what was stored.
+    let sent = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/chat/completions")
+        .last()
+        .unwrap()
+        .body
+        .len();
+    assert!(sent < 6 * 50_000, "the next turn's request is {sent} bytes");
+}
+
+/// A round's calls wait for their chat's session without holding a turn: one chat's endless
+/// loops keep no other chat waiting, and past [`MAX_WAITING`] waiting calls another fails at
+/// once, saying why.
+#[tokio::test]
+async fn calls_waiting_for_their_session_hold_no_turn_and_their_number_is_bounded() {
+    let looping: Vec<&str> = vec!["while True:\n    pass"; 10];
+    let upstream = ScriptedUpstream::start(vec![
+        (ROUTE, Reply::sse(&python_calls(&looping))),
+        (ROUTE, Reply::sse(&python_call("print('other')"))),
+        (ROUTE, Reply::sse(TEXT_STREAM)),
+        (ROUTE, Reply::sse(TEXT_STREAM)),
+    ])
+    .await;
+    // Two turns at once: the loops' first call takes one, and the other chat needs the other.
+    let server = server_for(
+        &upstream,
+        &[
+            "--chat-python-timeout-ms",
+            "60000",
+            "--chat-python-max-concurrent-runs",
+            "2",
+        ],
+    )
+    .await;
+    let loops = server.new_chat(json!({})).await;
+    let other = server.new_chat(json!({})).await;
+    let mut stream = server
+        .stream(body(
+            Some(&loops),
+            json!([{"role": "user", "content": "Loop."}]),
+        ))
+        .await;
+    // The tenth call of the round, past the one running and the eight that may wait, fails
+    // at once.
+    let refused = loop {
+        let event = stream.next().await.expect("the run goes on");
+        if event.name == "tool_call" && event.data["status"] == "failed" {
+            break event;
+        }
+    };
+    let error = refused.data["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("not run: 8 other calls of this conversation are already waiting"),
+        "{error}"
+    );
+    // While the first loop runs and eight calls wait for it, the other chat's call runs.
+    run_chat(&server, &other, json!("Print.")).await;
+    let seen = results_seen(&upstream);
+    assert_eq!(
+        object(seen.last().unwrap())["stdout"],
+        "other\n",
+        "{seen:?}"
+    );
+    let (_, chat) = server.get(&format!("/v1/chats/{loops}")).await;
+    let stored: Vec<&Value> = chat["chat"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(
+        stored.len(),
+        1,
+        "only the refused call has ended: {stored:?}"
+    );
+    let (status, _) = server
+        .post(&format!("/v1/chats/{loops}/stream/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(stream.rest().await.last().unwrap().name, "done");
+}
+
+/// Files held open past what a session may hold are the ordinary EMFILE, and the session lives
+/// on (its globals are there in its next call); the host's table never fills to a trap.
+#[tokio::test]
+async fn open_files_past_the_limit_are_emfile_and_the_session_lives_on() {
+    let upstream = model_script(&[
+        Some(
+            "import errno\nopen('a.txt', 'w').write('x')\nheld = []\ntry:\n    while True:\n        \
+             held.append(open('a.txt'))\nexcept OSError as e:\n    error = e\n\
+             (error.errno == errno.EMFILE, error.strerror, len(held) > 50)",
+        ),
+        Some("for f in held:\n    f.close()\nheld = None\nopen('a.txt').read()"),
+        None,
+    ])
+    .await;
+    let server = server_for(&upstream, &[]).await;
+    let chat_id = server.new_chat(json!({})).await;
+    run_chat(&server, &chat_id, json!("Open them all.")).await;
+    let seen = results_seen(&upstream);
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(
+        object(&seen[0])["value"],
+        "(True, 'Too many open files', True)",
+        "{}",
+        seen[0]
+    );
+    assert_eq!(
+        object(&seen[1])["value"],
+        "'x'",
+        "the same session: {}",
+        seen[1]
+    );
+}
+
+/// Every operation that places an entry keeps it within the folder's depth and path length,
+/// renames too: three 16-deep chains cannot be renamed into one 48 deep. What the folder holds
+/// comes back whole after a restart (a new session puts the chat's files back).
+#[tokio::test]
+async fn renames_keep_the_folder_within_its_depth_and_kept_files_come_back() {
+    let deep = "import errno, os\n\
+        def chain(top):\n    path = top + '/d' * 15\n    os.makedirs(path)\n    return path\n\
+        a, b, c = chain('a'), chain('b'), chain('c')\n\
+        open(c + '/deep.txt', 'w').write('deep')\n\
+        os.rename('b', a + '/b')\n\
+        bottom = a + '/b' + '/d' * 15\n\
+        try:\n    os.rename('c', bottom + '/c')\n    moved = 'moved'\nexcept OSError as e:\n    moved = e.errno == errno.ENAMETOOLONG\n\
+        os.rename(c + '/deep.txt', bottom + '/deep.txt')\n\
+        (moved, bottom.count('/') + 1)";
+    let upstream = model_script(&[
+        Some(deep),
+        None,
+        Some("open('a' + '/d' * 15 + '/b' + '/d' * 15 + '/deep.txt').read()"),
+        None,
+    ])
+    .await;
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let args = ["--chat-python-max-files-per-call", "100"];
+    let first = server_in(&upstream, &dir, &args).await;
+    let chat_id = first.new_chat(json!({})).await;
+    run_chat(&first, &chat_id, json!("Nest.")).await;
+    let seen = results_seen(&upstream);
+    assert_eq!(object(&seen[0])["value"], "(True, 32)", "{}", seen[0]);
+    let (second, _first) = next_instance(first, &upstream, &dir, &args).await;
+    run_chat(&second, &chat_id, json!("Read it back.")).await;
+    let seen = results_seen(&upstream);
+    assert_eq!(object(seen.last().unwrap())["value"], "'deep'", "{seen:?}");
 }

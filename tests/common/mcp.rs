@@ -56,6 +56,25 @@ impl McpServer {
         Self::start_script("oauth_server.py", None, true)
     }
 
+    /// [`Self::start_oauth`], its authorization server naming itself in its answers (`iss`,
+    /// RFC 9207) and saying so in its metadata.
+    pub fn start_oauth_sending_iss() -> Option<Self> {
+        Self::start_with("oauth_server.py", None, true, &[("MCP_TEST_ISS", "1")])
+    }
+
+    /// Registers a public client beforehand at `oauth_server.py`, for `redirect_uri`.
+    pub async fn register_client(&self, client_id: &str, redirect_uri: &str) {
+        let url = format!("{}/test/client", self.origin());
+        let body = serde_json::json!({"client_id": client_id, "redirect_uri": redirect_uri});
+        let res = reqwest::Client::new()
+            .post(url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success());
+    }
+
     /// Its scheme, host and port.
     pub fn origin(&self) -> String {
         self.url.trim_end_matches("/mcp").to_string()
@@ -90,12 +109,22 @@ impl McpServer {
     }
 
     fn start_script(name: &str, key: Option<&str>, stateless: bool) -> Option<Self> {
+        Self::start_with(name, key, stateless, &[])
+    }
+
+    fn start_with(
+        name: &str,
+        key: Option<&str>,
+        stateless: bool,
+        env: &[(&str, &str)],
+    ) -> Option<Self> {
         let python = python()?;
         let mut command = Command::new(python);
         command
             .arg(script(name))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
+            .envs(env.iter().copied())
             .env_remove("MCP_TEST_KEY");
         if let Some(key) = key {
             command.env("MCP_TEST_KEY", key);

@@ -7,10 +7,15 @@ stdout as `listening http://127.0.0.1:PORT/mcp`.
 
 Refresh tokens rotate, and a rotated one presented again revokes its whole grant, as servers
 that detect refresh-token reuse do. `GET /test/stats` says how many token requests (by grant
-type), registrations and revocations were made; `GET /test/tokens` lists every token issued
-(for canary scans); `POST /test/revoke` ends every grant; `POST /test/expire` makes every access
-token issued so far stop working (its next use is a 401), as an expiry does. Tool: `add`.
+type), codes presented (accepted or not), registrations and revocations were made; `GET
+/test/tokens` lists every token issued (for canary scans); `POST /test/revoke` ends every grant;
+`POST /test/expire` makes every access token issued so far stop working (its next use is a 401),
+as an expiry does; `POST /test/client` registers a public client beforehand (`client_id`,
+`redirect_uri`), as an administrator does. With MCP_TEST_ISS=1 the authorization server names
+itself in its answers (`iss`, RFC 9207) and says so in its metadata. Tool: `add`.
 """
+
+import json
 
 import os
 import secrets
@@ -33,13 +38,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 SCOPE = "tools"
-STATS = {"authorization_code": 0, "refresh_token": 0, "registrations": 0, "revocations": 0}
+STATS = {
+    "authorization_code": 0,
+    "codes_presented": 0,
+    "refresh_token": 0,
+    "registrations": 0,
+    "revocations": 0,
+}
+SEND_ISS = os.environ.get("MCP_TEST_ISS") == "1"
 
 
 class Provider:
     """Every authorization approved; tokens, codes and clients in memory."""
 
     def __init__(self):
+        self.issuer = None  # set once the server's settings name it
         self.clients = {}
         self.codes = {}
         self.access = {}
@@ -70,9 +83,13 @@ class Provider:
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
             resource=params.resource,
         )
-        return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
+        iss = self.issuer if SEND_ISS else None
+        return construct_redirect_uri(
+            str(params.redirect_uri), code=code, state=params.state, iss=iss
+        )
 
     async def load_authorization_code(self, client, authorization_code):
+        STATS["codes_presented"] += 1
         return self.codes.get(authorization_code)
 
     def _issue(self, client_id, scopes, resource, grant):
@@ -141,6 +158,36 @@ class Provider:
                 del store[token]
 
 
+class AdvertisesIss:
+    """The SDK's metadata, saying the server names itself in its answers
+    (`authorization_response_iss_parameter_supported`, RFC 9207), which the SDK does not."""
+
+    METADATA = "/.well-known/oauth-authorization-server"
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"] != self.METADATA:
+            return await self.app(scope, receive, send)
+        sent = []
+
+        async def keep(message):
+            sent.append(message)
+
+        await self.app(scope, receive, keep)
+        start = next(m for m in sent if m["type"] == "http.response.start")
+        body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+        if start["status"] == 200:
+            metadata = json.loads(body)
+            metadata["authorization_response_iss_parameter_supported"] = True
+            body = json.dumps(metadata).encode()
+        headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
 def main():
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -148,19 +195,21 @@ def main():
     sock.listen(128)
     base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     provider = Provider()
+    settings = AuthSettings(
+        issuer_url=base,
+        resource_server_url=f"{base}/mcp",
+        required_scopes=[SCOPE],
+        client_registration_options=ClientRegistrationOptions(
+            enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
+        ),
+        revocation_options=RevocationOptions(enabled=True),
+        validate_token_resource=True,
+    )
+    provider.issuer = str(settings.issuer_url)
     server = MCPServer(
         "chatd-oauth-test-server",
         auth_server_provider=provider,
-        auth=AuthSettings(
-            issuer_url=base,
-            resource_server_url=f"{base}/mcp",
-            required_scopes=[SCOPE],
-            client_registration_options=ClientRegistrationOptions(
-                enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]
-            ),
-            revocation_options=RevocationOptions(enabled=True),
-            validate_token_resource=True,
-        ),
+        auth=settings,
     )
 
     @server.tool()
@@ -190,7 +239,23 @@ def main():
             token.expires_at = 1
         return JSONResponse({"expired": len(provider.access)})
 
+    @server.custom_route("/test/client", methods=["POST"])
+    async def client(request: Request):
+        # A public client registered beforehand, for one redirect URI.
+        asked = await request.json()
+        provider.clients[asked["client_id"]] = OAuthClientInformationFull(
+            client_id=asked["client_id"],
+            redirect_uris=[asked["redirect_uri"]],
+            token_endpoint_auth_method="none",
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            scope=SCOPE,
+        )
+        return JSONResponse({"registered": asked["client_id"]})
+
     app = server.streamable_http_app(stateless_http=True)
+    if SEND_ISS:
+        app = AdvertisesIss(app)
     print(f"listening {base}/mcp", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])

@@ -2,7 +2,8 @@
 
 usage: sdk.py BASE_URL COMMAND [ARG...], the token in OPENAI_API_KEY (commands: models,
 retrieve ID, chat and stream MODEL MESSAGES_JSON [EXTRA_BODY_JSON], respond and respond_stream
-MODEL INPUT_JSON [EXTRA_BODY_JSON], respond_helper MODEL INPUT_JSON). Prints one JSON object:
+MODEL INPUT_JSON [EXTRA_BODY_JSON], respond_helper MODEL INPUT_JSON, file FILE_ID,
+file_content FILE_ID). Prints one JSON object:
 what the call returned, or the error the SDK raised (its class, status, type, code, param), so
 the test reads chatd's answers as the SDK's users do. The SDK's own retries are off.
 """
@@ -83,6 +84,12 @@ def run(client, command, args):
                 pass
             final = stream.get_final_response()
         return {"output_text": final.output_text, "status": final.status}
+    if command == "file":
+        # file FILE_ID: OpenAI's File object, as `files.retrieve` reads it.
+        return client.files.retrieve(args[0]).model_dump()
+    if command == "file_content":
+        # file_content FILE_ID: the file's bytes, as `files.content` reads them, as text.
+        return {"text": client.files.content(args[0]).read().decode()}
     raise SystemExit(f"unknown command {command}")
 
 

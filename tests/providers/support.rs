@@ -48,7 +48,7 @@ pub async fn run(provider: &ProviderPlugin, request: TurnRequest, plugin_driven:
     let (sender, mut receiver) = mpsc::channel(4);
     let call = async {
         if plugin_driven {
-            let none = std::sync::Arc::new(chatd::plugins::worlds::provider::turn_options::none());
+            let none = std::sync::Arc::new(chatd::plugins::worlds::provider::no_asks());
             provider.plugin_driven_turn(request, none, sender).await
         } else if provider.takes_references() {
             // As chatd's loop passes them: the large values by reference, filled in as the

@@ -29,20 +29,21 @@ use super::kept;
 use super::retry;
 use super::round::{Reply, Turn};
 use super::sink::Sink;
+use super::strict;
 use super::tool_calls::{self, Ran};
 use crate::config::retry::RetryPolicy;
 use crate::plugins::loading::load::Plugin;
 use crate::plugins::runtime::CallError;
 use crate::plugins::worlds::provider::references::Refs;
-use crate::plugins::worlds::provider::turn_options::{
-    self, OptionKind, Options as TurnOptions, ToolChoice,
-};
+use crate::plugins::worlds::provider::turn_options::{self, OptionKind, ToolChoice};
+use crate::plugins::worlds::provider::turn_tuning::{self, Tuning, TuningKind};
 use crate::plugins::worlds::provider::{
-    self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnRequest, UpstreamSeen,
+    self as wit, ContentPart, PluginError, ToolResult, ToolSpec, TurnAsks, TurnRequest,
+    UpstreamSeen,
 };
 use crate::telemetry::{metrics, trace};
 use crate::tools::enabled::EnabledTool;
-use crate::tools::python::{CallContext, SessionKey, inputs};
+use crate::tools::python::{CallContext, Container, SessionKey, inputs};
 use tracing::Instrument as _;
 
 /// Events a provider may get ahead of the loop before its `emit` waits.
@@ -61,11 +62,14 @@ pub struct Completion {
     pub client_tools: Vec<ToolSpec>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
-    /// The turn's options beyond temperature and max tokens (OpenAI's wire), each one the
-    /// provider honours ([`Profile::options`](crate::plugins::worlds::provider::Profile)); a
-    /// tool choice that names or requires a call holds for the first round only, so the tool loop
-    /// can end.
-    pub options: Arc<TurnOptions>,
+    /// What the turns ask beyond temperature and max tokens (OpenAI's wire): the options, each
+    /// one the provider honours ([`Profile::options`](crate::plugins::worlds::provider::Profile)),
+    /// a tool choice that names or requires a call holding for the first round only, so the
+    /// tool loop can end; and the tuning the provider honours of what the client asked
+    /// ([`Completion::tuning_asked`]).
+    pub asks: Arc<TurnAsks>,
+    /// The tuning the client asked for, whoever answers: a fallback gets the kinds it honours.
+    pub tuning_asked: Tuning,
     /// Whether the provider streams from its upstream.
     pub streaming: bool,
     pub max_rounds: u32,
@@ -76,6 +80,9 @@ pub struct Completion {
     pub retry: RetryPolicy,
     /// Who answers a first turn whose tries were exhausted.
     pub fallback: Option<Fallback>,
+    /// The `python` tool's container of an `/openai/v1` request (no chat): its session, where
+    /// its files are kept; `None` elsewhere.
+    pub container: Option<Container>,
 }
 
 /// Another provider and model for a first turn the requested one could not answer.
@@ -88,6 +95,8 @@ pub struct Fallback {
     pub tools: bool,
     /// The turn options its profile honours.
     pub options: Vec<OptionKind>,
+    /// The tuning its profile honours.
+    pub tuning: Vec<TuningKind>,
     /// Its own retry policy (its fallback is not followed: one hop).
     pub retry: RetryPolicy,
 }
@@ -150,7 +159,8 @@ impl Completion {
         };
         let sets_parameters = self.temperature.is_some()
             || self.max_tokens.is_some()
-            || !turn_options::kinds(&self.options).is_empty();
+            || !turn_options::kinds(&self.asks.options).is_empty()
+            || !turn_tuning::kinds(&self.asks.tuning).is_empty();
         if !sets_parameters || !provider.takes_references() {
             return Ok(());
         }
@@ -164,7 +174,7 @@ impl Completion {
             may_continue: !self.tools.is_empty() || !self.client_tools.is_empty(),
             continuation: None,
         };
-        match provider.check(request, self.options.clone()).await {
+        match provider.check(request, self.asks.clone()).await {
             Ok(Err(error)) if matches!(error, PluginError::InvalidInput(_)) => {
                 Err(CompletionError::Provider {
                     provider: self.provider.clone(),
@@ -234,6 +244,17 @@ impl Completion {
                 return Ok(out.ended(reply, false));
             }
             if self.calls_a_client_tool(&turn.calls) {
+                let strict = &self.tuning_asked.strict_tools;
+                if let Some(why) = strict::mismatch(&turn.calls, &self.client_tools, strict) {
+                    return Err(CompletionError::Provider {
+                        provider: self.provider.clone(),
+                        detail: why,
+                        usage: out.usage,
+                        refused: false,
+                        upstream_status: None,
+                        retry_after: None,
+                    });
+                }
                 let calls = std::mem::take(&mut turn.calls);
                 let ran = self.ours_first(
                     calls,
@@ -257,7 +278,7 @@ impl Completion {
                 return Ok(out.ended(reply, false));
             }
             rounds += 1;
-            self.options = first_round_only(&self.options);
+            self.asks = first_round_only(&self.asks);
             continuation = turn.continuation.take();
             let ran = self.run_calls(&turn.calls, sink, &mut context, refs.as_deref());
             let Some(results) = ran.await? else {
@@ -344,15 +365,25 @@ impl Completion {
     /// The interpreter's context for this completion's tool calls: the chat's session (or one
     /// for this run alone) and the transcript's attachments as its first files.
     fn call_context(&self, sink: &Sink, refs: Option<&Refs>) -> CallContext {
-        let chat = sink.chat.as_ref().map(|c| c.chat_id.as_str());
         let resolve = |text: &str| match refs {
             Some(refs) => refs.resolve(text).to_string(),
             None => text.to_string(),
         };
+        let (session, store) = match (&self.container, &sink.chat) {
+            (Some(container), None) => (
+                SessionKey::Container(container.id.clone()),
+                Some(container.store.clone()),
+            ),
+            (_, chat) => (
+                SessionKey::for_run(chat.as_ref().map(|c| c.chat_id.as_str())),
+                chat.as_ref().map(|c| c.store.clone()),
+            ),
+        };
         CallContext {
-            session: SessionKey::for_run(chat),
+            session,
             inputs: Arc::new(inputs::from_messages(&self.messages, &resolve)),
-            store: sink.chat.as_ref().map(|c| c.store.clone()),
+            store,
+            container: self.container.clone().filter(|_| sink.chat.is_none()),
         }
     }
 
@@ -403,14 +434,19 @@ impl Completion {
 
     /// Whether a fallback may answer: there is one, it takes tools if the client offered its
     /// own or chose a tool (they would be dropped otherwise: the client asked for them, so the
-    /// named provider's failure is the answer), and it honours every turn option set.
+    /// named provider's failure is the answer), it honours every turn option set, and one call
+    /// per turn when that was asked (the other tuning is its own to honour or leave).
     fn may_fall_back(&self) -> bool {
-        let asked = turn_options::kinds(&self.options);
+        let asked = turn_options::kinds(&self.asks.options);
         self.fallback.as_ref().is_some_and(|f| {
             // Without tools it would be sent no tools, so neither the client's nor a tool
             // choice (which names, or requires, one of them).
-            let tools_needed = !self.client_tools.is_empty() || self.options.tool_choice.is_some();
-            (f.tools || !tools_needed) && asked.iter().all(|k| f.options.contains(k))
+            let tools_needed =
+                !self.client_tools.is_empty() || self.asks.options.tool_choice.is_some();
+            // And it keeps to what the client asked that changes its answer, as the provider
+            // it stands in for does (`turn_tuning::BINDING`).
+            let binding = turn_tuning::unhonoured(&self.tuning_asked, &f.tuning).is_empty();
+            (f.tools || !tools_needed) && binding && asked.iter().all(|k| f.options.contains(k))
         })
     }
 
@@ -430,6 +466,10 @@ impl Completion {
         self.plugin = to.plugin;
         self.listed = to.listed;
         self.retry = to.retry;
+        // The tuning the fallback honours of what was asked (the rest is the host's or left).
+        let mut asks = TurnAsks::clone(&self.asks);
+        asks.tuning = turn_tuning::only(&self.tuning_asked, &to.tuning);
+        self.asks = Arc::new(asks);
         if !to.tools {
             // Without tools the tool loop's instruction would only mislead the model.
             self.tools.clear();
@@ -601,7 +641,7 @@ impl Completion {
         let tools = !self.tools.is_empty() || !self.client_tools.is_empty();
         let (tx, mut rx) = mpsc::channel(TURN_EVENT_BUFFER);
         let seen = UpstreamSeen::default();
-        let call = provider.turn_seen(request, self.options.clone(), refs, tx, &seen);
+        let call = provider.turn_seen(request, self.asks.clone(), refs, tx, &seen);
         tokio::pin!(call);
         let mut turn = Turn::default();
         let mut result = None;
@@ -644,16 +684,17 @@ impl Completion {
     }
 }
 
-/// The options of the rounds after the first: a tool choice that requires a call, or names
-/// one, was the first round's (held on every round it would never let the loop end); `none`
-/// and the rest hold throughout.
-fn first_round_only(options: &Arc<TurnOptions>) -> Arc<TurnOptions> {
-    match options.tool_choice {
-        Some(ToolChoice::Required | ToolChoice::Named(_)) => Arc::new(TurnOptions {
-            tool_choice: None,
-            ..TurnOptions::clone(options)
-        }),
-        _ => options.clone(),
+/// What the rounds after the first ask: a tool choice that requires a call, or names one, was
+/// the first round's (held on every round it would never let the loop end); `none`, the other
+/// options and the tuning hold throughout.
+fn first_round_only(asks: &Arc<TurnAsks>) -> Arc<TurnAsks> {
+    match asks.options.tool_choice {
+        Some(ToolChoice::Required | ToolChoice::Named(_)) => {
+            let mut asks = TurnAsks::clone(asks);
+            asks.options.tool_choice = None;
+            Arc::new(asks)
+        }
+        _ => asks.clone(),
     }
 }
 

@@ -13,6 +13,7 @@ pub mod models;
 mod retry;
 mod round;
 pub mod sink;
+pub mod strict;
 pub mod title;
 pub mod tool_calls;
 

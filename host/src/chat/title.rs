@@ -41,7 +41,8 @@ pub async fn suggest(
         tools: Vec::new(),
         temperature: None,
         max_tokens: None,
-        options: std::sync::Arc::new(crate::plugins::worlds::provider::turn_options::none()),
+        asks: std::sync::Arc::new(crate::plugins::worlds::provider::no_asks()),
+        tuning_asked: crate::plugins::worlds::provider::turn_tuning::none(),
         streaming: false,
         client_tools: Vec::new(),
         max_rounds: 0,
@@ -53,6 +54,7 @@ pub async fn suggest(
             ..Default::default()
         },
         fallback: None,
+        container: None,
     };
     let sink = Sink::default();
     let finished = completion.run(&sink).await?;

@@ -108,7 +108,12 @@ pub(super) async fn run(
                     event.summary = cut(&summary, SUMMARY_CHARS);
                 }
                 let mut content = ran.content;
-                match sink.keep_files(to_keep(ran.files)).await {
+                // A chat keeps its files with it; an `/openai/v1` request in its container.
+                let kept = match &context.container {
+                    Some(container) => container.keep(to_keep(ran.files)).await.map(|()| None),
+                    None => sink.keep_files(to_keep(ran.files)).await,
+                };
+                match kept {
                     Ok(kept) => files = kept,
                     Err(why) => content = with_note(content, &why),
                 }

@@ -282,6 +282,7 @@ impl FileConfig {
             }
             file.mcp.insert(name, server);
         }
+        super::mcp::one_metadata_document_each(&file.mcp)?;
         Ok(file)
     }
 }

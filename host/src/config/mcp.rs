@@ -188,6 +188,29 @@ pub(super) fn declared(name: &str, raw: RawMcp) -> Result<DeclaredMcp, String> {
     })
 }
 
+/// No two servers share a `client_metadata_url`: the document lists the redirect URIs its
+/// issuers accept, and a server's logins come back to a callback of its own only if its
+/// document names that one alone (docs/mcp-tools.md; RFC 9700 §4.4).
+pub fn one_metadata_document_each(servers: &BTreeMap<String, DeclaredMcp>) -> Result<(), String> {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (name, server) in servers {
+        let Some(url) = server
+            .oauth
+            .as_ref()
+            .and_then(|o| o.client_metadata_url.as_deref())
+        else {
+            continue;
+        };
+        if let Some(first) = seen.insert(url, name) {
+            return Err(format!(
+                "mcp.{name}.client_metadata_url: mcp.{first} has the same one; each server needs \
+                 a document of its own, listing its own callback"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `auth = "oauth"` and its client, checked; its keys without it are an error.
 fn oauth_client(key: &str, raw: &RawMcp) -> Result<Option<OAuthClient>, String> {
     let given = [
@@ -387,5 +410,28 @@ mod tests {
             let error = parse(name, text).unwrap_err();
             assert!(error.starts_with(expected), "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn no_two_servers_share_a_metadata_document() {
+        let declared = |name: &str, document: &str| {
+            let text = format!(
+                "url = \"https://{name}.example.com/mcp\"\nauth = \"oauth\"\n\
+                 client_metadata_url = \"https://chat.example.com/{document}.json\""
+            );
+            (name.to_string(), parse(name, &text).unwrap())
+        };
+        let own: BTreeMap<String, DeclaredMcp> = [declared("a", "a"), declared("b", "b")]
+            .into_iter()
+            .collect();
+        assert_eq!(one_metadata_document_each(&own), Ok(()));
+        let shared: BTreeMap<String, DeclaredMcp> = [declared("a", "same"), declared("b", "same")]
+            .into_iter()
+            .collect();
+        let refused = one_metadata_document_each(&shared).unwrap_err();
+        assert!(
+            refused.starts_with("mcp.b.client_metadata_url: mcp.a has the same one"),
+            "{refused}"
+        );
     }
 }

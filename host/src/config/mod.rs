@@ -1,4 +1,4 @@
-//! Startup configuration: every variable of DESIGN.md §3 and the contract's devbox table, parsed
+//! Startup configuration: every variable (`docs/configuration.md` lists them) and the contract's devbox table, parsed
 //! once into [`Config`]. Each setting is a CLI flag with an environment fallback; an invalid value
 //! stops startup with one line naming the variable and the rule ([`Config::load`]). The optional
 //! configuration file (`--config`, CHATD_CONFIG) is [`file`]; where it and a variable set the

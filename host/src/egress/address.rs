@@ -9,6 +9,34 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
+/// The cloud metadata services' addresses, refused on every egress path whatever the grant
+/// (local networks and CHATD_ALLOW_PRIVATE_NETWORKS included); only an operator's configured
+/// base URL reaches one ([`is_metadata`], `docs/configuration.md` lists them):
+/// - 169.254.169.254: AWS, Azure, Google Cloud, Oracle, DigitalOcean, OpenStack…;
+/// - 169.254.170.2: AWS ECS's task metadata and credentials;
+/// - 100.100.100.200: Alibaba Cloud;
+/// - 192.0.0.192: Oracle Cloud's classic metadata;
+/// - fd00:ec2::254: AWS over IPv6.
+pub const METADATA_V4: [Ipv4Addr; 4] = [
+    Ipv4Addr::new(169, 254, 169, 254),
+    Ipv4Addr::new(169, 254, 170, 2),
+    Ipv4Addr::new(100, 100, 100, 200),
+    Ipv4Addr::new(192, 0, 0, 192),
+];
+/// The IPv6 metadata address ([`METADATA_V4`] says whose).
+pub const METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254);
+
+/// Whether `ip` is a cloud metadata address ([`METADATA_V4`], [`METADATA_V6`]), in any spelling
+/// that carries one: IPv4, or IPv6 mapped, compatible, NAT64 or 6to4.
+pub fn is_metadata(ip: IpAddr) -> bool {
+    let v4 = match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(v6) if v6 == METADATA_V6 => return true,
+        IpAddr::V6(v6) => embedded_v4(v6),
+    };
+    v4.is_some_and(|v4| METADATA_V4.contains(&v4))
+}
+
 /// Loopback, private, link-local (cloud metadata lives there), shared, unspecified, multicast,
 /// broadcast, documentation and reserved addresses: everything that is not the public internet.
 /// IPv6 forms that carry an IPv4 address (mapped, compatible, NAT64, 6to4) are judged by it.
@@ -72,9 +100,13 @@ fn is_private_v4(ip: Ipv4Addr) -> bool {
 }
 
 /// Whether `ip` is reachable on a local network: loopback, or a private or shared range (RFC
-/// 1918, unique local, CGNAT). Not link-local or a cloud metadata address, not unspecified,
+/// 1918, unique local, CGNAT). Not link-local or a cloud metadata address (100.100.100.200 is
+/// inside the shared range, fd00:ec2::254 inside the unique local one), not unspecified,
 /// multicast, broadcast or reserved: those are never what an operator means by "my network".
 pub fn is_local(ip: IpAddr) -> bool {
+    if is_metadata(ip) {
+        return false;
+    }
     let v4 = match ip {
         IpAddr::V4(v4) => Some(v4),
         IpAddr::V6(v6) => embedded_v4(v6),
@@ -84,9 +116,7 @@ pub fn is_local(ip: IpAddr) -> bool {
         return v4.is_loopback() || v4.is_private() || (a == 100 && (64..128).contains(&b));
     }
     let IpAddr::V6(v6) = ip else { return false };
-    // fd00:ec2::254 is AWS's metadata service over IPv6, inside the unique local range.
-    let metadata = v6.segments() == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254];
-    v6.is_loopback() || ((v6.segments()[0] & 0xfe00) == 0xfc00 && !metadata)
+    v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00
 }
 
 /// A name that resolved to an address outside the public internet. The HTTP layer finds it in
@@ -99,6 +129,13 @@ pub struct PrivateAddress {
 
 impl std::fmt::Display for PrivateAddress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if is_metadata(self.ip) {
+            return write!(
+                f,
+                "{} resolves to {}, a cloud metadata address, which chatd never reaches",
+                self.host, self.ip
+            );
+        }
         write!(
             f,
             "{} resolves to {}, a loopback, private, link-local or metadata address",
@@ -129,6 +166,18 @@ pub struct PublicOrLocal;
 impl Resolve for PublicOrLocal {
     fn resolve(&self, name: Name) -> Resolving {
         resolve_refusing(name, |ip| is_private(ip) && !is_local(ip))
+    }
+}
+
+/// Resolves with the system resolver and refuses the whole answer when any address in it is a
+/// cloud metadata address: the resolver for a grant that may reach private networks
+/// (CHATD_ALLOW_PRIVATE_NETWORKS), and for `chatd plugins install`.
+#[derive(Debug, Default)]
+pub struct NotMetadata;
+
+impl Resolve for NotMetadata {
+    fn resolve(&self, name: Name) -> Resolving {
+        resolve_refusing(name, is_metadata)
     }
 }
 
@@ -222,6 +271,38 @@ mod tests {
             "240.0.0.1",
         ] {
             assert!(!is_local(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn metadata_addresses_are_recognised_in_every_spelling_and_never_local() {
+        for ip in [
+            "169.254.169.254",
+            "169.254.170.2",
+            "100.100.100.200",
+            "192.0.0.192",
+            "fd00:ec2::254",
+            "::ffff:169.254.169.254",
+            "::ffff:100.100.100.200",
+            "::100.100.100.200",
+            "::ffff:192.0.0.192",
+            "::169.254.170.2",
+            "64:ff9b::6464:64c8",
+            "2002:6464:64c8::1",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert!(is_metadata(ip), "{ip}");
+            assert!(!is_local(ip), "{ip}");
+            assert!(is_private(ip), "{ip}");
+        }
+        for ip in [
+            "100.100.100.201",
+            "169.254.169.253",
+            "10.0.0.1",
+            "fd00:ec2::253",
+            "8.8.8.8",
+        ] {
+            assert!(!is_metadata(ip.parse().unwrap()), "{ip}");
         }
     }
 

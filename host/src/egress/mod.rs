@@ -6,7 +6,8 @@
 //! A URL is allowed when its origin (`scheme://host:port`) is an operator-configured base URL
 //! granted to the caller (trusted: reachable whatever its address, loopback included), or one
 //! of the grant's own origins, or the grant is the public web, and every address the host name
-//! resolves to is public (private ones too with CHATD_ALLOW_PRIVATE_NETWORKS). Redirects are
+//! resolves to is public (private ones too with CHATD_ALLOW_PRIVATE_NETWORKS), and never a
+//! cloud metadata address ([`address::is_metadata`]) but for a trusted origin. Redirects are
 //! followed by hand, so each hop is checked the same way.
 //!
 //! - here: [`HttpGrant`], [`Origin`], [`Credential`], and the route each request takes;
@@ -33,7 +34,7 @@ use reqwest::header::HeaderName;
 use url::Url;
 
 use crate::config::Secret;
-use address::{PrivateAddress, is_local, is_private};
+use address::{PrivateAddress, is_local, is_metadata, is_private};
 
 /// Redirect hops followed at most.
 pub const MAX_REDIRECTS: usize = 10;
@@ -142,8 +143,11 @@ pub enum Refusal {
 /// How a permitted URL is reached.
 #[derive(Debug, PartialEq, Eq)]
 enum Route {
-    /// Any address: a trusted origin, or private networks are allowed.
+    /// Any address: a trusted origin (the operator's own base URL).
     Direct,
+    /// Any address but a cloud metadata one ([`address::is_metadata`]): private networks are
+    /// allowed.
+    NotMetadata,
     /// Public addresses only, enforced by the resolver when connecting.
     PublicOnly,
     /// Public or local ones ([`address::is_local`]), enforced the same way.
@@ -167,32 +171,32 @@ fn route(grant: &HttpGrant, url: &Url) -> Result<Route, Refusal> {
             "{origin} is not granted to this plugin"
         )));
     }
-    if grant.allow_private {
-        return Ok(Route::Direct);
-    }
     let literal = match url.host() {
         Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
         Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
         _ => None,
     };
-    if grant.local_network {
-        return match literal.filter(|ip| is_private(*ip) && !is_local(*ip)) {
-            Some(ip) => Err(Refusal::Denied(
-                PrivateAddress {
-                    host: origin.host.clone(),
-                    ip,
-                }
-                .to_string(),
-            )),
-            None => Ok(Route::PublicOrLocal),
-        };
-    }
-    if let Some(ip) = literal.filter(|ip| is_private(*ip)) {
+    let refused = |ip| {
         let private = PrivateAddress {
             host: origin.host.clone(),
             ip,
         };
-        return Err(Refusal::Denied(private.to_string()));
+        Refusal::Denied(private.to_string())
+    };
+    if grant.allow_private {
+        return match literal.filter(|ip| is_metadata(*ip)) {
+            Some(ip) => Err(refused(ip)),
+            None => Ok(Route::NotMetadata),
+        };
+    }
+    if grant.local_network {
+        return match literal.filter(|ip| is_private(*ip) && !is_local(*ip)) {
+            Some(ip) => Err(refused(ip)),
+            None => Ok(Route::PublicOrLocal),
+        };
+    }
+    if let Some(ip) = literal.filter(|ip| is_private(*ip)) {
+        return Err(refused(ip));
     }
     Ok(Route::PublicOnly)
 }
@@ -275,7 +279,10 @@ mod tests {
             "http://127.1/",
         ] {
             match route(&grant(&[], true), &url(private)) {
-                Err(Refusal::Denied(why)) => assert!(why.contains("private"), "{private}: {why}"),
+                Err(Refusal::Denied(why)) => assert!(
+                    why.contains("private") || why.contains("cloud metadata"),
+                    "{private}: {why}"
+                ),
                 other => panic!("{private}: {other:?}"),
             }
         }
@@ -304,7 +311,7 @@ mod tests {
                 &declared("http://127.0.0.1:9000", true),
                 &url("http://127.0.0.1:9000/")
             ),
-            Ok(Route::Direct)
+            Ok(Route::NotMetadata)
         );
         assert!(matches!(
             route(
@@ -333,7 +340,39 @@ mod tests {
             allow_private: true,
             ..grant(&[], true)
         };
-        assert_eq!(route(&open, &url("http://127.0.0.1:9/")), Ok(Route::Direct));
+        assert_eq!(
+            route(&open, &url("http://127.0.0.1:9/")),
+            Ok(Route::NotMetadata)
+        );
+        // Cloud metadata addresses: refused to every grant, local networks and private ones
+        // included, in every spelling; an operator's own base URL alone reaches one.
+        for metadata in [
+            "http://169.254.169.254/",
+            "http://169.254.170.2/v2/credentials",
+            "http://100.100.100.200/latest/meta-data/",
+            "http://192.0.0.192/",
+            "http://[fd00:ec2::254]/",
+            "http://[::ffff:100.100.100.200]/",
+            "http://[::ffff:6464:64c8]/",
+            "http://[::100.100.100.200]/",
+            "http://1684301000/",
+        ] {
+            for (name, grant) in [("local", &local), ("private", &open)] {
+                match route(grant, &url(metadata)) {
+                    Err(Refusal::Denied(why)) => {
+                        assert!(why.contains("cloud metadata"), "{name} {metadata}: {why}")
+                    }
+                    other => panic!("{name} {metadata}: {other:?}"),
+                }
+            }
+        }
+        assert_eq!(
+            route(
+                &grant(&["http://100.100.100.200"], false),
+                &url("http://100.100.100.200/x")
+            ),
+            Ok(Route::Direct)
+        );
         assert!(matches!(
             route(&grant(&[], true), &url("file:///etc/passwd")),
             Err(Refusal::Invalid(_))

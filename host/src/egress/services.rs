@@ -58,7 +58,7 @@ impl std::fmt::Display for Owner {
 /// Where a service's values come from, so messages can name the setting and never the value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SetBy {
-    /// Environment variables (or flags) of DESIGN.md §3.
+    /// A built-in service's environment variables (or flags), as `docs/configuration.md` lists them.
     Variables {
         base_url: &'static str,
         key: Option<&'static str>,

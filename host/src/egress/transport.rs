@@ -10,7 +10,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use url::Url;
 
-use super::address::{PrivateAddress, PublicOnly, PublicOrLocal};
+use super::address::{NotMetadata, PrivateAddress, PublicOnly, PublicOrLocal};
 use super::{HttpGrant, MAX_REDIRECTS, Origin, Place, Refusal, Route, query, route, scrub};
 use crate::config::names::is_host_header;
 
@@ -66,8 +66,10 @@ pub const MAX_REQUEST_BODY_BYTES: usize = 32 * 1024 * 1024;
 /// The connection pools plugin requests go through, shared by every plugin of a host.
 #[derive(Clone, Debug)]
 pub struct Clients {
-    /// Ordinary DNS: for trusted origins, and for everything when private networks are allowed.
+    /// Ordinary DNS: for trusted origins.
     direct: reqwest::Client,
+    /// DNS through [`NotMetadata`]: for everything else when private networks are allowed.
+    not_metadata: reqwest::Client,
     /// DNS through [`PublicOnly`]: a name with a private address is refused when connecting.
     public: reqwest::Client,
     /// DNS through [`PublicOrLocal`]: a name with a link-local address is refused.
@@ -78,6 +80,10 @@ impl Clients {
     pub fn new() -> Self {
         Self {
             direct: base_client()
+                .build()
+                .expect("the plugin HTTP client builds"),
+            not_metadata: base_client()
+                .dns_resolver(Arc::new(NotMetadata))
                 .build()
                 .expect("the plugin HTTP client builds"),
             public: base_client()
@@ -202,6 +208,7 @@ async fn send_hops(
     for _hop in 0..=MAX_REDIRECTS {
         let client = match route(grant, &url)? {
             Route::Direct => &clients.direct,
+            Route::NotMetadata => &clients.not_metadata,
             Route::PublicOnly => &clients.public,
             Route::PublicOrLocal => &clients.local,
         };

@@ -32,10 +32,16 @@ pub async fn chat_file(
         .chat_file(&chat_id, &file_id)
         .await?
         .ok_or_else(|| ApiError::not_found("file not found"))?;
-    let mime = HeaderValue::from_str(&file.mime_type)
+    Ok(served(&file.mime_type, &file.name, data))
+}
+
+/// A file the code wrote, served so it runs nothing (the module's rule; `/openai/v1`'s files
+/// are served the same way).
+pub(crate) fn served(mime_type: &str, name: &str, data: Vec<u8>) -> Response {
+    let mime = HeaderValue::from_str(mime_type)
         .unwrap_or(HeaderValue::from_static("application/octet-stream"));
-    let shown = SHOWN.contains(&file.mime_type.as_str());
-    let disposition = content_disposition(if shown { "inline" } else { "attachment" }, &file.name);
+    let shown = SHOWN.contains(&mime_type);
+    let disposition = content_disposition(if shown { "inline" } else { "attachment" }, name);
     let headers = [
         (header::CONTENT_TYPE, mime),
         (header::CONTENT_DISPOSITION, disposition),
@@ -53,7 +59,7 @@ pub async fn chat_file(
             HeaderValue::from_static("private, max-age=86400"),
         ),
     ];
-    Ok((headers, data).into_response())
+    (headers, data).into_response()
 }
 
 /// `inline` or `attachment` with the file's name (its last part): ASCII as `filename`, the name

@@ -1,11 +1,16 @@
 //! The declared MCP servers and their logins (docs/mcp-tools.md, "Servers that need a login"):
 //! `GET /v1/mcp-servers` lists them with their state; `POST /v1/mcp-servers/{name}/connect`
 //! begins a login and answers the URL to send the browser to, setting a cookie that binds the
-//! login to that browser (HttpOnly, SameSite=Lax, scoped to the callback's path, ten minutes);
-//! the authorization server redirects to `GET /v1/mcp-servers/callback`, which needs no token
-//! (a redirect carries none): the `state` an authenticated Connect made (unguessable, single
-//! use, ten minutes) and that cookie decide it, then the browser goes back to the web client;
-//! `POST /v1/mcp-servers/{name}/disconnect` ends a login. The work is `tools/mcp/logins.rs`'s.
+//! login to that browser (named after the login, so two logins in one browser each keep
+//! theirs; HttpOnly, SameSite=Lax, scoped to the callback's path, ten minutes); the
+//! authorization server redirects to the server's own callback, `GET
+//! /v1/mcp-servers/{name}/callback`, or for a client registered beforehand (a configured
+//! `client_id`, whose redirect URI is fixed) to `GET /v1/mcp-servers/callback`, where the
+//! response must name its issuer (RFC 9207). Neither needs a token (a redirect carries none):
+//! the `state` an authenticated Connect made (unguessable, single use, ten minutes), the
+//! callback it was made for and that cookie decide it, then the browser goes back to the web
+//! client; `POST /v1/mcp-servers/{name}/disconnect` ends a login. The work is
+//! `tools/mcp/logins.rs`'s.
 
 use axum::Json;
 use axum::extract::{OriginalUri, State};
@@ -16,15 +21,38 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::error::{ApiError, ApiPath, ApiQuery, ApiResult, ErrorBody};
-use crate::tools::mcp::logins::LoginError;
+use crate::tools::mcp::logins::{Arrived, LoginError};
 use crate::tools::mcp::oauth::Callback;
 use crate::tools::mcp::oauth::login::PENDING_FOR;
+use crate::tools::mcp::oauth::login::digest;
 use crate::tools::mcp::oauth::token::random;
 
-/// The callback's path, under `/v1` (and `/api/v1`).
+/// The callback of the clients registered beforehand, under `/v1` (and `/api/v1`).
 pub const CALLBACK: &str = "/v1/mcp-servers/callback";
-/// The cookie binding a login to the browser that began it.
-const COOKIE: &str = "chatd_mcp_login";
+/// What each login's cookie is named after: this, then the first 16 hex digits of the SHA-256
+/// of its `state` (the browser binds each login it began, not only its last).
+const COOKIE: &str = "chatd_mcp_login_";
+
+/// The callback of server `name`'s logins (a client chatd registered, or a metadata
+/// document's): a redirect URI of its own, so no other server's authorization response is
+/// taken for its (RFC 9700 §4.4).
+fn server_callback(name: &str) -> String {
+    format!("/v1/mcp-servers/{name}/callback")
+}
+
+/// Whether `path` is a login's callback (the shared one, or a server's own).
+pub fn is_callback(path: &str) -> bool {
+    path == CALLBACK
+        || path
+            .strip_prefix("/v1/mcp-servers/")
+            .and_then(|rest| rest.strip_suffix("/callback"))
+            .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+}
+
+/// The cookie of the login whose `state` is `state`.
+fn cookie_name(state: &str) -> String {
+    format!("{COOKIE}{}", &digest(state)[..16])
+}
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -79,6 +107,7 @@ fn login_error(error: LoginError) -> ApiError {
     match error {
         LoginError::NotFound(why) => ApiError::not_found(why),
         LoginError::Invalid(why) => ApiError::bad_request(why),
+        LoginError::Conflict(why) => ApiError::new(StatusCode::CONFLICT, why),
         LoginError::Unavailable(why) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, why),
     }
 }
@@ -106,6 +135,7 @@ fn public_base(state: &AppState, headers: &HeaderMap, uri: &OriginalUri) -> (Str
     params(("name" = String, Path, description = "the server's `[mcp.NAME]`")),
     responses((status = 200, body = ConnectResponse, description = "the login began: send the browser to `authorizationUrl`; the response sets the cookie its callback needs"),
               (status = 404, body = ErrorBody, description = "no such server, or it needs no login"),
+              (status = 409, body = ErrorBody, description = "its `client_id` was registered beforehand, and its authorization server does not say it names itself in its answers (RFC 9207), which such a client needs"),
               (status = 503, body = ErrorBody, description = "its authorization server could not be found or reached, or the login could not be stored")))]
 pub async fn connect(
     State(state): State<AppState>,
@@ -114,9 +144,18 @@ pub async fn connect(
     uri: OriginalUri,
 ) -> ApiResult<Response> {
     let (base, secure) = public_base(&state, &headers, &uri);
-    let redirect_uri = format!("{base}{CALLBACK}");
+    let shared = state
+        .tools
+        .mcp()
+        .shared_callback(&name)
+        .map_err(login_error)?;
+    let path = match shared {
+        true => CALLBACK.to_string(),
+        false => server_callback(&name),
+    };
+    let redirect_uri = format!("{base}{path}");
     let browser = random(32);
-    let url = state
+    let begun = state
         .tools
         .mcp()
         .begin_login(&name, &redirect_uri, &browser)
@@ -124,14 +163,15 @@ pub async fn connect(
         .map_err(login_error)?;
     let path = url::Url::parse(&redirect_uri)
         .map(|u| u.path().to_string())
-        .unwrap_or_else(|_| CALLBACK.to_string());
+        .unwrap_or(path);
     let cookie = format!(
-        "{COOKIE}={browser}; Path={path}; Max-Age={}; HttpOnly; SameSite=Lax{}",
+        "{}={browser}; Path={path}; Max-Age={}; HttpOnly; SameSite=Lax{}",
+        cookie_name(&begun.state),
         PENDING_FOR.as_secs(),
         if secure { "; Secure" } else { "" }
     );
     let body = ConnectResponse {
-        authorization_url: url.to_string(),
+        authorization_url: begun.url.to_string(),
     };
     Ok(([(header::SET_COOKIE, cookie)], Json(body)).into_response())
 }
@@ -176,7 +216,7 @@ pub struct CallbackQuery {
 #[utoipa::path(get, path = "/mcp-servers/callback", tag = "mcp", security(()),
     params(CallbackQuery),
     responses((status = 303, description = "the login is done: back to the web client's MCP servers page"),
-              (status = 400, body = ErrorBody, description = "no `state`, another browser's login, or the authorization server refused it"),
+              (status = 400, body = ErrorBody, description = "no `state`, another browser's login, a login made for another callback, no `iss` (RFC 9207), or the authorization server refused it"),
               (status = 404, body = ErrorBody, description = "no such login: its `state` is unknown, already used or older than ten minutes"),
               (status = 503, body = ErrorBody, description = "the token endpoint or the store could not be reached")))]
 pub async fn callback(
@@ -185,7 +225,36 @@ pub async fn callback(
     headers: HeaderMap,
     uri: OriginalUri,
 ) -> ApiResult<Response> {
-    let browser = cookie(&headers, COOKIE);
+    finish(state, query, headers, uri, Arrived::Shared).await
+}
+
+#[utoipa::path(get, path = "/mcp-servers/{name}/callback", tag = "mcp", security(()),
+    params(("name" = String, Path, description = "the server's `[mcp.NAME]`"), CallbackQuery),
+    responses((status = 303, description = "the login is done: back to the web client's MCP servers page"),
+              (status = 400, body = ErrorBody, description = "no `state`, another browser's login, a login made for another server or callback, or the authorization server refused it"),
+              (status = 404, body = ErrorBody, description = "no such login: its `state` is unknown, already used or older than ten minutes"),
+              (status = 503, body = ErrorBody, description = "the token endpoint or the store could not be reached")))]
+pub async fn server_callback_route(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(query): ApiQuery<CallbackQuery>,
+    headers: HeaderMap,
+    uri: OriginalUri,
+) -> ApiResult<Response> {
+    finish(state, query, headers, uri, Arrived::Server(name)).await
+}
+
+/// A login's redirect that `arrived` at its callback: finished, and the browser sent back to
+/// the web client, its cookie expired.
+async fn finish(
+    state: AppState,
+    query: CallbackQuery,
+    headers: HeaderMap,
+    uri: OriginalUri,
+    arrived: Arrived,
+) -> ApiResult<Response> {
+    let cookie_name = query.state.as_deref().map(cookie_name);
+    let browser = cookie_name.as_deref().and_then(|n| cookie(&headers, n));
     let callback = Callback {
         code: query.code,
         state: query.state,
@@ -195,7 +264,7 @@ pub async fn callback(
     let name = state
         .tools
         .mcp()
-        .finish_login(callback, browser.as_deref())
+        .finish_login(callback, browser.as_deref(), arrived)
         .await
         .map_err(login_error)?;
     let (base, _) = public_base(&state, &headers, &uri);
@@ -203,7 +272,8 @@ pub async fn callback(
     tracing::debug!("MCP server {name}: login finished in the browser");
     let location = format!("{base}/#/mcp-servers");
     let expired = format!(
-        "{COOKIE}=; Path={}; Max-Age=0; HttpOnly; SameSite=Lax",
+        "{}=; Path={}; Max-Age=0; HttpOnly; SameSite=Lax",
+        cookie_name.unwrap_or_default(),
         uri.path()
     );
     Ok((
@@ -232,11 +302,30 @@ mod tests {
     #[test]
     fn the_login_cookie_is_found_among_others() {
         let mut headers = HeaderMap::new();
+        let name = cookie_name("the-state");
+        assert!(name.starts_with(COOKIE) && name.len() == COOKIE.len() + 16);
+        assert_ne!(name, cookie_name("another-state"));
         headers.insert(
             header::COOKIE,
-            "a=1; chatd_mcp_login=xyz; b=2".parse().unwrap(),
+            format!("a=1; {name}=xyz; b=2").parse().unwrap(),
         );
-        assert_eq!(cookie(&headers, COOKIE).as_deref(), Some("xyz"));
+        assert_eq!(cookie(&headers, &name).as_deref(), Some("xyz"));
         assert_eq!(cookie(&headers, "c"), None);
+    }
+
+    #[test]
+    fn callbacks_are_the_shared_one_and_each_servers_own() {
+        assert!(is_callback(CALLBACK));
+        assert!(is_callback(&server_callback("github")));
+        assert!(is_callback("/v1/mcp-servers/{name}/callback"));
+        for other in [
+            "/v1/mcp-servers//callback",
+            "/v1/mcp-servers/a/b/callback",
+            "/v1/mcp-servers/a/connect",
+            "/v1/mcp-servers",
+            "/v1/chats/x/callback",
+        ] {
+            assert!(!is_callback(other), "{other}");
+        }
     }
 }

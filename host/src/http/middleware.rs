@@ -23,15 +23,17 @@ use super::error::{ApiError, ErrorCause};
 use crate::config::MetricsAccess;
 use crate::telemetry::{metrics, trace};
 
-/// Paths (relative to the root or to `/api`) that need no token.
-pub const OPEN_PATHS: &[&str] = &[
-    "/health",
-    "/ready",
-    "/openapi.json",
-    // A login's redirect carries no token; `state` (made by an authenticated Connect, single
-    // use, ten minutes) and the cookie that Connect set decide it (`mcp_servers.rs`).
-    super::mcp_servers::CALLBACK,
-];
+/// Paths (relative to the root or to `/api`) that need no token; with MCP logins' callbacks,
+/// [`is_open`].
+pub const OPEN_PATHS: &[&str] = &["/health", "/ready", "/openapi.json"];
+
+/// Whether `path` (relative to the root or to `/api`) needs no token: [`OPEN_PATHS`], and an
+/// MCP login's callbacks, whose redirect carries no token: `state` (made by an authenticated
+/// Connect, single use, ten minutes) and the cookie that Connect set decide it
+/// (`mcp_servers.rs`).
+pub fn is_open(path: &str) -> bool {
+    OPEN_PATHS.contains(&path) || super::mcp_servers::is_callback(path)
+}
 
 /// The admin token, kept only as its SHA-256 digest. Comparing fixed-size digests in constant
 /// time leaks neither the token's bytes nor its length through timing.
@@ -54,7 +56,7 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
     // Inside the `/api` nest the URI has the prefix stripped, so one list serves both mounts.
     let path = req.uri().path();
     let metrics_open = state.metrics == MetricsAccess::Open && path == super::metrics::PATH;
-    if OPEN_PATHS.contains(&path) || super::web::is_open(path) || metrics_open {
+    if is_open(path) || super::web::is_open(path) || metrics_open {
         return next.run(req).await;
     }
     let presented = req

@@ -178,6 +178,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(mcp_servers::connect))
         .routes(routes!(mcp_servers::disconnect))
         .routes(routes!(mcp_servers::callback))
+        .routes(routes!(mcp_servers::server_callback_route))
 }
 
 /// The routes and the OpenAPI document generated from them (as JSON, refined by

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::middleware::OPEN_PATHS;
+use super::middleware::is_open;
 
 /// A string with at least one character that is not white space, as Rust's `str::trim` counts
 /// white space (Unicode's White_Space property); the handlers' "non-blank".
@@ -230,7 +230,7 @@ fn refine_operation(path: &str, operation: &mut Value) {
             operation["responses"][status] = error(description);
         }
     };
-    if !OPEN_PATHS.contains(&path) {
+    if !is_open(path) {
         add(
             "401",
             "in token mode, a missing or wrong `Authorization: Bearer` token",

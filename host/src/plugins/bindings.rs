@@ -10,7 +10,7 @@
 pub mod imports {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "chatd:plugin/host-imports@0.1.2",
+        world: "chatd:plugin/host-imports@0.1.3",
         imports: { default: async },
         with: {
             "chatd:plugin/http.response": crate::egress::Incoming,
@@ -41,20 +41,20 @@ macro_rules! world {
 /// The `tool` world.
 pub mod tool {
     world!(
-        "chatd:plugin/tool@0.1.2",
+        "chatd:plugin/tool@0.1.3",
         "chatd:plugin/ssh" => super::imports::chatd::plugin::ssh,
     );
 }
 
 /// The `provider` world.
 pub mod provider {
-    world!("chatd:plugin/provider@0.1.2");
+    world!("chatd:plugin/provider@0.1.3");
 }
 
 /// The `codec-provider` world: the `provider` world plus the `turn-codec` export.
 pub mod codec_provider {
     world!(
-        "chatd:plugin/codec-provider@0.1.2",
+        "chatd:plugin/codec-provider@0.1.3",
         "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
         "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
     );
@@ -62,7 +62,7 @@ pub mod codec_provider {
 
 /// The `search` world.
 pub mod search {
-    world!("chatd:plugin/search@0.1.2");
+    world!("chatd:plugin/search@0.1.3");
 }
 
 /// The `profiled-codec-provider` world: a codec provider that declares its profile. Only its
@@ -70,7 +70,7 @@ pub mod search {
 /// [`codec_provider`].
 pub mod profiled_codec_provider {
     world!(
-        "chatd:plugin/profiled-codec-provider@0.1.2",
+        "chatd:plugin/profiled-codec-provider@0.1.3",
         "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
         "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
     );
@@ -81,8 +81,20 @@ pub mod profiled_codec_provider {
 /// Only its `turn-options-support` export is called through these bindings.
 pub mod optioned_codec_provider {
     world!(
-        "chatd:plugin/optioned-codec-provider@0.1.2",
+        "chatd:plugin/optioned-codec-provider@0.1.3",
         "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
         "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
+    );
+}
+
+/// The `tuned-codec-provider` world (0.1.3): an optioned codec provider that reads a turn's
+/// tuning (`turn-tuning`, imported by every provider's linker) and declares which kinds it
+/// honours. Only its `turn-tuning-support` export is called through these bindings.
+pub mod tuned_codec_provider {
+    world!(
+        "chatd:plugin/tuned-codec-provider@0.1.3",
+        "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
+        "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
+        "chatd:plugin/turn-options" => super::optioned_codec_provider::chatd::plugin::turn_options,
     );
 }

@@ -6,12 +6,17 @@ use serde::Deserialize;
 use crate::config::names::is_name;
 
 /// The WIT package this build speaks: the newest version, the one `/wit` holds.
-pub const WIT_PACKAGE: &str = "chatd:plugin@0.1.2";
+pub const WIT_PACKAGE: &str = "chatd:plugin@0.1.3";
 /// Every version a plugin may be built for, oldest first. A released version stays here and in
 /// `wit/vX.Y.Z/`, frozen; the host links a component built for any of them (wasmtime matches an
-/// import of `@0.1.0` with the host's `@0.1.2`, additive changes only within 0.1), which
+/// import of `@0.1.0` with the host's `@0.1.3`, additive changes only within 0.1), which
 /// `tests/api/wit_versions.rs` checks on a component built against `wit/v0.1.0/`.
-pub const WIT_PACKAGES: [&str; 3] = ["chatd:plugin@0.1.0", "chatd:plugin@0.1.1", WIT_PACKAGE];
+pub const WIT_PACKAGES: [&str; 4] = [
+    "chatd:plugin@0.1.0",
+    "chatd:plugin@0.1.1",
+    "chatd:plugin@0.1.2",
+    WIT_PACKAGE,
+];
 
 /// Memory a plugin instance may use when its manifest does not say.
 pub const DEFAULT_MEMORY_MIB: u32 = 64;
@@ -318,7 +323,9 @@ mod tests {
         let why = Manifest::parse(newer).unwrap_err().to_string();
         assert!(
             why.contains("\"chatd:plugin@0.2.0\" is not a version this chatd knows")
-                && why.contains("chatd:plugin@0.1.0, chatd:plugin@0.1.1, chatd:plugin@0.1.2"),
+                && why.contains(
+                    "chatd:plugin@0.1.0, chatd:plugin@0.1.1, chatd:plugin@0.1.2, chatd:plugin@0.1.3"
+                ),
             "{why}"
         );
     }

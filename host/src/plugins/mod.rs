@@ -1,16 +1,19 @@
 //! The plugin host: wasmtime components behind the WIT package `chatd:plugin` (`/wit`), in
-//! folders that show its anatomy:
+//! folders that show its anatomy, lowest first (ARCHITECTURE.md keeps the order):
 //!
-//! - [`runtime`]: the engine, the compile cache, the linker and bindings, a call's store and its
-//!   limits ([`runtime::Core`]: a fresh store and instance per call under the manifest's memory
-//!   cap and deadline);
-//! - [`worlds`]: one module per WIT world a plugin implements (tool, search, provider);
+//! - [`manifest`], [`package`] (a component's bytes before loading), [`memory`] (what all
+//!   instances hold together), [`bindings`] (the WIT bindings), [`builtin`] (the built-in
+//!   table);
 //! - [`capabilities`]: one folder per host import a plugin may be granted, each deciding its
 //!   own grant (its `mod.rs`) and implementing its WIT interface on its own view (`host.rs`);
 //!   how to add one is in its module docs;
-//! - [`loading`]: from bytes to a serving plugin: manifest, load, the folder, the snapshot, the
-//!   [`loading::plugin_host::PluginHost`] that swaps it;
-//! - [`trust`]: which folder files may load; [`builtin`]: the built-in table.
+//! - [`runtime`]: the engine, the compile cache, the linker, a call's store and its limits
+//!   ([`runtime::Core`]: a fresh store and instance per call under the manifest's memory cap
+//!   and deadline), a session's kept store and output;
+//! - [`worlds`]: one module per WIT world a plugin implements (tool, search, provider);
+//! - [`trust`]: which folder files may load; [`loading`]: from bytes to a serving plugin: load,
+//!   the folder, the snapshot, the [`loading::plugin_host::PluginHost`] that swaps it;
+//! - [`failure`]: a plugin's failure in words.
 //!
 //! Here: [`LoadError`], and the setting every provider reads its upstream under. The sandbox's
 //! invariants are in ARCHITECTURE.md.

@@ -7,6 +7,7 @@
 //! both (`tests/api_postgres`), which is what holds them to one behaviour.
 
 mod backend;
+pub mod containers;
 pub mod exchanges;
 pub mod files;
 pub mod liveness;

@@ -1,5 +1,6 @@
 //! What an operator sees of a running chatd besides its API: Prometheus metrics ([`metrics`]),
-//! OpenTelemetry traces ([`trace`]) and the log's format, all set up once per process by
+//! OpenTelemetry traces ([`trace`]) and the log's format (the text log's fields escaped,
+//! [`text`]), all set up once per process by
 //! [`Telemetry::install`] (the binary calls it before its runtime starts; in-process tests and
 //! benchmarks do not, and their spans are disabled callsites).
 //!
@@ -8,6 +9,7 @@
 //! spans ([`trace::TARGET`]), never a log event, so a log line's words never become span data.
 
 pub mod metrics;
+pub mod text;
 pub mod trace;
 
 use opentelemetry::trace::TracerProvider as _;
@@ -70,10 +72,12 @@ impl Telemetry {
         let log: Box<dyn Layer<Registry> + Send + Sync> = match (config.log_format, to) {
             (LogFormat::Text, LogTo::Stdout) => tracing_subscriber::fmt::layer()
                 .with_ansi(ansi)
+                .fmt_fields(text::EscapedFields)
                 .with_filter(log_filter(false))
                 .boxed(),
             (LogFormat::Text, LogTo::Stderr) => tracing_subscriber::fmt::layer()
                 .with_ansi(ansi)
+                .fmt_fields(text::EscapedFields)
                 .with_writer(std::io::stderr)
                 .with_filter(log_filter(false))
                 .boxed(),

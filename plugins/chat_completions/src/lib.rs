@@ -17,7 +17,7 @@ pub mod response;
 pub mod stream;
 mod wire;
 
-use chatd_plugin_sdk::codec::{Decoder, OptionKind, TurnOptions, post_turn};
+use chatd_plugin_sdk::codec::{Decoder, OptionKind, Tuning, TuningKind, TurnOptions, post_turn};
 use chatd_plugin_sdk::host::{PluginError, Request, Usage};
 use chatd_plugin_sdk::provider::{self, FinishReason, TurnRequest};
 
@@ -64,6 +64,18 @@ pub const HONOURED: [OptionKind; 5] = [
     OptionKind::JsonSchema,
 ];
 
+/// The tuning this wire carries: all of it (`function.strict`, `parallel_tool_calls`,
+/// `reasoning_effort`, `seed`, `presence_penalty` and `frequency_penalty`, `logit_bias`). A
+/// server that lacks one answers for itself.
+pub const TUNED: [TuningKind; 6] = [
+    TuningKind::StrictTools,
+    TuningKind::OneCallPerTurn,
+    TuningKind::ReasoningEffort,
+    TuningKind::Seed,
+    TuningKind::Penalties,
+    TuningKind::LogitBias,
+];
+
 /// The request of one turn to `{base_url}/chat/completions` and the decoder of its answer:
 /// streamed server-sent events through [`stream::Stream`], or one JSON body through
 /// [`response::parse`] (a turn that did not stream, or a server that ignored `stream: true`).
@@ -71,9 +83,10 @@ pub fn start(
     base_url: &str,
     request: &TurnRequest,
     options: &TurnOptions,
+    tuning: &Tuning,
     flavor: Flavor,
 ) -> Result<(Request, Decoder), PluginError> {
-    let body = request::body(request, options, flavor)?;
+    let body = request::body(request, options, tuning, flavor)?;
     let upstream = post_turn(
         format!("{base_url}/chat/completions"),
         &body,

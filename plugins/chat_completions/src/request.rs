@@ -1,7 +1,9 @@
 //! The request body of `POST {base}/chat/completions`, built from the host's [`TurnRequest`].
 //! Pure: no host call, unit-tested below.
 
-use chatd_plugin_sdk::codec::{ResponseFormat, ToolChoice, TurnOptions, schema_value};
+use chatd_plugin_sdk::codec::{
+    ResponseFormat, ToolChoice, Tuning, TurnOptions, effort_name, schema_value,
+};
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
 use chatd_plugin_sdk::provider::json_number;
 use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
@@ -9,12 +11,15 @@ use serde_json::{Map, Value, json};
 
 use crate::Flavor;
 
-/// The JSON body for `request` and its `options` (every kind, as this wire has them all).
+/// The JSON body for `request`, its `options` (every kind, as this wire has them all) and its
+/// `tuning` (`function.strict`, `parallel_tool_calls`, `reasoning_effort`, `seed`, the
+/// penalties, `logit_bias`).
 /// `may_continue` and `continuation` play no part in this format (the whole transcript is sent
 /// every turn); the agent flavor sends no tools.
 pub fn body(
     request: &TurnRequest,
     options: &TurnOptions,
+    tuning: &Tuning,
     flavor: Flavor,
 ) -> Result<Value, PluginError> {
     let mut body = Map::new();
@@ -29,9 +34,12 @@ pub fn body(
         let tools = request
             .tools
             .iter()
-            .map(tool)
+            .map(|spec| tool(spec, tuning.strict_tools.contains(&spec.name)))
             .collect::<Result<Vec<_>, _>>()?;
         body.insert("tools".into(), Value::Array(tools));
+        if tuning.one_call_per_turn {
+            body.insert("parallel_tool_calls".into(), Value::Bool(false));
+        }
     }
     if let Some(temperature) = request.temperature.and_then(json_number) {
         body.insert("temperature".into(), temperature);
@@ -40,6 +48,28 @@ pub fn body(
         body.insert("max_tokens".into(), json!(max_tokens));
     }
     add_options(&mut body, options)?;
+    if let Some(effort) = tuning.reasoning_effort {
+        body.insert("reasoning_effort".into(), json!(effort_name(effort)));
+    }
+    if let Some(seed) = tuning.seed {
+        body.insert("seed".into(), json!(seed));
+    }
+    for (name, penalty) in [
+        ("presence_penalty", tuning.presence_penalty),
+        ("frequency_penalty", tuning.frequency_penalty),
+    ] {
+        if let Some(penalty) = penalty.and_then(json_number) {
+            body.insert(name.into(), penalty);
+        }
+    }
+    if !tuning.logit_bias.is_empty() {
+        let bias: Map<String, Value> = tuning
+            .logit_bias
+            .iter()
+            .filter_map(|(token, bias)| Some((token.clone(), json_number(*bias)?)))
+            .collect();
+        body.insert("logit_bias".into(), Value::Object(bias));
+    }
     if request.streaming {
         body.insert("stream".into(), Value::Bool(true));
         body.insert("stream_options".into(), json!({ "include_usage": true }));
@@ -169,7 +199,8 @@ fn plain_text(message: &Message, role: &str) -> Result<String, PluginError> {
     Ok(pieces.join("\n\n"))
 }
 
-fn tool(spec: &ToolSpec) -> Result<Value, PluginError> {
+/// A function tool; `strict`: its calls must match its schema exactly (the client asked).
+fn tool(spec: &ToolSpec, strict: bool) -> Result<Value, PluginError> {
     let parameters: Value = if spec.parameters_schema_json.trim().is_empty() {
         json!({ "type": "object", "properties": {} })
     } else {
@@ -180,20 +211,21 @@ fn tool(spec: &ToolSpec) -> Result<Value, PluginError> {
             ))
         })?
     };
-    Ok(json!({
-        "type": "function",
-        "function": {
-            "name": spec.name,
-            "description": spec.description,
-            "parameters": parameters
-        }
-    }))
+    let mut function = json!({
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": parameters
+    });
+    if strict {
+        function["strict"] = Value::Bool(true);
+    }
+    Ok(json!({ "type": "function", "function": function }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chatd_plugin_sdk::codec::{JsonSchema, no_turn_options};
+    use chatd_plugin_sdk::codec::{JsonSchema, ReasoningEffort, no_turn_options, no_turn_tuning};
     use chatd_plugin_sdk::host::{Image, TextFile, ToolCall, ToolResult};
 
     fn text(role: Role, text: &str) -> Message {
@@ -207,7 +239,7 @@ mod tests {
 
     /// The body of a turn with no options.
     fn body(request: &TurnRequest, flavor: Flavor) -> Result<Value, PluginError> {
-        super::body(request, &no_turn_options(), flavor)
+        super::body(request, &no_turn_options(), &no_turn_tuning(), flavor)
     }
 
     #[test]
@@ -225,7 +257,7 @@ mod tests {
                 strict: Some(true),
             })),
         };
-        let sent = super::body(&req, &options, Flavor::Standard).unwrap();
+        let sent = super::body(&req, &options, &no_turn_tuning(), Flavor::Standard).unwrap();
         assert_eq!(sent["top_p"], json!(0.5));
         assert_eq!(sent["stop"], json!(["END"]));
         assert_eq!(
@@ -242,12 +274,51 @@ mod tests {
             response_format: Some(ResponseFormat::JsonObject),
             ..no_turn_options()
         };
-        let sent = super::body(&req, &object, Flavor::Standard).unwrap();
+        let sent = super::body(&req, &object, &no_turn_tuning(), Flavor::Standard).unwrap();
         assert_eq!(sent["tool_choice"], "required");
         assert_eq!(sent["response_format"], json!({"type": "json_object"}));
         let plain = body(&req, Flavor::Standard).unwrap();
         for absent in ["top_p", "stop", "tool_choice", "response_format"] {
             assert!(plain.get(absent).is_none(), "{absent}");
+        }
+    }
+
+    #[test]
+    fn each_tuning_is_sent_as_the_wire_spells_it() {
+        let mut req = request(vec![text(Role::User, "Weather?")]);
+        req.tools = vec![weather_tool()];
+        let tuning = Tuning {
+            strict_tools: vec!["get_weather".into()],
+            one_call_per_turn: true,
+            reasoning_effort: Some(ReasoningEffort::Low),
+            seed: Some(42),
+            presence_penalty: Some(0.5),
+            frequency_penalty: Some(-0.5),
+            logit_bias: vec![("50256".into(), -100.0)],
+        };
+        let sent = super::body(&req, &no_turn_options(), &tuning, Flavor::Standard).unwrap();
+        assert_eq!(sent["tools"][0]["function"]["strict"], true);
+        assert_eq!(sent["parallel_tool_calls"], false);
+        assert_eq!(sent["reasoning_effort"], "low");
+        assert_eq!(sent["seed"], 42);
+        assert_eq!(sent["presence_penalty"], 0.5);
+        assert_eq!(sent["frequency_penalty"], -0.5);
+        assert_eq!(sent["logit_bias"], json!({"50256": -100.0}));
+        // Without tools there is nothing to call in parallel; a tool not named is not strict.
+        let untooled = request(vec![text(Role::User, "Hi")]);
+        let sent = super::body(&untooled, &no_turn_options(), &tuning, Flavor::Standard).unwrap();
+        assert!(sent.get("parallel_tool_calls").is_none(), "{sent}");
+        let loose = Tuning {
+            strict_tools: vec!["other".into()],
+            ..no_turn_tuning()
+        };
+        let sent = super::body(&req, &no_turn_options(), &loose, Flavor::Standard).unwrap();
+        assert!(
+            sent["tools"][0]["function"].get("strict").is_none(),
+            "{sent}"
+        );
+        for absent in ["reasoning_effort", "seed", "presence_penalty", "logit_bias"] {
+            assert!(sent.get(absent).is_none(), "{absent}");
         }
     }
 

@@ -21,7 +21,9 @@ mod request;
 mod stream;
 mod wire;
 
-use chatd_plugin_sdk::codec::{Codec, Decoder, OptionKind, post_turn, turn_options};
+use chatd_plugin_sdk::codec::{
+    Codec, Decoder, OptionKind, TuningKind, post_turn, turn_options, turn_tuning,
+};
 use chatd_plugin_sdk::host::{PluginError, Request};
 use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
 
@@ -40,6 +42,10 @@ impl Codec for Plugin {
         request::HONOURED.to_vec()
     }
 
+    fn tuned() -> Vec<TuningKind> {
+        request::TUNED.to_vec()
+    }
+
     fn list_models() -> Result<Vec<String>, PluginError> {
         let base = provider::base_url()?;
         provider::list_models(&format!("{base}/models"), &[], models::parse)
@@ -49,7 +55,7 @@ impl Codec for Plugin {
         let base = provider::base_url()?;
         let upstream = post_turn(
             format!("{base}/responses"),
-            &request::body(&request, &turn_options())?,
+            &request::body(&request, &turn_options(), &turn_tuning())?,
             request.streaming,
         );
         let may_continue = request.may_continue;

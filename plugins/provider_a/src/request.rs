@@ -15,10 +15,17 @@
 //! * Of the turn options ([`HONOURED`]): `top_p`, `tool_choice` (`none`, `required`, or
 //!   `{"type": "function", "name"}`), and `text.format` for a JSON answer. The API has no stop
 //!   sequences, so this provider does not honour them and the host refuses them for it.
-//! * Tools are `function` tools with `strict: false`: chatd's schemas are not written for strict
-//!   mode (which requires every property and `additionalProperties: false`).
+//! * Tools are `function` tools with `strict: false` (chatd's schemas are not written for strict
+//!   mode, which requires every property and `additionalProperties: false`), but for those the
+//!   client asked to be strict ([`TUNED`]: `strict: true`). One call per turn is
+//!   `parallel_tool_calls: false`; a reasoning effort is `reasoning.effort`, for the reasoning
+//!   models only (the others have none to set: the effort changes nothing there, and is left
+//!   out). The API has no seed.
 
-use chatd_plugin_sdk::codec::{OptionKind, ResponseFormat, ToolChoice, TurnOptions, schema_value};
+use chatd_plugin_sdk::codec::{
+    OptionKind, ResponseFormat, ToolChoice, Tuning, TuningKind, TurnOptions, effort_name,
+    schema_value,
+};
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
 use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
 use chatd_plugin_sdk::provider::{json_number, tool_schema};
@@ -42,8 +49,19 @@ pub const HONOURED: [OptionKind; 4] = [
     OptionKind::JsonSchema,
 ];
 
-/// The JSON body for `request` and its `options`.
-pub fn body(request: &TurnRequest, options: &TurnOptions) -> Result<Value, PluginError> {
+/// The tuning the Responses API carries (no seed).
+pub const TUNED: [TuningKind; 3] = [
+    TuningKind::StrictTools,
+    TuningKind::OneCallPerTurn,
+    TuningKind::ReasoningEffort,
+];
+
+/// The JSON body for `request`, its `options` and its `tuning`.
+pub fn body(
+    request: &TurnRequest,
+    options: &TurnOptions,
+    tuning: &Tuning,
+) -> Result<Value, PluginError> {
     // The reasoning models' sampling is fixed.
     for (set, name, what) in [
         (
@@ -71,7 +89,15 @@ pub fn body(request: &TurnRequest, options: &TurnOptions) -> Result<Value, Plugi
     let unsent = unsent(&request.messages, request.continuation.is_some());
     body.insert("input".into(), Value::Array(input(unsent)));
     if !request.tools.is_empty() {
-        body.insert("tools".into(), tools(&request.tools)?);
+        body.insert("tools".into(), tools(&request.tools, &tuning.strict_tools)?);
+        if tuning.one_call_per_turn {
+            body.insert("parallel_tool_calls".into(), Value::Bool(false));
+        }
+    }
+    if let Some(effort) = tuning.reasoning_effort
+        && !takes_temperature(&request.model)
+    {
+        body.insert("reasoning".into(), json!({ "effort": effort_name(effort) }));
     }
     if let Some(temperature) = request.temperature.and_then(json_number) {
         body.insert("temperature".into(), temperature);
@@ -210,8 +236,8 @@ fn user_part(part: &ContentPart) -> Option<Value> {
     }
 }
 
-/// The `tools` array: function tools with their JSON Schema.
-fn tools(tools: &[ToolSpec]) -> Result<Value, PluginError> {
+/// The `tools` array: function tools with their JSON Schema, strict when named in `strict`.
+fn tools(tools: &[ToolSpec], strict: &[String]) -> Result<Value, PluginError> {
     tools
         .iter()
         .map(|tool| {
@@ -220,7 +246,7 @@ fn tools(tools: &[ToolSpec]) -> Result<Value, PluginError> {
                 "name": tool.name,
                 "description": tool.description,
                 "parameters": tool_schema(tool)?,
-                "strict": false,
+                "strict": strict.contains(&tool.name),
             }))
         })
         .collect::<Result<Vec<_>, PluginError>>()
@@ -230,12 +256,12 @@ fn tools(tools: &[ToolSpec]) -> Result<Value, PluginError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chatd_plugin_sdk::codec::{JsonSchema, no_turn_options};
+    use chatd_plugin_sdk::codec::{JsonSchema, ReasoningEffort, no_turn_options, no_turn_tuning};
     use chatd_plugin_sdk::host::{Image, TextFile, ToolCall, ToolResult};
 
     /// The body of a turn with no options.
     fn body(request: &TurnRequest) -> Result<Value, PluginError> {
-        super::body(request, &no_turn_options())
+        super::body(request, &no_turn_options(), &no_turn_tuning())
     }
 
     #[test]
@@ -252,7 +278,7 @@ mod tests {
                 strict: None,
             })),
         };
-        let sent = super::body(&request, &options).unwrap();
+        let sent = super::body(&request, &options, &no_turn_tuning()).unwrap();
         assert_eq!(sent["top_p"], json!(0.5));
         assert_eq!(
             sent["tool_choice"],
@@ -268,7 +294,7 @@ mod tests {
             response_format: Some(ResponseFormat::JsonObject),
             ..no_turn_options()
         };
-        let sent = super::body(&request, &object).unwrap();
+        let sent = super::body(&request, &object, &no_turn_tuning()).unwrap();
         assert_eq!(sent["tool_choice"], "none");
         assert_eq!(sent["text"], json!({"format": {"type": "json_object"}}));
         // A reasoning model's sampling is fixed: its top_p is refused as its temperature is.
@@ -277,10 +303,37 @@ mod tests {
             ..no_turn_options()
         };
         let reasoning = turn("gpt-5", vec![text(Role::User, "hi")]);
-        match super::body(&reasoning, &top_p) {
+        match super::body(&reasoning, &top_p, &no_turn_tuning()) {
             Err(PluginError::InvalidInput(why)) => assert!(why.starts_with("top_p: "), "{why}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// The recorded request with a strict tool and a reasoning effort (fixture 05) is what the
+    /// tuning makes of it: `strict: true` on the tool, `reasoning.effort`, and one call per
+    /// turn as `parallel_tool_calls: false`; a model that does not reason gets no effort.
+    #[test]
+    fn each_tuning_is_sent_as_the_wire_spells_it() {
+        let mut request = turn("gpt-5", vec![text(Role::User, "Calculate 100 * 200 / 3")]);
+        request.tools = vec![ToolSpec {
+            name: "final_result".into(),
+            description: "The final response which ends this conversation".into(),
+            parameters_schema_json: r#"{"additionalProperties":false,"properties":{"result":{"type":"integer"}},"required":["result"],"type":"object"}"#.into(),
+        }];
+        let tuning = Tuning {
+            strict_tools: vec!["final_result".into()],
+            one_call_per_turn: true,
+            reasoning_effort: Some(ReasoningEffort::Low),
+            ..no_turn_tuning()
+        };
+        let sent = super::body(&request, &no_turn_options(), &tuning).unwrap();
+        let recorded = recorded("05_stream_reasoning_encrypted_then_function_call.request.json");
+        assert_eq!(sent["tools"][0]["strict"], recorded["tools"][0]["strict"]);
+        assert_eq!(sent["reasoning"]["effort"], recorded["reasoning"]["effort"]);
+        assert_eq!(sent["parallel_tool_calls"], false);
+        let chat_model = turn("gpt-4.1-mini", request.messages.clone());
+        let sent = super::body(&chat_model, &no_turn_options(), &tuning).unwrap();
+        assert!(sent.get("reasoning").is_none(), "{sent}");
     }
 
     const FIXTURES: &str = "../../tests/fixtures/upstream/openai_responses";

@@ -13,7 +13,7 @@
 //! flavor); this crate only declares itself and exports the codec.
 
 use chat_completions::Flavor;
-use chatd_plugin_sdk::codec::{Codec, Decoder, no_turn_options};
+use chatd_plugin_sdk::codec::{Codec, Decoder, no_turn_options, no_turn_tuning};
 use chatd_plugin_sdk::host::PluginError;
 use chatd_plugin_sdk::host::Request;
 use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
@@ -34,10 +34,16 @@ impl Codec for ProviderAgent {
     }
 
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
-        // It honours no turn options (the agent server decides its own sampling and tools), so
-        // the host sends it none.
+        // It honours no turn options or tuning (the agent server decides its own sampling and
+        // tools), so the host sends it none.
         let base = provider::base_url()?;
-        chat_completions::start(&base, &request, &no_turn_options(), Flavor::Agent)
+        chat_completions::start(
+            &base,
+            &request,
+            &no_turn_options(),
+            &no_turn_tuning(),
+            Flavor::Agent,
+        )
     }
 }
 

@@ -21,7 +21,9 @@ mod request;
 mod stream;
 mod wire;
 
-use chatd_plugin_sdk::codec::{Codec, Decoder, OptionKind, post_turn, turn_options};
+use chatd_plugin_sdk::codec::{
+    Codec, Decoder, OptionKind, TuningKind, post_turn, turn_options, turn_tuning,
+};
 use chatd_plugin_sdk::host::{PluginError, Request};
 use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
 
@@ -43,6 +45,10 @@ impl Codec for Plugin {
         request::HONOURED.to_vec()
     }
 
+    fn tuned() -> Vec<TuningKind> {
+        request::TUNED.to_vec()
+    }
+
     fn list_models() -> Result<Vec<String>, PluginError> {
         let base = provider::base_url()?;
         provider::list_models(
@@ -56,7 +62,7 @@ impl Codec for Plugin {
         let base = provider::base_url()?;
         let upstream = post_turn(
             format!("{base}/messages"),
-            &request::body(&request, &turn_options())?,
+            &request::body(&request, &turn_options(), &turn_tuning())?,
             request.streaming,
         )
         .header("anthropic-version", API_VERSION);

@@ -16,8 +16,16 @@
 //!   provider does not honour one and the host refuses it for it.
 //! * `temperature` is 0 to 1 here (chatd takes 0 to 2, the other APIs' range): a higher one is
 //!   sent as 1 ([`MAX_TEMPERATURE`]), the API's most random, rather than refused upstream.
+//! * Of the turn's tuning ([`TUNED`]): one call per turn is `disable_parallel_tool_use` in
+//!   `tool_choice` (`{"type": "auto"}` when the client chose none), and a reasoning effort is
+//!   `output_config.effort` (`low`, `medium`, `high`, `xhigh`; `minimal` as `low`; `none`
+//!   sets nothing, the API's default being no extended thinking). Models older than the
+//!   effort setting refuse it upstream. The API has no strict tools (the host checks their
+//!   arguments itself) and no seed.
 
-use chatd_plugin_sdk::codec::{OptionKind, ToolChoice, TurnOptions};
+use chatd_plugin_sdk::codec::{
+    OptionKind, ReasoningEffort, ToolChoice, Tuning, TuningKind, TurnOptions,
+};
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolResult, ToolSpec};
 use chatd_plugin_sdk::provider::{TurnRequest, text_file_prompt};
 use chatd_plugin_sdk::provider::{json_number, tool_schema};
@@ -37,8 +45,15 @@ pub const MAX_TEMPERATURE: f32 = 1.0;
 /// The turn options the Messages API carries (no JSON response format).
 pub const HONOURED: [OptionKind; 3] = [OptionKind::TopP, OptionKind::Stop, OptionKind::ToolChoice];
 
-/// The JSON body for `request` and its `options`.
-pub fn body(request: &TurnRequest, options: &TurnOptions) -> Result<Value, PluginError> {
+/// The tuning the Messages API carries: one call per turn and a reasoning effort.
+pub const TUNED: [TuningKind; 2] = [TuningKind::OneCallPerTurn, TuningKind::ReasoningEffort];
+
+/// The JSON body for `request`, its `options` and its `tuning`.
+pub fn body(
+    request: &TurnRequest,
+    options: &TurnOptions,
+    tuning: &Tuning,
+) -> Result<Value, PluginError> {
     if request.temperature.is_some() && options.top_p.is_some() {
         return Err(PluginError::InvalidInput(
             "top_p: send temperature or top_p, not both (the Messages API's current models \
@@ -72,16 +87,40 @@ pub fn body(request: &TurnRequest, options: &TurnOptions) -> Result<Value, Plugi
     if !options.stop.is_empty() {
         body.insert("stop_sequences".into(), json!(options.stop));
     }
-    if let Some(choice) = &options.tool_choice {
-        let choice = match choice {
-            ToolChoice::None => json!({"type": "none"}),
-            ToolChoice::Required => json!({"type": "any"}),
-            ToolChoice::Named(name) => json!({"type": "tool", "name": name}),
-        };
+    let mut choice = match &options.tool_choice {
+        None => None,
+        Some(ToolChoice::None) => Some(json!({"type": "none"})),
+        Some(ToolChoice::Required) => Some(json!({"type": "any"})),
+        Some(ToolChoice::Named(name)) => Some(json!({"type": "tool", "name": name})),
+    };
+    // One call per turn: the API's flag lives in tool_choice (not with `none`, which calls none).
+    if tuning.one_call_per_turn
+        && !request.tools.is_empty()
+        && !matches!(options.tool_choice, Some(ToolChoice::None))
+    {
+        let choice = choice.get_or_insert_with(|| json!({"type": "auto"}));
+        choice["disable_parallel_tool_use"] = Value::Bool(true);
+    }
+    if let Some(choice) = choice {
         body.insert("tool_choice".into(), choice);
+    }
+    if let Some(effort) = tuning.reasoning_effort.and_then(effort_name) {
+        body.insert("output_config".into(), json!({ "effort": effort }));
     }
     body.insert("stream".into(), request.streaming.into());
     Ok(Value::Object(body))
+}
+
+/// A reasoning effort as the API's `output_config.effort` names it; `None` for `none`, the
+/// API's default.
+fn effort_name(effort: ReasoningEffort) -> Option<&'static str> {
+    match effort {
+        ReasoningEffort::None => None,
+        ReasoningEffort::Minimal | ReasoningEffort::Low => Some("low"),
+        ReasoningEffort::Medium => Some("medium"),
+        ReasoningEffort::High => Some("high"),
+        ReasoningEffort::Xhigh => Some("xhigh"),
+    }
 }
 
 /// The system messages' text, joined by a blank line; `None` when there is none.
@@ -204,12 +243,12 @@ fn tools(tools: &[ToolSpec]) -> Result<Value, PluginError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chatd_plugin_sdk::codec::no_turn_options;
+    use chatd_plugin_sdk::codec::{no_turn_options, no_turn_tuning};
     use chatd_plugin_sdk::host::{Image, TextFile, ToolCall};
 
     /// The body of a turn with no options.
     fn body(request: &TurnRequest) -> Result<Value, PluginError> {
-        super::body(request, &no_turn_options())
+        super::body(request, &no_turn_options(), &no_turn_tuning())
     }
 
     #[test]
@@ -221,7 +260,7 @@ mod tests {
             tool_choice: Some(ToolChoice::Named("get_weather".into())),
             response_format: None,
         };
-        let sent = super::body(&request, &options).unwrap();
+        let sent = super::body(&request, &options, &no_turn_tuning()).unwrap();
         assert_eq!(sent["top_p"], json!(0.5));
         assert_eq!(sent["stop_sequences"], json!(["END", "STOP"]));
         assert_eq!(
@@ -237,13 +276,13 @@ mod tests {
                 ..no_turn_options()
             };
             assert_eq!(
-                super::body(&request, &options).unwrap()["tool_choice"],
+                super::body(&request, &options, &no_turn_tuning()).unwrap()["tool_choice"],
                 wire
             );
         }
         let mut both = request.clone();
         both.temperature = Some(0.5);
-        match super::body(&both, &options) {
+        match super::body(&both, &options, &no_turn_tuning()) {
             Err(PluginError::InvalidInput(why)) => assert!(why.starts_with("top_p: "), "{why}"),
             other => panic!("{other:?}"),
         }
@@ -251,6 +290,45 @@ mod tests {
         for absent in ["top_p", "stop_sequences", "tool_choice"] {
             assert!(plain.get(absent).is_none(), "{absent}");
         }
+    }
+
+    #[test]
+    fn each_tuning_is_sent_as_the_wire_spells_it() {
+        let mut request = turn("claude-opus-4-7", vec![text(Role::User, "Weather?")]);
+        request.tools = vec![ToolSpec {
+            name: "weather".into(),
+            description: "Gets current weather for a location".into(),
+            parameters_schema_json: r#"{"type":"object"}"#.into(),
+        }];
+        let tuning = Tuning {
+            strict_tools: vec!["weather".into()],
+            one_call_per_turn: true,
+            reasoning_effort: Some(ReasoningEffort::Xhigh),
+            seed: Some(1),
+            ..no_turn_tuning()
+        };
+        let sent = super::body(&request, &no_turn_options(), &tuning).unwrap();
+        assert_eq!(
+            sent["tool_choice"],
+            json!({"type": "auto", "disable_parallel_tool_use": true})
+        );
+        assert_eq!(sent["output_config"], json!({"effort": "xhigh"}));
+        assert!(sent.get("seed").is_none() && sent["tools"][0].get("strict").is_none());
+        let any = TurnOptions {
+            tool_choice: Some(ToolChoice::Required),
+            ..no_turn_options()
+        };
+        let sent = super::body(&request, &any, &tuning).unwrap();
+        assert_eq!(
+            sent["tool_choice"],
+            json!({"type": "any", "disable_parallel_tool_use": true})
+        );
+        let quiet = Tuning {
+            reasoning_effort: Some(ReasoningEffort::None),
+            ..no_turn_tuning()
+        };
+        let sent = super::body(&request, &no_turn_options(), &quiet).unwrap();
+        assert!(sent.get("output_config").is_none() && sent.get("tool_choice").is_none());
     }
 
     const FIXTURES: &str = "../../tests/fixtures/upstream/anthropic_messages";

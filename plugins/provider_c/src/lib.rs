@@ -9,7 +9,7 @@
 //! and exports the codec.
 
 use chat_completions::Flavor;
-use chatd_plugin_sdk::codec::{Codec, Decoder, OptionKind, turn_options};
+use chatd_plugin_sdk::codec::{Codec, Decoder, OptionKind, TuningKind, turn_options, turn_tuning};
 use chatd_plugin_sdk::host::PluginError;
 use chatd_plugin_sdk::host::Request;
 use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
@@ -29,13 +29,23 @@ impl Codec for ProviderC {
         chat_completions::HONOURED.to_vec()
     }
 
+    fn tuned() -> Vec<TuningKind> {
+        chat_completions::TUNED.to_vec()
+    }
+
     fn list_models() -> Result<Vec<String>, PluginError> {
         chat_completions::list_models(&provider::base_url()?)
     }
 
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
         let base = provider::base_url()?;
-        chat_completions::start(&base, &request, &turn_options(), Flavor::Standard)
+        chat_completions::start(
+            &base,
+            &request,
+            &turn_options(),
+            &turn_tuning(),
+            Flavor::Standard,
+        )
     }
 }
 

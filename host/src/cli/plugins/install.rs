@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::egress::address::is_metadata;
 use crate::plugins::manifest::Manifest;
 use crate::plugins::package::embedded_manifest;
 use crate::plugins::trust::lock::{
@@ -287,7 +288,10 @@ async fn fetch(source: &str, required: bool) -> Result<(Vec<u8>, Option<String>)
     if !allowed(&url) {
         return Err((
             2,
-            format!("{source}: an install URL is https:// (http:// only on loopback)"),
+            format!(
+                "{source}: an install URL is https:// (http:// only on loopback), never a cloud \
+                 metadata address"
+            ),
         ));
     }
     // Every redirect hop is held to the same rule.
@@ -297,12 +301,16 @@ async fn fetch(source: &str, required: bool) -> Result<(Vec<u8>, Option<String>)
         } else if allowed(attempt.url()) {
             attempt.follow()
         } else {
-            attempt.error("a redirect to a URL that is not https:// (http:// only on loopback)")
+            attempt.error(
+                "a redirect to a URL that is not https:// (http:// only on loopback), or to a \
+                 cloud metadata address",
+            )
         }
     });
     let client = reqwest::Client::builder()
         .timeout(DOWNLOAD_TIMEOUT)
         .redirect(policy)
+        .dns_resolver(std::sync::Arc::new(crate::egress::address::NotMetadata))
         .build()
         .map_err(|e| (1, e.to_string()))?;
     let wasm = download(&client, &url)
@@ -318,15 +326,16 @@ async fn fetch(source: &str, required: bool) -> Result<(Vec<u8>, Option<String>)
     Ok((wasm, signature))
 }
 
-/// An install URL: https://, or http:// on loopback.
+/// An install URL: https://, or http:// on loopback; never a cloud metadata address (a name
+/// resolving to one is refused by the client's resolver, `egress::address::NotMetadata`).
 fn allowed(url: &url::Url) -> bool {
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(name)) => name == "localhost",
-        None => false,
+    let (loopback, metadata) = match url.host() {
+        Some(url::Host::Ipv4(ip)) => (ip.is_loopback(), is_metadata(ip.into())),
+        Some(url::Host::Ipv6(ip)) => (ip.is_loopback(), is_metadata(ip.into())),
+        Some(url::Host::Domain(name)) => (name == "localhost", false),
+        None => (false, false),
     };
-    url.scheme() == "https" || (url.scheme() == "http" && loopback)
+    !metadata && (url.scheme() == "https" || (url.scheme() == "http" && loopback))
 }
 
 /// GETs `url` whole (at most [`MAX_DOWNLOAD`]); `None` for a 404.

@@ -19,9 +19,10 @@ use crate::chat::{TOOL_LOOP_INSTRUCTION, history};
 use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::snapshot::{ServedProvider, Snapshot};
 use crate::plugins::worlds::provider as wit;
-use crate::plugins::worlds::provider::turn_options;
+use crate::plugins::worlds::provider::{TurnAsks, turn_options, turn_tuning};
 use crate::store::{ChatRecord, NewMessage};
 use crate::tools::enabled::EnabledTool;
+use crate::tools::python::Container;
 use crate::vocabulary::Role;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -49,12 +50,17 @@ pub struct CompletionRequest {
 
 /// What OpenAI's wire (`http/openai/`) adds to a completion that the contract's request does
 /// not carry: the client's own tools, offered to the model but run by the client; its tool
-/// exchange, row by row of `messages` ([`history::Exchange`]); and the turn options beyond
-/// temperature and max tokens, each one the provider honours (`http/openai/options.rs` checks).
+/// exchange, row by row of `messages` ([`history::Exchange`]); the turn options beyond
+/// temperature and max tokens, each one the provider honours (`http/openai/options.rs` checks);
+/// the tuning the client asked (`http/openai/tuning.rs`), of which each provider gets what it
+/// honours; and the `python` tool's container (`http/openai/containers.rs`).
 pub struct Extras {
     pub specs: Vec<wit::ToolSpec>,
     pub exchange: Vec<Option<history::Exchange>>,
     pub options: turn_options::Options,
+    pub tuning: turn_tuning::Tuning,
+    /// The `python` tool's container, when the request offers it (`http/openai/files.rs`).
+    pub container: Option<Container>,
 }
 
 impl Default for Extras {
@@ -63,6 +69,8 @@ impl Default for Extras {
             specs: Vec::new(),
             exchange: Vec::new(),
             options: turn_options::none(),
+            tuning: turn_tuning::none(),
+            container: None,
         }
     }
 }
@@ -128,12 +136,17 @@ pub(in crate::http) async fn prepare_with(
         client_tools: client.specs,
         temperature,
         max_tokens,
-        options: Arc::new(client.options),
+        asks: Arc::new(TurnAsks {
+            options: client.options,
+            tuning: turn_tuning::only(&client.tuning, &provider.profile.tuning),
+        }),
+        tuning_asked: client.tuning,
         streaming,
         max_rounds: state.chat.max_tool_rounds,
         listed: state.models.lists(&body.provider, &model),
         retry: provider.retry.clone(),
         fallback: fallback(state, &snapshot, &provider, &history),
+        container: client.container,
     };
     // A parameter the model does not take is refused now, before anything is stored or sent.
     completion
@@ -258,6 +271,7 @@ fn fallback(
         listed: state.models.lists(&wanted.provider, &wanted.model),
         tools: served.profile.tools,
         options: served.profile.options.clone(),
+        tuning: served.profile.tuning.clone(),
         retry: crate::config::retry::RetryPolicy {
             fallback: None,
             ..served.retry.clone()

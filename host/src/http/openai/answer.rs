@@ -1,6 +1,7 @@
 //! What a finished run answers on `/openai/v1`, streamed or not: its failure as OpenAI's error,
 //! the model that answered, the usage in OpenAI's names.
 
+use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::errors::OpenAiError;
@@ -13,17 +14,32 @@ use crate::runs::chat::{Completed, RunError};
 
 /// How a run ended, as these routes answer it: the contract's mapping
 /// (`completions::finished`), except an upstream's 429 that chatd's own tries did not get past,
-/// which is OpenAI's 429 with the wait the upstream asked for (its SDKs retry on it).
+/// which is OpenAI's 429 with the wait the upstream asked for (its SDKs retry on it), and a
+/// model the upstream does not have (its 404 about the model: the plugin SDK's reading of
+/// OpenAI's `model_not_found`, Anthropic's `not_found_error` on `model`), which is OpenAI's 404
+/// `model_not_found`, as a provider chatd does not serve is. Another 404 (a base URL with a
+/// wrong path) stays the provider's failure.
 pub(super) fn outcome(completed: Completed) -> Result<Finished, OpenAiError> {
     if let Completed::Ended(Err(RunError::Completion(
         error @ CompletionError::Provider {
-            upstream_status: Some(429),
+            upstream_status: Some(status @ (429 | 404)),
             retry_after,
+            refused,
+            detail,
             ..
         },
     ))) = &completed
     {
-        return Err(OpenAiError::rate_limited(error.to_string(), *retry_after));
+        match status {
+            429 => return Err(OpenAiError::rate_limited(error.to_string(), *retry_after)),
+            _ if *refused && detail.to_ascii_lowercase().contains("model") => {
+                let message = format!("model: the provider does not have it ({error})");
+                return Err(OpenAiError::new(StatusCode::NOT_FOUND, message)
+                    .param("model")
+                    .code("model_not_found"));
+            }
+            _ => {}
+        }
     }
     finished(completed).map_err(OpenAiError::from)
 }

@@ -2,7 +2,8 @@
 //! (`chat_request.rs`), run as `POST /v1/chat-completions` runs one without a chat
 //! (`runs::chat`: recorded as a call, retried and fallen back as configured, chatd's tools in
 //! its loop when `chatd_tools` names them), and answered as OpenAI's `chat.completion`, or
-//! streamed as its chunks (`chunks.rs` over `stream.rs`).
+//! streamed as its chunks (`chunks.rs` over `stream.rs`); the files its `python` calls wrote
+//! named as `files.rs` says.
 
 use axum::Json;
 use axum::extract::State;
@@ -12,6 +13,7 @@ use serde_json::{Value, json};
 use super::answer::{answering_model, finish_reason, outcome, usage_json};
 use super::chat_request::ChatCompletionRequest;
 use super::chunks::Chunks;
+use super::files;
 use super::kept;
 use super::stream;
 use crate::http::AppState;
@@ -36,6 +38,16 @@ pub async fn complete(
     if let Err(failed) = kept::restore(&state, &mut contracted.client.exchange).await {
         return failed.into_response();
     }
+    let tools = contracted
+        .request
+        .enabled_tools
+        .as_deref()
+        .unwrap_or_default();
+    let container = match files::container(&state, contracted.session.as_ref(), tools).await {
+        Ok(container) => container,
+        Err(refused) => return refused.into_response(),
+    };
+    contracted.client.container = container.clone();
     let names = contracted.names;
     // The contract's checks (attachments, sampling, the provider's plugin) answer `{message}`,
     // which `errors::reshape` turns into OpenAI's shape with the same status.
@@ -51,6 +63,9 @@ pub async fn complete(
             model: model_id,
             include_usage,
             names,
+            opened: false,
+            container,
+            text: String::new(),
         };
         return stream::respond(tapped, chunks).await;
     }
@@ -63,6 +78,7 @@ pub async fn complete(
     let model = answering_model(&finished, model_id);
     let calls = names.calls_json(&finished.client_calls);
     let finish_reason = finish_reason(&finished);
+    let (annotations, session) = files::cited(container.as_ref(), &finished.text);
     let content = if calls.is_empty() {
         Value::String(finished.text)
     } else {
@@ -74,7 +90,10 @@ pub async fn complete(
     if !calls.is_empty() {
         message["tool_calls"] = Value::Array(calls);
     }
-    Json(json!({
+    if !annotations.is_empty() {
+        message["annotations"] = Value::Array(files::nested(annotations));
+    }
+    let mut answer = json!({
         "id": format!("chatcmpl-{}", call.id),
         "object": "chat.completion",
         "created": chrono::Utc::now().timestamp(),
@@ -86,6 +105,9 @@ pub async fn complete(
             "finish_reason": finish_reason,
         }],
         "usage": usage_json(usage),
-    }))
-    .into_response()
+    });
+    if let Some(session) = session {
+        answer["chatd_session"] = json!(session);
+    }
+    Json(answer).into_response()
 }

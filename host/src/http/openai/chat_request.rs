@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use super::client_tools::{self, SentCall, ToolNames};
 use super::errors::OpenAiError;
 use super::options;
+use super::tuning;
 use crate::attachments::AttachmentInput;
 use crate::chat::history::Exchange;
 use crate::http::AppState;
@@ -42,13 +43,31 @@ pub struct ChatCompletionRequest {
     /// chatd's own tools (names of `GET /v1/chat-tools`) run on the server; none when omitted.
     #[serde(default)]
     pub chatd_tools: Option<Vec<String>>,
+    /// The `python` tool's session to continue (`files.rs`): a container's id an earlier
+    /// answer gave.
+    #[serde(default)]
+    pub chatd_session: Option<Value>,
     /// The client's own function tools (`client_tools.rs`).
     #[serde(default)]
     pub tools: Option<Value>,
     #[serde(default)]
     pub tool_choice: Option<Value>,
+    /// `parallel_tool_calls`, `reasoning_effort`, `seed`, `verbosity`, the penalties and
+    /// `logit_bias` are read by `tuning.rs`.
     #[serde(default)]
     pub parallel_tool_calls: Option<Value>,
+    #[serde(default)]
+    pub presence_penalty: Option<Value>,
+    #[serde(default)]
+    pub frequency_penalty: Option<Value>,
+    #[serde(default)]
+    pub logit_bias: Option<Value>,
+    #[serde(default)]
+    pub reasoning_effort: Option<Value>,
+    #[serde(default)]
+    pub seed: Option<Value>,
+    #[serde(default)]
+    pub verbosity: Option<Value>,
     /// `top_p`, `stop` and `response_format` are read with `tool_choice` by `options.rs`.
     #[serde(default)]
     pub top_p: Option<Value>,
@@ -72,8 +91,8 @@ fn no_op(name: &str, value: &Value) -> bool {
     };
     match name {
         "n" => value.as_f64() == Some(1.0),
-        "presence_penalty" | "frequency_penalty" => value.as_f64() == Some(0.0),
-        "functions" | "logit_bias" | "metadata" => empty(value),
+        "functions" | "metadata" => empty(value),
+        "modalities" => value == &serde_json::json!(["text"]),
         // The deprecated `functions` are never offered, so none may be called either way.
         "function_call" => value == "none" || value == "auto",
         "logprobs" | "store" => value == &Value::Bool(false),
@@ -174,8 +193,6 @@ impl ChatCompletionRequest {
         if !tools.is_empty() {
             offers_client_tools(state, &provider)?;
         }
-        let offered = !tools.is_empty() || !ours.is_empty();
-        client_tools::check_parallel(self.parallel_tool_calls.as_ref(), offered)?;
         let (inputs, exchange): (Vec<MessageInput>, Vec<Option<Sent>>) =
             messages(&self.messages)?.into_iter().unzip();
         if let Some(i) = exchange.iter().position(Option::is_some)
@@ -214,10 +231,23 @@ impl ChatCompletionRequest {
             names: &names,
         };
         let options = options::read(&asked, &offered)?;
+        let asked = tuning::Asked {
+            parallel_tool_calls: self.parallel_tool_calls.as_ref(),
+            reasoning_effort: self.reasoning_effort.as_ref(),
+            seed: self.seed.as_ref(),
+            verbosity: self.verbosity.as_ref(),
+            presence_penalty: self.presence_penalty.as_ref(),
+            frequency_penalty: self.frequency_penalty.as_ref(),
+            logit_bias: self.logit_bias.as_ref(),
+        };
+        let any_tool = !tools.is_empty() || !ours.is_empty();
+        let tuning = tuning::read(&asked, any_tool, names.strict(&tools))?;
         if let Some(served) = state.plugins.snapshot().provider(&provider) {
             options::honoured_by(&options, &provider, &served.profile)?;
+            tuning::honoured_by(&tuning, &provider, &served.profile)?;
         }
         Ok(Contracted {
+            session: self.chatd_session,
             request: CompletionRequest {
                 chat_id: None,
                 provider,
@@ -233,6 +263,8 @@ impl ChatCompletionRequest {
                 specs,
                 exchange,
                 options,
+                tuning,
+                container: None,
             },
             names,
         })
@@ -241,6 +273,8 @@ impl ChatCompletionRequest {
 
 /// A request read: the contract's part, the client's tools, and their names both ways.
 pub struct Contracted {
+    /// `chatd_session`, as sent (`files::container` reads it).
+    pub session: Option<Value>,
     pub request: CompletionRequest,
     pub client: Extras,
     pub names: ToolNames,
@@ -391,7 +425,10 @@ fn message(path: &str, message: &Value) -> Result<(MessageInput, Option<Sent>), 
                 });
                 true
             }
-            // `name`, `refusal`, `audio`, `function_call`, …: null or refused.
+            // A participant's name: accepted, and sent nowhere (no provider's turn carries
+            // one; docs/openai.md).
+            ("name", _, Value::String(_)) => true,
+            // `refusal`, `audio`, `function_call`, …: null or refused.
             _ => false,
         };
         if !read {
@@ -504,11 +541,14 @@ mod tests {
 
     #[test]
     fn fields_are_accepted_at_their_no_op_values_only() {
-        let defaults = json!({"n": 1, "presence_penalty": 0, "logit_bias": {},
+        let defaults = json!({"n": 1, "modalities": ["text"],
             "function_call": "auto", "service_tier": "auto", "user": "u-1", "seed": null});
         assert_eq!(refused(defaults), None);
         assert_eq!(refused(json!({"n": 2})), Some("n".into()));
-        assert_eq!(refused(json!({"seed": 7})), Some("seed".into()));
+        assert_eq!(
+            refused(json!({"top_logprobs": 2})),
+            Some("top_logprobs".into())
+        );
         assert_eq!(
             refused(json!({"functions": [{"name": "f"}]})),
             Some("functions".into())
@@ -523,8 +563,15 @@ mod tests {
                 .param_name()
                 .to_string()
         };
+        assert!(
+            message(
+                "messages[1]",
+                &json!({"role": "user", "content": "hi", "name": "ann"})
+            )
+            .is_ok()
+        );
         assert_eq!(
-            refusal(json!({"role": "user", "content": "hi", "name": "ann"})),
+            refusal(json!({"role": "user", "content": "hi", "name": 7})),
             "messages[1].name"
         );
         assert_eq!(

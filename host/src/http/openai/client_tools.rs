@@ -1,7 +1,7 @@
 //! The client's own tools on `/openai/v1/chat/completions`: `tools` (function tools the client
-//! runs), `parallel_tool_calls` where chatd honours it, an assistant message's `tool_calls` and
-//! the `tool` messages answering them, and the names both ways. (`tool_choice` is a turn
-//! option: `options.rs`.)
+//! runs, `strict` ones checked by chatd: `chat/strict.rs`), an assistant message's `tool_calls`
+//! and the `tool` messages answering them, and the names both ways. (`tool_choice` is a turn
+//! option, `options.rs`; `parallel_tool_calls` part of the turn's tuning, `tuning.rs`.)
 //!
 //! OpenAI's names are `[A-Za-z0-9_-]{1,64}`; the WIT's are `[a-z0-9_]+` (`wit/types.wit`,
 //! `tool-spec.name`). [`ToolNames`] maps one request's names: a name the WIT allows stays
@@ -23,6 +23,8 @@ pub struct ClientTool {
     pub description: String,
     /// The parameters' JSON Schema, as text.
     pub parameters: String,
+    /// Its calls' arguments must match its schema exactly (`strict: true`).
+    pub strict: bool,
 }
 
 /// An assistant message's call as the client sent it back.
@@ -90,22 +92,29 @@ fn function(at: &str, function: Option<&Value>) -> Result<ClientTool, OpenAiErro
             ));
         }
     };
-    for (field, value) in fields {
-        let honoured = match field.as_str() {
-            "name" | "description" | "parameters" => true,
-            // Strict schemas are the upstream's guarantee, which chatd cannot give for every
-            // provider: asked for, it is refused rather than dropped.
-            "strict" => value.is_null() || value == &Value::Bool(false),
-            _ => value.is_null(),
-        };
-        if !honoured {
-            return Err(OpenAiError::unsupported(&format!("{at}.{field}")));
-        }
+    let strict = match fields.get("strict") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) => true,
+        Some(_) => return Err(invalid(&format!("{at}.strict"), "must be true or false")),
+    };
+    if let Some((field, _)) = fields.iter().find(|(field, value)| {
+        !matches!(
+            field.as_str(),
+            "name" | "description" | "parameters" | "strict"
+        ) && !value.is_null()
+    }) {
+        return Err(OpenAiError::unsupported(&format!("{at}.{field}")));
+    }
+    // A strict tool's arguments are checked against its schema (`chat/strict.rs`), so the
+    // schema must be one chatd can check.
+    if strict && let Err(why) = crate::chat::strict::compile(&parameters) {
+        return Err(invalid(&format!("{at}.parameters"), &why));
     }
     Ok(ClientTool {
         name,
         description,
         parameters: parameters.to_string(),
+        strict,
     })
 }
 
@@ -165,18 +174,6 @@ pub fn parse_calls(at: &str, calls: &[Value]) -> Result<Vec<SentCall>, OpenAiErr
         .collect()
 }
 
-/// `parallel_tool_calls`: several calls in a turn is what every provider does; `false` needs
-/// the provider told, which no turn option carries yet (docs/openai.md), so with tools offered
-/// it is refused.
-pub fn check_parallel(parallel: Option<&Value>, offered: bool) -> Result<(), OpenAiError> {
-    match parallel {
-        None | Some(Value::Null) | Some(Value::Bool(true)) => Ok(()),
-        Some(Value::Bool(false)) if !offered => Ok(()),
-        Some(Value::Bool(false)) => Err(OpenAiError::unsupported("parallel_tool_calls")),
-        Some(_) => Err(invalid("parallel_tool_calls", "must be true or false")),
-    }
-}
-
 /// One request's tool names, the client's to the WIT's and back.
 #[derive(Debug, Default)]
 pub struct ToolNames {
@@ -231,6 +228,15 @@ impl ToolNames {
     /// The client's name for a WIT name; a name it did not offer, as the model said it.
     pub fn client<'a>(&'a self, wit: &'a str) -> &'a str {
         self.to_client.get(wit).map_or(wit, String::as_str)
+    }
+
+    /// The WIT names of the client's strict tools.
+    pub fn strict(&self, tools: &[ClientTool]) -> Vec<String> {
+        tools
+            .iter()
+            .filter(|t| t.strict)
+            .map(|t| self.wit(&t.name))
+            .collect()
     }
 
     /// The client's tools as the model is offered them.
@@ -308,8 +314,16 @@ mod tests {
             "tools[0].function.name"
         );
         assert_eq!(
-            err(json!([{"type": "function", "function": {"name": "a", "strict": true}}])),
+            err(json!([{"type": "function", "function": {"name": "a", "strict": "yes"}}])),
             "tools[0].function.strict"
+        );
+        // A strict tool's schema must compile, or nothing could check its calls.
+        assert_eq!(
+            err(
+                json!([{"type": "function", "function": {"name": "a", "strict": true,
+                "parameters": {"type": "object", "properties": {"n": {"type": 7}}}}}])
+            ),
+            "tools[0].function.parameters"
         );
         assert_eq!(
             err(
@@ -322,13 +336,5 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(ok[0].parameters, r#"{"properties":{},"type":"object"}"#);
-    }
-
-    #[test]
-    fn parallel_calls_turned_off_are_refused_when_tools_are_offered() {
-        assert!(check_parallel(Some(&json!(true)), true).is_ok());
-        assert!(check_parallel(Some(&json!(false)), false).is_ok());
-        assert!(check_parallel(Some(&json!(false)), true).is_err());
-        assert!(check_parallel(Some(&json!("no")), true).is_err());
     }
 }

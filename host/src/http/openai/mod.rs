@@ -2,7 +2,8 @@
 //! the clients people already use (the official SDKs, IDE agents, other front ends) reach
 //! chatd's providers: `docs/openai.md`. The routes sit behind the same Host, origin and token
 //! checks as every route; they are not in `/openapi.json` (OpenAI's own reference describes
-//! them), and their errors are OpenAI's shape rather than `{message}` ([`errors`]).
+//! them), and their errors are OpenAI's shape rather than `{message}` ([`errors`]). The files
+//! the `python` tool wrote for a request are served here too ([`files`]).
 
 mod answer;
 mod chat;
@@ -10,6 +11,7 @@ mod chat_request;
 mod chunks;
 mod client_tools;
 pub mod errors;
+mod files;
 mod kept;
 mod models;
 mod options;
@@ -18,6 +20,7 @@ mod response_object;
 mod responses;
 mod responses_request;
 mod stream;
+mod tuning;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -33,4 +36,9 @@ pub fn routes() -> Router<AppState> {
         .route(&format!("{PREFIX}/models/{{*id}}"), get(models::retrieve))
         .route(&format!("{PREFIX}/chat/completions"), post(chat::complete))
         .route(&format!("{PREFIX}/responses"), post(responses::create))
+        .route(&format!("{PREFIX}/files/{{id}}"), get(files::retrieve))
+        .route(
+            &format!("{PREFIX}/files/{{id}}/content"),
+            get(files::content),
+        )
 }

@@ -4,7 +4,8 @@
 //! `response.output_text.delta`, then at the end the text's `.done` events, each client call as
 //! an item with its `response.function_call_arguments.delta` and `.done`, and
 //! `response.completed` (`response.incomplete` at a token limit) with the whole response; a
-//! failure after the head is `response.failed` with the error.
+//! failure after the head is `response.failed` with the error. The files the `python` tool
+//! wrote are cited (`response.output_text.annotation.added`) before the text's `.done`.
 
 use axum::body::Bytes;
 use serde_json::{Value, json};
@@ -38,19 +39,47 @@ impl ResponseEvents {
         format!("event: {kind}\ndata: {data}\n\n").into_bytes()
     }
 
-    /// Closes the message item, when text opened one.
+    /// Opens the message item, once.
+    fn open_text(&mut self, out: &mut Vec<u8>) {
+        if self.text.is_some() {
+            return;
+        }
+        let item_id = self.echo.message_id();
+        let item = self.echo.message("", "in_progress");
+        out.extend(self.event(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": item}),
+        ));
+        out.extend(self.event(
+            "response.content_part.added",
+            json!({"item_id": item_id, "output_index": 0, "content_index": 0,
+                "part": output_text("")}),
+        ));
+        self.text = Some(String::new());
+    }
+
+    /// Closes the message item, when text (or a file to cite) opened one: its citations of
+    /// the files the code wrote first, then the text's `.done` events.
     fn close_text(&mut self, out: &mut Vec<u8>) {
         let Some(text) = self.text.take() else {
             return;
         };
         let item_id = self.echo.message_id();
         let at = json!({"item_id": item_id, "output_index": 0, "content_index": 0});
+        let (annotations, _) = self.echo.cited(&text);
+        for (i, annotation) in annotations.iter().enumerate() {
+            let mut added = at.clone();
+            added["annotation_index"] = json!(i);
+            added["annotation"] = annotation.clone();
+            out.extend(self.event("response.output_text.annotation.added", added));
+        }
         let mut done = at.clone();
         done["text"] = json!(text);
         done["logprobs"] = json!([]);
         out.extend(self.event("response.output_text.done", done));
         let mut part = at;
         part["part"] = output_text(&text);
+        part["part"]["annotations"] = Value::Array(annotations);
         out.extend(self.event("response.content_part.done", part));
         let item = self.echo.message(&text, "completed");
         out.extend(self.event(
@@ -76,19 +105,7 @@ impl Frames for ResponseEvents {
     fn text(&mut self, text: &str) -> Bytes {
         let mut out = Vec::new();
         let item_id = self.echo.message_id();
-        if self.text.is_none() {
-            let item = self.echo.message("", "in_progress");
-            out.extend(self.event(
-                "response.output_item.added",
-                json!({"output_index": 0, "item": item}),
-            ));
-            out.extend(self.event(
-                "response.content_part.added",
-                json!({"item_id": item_id, "output_index": 0, "content_index": 0,
-                    "part": output_text("")}),
-            ));
-            self.text = Some(String::new());
-        }
+        self.open_text(&mut out);
         if let Some(sent) = self.text.as_mut() {
             sent.push_str(text);
         }
@@ -102,6 +119,10 @@ impl Frames for ResponseEvents {
 
     fn finish(&mut self, finished: Finished) -> Bytes {
         let mut out = Vec::new();
+        // Files to cite and no text: a message item carries their citations, as unstreamed.
+        if self.text.is_none() && !self.echo.cited("").0.is_empty() {
+            self.open_text(&mut out);
+        }
         let had_text = self.text.is_some();
         self.close_text(&mut out);
         let first = usize::from(had_text);

@@ -5,9 +5,11 @@ use serde_json::{Value, json};
 
 use super::answer::answering_model;
 use super::client_tools::ToolNames;
+use super::files;
 use crate::chat::completion::Finished;
 use crate::chat::events::Usage;
 use crate::plugins::worlds::provider::{FinishReason, ToolCall};
+use crate::tools::python::Container;
 
 /// What every `response` object of one request repeats.
 pub(super) struct Echo {
@@ -25,6 +27,8 @@ pub(super) struct Echo {
     pub options: Sent,
     /// The client's tool names, for its calls.
     pub names: ToolNames,
+    /// The `python` tool's container, whose files the answer names (`files.rs`).
+    pub container: Option<Container>,
 }
 
 /// Options a `response` repeats as the request set them.
@@ -32,18 +36,25 @@ pub(super) struct Sent {
     pub tool_choice: Value,
     pub top_p: Value,
     pub text: Value,
+    pub parallel_tool_calls: Value,
+    pub reasoning: Value,
 }
 
 impl Sent {
     /// The request's, each at OpenAI's default when left out or null.
-    pub fn of(tool_choice: Option<&Value>, top_p: Option<&Value>, text: Option<&Value>) -> Self {
+    pub fn of(body: &super::responses_request::ResponsesRequest) -> Self {
         let or = |v: Option<&Value>, default: Value| {
             v.filter(|v| !v.is_null()).cloned().unwrap_or(default)
         };
         Self {
-            tool_choice: or(tool_choice, json!("auto")),
-            top_p: or(top_p, json!(1.0)),
-            text: or(text, json!({"format": {"type": "text"}})),
+            tool_choice: or(body.tool_choice.as_ref(), json!("auto")),
+            top_p: or(body.top_p.as_ref(), json!(1.0)),
+            text: or(body.text.as_ref(), json!({"format": {"type": "text"}})),
+            parallel_tool_calls: or(body.parallel_tool_calls.as_ref(), json!(true)),
+            reasoning: or(
+                body.reasoning.as_ref(),
+                json!({"effort": null, "summary": null}),
+            ),
         }
     }
 }
@@ -61,7 +72,8 @@ impl Echo {
             "instructions": self.instructions,
             "tools": self.tools,
             "tool_choice": self.options.tool_choice,
-            "parallel_tool_calls": true,
+            "parallel_tool_calls": self.options.parallel_tool_calls,
+            "reasoning": self.options.reasoning,
             "temperature": self.temperature,
             "top_p": self.options.top_p,
             "max_output_tokens": self.max_output_tokens,
@@ -76,11 +88,17 @@ impl Echo {
         })
     }
 
+    /// The files the code wrote, cited in `text`, and the session to continue (`files.rs`).
+    pub fn cited(&self, text: &str) -> (Vec<Value>, Option<String>) {
+        files::cited(self.container.as_ref(), text)
+    }
+
     /// The finished `response`: its output, status, the model that answered and the usage.
     pub fn finished(&mut self, finished: &Finished) -> Value {
         self.model = answering_model(finished, std::mem::take(&mut self.model));
         let mut output = Vec::new();
-        if !finished.text.is_empty() {
+        let (annotations, session) = self.cited(&finished.text);
+        if !finished.text.is_empty() || !annotations.is_empty() {
             output.push(self.message(&finished.text, "completed"));
         }
         output.extend(
@@ -105,15 +123,20 @@ impl Echo {
             response["incomplete_details"] = json!({"reason": reason});
         }
         response["usage"] = usage(finished.usage.unwrap_or_default());
+        if let Some(session) = session {
+            response["chatd_session"] = json!(session);
+        }
         response
     }
 
-    /// The reply's one message item.
+    /// The reply's one message item; completed, its text cites the files the code wrote.
     pub fn message(&self, text: &str, status: &str) -> Value {
         let content = if status == "in_progress" {
             json!([])
         } else {
-            json!([output_text(text)])
+            let mut part = output_text(text);
+            part["annotations"] = Value::Array(self.cited(text).0);
+            json!([part])
         };
         json!({
             "type": "message",

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::answer::outcome;
 use super::errors::OpenAiError;
+use super::files;
 use super::kept;
 use super::response_events::ResponseEvents;
 use super::response_object::{Echo, Sent};
@@ -26,11 +27,7 @@ pub async fn create(
 ) -> Response {
     let instructions = body.instructions.clone().filter(|i| !i.is_empty());
     let temperature = body.temperature;
-    let options = Sent::of(
-        body.tool_choice.as_ref(),
-        body.top_p.as_ref(),
-        body.text.as_ref(),
-    );
+    let options = Sent::of(&body);
     let Read {
         chat: request,
         renames,
@@ -49,6 +46,16 @@ pub async fn create(
     if let Err(failed) = kept::restore(&state, &mut contracted.client.exchange).await {
         return failed.into_response();
     }
+    let enabled = contracted
+        .request
+        .enabled_tools
+        .as_deref()
+        .unwrap_or_default();
+    let container = match files::container(&state, contracted.session.as_ref(), enabled).await {
+        Ok(container) => container,
+        Err(refused) => return renames.rename(refused).into_response(),
+    };
+    contracted.client.container = container.clone();
     // The contract's checks name the chat request's fields (`messages[1]`): renamed too.
     let run = match prepare_with(&state, contracted.request, streamed, contracted.client).await {
         Ok(run) => run,
@@ -67,6 +74,7 @@ pub async fn create(
         max_output_tokens,
         options,
         names: contracted.names,
+        container,
     };
     if streamed {
         let tapped = chat::tapped(&state.run_context(), run);

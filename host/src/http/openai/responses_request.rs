@@ -35,14 +35,22 @@ pub struct ResponsesRequest {
     pub temperature: Option<f64>,
     #[serde(default)]
     pub top_p: Option<Value>,
-    /// `{"format": ...}`: chat completions' `response_format`, spelled flat ([`chat_format`]).
+    /// `{"format": ..., "verbosity": ...}`: chat completions' `response_format`, spelled flat
+    /// ([`chat_format`]), and `verbosity`.
     #[serde(default)]
     pub text: Option<Value>,
+    /// `{"effort": ..., "summary": ...}`: chat completions' `reasoning_effort`; a summary is
+    /// accepted and not given ([`reasoning_effort`]).
+    #[serde(default)]
+    pub reasoning: Option<Value>,
     #[serde(default)]
     pub max_output_tokens: Option<Value>,
     /// chatd's own tools run on the server, as on chat completions.
     #[serde(default)]
     pub chatd_tools: Option<Vec<String>>,
+    /// The `python` tool's session to continue, as on chat completions.
+    #[serde(default)]
+    pub chatd_session: Option<Value>,
     #[serde(flatten)]
     pub other: Map<String, Value>,
 }
@@ -86,6 +94,8 @@ impl Renames {
             }
             match param {
                 "tool_choice.function.name" => Some("tool_choice.name".to_string()),
+                "reasoning_effort" => Some("reasoning.effort".to_string()),
+                "verbosity" => Some("text.verbosity".to_string()),
                 "max_completion_tokens" => Some("max_output_tokens".to_string()),
                 "messages" => Some("input".to_string()),
                 _ => None,
@@ -162,6 +172,7 @@ impl ResponsesRequest {
                 OpenAiError::invalid("max_output_tokens", "must be a whole number")
             })?),
         };
+        let (response_format, verbosity) = chat_format(self.text)?;
         let chat = ChatCompletionRequest {
             model: self.model,
             messages,
@@ -171,12 +182,19 @@ impl ResponsesRequest {
             max_tokens: None,
             max_completion_tokens,
             chatd_tools: self.chatd_tools,
+            chatd_session: self.chatd_session,
             tools: chat_tools,
             tool_choice: chat_choice(self.tool_choice),
             parallel_tool_calls: self.parallel_tool_calls,
+            reasoning_effort: reasoning_effort(self.reasoning)?,
+            seed: None,
+            verbosity,
+            presence_penalty: None,
+            frequency_penalty: None,
+            logit_bias: None,
             top_p: self.top_p,
             stop: None,
-            response_format: chat_format(self.text)?,
+            response_format,
             other: Map::new(),
         };
         Ok(Read {
@@ -202,19 +220,21 @@ fn chat_choice(choice: Option<Value>) -> Option<Value> {
     }
 }
 
-/// `text: {"format": ...}` as chat completions' `response_format`: a `json_schema` format is
-/// flat here (`name`, `schema`, `strict`, `description` beside `type`), nested there.
-fn chat_format(text: Option<Value>) -> Result<Option<Value>, OpenAiError> {
+/// `text: {"format": ..., "verbosity": ...}` as chat completions' `response_format` and
+/// `verbosity`: a `json_schema` format is flat here (`name`, `schema`, `strict`, `description`
+/// beside `type`), nested there.
+fn chat_format(text: Option<Value>) -> Result<(Option<Value>, Option<Value>), OpenAiError> {
     let mut fields = match text {
-        None | Some(Value::Null) => return Ok(None),
+        None | Some(Value::Null) => return Ok((None, None)),
         Some(Value::Object(fields)) => fields,
         Some(_) => return Err(OpenAiError::invalid("text", "must be an object")),
     };
     let format = fields.remove("format");
+    let verbosity = fields.remove("verbosity");
     if let Some((name, _)) = fields.iter().find(|(_, v)| !v.is_null()) {
         return Err(OpenAiError::unsupported(&format!("text.{name}")));
     }
-    Ok(match format {
+    let format = match format {
         Some(Value::Object(mut format))
             if format.get("type").and_then(Value::as_str) == Some("json_schema") =>
         {
@@ -222,7 +242,36 @@ fn chat_format(text: Option<Value>) -> Result<Option<Value>, OpenAiError> {
             Some(json!({"type": kind, "json_schema": format}))
         }
         other => other,
-    })
+    };
+    Ok((format, verbosity))
+}
+
+/// `reasoning: {"effort", "summary"}` as chat completions' `reasoning_effort`. A summary of the
+/// reasoning (`summary`, or the older `generate_summary`) is accepted and not given: no
+/// provider here returns one (docs/openai.md).
+fn reasoning_effort(reasoning: Option<Value>) -> Result<Option<Value>, OpenAiError> {
+    let mut fields = match reasoning {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(fields)) => fields,
+        Some(_) => return Err(OpenAiError::invalid("reasoning", "must be an object")),
+    };
+    let effort = fields.remove("effort");
+    for summary in ["summary", "generate_summary"] {
+        match fields.remove(summary) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if matches!(s.as_str(), "auto" | "concise" | "detailed") => {}
+            Some(_) => {
+                return Err(OpenAiError::invalid(
+                    &format!("reasoning.{summary}"),
+                    "must be one of auto, concise, detailed",
+                ));
+            }
+        }
+    }
+    if let Some((name, _)) = fields.iter().find(|(_, v)| !v.is_null()) {
+        return Err(OpenAiError::unsupported(&format!("reasoning.{name}")));
+    }
+    Ok(effort)
 }
 
 /// The Responses API's flat function tools as chat completions' (`{type, function: {...}}`);

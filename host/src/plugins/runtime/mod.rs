@@ -2,10 +2,11 @@
 //! component's manifest and grants, a fresh store and instance per call under the manifest's
 //! memory cap and deadline), [`CallError`], and the pieces a call runs on: the engine and its
 //! ticker ([`engine`]), compiled code on disk ([`cache`]), the linker and the WIT bindings
-//! ([`linker`], [`bindings`], [`records`]), the store's state and views ([`state`]) and the
-//! memory all instances share ([`memory`]).
+//! ([`linker`], [`bindings`], [`records`]), the store's state and views ([`state`]), a
+//! session's output ([`capture`]) and the memory all instances share ([`memory`]).
 
 pub mod cache;
+pub mod capture;
 pub mod engine;
 pub mod linker;
 pub mod records;
@@ -22,6 +23,7 @@ use crate::plugins::LoadError;
 use crate::plugins::bindings::provider::chatd::plugin::provider_types::TurnEvent;
 use crate::plugins::manifest::{self, Kind};
 use crate::telemetry;
+use crate::telemetry::text::escape_controls;
 use state::PluginState;
 
 pub use cache::compile;
@@ -96,10 +98,11 @@ impl CallError {
 /// Characters of guest stderr quoted in a trap's error.
 pub(crate) const MAX_STDERR_IN_ERROR: usize = 500;
 
-/// Guest stderr goes to the log, a line each, tagged with the plugin id.
+/// Guest stderr goes to the log, a line each, tagged with the plugin id, its control
+/// characters escaped (a `\r` inside a line cannot rewrite it).
 pub(crate) fn log_stderr(id: &str, stderr: &str) {
     for line in stderr.lines().filter(|l| !l.trim().is_empty()).take(200) {
-        tracing::warn!(plugin = id, "stderr: {line}");
+        tracing::warn!(plugin = id, "stderr: {}", escape_controls(line));
     }
 }
 

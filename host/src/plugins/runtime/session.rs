@@ -12,6 +12,7 @@ use std::time::Duration;
 use tracing::Instrument as _;
 use wasmtime::Store;
 
+use super::capture::Captured;
 use super::state::PluginState;
 use super::{CallError, CallFn, Core, log_stderr, new_store};
 use crate::plugins::capabilities::files::tree::Folder;
@@ -30,12 +31,21 @@ impl Kept {
     pub fn poisoned(&self) -> bool {
         self.poisoned
     }
+
+    /// What the last call wrote to stdout and to stderr; both start empty again.
+    pub fn take_output(&mut self) -> (Captured, Captured) {
+        match &self.store.data().output {
+            Some(output) => (output.stdout.take(), output.stderr.take()),
+            None => Default::default(),
+        }
+    }
 }
 
 impl Core {
-    /// A store for a session whose filesystem is `folder` (given only with the `files` grant).
-    pub(crate) fn kept_store(&self, folder: Option<Folder>) -> Kept {
-        let mut state = PluginState::new(&self.manifest, self.caps.clone());
+    /// A store for a session whose filesystem is `folder` (given only with the `files` grant),
+    /// keeping at most `output_chars` characters of each of stdout and stderr per call.
+    pub(crate) fn kept_store(&self, folder: Option<Folder>, output_chars: usize) -> Kept {
+        let mut state = PluginState::session(&self.manifest, self.caps.clone(), output_chars);
         state.folder = folder.filter(|_| self.caps.files.is_some());
         // A session outlives a failed allocation: the guest is told no, and goes on.
         state.limits.quiet = true;
@@ -68,12 +78,27 @@ impl Core {
             );
         }
         kept.store.data_mut().limits.reset_peak();
+        // A call whose future is dropped midway (its run stopped) leaves the session poisoned,
+        // and what it printed is not the next call's.
+        kept.poisoned = true;
+        if let Some(output) = &kept.store.data().output {
+            output.stdout.take();
+            output.stderr.take();
+        }
         let outcome = tokio::time::timeout(deadline, f(&mut kept.store))
             .instrument(span.clone())
             .await;
-        let (stderr, seen) = kept.store.data().stderr_since(kept.stderr_seen);
-        kept.stderr_seen = seen;
-        log_stderr(id, &stderr);
+        // A session's stderr is its caller's (the code's output), quoted in a trap's reason but
+        // not logged; a store without a session output logs it as every call does.
+        let stderr = match &kept.store.data().output {
+            Some(output) => output.stderr.peek(),
+            None => {
+                let (stderr, seen) = kept.store.data().stderr_since(kept.stderr_seen);
+                kept.stderr_seen = seen;
+                log_stderr(id, &stderr);
+                stderr
+            }
+        };
         let memory_cap = kept.store.data_mut().limits.take_cap_hit();
         let peak = kept.store.data().limits.memory_peak();
         let outcome = match outcome {

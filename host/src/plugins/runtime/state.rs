@@ -4,7 +4,8 @@
 //! The WASI context exists only because Rust's std for `wasm32-wasip2` imports a few WASI
 //! interfaces at startup (io streams, cli environment and stdio, clocks, random). Only those are
 //! linked ([`crate::plugins::runtime::linker`]); they see no environment variables, no arguments, empty stdin, a
-//! stdout that goes nowhere, and a stderr the host keeps for the log and for trap messages. Filesystem and sockets are not linked, so a component that
+//! stdout that goes nowhere, and a stderr the host keeps for the log and for trap messages (a
+//! session's stdout and stderr are its caller's instead, [`SessionOutput`]). Filesystem and sockets are not linked, so a component that
 //! imports them does not load; the bundled interpreter alone gets its session's folder as its
 //! filesystem (`capabilities/files`) and sockets that refuse every use.
 
@@ -16,6 +17,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::plugins::bindings::optioned_codec_provider::chatd::plugin::turn_options::Options as TurnOptions;
 use crate::plugins::bindings::provider::chatd::plugin::provider_types::TurnEvent;
+use crate::plugins::bindings::tuned_codec_provider::chatd::plugin::turn_tuning::Tuning as TurnTuning;
 use crate::plugins::capabilities::Capabilities;
 use crate::plugins::capabilities::config::host::ConfigView;
 use crate::plugins::capabilities::files::host::FilesView;
@@ -25,6 +27,7 @@ use crate::plugins::capabilities::log::host::LogView;
 use crate::plugins::capabilities::ssh::host::SshView;
 use crate::plugins::manifest::Manifest;
 use crate::plugins::memory::TotalMemory;
+use crate::plugins::runtime::capture::Capture;
 
 /// Guest stderr kept per store (one call, or a shared decoding instance, which is retired at half
 /// of it); writes past it fail (Rust's panic handler ignores that).
@@ -32,6 +35,10 @@ const STDERR_CAPACITY: usize = 64 * 1024;
 /// Host resources (open HTTP responses…) one call may hold; far above what a plugin needs,
 /// far below what would strain the host.
 const MAX_RESOURCES: usize = 256;
+/// Host resources a session may hold: its open files, folders and their streams. CPython's
+/// WASI adapter holds at most 128 descriptors, each with up to two streams; a guest past this
+/// is told `ENOMEM` by the folder (`capabilities/files/host.rs`), never trapped.
+const MAX_SESSION_RESOURCES: usize = 1024;
 /// The most elements a table may grow to (Rust components use a few hundred).
 pub const MAX_TABLE_ELEMENTS: usize = 100_000;
 
@@ -167,21 +174,67 @@ pub struct PluginState {
     pub(super) wasi: WasiCtx,
     /// Where a provider turn's events go (`turn-events.emit`); `None` outside a turn.
     pub events: Option<tokio::sync::mpsc::Sender<TurnEvent>>,
-    /// The options of the provider turn being built (`turn-options.current`); `None` outside
-    /// `start` and `turn`.
-    pub turn_options: Option<Arc<TurnOptions>>,
+    /// What the provider turn being built asks (`turn-options.current`,
+    /// `turn-tuning.current`); `None` outside `start` and `turn`.
+    pub turn_asks: Option<Arc<TurnAsks>>,
     /// A session's folder, for a plugin granted `files` (`capabilities/files`); `None` gives
     /// the guest no preopened directory.
     pub folder: Option<Folder>,
-    /// What the guest writes to stderr during the call (Rust panics write their message there).
+    /// What the guest writes to stderr during the call (Rust panics write their message there);
+    /// a session's is in `output` instead.
     stderr: MemoryOutputPipe,
+    /// A session's stdout and stderr, kept by the host up to a cap ([`PluginState::session`]).
+    pub output: Option<SessionOutput>,
+}
+
+/// What a provider turn asks beyond its request, as the provider imports read it: its options
+/// (0.1.2) and its tuning (0.1.3).
+#[derive(Clone, Debug)]
+pub struct TurnAsks {
+    pub options: TurnOptions,
+    pub tuning: TurnTuning,
+}
+
+/// A session's stdout and stderr: what its code prints, for its caller, not for the log.
+#[derive(Clone, Debug)]
+pub struct SessionOutput {
+    pub stdout: Capture,
+    pub stderr: Capture,
 }
 
 impl PluginState {
     pub fn new(manifest: &Manifest, caps: Capabilities) -> Self {
+        Self::with_output(manifest, caps, None)
+    }
+
+    /// A session's state: its stdout and stderr go to [`SessionOutput`], each keeping at most
+    /// `output_chars` characters per call, whatever the guest writes.
+    pub fn session(manifest: &Manifest, caps: Capabilities, output_chars: usize) -> Self {
+        let output = SessionOutput {
+            stdout: Capture::new(output_chars),
+            stderr: Capture::new(output_chars),
+        };
+        let mut state = Self::with_output(manifest, caps, Some(output));
+        state.table.set_max_capacity(MAX_SESSION_RESOURCES);
+        state
+    }
+
+    fn with_output(manifest: &Manifest, caps: Capabilities, output: Option<SessionOutput>) -> Self {
         let memory = manifest.limits.memory_mib as usize * 1024 * 1024;
         let stderr = MemoryOutputPipe::new(STDERR_CAPACITY);
         let total = caps.memory.clone();
+        // Sockets are linked only for the interpreter (whose CPython imports them) and are
+        // refused to it as to everyone: no TCP, no UDP, no name lookups.
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        match &output {
+            Some(output) => wasi
+                .stdout(output.stdout.clone())
+                .stderr(output.stderr.clone()),
+            None => wasi.stderr(stderr.clone()),
+        };
         Self {
             id: manifest.id.as_str().into(),
             caps,
@@ -201,17 +254,11 @@ impl PluginState {
             open_responses: 0,
             log_lines: 0,
             events: None,
-            turn_options: None,
+            turn_asks: None,
             folder: None,
-            // Sockets are linked only for the interpreter (whose CPython imports them) and are
-            // refused to it as to everyone: no TCP, no UDP, no name lookups.
-            wasi: WasiCtxBuilder::new()
-                .stderr(stderr.clone())
-                .allow_tcp(false)
-                .allow_udp(false)
-                .allow_ip_name_lookup(false)
-                .build(),
+            wasi: wasi.build(),
             stderr,
+            output,
         }
     }
 

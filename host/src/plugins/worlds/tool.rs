@@ -15,6 +15,7 @@ use crate::plugins::capabilities::ssh::host::SshHost;
 use crate::plugins::manifest::{Kind, Manifest};
 use crate::plugins::runtime::CallError;
 use crate::plugins::runtime::Core;
+use crate::plugins::runtime::capture::Captured;
 use crate::plugins::runtime::linker;
 use crate::plugins::runtime::records::Records;
 use crate::plugins::runtime::session::Kept;
@@ -55,6 +56,11 @@ impl ToolSession {
     /// A call trapped or timed out: the session cannot go on.
     pub fn poisoned(&self) -> bool {
         self.kept.poisoned()
+    }
+
+    /// What the last call printed: its stdout and its stderr, each within the session's cap.
+    pub fn take_output(&mut self) -> (Captured, Captured) {
+        self.kept.take_output()
     }
 }
 
@@ -133,10 +139,12 @@ impl ToolPlugin {
     }
 
     /// A session: a store whose instance will live across calls, with `folder` as its
-    /// filesystem. Nothing runs until its first call.
-    pub fn open_session(&self, folder: Folder) -> ToolSession {
+    /// filesystem and its stdout and stderr kept by the host, at most `output_chars`
+    /// characters each per call ([`ToolSession::take_output`]). Nothing runs until its first
+    /// call.
+    pub fn open_session(&self, folder: Folder, output_chars: usize) -> ToolSession {
         ToolSession {
-            kept: self.core.kept_store(Some(folder)),
+            kept: self.core.kept_store(Some(folder), output_chars),
             tool: None,
         }
     }

@@ -33,10 +33,29 @@ pub struct ServerState {
 pub enum LoginError {
     /// No such server, or it needs no login (the name, the rule); no such login begun.
     NotFound(String),
-    /// The request itself is wrong (a state unknown, used or expired; another browser).
+    /// The request itself is wrong (a state unknown, used or expired; another browser; the
+    /// wrong callback).
     Invalid(String),
+    /// The server's configuration and its authorization server do not fit (a `client_id`
+    /// registered beforehand with an issuer that does not name itself in its answers).
+    Conflict(String),
     /// The authorization server, or the store, could not be reached.
     Unavailable(String),
+}
+
+/// Which callback a login's redirect arrived at: the one shared by clients registered
+/// beforehand, or a server's own (every other client's, [`McpServers::shared_callback`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Arrived {
+    Shared,
+    Server(String),
+}
+
+/// A login begun: where to send the browser, and the `state` it will come back with (what
+/// the browser's cookie is named after).
+pub struct Begun {
+    pub url: url::Url,
+    pub state: String,
 }
 
 impl McpServers {
@@ -76,27 +95,47 @@ impl McpServers {
         Ok(server)
     }
 
+    /// Whether server `name`'s logins come back to the callback shared by clients registered
+    /// beforehand (its configured `client_id` names one redirect URI for every server of that
+    /// issuer), rather than to a callback of its own.
+    pub fn shared_callback(&self, name: &str) -> Result<bool, LoginError> {
+        let server = self.served(name)?;
+        Ok(server.auth().expect("served() checked it").pre_registered())
+    }
+
     /// Begins a login of `name` for the browser holding the cookie `browser`, coming back to
-    /// `redirect_uri`: the authorization URL to send that browser to.
+    /// `redirect_uri`: the authorization URL to send that browser to, and the login's state.
     pub async fn begin_login(
         &self,
         name: &str,
         redirect_uri: &str,
         browser: &str,
-    ) -> Result<url::Url, LoginError> {
+    ) -> Result<Begun, LoginError> {
         let server = self.served(name)?;
         let auth = server.auth().expect("served() checked it");
-        auth.begin(redirect_uri, browser)
-            .await
-            .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))
+        let (url, state) =
+            auth.begin(redirect_uri, browser)
+                .await
+                .map_err(|finish| match finish {
+                    Finish::Refused(why) => LoginError::Conflict(format!("mcp.{name}: {why}")),
+                    Finish::Unavailable(why) => {
+                        LoginError::Unavailable(format!("mcp.{name}: {why}"))
+                    }
+                })?;
+        Ok(Begun { url, state })
     }
 
-    /// Finishes the login whose `state` the redirect `callback` carries, from the browser
-    /// holding the cookie `browser`: the server it was for, its tools listed again.
+    /// Finishes the login whose `state` the redirect `callback` carries, which `arrived` at a
+    /// callback, from the browser holding the cookie `browser`: the server it was for, its
+    /// tools listed again. A login is finished only at the callback it was begun for (its
+    /// server's own, or the shared one for a client registered beforehand, whose answer must
+    /// then name its issuer): an authorization response meant for another server is never
+    /// taken for this one's (RFC 9700 §4.4).
     pub async fn finish_login(
         &self,
         callback: Callback,
         browser: Option<&str>,
+        arrived: Arrived,
     ) -> Result<String, LoginError> {
         let invalid = |why: &str| LoginError::Invalid(why.to_string());
         let state = callback
@@ -118,7 +157,24 @@ impl McpServers {
                         .into(),
                 )
             })?;
+        // The login is spent now, wherever it arrived: a response sent to another server's
+        // callback cannot be tried again at its own.
+        if let Arrived::Server(at) = &arrived
+            && *at != name
+        {
+            return Err(invalid(&format!(
+                "state: this login is mcp.{name}'s, and came back to mcp.{at}'s callback; it \
+                 is not used"
+            )));
+        }
         let server = self.served(&name)?;
+        let pre_registered = server.auth().expect("served() checked it").pre_registered();
+        if pre_registered != (arrived == Arrived::Shared) {
+            return Err(invalid(&format!(
+                "state: this login of mcp.{name} came back to another callback than the one it \
+                 was begun for; it is not used"
+            )));
+        }
         let keeper = self
             .keeper(&name)
             .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))?;

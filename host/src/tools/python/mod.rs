@@ -22,9 +22,11 @@ use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::plugin_host::PluginHost;
 use crate::plugins::memory::{Reclaim, TotalMemory};
 use crate::store::Store;
+use crate::store::containers::ContainerFileRecord;
+use crate::store::files::{Kept, MAX_CHAT_FILE_BYTES, MAX_CHAT_FILES, NewChatFile};
 use inputs::InputFile;
 pub use result::Ran;
-use sessions::Slot;
+use sessions::{MAX_WAITING, Slot};
 pub use sessions::{SessionKey, Sessions};
 
 /// Where a call runs and what its folder starts with.
@@ -33,9 +35,11 @@ pub struct CallContext {
     pub session: SessionKey,
     /// The conversation's attachments, put in a new session's folder.
     pub inputs: Arc<Vec<InputFile>>,
-    /// Where a chat's session finds the files earlier sessions of the chat wrote (the newest
-    /// of each name, over the attachments); `None` without a chat.
+    /// Where a chat's (or a container's) session finds the files earlier sessions of it wrote
+    /// (the newest of each name, over the attachments); `None` without either.
     pub store: Option<Store>,
+    /// The container of an `/openai/v1` request's session, where its files are kept.
+    pub container: Option<Container>,
 }
 
 impl CallContext {
@@ -46,7 +50,68 @@ impl CallContext {
             session: SessionKey::Fresh,
             inputs: Arc::default(),
             store: None,
+            container: None,
         }
+    }
+}
+
+/// An `/openai/v1` request's container (`store/containers.rs`): its id, where its files are
+/// kept, and the records of those this request's calls wrote, for its answer to name.
+#[derive(Clone, Debug)]
+pub struct Container {
+    pub id: String,
+    pub store: Store,
+    written: Arc<std::sync::Mutex<Vec<ContainerFileRecord>>>,
+    /// A call of this request ran in it (so it exists, and can be continued).
+    ran: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Container {
+    pub fn new(id: String, store: Store) -> Self {
+        Self {
+            id,
+            store,
+            written: Arc::default(),
+            ran: Arc::default(),
+        }
+    }
+
+    /// Whether a call of this request ran in it.
+    pub fn ran(&self) -> bool {
+        self.ran.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Keeps `files` in the container, remembering their records for the answer; `Err` says
+    /// why they were not kept.
+    pub async fn keep(&self, files: Vec<NewChatFile>) -> Result<(), String> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        match self.store.add_container_files(&self.id, files).await {
+            Ok(Ok(records)) => {
+                let mut written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+                written.extend(records);
+                Ok(())
+            }
+            Ok(Err(Kept::Full)) => Err(format!(
+                "the session already holds its most files ({MAX_CHAT_FILES}, {} MiB in all)",
+                MAX_CHAT_FILE_BYTES >> 20
+            )),
+            Ok(Err(_)) => Err("the session's container expired; its files are not kept".into()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// The records of the files this request's calls wrote, the newest of each name, in the
+    /// order they were written.
+    pub fn written(&self) -> Vec<ContainerFileRecord> {
+        let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        let mut newest: Vec<ContainerFileRecord> = Vec::new();
+        for record in written.iter() {
+            newest.retain(|r| r.name != record.name);
+            newest.push(record.clone());
+        }
+        newest
     }
 }
 
@@ -127,17 +192,20 @@ async fn run(
     let grant = tool
         .files_grant()
         .ok_or("the python tool's plugin holds no folder (it is not the bundled interpreter)")?;
-    let _turn = sessions.turn().await;
+    // The session first, then a turn: a call waiting for its session holds no turn.
     let shared = sessions.slot(&context.session);
-    let mut own = Slot {
-        session: None,
-        folder: None,
-        plugin: 0,
-    };
+    let mut own = Slot::default();
     let mut guard = match &shared {
-        Some(slot) => Some(slot.lock().await),
+        Some(slot) => Some(slot.enter().await.map_err(|_| {
+            format!(
+                "not run: {MAX_WAITING} other calls of this conversation are already waiting \
+                 for its Python session, which runs one call at a time. Ask for fewer calls at \
+                 once."
+            )
+        })?),
         None => None,
     };
+    let _turn = sessions.turn().await;
     let slot: &mut Slot = match guard.as_deref_mut() {
         Some(slot) => slot,
         None => &mut own,
@@ -149,11 +217,24 @@ async fn run(
     }
     if slot.folder.is_none() {
         slot.folder = Some(new_folder(grant, memory, context).await?);
+    } else if let (SessionKey::Container(id), Some(store)) = (&context.session, &context.store) {
+        // A container lives a while past its session's last call (its folder made it, or
+        // extended its life, at the session's first).
+        store
+            .touch_container(id)
+            .await
+            .map_err(|e| format!("the session's container could not be kept: {e}"))?;
     }
     let folder = slot.folder.clone().expect("made above");
+    // The container exists now (made with its session's folder, or named by the request).
+    if let Some(container) = &context.container {
+        container
+            .ran
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
     let session = slot
         .session
-        .get_or_insert_with(|| tool.open_session(folder.clone()));
+        .get_or_insert_with(|| tool.open_session(folder.clone(), settings.output_chars));
     slot.plugin = identity;
     let call = folder.budget.new_call();
     let started = Instant::now();
@@ -161,13 +242,14 @@ async fn run(
         .invoke_in(session, INTERPRETER_TOOL, arguments_json)
         .await;
     let took = started.elapsed();
+    let printed = session.take_output();
     if session.poisoned() {
         slot.session = None;
     }
     let written = folder.written_in(call);
     drop(guard);
     sessions.sweep(settings.idle, settings.max_sessions);
-    result::ran(outcome, written, took, peak, settings)
+    result::ran(outcome, printed, written, took, peak, settings)
 }
 
 /// A new session's folder: the conversation's attachments, then the newest version of each
@@ -180,17 +262,30 @@ async fn new_folder(
 ) -> Result<Folder, String> {
     let folder = Folder::new(grant.limits, memory.clone());
     let mut files: Vec<InputFile> = context.inputs.to_vec();
-    if let (SessionKey::Chat(chat_id), Some(store)) = (&context.session, &context.store) {
-        let stored = store
+    let stored = match (&context.session, &context.store) {
+        (SessionKey::Chat(chat_id), Some(store)) => store
             .latest_chat_files(chat_id)
             .await
-            .map_err(|e| format!("the chat's files could not be read: {e}"))?;
-        files.extend(
-            stored
-                .into_iter()
-                .map(|(name, bytes)| InputFile { name, bytes }),
-        );
-    }
+            .map_err(|e| format!("the chat's files could not be read: {e}"))?,
+        (SessionKey::Container(id), Some(store)) => {
+            // Made (or its life extended) at its session's first call, so a request that
+            // names it later finds it.
+            store
+                .open_container(id)
+                .await
+                .map_err(|e| format!("the session's container could not be opened: {e}"))?;
+            store
+                .latest_container_files(id)
+                .await
+                .map_err(|e| format!("the session's files could not be read: {e}"))?
+        }
+        _ => Vec::new(),
+    };
+    files.extend(
+        stored
+            .into_iter()
+            .map(|(name, bytes)| InputFile { name, bytes }),
+    );
     for input in files {
         if let Err(e) = folder.put(&input.name, input.bytes) {
             tracing::warn!("file {} not put in the python folder: {e}", input.name);

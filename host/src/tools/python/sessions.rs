@@ -1,10 +1,12 @@
-//! The interpreter's sessions on one instance: one per chat (or per `persist: false` run),
-//! each an instance kept alive with its folder, found by [`SessionKey`].
+//! The interpreter's sessions on one instance: one per chat, per `/openai/v1` container, or per
+//! `persist: false` run, each an instance kept alive with its folder, found by [`SessionKey`].
 //!
 //! - A session's calls run one at a time (the model may ask for two in one round): each
-//!   session is a slot behind an async lock.
+//!   session is a slot behind an async lock, and at most [`MAX_WAITING`] calls wait for it;
+//!   one more fails at once ([`SessionSlot::enter`]).
 //! - At most `max_concurrent_runs` calls run at once across sessions; the others wait their
-//!   turn (a queue, never a refusal).
+//!   turn (a queue, never a refusal). A call takes its session first and its turn second, so
+//!   calls waiting for a busy session hold no turn another chat could use.
 //! - A session unused for `idle` ends; past `max_sessions` the least recently used idle one
 //!   ends; a run's session ends with its run (its [`RunToken`] dropped). A session ends by
 //!   dropping its store: its memory and its folder's go back to the total at once.
@@ -12,7 +14,7 @@
 //!   least recently used first, before any growth fails ([`Sessions::reclaim`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -27,6 +29,9 @@ use crate::plugins::worlds::tool::ToolSession;
 pub enum SessionKey {
     /// A chat's: its calls share globals while the session lives.
     Chat(String),
+    /// An `/openai/v1` container's (`store/containers.rs`): the requests that name it share
+    /// its globals while the session lives, and its files while the container does.
+    Container(String),
     /// A run without a chat (`persist: false`): its session ends with the run.
     Run(Arc<RunToken>),
     /// A session for this call alone (`/mcp`).
@@ -57,10 +62,63 @@ impl SessionKey {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Id {
     Chat(String),
+    Container(String),
     Run(u64),
 }
 
+/// Calls that may wait for one session while another of its calls runs (the model asked for
+/// several in one round); one more fails at once rather than queue behind them.
+pub const MAX_WAITING: usize = 8;
+
+/// A session's slot behind its lock, and how many calls wait for it.
+pub struct SessionSlot {
+    slot: tokio::sync::Mutex<Slot>,
+    waiting: AtomicUsize,
+}
+
+/// A call refused because [`MAX_WAITING`] calls already wait for its session.
+#[derive(Debug)]
+pub struct TooManyWaiting;
+
+impl SessionSlot {
+    fn new() -> Self {
+        Self {
+            slot: tokio::sync::Mutex::new(Slot::default()),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// Waits for the session's other calls to end, unless [`MAX_WAITING`] already wait.
+    pub async fn enter(&self) -> Result<tokio::sync::MutexGuard<'_, Slot>, TooManyWaiting> {
+        if let Ok(slot) = self.slot.try_lock() {
+            return Ok(slot);
+        }
+        let before = self.waiting.fetch_add(1, Ordering::AcqRel);
+        // Counted down however the wait ends, the call's future dropped included.
+        let _waiting = Waiting(&self.waiting);
+        if before >= MAX_WAITING {
+            return Err(TooManyWaiting);
+        }
+        Ok(self.slot.lock().await)
+    }
+
+    /// Whether a call holds it: running in it, waiting for it, or about to (a call takes the
+    /// slot out of the table before it enters).
+    fn in_use(self: &Arc<Self>) -> bool {
+        Arc::strong_count(self) > 1 || self.slot.try_lock().is_err()
+    }
+}
+
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// One session: its instance (none until its first call, or after one that failed) and folder.
+#[derive(Default)]
 pub struct Slot {
     pub session: Option<ToolSession>,
     pub folder: Option<Folder>,
@@ -69,7 +127,7 @@ pub struct Slot {
 }
 
 struct Entry {
-    slot: Arc<tokio::sync::Mutex<Slot>>,
+    slot: Arc<SessionSlot>,
     last_used: Instant,
     /// For a run's session: alive while its run is.
     run: Option<Weak<RunToken>>,
@@ -99,19 +157,16 @@ impl Sessions {
 
     /// The slot of `key`, made empty if it has none; `None` for [`SessionKey::Fresh`], whose
     /// session is the caller's alone.
-    pub fn slot(&self, key: &SessionKey) -> Option<Arc<tokio::sync::Mutex<Slot>>> {
+    pub fn slot(&self, key: &SessionKey) -> Option<Arc<SessionSlot>> {
         let (id, run) = match key {
             SessionKey::Chat(chat) => (Id::Chat(chat.clone()), None),
+            SessionKey::Container(id) => (Id::Container(id.clone()), None),
             SessionKey::Run(token) => (Id::Run(token.0), Some(Arc::downgrade(token))),
             SessionKey::Fresh => return None,
         };
         let mut entries = lock(&self.entries);
         let entry = entries.entry(id).or_insert_with(|| Entry {
-            slot: Arc::new(tokio::sync::Mutex::new(Slot {
-                session: None,
-                folder: None,
-                plugin: 0,
-            })),
+            slot: Arc::new(SessionSlot::new()),
             last_used: Instant::now(),
             run,
         });
@@ -180,9 +235,9 @@ impl Reclaim for Sessions {
     }
 }
 
-/// Removes the entry `id` if no call holds its slot.
+/// Removes the entry `id` if no call holds its slot ([`SessionSlot::in_use`]).
 fn take_idle(entries: &mut HashMap<Id, Entry>, id: &Id) -> Option<Entry> {
-    let busy = entries.get(id)?.slot.try_lock().is_err();
+    let busy = entries.get(id)?.slot.in_use();
     if busy { None } else { entries.remove(id) }
 }
 
@@ -190,7 +245,7 @@ fn take_idle(entries: &mut HashMap<Id, Entry>, id: &Id) -> Option<Entry> {
 fn least_recent_idle(entries: &HashMap<Id, Entry>) -> Option<Id> {
     entries
         .iter()
-        .filter(|(_, e)| e.slot.try_lock().is_ok())
+        .filter(|(_, e)| !e.slot.in_use())
         .min_by_key(|(_, e)| e.last_used)
         .map(|(id, _)| id.clone())
 }

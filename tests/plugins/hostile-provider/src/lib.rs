@@ -203,6 +203,14 @@ impl chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::turn_options_sup
     }
 }
 
+impl chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::turn_tuning_support::Guest
+    for HostileProvider
+{
+    fn honoured() -> Vec<chatd_plugin_sdk::codec::TuningKind> {
+        <HostileProvider as Codec>::tuned()
+    }
+}
+
 chatd_plugin_sdk::codec::bindings::__export_codec_provider_world!(
     HostileProvider with_types_in chatd_plugin_sdk::codec::bindings
 );

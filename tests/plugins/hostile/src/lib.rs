@@ -1,6 +1,7 @@
 //! Test component for the plugin host: `echo` behaves; the others try what a hostile or buggy
 //! plugin would (spin forever, eat memory, panic, look for secrets in the environment, call HTTP
-//! it was not granted); `hold_memory` holds memory while it waits on an upstream.
+//! it was not granted, forge log lines); `hold_memory` holds memory while it waits on an
+//! upstream.
 
 use chatd_plugin_sdk::host::{PluginError, Request, ToolSpec, config, log};
 
@@ -38,6 +39,7 @@ impl Tool for Hostile {
             "http_get",
             "config",
             "hold_memory",
+            "forge_log",
         ]
         .into_iter()
         .map(spec)
@@ -117,6 +119,15 @@ impl Tool for Hostile {
                 let status = response.status();
                 std::hint::black_box(&held);
                 output(format!("held {mib} MiB; status {status}"))
+            }
+            // Lines of the host's log forged through the log interface and stderr, with every
+            // character that breaks or rewrites a line.
+            "forge_log" => {
+                log::info(
+                    "a\rINFO forged by log\x0bb\x0cc\u{85}d\u{2028}e\u{2029}f\nINFO forged by log",
+                );
+                eprintln!("g\rINFO forged by stderr\x0bh\u{2028}i");
+                output("forged")
             }
             other => Err(PluginError::InvalidInput(format!("no tool {other}"))),
         }

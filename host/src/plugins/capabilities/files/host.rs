@@ -84,6 +84,19 @@ fn answer<T>(r: tree::FsResult<T>) -> Result<T> {
     Ok(r.map_err(code))
 }
 
+/// `value` pushed into the store's resource table: when the table is full (a guest holding
+/// too many files, directories or streams open), an error the guest sees (`insufficient-memory`,
+/// which its libc reads as `ENOMEM`), never a trap that would end the session.
+fn pushed<T: Send + 'static>(table: &mut ResourceTable, value: T) -> Result<Resource<T>> {
+    match table.push(value) {
+        Ok(resource) => Ok(Ok(resource)),
+        Err(wasmtime::component::ResourceTableError::Full) => {
+            Ok(Err(ErrorCode::InsufficientMemory))
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
 impl FilesView<'_> {
     fn get(&self, fd: &Resource<Descriptor>) -> wasmtime::Result<&Descriptor> {
         Ok(self.table.get(fd)?)
@@ -116,12 +129,14 @@ impl FilesView<'_> {
         like: &Resource<Descriptor>,
     ) -> Result<Resource<Descriptor>> {
         let budget = self.get(like)?.budget.clone();
-        let fd = self.table.push(Descriptor {
-            node,
-            write,
-            budget,
-        })?;
-        Ok(Ok(fd))
+        pushed(
+            self.table,
+            Descriptor {
+                node,
+                write,
+                budget,
+            },
+        )
     }
 }
 
@@ -189,7 +204,7 @@ impl types::HostDescriptor for FilesView<'_> {
             Err(e) => return answer(Err(e)),
         };
         let stream: DynInputStream = Box::new(Reader { file, offset });
-        Ok(Ok(self.table.push(stream)?))
+        pushed(self.table, stream)
     }
 
     fn write_via_stream(
@@ -277,7 +292,7 @@ impl types::HostDescriptor for FilesView<'_> {
             Node::Dir(d) => tree::entries(d),
             Node::File(_) => return answer(Err(FsError::NotDirectory)),
         };
-        Ok(Ok(self.table.push(Entries(entries.into_iter()))?))
+        pushed(self.table, Entries(entries.into_iter()))
     }
 
     fn sync(&mut self, _fd: Resource<Descriptor>) -> Result<()> {
@@ -436,7 +451,7 @@ impl FilesView<'_> {
             budget,
             offset,
         });
-        Ok(Ok(self.table.push(stream)?))
+        pushed(self.table, stream)
     }
 }
 

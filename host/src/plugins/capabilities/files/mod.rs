@@ -13,10 +13,14 @@
 //! (`wit/`, copied from wasmtime-wasi) and `tests/api/anatomy.rs` does not list it.
 //!
 //! - here: [`Limits`], [`FilesGrant`] and [`grant`];
-//! - [`tree`]: the folder, its budget, path resolution;
+//! - [`tree`]: the folder and path resolution; [`room`] where an entry may be placed;
+//!   [`budget`] what it may hold; [`error`] why an operation failed;
 //! - [`host`]: the WIT `wasi:filesystem/{types,preopens}` on [`host::FilesView`].
 
+pub mod budget;
+pub mod error;
 pub mod host;
+pub mod room;
 pub mod tree;
 
 use crate::config::python::PythonSettings;

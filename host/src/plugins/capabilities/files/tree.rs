@@ -6,143 +6,18 @@
 //! root is refused (`not-permitted`), as wasmtime-wasi refuses it above a preopened directory.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::SystemTime;
 
 use super::Limits;
+pub use super::budget::Budget;
+pub use super::error::{FsError, FsResult};
+use super::room::fits;
+pub use super::room::{MAX_DEPTH, MAX_PATH};
 use crate::plugins::memory::TotalMemory;
-
-/// Why an operation failed, in WASI's words (`error-code`), before it is mapped to the WIT
-/// enum in `host.rs`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum FsError {
-    #[error("no such file or directory")]
-    NoEntry,
-    #[error("already exists")]
-    Exists,
-    #[error("not a directory")]
-    NotDirectory,
-    #[error("is a directory")]
-    IsDirectory,
-    #[error("directory not empty")]
-    NotEmpty,
-    #[error("not permitted")]
-    NotPermitted,
-    #[error("invalid argument")]
-    Invalid,
-    #[error("bad descriptor")]
-    BadDescriptor,
-    #[error("file too large")]
-    FileTooLarge,
-    #[error("no space left in the session's folder")]
-    NoSpace,
-    #[error("too many files created by one call")]
-    Quota,
-    #[error("not supported")]
-    Unsupported,
-    #[error("name too long")]
-    NameTooLong,
-}
-
-pub type FsResult<T> = Result<T, FsError>;
 
 /// The longest name of one entry, in bytes (as Linux's NAME_MAX).
 const MAX_NAME: usize = 255;
-/// The deepest folder nesting.
-const MAX_DEPTH: usize = 32;
-
-/// What one session's folder may hold, and what it holds now. Shared by its nodes' writers; the
-/// bytes are also taken from the memory all plugin instances share ([`TotalMemory`]), so files
-/// count against the same cap as the interpreter's memory, and are given back when the folder
-/// goes.
-#[derive(Debug)]
-pub struct Budget {
-    pub limits: Limits,
-    bytes: AtomicU64,
-    entries: AtomicUsize,
-    /// Files and folders created since [`Budget::new_call`].
-    created: AtomicUsize,
-    /// The call now running, counted from 1; a file remembers the call that last wrote it.
-    call: AtomicU64,
-    memory: TotalMemory,
-}
-
-impl Budget {
-    fn new(limits: Limits, memory: TotalMemory) -> Self {
-        Self {
-            limits,
-            bytes: AtomicU64::new(0),
-            entries: AtomicUsize::new(0),
-            created: AtomicUsize::new(0),
-            call: AtomicU64::new(0),
-            memory,
-        }
-    }
-
-    /// A call starts: its creations are counted from zero, its writes marked with its number.
-    pub fn new_call(&self) -> u64 {
-        self.created.store(0, Ordering::Relaxed);
-        self.call.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    pub fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
-    }
-
-    /// A file goes from `old` to `new` bytes.
-    fn resize(&self, old: u64, new: u64) -> FsResult<()> {
-        if new > self.limits.max_file_bytes {
-            return Err(FsError::FileTooLarge);
-        }
-        if new <= old {
-            let less = old - new;
-            self.bytes.fetch_sub(less, Ordering::Relaxed);
-            self.memory.give_back(less as usize);
-            return Ok(());
-        }
-        let more = new - old;
-        let fits = self
-            .bytes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(more)
-                    .filter(|after| *after <= self.limits.max_folder_bytes)
-            })
-            .is_ok();
-        if !fits {
-            return Err(FsError::NoSpace);
-        }
-        if self.memory.take(more as usize).is_err() {
-            self.bytes.fetch_sub(more, Ordering::Relaxed);
-            return Err(FsError::NoSpace);
-        }
-        Ok(())
-    }
-
-    /// A file or folder is created (by the running call when `counted`).
-    fn create(&self, counted: bool) -> FsResult<()> {
-        if self.entries.load(Ordering::Relaxed) >= self.limits.max_entries {
-            return Err(FsError::NoSpace);
-        }
-        if counted {
-            let created = self.created.fetch_add(1, Ordering::Relaxed);
-            if created >= self.limits.max_files_per_call {
-                self.created.fetch_sub(1, Ordering::Relaxed);
-                return Err(FsError::Quota);
-            }
-        }
-        self.entries.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    fn remove(&self) {
-        self.entries.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    fn call(&self) -> u64 {
-        self.call.load(Ordering::Relaxed)
-    }
-}
 
 /// A file's bytes and times. `written_in`: the call that last changed it (0: the host put it
 /// there). Its bytes are counted in the budget for as long as it lives: a file removed while a
@@ -439,6 +314,7 @@ pub fn open(dir: &Descriptor, path: &str, how: Open, counted: bool) -> FsResult<
             if !dir.write {
                 return Err(FsError::NotPermitted);
             }
+            check_room(&parent, last.len(), 0, 0)?;
             dir.budget.create(counted)?;
             let file = Arc::new(Mutex::new(FileNode {
                 data: Vec::new(),
@@ -459,16 +335,18 @@ pub fn open(dir: &Descriptor, path: &str, how: Open, counted: bool) -> FsResult<
 /// Makes the folder `path` (`counted`: against the running call's creations).
 pub fn create_dir(dir: &Descriptor, path: &str, counted: bool) -> FsResult<()> {
     let (parent, last) = parent_of(dir, path)?;
-    check_name(last).map_err(|_| FsError::Exists)?;
+    // `mkdir(".")` is EEXIST, as on a disk; a name too long is ENAMETOOLONG.
+    check_name(last).map_err(|e| match last {
+        "." | ".." => FsError::Exists,
+        _ => e,
+    })?;
     if !dir.write {
         return Err(FsError::NotPermitted);
     }
     if lock(&parent).entries.contains_key(last) {
         return Err(FsError::Exists);
     }
-    if depth(&parent) >= MAX_DEPTH {
-        return Err(FsError::NameTooLong);
-    }
+    check_room(&parent, last.len(), 1, 0)?;
     dir.budget.create(counted)?;
     let new = new_dir(Some(&parent));
     let mut parent = lock(&parent);
@@ -477,17 +355,55 @@ pub fn create_dir(dir: &Descriptor, path: &str, counted: bool) -> FsResult<()> {
     Ok(())
 }
 
-fn depth(dir: &Dir) -> usize {
-    let mut n = 0;
+/// The depth of `dir` (its folders above it) and the length of its path from the root, in
+/// bytes (0 for the root).
+fn place(dir: &Dir) -> (usize, usize) {
+    let (mut depth, mut length): (usize, usize) = (0, 0);
     let mut at = dir.clone();
     loop {
         let up = lock(&at).parent.as_ref().and_then(Weak::upgrade);
-        match up {
-            Some(up) => at = up,
-            None => return n,
-        }
-        n += 1;
+        let Some(up) = up else {
+            // Each name but the first is preceded by a `/`.
+            return (depth, length.saturating_sub(1));
+        };
+        let name = lock(&up)
+            .entries
+            .iter()
+            .find(|(_, node)| matches!(node, Node::Dir(d) if Arc::ptr_eq(d, &at)))
+            .map_or(0, |(name, _)| name.len());
+        length += name + 1;
+        depth += 1;
+        at = up;
     }
+}
+
+/// How far a folder's contents reach below it: the deepest folder's depth under it (0 when it
+/// holds none) and the longest path of an entry relative to it (0 when empty).
+fn reach(dir: &Dir) -> (usize, usize) {
+    let entries: Vec<(usize, Option<Dir>)> = lock(dir)
+        .entries
+        .iter()
+        .map(|(name, node)| match node {
+            Node::Dir(d) => (name.len(), Some(d.clone())),
+            Node::File(_) => (name.len(), None),
+        })
+        .collect();
+    let (mut depth, mut length) = (0, 0);
+    for (name, sub) in entries {
+        length = length.max(name);
+        if let Some(sub) = sub {
+            let (below, longest) = reach(&sub);
+            depth = depth.max(below + 1);
+            length = length.max(name + 1 + longest);
+        }
+    }
+    (depth, length)
+}
+
+/// Whether an entry named with `name` bytes fits in `parent`: a folder (`folder` 1, a file 0)
+/// `below` folders deep inside ([`fits`]).
+fn check_room(parent: &Dir, name: usize, folder: usize, below: usize) -> FsResult<()> {
+    fits(place(parent), name, folder, below, 0)
 }
 
 /// Removes the file (`want_dir` false) or empty folder (true) at `path`.
@@ -533,15 +449,21 @@ pub fn rename(from_dir: &Descriptor, from: &str, to_dir: &Descriptor, to: &str) 
         .get(src_name)
         .cloned()
         .ok_or(FsError::NoEntry)?;
-    if let Node::Dir(moving) = &node {
-        // A folder cannot move into itself or below it.
-        let mut at = Some(dst_parent.clone());
-        while let Some(d) = at {
-            if Arc::ptr_eq(&d, moving) {
-                return Err(FsError::Invalid);
+    match &node {
+        Node::Dir(moving) => {
+            // A folder cannot move into itself or below it.
+            let mut at = Some(dst_parent.clone());
+            while let Some(d) = at {
+                if Arc::ptr_eq(&d, moving) {
+                    return Err(FsError::Invalid);
+                }
+                at = lock(&d).parent.as_ref().and_then(Weak::upgrade);
             }
-            at = lock(&d).parent.as_ref().and_then(Weak::upgrade);
+            // Nor anywhere its contents would be deeper or longer than a folder may hold.
+            let (below, longest) = reach(moving);
+            fits(place(&dst_parent), dst_name.len(), 1, below, longest)?;
         }
+        Node::File(_) => check_room(&dst_parent, dst_name.len(), 0, 0)?,
     }
     let replaced = lock(&dst_parent).entries.get(dst_name).cloned();
     match (&node, &replaced) {
@@ -744,5 +666,110 @@ mod tests {
             lookup(&root, "out/charts/a.svg").unwrap(),
             Node::File(_)
         ));
+    }
+
+    fn roomy() -> Limits {
+        Limits {
+            max_file_bytes: 100,
+            max_folder_bytes: 1000,
+            max_files_per_call: 1000,
+            max_entries: 1000,
+        }
+    }
+
+    /// `n` folders, each in the one before, named `name`, under `top`.
+    fn chain(root: &Descriptor, top: &str, name: &str, n: usize) -> String {
+        let mut path = top.to_string();
+        create_dir(root, &path, true).unwrap();
+        for _ in 1..n {
+            path = format!("{path}/{name}");
+            create_dir(root, &path, true).unwrap();
+        }
+        path
+    }
+
+    #[test]
+    fn renames_are_held_to_the_depth_and_path_limits_as_creations_are() {
+        let folder = Folder::new(roomy(), TotalMemory::unlimited());
+        let root = folder.root();
+        let a = chain(&root, "a", "d", 16);
+        chain(&root, "b", "d", 16);
+        let c = chain(&root, "c", "d", 16);
+        open(
+            &root,
+            &format!("{c}/deep.txt"),
+            Open::create_truncate(),
+            true,
+        )
+        .unwrap();
+        // b (16 deep) under a's 16th folder: 32 deep, the most allowed.
+        rename(&root, "b", &root, &format!("{a}/b")).unwrap();
+        // c under it: 48 deep, refused, as creating it would be.
+        let under = format!("{a}/b{}", "/d".repeat(15));
+        assert_eq!(
+            rename(&root, "c", &root, &format!("{under}/c")).unwrap_err(),
+            FsError::NameTooLong
+        );
+        assert_eq!(
+            create_dir(&root, &format!("{under}/x"), true).unwrap_err(),
+            FsError::NameTooLong
+        );
+        // A file may sit in the deepest folder; a file may not be renamed below its reach.
+        open(
+            &root,
+            &format!("{under}/f.txt"),
+            Open::create_truncate(),
+            true,
+        )
+        .unwrap();
+        rename(
+            &root,
+            &format!("{c}/deep.txt"),
+            &root,
+            &format!("{under}/g.txt"),
+        )
+        .unwrap();
+
+        // A name past 255 bytes is too long; `mkdir(".")` finds it there already.
+        assert_eq!(
+            create_dir(&root, &"n".repeat(256), true).unwrap_err(),
+            FsError::NameTooLong
+        );
+        assert_eq!(create_dir(&root, ".", true).unwrap_err(), FsError::Exists);
+
+        // A path past 4096 bytes, however shallow: by creation or by rename.
+        let long = "n".repeat(255);
+        let mut path = String::new();
+        for i in 0..16 {
+            path = if i == 0 {
+                long.clone()
+            } else {
+                format!("{path}/{long}")
+            };
+            create_dir(&root, &path, true).unwrap();
+        }
+        assert_eq!(path.len(), 16 * 256 - 1);
+        let file = format!("{path}/{}", "f".repeat(255));
+        assert_eq!(
+            open(&root, &file, Open::create_truncate(), true).unwrap_err(),
+            FsError::NameTooLong
+        );
+        create_dir(&root, "x", true).unwrap();
+        create_dir(&root, &format!("x/{long}"), true).unwrap();
+        assert_eq!(
+            rename(&root, "x", &root, &format!("{path}/x")).unwrap_err(),
+            FsError::NameTooLong,
+            "the folder fits, its contents would not"
+        );
+
+        // Whatever the folder holds goes back into a new one, as after a restart.
+        let kept: Vec<FileCopy> = folder.written_in(folder.budget.call());
+        assert!(kept.iter().any(|f| f.path.ends_with("/g.txt")), "{kept:?}");
+        let again = Folder::new(roomy(), TotalMemory::unlimited());
+        for file in &kept {
+            again
+                .put(&file.path, file.data.clone())
+                .unwrap_or_else(|e| panic!("{}: {e}", file.path));
+        }
     }
 }

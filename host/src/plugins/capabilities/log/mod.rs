@@ -6,6 +6,8 @@
 
 pub mod host;
 
+use crate::telemetry::text::escape_controls;
+
 /// The longest log message kept, in characters.
 pub const MAX_LOG_CHARS: usize = 2_000;
 /// Log lines one call may write; the rest are dropped (one line says so).
@@ -26,12 +28,13 @@ pub fn grant() -> LogGrant {
     }
 }
 
-/// `message` as one line of at most `max_chars` characters (line breaks escaped, a cut marked
-/// with `…`).
+/// `message` as one line of at most `max_chars` characters: every control and line-separator
+/// character escaped (`telemetry::text`, which also escapes the whole text log), a cut marked
+/// with `…`.
 pub fn one_line(message: &str, max_chars: usize) -> String {
     let cut = message.chars().count() > max_chars;
-    let mut line: String = message.chars().take(max_chars).collect();
-    line = line.replace('\n', "\\n").replace('\r', "\\r");
+    let line: String = message.chars().take(max_chars).collect();
+    let mut line = escape_controls(&line).into_owned();
     if cut {
         line.push('…');
     }
@@ -45,6 +48,10 @@ mod tests {
     #[test]
     fn a_message_is_one_bounded_line() {
         assert_eq!(one_line("a\nINFO forged\r", 100), "a\\nINFO forged\\r");
+        assert_eq!(
+            one_line("a\x0bb\x0cc\u{85}d\u{2028}e\u{2029}", 100),
+            "a\\u{b}b\\u{c}c\\u{85}d\\u{2028}e\\u{2029}"
+        );
         assert_eq!(one_line("abcdef", 3), "abc…");
         assert_eq!(one_line("", 3), "");
     }

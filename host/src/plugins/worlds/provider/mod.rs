@@ -9,14 +9,16 @@
 //!   events through `turn-events.emit` (which answers `false` once the receiver is gone).
 //!
 //! Listing models is always a call of its own, in a fresh store and instance, and so is asking a
-//! `profiled-codec-provider` for its [`Profile`] and an `optioned-codec-provider` for the turn
-//! options it honours (once each, at load). A turn's options reach the plugin through the
-//! store's state while it builds the turn (`turn_options.rs`).
+//! `profiled-codec-provider` for its [`Profile`], an `optioned-codec-provider` for the turn
+//! options it honours and a `tuned-codec-provider` for the tuning it honours (once each, at
+//! load). A turn's options and tuning ([`TurnAsks`]) reach the plugin through the store's state
+//! while it builds the turn (`turn_options.rs`, `turn_tuning.rs`).
 
 pub mod codec;
 pub mod references;
 pub mod turn_events;
 pub mod turn_options;
+pub mod turn_tuning;
 pub mod upstream_seen;
 
 use std::sync::Arc;
@@ -30,6 +32,7 @@ use crate::plugins::bindings::codec_provider::CodecProviderPre;
 use crate::plugins::bindings::optioned_codec_provider::OptionedCodecProviderPre;
 use crate::plugins::bindings::profiled_codec_provider::ProfiledCodecProviderPre;
 use crate::plugins::bindings::provider::ProviderPre;
+use crate::plugins::bindings::tuned_codec_provider::TunedCodecProviderPre;
 use crate::plugins::capabilities::Capabilities;
 use crate::plugins::manifest::{Kind, Manifest};
 use crate::plugins::runtime::CallError;
@@ -37,10 +40,12 @@ use crate::plugins::runtime::Core;
 use crate::plugins::runtime::linker;
 use crate::plugins::runtime::records::Records;
 use crate::plugins::runtime::state::PluginState;
+pub use crate::plugins::runtime::state::TurnAsks;
 use crate::plugins::worlds::provider::codec::{Codecs, Instances};
 use crate::plugins::worlds::provider::references::Refs;
 use crate::plugins::worlds::provider::turn_events::TurnEventsHost;
-use crate::plugins::worlds::provider::turn_options::{OptionKind, Options, TurnOptionsHost};
+use crate::plugins::worlds::provider::turn_options::{OptionKind, TurnOptionsHost};
+use crate::plugins::worlds::provider::turn_tuning::{TuningKind, TurnTuningHost};
 pub use crate::plugins::worlds::provider::upstream_seen::UpstreamSeen;
 use wasmtime::component::Linker;
 
@@ -51,6 +56,14 @@ pub use crate::plugins::bindings::imports::chatd::plugin::types::{
 pub use crate::plugins::bindings::provider::chatd::plugin::provider_types::{
     FinishReason, TurnEvent, TurnOutcome, TurnRequest,
 };
+
+/// A turn that asks nothing beyond its request: no options, no tuning (a title, a test).
+pub fn no_asks() -> TurnAsks {
+    TurnAsks {
+        options: turn_options::none(),
+        tuning: turn_tuning::none(),
+    }
+}
 
 /// What a provider declares about itself (the WIT `provider-profile`); [`Profile::default`] for
 /// one that does not.
@@ -71,6 +84,9 @@ pub struct Profile {
     /// The turn options it puts on its upstream's wire (`turn-options-support`); none for a
     /// provider without it.
     pub options: Vec<OptionKind>,
+    /// The tuning it puts on its upstream's wire (`turn-tuning-support`); none for a provider
+    /// without it.
+    pub tuning: Vec<TuningKind>,
 }
 
 impl Default for Profile {
@@ -83,6 +99,7 @@ impl Default for Profile {
             images: true,
             text_files: true,
             options: Vec::new(),
+            tuning: Vec::new(),
         }
     }
 }
@@ -96,17 +113,21 @@ pub struct ProviderPlugin {
     profiled: Option<ProfiledCodecProviderPre<PluginState>>,
     /// Present when it exports `turn-options-support` (0.1.2). Boxed: asked once, at load.
     optioned: Option<Box<OptionedCodecProviderPre<PluginState>>>,
+    /// Present when it exports `turn-tuning-support` (0.1.3). Boxed: asked once, at load.
+    tuned: Option<Box<TunedCodecProviderPre<PluginState>>>,
 }
 
 /// The `provider` worlds' linker (the codec worlds import the same): the shared imports, the
-/// provider record types, `turn-events` and `turn-options`.
+/// provider record types, `turn-events`, `turn-options` and `turn-tuning`.
 fn link(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
     use crate::plugins::bindings::optioned_codec_provider::chatd::plugin::turn_options as options;
     use crate::plugins::bindings::provider::chatd::plugin::{provider_types, turn_events as wit};
+    use crate::plugins::bindings::tuned_codec_provider::chatd::plugin::turn_tuning as tuning;
     let mut linker = linker::shared(engine)?;
     provider_types::add_to_linker::<PluginState, Records>(&mut linker, |_| Records)?;
     wit::add_to_linker::<PluginState, TurnEventsHost>(&mut linker, turn_events::view)?;
     options::add_to_linker::<PluginState, TurnOptionsHost>(&mut linker, turn_options::view)?;
+    tuning::add_to_linker::<PluginState, TurnTuningHost>(&mut linker, turn_tuning::view)?;
     Ok(linker)
 }
 
@@ -135,10 +156,16 @@ impl ProviderPlugin {
                 let optioned = OptionedCodecProviderPre::new(instance_pre.clone())
                     .ok()
                     .map(Box::new);
-                Ok((ProviderPre::new(instance_pre)?, (codec, profiled, optioned)))
+                let tuned = TunedCodecProviderPre::new(instance_pre.clone())
+                    .ok()
+                    .map(Box::new);
+                Ok((
+                    ProviderPre::new(instance_pre)?,
+                    (codec, profiled, optioned, tuned),
+                ))
             },
         )?;
-        let (codec, profiled, optioned) = codec;
+        let (codec, profiled, optioned, tuned) = codec;
         if core.manifest().provider.references && codec.is_none() {
             return Err(LoadError::Link {
                 id: core.manifest().id.clone(),
@@ -154,6 +181,7 @@ impl ProviderPlugin {
             codecs,
             profiled,
             optioned,
+            tuned,
         })
     }
 
@@ -176,7 +204,34 @@ impl ProviderPlugin {
             })
             .await?;
         let options = self.honoured().await?;
-        Ok(profile_of(wit).map(|profile| Profile { options, ..profile }))
+        let tuning = self.tuned().await?;
+        Ok(profile_of(wit).map(|profile| Profile {
+            options,
+            tuning,
+            ..profile
+        }))
+    }
+
+    /// The tuning it honours: asked of a `tuned-codec-provider`, none for any other.
+    async fn tuned(&self) -> Result<Vec<TuningKind>, CallError> {
+        let Some(pre) = self.tuned.as_deref().cloned() else {
+            return Ok(Vec::new());
+        };
+        let mut kinds = self
+            .core
+            .call("tuned", None, move |store| {
+                Box::pin(async move {
+                    let provider = pre.instantiate_async(&mut *store).await?;
+                    provider
+                        .chatd_plugin_turn_tuning_support()
+                        .call_honoured(&mut *store)
+                        .await
+                })
+            })
+            .await?;
+        kinds.sort_by_key(|k| *k as u8);
+        kinds.dedup();
+        Ok(kinds)
     }
 
     /// The turn options it honours: asked of an `optioned-codec-provider`, none for any other.
@@ -249,28 +304,29 @@ impl ProviderPlugin {
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
-        let options = Arc::new(turn_options::none());
-        self.turn_seen(request, options, refs, events, &UpstreamSeen::default())
+        let asks = Arc::new(no_asks());
+        self.turn_seen(request, asks, refs, events, &UpstreamSeen::default())
             .await
     }
 
     /// [`turn`](Self::turn), telling `seen` what the host saw of the upstream's answer (a
     /// host-driven turn's; a plugin-driven turn's requests are the plugin's own, and tell
     /// nothing).
-    /// `options` are the turn's beyond `request`'s, which the plugin reads through
-    /// `turn-options` (only those [`Profile::options`] names: the caller checks).
+    /// `asks` are the turn's options and tuning beyond `request`'s, which the plugin reads
+    /// through `turn-options` and `turn-tuning` (only those [`Profile::options`] and
+    /// [`Profile::tuning`] name: the caller checks).
     pub async fn turn_seen(
         &self,
         request: TurnRequest,
-        options: Arc<Options>,
+        asks: Arc<TurnAsks>,
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
         seen: &UpstreamSeen,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         match &self.codecs {
-            Some(codecs) => codecs.turn(request, options, refs, events, seen).await,
+            Some(codecs) => codecs.turn(request, asks, refs, events, seen).await,
             // Boxed: inline, this path's state would be part of every codec turn's future too.
-            None => Box::pin(self.plugin_driven_turn(request, options, events)).await,
+            None => Box::pin(self.plugin_driven_turn(request, asks, events)).await,
         }
     }
 
@@ -280,10 +336,10 @@ impl ProviderPlugin {
     pub async fn check(
         &self,
         request: TurnRequest,
-        options: Arc<Options>,
+        asks: Arc<TurnAsks>,
     ) -> Result<Result<(), PluginError>, CallError> {
         match &self.codecs {
-            Some(codecs) => codecs.check(request, options).await,
+            Some(codecs) => codecs.check(request, asks).await,
             None => Ok(Ok(())),
         }
     }
@@ -292,14 +348,14 @@ impl ProviderPlugin {
     pub async fn plugin_driven_turn(
         &self,
         request: TurnRequest,
-        options: Arc<Options>,
+        asks: Arc<TurnAsks>,
         events: mpsc::Sender<TurnEvent>,
     ) -> Result<Result<TurnOutcome, PluginError>, CallError> {
         let pre = self.pre.clone();
         self.core
             .call("turn", Some(events), move |store| {
                 Box::pin(async move {
-                    store.data_mut().turn_options = Some(options);
+                    store.data_mut().turn_asks = Some(asks);
                     let provider = pre.instantiate_async(&mut *store).await?;
                     provider.call_turn(&mut *store, &request).await
                 })
@@ -342,5 +398,6 @@ fn profile_of(
         images: wit.images,
         text_files: wit.text_files,
         options: Vec::new(),
+        tuning: Vec::new(),
     })
 }

@@ -2,8 +2,6 @@
 //! provider is building, beyond `turn-request`'s, through [`TurnOptionsView`]; and which of
 //! them a provider honours ([`kinds`], checked against its declared `turn-options-support`).
 
-use std::sync::Arc;
-
 use wasmtime::component::HasData;
 
 pub use crate::plugins::bindings::optioned_codec_provider::chatd::plugin::turn_options::{
@@ -45,7 +43,7 @@ pub fn kinds(options: &Options) -> Vec<OptionKind> {
 
 /// What `turn-options` sees of one call's state: the options of the turn being built, if one is.
 pub struct TurnOptionsView<'a> {
-    pub options: Option<&'a Arc<Options>>,
+    pub options: Option<&'a Options>,
 }
 
 /// Links `turn-options` through [`TurnOptionsView`].
@@ -57,14 +55,14 @@ impl HasData for TurnOptionsHost {
 
 impl turn_options::Host for TurnOptionsView<'_> {
     async fn current(&mut self) -> Options {
-        self.options.map_or_else(none, |o| Options::clone(o))
+        self.options.cloned().unwrap_or_else(none)
     }
 }
 
 /// The view `turn-options` is linked through: this call's turn options, and nothing else.
 pub fn view(state: &mut PluginState) -> TurnOptionsView<'_> {
     TurnOptionsView {
-        options: state.turn_options.as_ref(),
+        options: state.turn_asks.as_deref().map(|asks| &asks.options),
     }
 }
 

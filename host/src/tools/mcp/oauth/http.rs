@@ -209,6 +209,11 @@ mod tests {
         for url in [
             "http://169.254.169.254/latest/meta-data/",
             "http://[fe80::1]/token",
+            "http://100.100.100.200/latest/meta-data/",
+            "http://[::ffff:100.100.100.200]/token",
+            "http://169.254.170.2/v2/credentials",
+            "http://192.0.0.192/",
+            "http://[fd00:ec2::254]/",
         ] {
             assert!(refused(&http, url), "{url}");
         }

@@ -64,8 +64,9 @@ fn authorization_url(
 }
 
 /// The code of a redirect that came back from `discovered`'s issuer, checked: no error, the
-/// issuer it names (RFC 9207, compared as strings, §2.4), the code.
-fn code(discovered: &Discovered, callback: Callback) -> Result<String, String> {
+/// issuer it names (RFC 9207, compared as strings, §2.4; required when the issuer promises it,
+/// or when `need_iss`: nothing else tells its answer from another issuer's), the code.
+fn code(discovered: &Discovered, callback: Callback, need_iss: bool) -> Result<String, String> {
     let issuer = &discovered.issuer;
     match &callback.iss {
         Some(iss) if *iss != issuer.issuer => {
@@ -78,6 +79,14 @@ fn code(discovered: &Discovered, callback: Callback) -> Result<String, String> {
         None if issuer.iss_parameter => {
             return Err(format!(
                 "the login came back without the iss parameter {} promises; it is not used",
+                issuer.issuer
+            ));
+        }
+        None if need_iss => {
+            return Err(format!(
+                "the login came back without the iss parameter (RFC 9207), which a client_id \
+                 registered beforehand needs to tell {}'s answer from another issuer's; it is \
+                 not used",
                 issuer.issuer
             ));
         }
@@ -123,7 +132,9 @@ pub(super) async fn approved(
     if !same_state {
         return Err("the login came back with another state; it is not used".into());
     }
-    let code = code(&discovered, callback)?;
+    // The command line's own loopback redirect, made for this login alone: nothing else
+    // arrives there.
+    let code = code(&discovered, callback, false)?;
     let tokens = token::exchange(
         auth.http().await,
         &discovered.issuer.token_endpoint,
@@ -152,13 +163,37 @@ pub(super) async fn approved(
 
 impl Authorizer {
     /// Begins a login of a served server for the browser whose cookie is `browser`: the
-    /// authorization URL to send it to; the login waits [`PENDING_FOR`] for its callback.
-    pub async fn begin(&self, redirect_uri: &str, browser: &str) -> Result<Url, String> {
-        let keeper = self.keeper.as_ref().ok_or("this server keeps no login")?;
+    /// authorization URL to send it to, and the login's state; the login waits
+    /// [`PENDING_FOR`] for its callback. A client registered beforehand shares its redirect
+    /// URI with every server of its issuer's, so its issuer must name itself in its answers
+    /// (RFC 9207): refused otherwise, before the person is sent to log in.
+    pub async fn begin(&self, redirect_uri: &str, browser: &str) -> Result<(Url, String), Finish> {
+        let unavailable = |why: String| Finish::Unavailable(why);
+        let keeper = self
+            .keeper
+            .as_ref()
+            .ok_or_else(|| unavailable("this server keeps no login".into()))?;
         let mut state = self.state.lock().await;
-        let identity = self.identity(&mut state, redirect_uri).await?;
-        let discovered = self.discovered(&mut state).await?.clone();
-        let scope = self.scope(&mut state).await?;
+        let identity = self
+            .identity(&mut state, redirect_uri)
+            .await
+            .map_err(unavailable)?;
+        let discovered = self
+            .discovered(&mut state)
+            .await
+            .map_err(unavailable)?
+            .clone();
+        if self.pre_registered() && !discovered.issuer.iss_parameter {
+            return Err(Finish::Refused(format!(
+                "its client_id was registered beforehand, so its logins come back to the \
+                 callback every such server shares, and its authorization server {} does not \
+                 say it names itself in its answers (authorization_response_iss_parameter_supported, \
+                 RFC 9207), which tells one server's answer from another's. Remove client_id \
+                 to let chatd register a client of its own, with a callback of this server's",
+                discovered.issuer.issuer
+            )));
+        }
+        let scope = self.scope(&mut state).await.map_err(unavailable)?;
         let verifier = token::random(32);
         let login_state = token::random(32);
         let url = authorization_url(
@@ -190,8 +225,8 @@ impl Authorizer {
                 &expires_at,
             )
             .await
-            .map_err(|e| format!("the login could not be stored: {e}"))?;
-        Ok(url)
+            .map_err(|e| unavailable(format!("the login could not be stored: {e}")))?;
+        Ok((url, login_state))
     }
 
     /// Finishes the login `pending` with the redirect that came back: its code exchanged, its
@@ -208,7 +243,7 @@ impl Authorizer {
             ));
         }
         let discovered = pending.discovered.discovered();
-        let code = code(&discovered, callback).map_err(Finish::Refused)?;
+        let code = code(&discovered, callback, self.pre_registered()).map_err(Finish::Refused)?;
         let identity = pending.client.identity();
         let tokens = token::exchange(
             self.http().await,

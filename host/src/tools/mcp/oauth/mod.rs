@@ -351,6 +351,12 @@ impl Authorizer {
         Ok(state.discovered.as_ref().expect("set above"))
     }
 
+    /// Whether chatd's client at this server's issuer was registered beforehand (a configured
+    /// `client_id`), rather than by chatd (dynamic registration, a metadata document).
+    pub fn pre_registered(&self) -> bool {
+        self.configured.client_id.is_some()
+    }
+
     /// Who chatd is to the server's issuer, for a redirect to `redirect_uri`.
     async fn identity(&self, state: &mut State, redirect_uri: &str) -> Result<Identity, String> {
         let registered_elsewhere = state

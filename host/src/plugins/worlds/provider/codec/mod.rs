@@ -48,8 +48,8 @@ use crate::plugins::runtime::Core;
 use crate::plugins::runtime::log_stderr;
 use crate::plugins::runtime::new_store;
 use crate::plugins::runtime::state::PluginState;
+use crate::plugins::worlds::provider::TurnAsks;
 use crate::plugins::worlds::provider::references::{ExpandError, Refs};
-use crate::plugins::worlds::provider::turn_options::Options;
 use crate::plugins::worlds::provider::upstream_seen::UpstreamSeen;
 use crate::telemetry;
 

@@ -16,7 +16,7 @@ impl Codecs {
     pub(crate) async fn turn(
         &self,
         request: TurnRequest,
-        options: Arc<Options>,
+        asks: Arc<TurnAsks>,
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
         seen: &UpstreamSeen,
@@ -28,7 +28,7 @@ impl Codecs {
             id: manifest.id.clone(),
             after: limit,
         };
-        match tokio::time::timeout(limit, self.drive(request, options, refs, events, seen)).await {
+        match tokio::time::timeout(limit, self.drive(request, asks, refs, events, seen)).await {
             // The upstream request's own deadline is the same limit, started a moment later;
             // when both pass in the same timer tick the request's may be seen first. Either
             // way the turn ran out of time.
@@ -45,7 +45,7 @@ impl Codecs {
     async fn drive(
         &self,
         request: TurnRequest,
-        options: Arc<Options>,
+        asks: Arc<TurnAsks>,
         refs: Option<Arc<Refs>>,
         events: mpsc::Sender<TurnEvent>,
         seen: &UpstreamSeen,
@@ -55,7 +55,7 @@ impl Codecs {
         // Boxed: starting is over in a moment, and inline its state would be part of the turn's
         // future (the memory of every live stream).
         let start = telemetry::trace::plugin_call(id, "start");
-        let started = Box::pin(self.start(request, options))
+        let started = Box::pin(self.start(request, asks))
             .instrument(start.clone())
             .await;
         telemetry::trace::failed(&start, started.as_ref().err().map(CallError::kind));
@@ -96,16 +96,16 @@ impl Codecs {
     pub(crate) async fn check(
         &self,
         request: TurnRequest,
-        options: Arc<Options>,
+        asks: Arc<TurnAsks>,
     ) -> Result<Result<(), PluginError>, CallError> {
-        Ok(self.start(request, options).await?.map(|_started| ()))
+        Ok(self.start(request, asks).await?.map(|_started| ()))
     }
 
     /// `start` in the plugin: the turn's upstream request and its decoder.
     async fn start(
         &self,
         request: TurnRequest,
-        options: Arc<Options>,
+        asks: Arc<TurnAsks>,
     ) -> Result<Result<(http_host::WitRequest, Decoder), PluginError>, CallError> {
         let id = &self.context.manifest.id;
         let request = Arc::new(request);
@@ -114,19 +114,19 @@ impl Codecs {
         let mut retried = false;
         let (shared, started) = loop {
             let shared = self.pick();
-            let (request, options) = (request.clone(), options.clone());
+            let (request, asks) = (request.clone(), asks.clone());
             let started = shared
                 .call(
                     &self.context,
                     move |store, codec| {
                         Box::pin(async move {
-                            // The instance is shared: the options are this call's only.
-                            store.data_mut().turn_options = Some(options);
+                            // The instance is shared: what the turn asks is this call's only.
+                            store.data_mut().turn_asks = Some(asks);
                             let started = codec
                                 .chatd_plugin_turn_codec()
                                 .call_start(&mut *store, &request)
                                 .await;
-                            store.data_mut().turn_options = None;
+                            store.data_mut().turn_asks = None;
                             started
                         })
                     },
