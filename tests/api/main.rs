@@ -31,6 +31,7 @@ mod mcp_tools;
 mod models_titles;
 mod openai;
 mod openai_files;
+mod openai_frameworks;
 mod openai_js;
 mod openai_mixed;
 mod openai_options;

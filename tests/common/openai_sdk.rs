@@ -1,5 +1,6 @@
 //! The official OpenAI SDKs as chatd's clients: `tests/openai/sdk.py` on the Python SDK,
-//! `tests/openai/sdk.mjs` on the JavaScript one. The Python is CHATD_OPENAI_PYTHON, else
+//! `tests/openai/frameworks.py` on the agent frameworks built on it (the OpenAI Agents SDK,
+//! LangChain), `tests/openai/sdk.mjs` on the JavaScript SDK. The Python is CHATD_OPENAI_PYTHON, else
 //! `target/openai-venv/bin/python`; the JavaScript SDK is `target/openai-node/node_modules/openai`
 //! run by Node 22 (CHATD_OPENAI_NODE, else `target/mcp-node/node_modules/node/bin/node`): what
 //! `.ci/run` installs, both pinned. Without them the tests say so and pass, unless
@@ -24,7 +25,7 @@ pub fn python() -> Option<PathBuf> {
         python.display()
     );
     eprintln!(
-        "skipped: no Python with the openai package at {} (python3 -m venv target/openai-venv && target/openai-venv/bin/pip install openai==3.57.0)",
+        "skipped: no Python with the openai package at {} (.ci/run installs it and the frameworks, pinned)",
         python.display()
     );
     None
@@ -35,6 +36,20 @@ pub async fn python_sdk(python: &Path, base_url: &str, token: &str, command: &[&
     let mut script = tokio::process::Command::new(python);
     script.arg(scripts().join("sdk.py"));
     run(script, base_url, token, command).await
+}
+
+/// Runs `frameworks.py BASE_URL CASE MODEL` (an agent framework's default use of the Python
+/// SDK) with `token` as the API key: what it printed, as JSON.
+pub async fn framework(
+    python: &Path,
+    base_url: &str,
+    token: &str,
+    case: &str,
+    model: &str,
+) -> Value {
+    let mut script = tokio::process::Command::new(python);
+    script.arg(scripts().join("frameworks.py"));
+    run(script, base_url, token, &[case, model]).await
 }
 
 fn scripts() -> PathBuf {
