@@ -36,6 +36,7 @@ LAYERS = {
         "vocabulary",
         "telemetry",
         "store",
+        "people",
         "attachments",
         "egress",
         "plugins",

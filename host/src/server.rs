@@ -114,6 +114,7 @@ impl Server {
             models.spawn_refresh(std::time::Duration::from_secs(config.models_refresh_secs));
         let logins = crate::tools::mcp::Logins::new(store.clone(), login_key(config));
         let state = AppState {
+            people: Arc::new(crate::people::Directory::new(store.clone())),
             store,
             tools: Tools::start(plugins.clone(), Some(logins)),
             plugins,

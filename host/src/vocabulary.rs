@@ -67,6 +67,68 @@ impl SearchType {
     }
 }
 
+/// What a person may do: an admin manages people and budgets; a member has only their own
+/// things. Neither reads another person's chats (docs/teams.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PersonRole {
+    Admin,
+    Member,
+}
+
+/// What a key may reach (docs/teams.md, "Keys and scopes"): `chat` every `/v1` route but
+/// `/v1/users`, `openai` `/openai/v1`, `mcp` `/mcp`, `admin` `/v1/users` and the operator's
+/// routes. The order is the order keys list them in.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    Chat,
+    Openai,
+    Mcp,
+    Admin,
+}
+
+/// Words with one stored and wire spelling, listed once.
+macro_rules! words {
+    ($ty:ty { $($variant:ident = $word:literal),* $(,)? }) => {
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$(<$ty>::$variant),*];
+            pub fn as_str(self) -> &'static str {
+                match self { $(<$ty>::$variant => $word),* }
+            }
+        }
+        impl FromStr for $ty {
+            type Err = UnknownValue;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($word => Ok(<$ty>::$variant),)*
+                    other => Err(UnknownValue(other.to_string())),
+                }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+words!(PersonRole { Admin = "admin", Member = "member" });
+words!(Scope { Chat = "chat", Openai = "openai", Mcp = "mcp", Admin = "admin" });
+
+impl Scope {
+    /// The scopes a person of `role` may hold: every one, `admin` only for admins.
+    pub fn allowed_for(role: PersonRole) -> &'static [Scope] {
+        match role {
+            PersonRole::Admin => Scope::ALL,
+            PersonRole::Member => &Scope::ALL[..3],
+        }
+    }
+}
+
 /// A stored value that is not one of the enum's variants (only possible if the database was edited
 /// by hand).
 #[derive(Debug, Clone, thiserror::Error)]

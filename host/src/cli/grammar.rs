@@ -62,6 +62,9 @@ pub enum Command {
     /// Reach MCP servers from the command line.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Manage people and their first keys (token mode only; docs/teams.md).
+    #[command(subcommand)]
+    Users(UsersCommand),
     /// Write every chat (messages and attachments), search, star and call of DATABASE_URL's
     /// database to stdout as JSON Lines, from one snapshot; safe beside a running server.
     Export,
@@ -79,6 +82,25 @@ pub enum Command {
         /// The copy to write.
         file: PathBuf,
     },
+}
+
+#[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]
+pub enum UsersCommand {
+    /// Adds a person and prints one JSON line `{id, name, role, key}`: the key (every scope the
+    /// role allows) is shown this once. Exit 2 when the name is taken or not a plain word.
+    Add {
+        /// 1 to 64 letters, digits, `.`, `_`, `-` or `@`.
+        name: String,
+        /// `admin` (manages people and budgets) or `member`.
+        #[arg(long, default_value = "member", value_parser = super::users::parse_role)]
+        role: crate::vocabulary::PersonRole,
+    },
+    /// Prints every person, one JSON line each (the built-in admin first).
+    List,
+    /// Refuses every key of the person NAME (on a running server within a second).
+    Disable { name: String },
+    /// Lets the person NAME's keys work again.
+    Enable { name: String },
 }
 
 #[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The `chatd` binary: its grammar (`grammar.rs`), then one file per command: [`serve`] (no
 //! command), `config check` ([`config_check`]), [`export`], [`import`], [`backup`], and the
 //! plugin commands ([`plugins`]: list, check, call, install, accept, new, pack), and [`mcp`]
-//! (call, login). Here: parse,
+//! (call, login), and [`users`]. Here: parse,
 //! set up the log, traces and metrics, and dispatch.
 
 pub mod backup;
@@ -12,6 +12,7 @@ pub mod import;
 pub mod mcp;
 pub mod plugins;
 pub mod serve;
+pub mod users;
 
 use std::process::ExitCode;
 
@@ -119,6 +120,7 @@ async fn dispatch(cli: Cli, tracing: bool) -> ExitCode {
             mcp::call::run(config, call).await
         }
         Command::Mcp(McpCommand::Login { name }) => mcp::login::run(config, name).await,
+        Command::Users(command) => users::run(config, command).await,
         Command::Export => export::run(&config.database_url).await,
         Command::Import {
             file,

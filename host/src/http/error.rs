@@ -58,6 +58,24 @@ impl ApiError {
             "missing or invalid token: send Authorization: Bearer <ADMIN_TOKEN>",
         )
     }
+    /// A `chatd_` key that does not (or no longer) open anything.
+    pub fn refused_key() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid key: it is unknown, revoked or expired, or its person is disabled",
+        )
+    }
+    /// A caller whose key lacks the scope a route needs (403): an admin's key names the scope,
+    /// a member's their role (only admins have `admin`).
+    pub fn out_of_scope(caller: &crate::people::Caller, needed: crate::vocabulary::Scope) -> Self {
+        use crate::vocabulary::{PersonRole, Scope};
+        let message = if needed == Scope::Admin && caller.role == PersonRole::Member {
+            format!("this route is for admins, and {} is a member", caller.name)
+        } else {
+            format!("this key's scopes do not include `{needed}`, which this route needs")
+        };
+        Self::new(StatusCode::FORBIDDEN, message)
+    }
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         Self {
             status: StatusCode::INTERNAL_SERVER_ERROR,
@@ -86,6 +104,19 @@ impl From<StoreError> for ApiError {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, err.to_string())
             }
             err => ApiError::internal(err),
+        }
+    }
+}
+
+impl From<crate::people::manage::Refusal> for ApiError {
+    fn from(refusal: crate::people::manage::Refusal) -> Self {
+        use crate::people::manage::Refusal;
+        match refusal {
+            Refusal::Invalid(m) => ApiError::bad_request(m),
+            Refusal::Forbidden(m) => ApiError::new(StatusCode::FORBIDDEN, m),
+            Refusal::NotFound(m) => ApiError::not_found(m),
+            Refusal::Conflict(m) => ApiError::new(StatusCode::CONFLICT, m),
+            Refusal::Store(e) => e.into(),
         }
     }
 }

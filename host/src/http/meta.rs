@@ -30,6 +30,17 @@ pub enum AuthMode {
 pub struct SessionResponse {
     pub authenticated: bool,
     pub mode: AuthMode,
+    /// The person whose key made the request; absent for ADMIN_TOKEN and in open mode, whose
+    /// caller is the built-in admin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<SessionUser>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionUser {
+    pub id: String,
+    pub name: String,
+    pub role: crate::vocabulary::PersonRole,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -92,15 +103,24 @@ pub async fn ready(State(state): State<AppState>) -> ApiResult<Json<HealthRespon
 
 #[utoipa::path(get, path = "/auth/session", tag = "meta",
     responses((status = 200, body = SessionResponse), (status = 401, body = ErrorBody)))]
-pub async fn session(State(state): State<AppState>) -> Json<SessionResponse> {
+pub async fn session(
+    State(state): State<AppState>,
+    caller: crate::people::Caller,
+) -> Json<SessionResponse> {
     let mode = if state.token.is_some() {
         AuthMode::Token
     } else {
         AuthMode::Open
     };
+    let user = caller.key_id().is_some().then(|| SessionUser {
+        id: caller.id.clone(),
+        name: caller.name.clone(),
+        role: caller.role,
+    });
     Json(SessionResponse {
         authenticated: true,
         mode,
+        user,
     })
 }
 

@@ -21,6 +21,7 @@ use tracing::Instrument as _;
 use super::AppState;
 use super::error::{ApiError, ErrorCause};
 use crate::config::MetricsAccess;
+use crate::people::{Caller, Via, keys, scope_for};
 use crate::telemetry::{metrics, trace};
 
 /// Paths (relative to the root or to `/api`) that need no token; with MCP logins' callbacks,
@@ -49,8 +50,18 @@ impl TokenDigest {
     }
 }
 
-pub async fn require_token(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// Decides the request's [`Caller`] and whether it may reach the route: ADMIN_TOKEN is the
+/// built-in admin, a `chatd_` key its person (`people::Directory`), anything else a 401; then
+/// the route's scope (`people::scope_for`) must be one the caller holds (403 naming it). In open
+/// mode every caller is the built-in admin.
+pub async fn require_token(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let Some(expected) = &state.token else {
+        req.extensions_mut()
+            .insert(Caller::builtin_admin(Via::Open));
         return next.run(req).await;
     };
     // Inside the `/api` nest the URI has the prefix stripped, so one list serves both mounts.
@@ -66,9 +77,35 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
         .and_then(|v| v.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim());
-    match presented {
-        Some(token) if expected.matches(token) => next.run(req).await,
-        _ => ApiError::unauthorized().into_response(),
+    let caller = match presented {
+        Some(token) if expected.matches(token) => Caller::builtin_admin(Via::AdminToken),
+        Some(token) if keys::is_key(token) => match state.people.caller(token).await {
+            Ok(Some(caller)) => caller,
+            Ok(None) => return ApiError::refused_key().into_response(),
+            Err(e) => return ApiError::from(e).into_response(),
+        },
+        _ => return ApiError::unauthorized().into_response(),
+    };
+    let needed = scope_for(path);
+    if !caller.may(needed) {
+        return ApiError::out_of_scope(&caller, needed).into_response();
+    }
+    req.extensions_mut().insert(caller);
+    next.run(req).await
+}
+
+/// The request's caller, as [`require_token`] decided it. Missing only on a route the token
+/// check lets through without one ([`is_open`]), which must not ask for it: a bug, not a 401.
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<Caller>().cloned().ok_or_else(|| {
+            ApiError::internal("a route outside the token check asked for its caller")
+        })
     }
 }
 

@@ -12,6 +12,7 @@ pub mod chats;
 pub mod completions;
 pub mod error;
 pub mod host;
+pub mod keys;
 pub mod limits;
 pub mod mcp;
 pub mod mcp_servers;
@@ -29,6 +30,7 @@ pub mod serve;
 pub mod sse;
 pub mod stop;
 pub mod title;
+pub mod users;
 pub mod web;
 
 use std::sync::Arc;
@@ -100,6 +102,8 @@ pub struct AppState {
     pub models: Arc<Models>,
     /// Set in token mode.
     pub token: Option<TokenDigest>,
+    /// The people and keys a `chatd_` bearer is checked against (token mode).
+    pub people: Arc<crate::people::Directory>,
     /// CHATD_ALLOWED_HOSTS: in open mode, the Host names served besides loopback ones.
     pub allowed_hosts: Arc<[String]>,
     /// CHATD_ALLOWED_ORIGINS, serialized: browser origins besides the server's own that may
@@ -127,7 +131,7 @@ impl AppState {
     servers((url = "/"), (url = "/api")),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
-    tags((name = "meta"), (name = "chats"), (name = "searches")),
+    tags((name = "meta"), (name = "chats"), (name = "searches"), (name = "keys"), (name = "users")),
 )]
 struct ApiDoc;
 
@@ -179,6 +183,10 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(mcp_servers::disconnect))
         .routes(routes!(mcp_servers::callback))
         .routes(routes!(mcp_servers::server_callback_route))
+        .routes(routes!(keys::list_keys, keys::create_key))
+        .routes(routes!(keys::delete_key))
+        .routes(routes!(users::list_users, users::create_user))
+        .routes(routes!(users::patch_user))
 }
 
 /// The routes and the OpenAPI document generated from them (as JSON, refined by

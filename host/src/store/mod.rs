@@ -12,6 +12,7 @@ pub mod exchanges;
 pub mod files;
 pub mod liveness;
 pub mod logins;
+pub mod people;
 mod postgres;
 mod read;
 mod records;
@@ -268,8 +269,25 @@ impl Store {
         max_connections: u32,
         timeout: std::time::Duration,
     ) -> Result<Self> {
+        Self::open_as(url, max_connections, timeout, true).await
+    }
+
+    /// [`Self::open`] for a short command that writes a few rows beside a running server
+    /// (`chatd users`): on SQLite without the process lock, which a server holds.
+    pub async fn open_beside(url: &DatabaseUrl, timeout: std::time::Duration) -> Result<Self> {
+        Self::open_as(url, 2, timeout, false).await
+    }
+
+    async fn open_as(
+        url: &DatabaseUrl,
+        max_connections: u32,
+        timeout: std::time::Duration,
+        exclusive: bool,
+    ) -> Result<Self> {
         let backend = match url {
-            DatabaseUrl::Sqlite(raw) => Backend::Sqlite(SqliteStore::open(raw, timeout).await?),
+            DatabaseUrl::Sqlite(raw) => {
+                Backend::Sqlite(SqliteStore::open(raw, timeout, exclusive).await?)
+            }
             DatabaseUrl::Postgres(raw) => {
                 Backend::Postgres(PgStore::open(raw, max_connections, timeout).await?)
             }

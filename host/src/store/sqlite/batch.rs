@@ -183,7 +183,7 @@ mod tests {
     }
 
     async fn store() -> SqliteStore {
-        SqliteStore::open("sqlite::memory:", std::time::Duration::from_secs(5))
+        SqliteStore::open("sqlite::memory:", std::time::Duration::from_secs(5), true)
             .await
             .unwrap()
     }
@@ -419,7 +419,7 @@ mod tests {
             "sqlite://{}?mode=rwc",
             dir.path().join("chatd.db").display()
         );
-        let store = SqliteStore::open(&url, std::time::Duration::from_secs(5))
+        let store = SqliteStore::open(&url, std::time::Duration::from_secs(5), true)
             .await
             .unwrap();
         // The write lock, held by another connection; the writer's connection swapped for one

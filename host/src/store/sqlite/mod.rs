@@ -70,7 +70,10 @@ impl SqliteStore {
 
     /// Opens (creating file and folder if needed) and migrates the database; `timeout` bounds a
     /// wait for a connection or for SQLite's lock.
-    pub async fn open(raw: &str, timeout: Duration) -> Result<Self> {
+    /// `exclusive`: take the database's process lock (a server); a short command writing a few
+    /// rows beside a running server (`chatd users`) does not, and SQLite's own locking orders
+    /// its writes with the server's.
+    pub async fn open(raw: &str, timeout: Duration, exclusive: bool) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(raw)
             .map_err(|source| StoreError::Open {
                 url: raw.to_string(),
@@ -91,7 +94,10 @@ impl SqliteStore {
                 source,
             })?;
         }
-        let lock = lock_database(options.get_filename())?;
+        let lock = match exclusive {
+            true => lock_database(options.get_filename())?,
+            false => None,
+        };
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .acquire_timeout(timeout)

@@ -1,0 +1,117 @@
+//! People, for admins (the `admin` scope: `people::scope_for`): list them, add one (with a first
+//! key, shown once), disable or enable one. An admin manages people; no route here shows what a
+//! person has made. The rules are `people/manage.rs`'s, shared with `chatd users`.
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use crate::people::manage;
+use crate::store::people::PersonRecord;
+use crate::vocabulary::{PersonRole, to_millis};
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserSummary {
+    pub id: String,
+    pub name: String,
+    pub role: PersonRole,
+    pub disabled: bool,
+    pub created_at: String,
+}
+
+impl From<PersonRecord> for UserSummary {
+    fn from(p: PersonRecord) -> Self {
+        Self {
+            id: p.id,
+            name: p.name,
+            role: p.role,
+            disabled: p.disabled,
+            created_at: to_millis(&p.created_at),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UsersResponse {
+    pub users: Vec<UserSummary>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateUserRequest {
+    /// 1 to 64 letters, digits, `.`, `_`, `-` or `@`; unique.
+    pub name: Option<String>,
+    /// Omitted: `member`.
+    pub role: Option<PersonRole>,
+}
+
+/// A person just added, with their first key (every scope the role allows), shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedUser {
+    pub id: String,
+    pub name: String,
+    pub role: PersonRole,
+    pub key: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchUserRequest {
+    /// A disabled person's keys are refused at once on this instance, within a second on others.
+    pub disabled: Option<bool>,
+}
+
+#[utoipa::path(get, path = "/users", tag = "users",
+    responses((status = 200, body = UsersResponse), (status = 403, body = ErrorBody)))]
+pub async fn list_users(State(state): State<AppState>) -> ApiResult<Json<UsersResponse>> {
+    let people = state.store.people().await?;
+    Ok(Json(UsersResponse {
+        users: people.into_iter().map(Into::into).collect(),
+    }))
+}
+
+#[utoipa::path(post, path = "/users", tag = "users", request_body = CreateUserRequest,
+    responses((status = 200, body = CreatedUser), (status = 400, body = ErrorBody),
+        (status = 409, body = ErrorBody)))]
+pub async fn create_user(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CreateUserRequest>,
+) -> ApiResult<Json<CreatedUser>> {
+    let Some(name) = body.name else {
+        return Err(ApiError::bad_request("name: required"));
+    };
+    let role = body.role.unwrap_or(PersonRole::Member);
+    let (person, key) = manage::add_person(&state.store, &name, role).await?;
+    Ok(Json(CreatedUser {
+        id: person.id,
+        name: person.name,
+        role: person.role,
+        key: key.secret,
+    }))
+}
+
+#[utoipa::path(patch, path = "/users/{userId}", tag = "users", request_body = PatchUserRequest,
+    params(("userId" = String, Path)),
+    responses((status = 200, body = UserSummary), (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody)))]
+pub async fn patch_user(
+    State(state): State<AppState>,
+    ApiPath(user_id): ApiPath<String>,
+    ApiJson(body): ApiJson<PatchUserRequest>,
+) -> ApiResult<Json<UserSummary>> {
+    let person = match body.disabled {
+        Some(disabled) => {
+            manage::set_disabled(&state.store, Some(&state.people), &user_id, disabled).await?
+        }
+        None => state
+            .store
+            .person(&user_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("user not found"))?,
+    };
+    Ok(Json(person.into()))
+}

@@ -1,0 +1,158 @@
+//! Who is asking. A request's [`Caller`] is the built-in admin (ADMIN_TOKEN, or anyone in open
+//! mode) or a person holding one of their keys; the token check (`http/middleware.rs`) decides
+//! it with [`Directory`] and puts it on the request, and what a caller may reach is
+//! [`Caller::may`]'s answer, stated once here. Keys are made and digested in [`keys`].
+
+pub mod directory;
+pub mod keys;
+pub mod manage;
+
+pub use directory::Directory;
+
+use crate::store::people::{BUILTIN_ADMIN, PersonRecord};
+use crate::vocabulary::{PersonRole, Scope};
+
+/// How the caller proved who they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// Open mode: no token is configured, so every caller is the built-in admin.
+    Open,
+    /// ADMIN_TOKEN.
+    AdminToken,
+    /// One of the person's keys (its id).
+    Key(String),
+}
+
+/// The person a request acts for, and what it may reach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub id: String,
+    pub name: String,
+    pub role: PersonRole,
+    pub via: Via,
+    /// The key's scopes, within what the role allows; every scope for the built-in admin.
+    pub scopes: Vec<Scope>,
+}
+
+impl Caller {
+    /// The built-in admin, as ADMIN_TOKEN's holder (or anyone, in open mode).
+    pub fn builtin_admin(via: Via) -> Self {
+        Self {
+            id: BUILTIN_ADMIN.to_string(),
+            name: BUILTIN_ADMIN.to_string(),
+            role: PersonRole::Admin,
+            via,
+            scopes: Scope::ALL.to_vec(),
+        }
+    }
+
+    /// `person` holding the key `key_id` with `scopes`: the scopes are cut to what the
+    /// person's role allows, so a member's key never carries `admin`.
+    pub fn with_key(person: &PersonRecord, key_id: &str, scopes: &[Scope]) -> Self {
+        let allowed = Scope::allowed_for(person.role);
+        Self {
+            id: person.id.clone(),
+            name: person.name.clone(),
+            role: person.role,
+            via: Via::Key(key_id.to_string()),
+            scopes: scopes
+                .iter()
+                .copied()
+                .filter(|s| allowed.contains(s))
+                .collect(),
+        }
+    }
+
+    /// Whether this caller may reach what `scope` covers.
+    pub fn may(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
+    }
+
+    /// Whose things this caller sees and makes: the owner stored with each chat and search.
+    pub fn owner(&self) -> &str {
+        &self.id
+    }
+
+    /// The key this caller used, if it used one.
+    pub fn key_id(&self) -> Option<&str> {
+        match &self.via {
+            Via::Key(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// What reaching `path` (relative to the root or to `/api`) needs: `openai` under
+/// `/openai/v1`, `mcp` at `/mcp`, `admin` for people (`/v1/users`), MCP servers' connections
+/// and `/metrics`, `chat` for every other route.
+pub fn scope_for(path: &str) -> Scope {
+    let under = |prefix: &str| {
+        path == prefix
+            || path
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    if under("/openai/v1") {
+        Scope::Openai
+    } else if under("/mcp") {
+        Scope::Mcp
+    } else if under("/v1/users") || under("/metrics") || is_connection(path) {
+        Scope::Admin
+    } else {
+        Scope::Chat
+    }
+}
+
+/// `/v1/mcp-servers/{name}/connect` and `/disconnect`: an MCP server is the operator's, and so
+/// is whether chatd is logged in to it.
+fn is_connection(path: &str) -> bool {
+    path.strip_prefix("/v1/mcp-servers/")
+        .and_then(|rest| rest.split_once('/'))
+        .is_some_and(|(name, action)| {
+            !name.is_empty() && matches!(action, "connect" | "disconnect")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_path_needs_its_scope() {
+        for (path, scope) in [
+            ("/openai/v1/chat/completions", Scope::Openai),
+            ("/openai/v1", Scope::Openai),
+            ("/openai/v10/x", Scope::Chat),
+            ("/mcp", Scope::Mcp),
+            ("/mcpx", Scope::Chat),
+            ("/v1/users", Scope::Admin),
+            ("/v1/users/u1", Scope::Admin),
+            ("/v1/usersx", Scope::Chat),
+            ("/metrics", Scope::Admin),
+            ("/v1/mcp-servers/t/connect", Scope::Admin),
+            ("/v1/mcp-servers/t/disconnect", Scope::Admin),
+            ("/v1/mcp-servers", Scope::Chat),
+            ("/v1/mcp-servers/t/callback", Scope::Chat),
+            ("/v1/chats", Scope::Chat),
+            ("/v1/keys", Scope::Chat),
+        ] {
+            assert_eq!(scope_for(path), scope, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_members_key_never_carries_admin() {
+        let member = PersonRecord {
+            id: "u".into(),
+            name: "ann".into(),
+            role: PersonRole::Member,
+            disabled: false,
+            created_at: String::new(),
+        };
+        let caller = Caller::with_key(&member, "k", Scope::ALL);
+        assert_eq!(caller.scopes, [Scope::Chat, Scope::Openai, Scope::Mcp]);
+        assert!(!caller.may(Scope::Admin));
+        assert_eq!(caller.key_id(), Some("k"));
+        assert!(Caller::builtin_admin(Via::AdminToken).may(Scope::Admin));
+    }
+}
