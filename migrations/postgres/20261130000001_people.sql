@@ -29,3 +29,7 @@ ALTER TABLE chats ADD COLUMN owner_id TEXT COLLATE "C" NOT NULL DEFAULT 'admin';
 ALTER TABLE searches ADD COLUMN owner_id TEXT COLLATE "C" NOT NULL DEFAULT 'admin';
 CREATE INDEX chats_by_owner ON chats (owner_id, updated_at, id);
 CREATE INDEX searches_by_owner ON searches (owner_id, updated_at, id);
+
+-- The front door's python containers and kept tool exchanges are their maker's too.
+ALTER TABLE containers ADD COLUMN owner_id TEXT COLLATE "C" NOT NULL DEFAULT 'admin';
+ALTER TABLE kept_exchanges ADD COLUMN owner_id TEXT COLLATE "C" NOT NULL DEFAULT 'admin';

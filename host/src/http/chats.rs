@@ -14,6 +14,7 @@ use super::limits::{
 };
 use super::paging::{self, PageQuery, Wanted};
 use crate::attachments::{self, AttachmentInput};
+use crate::people::Caller;
 use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
 use crate::vocabulary::{Role, to_millis};
 
@@ -291,10 +292,11 @@ pub(super) fn system_prompt(prompt: Option<&str>) -> ApiResult<Option<String>> {
     responses((status = 200, body = ChatListResponse), (status = 400, body = ErrorBody)))]
 pub async fn list_chats(
     State(state): State<AppState>,
+    caller: Caller,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<ChatListResponse>> {
     let (chats, next_cursor) = match page.wanted()? {
-        Wanted::All => (state.store.list_chats().await?, None),
+        Wanted::All => (state.store.list_chats(caller.owner()).await?, None),
         Wanted::Page {
             limit,
             after,
@@ -302,7 +304,12 @@ pub async fn list_chats(
         } => {
             let rows = state
                 .store
-                .list_chats_page(limit.saturating_add(1), after.as_ref(), title.as_ref())
+                .list_chats_page(
+                    limit.saturating_add(1),
+                    after.as_ref(),
+                    title.as_ref(),
+                    caller.owner(),
+                )
                 .await?;
             paging::split(rows, limit, |c| (&c.updated_at, &c.id))
         }
@@ -317,6 +324,7 @@ pub async fn list_chats(
     responses((status = 200, body = ChatResponse), (status = 400, body = ErrorBody), (status = 413, body = ErrorBody)))]
 pub async fn create_chat(
     State(state): State<AppState>,
+    caller: Caller,
     ApiJson(body): ApiJson<CreateChatRequest>,
 ) -> ApiResult<Json<ChatResponse>> {
     let model = limits::optional(body.model.as_deref(), "model", MAX_MODEL_CHARS)?;
@@ -343,6 +351,7 @@ pub async fn create_chat(
     let chat = state
         .store
         .create_chat(NewChat {
+            owner_id: caller.owner().to_string(),
             title: limits::optional(body.title.as_deref(), "title", MAX_TITLE_CHARS)?,
             provider_model,
             additional_system_prompt: system_prompt(body.additional_system_prompt.as_deref())?,

@@ -294,19 +294,43 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 }
 
 /// A path parameter. Like `axum::extract::Path`, but a rejection (an id that is not valid
-/// UTF-8 once percent-decoded, say) is a `{message}` 400 like every other error.
+/// UTF-8 once percent-decoded, say) is a `{message}` 400 like every other error, and an id of
+/// someone else's chat or search (`owner.rs`) reaches the handler as one that exists nowhere.
 pub struct ApiPath<T>(pub T);
+
+/// What a path parameter can be read as: each value can be replaced (`owner::Disowned`).
+pub trait PathValues {
+    fn disown(&mut self, disowned: &super::owner::Disowned);
+}
+
+impl PathValues for String {
+    fn disown(&mut self, disowned: &super::owner::Disowned) {
+        disowned.replace(self);
+    }
+}
+
+impl PathValues for (String, String) {
+    fn disown(&mut self, disowned: &super::owner::Disowned) {
+        disowned.replace(&mut self.0);
+        disowned.replace(&mut self.1);
+    }
+}
 
 impl<S, T> FromRequestParts<S> for ApiPath<T>
 where
     S: Send + Sync,
-    T: DeserializeOwned + Send,
+    T: DeserializeOwned + PathValues + Send,
 {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match Path::<T>::from_request_parts(parts, state).await {
-            Ok(Path(value)) => Ok(ApiPath(value)),
+            Ok(Path(mut value)) => {
+                if let Some(disowned) = parts.extensions.get::<super::owner::Disowned>() {
+                    value.disown(disowned);
+                }
+                Ok(ApiPath(value))
+            }
             Err(rejection) => Err(ApiError::new(
                 rejection.status(),
                 format!("path: {}", rejection.body_text()),

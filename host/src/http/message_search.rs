@@ -10,6 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::error::{ApiError, ApiQuery, ApiResult, ErrorBody};
+use crate::people::Caller;
 use crate::store::MessageHit;
 use crate::vocabulary::{Role, to_millis};
 
@@ -65,6 +66,7 @@ pub struct MessageSearchResponse {
     responses((status = 200, body = MessageSearchResponse), (status = 400, body = ErrorBody)))]
 pub async fn search_messages(
     State(state): State<AppState>,
+    caller: Caller,
     ApiQuery(query): ApiQuery<MessageSearchQuery>,
 ) -> ApiResult<Json<MessageSearchResponse>> {
     let raw = query.q.as_deref().unwrap_or("");
@@ -96,7 +98,7 @@ pub async fn search_messages(
     }
     let Some(mut hits) = state
         .store
-        .search_messages(&found, limit + 1, cursor)
+        .search_messages(&found, limit + 1, cursor, caller.owner())
         .await?
     else {
         return Err(invalid_cursor());

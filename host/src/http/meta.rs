@@ -126,9 +126,28 @@ pub async fn session(
 
 #[utoipa::path(get, path = "/active-runs", tag = "meta",
     responses((status = 200, body = ActiveRunsResponse)))]
-pub async fn active_runs(State(state): State<AppState>) -> ApiResult<Json<ActiveRunsResponse>> {
+pub async fn active_runs(
+    State(state): State<AppState>,
+    caller: crate::people::Caller,
+) -> ApiResult<Json<ActiveRunsResponse>> {
+    use crate::store::owners::Owned;
     let (chats, searches) = state.runs.snapshot().await?;
-    Ok(Json(ActiveRunsResponse { chats, searches }))
+    // The caller's own runs only. Runs are few (one per chat or search streaming now).
+    let mut mine = ActiveRunsResponse {
+        chats: Vec::new(),
+        searches: Vec::new(),
+    };
+    for (ids, what, kept) in [
+        (chats, Owned::Chat, &mut mine.chats),
+        (searches, Owned::Search, &mut mine.searches),
+    ] {
+        for id in ids {
+            if state.store.owns(caller.owner(), what, &id).await? {
+                kept.push(id);
+            }
+        }
+    }
+    Ok(Json(mine))
 }
 
 #[utoipa::path(get, path = "/chat-tools", tag = "meta",
@@ -150,10 +169,11 @@ pub async fn chat_tools(State(state): State<AppState>) -> Json<ChatToolsResponse
     responses((status = 200, body = WorkspaceItemsResponse)))]
 pub async fn workspace_items(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
 ) -> ApiResult<Json<WorkspaceItemsResponse>> {
     let records = state
         .store
-        .workspace_items(WORKSPACE_LIMIT_PER_KIND)
+        .workspace_items(WORKSPACE_LIMIT_PER_KIND, caller.owner())
         .await?;
     let items = records
         .into_iter()

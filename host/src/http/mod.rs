@@ -23,6 +23,7 @@ pub mod middleware;
 pub mod openai;
 pub mod openapi;
 pub mod origin;
+pub mod owner;
 pub mod paging;
 pub mod search_runs;
 pub mod searches;
@@ -289,6 +290,12 @@ pub fn router_with(state: AppState, body: BodyTimeouts) -> Router {
             mcp::service(state.clone()),
         ),
     );
+    // After routing and inside the token check (a route layer runs inside the layers below):
+    // every route with a path parameter, the ones above included.
+    routes = routes.route_layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        owner::check_owner,
+    ));
     let app = routes
         .route(
             "/openapi.json",

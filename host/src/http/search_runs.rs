@@ -21,6 +21,7 @@ use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
 use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
 use super::sse::{self, LAST_EVENT_ID_DOC, last_event_id};
+use crate::people::Caller;
 use crate::plugins::builtin::SEARCH_PLUGIN;
 use crate::plugins::loading::load::Plugin;
 use crate::runs::search::{self as search_runs, Ended};
@@ -287,6 +288,7 @@ pub async fn attach_search(
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn chat_from_search(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(search_id): ApiPath<String>,
     ApiJson(body): ApiJson<SearchChatRequest>,
 ) -> ApiResult<Json<ChatResponse>> {
@@ -317,6 +319,7 @@ pub async fn chat_from_search(
     let chat = state
         .store
         .create_chat(NewChat {
+            owner_id: caller.owner().to_string(),
             title: Some(title),
             provider_model: None,
             additional_system_prompt: None,

@@ -13,6 +13,7 @@ use super::chats::{DeletedResponse, StarRequest};
 use super::error::{ApiError, ApiJson, ApiPath, ApiQuery, ApiResult, ErrorBody};
 use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
 use super::paging::{self, PageQuery, Wanted};
+use crate::people::Caller;
 use crate::runs::RunKind;
 use crate::store::{NewSearch, SearchDetailRecord, SearchRecord};
 use crate::vocabulary::to_millis;
@@ -155,10 +156,11 @@ pub fn is_cache_hit(search: &SearchRecord, streaming: bool, now: DateTime<Utc>) 
     responses((status = 200, body = SearchListResponse), (status = 400, body = ErrorBody)))]
 pub async fn list_searches(
     State(state): State<AppState>,
+    caller: Caller,
     ApiQuery(page): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<SearchListResponse>> {
     let (searches, next_cursor) = match page.wanted()? {
-        Wanted::All => (state.store.list_searches().await?, None),
+        Wanted::All => (state.store.list_searches(caller.owner()).await?, None),
         Wanted::Page {
             limit,
             after,
@@ -166,7 +168,12 @@ pub async fn list_searches(
         } => {
             let rows = state
                 .store
-                .list_searches_page(limit.saturating_add(1), after.as_ref(), title.as_ref())
+                .list_searches_page(
+                    limit.saturating_add(1),
+                    after.as_ref(),
+                    title.as_ref(),
+                    caller.owner(),
+                )
                 .await?;
             paging::split(rows, limit, |s| (&s.updated_at, &s.id))
         }
@@ -181,9 +188,11 @@ pub async fn list_searches(
     responses((status = 200, body = CreateSearchResponse), (status = 400, body = ErrorBody)))]
 pub async fn create_search(
     State(state): State<AppState>,
+    caller: Caller,
     ApiJson(body): ApiJson<CreateSearchRequest>,
 ) -> ApiResult<Json<CreateSearchResponse>> {
     let search = NewSearch {
+        owner_id: caller.owner().to_string(),
         title: limits::optional(body.title.as_deref(), "title", MAX_TITLE_CHARS)?,
         query: limits::optional(body.query.as_deref(), "query", MAX_QUERY_CHARS)?,
     };

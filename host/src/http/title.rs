@@ -29,6 +29,7 @@ pub struct SuggestTitleRequest {
               (status = 503, body = ErrorBody, description = "the title provider's plugin is not loaded")))]
 pub async fn suggest_title(
     State(state): State<AppState>,
+    caller: crate::people::Caller,
     ApiJson(body): ApiJson<SuggestTitleRequest>,
 ) -> ApiResult<Json<ChatResponse>> {
     if body.content.trim().is_empty() {
@@ -38,6 +39,7 @@ pub async fn suggest_title(
         .store
         .get_chat(&body.chat_id)
         .await?
+        .filter(|chat| chat.owner_id == caller.owner())
         .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?;
     if chat.title.as_deref().is_some_and(|t| !t.trim().is_empty()) {
         return Ok(Json(ChatResponse { chat: chat.into() }));

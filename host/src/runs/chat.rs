@@ -36,6 +36,8 @@ pub struct ChatRun {
     pub history: Arc<[NewMessage]>,
     /// `enabledTools` for a chat this run creates.
     pub new_chat_tools: Vec<String>,
+    /// Whose request it is: the owner of a chat it creates and of the exchange it keeps.
+    pub owner: String,
     pub completion: Completion,
 }
 
@@ -148,6 +150,7 @@ fn begin(
     let stop_answer = answer.clone();
     let (work, work_call, stop, stop_call) = (ctx.clone(), call.clone(), ctx.clone(), call.clone());
     let (history, stop_history) = (run.history.clone(), run.history);
+    let owner = run.owner;
     let completion = run.completion;
     ctx.runs.spawn(
         RunKind::Chat,
@@ -167,6 +170,7 @@ fn begin(
                 &work.store,
                 &work_call.id,
                 work_call.chat_id.as_deref(),
+                &owner,
                 &outcome,
                 started,
             )
@@ -219,7 +223,7 @@ pub async fn stream(ctx: &RunContext, run: ChatRun) -> Result<RunReader, StreamE
                     step.store
                         .create_chat(NewChat {
                             enabled_tools: run.new_chat_tools.clone(),
-                            ..NewChat::default()
+                            ..NewChat::owned_by(&run.owner)
                         })
                         .await?
                         .id
@@ -271,6 +275,7 @@ async fn start(
     let stop_log = log.clone();
     let (work, stop, stop_call) = (ctx.clone(), ctx.clone(), call.clone());
     let (history, stop_history) = (run.history.clone(), run.history);
+    let owner = run.owner;
     let completion = run.completion;
     // Whichever way the run ends owns the registration: it is released after the final write
     // and before the terminal event, on the stop path too.
@@ -282,7 +287,15 @@ async fn start(
             let call_id = call.id.clone();
             let outcome =
                 run_recorded(&work.store, call, history, completion, &sink, recorded).await;
-            let stored = record(&work.store, &call_id, Some(&chat_id), &outcome, started).await;
+            let stored = record(
+                &work.store,
+                &call_id,
+                Some(&chat_id),
+                &owner,
+                &outcome,
+                started,
+            )
+            .await;
             end(&registration, &log, &end_event(outcome, stored)).await;
         },
         move |why| async move {
@@ -373,6 +386,7 @@ async fn record(
     store: &Store,
     call_id: &str,
     chat_id: Option<&str>,
+    owner: &str,
     outcome: &Result<Finished, RunError>,
     started: Instant,
 ) -> Result<(), String> {
@@ -388,7 +402,7 @@ async fn record(
             });
             // Kept before the client hears of its calls, so its next request finds them.
             async {
-                keep_exchange(store, finished).await?;
+                keep_exchange(store, owner, finished).await?;
                 store
                     .finish_call(
                         call_id,
@@ -427,14 +441,14 @@ async fn record(
 
 /// The rounds of chatd's tools a completion ended with client calls after (`chat/kept.rs`),
 /// kept under those calls' ids.
-async fn keep_exchange(store: &Store, finished: &Finished) -> Result<(), StoreError> {
+async fn keep_exchange(store: &Store, owner: &str, finished: &Finished) -> Result<(), StoreError> {
     if finished.kept.is_empty() {
         return Ok(());
     }
     let ids: Vec<String> = finished.client_calls.iter().map(|c| c.id.clone()).collect();
     let rounds = crate::chat::kept::to_json(&finished.kept);
     store
-        .keep_exchange(&ids, &rounds, crate::chat::kept::KEPT_FOR)
+        .keep_exchange(&ids, owner, &rounds, crate::chat::kept::KEPT_FOR)
         .await
 }
 

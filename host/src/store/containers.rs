@@ -49,14 +49,15 @@ fn from_now(after: Duration) -> String {
 
 const EXPIRED: &str = "DELETE FROM containers WHERE expires_at < $1";
 /// Makes a container, or extends a live one's life; a container that expired is not revived.
-const OPEN: &str = "INSERT INTO containers (id, created_at, expires_at) VALUES ($1, $2, $3) \
+const OPEN: &str = "INSERT INTO containers (id, created_at, expires_at, owner_id) \
+                    VALUES ($1, $2, $3, $4) \
                     ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at \
-                    WHERE containers.expires_at > $2";
+                    WHERE containers.expires_at > $2 AND containers.owner_id = excluded.owner_id";
 /// Extends a live container's life; whether it was live.
 const TOUCH: &str = "UPDATE containers SET expires_at = $3 WHERE id = $1 AND expires_at > $2 \
                      RETURNING id";
 /// Whether a container is live (a read: a request checks it before it is accepted).
-const LIVE: &str = "SELECT id FROM containers WHERE id = $1 AND expires_at > $2";
+const LIVE: &str = "SELECT id FROM containers WHERE id = $1 AND expires_at > $2 AND owner_id = $3";
 const USAGE: &str = "SELECT COUNT(*), CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT), \
                      COALESCE(MAX(seq), 0) FROM container_files WHERE container_id = $1";
 const INSERT: &str = "INSERT INTO container_files \
@@ -65,7 +66,7 @@ const INSERT: &str = "INSERT INTO container_files \
 const ONE: &str = "SELECT f.id, f.container_id, f.name, f.mime_type, f.size_bytes, f.created_at, \
                    c.expires_at, f.data FROM container_files f \
                    JOIN containers c ON c.id = f.container_id \
-                   WHERE f.id = $1 AND c.expires_at > $2";
+                   WHERE f.id = $1 AND c.expires_at > $2 AND c.owner_id = $3";
 /// The newest version of each name, of a live container.
 const LATEST: &str = "SELECT f.name, f.data FROM container_files f \
                       JOIN containers c ON c.id = f.container_id \
@@ -80,12 +81,17 @@ macro_rules! containers {
         use super::*;
 
         /// Makes container `id` (or extends its life); whether it is live now.
-        pub async fn open(tx: &mut sqlx::Transaction<'_, $db>, id: &str) -> Result<bool> {
+        pub async fn open(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            id: &str,
+            owner: &str,
+        ) -> Result<bool> {
             let now = now();
             sqlx::query(OPEN)
                 .bind(id)
                 .bind(&now)
                 .bind(from_now(KEPT_FOR))
+                .bind(owner)
                 .execute(&mut **tx)
                 .await?;
             touch(tx, id).await
@@ -151,10 +157,12 @@ macro_rules! containers {
         pub async fn live<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
             id: &str,
+            owner: &str,
         ) -> Result<bool> {
             let row: Option<(String,)> = sqlx::query_as(LIVE)
                 .bind(id)
                 .bind(now())
+                .bind(owner)
                 .fetch_optional(ex)
                 .await?;
             Ok(row.is_some())
@@ -163,10 +171,12 @@ macro_rules! containers {
         pub async fn one<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
             file_id: &str,
+            owner: &str,
         ) -> Result<Option<(ContainerFileRecord, Vec<u8>)>> {
             let row: Option<FileRow> = sqlx::query_as(ONE)
                 .bind(file_id)
                 .bind(now())
+                .bind(owner)
                 .fetch_optional(ex)
                 .await?;
             Ok(row.map(
@@ -207,20 +217,20 @@ mod on_postgres {
 }
 
 impl Store {
-    /// Makes container `id` (or extends its life, when it is live), then deletes expired
-    /// ones; whether `id` is live now (an expired one is not revived).
-    pub async fn open_container(&self, id: &str) -> Result<bool> {
+    /// Makes container `id` `owner`'s (or extends its life, when it is live and theirs), then
+    /// deletes expired ones; whether `id` is live now (an expired one is not revived).
+    pub async fn open_container(&self, id: &str, owner: &str) -> Result<bool> {
         let live = measured(self.backend_name(), "open_container", self.timeout, async {
             match &self.backend {
                 Backend::Sqlite(db) => {
                     let mut tx = db.write_tx().await?;
-                    let live = on_sqlite::open(&mut tx, id).await?;
+                    let live = on_sqlite::open(&mut tx, id, owner).await?;
                     tx.commit().await?;
                     Ok(live)
                 }
                 Backend::Postgres(db) => {
                     let mut tx = db.tx().await?;
-                    let live = on_postgres::open(&mut tx, id).await?;
+                    let live = on_postgres::open(&mut tx, id, owner).await?;
                     tx.commit().await?;
                     Ok(live)
                 }
@@ -313,26 +323,28 @@ impl Store {
         .await
     }
 
-    /// Whether container `id` is live; nothing written.
-    pub async fn container_live(&self, id: &str) -> Result<bool> {
+    /// Whether container `id` is live and `owner`'s; nothing written.
+    pub async fn container_live(&self, id: &str, owner: &str) -> Result<bool> {
         measured(self.backend_name(), "container_live", self.timeout, async {
             match &self.backend {
-                Backend::Sqlite(db) => on_sqlite::live(db.pool(), id).await,
-                Backend::Postgres(db) => on_postgres::live(db.pool(), id).await,
+                Backend::Sqlite(db) => on_sqlite::live(db.pool(), id, owner).await,
+                Backend::Postgres(db) => on_postgres::live(db.pool(), id, owner).await,
             }
         })
         .await
     }
 
-    /// Container file `file_id`, with its bytes, while its container lives.
+    /// Container file `file_id`, with its bytes, while its container lives, when it is
+    /// `owner`'s.
     pub async fn container_file(
         &self,
         file_id: &str,
+        owner: &str,
     ) -> Result<Option<(ContainerFileRecord, Vec<u8>)>> {
         measured(self.backend_name(), "container_file", self.timeout, async {
             match &self.backend {
-                Backend::Sqlite(db) => on_sqlite::one(db.pool(), file_id).await,
-                Backend::Postgres(db) => on_postgres::one(db.pool(), file_id).await,
+                Backend::Sqlite(db) => on_sqlite::one(db.pool(), file_id, owner).await,
+                Backend::Postgres(db) => on_postgres::one(db.pool(), file_id, owner).await,
             }
         })
         .await

@@ -13,11 +13,11 @@ use super::{Backend, Result, Store, measured};
 use crate::vocabulary::now;
 
 const EXPIRED: &str = "DELETE FROM kept_exchanges WHERE expires_at < $1";
-const INSERT: &str =
-    "INSERT INTO kept_exchanges (call_id, exchange, expires_at) VALUES ($1, $2, $3)";
-/// Finds a live exchange and extends its life.
+const INSERT: &str = "INSERT INTO kept_exchanges (call_id, exchange, expires_at, owner_id) \
+                      VALUES ($1, $2, $3, $4)";
+/// Finds a live exchange of the owner's and extends its life.
 const FIND: &str = "UPDATE kept_exchanges SET expires_at = $3 \
-                    WHERE call_id = $1 AND expires_at > $2 RETURNING exchange";
+                    WHERE call_id = $1 AND expires_at > $2 AND owner_id = $4 RETURNING exchange";
 
 /// A stored timestamp `after` from now.
 fn from_now(after: Duration) -> String {
@@ -32,6 +32,7 @@ macro_rules! exchanges {
         pub async fn keep(
             tx: &mut sqlx::Transaction<'_, $db>,
             call_ids: &[String],
+            owner: &str,
             exchange: &str,
             expires_at: &str,
         ) -> Result<()> {
@@ -40,6 +41,7 @@ macro_rules! exchanges {
                     .bind(id)
                     .bind(exchange)
                     .bind(expires_at)
+                    .bind(owner)
                     .execute(&mut **tx)
                     .await?;
             }
@@ -54,12 +56,14 @@ macro_rules! exchanges {
         pub async fn find(
             tx: &mut sqlx::Transaction<'_, $db>,
             call_id: &str,
+            owner: &str,
             expires_at: &str,
         ) -> Result<Option<String>> {
             let row: Option<(String,)> = sqlx::query_as(FIND)
                 .bind(call_id)
                 .bind(now())
                 .bind(expires_at)
+                .bind(owner)
                 .fetch_optional(&mut **tx)
                 .await?;
             Ok(row.map(|(exchange,)| exchange))
@@ -76,11 +80,12 @@ mod on_postgres {
 }
 
 impl Store {
-    /// Keeps `exchange` under each of `call_ids` (new, unguessable ids) for `kept_for`, then
-    /// deletes expired ones.
+    /// Keeps `owner`'s `exchange` under each of `call_ids` (new, unguessable ids) for
+    /// `kept_for`, then deletes expired ones.
     pub async fn keep_exchange(
         &self,
         call_ids: &[String],
+        owner: &str,
         exchange: &str,
         kept_for: Duration,
     ) -> Result<()> {
@@ -89,12 +94,12 @@ impl Store {
             match &self.backend {
                 Backend::Sqlite(db) => {
                     let mut tx = db.write_tx().await?;
-                    on_sqlite::keep(&mut tx, call_ids, exchange, &expires_at).await?;
+                    on_sqlite::keep(&mut tx, call_ids, owner, exchange, &expires_at).await?;
                     tx.commit().await?;
                 }
                 Backend::Postgres(db) => {
                     let mut tx = db.tx().await?;
-                    on_postgres::keep(&mut tx, call_ids, exchange, &expires_at).await?;
+                    on_postgres::keep(&mut tx, call_ids, owner, exchange, &expires_at).await?;
                     tx.commit().await?;
                 }
             }
@@ -123,20 +128,26 @@ impl Store {
         Ok(())
     }
 
-    /// The exchange kept under `call_id`, unless it expired; found, it lives `kept_for` more.
-    pub async fn kept_exchange(&self, call_id: &str, kept_for: Duration) -> Result<Option<String>> {
+    /// `owner`'s exchange kept under `call_id`, unless it expired; found, it lives `kept_for`
+    /// more.
+    pub async fn kept_exchange(
+        &self,
+        call_id: &str,
+        owner: &str,
+        kept_for: Duration,
+    ) -> Result<Option<String>> {
         let expires_at = from_now(kept_for);
         measured(self.backend_name(), "kept_exchange", self.timeout, async {
             let found = match &self.backend {
                 Backend::Sqlite(db) => {
                     let mut tx = db.write_tx().await?;
-                    let found = on_sqlite::find(&mut tx, call_id, &expires_at).await?;
+                    let found = on_sqlite::find(&mut tx, call_id, owner, &expires_at).await?;
                     tx.commit().await?;
                     found
                 }
                 Backend::Postgres(db) => {
                     let mut tx = db.tx().await?;
-                    let found = on_postgres::find(&mut tx, call_id, &expires_at).await?;
+                    let found = on_postgres::find(&mut tx, call_id, owner, &expires_at).await?;
                     tx.commit().await?;
                     found
                 }

@@ -12,6 +12,7 @@ pub mod exchanges;
 pub mod files;
 pub mod liveness;
 pub mod logins;
+pub mod owners;
 pub mod people;
 mod postgres;
 mod read;
@@ -342,8 +343,8 @@ impl Store {
     }
 
     /// All chats, most recently updated first.
-    pub async fn list_chats(&self) -> Result<Vec<ChatRecord>> {
-        read!(self, "list_chats", chats())
+    pub async fn list_chats(&self, owner: &str) -> Result<Vec<ChatRecord>> {
+        read!(self, "list_chats", chats(owner))
     }
 
     /// Up to `limit` chats after `after` (from the newest when `None`), in [`Self::list_chats`]'s
@@ -353,8 +354,13 @@ impl Store {
         limit: u32,
         after: Option<&PageAfter>,
         title: Option<&TitleMatch>,
+        owner: &str,
     ) -> Result<Vec<ChatRecord>> {
-        read!(self, "list_chats_page", chats_page(limit, after, title))
+        read!(
+            self,
+            "list_chats_page",
+            chats_page(limit, after, title, owner)
+        )
     }
 
     /// The newest messages of users and assistants whose text holds every word of `words`
@@ -365,8 +371,9 @@ impl Store {
         words: &[String],
         limit: u32,
         after: Option<&str>,
+        owner: &str,
     ) -> Result<Option<Vec<MessageHit>>> {
-        timed!(self, "search_messages", db => db.search_messages(words, limit, after).await)
+        timed!(self, "search_messages", db => db.search_messages(words, limit, after, owner).await)
     }
 
     pub async fn get_chat(&self, id: &str) -> Result<Option<ChatRecord>> {
@@ -472,8 +479,8 @@ impl Store {
     }
 
     /// All searches, most recently updated first.
-    pub async fn list_searches(&self) -> Result<Vec<SearchRecord>> {
-        read!(self, "list_searches", searches())
+    pub async fn list_searches(&self, owner: &str) -> Result<Vec<SearchRecord>> {
+        read!(self, "list_searches", searches(owner))
     }
 
     /// Up to `limit` searches after `after` (from the newest when `None`), in
@@ -484,11 +491,12 @@ impl Store {
         limit: u32,
         after: Option<&PageAfter>,
         title: Option<&TitleMatch>,
+        owner: &str,
     ) -> Result<Vec<SearchRecord>> {
         read!(
             self,
             "list_searches_page",
-            searches_page(limit, after, title)
+            searches_page(limit, after, title, owner)
         )
     }
 
@@ -521,8 +529,12 @@ impl Store {
 
     /// Up to `per_kind` chats and `per_kind` searches, newest `updatedAt` first (ties: newest id,
     /// and ids are UUIDv7, ordered by creation).
-    pub async fn workspace_items(&self, per_kind: u32) -> Result<Vec<WorkspaceRecord>> {
-        read!(self, "workspace_items", workspace(per_kind))
+    pub async fn workspace_items(
+        &self,
+        per_kind: u32,
+        owner: &str,
+    ) -> Result<Vec<WorkspaceRecord>> {
+        read!(self, "workspace_items", workspace(per_kind, owner))
     }
 
     /// Closes the calls that servers no longer alive left open (`liveness.rs`); how many.

@@ -21,7 +21,7 @@ macro_rules! select_chat {
     () => {
         "SELECT c.id, c.title, c.created_at, c.updated_at, s.created_at AS starred_at, \
          c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model, \
-         c.additional_system_prompt, c.enabled_tools \
+         c.additional_system_prompt, c.enabled_tools, c.owner_id \
          FROM chats c LEFT JOIN project_chats s ON s.chat_id = c.id AND s.project_id = 'starred'"
     };
 }
@@ -51,28 +51,32 @@ macro_rules! select_search_detail {
 pub(super) use select_search_detail;
 
 const CHAT_BY_ID: &str = concat!(select_chat!(), " WHERE c.id = $1");
-const CHATS: &str = concat!(select_chat!(), " ORDER BY c.updated_at DESC, c.id DESC");
+const CHATS: &str = concat!(
+    select_chat!(),
+    " WHERE c.owner_id = $1 ORDER BY c.updated_at DESC, c.id DESC"
+);
 /// A page of chats: the newest `$1`, or (`_AFTER`) the `$1` after the row `($2, $3)`. A row
 /// value comparison, which both databases answer from the `(updated_at, id)` index.
 const CHATS_PAGE: &str = concat!(
     select_chat!(),
-    " ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
+    " WHERE c.owner_id = $2 ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
 );
 const CHATS_PAGE_AFTER: &str = concat!(
     select_chat!(),
-    " WHERE (c.updated_at, c.id) < ($2, $3) ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
+    " WHERE (c.updated_at, c.id) < ($2, $3) AND c.owner_id = $4 \
+     ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
 );
 /// The same pages of the chats whose title holds a text ([`TitleMatch`]): the newest first,
 /// the pattern tried on each row (no index answers a substring; a scan of the titles only).
 const CHATS_TITLED_PAGE: &str = concat!(
     select_chat!(),
-    " WHERE lower(c.title) LIKE lower($2) ESCAPE '\\' \
+    " WHERE lower(c.title) LIKE lower($2) ESCAPE '\\' AND c.owner_id = $3 \
      ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
 );
 const CHATS_TITLED_PAGE_AFTER: &str = concat!(
     select_chat!(),
     " WHERE (c.updated_at, c.id) < ($2, $3) AND lower(c.title) LIKE lower($4) ESCAPE '\\' \
-     ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
+     AND c.owner_id = $5 ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
 );
 /// A chat's messages' columns; `WHERE`/`ORDER BY` follow.
 macro_rules! select_messages {
@@ -84,35 +88,40 @@ pub(super) use select_messages;
 
 /// A chat's transcript, in order.
 const MESSAGES: &str = concat!(select_messages!(), " WHERE chat_id = $1 ORDER BY seq");
-const SEARCHES: &str = concat!(select_search!(), " ORDER BY s.updated_at DESC, s.id DESC");
+const SEARCHES: &str = concat!(
+    select_search!(),
+    " WHERE s.owner_id = $1 ORDER BY s.updated_at DESC, s.id DESC"
+);
 /// A page of searches, as [`CHATS_PAGE`] is of chats.
 const SEARCHES_PAGE: &str = concat!(
     select_search!(),
-    " ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
+    " WHERE s.owner_id = $2 ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
 );
 const SEARCHES_PAGE_AFTER: &str = concat!(
     select_search!(),
-    " WHERE (s.updated_at, s.id) < ($2, $3) ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
+    " WHERE (s.updated_at, s.id) < ($2, $3) AND s.owner_id = $4 \
+     ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
 );
 /// Searches by title as [`CHATS_TITLED_PAGE`]; a search without a title (or a blank one) is known
 /// by its query, as lists show it.
 const SEARCHES_TITLED_PAGE: &str = concat!(
     select_search!(),
     " WHERE lower(COALESCE(NULLIF(trim(s.title), ''), s.query)) LIKE lower($2) ESCAPE '\\' \
-     ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
+     AND s.owner_id = $3 ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
 );
 const SEARCHES_TITLED_PAGE_AFTER: &str = concat!(
     select_search!(),
     " WHERE (s.updated_at, s.id) < ($2, $3) \
      AND lower(COALESCE(NULLIF(trim(s.title), ''), s.query)) LIKE lower($4) ESCAPE '\\' \
-     ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
+     AND s.owner_id = $5 ORDER BY s.updated_at DESC, s.id DESC LIMIT $1"
 );
 const SEARCH_BY_ID: &str = concat!(select_search!(), " WHERE s.id = $1");
 const SEARCH_DETAIL_BY_ID: &str = concat!(select_search_detail!(), " WHERE s.id = $1");
 /// The most recently updated search with this normalized query.
 const SEARCH_BY_QUERY: &str = concat!(
     select_search!(),
-    " WHERE s.normalized_query = $1 ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
+    " WHERE s.normalized_query = $1 AND s.owner_id = $2 \
+     ORDER BY s.updated_at DESC, s.id DESC LIMIT 1"
 );
 const CALL_BY_ID: &str = "SELECT id, chat_id, provider, model, created_at, completed_at, \
      input_tokens, output_tokens, total_tokens, latency_ms, error, answered_provider, \
@@ -125,18 +134,18 @@ const WORKSPACE: &str = "\
         SELECT 'chat' AS kind, c.id, c.title, c.created_at, c.updated_at, s.created_at AS starred_at, \
             c.initiated_provider, c.initiated_model, c.last_used_provider, c.last_used_model, \
             c.additional_system_prompt, c.enabled_tools, CAST(NULL AS TEXT) AS query, \
-            FALSE AS has_output \
+            FALSE AS has_output, c.owner_id \
         FROM chats c LEFT JOIN project_chats s ON s.chat_id = c.id AND s.project_id = 'starred' \
-        ORDER BY c.updated_at DESC, c.id DESC LIMIT $1 \
+        WHERE c.owner_id = $2 ORDER BY c.updated_at DESC, c.id DESC LIMIT $1 \
     ) AS recent_chats \
     UNION ALL \
     SELECT * FROM ( \
         SELECT 'search' AS kind, s.id, s.title, s.created_at, s.updated_at, p.created_at AS starred_at, \
             CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), CAST(NULL AS TEXT), \
             CAST(NULL AS TEXT), CAST(NULL AS TEXT), s.query, \
-            (s.results <> '[]' OR COALESCE(s.answer_text, '') <> '') AS has_output \
+            (s.results <> '[]' OR COALESCE(s.answer_text, '') <> '') AS has_output, s.owner_id \
         FROM searches s LEFT JOIN project_searches p ON p.search_id = s.id AND p.project_id = 'starred' \
-        ORDER BY s.updated_at DESC, s.id DESC LIMIT $1 \
+        WHERE s.owner_id = $2 ORDER BY s.updated_at DESC, s.id DESC LIMIT $1 \
     ) AS recent_searches \
     ORDER BY updated_at DESC, id DESC";
 
@@ -154,6 +163,7 @@ pub(super) struct ChatRow {
     additional_system_prompt: Option<Text>,
     /// NOT NULL for a chat; `None` only in the workspace list's search rows, which pad it.
     enabled_tools: Option<String>,
+    owner_id: String,
 }
 
 impl ChatRow {
@@ -170,6 +180,7 @@ impl ChatRow {
             last_used_model: opt(self.last_used_model),
             additional_system_prompt: opt(self.additional_system_prompt),
             enabled_tools: json(self.enabled_tools.as_deref().unwrap_or("[]"))?,
+            owner_id: self.owner_id,
         })
     }
 }
@@ -363,8 +374,9 @@ macro_rules! reads {
         /// All chats, most recently updated first.
         pub async fn chats<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
+            owner: &str,
         ) -> Result<Vec<ChatRecord>> {
-            let rows: Vec<ChatRow> = sqlx::query_as(CHATS).fetch_all(ex).await?;
+            let rows: Vec<ChatRow> = sqlx::query_as(CHATS).bind(owner).fetch_all(ex).await?;
             rows.into_iter().map(ChatRow::record).collect()
         }
 
@@ -374,22 +386,26 @@ macro_rules! reads {
             limit: u32,
             after: Option<&PageAfter>,
             title: Option<&TitleMatch>,
+            owner: &str,
         ) -> Result<Vec<ChatRecord>> {
             let limit = i64::from(limit);
             let query = match (after, title) {
-                (None, None) => sqlx::query_as(CHATS_PAGE).bind(limit),
+                (None, None) => sqlx::query_as(CHATS_PAGE).bind(limit).bind(owner),
                 (Some(after), None) => sqlx::query_as(CHATS_PAGE_AFTER)
                     .bind(limit)
                     .bind(after.updated_at.as_str())
-                    .bind(after.id.as_str()),
+                    .bind(after.id.as_str())
+                    .bind(owner),
                 (None, Some(title)) => sqlx::query_as(CHATS_TITLED_PAGE)
                     .bind(limit)
-                    .bind(title.pattern()),
+                    .bind(title.pattern())
+                    .bind(owner),
                 (Some(after), Some(title)) => sqlx::query_as(CHATS_TITLED_PAGE_AFTER)
                     .bind(limit)
                     .bind(after.updated_at.as_str())
                     .bind(after.id.as_str())
-                    .bind(title.pattern()),
+                    .bind(title.pattern())
+                    .bind(owner),
             };
             let rows: Vec<ChatRow> = query.fetch_all(ex).await?;
             rows.into_iter().map(ChatRow::record).collect()
@@ -408,8 +424,9 @@ macro_rules! reads {
         /// All searches, most recently updated first.
         pub async fn searches<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
+            owner: &str,
         ) -> Result<Vec<SearchRecord>> {
-            let rows: Vec<SearchRow> = sqlx::query_as(SEARCHES).fetch_all(ex).await?;
+            let rows: Vec<SearchRow> = sqlx::query_as(SEARCHES).bind(owner).fetch_all(ex).await?;
             Ok(rows.into_iter().map(SearchRow::record).collect())
         }
 
@@ -419,22 +436,26 @@ macro_rules! reads {
             limit: u32,
             after: Option<&PageAfter>,
             title: Option<&TitleMatch>,
+            owner: &str,
         ) -> Result<Vec<SearchRecord>> {
             let limit = i64::from(limit);
             let query = match (after, title) {
-                (None, None) => sqlx::query_as(SEARCHES_PAGE).bind(limit),
+                (None, None) => sqlx::query_as(SEARCHES_PAGE).bind(limit).bind(owner),
                 (Some(after), None) => sqlx::query_as(SEARCHES_PAGE_AFTER)
                     .bind(limit)
                     .bind(after.updated_at.as_str())
-                    .bind(after.id.as_str()),
+                    .bind(after.id.as_str())
+                    .bind(owner),
                 (None, Some(title)) => sqlx::query_as(SEARCHES_TITLED_PAGE)
                     .bind(limit)
-                    .bind(title.pattern()),
+                    .bind(title.pattern())
+                    .bind(owner),
                 (Some(after), Some(title)) => sqlx::query_as(SEARCHES_TITLED_PAGE_AFTER)
                     .bind(limit)
                     .bind(after.updated_at.as_str())
                     .bind(after.id.as_str())
-                    .bind(title.pattern()),
+                    .bind(title.pattern())
+                    .bind(owner),
             };
             let rows: Vec<SearchRow> = query.fetch_all(ex).await?;
             Ok(rows.into_iter().map(SearchRow::record).collect())
@@ -454,9 +475,11 @@ macro_rules! reads {
         pub async fn search_by_query<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
             normalized: &str,
+            owner: &str,
         ) -> Result<Option<SearchRecord>> {
             let row: Option<SearchRow> = sqlx::query_as(SEARCH_BY_QUERY)
                 .bind(normalized)
+                .bind(owner)
                 .fetch_optional(ex)
                 .await?;
             Ok(row.map(SearchRow::record))
@@ -488,9 +511,11 @@ macro_rules! reads {
         pub async fn workspace<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
             per_kind: u32,
+            owner: &str,
         ) -> Result<Vec<WorkspaceRecord>> {
             let rows: Vec<WorkspaceRow> = sqlx::query_as(WORKSPACE)
                 .bind(i64::from(per_kind))
+                .bind(owner)
                 .fetch_all(ex)
                 .await?;
             rows.into_iter().map(WorkspaceRow::record).collect()

@@ -19,6 +19,8 @@ pub struct ChatRecord {
     pub last_used_model: Option<String>,
     pub additional_system_prompt: Option<String>,
     pub enabled_tools: Vec<String>,
+    /// Whose chat it is: never shown, compared (`people::Caller::owner`).
+    pub owner_id: String,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -31,14 +33,31 @@ pub struct MessageRecord {
     pub metadata: Option<Value>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct NewChat {
+    /// Whose chat it is (`people::Caller::owner`).
+    pub owner_id: String,
     pub title: Option<String>,
     /// Sets both the initiated and the last-used provider/model.
     pub provider_model: Option<(String, String)>,
     pub additional_system_prompt: Option<String>,
     pub enabled_tools: Vec<String>,
     pub messages: Vec<NewMessage>,
+}
+
+impl NewChat {
+    /// An empty chat of `owner`'s: no title, model, prompt, tools or messages. No `Default`:
+    /// every chat is someone's.
+    pub fn owned_by(owner: &str) -> Self {
+        Self {
+            owner_id: owner.to_string(),
+            title: None,
+            provider_model: None,
+            additional_system_prompt: None,
+            enabled_tools: Vec::new(),
+            messages: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -138,6 +157,8 @@ pub struct SearchDetailRecord {
 
 #[derive(Clone, Debug, Default)]
 pub struct NewSearch {
+    /// Whose search it is; reuse by query finds only theirs.
+    pub owner_id: String,
     pub title: Option<String>,
     pub query: Option<String>,
 }

@@ -4,6 +4,7 @@
 //! before the first turn, its terminal event), and frames the answer (JSON, or the SSE response
 //! of `http::sse`) with the contract's status codes.
 
+use crate::people::Caller;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -89,9 +90,10 @@ pub(in crate::http) fn finished(completed: Completed) -> ApiResult<Finished> {
               (status = 503, body = ErrorBody, description = "the provider's plugin is not loaded")))]
 pub async fn complete(
     State(state): State<AppState>,
+    caller: Caller,
     ApiJson(body): ApiJson<CompletionRequest>,
 ) -> ApiResult<Json<CompletionResponse>> {
-    let run = prepare(&state, body, false).await?;
+    let run = prepare(&state, &caller, body, false).await?;
     let (provider, model) = (run.provider.clone(), run.model.clone());
     let (call, completed) = chat::complete(&state.run_context(), run).await;
     let finished = finished(completed)?;
@@ -117,6 +119,7 @@ pub async fn complete(
               (status = 503, body = ErrorBody, description = "the provider's plugin is not loaded")))]
 pub async fn stream(
     State(state): State<AppState>,
+    caller: Caller,
     ApiJson(body): ApiJson<CompletionRequest>,
 ) -> ApiResult<Response> {
     let persist = body.persist.unwrap_or(true);
@@ -125,7 +128,7 @@ pub async fn stream(
             "chatId: must be omitted when persist is false",
         ));
     }
-    let run = prepare(&state, body, true).await?;
+    let run = prepare(&state, &caller, body, true).await?;
     if !persist {
         let (reader, task) = chat::ephemeral(&state.runs, run);
         // Owned before the yield: a handler dropped there (its client gone) ends the run with it.

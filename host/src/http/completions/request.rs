@@ -2,6 +2,7 @@
 //! transcript the provider gets, sampling, the tools, the fallback and the attachments it
 //! accepts. Nothing is stored or sent until all of it holds.
 
+use crate::people::Caller;
 use crate::runs::chat::ChatRun;
 use std::sync::Arc;
 
@@ -77,15 +78,17 @@ impl Default for Extras {
 
 pub(in crate::http) async fn prepare(
     state: &AppState,
+    caller: &Caller,
     body: CompletionRequest,
     streaming: bool,
 ) -> ApiResult<ChatRun> {
-    prepare_with(state, body, streaming, Extras::default()).await
+    prepare_with(state, caller, body, streaming, Extras::default()).await
 }
 
 /// [`prepare`], with what OpenAI's wire adds.
 pub(in crate::http) async fn prepare_with(
     state: &AppState,
+    caller: &Caller,
     mut body: CompletionRequest,
     streaming: bool,
     client: Extras,
@@ -113,6 +116,7 @@ pub(in crate::http) async fn prepare_with(
                 .store
                 .get_chat(id)
                 .await?
+                .filter(|chat| chat.owner_id == caller.owner())
                 .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?,
         ),
         None => None,
@@ -162,6 +166,7 @@ pub(in crate::http) async fn prepare_with(
             Some(requested) => state.tools.keep_known(requested),
             None => state.tools.names(),
         },
+        owner: caller.owner().to_string(),
         completion,
     })
 }

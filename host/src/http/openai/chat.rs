@@ -19,10 +19,12 @@ use super::stream;
 use crate::http::AppState;
 use crate::http::completions::prepare_with;
 use crate::http::error::ApiJson;
+use crate::people::Caller;
 use crate::runs::chat;
 
 pub async fn complete(
     State(state): State<AppState>,
+    caller: Caller,
     ApiJson(body): ApiJson<ChatCompletionRequest>,
 ) -> Response {
     let streamed = body.stream == Some(true);
@@ -35,7 +37,9 @@ pub async fn complete(
         Ok(contracted) => contracted,
         Err(refused) => return refused.into_response(),
     };
-    if let Err(failed) = kept::restore(&state, &mut contracted.client.exchange).await {
+    if let Err(failed) =
+        kept::restore(&state, caller.owner(), &mut contracted.client.exchange).await
+    {
         return failed.into_response();
     }
     let tools = contracted
@@ -43,15 +47,24 @@ pub async fn complete(
         .enabled_tools
         .as_deref()
         .unwrap_or_default();
-    let container = match files::container(&state, contracted.session.as_ref(), tools).await {
-        Ok(container) => container,
-        Err(refused) => return refused.into_response(),
-    };
+    let container =
+        match files::container(&state, caller.owner(), contracted.session.as_ref(), tools).await {
+            Ok(container) => container,
+            Err(refused) => return refused.into_response(),
+        };
     contracted.client.container = container.clone();
     let names = contracted.names;
     // The contract's checks (attachments, sampling, the provider's plugin) answer `{message}`,
     // which `errors::reshape` turns into OpenAI's shape with the same status.
-    let run = match prepare_with(&state, contracted.request, streamed, contracted.client).await {
+    let run = match prepare_with(
+        &state,
+        &caller,
+        contracted.request,
+        streamed,
+        contracted.client,
+    )
+    .await
+    {
         Ok(run) => run,
         Err(refused) => return refused.into_response(),
     };

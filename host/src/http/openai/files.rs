@@ -8,6 +8,7 @@
 //! nothing: `http/chat_files.rs`), to whoever may use these routes, while the container lives
 //! ([`KEPT_FOR`] after it was last used).
 
+use crate::people::Caller;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -25,13 +26,15 @@ use crate::tools::python::Container;
 /// when `chatd_tools` names `python` (`tools`); `None` when it does not.
 pub async fn container(
     state: &AppState,
+    owner: &str,
     session: Option<&Value>,
     tools: &[String],
 ) -> Result<Option<Container>, OpenAiError> {
     let python = tools.iter().any(|t| t == INTERPRETER_TOOL);
     let id = match session {
         None | Some(Value::Null) => {
-            return Ok(python.then(|| Container::new(new_container_id(), state.store.clone())));
+            return Ok(python
+                .then(|| Container::new(new_container_id(), owner.into(), state.store.clone())));
         }
         Some(Value::String(id)) => id,
         Some(_) => return Err(OpenAiError::invalid("chatd_session", "must be a string")),
@@ -45,7 +48,7 @@ pub async fn container(
     // Only read: the request is not accepted yet. Its python calls extend the session's life.
     let live = state
         .store
-        .container_live(id)
+        .container_live(id, owner)
         .await
         .map_err(|e| OpenAiError::from(ApiError::from(e)))?;
     if !live {
@@ -60,7 +63,11 @@ pub async fn container(
         .param("chatd_session")
         .code("session_not_found"));
     }
-    Ok(Some(Container::new(id.clone(), state.store.clone())))
+    Ok(Some(Container::new(
+        id.clone(),
+        owner.into(),
+        state.store.clone(),
+    )))
 }
 
 /// What an answer adds for `container`'s files: the annotations of the files this request's
@@ -119,8 +126,12 @@ pub fn nested(annotations: Vec<Value>) -> Vec<Value> {
 }
 
 /// A container file, or OpenAI's 404.
-async fn found(state: &AppState, id: &str) -> Result<(ContainerFileRecord, Vec<u8>), Response> {
-    match state.store.container_file(id).await {
+async fn found(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<(ContainerFileRecord, Vec<u8>), Response> {
+    match state.store.container_file(id, caller.owner()).await {
         Ok(Some(found)) => Ok(found),
         Ok(None) => Err(OpenAiError::new(
             StatusCode::NOT_FOUND,
@@ -142,8 +153,12 @@ fn seconds(stamp: &str) -> i64 {
 }
 
 /// `GET /openai/v1/files/{id}`: OpenAI's File object.
-pub async fn retrieve(State(state): State<AppState>, Path(id): Path<String>) -> Response {
-    let (file, _) = match found(&state, &id).await {
+pub async fn retrieve(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Response {
+    let (file, _) = match found(&state, &caller, &id).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -168,8 +183,12 @@ pub async fn retrieve(State(state): State<AppState>, Path(id): Path<String>) -> 
 }
 
 /// `GET /openai/v1/files/{id}/content`: the file's bytes.
-pub async fn content(State(state): State<AppState>, Path(id): Path<String>) -> Response {
-    match found(&state, &id).await {
+pub async fn content(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Response {
+    match found(&state, &caller, &id).await {
         Ok((file, data)) => crate::http::chat_files::served(&file.mime_type, &file.name, data),
         Err(response) => response,
     }

@@ -14,6 +14,7 @@ use crate::http::error::ApiError;
 /// are whole either way. A store that cannot answer is the store's 503.
 pub async fn restore(
     state: &AppState,
+    owner: &str,
     exchange: &mut [Option<Exchange>],
 ) -> Result<(), OpenAiError> {
     for row in exchange.iter_mut().flatten() {
@@ -27,7 +28,7 @@ pub async fn restore(
         else {
             continue;
         };
-        let found = state.store.kept_exchange(id, kept::KEPT_FOR).await;
+        let found = state.store.kept_exchange(id, owner, kept::KEPT_FOR).await;
         match found.map_err(ApiError::from)? {
             Some(text) => match kept::from_json(&text) {
                 Some(rounds) => *before = rounds,

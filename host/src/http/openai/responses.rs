@@ -19,10 +19,12 @@ use super::stream;
 use crate::http::AppState;
 use crate::http::completions::prepare_with;
 use crate::http::error::ApiJson;
+use crate::people::Caller;
 use crate::runs::chat;
 
 pub async fn create(
     State(state): State<AppState>,
+    caller: Caller,
     ApiJson(body): ApiJson<ResponsesRequest>,
 ) -> Response {
     let instructions = body.instructions.clone().filter(|i| !i.is_empty());
@@ -43,7 +45,9 @@ pub async fn create(
         Ok(contracted) => contracted,
         Err(refused) => return renames.rename(refused).into_response(),
     };
-    if let Err(failed) = kept::restore(&state, &mut contracted.client.exchange).await {
+    if let Err(failed) =
+        kept::restore(&state, caller.owner(), &mut contracted.client.exchange).await
+    {
         return failed.into_response();
     }
     let enabled = contracted
@@ -51,13 +55,28 @@ pub async fn create(
         .enabled_tools
         .as_deref()
         .unwrap_or_default();
-    let container = match files::container(&state, contracted.session.as_ref(), enabled).await {
+    let container = match files::container(
+        &state,
+        caller.owner(),
+        contracted.session.as_ref(),
+        enabled,
+    )
+    .await
+    {
         Ok(container) => container,
         Err(refused) => return renames.rename(refused).into_response(),
     };
     contracted.client.container = container.clone();
     // The contract's checks name the chat request's fields (`messages[1]`): renamed too.
-    let run = match prepare_with(&state, contracted.request, streamed, contracted.client).await {
+    let run = match prepare_with(
+        &state,
+        &caller,
+        contracted.request,
+        streamed,
+        contracted.client,
+    )
+    .await
+    {
         Ok(run) => run,
         Err(refused) => {
             let refused = OpenAiError::from(refused).naming_its_field();

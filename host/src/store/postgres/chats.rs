@@ -24,7 +24,7 @@ impl Chats for PgStore {
         sqlx::query(
             "INSERT INTO chats (id, title, created_at, updated_at, initiated_provider, \
              initiated_model, last_used_provider, last_used_model, additional_system_prompt, \
-             enabled_tools) VALUES ($1, $2, $3, $3, $4, $5, $4, $5, $6, $7)",
+             enabled_tools, owner_id) VALUES ($1, $2, $3, $3, $4, $5, $4, $5, $6, $7, $8)",
         )
         .bind(&id)
         .bind(put_opt(chat.title.as_deref()))
@@ -33,6 +33,7 @@ impl Chats for PgStore {
         .bind(put_opt(model.as_deref()))
         .bind(put_opt(chat.additional_system_prompt.as_deref()))
         .bind(serde_json::to_string(&chat.enabled_tools)?)
+        .bind(&chat.owner_id)
         .execute(&mut *tx)
         .await?;
         insert_messages(&mut tx, &id, &at, 0, &chat.messages).await?;

@@ -7,8 +7,8 @@ use super::PgStore;
 use crate::store::read::HitRow;
 use crate::store::{MessageHit, Result};
 
-/// The hits with their chat's title; `$1` the `tsquery`, `$2` the page's size, and (`AFTER`)
-/// `$3` the id the page starts below.
+/// The hits in the owner's chats, with their chat's title; `$1` the `tsquery`, `$2` the page's
+/// size, `$3` the owner, and (`AFTER`) `$4` the id the page starts below.
 macro_rules! hits {
     ($after:literal) => {
         concat!(
@@ -16,14 +16,14 @@ macro_rules! hits {
              m.created_at, m.role, m.content \
              FROM messages m JOIN chats c ON c.id = m.chat_id \
              WHERE m.search_words @@ to_tsquery('simple', $1) \
-             AND m.role IN ('user', 'assistant')",
+             AND m.role IN ('user', 'assistant') AND c.owner_id = $3",
             $after,
             " ORDER BY m.id DESC LIMIT $2"
         )
     };
 }
 const HITS: &str = hits!("");
-const HITS_AFTER: &str = hits!(" AND m.id < $3");
+const HITS_AFTER: &str = hits!(" AND m.id < $4");
 
 /// The `tsquery` for `words`: whole words, all required, as on SQLite. The words are letters
 /// and digits only (the HTTP layer split them so), and each is quoted besides, so none is
@@ -42,10 +42,12 @@ impl PgStore {
         words: &[String],
         limit: u32,
         after: Option<&str>,
+        owner: &str,
     ) -> Result<Option<Vec<MessageHit>>> {
         let query = sqlx::query_as(if after.is_some() { HITS_AFTER } else { HITS })
             .bind(tsquery(words))
-            .bind(i64::from(limit));
+            .bind(i64::from(limit))
+            .bind(owner);
         let query = match after {
             Some(after) => query.bind(after),
             None => query,

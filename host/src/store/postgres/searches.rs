@@ -29,7 +29,8 @@ impl Searches for PgStore {
                 .bind(normalized)
                 .execute(&mut *tx)
                 .await?;
-            let found = read::postgres::search_by_query(&mut *tx, normalized).await?;
+            let found =
+                read::postgres::search_by_query(&mut *tx, normalized, &search.owner_id).await?;
             if let Some(existing) = found {
                 tx.commit().await?;
                 return Ok((existing, true));
@@ -38,13 +39,15 @@ impl Searches for PgStore {
         let id = new_id();
         sqlx::query(
             "INSERT INTO searches (id, title, query, normalized_query, created_at, updated_at, \
-             results, answer_citations) VALUES ($1, $2, $3, $4, $5, $5, '[]', '[]')",
+             results, answer_citations, owner_id) \
+             VALUES ($1, $2, $3, $4, $5, $5, '[]', '[]', $6)",
         )
         .bind(&id)
         .bind(put_opt(search.title.as_deref()))
         .bind(put_opt(search.query.as_deref()))
         .bind(&normalized)
         .bind(now())
+        .bind(&search.owner_id)
         .execute(&mut *tx)
         .await?;
         let record = fetch_search(&mut tx, &id)

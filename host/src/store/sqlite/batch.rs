@@ -248,7 +248,10 @@ mod tests {
     #[tokio::test]
     async fn a_batch_binds_its_arguments_across_statements_in_order() {
         let store = store().await;
-        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        let chat = store
+            .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
+            .await
+            .unwrap();
         // One batch: the chat's update, three inserts and the call's insert.
         let begun = store
             .begin_call(call("call-1", &chat.id), |_| {
@@ -313,7 +316,10 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_transcript_that_grew_since_it_was_read_is_read_again() {
         let store = store().await;
-        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        let chat = store
+            .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
+            .await
+            .unwrap();
         let history = ["x", "y"];
         let asked = std::sync::atomic::AtomicUsize::new(0);
         let runtime = tokio::runtime::Handle::current();
@@ -346,7 +352,10 @@ mod tests {
     #[tokio::test]
     async fn a_call_that_failed_meanwhile_keeps_its_outcome_and_gets_no_reply() {
         let store = store().await;
-        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        let chat = store
+            .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
+            .await
+            .unwrap();
         assert!(
             store
                 .begin_call(call("call-4", &chat.id), |_| vec![user("q")])
@@ -379,7 +388,10 @@ mod tests {
     #[tokio::test]
     async fn a_failing_statement_rolls_the_whole_batch_back() {
         let store = store().await;
-        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        let chat = store
+            .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
+            .await
+            .unwrap();
         let mut batch = Batch::new();
         batch
             .push("UPDATE chats SET title = ? WHERE id = ?")
@@ -439,14 +451,22 @@ mod tests {
             .unwrap();
         store.writer.slot.lock().await.conn = Some(impatient);
 
-        assert!(store.create_chat(NewChat::default()).await.is_err());
+        assert!(
+            store
+                .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
+                .await
+                .is_err()
+        );
         assert!(
             store.writer.slot.lock().await.conn.is_none(),
             "the connection was given up"
         );
         sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
         // The next write opens a connection of its own, with the store's options.
-        let chat = store.create_chat(NewChat::default()).await.unwrap();
+        let chat = store
+            .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
+            .await
+            .unwrap();
         assert!(store.writer.slot.lock().await.conn.is_some());
         assert_eq!(
             crate::store::read::sqlite::chat(store.pool(), &chat.id)

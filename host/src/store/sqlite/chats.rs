@@ -92,8 +92,8 @@ impl Chats for SqliteStore {
         batch
             .push(
                 "INSERT INTO chats (id, title, created_at, updated_at, initiated_provider, initiated_model, \
-                 last_used_provider, last_used_model, additional_system_prompt, enabled_tools) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 last_used_provider, last_used_model, additional_system_prompt, enabled_tools, \
+                 owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(id.clone())
             .bind(chat.title)
@@ -104,7 +104,8 @@ impl Chats for SqliteStore {
             .bind(provider)
             .bind(model)
             .bind(chat.additional_system_prompt)
-            .bind(serde_json::to_string(&chat.enabled_tools)?);
+            .bind(serde_json::to_string(&chat.enabled_tools)?)
+            .bind(chat.owner_id);
         for message in &chat.messages {
             push_message(&mut batch, &id, message, Condition::Always)?;
         }

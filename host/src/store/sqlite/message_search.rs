@@ -7,8 +7,8 @@ use super::SqliteStore;
 use crate::store::read::HitRow;
 use crate::store::{MessageHit, Result};
 
-/// The hits with their chat's title; `?1` the match expression, `?2` the page's size, and
-/// (`AFTER`) `?3` the rowid the page starts below.
+/// The hits in the owner's chats, with their chat's title; `?1` the match expression, `?2` the
+/// page's size, `?3` the owner, and (`AFTER`) `?4` the rowid the page starts below.
 macro_rules! hits {
     ($after:literal) => {
         concat!(
@@ -16,14 +16,15 @@ macro_rules! hits {
              m.id AS message_id, m.created_at, m.role, m.content \
              FROM messages_fts f JOIN messages m ON m.rowid = f.rowid \
              JOIN chats c ON c.id = m.chat_id \
-             WHERE messages_fts MATCH ?1 AND m.role IN ('user', 'assistant')",
+             WHERE messages_fts MATCH ?1 AND m.role IN ('user', 'assistant') \
+             AND c.owner_id = ?3",
             $after,
             " ORDER BY f.rowid DESC LIMIT ?2"
         )
     };
 }
 const HITS: &str = hits!("");
-const HITS_AFTER: &str = hits!(" AND f.rowid < ?3");
+const HITS_AFTER: &str = hits!(" AND f.rowid < ?4");
 
 /// FTS5's query for `words`: each a quoted string (so no word is read as an operator), all of
 /// them required. Whole words: a prefix (`"word"*`) makes FTS5 merge every matching word's list
@@ -42,10 +43,14 @@ impl SqliteStore {
         words: &[String],
         limit: u32,
         after: Option<&str>,
+        owner: &str,
     ) -> Result<Option<Vec<MessageHit>>> {
         let expression = match_expression(words);
         let query = match after {
-            None => sqlx::query_as(HITS).bind(expression).bind(i64::from(limit)),
+            None => sqlx::query_as(HITS)
+                .bind(expression)
+                .bind(i64::from(limit))
+                .bind(owner),
             Some(after) => {
                 let Ok(rowid) = after.parse::<i64>() else {
                     return Ok(None);
@@ -53,6 +58,7 @@ impl SqliteStore {
                 sqlx::query_as(HITS_AFTER)
                     .bind(expression)
                     .bind(i64::from(limit))
+                    .bind(owner)
                     .bind(rowid)
             }
         };

@@ -26,7 +26,9 @@ impl Searches for SqliteStore {
     ) -> Result<(SearchRecord, bool)> {
         let mut tx = self.write_tx().await?;
         if reuse_by_query && let Some(query) = &search.query {
-            let found = read::sqlite::search_by_query(&mut *tx, &normalize_query(query)).await?;
+            let found =
+                read::sqlite::search_by_query(&mut *tx, &normalize_query(query), &search.owner_id)
+                    .await?;
             if let Some(existing) = found {
                 tx.commit().await?;
                 return Ok((existing, true));
@@ -35,8 +37,8 @@ impl Searches for SqliteStore {
         let id = new_id();
         let at = now();
         sqlx::query(
-            "INSERT INTO searches (id, title, query, normalized_query, created_at, updated_at, results, answer_citations) \
-             VALUES (?, ?, ?, ?, ?, ?, '[]', '[]')",
+            "INSERT INTO searches (id, title, query, normalized_query, created_at, updated_at, \
+             results, answer_citations, owner_id) VALUES (?, ?, ?, ?, ?, ?, '[]', '[]', ?)",
         )
         .bind(&id)
         .bind(&search.title)
@@ -44,6 +46,7 @@ impl Searches for SqliteStore {
         .bind(search.query.as_deref().map(normalize_query))
         .bind(&at)
         .bind(&at)
+        .bind(&search.owner_id)
         .execute(&mut *tx)
         .await?;
         let record = fetch_search(&mut tx, &id)

@@ -60,6 +60,8 @@ impl CallContext {
 #[derive(Clone, Debug)]
 pub struct Container {
     pub id: String,
+    /// Whose it is: made theirs, found only by them (`store/containers.rs`).
+    pub owner: String,
     pub store: Store,
     written: Arc<std::sync::Mutex<Vec<ContainerFileRecord>>>,
     /// A call of this request ran in it (so it exists, and can be continued).
@@ -67,9 +69,10 @@ pub struct Container {
 }
 
 impl Container {
-    pub fn new(id: String, store: Store) -> Self {
+    pub fn new(id: String, owner: String, store: Store) -> Self {
         Self {
             id,
+            owner,
             store,
             written: Arc::default(),
             ran: Arc::default(),
@@ -269,9 +272,10 @@ async fn new_folder(
             .map_err(|e| format!("the chat's files could not be read: {e}"))?,
         (SessionKey::Container(id), Some(store)) => {
             // Made (or its life extended) at its session's first call, so a request that
-            // names it later finds it.
+            // names it later finds it: its owner's request, which the container names.
+            let owner = context.container.as_ref().map_or("", |c| c.owner.as_str());
             store
-                .open_container(id)
+                .open_container(id, owner)
                 .await
                 .map_err(|e| format!("the session's container could not be opened: {e}"))?;
             store
