@@ -49,6 +49,7 @@ mod telemetry;
 #[path = "../../tests/common/wires.rs"]
 mod wires;
 
+use chatd::store::people::BUILTIN_ADMIN;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -186,7 +187,7 @@ fn crud(o: Options) -> anyhow::Result<()> {
             let store = store.clone();
             async move {
                 store
-                    .workspace_items(100)
+                    .workspace_items(100, BUILTIN_ADMIN)
                     .await
                     .map(drop)
                     .map_err(Into::into)
@@ -271,7 +272,9 @@ async fn search_store(store: &chatd::store::Store, o: &Options) -> anyhow::Resul
                 (Some(c), true) => vec![c.to_string(), rare],
             };
             async move {
-                let hits = store.search_messages(&words, 21, None).await?;
+                let hits = store
+                    .search_messages(&words, 21, None, BUILTIN_ADMIN)
+                    .await?;
                 anyhow::ensure!(hits.is_some_and(|h| !h.is_empty()), "no hits for {words:?}");
                 Ok(())
             }
@@ -389,7 +392,7 @@ fn messages_in_chat(i: usize, o: &Options) -> usize {
 /// comparing changes). The 50-message chats are the ones titled `chat 0` … `chat 99`.
 async fn existing(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     let store = Store::open(url, 16, std::time::Duration::from_secs(30)).await?;
-    let chats = store.list_chats().await?;
+    let chats = store.list_chats(BUILTIN_ADMIN).await?;
     store.close().await;
     let long: Vec<String> = chats
         .iter()
@@ -434,7 +437,7 @@ async fn seed(url: &DatabaseUrl, o: &Options) -> anyhow::Result<(Vec<String>, Ve
                 title: Some(format!("chat {i}")),
                 enabled_tools: vec![],
                 messages,
-                ..Default::default()
+                ..NewChat::owned_by(BUILTIN_ADMIN)
             })
             .await?;
         if i < o.long_chats {

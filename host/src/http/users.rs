@@ -76,11 +76,18 @@ pub async fn list_users(State(state): State<AppState>) -> ApiResult<Json<UsersRe
 
 #[utoipa::path(post, path = "/users", tag = "users", request_body = CreateUserRequest,
     responses((status = 200, body = CreatedUser), (status = 400, body = ErrorBody),
-        (status = 409, body = ErrorBody)))]
+        (status = 409, description = "the name is taken, or open mode (people need ADMIN_TOKEN)", body = ErrorBody)))]
 pub async fn create_user(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<CreateUserRequest>,
 ) -> ApiResult<Json<CreatedUser>> {
+    if state.token.is_none() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "people need token mode: set ADMIN_TOKEN (in open mode every caller is the admin, \
+             so people could not be kept apart)",
+        ));
+    }
     let Some(name) = body.name else {
         return Err(ApiError::bad_request("name: required"));
     };

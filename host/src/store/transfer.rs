@@ -1,7 +1,8 @@
 //! Moving data in and out with chatd itself (`chatd export`, `chatd import`, `chatd backup`).
 //!
 //! The export is JSON Lines: a header line ([`header`], versioned), then one line per row of
-//! the tables that hold users' data, parents before children ([`TABLES`]): chats, their
+//! the tables that hold users' data, parents before children ([`TABLES`]): people (the
+//! built-in admin aside) and their keys (each its secret's hash), chats (with their owner), their
 //! messages (attachments are in a message's metadata), the files the python tool wrote in them
 //! (their bytes in base64), searches with their results and
 //! answers, projects and their memberships (the stars), LLM calls. A row is its columns as they
@@ -39,7 +40,11 @@ fn header(from: &str) -> Value {
 }
 
 pub const FORMAT: &str = "chatd-export";
-pub const VERSION: u32 = 1;
+/// 2 added people, their keys and owners; a version 1 export (made before people existed)
+/// imports with everything the built-in admin's ([`DEFAULTS`]).
+pub const VERSION: u32 = 2;
+/// The oldest version an import reads.
+const OLDEST: u32 = 1;
 
 /// A column's stored type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +53,8 @@ enum Kind {
     Integer,
     /// Bytes (BLOB, BYTEA), written as standard base64.
     Bytes,
+    /// A boolean (SQLite's 0/1, PostgreSQL's BOOLEAN), written as `true`/`false`.
+    Flag,
 }
 
 /// A table of an export: its name on the line (`"chat"`), its SQL name, its key (what a
@@ -60,12 +67,54 @@ struct Table {
     columns: &'static [(&'static str, Kind)],
     /// A conflict is never an error (rows every database has, or that follow their parent).
     always_skip: bool,
+    /// Rows not exported (every database has them): a `WHERE` clause, or empty.
+    except: &'static str,
 }
 
-use Kind::{Bytes as B, Integer as I, Text as T};
+/// A column a row may lack (an older export's), and the value it then takes: a chat or search
+/// made before people existed is the built-in admin's.
+const DEFAULTS: &[(&str, &str, &str)] = &[
+    ("chat", "owner_id", super::people::BUILTIN_ADMIN),
+    ("search", "owner_id", super::people::BUILTIN_ADMIN),
+];
+
+use Kind::{Bytes as B, Flag as F, Integer as I, Text as T};
 
 /// Every exported table, parents first.
 const TABLES: &[Table] = &[
+    Table {
+        line: "user",
+        sql: "users",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("name", T),
+            ("role", T),
+            ("disabled", F),
+            ("created_at", T),
+        ],
+        always_skip: false,
+        // The built-in admin, whom the migration makes in every database.
+        except: "WHERE id <> 'admin'",
+    },
+    Table {
+        line: "key",
+        sql: "api_keys",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("user_id", T),
+            ("name", T),
+            // The secret's SHA-256, never the secret (docs/teams.md, "What an export holds").
+            ("secret_sha256", T),
+            ("scopes", T),
+            ("created_at", T),
+            ("expires_at", T),
+            ("revoked_at", T),
+        ],
+        always_skip: false,
+        except: "",
+    },
     Table {
         line: "chat",
         sql: "chats",
@@ -81,8 +130,10 @@ const TABLES: &[Table] = &[
             ("last_used_model", T),
             ("additional_system_prompt", T),
             ("enabled_tools", T),
+            ("owner_id", T),
         ],
         always_skip: false,
+        except: "",
     },
     Table {
         line: "message",
@@ -99,6 +150,7 @@ const TABLES: &[Table] = &[
             ("metadata", T),
         ],
         always_skip: false,
+        except: "",
     },
     Table {
         line: "chatFile",
@@ -115,6 +167,7 @@ const TABLES: &[Table] = &[
             ("data", B),
         ],
         always_skip: false,
+        except: "",
     },
     Table {
         line: "search",
@@ -135,8 +188,10 @@ const TABLES: &[Table] = &[
             ("answer_request_id", T),
             ("answer_citations", T),
             ("answer_error", T),
+            ("owner_id", T),
         ],
         always_skip: false,
+        except: "",
     },
     Table {
         line: "project",
@@ -144,6 +199,7 @@ const TABLES: &[Table] = &[
         key: 1,
         columns: &[("id", T), ("name", T), ("created_at", T)],
         always_skip: true,
+        except: "",
     },
     Table {
         line: "projectChat",
@@ -151,6 +207,7 @@ const TABLES: &[Table] = &[
         key: 2,
         columns: &[("project_id", T), ("chat_id", T), ("created_at", T)],
         always_skip: true,
+        except: "",
     },
     Table {
         line: "projectSearch",
@@ -158,6 +215,7 @@ const TABLES: &[Table] = &[
         key: 2,
         columns: &[("project_id", T), ("search_id", T), ("created_at", T)],
         always_skip: true,
+        except: "",
     },
     Table {
         line: "call",
@@ -179,6 +237,7 @@ const TABLES: &[Table] = &[
             ("answered_model", T),
         ],
         always_skip: false,
+        except: "",
     },
 ];
 
@@ -322,9 +381,10 @@ fn select(table: &Table) -> String {
     let columns: Vec<&str> = table.columns.iter().map(|(c, _)| *c).collect();
     let key = columns[..table.key].join(", ");
     format!(
-        "SELECT {} FROM {} ORDER BY {key}",
+        "SELECT {} FROM {} {} ORDER BY {key}",
         columns.join(", "),
-        table.sql
+        table.sql,
+        table.except
     )
 }
 
@@ -336,6 +396,7 @@ where
     for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> Option<i64>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
     for<'r> Option<Vec<u8>>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> Option<bool>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
 {
     let mut fields = Map::new();
     for (column, kind) in table.columns {
@@ -345,6 +406,7 @@ where
             Kind::Bytes => row
                 .try_get::<Option<Vec<u8>>, _>(*column)?
                 .map(|bytes| Value::from(STANDARD.encode(bytes))),
+            Kind::Flag => row.try_get::<Option<bool>, _>(*column)?.map(Value::from),
         };
         fields.insert((*column).to_string(), value.unwrap_or(Value::Null));
     }
@@ -372,12 +434,19 @@ fn parse_line(text: &str) -> std::result::Result<(&'static Table, Vec<Value>), S
     };
     let mut values = Vec::with_capacity(table.columns.len());
     for (column, kind) in table.columns {
-        let value = fields.remove(*column).unwrap_or(Value::Null);
+        let value = match fields.remove(*column) {
+            Some(value) => value,
+            None => DEFAULTS
+                .iter()
+                .find(|(line, c, _)| *line == name && c == column)
+                .map_or(Value::Null, |(_, _, value)| Value::from(*value)),
+        };
         let fits = match (kind, &value) {
             (_, Value::Null) => true,
             (Kind::Text, Value::String(_)) => true,
             (Kind::Integer, Value::Number(n)) => n.is_i64(),
             (Kind::Bytes, Value::String(s)) => STANDARD.decode(s).is_ok(),
+            (Kind::Flag, Value::Bool(_)) => true,
             _ => false,
         };
         if !fits {
@@ -385,6 +454,7 @@ fn parse_line(text: &str) -> std::result::Result<(&'static Table, Vec<Value>), S
                 Kind::Text => "a string",
                 Kind::Integer => "an integer",
                 Kind::Bytes => "a base64 string",
+                Kind::Flag => "true or false",
             };
             return Err(format!("{name}.{column}: must be {want} or null"));
         }
@@ -434,6 +504,7 @@ macro_rules! bind_all {
                 Kind::Integer => query.bind(value.as_i64()),
                 // Checked to decode by `parse_line`.
                 Kind::Bytes => query.bind(value.as_str().and_then(|s| STANDARD.decode(s).ok())),
+                Kind::Flag => query.bind(value.as_bool()),
             };
         }
         query
@@ -505,9 +576,15 @@ fn check_header(text: &str) -> std::result::Result<(), String> {
         (Value::String(format), _) if format != FORMAT => {
             Err(format!("format {format:?} is not {FORMAT:?}"))
         }
-        (Value::String(_), version) if version.as_u64() == Some(VERSION.into()) => Ok(()),
+        (Value::String(_), version)
+            if version
+                .as_u64()
+                .is_some_and(|v| (u64::from(OLDEST)..=u64::from(VERSION)).contains(&v)) =>
+        {
+            Ok(())
+        }
         (Value::String(_), version) => Err(format!(
-            "export version {version} is not one this chatd reads ({VERSION})"
+            "export version {version} is not one this chatd reads ({OLDEST} to {VERSION})"
         )),
         _ => Err("not a chatd export header (no \"format\")".into()),
     }
@@ -621,10 +698,11 @@ mod tests {
     fn the_header_is_checked_for_format_and_version() {
         let ok = r#"{"format":"chatd-export","version":1,"exportedAt":"x","from":"sqlite"}"#;
         assert!(check_header(ok).is_ok());
+        assert!(check_header(&ok.replace(":1,", ":2,")).is_ok());
         assert!(
-            check_header(&ok.replace(":1,", ":2,"))
+            check_header(&ok.replace(":1,", ":3,"))
                 .unwrap_err()
-                .contains("version 2")
+                .contains("version 3")
         );
         assert!(
             check_header("{}")
@@ -635,9 +713,24 @@ mod tests {
 
     #[test]
     fn inserts_use_each_database_s_placeholders() {
-        let chats = &TABLES[0];
+        let table = |line: &str| TABLES.iter().find(|t| t.line == line).unwrap();
+        let chats = table("chat");
         assert!(insert(chats, true).contains("VALUES ($1, $2,"));
         assert!(insert(chats, false).contains("VALUES (?, ?,"));
-        assert!(select(&TABLES[5]).ends_with("ORDER BY project_id, chat_id"));
+        assert!(select(table("projectChat")).ends_with("ORDER BY project_id, chat_id"));
+        assert!(select(table("user")).contains("WHERE id <> 'admin' ORDER BY id"));
+    }
+
+    #[test]
+    fn a_row_from_before_people_is_the_builtin_admins() {
+        let (table, values) = parse_line(r#"{"chat":{"id":"c1","enabled_tools":"[]"}}"#).unwrap();
+        let owner = table.columns.iter().position(|(c, _)| *c == "owner_id");
+        assert_eq!(values[owner.unwrap()], "admin");
+        let (_, values) =
+            parse_line(r#"{"chat":{"id":"c1","enabled_tools":"[]","owner_id":"u1"}}"#).unwrap();
+        assert_eq!(values[owner.unwrap()], "u1");
+        let (_, values) = parse_line(r#"{"user":{"id":"u1","disabled":true}}"#).unwrap();
+        assert_eq!(values[3], true);
+        assert!(parse_line(r#"{"user":{"id":"u1","disabled":1}}"#).is_err());
     }
 }
