@@ -441,6 +441,10 @@ async fn openapi_document_covers_every_route() {
         ("/v1/mcp-servers/{name}/disconnect", &["post"]),
         ("/v1/mcp-servers/callback", &["get"]),
         ("/v1/mcp-servers/{name}/callback", &["get"]),
+        ("/v1/keys", &["get", "post"]),
+        ("/v1/keys/{keyId}", &["delete"]),
+        ("/v1/users", &["get", "post"]),
+        ("/v1/users/{userId}", &["patch"]),
     ];
     let paths = doc["paths"].as_object().unwrap();
     assert_eq!(

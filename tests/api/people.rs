@@ -52,6 +52,36 @@ pub async fn token_server() -> TestServer {
     .await
 }
 
+/// Another instance on `first`'s database (PostgreSQL); on SQLite, which serves one instance,
+/// `None`.
+pub async fn second_instance(first: &TestServer) -> Option<TestServer> {
+    crate::support::on_postgres().then_some(())?;
+    Some(
+        TestServer::start_with(Options {
+            token: Some(TOKEN.into()),
+            dir: Some(first.dir.clone()),
+            ..Options::default()
+        })
+        .await,
+    )
+}
+
+/// Waits until `key` is refused at `server`, at most a second after `since`.
+async fn refused_within_a_second(server: &TestServer, key: &str, since: std::time::Instant) {
+    loop {
+        let (status, _) = call(server, key, Method::GET, "/v1/chats", None).await;
+        if status == StatusCode::UNAUTHORIZED {
+            return;
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            since.elapsed() < std::time::Duration::from_secs(1),
+            "still served a second after it was refused"
+        );
+        tokio::task::yield_now().await;
+    }
+}
+
 #[tokio::test]
 async fn keys_open_only_their_scopes_and_stop_at_once_when_revoked_or_disabled() {
     let server = token_server().await;
@@ -304,8 +334,12 @@ fn users_cli(server: &TestServer, args: &[&str]) -> std::process::Output {
             url.clone()
         }
     };
-    let env = [("DATABASE_URL", url.as_str()), ("ADMIN_TOKEN", TOKEN)];
-    crate::lifecycle::chatd(server.dir.path(), &env)
+    std::process::Command::new(env!("CARGO_BIN_EXE_chatd"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("DATABASE_URL", url)
+        .env("ADMIN_TOKEN", TOKEN)
+        .current_dir(server.dir.path())
         .arg("users")
         .args(args)
         .output()
@@ -336,19 +370,7 @@ async fn a_person_made_by_the_cli_works_on_the_running_server_at_once() {
     // answer for at most `people::directory::FRESH`).
     let out = users_cli(&server, &["disable", "carol"]);
     assert!(out.status.success());
-    let disabled = std::time::Instant::now();
-    loop {
-        let (status, _) = call(&server, &key, Method::GET, "/v1/chats", None).await;
-        if status == StatusCode::UNAUTHORIZED {
-            break;
-        }
-        assert_eq!(status, StatusCode::OK);
-        assert!(
-            disabled.elapsed() < std::time::Duration::from_secs(1),
-            "still served a second after it was disabled"
-        );
-        tokio::task::yield_now().await;
-    }
+    refused_within_a_second(&server, &key, std::time::Instant::now()).await;
     let out = users_cli(&server, &["list"]);
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<Value> = text
@@ -430,4 +452,52 @@ async fn an_export_keeps_people_their_keys_and_whose_each_chat_is() {
     let (_, listed) = into.get("/v1/chats").await;
     assert_eq!(listed["chats"].as_array().unwrap().len(), 2, "{listed}");
     into.stop().await;
+}
+
+#[tokio::test]
+async fn a_revoked_key_or_disabled_person_is_refused_on_every_instance_within_a_second() {
+    let first = token_server().await;
+    let second = second_instance(&first).await;
+    let other = second.as_ref().unwrap_or(&first);
+    let (ann_id, ann) = add_person(&first, "ann", "member").await;
+    let (_, made) = call(
+        &first,
+        &ann,
+        Method::POST,
+        "/v1/keys",
+        Some(json!({"name": "k"})),
+    )
+    .await;
+    let spare = made["key"].as_str().unwrap().to_string();
+    // Both keys work on the other instance (seen there, so its answers are kept there).
+    for key in [&ann, &spare] {
+        let (status, _) = call(other, key, Method::GET, "/v1/chats", None).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    // Revoked on the first instance: at once there, within a second on the other.
+    let (status, _) = call(
+        &first,
+        &ann,
+        Method::DELETE,
+        &format!("/v1/keys/{}", made["id"].as_str().unwrap()),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let revoked = std::time::Instant::now();
+    let (status, _) = call(&first, &spare, Method::GET, "/v1/chats", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    refused_within_a_second(other, &spare, revoked).await;
+    // Disabled likewise.
+    first
+        .patch(&format!("/v1/users/{ann_id}"), json!({"disabled": true}))
+        .await;
+    let disabled = std::time::Instant::now();
+    let (status, _) = call(&first, &ann, Method::GET, "/v1/chats", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    refused_within_a_second(other, &ann, disabled).await;
+    if let Some(second) = second {
+        second.stop().await;
+    }
+    first.stop().await;
 }

@@ -27,6 +27,8 @@ mod faults;
 #[path = "../api/history.rs"]
 mod history;
 mod instances;
+#[path = "../api/isolation.rs"]
+mod isolation;
 mod kept_exchanges;
 #[path = "../api/large_bodies.rs"]
 mod large_bodies;
@@ -44,6 +46,8 @@ mod mcp_server;
 #[path = "../api/models_titles.rs"]
 mod models_titles;
 mod moves;
+#[path = "../api/people.rs"]
+mod people;
 #[path = "../api/postgres.rs"]
 mod postgres;
 #[path = "../common/process.rs"]
