@@ -65,8 +65,9 @@ pub enum Command {
     /// Manage people and their first keys (token mode only; docs/teams.md).
     #[command(subcommand)]
     Users(UsersCommand),
-    /// Write every chat (messages and attachments), search, star and call of DATABASE_URL's
-    /// database to stdout as JSON Lines, from one snapshot; safe beside a running server.
+    /// Write every chat (messages and attachments), search, star, call, person and key (its
+    /// hash) of DATABASE_URL's database to stdout as JSON Lines, from one snapshot; safe beside
+    /// a running server.
     Export,
     /// Read an export into DATABASE_URL's database (migrated first), in one transaction: a row
     /// whose id exists there stops it, and nothing is stored.

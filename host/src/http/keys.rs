@@ -21,10 +21,13 @@ pub const KEY_NOT_FOUND: &str = "key not found";
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateKeyRequest {
     /// What the key is for; non-blank.
+    #[schema(max_length = 200)]
     pub name: Option<String>,
     /// Within the calling key's own scopes; omitted: all of them.
+    #[schema(min_items = 1)]
     pub scopes: Option<Vec<Scope>>,
     /// ISO 8601, in the future; omitted: the key does not expire.
+    #[schema(format = DateTime)]
     pub expires_at: Option<String>,
 }
 

@@ -43,7 +43,8 @@ pub struct UsersResponse {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateUserRequest {
-    /// 1 to 64 letters, digits, `.`, `_`, `-` or `@`; unique.
+    /// 1 to 64 ASCII letters, digits, `.`, `_`, `-` or `@`; unique.
+    #[schema(pattern = "^[A-Za-z0-9._@-]{1,64}$")]
     pub name: Option<String>,
     /// Omitted: `member`.
     pub role: Option<PersonRole>,

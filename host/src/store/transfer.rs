@@ -1,13 +1,14 @@
 //! Moving data in and out with chatd itself (`chatd export`, `chatd import`, `chatd backup`).
 //!
-//! The export is JSON Lines: a header line ([`header`], versioned), then one line per row of
-//! the tables that hold users' data, parents before children ([`TABLES`]): people (the
-//! built-in admin aside) and their keys (each its secret's hash), chats (with their owner), their
-//! messages (attachments are in a message's metadata), the files the python tool wrote in them
-//! (their bytes in base64), searches with their results and
-//! answers, projects and their memberships (the stars), LLM calls. A row is its columns as they
-//! are stored (text, integers and base64 bytes, the same on both databases), so an import reads back exactly
-//! what was exported, ids, timestamps and transcript positions included, into either database.
+//! The export is JSON Lines: a header line ([`header`], versioned), then one line per row of the
+//! tables that hold users' data, parents before children ([`TABLES`]): chats (with their owner),
+//! their messages (attachments are in a message's metadata), the files the python tool wrote in
+//! them (their bytes in base64), searches with their results and answers, projects and their
+//! memberships (the stars), LLM calls, and last the people (the built-in admin aside) and their
+//! keys (each its secret's hash, never the secret). A row is its columns as they are stored (text,
+//! integers, booleans and base64 bytes, the same on both databases), so an import reads back
+//! exactly what was exported, ids, timestamps and transcript positions included, into either
+//! database.
 //! The export reads one snapshot (a read transaction) through a connection of its own: it runs
 //! beside a serving chatd, and on SQLite it neither migrates nor takes the serving lock.
 //!
@@ -80,41 +81,9 @@ const DEFAULTS: &[(&str, &str, &str)] = &[
 
 use Kind::{Bytes as B, Flag as F, Integer as I, Text as T};
 
-/// Every exported table, parents first.
+/// Every exported table, parents first. People come last: a chat names its owner without a
+/// reference the database checks, and the counts read as they did before people existed.
 const TABLES: &[Table] = &[
-    Table {
-        line: "user",
-        sql: "users",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("name", T),
-            ("role", T),
-            ("disabled", F),
-            ("created_at", T),
-        ],
-        always_skip: false,
-        // The built-in admin, whom the migration makes in every database.
-        except: "WHERE id <> 'admin'",
-    },
-    Table {
-        line: "key",
-        sql: "api_keys",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("user_id", T),
-            ("name", T),
-            // The secret's SHA-256, never the secret (docs/teams.md, "What an export holds").
-            ("secret_sha256", T),
-            ("scopes", T),
-            ("created_at", T),
-            ("expires_at", T),
-            ("revoked_at", T),
-        ],
-        always_skip: false,
-        except: "",
-    },
     Table {
         line: "chat",
         sql: "chats",
@@ -235,6 +204,39 @@ const TABLES: &[Table] = &[
             ("error", T),
             ("answered_provider", T),
             ("answered_model", T),
+        ],
+        always_skip: false,
+        except: "",
+    },
+    Table {
+        line: "user",
+        sql: "users",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("name", T),
+            ("role", T),
+            ("disabled", F),
+            ("created_at", T),
+        ],
+        always_skip: false,
+        // The built-in admin, whom the migration makes in every database.
+        except: "WHERE id <> 'admin'",
+    },
+    Table {
+        line: "key",
+        sql: "api_keys",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("user_id", T),
+            ("name", T),
+            // The secret's SHA-256, never the secret (docs/teams.md, "What an export holds").
+            ("secret_sha256", T),
+            ("scopes", T),
+            ("created_at", T),
+            ("expires_at", T),
+            ("revoked_at", T),
         ],
         always_skip: false,
         except: "",
@@ -675,7 +677,7 @@ mod tests {
         let err = |text: &str| parse_line(text).unwrap_err();
         assert!(err("[]").contains("JSON object"));
         assert!(err(r#"{"chat":{},"search":{}}"#).contains("exactly one row"));
-        assert!(err(r#"{"user":{}}"#).contains("unknown row type"));
+        assert!(err(r#"{"person":{}}"#).contains("unknown row type"));
         assert_eq!(
             err(r#"{"message":{"seq":"3"}}"#),
             "message.seq: must be an integer or null"

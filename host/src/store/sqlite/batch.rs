@@ -477,7 +477,7 @@ mod tests {
             chat.id
         );
         assert_eq!(
-            crate::store::read::sqlite::chats(store.pool())
+            crate::store::read::sqlite::chats(store.pool(), crate::store::people::BUILTIN_ADMIN)
                 .await
                 .unwrap()
                 .len(),
