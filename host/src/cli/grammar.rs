@@ -93,7 +93,7 @@ pub enum UsersCommand {
         /// 1 to 64 letters, digits, `.`, `_`, `-` or `@`.
         name: String,
         /// `admin` (manages people and budgets) or `member`.
-        #[arg(long, default_value = "member", value_parser = super::users::parse_role)]
+        #[arg(long, default_value = "member", value_parser = parse_role)]
         role: crate::vocabulary::PersonRole,
     },
     /// Prints every person, one JSON line each (the built-in admin first).
@@ -288,4 +288,11 @@ mod tests {
         assert!(!refused(&["export"]));
         assert!(!refused(&["plugins", "list"]));
     }
+}
+
+/// `chatd users add --role`'s words.
+fn parse_role(value: &str) -> Result<crate::vocabulary::PersonRole, String> {
+    value
+        .parse()
+        .map_err(|_| format!("must be admin or member (got {value:?})"))
 }

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::people::manage::{self, Refusal};
 use crate::store::Store;
 use crate::store::people::PersonRecord;
-use crate::vocabulary::{PersonRole, to_millis};
+use crate::vocabulary::to_millis;
 
 use super::grammar::UsersCommand;
 
@@ -86,11 +86,4 @@ fn shown(person: &PersonRecord) -> String {
         "createdAt": to_millis(&person.created_at),
     })
     .to_string()
-}
-
-/// `--role`'s words.
-pub fn parse_role(value: &str) -> Result<PersonRole, String> {
-    value
-        .parse()
-        .map_err(|_| format!("must be admin or member (got {value:?})"))
 }

@@ -298,19 +298,43 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 /// someone else's chat or search (`owner.rs`) reaches the handler as one that exists nowhere.
 pub struct ApiPath<T>(pub T);
 
-/// What a path parameter can be read as: each value can be replaced (`owner::Disowned`).
+/// Path parameter values that name someone else's things (`owner.rs` finds them), each
+/// replaced for the handler by an id no chat or search has (a fresh one).
+#[derive(Clone, Debug)]
+pub struct Disowned {
+    values: Vec<String>,
+    nowhere: String,
+}
+
+impl Disowned {
+    pub fn new(values: Vec<String>) -> Self {
+        Self {
+            values,
+            nowhere: crate::vocabulary::new_id(),
+        }
+    }
+
+    /// `value`, or the id that exists nowhere when it is someone else's.
+    fn replace(&self, value: &mut String) {
+        if self.values.iter().any(|v| v == value) {
+            value.clone_from(&self.nowhere);
+        }
+    }
+}
+
+/// What a path parameter can be read as: each value can be replaced ([`Disowned`]).
 pub trait PathValues {
-    fn disown(&mut self, disowned: &super::owner::Disowned);
+    fn disown(&mut self, disowned: &Disowned);
 }
 
 impl PathValues for String {
-    fn disown(&mut self, disowned: &super::owner::Disowned) {
+    fn disown(&mut self, disowned: &Disowned) {
         disowned.replace(self);
     }
 }
 
 impl PathValues for (String, String) {
-    fn disown(&mut self, disowned: &super::owner::Disowned) {
+    fn disown(&mut self, disowned: &Disowned) {
         disowned.replace(&mut self.0);
         disowned.replace(&mut self.1);
     }
@@ -326,7 +350,7 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match Path::<T>::from_request_parts(parts, state).await {
             Ok(Path(mut value)) => {
-                if let Some(disowned) = parts.extensions.get::<super::owner::Disowned>() {
+                if let Some(disowned) = parts.extensions.get::<Disowned>() {
                     value.disown(disowned);
                 }
                 Ok(ApiPath(value))

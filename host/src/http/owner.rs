@@ -15,7 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::error::ApiError;
+use super::error::{ApiError, Disowned};
 use crate::people::Caller;
 use crate::store::owners::Owned;
 
@@ -36,23 +36,6 @@ fn rule(param: &str) -> Option<Rule> {
         "searchId" => Some(Rule::Owned(Owned::Search)),
         "fileId" | "keyId" | "userId" | "name" | "id" | "file" => Some(Rule::Free),
         _ => None,
-    }
-}
-
-/// Path parameter values that name someone else's things, for `ApiPath` to replace.
-#[derive(Clone, Debug)]
-pub struct Disowned {
-    values: Vec<String>,
-    /// An id no chat or search has (a fresh one).
-    nowhere: String,
-}
-
-impl Disowned {
-    /// `value`, or the id that exists nowhere when it is someone else's.
-    pub fn replace(&self, value: &mut String) {
-        if self.values.iter().any(|v| v == value) {
-            value.clone_from(&self.nowhere);
-        }
     }
 }
 
@@ -85,10 +68,7 @@ pub async fn check_owner(State(state): State<AppState>, req: Request, next: Next
         }
     }
     if !disowned.is_empty() {
-        parts.extensions.insert(Disowned {
-            values: disowned,
-            nowhere: crate::vocabulary::new_id(),
-        });
+        parts.extensions.insert(Disowned::new(disowned));
     }
     next.run(Request::from_parts(parts, body)).await
 }
