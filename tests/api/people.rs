@@ -162,6 +162,54 @@ async fn keys_open_only_their_scopes_and_stop_at_once_when_revoked_or_disabled()
         "{body}"
     );
 
+    // A key with an end makes keys that end no later (by default, when it does).
+    let soon = (chrono::Utc::now() + chrono::TimeDelta::hours(1)).to_rfc3339();
+    let later = (chrono::Utc::now() + chrono::TimeDelta::hours(2)).to_rfc3339();
+    let (status, temp) = call(
+        &server,
+        &ann,
+        Method::POST,
+        "/v1/keys",
+        Some(json!({"name": "temp", "expiresAt": soon})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{temp}");
+    let temp_key = temp["key"].as_str().unwrap();
+    let (status, child) = call(
+        &server,
+        temp_key,
+        Method::POST,
+        "/v1/keys",
+        Some(json!({"name": "child"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{child}");
+    assert_eq!(child["expiresAt"], temp["expiresAt"]);
+    let (status, body) = call(
+        &server,
+        temp_key,
+        Method::POST,
+        "/v1/keys",
+        Some(json!({"name": "longer", "expiresAt": later})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("outlive"),
+        "{body}"
+    );
+    for id in [temp["id"].as_str().unwrap(), child["id"].as_str().unwrap()] {
+        let (status, _) = call(
+            &server,
+            &ann,
+            Method::DELETE,
+            &format!("/v1/keys/{id}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+
     // Bad input names the field.
     for (body, field) in [
         (json!({}), "name:"),
@@ -174,6 +222,11 @@ async fn keys_open_only_their_scopes_and_stop_at_once_when_revoked_or_disabled()
             "expiresAt:",
         ),
         (json!({"name": "x", "colour": "red"}), "colour"),
+        (json!({"name": "a\u{0}b"}), "name:"),
+        (
+            json!({"name": "x", "expiresAt": "9999-12-31T23:59:59-01:00"}),
+            "expiresAt:",
+        ),
     ] {
         let (status, answer) =
             call(&server, &ann, Method::POST, "/v1/keys", Some(body.clone())).await;
@@ -258,8 +311,8 @@ async fn keys_open_only_their_scopes_and_stop_at_once_when_revoked_or_disabled()
     // The store holds the keys' hashes, never a secret.
     let mut db = server.raw_db().await;
     let hashes: Vec<(String,)> = db.rows("SELECT secret_sha256 FROM api_keys", &[]).await;
-    // Ann's first key and `ide` (revoked, kept).
-    assert_eq!(hashes.len(), 2);
+    // Ann's first key, `ide`, `temp` and `child` (revoked, kept).
+    assert_eq!(hashes.len(), 4);
     for (hash,) in hashes {
         assert_eq!(hash.len(), 64);
         assert!(!hash.contains("chatd_"));
@@ -303,13 +356,23 @@ async fn people_are_added_listed_and_refused_by_the_rules() {
         .patch("/v1/users/admin", json!({"disabled": true}))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    let (status, body) = server
-        .patch("/v1/users/nobody", json!({"disabled": true}))
-        .await;
+    for id in ["nobody", "a%00b"] {
+        let (status, body) = server
+            .patch(&format!("/v1/users/{id}"), json!({"disabled": true}))
+            .await;
+        assert_eq!(
+            (status, body),
+            (StatusCode::NOT_FOUND, json!({"message": "user not found"})),
+            "{id}"
+        );
+    }
+    let (status, body) = server.delete("/v1/keys/a%00b").await;
     assert_eq!(
         (status, body),
-        (StatusCode::NOT_FOUND, json!({"message": "user not found"}))
+        (StatusCode::NOT_FOUND, json!({"message": "key not found"}))
     );
+    let (status, _) = server.get("/v1/chats/a%00b").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     server.stop().await;
 }
 

@@ -13,6 +13,8 @@ use super::limits;
 use crate::people::Caller;
 use crate::people::manage::{self, MAX_KEY_NAME_CHARS};
 use crate::store::people::KeyRecord;
+use chrono::Datelike as _;
+
 use crate::vocabulary::{Scope, format_micros, to_millis};
 
 pub const KEY_NOT_FOUND: &str = "key not found";
@@ -95,8 +97,14 @@ pub async fn create_key(
     let Some(name) = limits::non_blank(body.name.as_deref(), "name", MAX_KEY_NAME_CHARS)? else {
         return Err(ApiError::bad_request("name: required, a non-blank string"));
     };
+    if name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request(
+            "name: must hold no control characters",
+        ));
+    }
     let scopes = manage::scopes_for_new_key(&caller, body.scopes.as_deref())?;
-    let expires_at = body.expires_at.as_deref().map(future_time).transpose()?;
+    let requested = body.expires_at.as_deref().map(future_time).transpose()?;
+    let expires_at = manage::expiry_for_new_key(&caller, requested)?;
     let minted = manage::make_key(&state.store, &caller, &name, scopes, expires_at).await?;
     let KeySummary {
         id,
@@ -125,6 +133,12 @@ fn future_time(value: &str) -> ApiResult<String> {
     let micros = at.timestamp_micros();
     if micros <= chrono::Utc::now().timestamp_micros() {
         return Err(ApiError::bad_request("expiresAt: must be in the future"));
+    }
+    // Stored times are compared as text: a fixed four-digit year.
+    if at.with_timezone(&chrono::Utc).year() > 9999 {
+        return Err(ApiError::bad_request(
+            "expiresAt: must be before the year 10000",
+        ));
     }
     Ok(format_micros(micros))
 }

@@ -21,21 +21,27 @@ const KEPT: usize = 10_000;
 /// Keys' answers, by the digest of their secret.
 pub struct Directory {
     store: Store,
-    kept: Mutex<HashMap<String, Kept>>,
+    kept: Mutex<Answers>,
+}
+
+/// What is kept, and how many changes were made here: a lookup that began before a change
+/// keeps nothing (it may have read what the change undid).
+#[derive(Default)]
+struct Answers {
+    answers: HashMap<String, Kept>,
+    changes: u64,
 }
 
 struct Kept {
     at: Instant,
     caller: Caller,
-    /// The key's end (stored form), checked on every use: an answer is not kept past it.
-    expires_at: Option<String>,
 }
 
 impl Directory {
     pub fn new(store: Store) -> Self {
         Self {
             store,
-            kept: Mutex::new(HashMap::new()),
+            kept: Mutex::new(Answers::default()),
         }
     }
 
@@ -43,46 +49,51 @@ impl Directory {
     /// expired, or whose person is disabled. `Err` only when the database cannot answer.
     pub async fn caller(&self, secret: &str) -> Result<Option<Caller>> {
         let digest = keys::digest(secret);
-        if let Some(kept) = self.lock().get(&digest)
-            && kept.at.elapsed() < FRESH
-            && !expired(kept.expires_at.as_deref())
-        {
-            return Ok(Some(kept.caller.clone()));
-        }
+        let changes = {
+            let kept = self.lock();
+            if let Some(kept) = kept.answers.get(&digest)
+                && kept.at.elapsed() < FRESH
+                && !expired(kept.caller.expires_at.as_deref())
+            {
+                return Ok(Some(kept.caller.clone()));
+            }
+            kept.changes
+        };
         let found = self.look_up(&digest).await?;
         let mut kept = self.lock();
         match &found {
-            Some((caller, expires_at)) => {
-                if kept.len() >= KEPT {
-                    let mut ages: Vec<Instant> = kept.values().map(|k| k.at).collect();
+            Some(caller) if kept.changes == changes => {
+                if kept.answers.len() >= KEPT {
+                    let mut ages: Vec<Instant> = kept.answers.values().map(|k| k.at).collect();
                     ages.sort_unstable();
                     let cut = ages[ages.len() / 2];
-                    kept.retain(|_, k| k.at > cut);
+                    kept.answers.retain(|_, k| k.at > cut);
                 }
-                kept.insert(
+                kept.answers.insert(
                     digest,
                     Kept {
                         at: Instant::now(),
                         caller: caller.clone(),
-                        expires_at: expires_at.clone(),
                     },
                 );
             }
-            None => {
-                kept.remove(&digest);
+            _ => {
+                kept.answers.remove(&digest);
             }
         }
-        Ok(found.map(|(caller, _)| caller))
+        Ok(found)
     }
 
     /// Drops what is kept for `person` (every key) or for one key, after a change made here.
     pub fn forget(&self, person: &str, key: Option<&str>) {
-        self.lock().retain(|_, k| {
+        let mut kept = self.lock();
+        kept.changes += 1;
+        kept.answers.retain(|_, k| {
             k.caller.id != person || key.is_some_and(|key| k.caller.key_id() != Some(key))
         });
     }
 
-    async fn look_up(&self, digest: &str) -> Result<Option<(Caller, Option<String>)>> {
+    async fn look_up(&self, digest: &str) -> Result<Option<Caller>> {
         let Some(key) = self.store.key_by_secret(digest).await? else {
             return Ok(None);
         };
@@ -95,11 +106,15 @@ impl Directory {
         if person.disabled {
             return Ok(None);
         }
-        let caller = Caller::with_key(&person, &key.id, &key.scopes);
-        Ok(Some((caller, key.expires_at)))
+        Ok(Some(Caller::with_key(
+            &person,
+            &key.id,
+            &key.scopes,
+            key.expires_at,
+        )))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Kept>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Answers> {
         self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -97,8 +97,8 @@ pub async fn set_disabled(
 ) -> Result<PersonRecord, Refusal> {
     if id == BUILTIN_ADMIN {
         return Err(Refusal::Invalid(
-            "disabled: the built-in admin is whoever holds ADMIN_TOKEN; change ADMIN_TOKEN to \
-             shut it out"
+            "disabled: the built-in admin is whoever holds ADMIN_TOKEN; change ADMIN_TOKEN (and \
+             revoke the keys made with it) to shut it out"
                 .into(),
         ));
     }
@@ -138,6 +138,22 @@ pub fn scopes_for_new_key(
     scopes.sort_unstable();
     scopes.dedup();
     Ok(scopes)
+}
+
+/// When a key made by `caller` ends: `requested`, or the calling key's own end when it has one;
+/// a key never outlives the key that made it.
+pub fn expiry_for_new_key(
+    caller: &Caller,
+    requested: Option<String>,
+) -> Result<Option<String>, Refusal> {
+    match (&caller.expires_at, requested) {
+        (None, requested) => Ok(requested),
+        (Some(own), None) => Ok(Some(own.clone())),
+        (Some(own), Some(requested)) if requested <= *own => Ok(Some(requested)),
+        (Some(_), Some(_)) => Err(Refusal::Invalid(
+            "expiresAt: a key cannot outlive the key that makes it".into(),
+        )),
+    }
 }
 
 /// Makes a key for `caller`'s person.

@@ -32,6 +32,8 @@ pub struct Caller {
     pub via: Via,
     /// The key's scopes, within what the role allows; every scope for the built-in admin.
     pub scopes: Vec<Scope>,
+    /// When the key ends (stored form); `None` for a key without an end and for ADMIN_TOKEN.
+    pub expires_at: Option<String>,
 }
 
 impl Caller {
@@ -43,12 +45,18 @@ impl Caller {
             role: PersonRole::Admin,
             via,
             scopes: Scope::ALL.to_vec(),
+            expires_at: None,
         }
     }
 
     /// `person` holding the key `key_id` with `scopes`: the scopes are cut to what the
     /// person's role allows, so a member's key never carries `admin`.
-    pub fn with_key(person: &PersonRecord, key_id: &str, scopes: &[Scope]) -> Self {
+    pub fn with_key(
+        person: &PersonRecord,
+        key_id: &str,
+        scopes: &[Scope],
+        expires_at: Option<String>,
+    ) -> Self {
         let allowed = Scope::allowed_for(person.role);
         Self {
             id: person.id.clone(),
@@ -60,6 +68,7 @@ impl Caller {
                 .copied()
                 .filter(|s| allowed.contains(s))
                 .collect(),
+            expires_at,
         }
     }
 
@@ -149,7 +158,7 @@ mod tests {
             disabled: false,
             created_at: String::new(),
         };
-        let caller = Caller::with_key(&member, "k", Scope::ALL);
+        let caller = Caller::with_key(&member, "k", Scope::ALL, None);
         assert_eq!(caller.scopes, [Scope::Chat, Scope::Openai, Scope::Mcp]);
         assert!(!caller.may(Scope::Admin));
         assert_eq!(caller.key_id(), Some("k"));

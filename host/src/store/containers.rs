@@ -94,7 +94,8 @@ macro_rules! containers {
                 .bind(owner)
                 .execute(&mut **tx)
                 .await?;
-            touch(tx, id).await
+            // Live and the owner's: another's container of that id is not this one.
+            live(&mut **tx, id, owner).await
         }
 
         /// Extends a live container's life; whether it was live.

@@ -52,6 +52,10 @@ mod on_postgres {
 impl Store {
     /// The owner of the chat or search `id`; `None` when there is none.
     pub async fn owner_of(&self, what: Owned, id: &str) -> Result<Option<String>> {
+        // No stored id holds U+0000 (PostgreSQL's text cannot): such an id names nothing.
+        if id.contains('\0') {
+            return Ok(None);
+        }
         measured(self.backend_name(), "owner_of", self.timeout, async {
             match &self.backend {
                 Backend::Sqlite(db) => on_sqlite::owner(db.pool(), what, id).await,

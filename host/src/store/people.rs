@@ -265,6 +265,9 @@ impl Store {
 
     /// The person with this id.
     pub async fn person(&self, id: &str) -> Result<Option<PersonRecord>> {
+        if id.contains('\0') {
+            return Ok(None);
+        }
         people_op!(self, "person", read, person_where("id", id))
     }
 
@@ -309,6 +312,9 @@ impl Store {
 
     /// Disables or enables a person; whether they exist.
     pub async fn set_person_disabled(&self, id: &str, disabled: bool) -> Result<bool> {
+        if id.contains('\0') {
+            return Ok(false);
+        }
         people_op!(
             self,
             "set_person_disabled",
@@ -334,6 +340,9 @@ impl Store {
 
     /// Revokes one of `user_id`'s keys; whether it was theirs and live.
     pub async fn revoke_key(&self, user_id: &str, key_id: &str) -> Result<bool> {
+        if key_id.contains('\0') {
+            return Ok(false);
+        }
         people_op!(self, "revoke_key", write, revoke(user_id, key_id))
     }
 }

@@ -155,7 +155,7 @@ pub struct SearchDetailRecord {
     pub answer_error: Option<String>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct NewSearch {
     /// Whose search it is; reuse by query finds only theirs.
     pub owner_id: String,

@@ -5,10 +5,9 @@
 //! answer as OpenAI's code interpreter names them (`container_file_citation` annotations, with
 //! the container's id as `chatd_session` beside them) and served at `GET
 //! /openai/v1/files/{id}` (OpenAI's File object) and `/content` (the bytes, served so they run
-//! nothing: `http/chat_files.rs`), to whoever may use these routes, while the container lives
-//! ([`KEPT_FOR`] after it was last used).
+//! nothing: `http/chat_files.rs`), to the container's owner only (another's is not found), while
+//! the container lives ([`KEPT_FOR`] after it was last used).
 
-use crate::people::Caller;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -18,6 +17,7 @@ use serde_json::{Value, json};
 use super::errors::OpenAiError;
 use crate::http::AppState;
 use crate::http::error::ApiError;
+use crate::people::Caller;
 use crate::plugins::builtin::INTERPRETER_TOOL;
 use crate::store::containers::{ContainerFileRecord, KEPT_FOR, new_container_id};
 use crate::tools::python::Container;

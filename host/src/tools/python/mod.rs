@@ -273,11 +273,18 @@ async fn new_folder(
         (SessionKey::Container(id), Some(store)) => {
             // Made (or its life extended) at its session's first call, so a request that
             // names it later finds it: its owner's request, which the container names.
-            let owner = context.container.as_ref().map_or("", |c| c.owner.as_str());
-            store
+            let owner = context
+                .container
+                .as_ref()
+                .map(|c| c.owner.as_str())
+                .ok_or("a container session without its container")?;
+            let live = store
                 .open_container(id, owner)
                 .await
                 .map_err(|e| format!("the session's container could not be opened: {e}"))?;
+            if !live {
+                return Err("the session's container expired or is not this request's".into());
+            }
             store
                 .latest_container_files(id)
                 .await
