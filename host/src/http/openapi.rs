@@ -282,6 +282,7 @@ const OPTIONAL_BODIES: &[&str] = &[
     "/CreateSearchRequest",
     "/RunSearchRequest",
     "/SearchChatRequest",
+    "/PatchUserRequest",
 ];
 
 /// JSON merge: objects key by key, anything else replaced.
