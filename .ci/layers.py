@@ -37,6 +37,7 @@ LAYERS = {
         "telemetry",
         "store",
         "people",
+        "usage",
         "attachments",
         "egress",
         "plugins",

@@ -19,4 +19,5 @@ pub mod server;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
+pub mod usage;
 pub mod vocabulary;

@@ -445,6 +445,7 @@ async fn openapi_document_covers_every_route() {
         ("/v1/keys/{keyId}", &["delete"]),
         ("/v1/users", &["get", "post"]),
         ("/v1/users/{userId}", &["patch"]),
+        ("/v1/usage", &["get"]),
     ];
     let paths = doc["paths"].as_object().unwrap();
     assert_eq!(

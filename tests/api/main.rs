@@ -69,6 +69,7 @@ mod searches;
 mod stops;
 mod structure;
 mod support;
+mod usage;
 #[path = "../common/wasm.rs"]
 mod wasm;
 mod web_page;

@@ -74,6 +74,8 @@ mod stops;
 #[path = "../api/support.rs"]
 #[allow(dead_code)]
 mod support;
+#[path = "../api/usage.rs"]
+mod usage;
 #[path = "../common/wasm.rs"]
 mod wasm;
 #[path = "../common/wires.rs"]

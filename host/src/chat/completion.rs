@@ -44,6 +44,7 @@ use crate::plugins::worlds::provider::{
 use crate::telemetry::{metrics, trace};
 use crate::tools::enabled::EnabledTool;
 use crate::tools::python::{CallContext, Container, SessionKey, inputs};
+use crate::usage::Spender;
 use tracing::Instrument as _;
 
 /// Events a provider may get ahead of the loop before its `emit` waits.
@@ -83,6 +84,8 @@ pub struct Completion {
     /// The `python` tool's container of an `/openai/v1` request (no chat): its session, where
     /// its files are kept; `None` elsewhere.
     pub container: Option<Container>,
+    /// Whose account each turn is recorded in (`usage/`); `None` when nothing is recorded.
+    pub spender: Option<Arc<Spender>>,
 }
 
 /// Another provider and model for a first turn the requested one could not answer.
@@ -198,8 +201,17 @@ impl Completion {
     }
 
     /// Runs the loop to its answer, reporting `tool_call` and `delta` events to `sink` (the
-    /// caller sends `meta` before and `done`/`error` after).
-    pub async fn run(mut self, sink: &Sink) -> Result<Finished, CompletionError> {
+    /// caller sends `meta` before and `done`/`error` after). Its account's hold ends with it.
+    pub async fn run(self, sink: &Sink) -> Result<Finished, CompletionError> {
+        let spender = self.spender.clone();
+        let finished = self.rounds(sink).await;
+        if let Some(spender) = spender {
+            spender.settle().await;
+        }
+        finished
+    }
+
+    async fn rounds(mut self, sink: &Sink) -> Result<Finished, CompletionError> {
         let mut refs = self.references();
         let mut reply = Reply::default();
         let mut out = Finished::default();
@@ -446,7 +458,15 @@ impl Completion {
             // And it keeps to what the client asked that changes its answer, as the provider
             // it stands in for does (`turn_tuning::BINDING`).
             let binding = turn_tuning::unhonoured(&self.tuning_asked, &f.tuning).is_empty();
-            (f.tools || !tools_needed) && binding && asked.iter().all(|k| f.options.contains(k))
+            // And a USD budget pays only for priced models.
+            let payable = self
+                .spender
+                .as_ref()
+                .is_none_or(|s| s.may_call(&f.provider, &f.model));
+            (f.tools || !tools_needed)
+                && binding
+                && payable
+                && asked.iter().all(|k| f.options.contains(k))
         })
     }
 
@@ -622,6 +642,13 @@ impl Completion {
             &metrics::ModelLabel::new(&self.provider, &self.model, self.listed),
             &record,
         );
+        // A turn the upstream answered, or that reported usage, is a call to pay for.
+        let answered = matches!(turn.result, Some(Ok(Ok(_))));
+        if let Some(spender) = &self.spender
+            && (answered || tokens.is_some())
+        {
+            spender.record(&self.provider, &self.model, tokens).await;
+        }
         turn
     }
 

@@ -158,6 +158,30 @@ pub fn text_message(role: wit::Role, text: &str) -> wit::Message {
     }
 }
 
+/// A guess at the input tokens of `messages`, for a budget's hold (`usage/`): about four bytes
+/// of text a token, a thousand an image, and a few for each message's framing. Only a hold:
+/// what is recorded is what the provider reports.
+pub fn token_estimate(messages: &[wit::Message]) -> u64 {
+    let text = |t: &str| t.len() as u64 / 4 + 1;
+    messages
+        .iter()
+        .map(|m| {
+            let parts: u64 = m
+                .content
+                .iter()
+                .map(|p| match p {
+                    ContentPart::Text(t) => text(t),
+                    ContentPart::TextFile(f) => text(&f.text),
+                    ContentPart::Image(_) => 1_000,
+                })
+                .sum();
+            let calls: u64 = m.tool_calls.iter().map(|c| text(&c.arguments_json)).sum();
+            let result = m.tool_result.as_ref().map_or(0, |r| text(&r.output));
+            4 + parts + calls + result
+        })
+        .sum()
+}
+
 /// Whether a provider transcript gives the model something to answer: a user message (with
 /// content, as [`to_provider`] keeps only those).
 pub fn has_user_turn(messages: &[wit::Message]) -> bool {

@@ -13,7 +13,9 @@ use crate::plugins::loading::load::Plugin;
 use crate::plugins::worlds::provider as wit;
 
 /// How much of the message the title model reads.
-const MAX_INPUT_CHARS: usize = 4_000;
+pub const MAX_INPUT_CHARS: usize = 4_000;
+/// The output tokens a title is taken to need, for a budget's hold (a title is a line).
+pub const MAX_OUTPUT_TOKENS: u64 = 64;
 /// The most words a stored title keeps.
 const MAX_WORDS: usize = 8;
 /// The most characters a stored title keeps.
@@ -28,6 +30,7 @@ pub async fn suggest(
     plugin: Arc<Plugin>,
     model: &str,
     content: &str,
+    spender: Option<Arc<crate::usage::Spender>>,
 ) -> Result<Option<String>, CompletionError> {
     let input: String = content.chars().take(MAX_INPUT_CHARS).collect();
     let completion = Completion {
@@ -55,6 +58,7 @@ pub async fn suggest(
         },
         fallback: None,
         container: None,
+        spender,
     };
     let sink = Sink::default();
     let finished = completion.run(&sink).await?;

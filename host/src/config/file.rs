@@ -25,6 +25,9 @@
 //!
 //! [retry]                           # provider turns refused before answering (`retry.rs`)
 //! attempts = 3
+//!
+//! [pricing."provider_a/*"]          # what a model's tokens cost (`pricing.rs`)
+//! input_per_million = 0.4
 //! ```
 //!
 //! Loading is all or nothing: the text is parsed, every `${VAR}` is read from the environment (an
@@ -73,6 +76,8 @@ pub struct FileConfig {
     pub mcp: BTreeMap<String, super::mcp::DeclaredMcp>,
     /// `[python]`: the bundled interpreter's settings given here.
     pub python: super::python::FilePython,
+    /// `[pricing."PROVIDER/MODEL"]`: what models cost (`pricing.rs`).
+    pub pricing: std::sync::Arc<super::pricing::Pricing>,
     /// Accepted, but worth a log line (a literal secret).
     pub warnings: Vec<String>,
 }
@@ -157,6 +162,8 @@ struct RawFile {
     mcp: BTreeMap<String, super::mcp::RawMcp>,
     #[serde(default)]
     python: super::python::RawPython,
+    #[serde(default)]
+    pricing: BTreeMap<String, super::pricing::RawPrice>,
 }
 
 #[derive(Deserialize)]
@@ -272,6 +279,7 @@ impl FileConfig {
         }
         file.retry = raw.retry.check()?;
         file.python = raw.python.check()?;
+        file.pricing = std::sync::Arc::new(super::pricing::check(raw.pricing)?);
         for (name, raw) in raw.mcp {
             let server = super::mcp::declared(&name, raw)?;
             if server.insecure_key {

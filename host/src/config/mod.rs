@@ -12,6 +12,7 @@ pub mod file;
 pub mod mcp;
 pub mod names;
 mod parse;
+pub mod pricing;
 pub mod python;
 pub mod retry;
 pub mod values;

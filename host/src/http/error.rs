@@ -24,12 +24,23 @@ pub struct ErrorBody {
     pub message: String,
 }
 
+/// The body of a 429 for a spent budget (`usage/`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BudgetErrorBody {
+    pub message: String,
+    /// `{scope: user|key, limit, spent, period: day|week|month, resetsAt, unit: usd|tokens}`.
+    #[schema(value_type = Object)]
+    pub budget: serde_json::Value,
+}
+
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
     message: String,
     /// The internal cause of a 5xx, for the log line only; never sent to the client.
     cause: Option<String>,
+    /// A spent budget's `budget` object, sent beside the message.
+    budget: Option<Box<serde_json::Value>>,
 }
 
 /// The internal cause of an error response, read by the request-log middleware.
@@ -44,6 +55,7 @@ impl ApiError {
             status,
             message: message.into(),
             cause: None,
+            budget: None,
         }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -81,7 +93,12 @@ impl ApiError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             message: "internal error".into(),
             cause: Some(cause.to_string()),
+            budget: None,
         }
+    }
+    /// The spent budget's object, when this is its 429.
+    pub fn budget(&self) -> Option<&serde_json::Value> {
+        self.budget.as_deref()
     }
     pub fn status(&self) -> StatusCode {
         self.status
@@ -121,6 +138,20 @@ impl From<crate::people::manage::Refusal> for ApiError {
     }
 }
 
+impl From<crate::usage::Refused> for ApiError {
+    fn from(refused: crate::usage::Refused) -> Self {
+        use crate::usage::Refused;
+        match refused {
+            Refused::Spent(spent) => Self {
+                budget: Some(Box::new(spent.to_json())),
+                ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, spent.message())
+            },
+            e @ Refused::NoPrice(_) => ApiError::new(StatusCode::FORBIDDEN, e.to_string()),
+            Refused::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<AttachmentError> for ApiError {
     fn from(err: AttachmentError) -> Self {
         ApiError::bad_request(err.0)
@@ -129,13 +160,30 @@ impl From<AttachmentError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (
-            self.status,
-            axum::Json(ErrorBody {
-                message: bounded(self.message),
-            }),
-        )
-            .into_response();
+        let mut response = match self.budget {
+            None => (
+                self.status,
+                axum::Json(ErrorBody {
+                    message: bounded(self.message),
+                }),
+            )
+                .into_response(),
+            Some(budget) => {
+                let mut response = (
+                    self.status,
+                    axum::Json(BudgetErrorBody {
+                        message: bounded(self.message),
+                        budget: *budget,
+                    }),
+                )
+                    .into_response();
+                // Not before the period resets: the OpenAI SDKs read this and do not retry.
+                response
+                    .headers_mut()
+                    .insert(SHOULD_RETRY, HeaderValue::from_static("false"));
+                response
+            }
+        };
         if self.status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
@@ -147,6 +195,9 @@ impl IntoResponse for ApiError {
         response
     }
 }
+
+/// The header telling the OpenAI SDKs whether to try again (`false` for a spent budget).
+pub const SHOULD_RETRY: &str = "x-should-retry";
 
 /// Characters of the caller's input an error message quotes ([`quoted`], [`bounded`]).
 pub const QUOTE_CHARS: usize = 200;

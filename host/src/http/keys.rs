@@ -11,6 +11,7 @@ use super::AppState;
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::limits;
 use crate::people::Caller;
+use crate::people::budget::Budget;
 use crate::people::manage::{self, MAX_KEY_NAME_CHARS};
 use crate::store::people::KeyRecord;
 use chrono::Datelike as _;
@@ -31,6 +32,9 @@ pub struct CreateKeyRequest {
     /// ISO 8601, in the future; omitted: the key does not expire.
     #[schema(format = DateTime)]
     pub expires_at: Option<String>,
+    /// What the key may spend, beside its person's budget.
+    #[schema(value_type = Option<super::users::BudgetSchema>)]
+    pub budget: Option<serde_json::Value>,
 }
 
 /// A key as listed: never its secret.
@@ -42,11 +46,15 @@ pub struct KeySummary {
     pub scopes: Vec<Scope>,
     pub created_at: String,
     pub expires_at: Option<String>,
+    /// The key's budget; `null`: none.
+    #[schema(value_type = Option<super::users::BudgetSchema>)]
+    pub budget: Option<serde_json::Value>,
 }
 
 impl From<KeyRecord> for KeySummary {
     fn from(r: KeyRecord) -> Self {
         Self {
+            budget: Budget::stored(r.budget.as_deref()).map(|b| b.to_json()),
             id: r.id,
             name: r.name,
             scopes: r.scopes,
@@ -67,6 +75,8 @@ pub struct CreatedKey {
     pub scopes: Vec<Scope>,
     pub created_at: String,
     pub expires_at: Option<String>,
+    #[schema(value_type = Option<super::users::BudgetSchema>)]
+    pub budget: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -105,13 +115,16 @@ pub async fn create_key(
     let scopes = manage::scopes_for_new_key(&caller, body.scopes.as_deref())?;
     let requested = body.expires_at.as_deref().map(future_time).transpose()?;
     let expires_at = manage::expiry_for_new_key(&caller, requested)?;
-    let minted = manage::make_key(&state.store, &caller, &name, scopes, expires_at).await?;
+    let budget = super::users::budget_field(body.budget.as_ref())?.flatten();
+    let minted = manage::make_key(&state.store, &caller, &name, scopes, expires_at, budget).await?;
+    state.people.team_made();
     let KeySummary {
         id,
         name,
         scopes,
         created_at,
         expires_at,
+        budget,
     } = minted.record.into();
     Ok(Json(CreatedKey {
         id,
@@ -120,6 +133,7 @@ pub async fn create_key(
         scopes,
         created_at,
         expires_at,
+        budget,
     }))
 }
 

@@ -31,6 +31,7 @@ pub mod serve;
 pub mod sse;
 pub mod stop;
 pub mod title;
+pub mod usage;
 pub mod users;
 pub mod web;
 
@@ -117,6 +118,29 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The configuration file's prices (none without a file).
+    pub fn pricing(&self) -> Arc<crate::config::pricing::Pricing> {
+        self.plugins
+            .config_file()
+            .borrow()
+            .as_ref()
+            .map(|file| file.pricing.clone())
+            .unwrap_or_default()
+    }
+
+    /// Admits `caller`'s request for a model before anything is sent (`usage::admit`): the
+    /// account its calls are recorded in, or the 429 of a spent budget, or the 403 of a USD
+    /// budget and a model without a price.
+    pub async fn admit(
+        &self,
+        caller: &crate::people::Caller,
+        ask: &crate::usage::Ask<'_>,
+    ) -> error::ApiResult<Option<Arc<crate::usage::Spender>>> {
+        let spender =
+            crate::usage::admit(&self.store, &self.people, self.pricing(), caller, ask).await?;
+        Ok(spender.map(Arc::new))
+    }
+
     /// Where a route's runs run: this server's store and registry.
     pub fn run_context(&self) -> crate::runs::RunContext {
         crate::runs::RunContext {
@@ -188,6 +212,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(keys::delete_key))
         .routes(routes!(users::list_users, users::create_user))
         .routes(routes!(users::patch_user))
+        .routes(routes!(usage::usage))
 }
 
 /// The routes and the OpenAPI document generated from them (as JSON, refined by

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::chats::{CHAT_NOT_FOUND, ChatResponse};
 use super::completions::provider_plugin;
-use super::error::{ApiError, ApiJson, ApiResult, ErrorBody};
+use super::error::{ApiError, ApiJson, ApiResult, BudgetErrorBody, ErrorBody};
 use crate::chat::title;
 use crate::plugins::builtin::TITLE_PROVIDER;
 
@@ -25,6 +25,8 @@ pub struct SuggestTitleRequest {
 #[utoipa::path(post, path = "/chats/title/suggest", tag = "chats", request_body = SuggestTitleRequest,
     responses((status = 200, body = ChatResponse, description = "the chat, titled (or as it was, if it already had a title)"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "a USD budget, and the title model has no price"),
+              (status = 429, body = BudgetErrorBody, description = "a budget is spent"),
               (status = 502, body = ErrorBody, description = "the title model failed"),
               (status = 503, body = ErrorBody, description = "the title provider's plugin is not loaded")))]
 pub async fn suggest_title(
@@ -53,11 +55,25 @@ pub async fn suggest_title(
         )
     })?;
     let plugin = provider_plugin(provider)?;
+    let content: String = body.content.chars().take(title::MAX_INPUT_CHARS).collect();
+    let spender = state
+        .admit(
+            &caller,
+            &crate::usage::Ask {
+                source: crate::usage::Source::Title,
+                provider: TITLE_PROVIDER,
+                model: &state.chat.title_model,
+                input_tokens: content.len() as u64 / 4 + 64,
+                max_output_tokens: title::MAX_OUTPUT_TOKENS,
+            },
+        )
+        .await?;
     let suggested = title::suggest(
         TITLE_PROVIDER,
         plugin,
         &state.chat.title_model,
-        &body.content,
+        &content,
+        spender,
     )
     .await
     .map_err(|e| ApiError::new(StatusCode::BAD_GATEWAY, e.to_string()))?;

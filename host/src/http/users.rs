@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use crate::people::budget::Budget;
 use crate::people::manage;
 use crate::store::people::PersonRecord;
 use crate::vocabulary::{PersonRole, to_millis};
@@ -21,11 +22,15 @@ pub struct UserSummary {
     pub role: PersonRole,
     pub disabled: bool,
     pub created_at: String,
+    /// The person's budget; `null`: none.
+    #[schema(value_type = Option<BudgetSchema>)]
+    pub budget: Option<serde_json::Value>,
 }
 
 impl From<PersonRecord> for UserSummary {
     fn from(p: PersonRecord) -> Self {
         Self {
+            budget: Budget::stored(p.budget.as_deref()).map(|b| b.to_json()),
             id: p.id,
             name: p.name,
             role: p.role,
@@ -33,6 +38,41 @@ impl From<PersonRecord> for UserSummary {
             created_at: to_millis(&p.created_at),
         }
     }
+}
+
+/// A budget: exactly one of `usd` and `tokens`, per `period` (UTC; a week starts on Monday).
+/// What it counts and when it refuses is docs/teams.md's.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+pub struct BudgetSchema {
+    /// USD per period (needs every model called to have a price).
+    #[schema(exclusive_minimum = 0.0)]
+    pub usd: Option<f64>,
+    /// Input and output tokens per period.
+    #[schema(minimum = 1)]
+    pub tokens: Option<u64>,
+    pub period: BudgetPeriod,
+}
+
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetPeriod {
+    Day,
+    Week,
+    Month,
+}
+
+/// A field that may be given as `null` (which says something) or left out (which says nothing).
+pub(super) fn given<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<serde_json::Value>, D::Error> {
+    serde_json::Value::deserialize(d).map(Some)
+}
+
+/// A request's `budget` field, checked: `Some(None)` clears it.
+pub(super) fn budget_field(value: Option<&serde_json::Value>) -> ApiResult<Option<Option<Budget>>> {
+    value
+        .map(|v| Budget::parse("budget", v).map_err(ApiError::bad_request))
+        .transpose()
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -64,6 +104,10 @@ pub struct CreatedUser {
 pub struct PatchUserRequest {
     /// A disabled person's keys are refused at once on this instance, within a second on others.
     pub disabled: Option<bool>,
+    /// The person's budget; `null` removes it.
+    #[serde(default, deserialize_with = "given")]
+    #[schema(value_type = Option<BudgetSchema>, nullable)]
+    pub budget: Option<serde_json::Value>,
 }
 
 #[utoipa::path(get, path = "/users", tag = "users",
@@ -94,6 +138,7 @@ pub async fn create_user(
     };
     let role = body.role.unwrap_or(PersonRole::Member);
     let (person, key) = manage::add_person(&state.store, &name, role).await?;
+    state.people.team_made();
     Ok(Json(CreatedUser {
         id: person.id,
         name: person.name,
@@ -111,10 +156,20 @@ pub async fn patch_user(
     ApiPath(user_id): ApiPath<String>,
     ApiJson(body): ApiJson<PatchUserRequest>,
 ) -> ApiResult<Json<UserSummary>> {
-    let person = match body.disabled {
-        Some(disabled) => {
-            manage::set_disabled(&state.store, Some(&state.people), &user_id, disabled).await?
-        }
+    // Both checked before either is written.
+    let budget = budget_field(body.budget.as_ref())?;
+    let mut person = None;
+    if let Some(disabled) = body.disabled {
+        person = Some(
+            manage::set_disabled(&state.store, Some(&state.people), &user_id, disabled).await?,
+        );
+    }
+    if let Some(budget) = budget {
+        person =
+            Some(manage::set_budget(&state.store, Some(&state.people), &user_id, budget).await?);
+    }
+    let person = match person {
+        Some(person) => person,
         None => state
             .store
             .person(&user_id)

@@ -22,6 +22,15 @@ const KEPT: usize = 10_000;
 pub struct Directory {
     store: Store,
     kept: Mutex<Answers>,
+    /// Once anyone but the built-in admin, or any key, exists, it stays so (people are disabled,
+    /// never deleted; keys revoked, never deleted): `None` until then, with when it was asked.
+    team: Mutex<Team>,
+}
+
+#[derive(Default)]
+struct Team {
+    exists: bool,
+    asked: Option<Instant>,
 }
 
 /// What is kept, and how many changes were made here: a lookup that began before a change
@@ -42,7 +51,30 @@ impl Directory {
         Self {
             store,
             kept: Mutex::new(Answers::default()),
+            team: Mutex::new(Team::default()),
         }
+    }
+
+    /// Whether people use this deployment (anyone but the built-in admin, or a key): until they
+    /// do, nothing is recorded of anyone's usage. Asked of the database at most every
+    /// [`FRESH`] until it is so, then never again.
+    pub async fn team_exists(&self) -> Result<bool> {
+        {
+            let team = self.team.lock().unwrap_or_else(|e| e.into_inner());
+            if team.exists || team.asked.is_some_and(|at| at.elapsed() < FRESH) {
+                return Ok(team.exists);
+            }
+        }
+        let exists = self.store.team_exists().await?;
+        let mut team = self.team.lock().unwrap_or_else(|e| e.into_inner());
+        team.exists |= exists;
+        team.asked = Some(Instant::now());
+        Ok(team.exists)
+    }
+
+    /// Says that people use this deployment (a person or a key was just made here).
+    pub fn team_made(&self) {
+        self.team.lock().unwrap_or_else(|e| e.into_inner()).exists = true;
     }
 
     /// The caller holding the key `secret`, or `None` for a key that is unknown, revoked,
@@ -60,6 +92,9 @@ impl Directory {
             kept.changes
         };
         let found = self.look_up(&digest).await?;
+        if found.is_some() {
+            self.team_made();
+        }
         let mut kept = self.lock();
         match &found {
             Some(caller) if kept.changes == changes => {
@@ -106,12 +141,7 @@ impl Directory {
         if person.disabled {
             return Ok(None);
         }
-        Ok(Some(Caller::with_key(
-            &person,
-            &key.id,
-            &key.scopes,
-            key.expires_at,
-        )))
+        Ok(Some(Caller::with_key(&person, &key)))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Answers> {

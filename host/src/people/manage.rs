@@ -2,6 +2,7 @@
 //! routes (`/v1/users`, `/v1/keys`) share, stated once. Every refusal names the field and the
 //! rule; the callers map [`Refusal`] to their exit code or status.
 
+use super::budget::Budget;
 use super::{Caller, Directory, keys};
 use crate::store::people::{BUILTIN_ADMIN, KeyRecord, NewKey, PersonRecord};
 use crate::store::{Store, StoreError};
@@ -77,6 +78,7 @@ pub async fn add_person(
         secret_sha256: digest,
         scopes: Scope::allowed_for(role).to_vec(),
         expires_at: None,
+        budget: None,
     };
     match store.add_person(name, role, first).await? {
         Some((person, record)) => Ok((person, Minted { record, secret })),
@@ -156,6 +158,34 @@ pub fn expiry_for_new_key(
     }
 }
 
+/// Sets or clears the person `id`'s budget. The built-in admin is the operator and has none;
+/// their keys may.
+pub async fn set_budget(
+    store: &Store,
+    directory: Option<&Directory>,
+    id: &str,
+    budget: Option<Budget>,
+) -> Result<PersonRecord, Refusal> {
+    if id == BUILTIN_ADMIN {
+        return Err(Refusal::Invalid(
+            "budget: the built-in admin (ADMIN_TOKEN's holder) has no budget; give one to each \
+             of its keys instead (POST /v1/keys)"
+                .into(),
+        ));
+    }
+    let text = budget.map(|b| b.to_json().to_string());
+    if !store.set_person_budget(id, text.as_deref()).await? {
+        return Err(Refusal::NotFound("user not found".into()));
+    }
+    if let Some(directory) = directory {
+        directory.forget(id, None);
+    }
+    store
+        .person(id)
+        .await?
+        .ok_or_else(|| Refusal::NotFound("user not found".into()))
+}
+
 /// Makes a key for `caller`'s person.
 pub async fn make_key(
     store: &Store,
@@ -163,6 +193,7 @@ pub async fn make_key(
     name: &str,
     scopes: Vec<Scope>,
     expires_at: Option<String>,
+    budget: Option<Budget>,
 ) -> Result<Minted, Refusal> {
     let (secret, digest) = keys::mint();
     let record = store
@@ -172,6 +203,7 @@ pub async fn make_key(
             secret_sha256: digest,
             scopes,
             expires_at,
+            budget: budget.map(|b| b.to_json().to_string()),
         })
         .await?;
     Ok(Minted { record, secret })

@@ -3,14 +3,16 @@
 //! it with [`Directory`] and puts it on the request, and what a caller may reach is
 //! [`Caller::may`]'s answer, stated once here. Keys are made and digested in [`keys`].
 
+pub mod budget;
 pub mod directory;
 pub mod keys;
 pub mod manage;
 
 pub use directory::Directory;
 
-use crate::store::people::{BUILTIN_ADMIN, PersonRecord};
+use crate::store::people::{BUILTIN_ADMIN, KeyRecord, PersonRecord};
 use crate::vocabulary::{PersonRole, Scope};
+use budget::Budget;
 
 /// How the caller proved who they are.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +36,15 @@ pub struct Caller {
     pub scopes: Vec<Scope>,
     /// When the key ends (stored form); `None` for a key without an end and for ADMIN_TOKEN.
     pub expires_at: Option<String>,
+    /// The person's budget and the key's, as they were read (`usage/` checks them).
+    pub budgets: Budgets,
+}
+
+/// The budgets a caller's requests are checked against.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Budgets {
+    pub person: Option<Budget>,
+    pub key: Option<Budget>,
 }
 
 impl Caller {
@@ -46,29 +57,30 @@ impl Caller {
             via,
             scopes: Scope::ALL.to_vec(),
             expires_at: None,
+            budgets: Budgets::default(),
         }
     }
 
-    /// `person` holding the key `key_id` with `scopes`: the scopes are cut to what the
-    /// person's role allows, so a member's key never carries `admin`.
-    pub fn with_key(
-        person: &PersonRecord,
-        key_id: &str,
-        scopes: &[Scope],
-        expires_at: Option<String>,
-    ) -> Self {
+    /// `person` holding `key`: the key's scopes are cut to what the person's role allows, so a
+    /// member's key never carries `admin`.
+    pub fn with_key(person: &PersonRecord, key: &KeyRecord) -> Self {
         let allowed = Scope::allowed_for(person.role);
         Self {
             id: person.id.clone(),
             name: person.name.clone(),
             role: person.role,
-            via: Via::Key(key_id.to_string()),
-            scopes: scopes
+            via: Via::Key(key.id.clone()),
+            scopes: key
+                .scopes
                 .iter()
                 .copied()
                 .filter(|s| allowed.contains(s))
                 .collect(),
-            expires_at,
+            expires_at: key.expires_at.clone(),
+            budgets: Budgets {
+                person: Budget::stored(person.budget.as_deref()),
+                key: Budget::stored(key.budget.as_deref()),
+            },
         }
     }
 
@@ -157,8 +169,19 @@ mod tests {
             role: PersonRole::Member,
             disabled: false,
             created_at: String::new(),
+            budget: None,
         };
-        let caller = Caller::with_key(&member, "k", Scope::ALL, None);
+        let key = KeyRecord {
+            id: "k".into(),
+            user_id: "u".into(),
+            name: "k".into(),
+            scopes: Scope::ALL.to_vec(),
+            created_at: String::new(),
+            expires_at: None,
+            revoked_at: None,
+            budget: None,
+        };
+        let caller = Caller::with_key(&member, &key);
         assert_eq!(caller.scopes, [Scope::Chat, Scope::Openai, Scope::Mcp]);
         assert!(!caller.may(Scope::Admin));
         assert_eq!(caller.key_id(), Some("k"));

@@ -20,6 +20,7 @@ mod records;
 mod sqlite;
 mod text;
 pub mod transfer;
+pub mod usage;
 
 /// How long an instance on PostgreSQL stays alive without renewing its lease.
 pub use postgres::{Heard, LEASE, RunListener};

@@ -20,6 +20,8 @@ pub struct PersonRecord {
     pub role: PersonRole,
     pub disabled: bool,
     pub created_at: String,
+    /// The budget's JSON (`people/budget.rs`), if it has one.
+    pub budget: Option<String>,
 }
 
 /// A key as stored, without its secret (the store never has it).
@@ -32,6 +34,8 @@ pub struct KeyRecord {
     pub created_at: String,
     pub expires_at: Option<String>,
     pub revoked_at: Option<String>,
+    /// The budget's JSON (`people/budget.rs`), if it has one.
+    pub budget: Option<String>,
 }
 
 /// A key to keep: its secret's digest and what it may do.
@@ -42,21 +46,23 @@ pub struct NewKey {
     pub secret_sha256: String,
     pub scopes: Vec<Scope>,
     pub expires_at: Option<String>,
+    pub budget: Option<String>,
 }
 
-const PERSON: &str = "SELECT id, name, role, disabled, created_at FROM users";
-const KEY: &str =
-    "SELECT id, user_id, name, scopes, created_at, expires_at, revoked_at FROM api_keys";
+const PERSON: &str = "SELECT id, name, role, disabled, created_at, budget FROM users";
+const KEY: &str = "SELECT id, user_id, name, scopes, created_at, expires_at, revoked_at, budget \
+                   FROM api_keys";
 const ADD_PERSON: &str = "INSERT INTO users (id, name, role, disabled, created_at) \
                           VALUES ($1, $2, $3, FALSE, $4) ON CONFLICT (name) DO NOTHING";
 const ADD_KEY: &str = "INSERT INTO api_keys \
-                       (id, user_id, name, secret_sha256, scopes, created_at, expires_at) \
-                       VALUES ($1, $2, $3, $4, $5, $6, $7)";
+                       (id, user_id, name, secret_sha256, scopes, created_at, expires_at, budget) \
+                       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 const SET_DISABLED: &str = "UPDATE users SET disabled = $2 WHERE id = $1";
+const SET_BUDGET: &str = "UPDATE users SET budget = $2 WHERE id = $1";
 const REVOKE: &str = "UPDATE api_keys SET revoked_at = $3 \
                       WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL";
 
-type PersonRow = (String, String, String, bool, String);
+type PersonRow = (String, String, String, bool, String, Option<String>);
 type KeyRow = (
     String,
     String,
@@ -65,21 +71,23 @@ type KeyRow = (
     String,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
 fn person(row: PersonRow) -> Result<PersonRecord> {
-    let (id, name, role, disabled, created_at) = row;
+    let (id, name, role, disabled, created_at, budget) = row;
     Ok(PersonRecord {
         id,
         name,
         role: role.parse()?,
         disabled,
         created_at,
+        budget,
     })
 }
 
 fn key(row: KeyRow) -> Result<KeyRecord> {
-    let (id, user_id, name, scopes, created_at, expires_at, revoked_at) = row;
+    let (id, user_id, name, scopes, created_at, expires_at, revoked_at, budget) = row;
     let words: Vec<String> = serde_json::from_str(&scopes)?;
     let scopes = words
         .iter()
@@ -93,6 +101,7 @@ fn key(row: KeyRow) -> Result<KeyRecord> {
         created_at,
         expires_at,
         revoked_at,
+        budget,
     })
 }
 
@@ -154,6 +163,7 @@ macro_rules! people {
                 created_at: now(),
                 expires_at: new.expires_at.clone(),
                 revoked_at: None,
+                budget: new.budget.clone(),
             };
             sqlx::query(ADD_KEY)
                 .bind(&record.id)
@@ -163,6 +173,7 @@ macro_rules! people {
                 .bind(scopes_json(&record.scopes))
                 .bind(&record.created_at)
                 .bind(&record.expires_at)
+                .bind(&record.budget)
                 .execute(ex)
                 .await?;
             Ok(record)
@@ -200,6 +211,19 @@ macro_rules! people {
             let done = sqlx::query(SET_DISABLED)
                 .bind(id)
                 .bind(disabled)
+                .execute(ex)
+                .await?;
+            Ok(done.rows_affected() == 1)
+        }
+
+        pub async fn set_budget<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            id: &str,
+            budget: Option<&str>,
+        ) -> Result<bool> {
+            let done = sqlx::query(SET_BUDGET)
+                .bind(id)
+                .bind(budget)
                 .execute(ex)
                 .await?;
             Ok(done.rows_affected() == 1)
@@ -321,6 +345,14 @@ impl Store {
             write,
             set_disabled(id, disabled)
         )
+    }
+
+    /// Sets or clears a person's budget (its JSON); whether they exist.
+    pub async fn set_person_budget(&self, id: &str, budget: Option<&str>) -> Result<bool> {
+        if id.contains('\0') {
+            return Ok(false);
+        }
+        people_op!(self, "set_person_budget", write, set_budget(id, budget))
     }
 
     /// Keeps a new key.

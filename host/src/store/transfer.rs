@@ -42,8 +42,9 @@ fn header(from: &str) -> Value {
 
 pub const FORMAT: &str = "chatd-export";
 /// 2 added people, their keys and owners; a version 1 export (made before people existed)
-/// imports with everything the built-in admin's ([`DEFAULTS`]).
-pub const VERSION: u32 = 2;
+/// imports with everything the built-in admin's ([`DEFAULTS`]). 3 added budgets and the usage
+/// ledger (a version 2 export has neither: no budgets).
+pub const VERSION: u32 = 3;
 /// The oldest version an import reads.
 const OLDEST: u32 = 1;
 
@@ -218,6 +219,7 @@ const TABLES: &[Table] = &[
             ("role", T),
             ("disabled", F),
             ("created_at", T),
+            ("budget", T),
         ],
         always_skip: false,
         // The built-in admin, whom the migration makes in every database.
@@ -237,6 +239,28 @@ const TABLES: &[Table] = &[
             ("created_at", T),
             ("expires_at", T),
             ("revoked_at", T),
+            ("budget", T),
+        ],
+        always_skip: false,
+        except: "",
+    },
+    // What people spent (usage/): kept by an export, as the chats' call records are. Holds
+    // are not: they are requests running now.
+    Table {
+        line: "usage",
+        sql: "usage_ledger",
+        key: 1,
+        columns: &[
+            ("id", T),
+            ("user_id", T),
+            ("key_id", T),
+            ("source", T),
+            ("provider", T),
+            ("model", T),
+            ("input_tokens", I),
+            ("output_tokens", I),
+            ("cost_nanos", I),
+            ("created_at", T),
         ],
         always_skip: false,
         except: "",

@@ -86,6 +86,8 @@ labels!(PluginLabels { plugin: String });
 labels!(OutcomeLabels { outcome: &'static str });
 labels!(QueryLabels { backend: &'static str, operation: &'static str });
 labels!(PoolLabels { backend: &'static str, state: &'static str });
+labels!(UserLabels { user: String });
+labels!(UserTokenLabels { user: String, direction: &'static str });
 
 struct Metrics {
     registry: Registry,
@@ -114,6 +116,9 @@ struct Metrics {
     store_errors: Family<QueryLabels, Counter>,
     store_pool: Family<PoolLabels, Gauge>,
     run_event_lag: Histogram,
+    spend_tokens: Family<UserTokenLabels, Counter>,
+    spend_usd: Family<UserLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    budget_refusals: Family<UserLabels, Counter>,
 }
 
 // Buckets, in seconds, for what each histogram measures.
@@ -172,6 +177,9 @@ impl Metrics {
             store_errors: Family::default(),
             store_pool: Family::default(),
             run_event_lag: lag_buckets(),
+            spend_tokens: Family::default(),
+            spend_usd: Family::default(),
+            budget_refusals: Family::default(),
             registry: Registry::default(),
         };
         // Durations are in seconds, named so (`_seconds`), with no UNIT line: Prometheus' own
@@ -242,6 +250,24 @@ impl Metrics {
             "provider_fallbacks",
             "First turns another provider answered after this one's tries were exhausted",
             &m.provider_fallbacks,
+        );
+        register(
+            r,
+            "spend_tokens",
+            "Tokens of model calls recorded in the usage ledger, by person id (not name) and direction",
+            &m.spend_tokens,
+        );
+        register(
+            r,
+            "spend_usd",
+            "USD of model calls recorded in the usage ledger at the configured prices, by person id",
+            &m.spend_usd,
+        );
+        register(
+            r,
+            "budget_refusals",
+            "Requests refused because a budget was spent (429), by person id",
+            &m.budget_refusals,
         );
         register(
             r,
@@ -503,6 +529,39 @@ pub fn provider_fallback(provider: &str, fallback: &str) {
             .get_or_create(&FallbackLabels {
                 provider: provider.to_string(),
                 fallback: fallback.to_string(),
+            })
+            .inc();
+    }
+}
+
+/// A model call of person `user` recorded in the ledger: its tokens, and its cost in nano-USD
+/// when it has a price.
+pub fn spent(user: &str, input_tokens: u64, output_tokens: u64, cost_nanos: Option<i64>) {
+    if let Some(m) = get() {
+        for (direction, n) in [("input", input_tokens), ("output", output_tokens)] {
+            m.spend_tokens
+                .get_or_create(&UserTokenLabels {
+                    user: user.to_string(),
+                    direction,
+                })
+                .inc_by(n);
+        }
+        if let Some(nanos) = cost_nanos {
+            m.spend_usd
+                .get_or_create(&UserLabels {
+                    user: user.to_string(),
+                })
+                .inc_by(nanos as f64 / 1e9);
+        }
+    }
+}
+
+/// A request of person `user` refused because a budget was spent.
+pub fn budget_refused(user: &str) {
+    if let Some(m) = get() {
+        m.budget_refusals
+            .get_or_create(&UserLabels {
+                user: user.to_string(),
             })
             .inc();
     }

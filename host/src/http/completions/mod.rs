@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::chats::CHAT_NOT_FOUND;
-use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use super::error::{ApiError, ApiJson, ApiPath, ApiResult, BudgetErrorBody, ErrorBody};
 use super::sse;
 use crate::chat::completion::Finished;
 use crate::chat::events::Usage;
@@ -86,6 +86,8 @@ pub(in crate::http) fn finished(completed: Completed) -> ApiResult<Finished> {
 #[utoipa::path(post, path = "/chat-completions", tag = "chats", request_body = CompletionRequest,
     responses((status = 200, body = CompletionResponse), (status = 400, body = ErrorBody),
               (status = 404, body = ErrorBody), (status = 413, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "a USD budget, and the model has no price"),
+              (status = 429, body = BudgetErrorBody, description = "a budget is spent"),
               (status = 502, body = ErrorBody, description = "the provider failed; the message names it and the upstream's error"),
               (status = 503, body = ErrorBody, description = "the provider's plugin is not loaded")))]
 pub async fn complete(
@@ -116,6 +118,8 @@ pub async fn complete(
     responses((status = 200, content_type = "text/event-stream", description = "events meta, tool_call, delta, then done or error; each with an `id:`"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, body = ErrorBody, description = "a stream is already running for this chat"),
+              (status = 403, body = ErrorBody, description = "a USD budget, and the model has no price"),
+              (status = 429, body = BudgetErrorBody, description = "a budget is spent"),
               (status = 503, body = ErrorBody, description = "the provider's plugin is not loaded")))]
 pub async fn stream(
     State(state): State<AppState>,

@@ -24,6 +24,7 @@ use crate::plugins::worlds::provider::{TurnAsks, turn_options, turn_tuning};
 use crate::store::{ChatRecord, NewMessage};
 use crate::tools::enabled::EnabledTool;
 use crate::tools::python::Container;
+use crate::usage::{Ask, DEFAULT_MAX_OUTPUT, Source};
 use crate::vocabulary::Role;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -62,6 +63,8 @@ pub struct Extras {
     pub tuning: turn_tuning::Tuning,
     /// The `python` tool's container, when the request offers it (`http/openai/files.rs`).
     pub container: Option<Container>,
+    /// The route kind its calls are recorded under (`usage/`).
+    pub source: Source,
 }
 
 impl Default for Extras {
@@ -72,6 +75,7 @@ impl Default for Extras {
             options: turn_options::none(),
             tuning: turn_tuning::none(),
             container: None,
+            source: Source::Chat,
         }
     }
 }
@@ -131,7 +135,7 @@ pub(in crate::http) async fn prepare_with(
         &history,
         &client.exchange,
     )?;
-    let completion = Completion {
+    let mut completion = Completion {
         provider: body.provider.clone(),
         model: model.clone(),
         plugin,
@@ -151,12 +155,25 @@ pub(in crate::http) async fn prepare_with(
         retry: provider.retry.clone(),
         fallback: fallback(state, &snapshot, &provider, &history),
         container: client.container,
+        spender: None,
     };
     // A parameter the model does not take is refused now, before anything is stored or sent.
     completion
         .check()
         .await
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    completion.spender = state
+        .admit(
+            caller,
+            &Ask {
+                source: client.source,
+                provider: &body.provider,
+                model: &model,
+                input_tokens: history::token_estimate(&completion.messages),
+                max_output_tokens: max_tokens.map_or(DEFAULT_MAX_OUTPUT, u64::from),
+            },
+        )
+        .await?;
     Ok(ChatRun {
         provider: body.provider,
         model,

@@ -265,6 +265,7 @@ impl ChatCompletionRequest {
                 options,
                 tuning,
                 container: None,
+                source: crate::usage::Source::Openai,
             },
             names,
         })

@@ -28,14 +28,18 @@ pub struct OpenAiError {
     retry_after: Option<Duration>,
     /// The internal cause of a 5xx, for the log line only (`ErrorCause`).
     cause: Option<String>,
+    /// A spent budget's object (`usage/`): its 429 is OpenAI's `insufficient_quota`, which the
+    /// SDKs do not retry (`x-should-retry: false`).
+    budget: Option<Box<Value>>,
 }
 
 impl From<ApiError> for OpenAiError {
     fn from(error: ApiError) -> Self {
+        let budget = error.budget().cloned();
         let (status, message, cause) = error.into_parts();
         Self {
             cause,
-            ..Self::new(status, message)
+            ..Self::new(status, message).with_budget(budget)
         }
     }
 }
@@ -49,7 +53,17 @@ impl OpenAiError {
             code: default_code(status),
             retry_after: None,
             cause: None,
+            budget: None,
         }
+    }
+
+    /// The error of a spent budget, when `budget` is its object.
+    fn with_budget(mut self, budget: Option<Value>) -> Self {
+        if budget.is_some() {
+            self.code = Some("insufficient_quota");
+            self.budget = budget.map(Box::new);
+        }
+        self
     }
 
     /// A 429 after chatd's own tries, with the wait the upstream asked for.
@@ -142,14 +156,18 @@ impl OpenAiError {
 
     /// The body, `{"error": {...}}`: also a stream's error chunk once its head has gone out.
     pub fn body(&self) -> Value {
-        json!({
+        let mut body = json!({
             "error": {
                 "message": bounded(self.message.clone()),
                 "type": error_type(self.status),
                 "param": self.param,
                 "code": self.code,
             }
-        })
+        });
+        if let Some(budget) = &self.budget {
+            body["error"]["budget"] = Value::clone(budget);
+        }
+        body
     }
 
     /// The internal cause of a 5xx, if any (for the log; never sent).
@@ -161,6 +179,12 @@ impl OpenAiError {
 impl IntoResponse for OpenAiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(self.body())).into_response();
+        if self.budget.is_some() {
+            response.headers_mut().insert(
+                crate::http::error::SHOULD_RETRY,
+                HeaderValue::from_static("false"),
+            );
+        }
         if let Some(wait) = self.retry_after {
             let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             response
@@ -240,12 +264,17 @@ pub async fn reshape(req: Request, next: Next) -> Response {
         return Response::from_parts(parts, error.into_response().into_body());
     };
     // Only `{message}` is rewritten; anything else (OpenAI's shape already) goes out as it came.
-    let message = serde_json::from_slice::<Value>(&bytes)
+    let mut value = serde_json::from_slice::<Value>(&bytes)
         .ok()
-        .filter(|value| value.get("error").is_none())
-        .and_then(|value| value.get("message")?.as_str().map(String::from));
+        .filter(|value| value.get("error").is_none());
+    let budget = value
+        .as_mut()
+        .and_then(|v| v.get_mut("budget"))
+        .map(Value::take);
+    let message = value.and_then(|value| value.get("message")?.as_str().map(String::from));
     let body = match message {
         Some(message) => OpenAiError::new(status, message)
+            .with_budget(budget)
             .into_response()
             .into_body(),
         None => axum::body::Body::from(bytes),
