@@ -9,7 +9,7 @@ use chatd::plugins::testing::{Reply, ScriptedUpstream};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use crate::people::{TOKEN, add_person, call, second_instance};
+use crate::people::{TOKEN, add_person, call};
 use crate::support::{Options, TestServer, write_config};
 
 const TEXT_STREAM: &str =
@@ -27,6 +27,15 @@ const TITLE_MODEL: &str = "t-mini";
 /// A server whose provider_c (the chats) and provider_a (titles) answer from `upstream`, with
 /// provider_c's models priced at 2 and 10 USD per million tokens.
 async fn server(upstream: &ScriptedUpstream, files: &tempfile::TempDir) -> TestServer {
+    on(upstream, files, None).await
+}
+
+/// [`server`], on `dir`'s database when given (another instance of its deployment).
+async fn on(
+    upstream: &ScriptedUpstream,
+    files: &tempfile::TempDir,
+    dir: Option<std::sync::Arc<tempfile::TempDir>>,
+) -> TestServer {
     let config = write_config(
         files.path(),
         "[pricing.\"provider_c/*\"]\ninput_per_million = 2.0\noutput_per_million = 10.0\n",
@@ -48,6 +57,7 @@ async fn server(upstream: &ScriptedUpstream, files: &tempfile::TempDir) -> TestS
         token: Some(TOKEN.into()),
         args: args.iter().map(|s| s.to_string()).collect(),
         config: Some(config),
+        dir,
         ..Options::default()
     })
     .await
@@ -388,7 +398,11 @@ async fn concurrent_requests_overshoot_by_at_most_one_call() {
     let upstream = upstream().await;
     let files = tempfile::tempdir().unwrap();
     let first = server(&upstream, &files).await;
-    let second = second_instance(&first).await;
+    // Another instance on PostgreSQL (SQLite serves one).
+    let second = match crate::support::on_postgres() {
+        true => Some(on(&upstream, &files, Some(first.dir.clone())).await),
+        false => None,
+    };
     let (ann_id, ann) = add_person(&first, "ann", "member").await;
     let per_call = STREAM_IN + STREAM_OUT;
     let limit = 10 * per_call;
