@@ -40,6 +40,7 @@ mod live;
 mod mcp;
 mod mcp_served;
 mod openai;
+mod people;
 mod plugins;
 mod proxy;
 mod python;
@@ -125,9 +126,10 @@ fn main() -> anyhow::Result<()> {
         Some("languages") => languages::run(languages::parse(&args[1..])?),
         Some("python") => python::run(python::parse(&args[1..])?),
         Some("openai") => openai::run(openai::parse(&args[1..])?),
+        Some("people") => people::run(people::parse(&args[1..])?),
         _ => {
             eprintln!(
-                "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
                 usage(),
                 plugins::usage(),
                 chat::usage(),
@@ -137,7 +139,8 @@ fn main() -> anyhow::Result<()> {
                 mcp::usage(),
                 languages::usage(),
                 python::usage(),
-                openai::usage()
+                openai::usage(),
+                people::usage()
             );
             std::process::exit(2);
         }

@@ -38,10 +38,15 @@ async fn on(
 ) -> TestServer {
     let config = write_config(
         files.path(),
-        "[pricing.\"provider_c/*\"]\ninput_per_million = 2.0\noutput_per_million = 10.0\n",
+        "[pricing.\"provider_c/*\"]\ninput_per_million = 2.0\noutput_per_million = 10.0\n\
+         [pricing.\"search_engine_a/answer\"]\nper_call = 0.005\n",
     );
     let url = upstream.url();
     let args = [
+        "--engine-a-base-url",
+        &url,
+        "--engine-a-api-key",
+        "e-key",
         "--provider-c-base-url",
         &url,
         "--provider-c-api-key",
@@ -69,6 +74,17 @@ async fn upstream() -> ScriptedUpstream {
         (
             "POST /responses",
             Reply::text(200, "application/json", RESPONSES_TEXT),
+        ),
+        (
+            "POST /search",
+            Reply::json(200, json!({"requestId": "s1", "results": []})),
+        ),
+        (
+            "POST /answer",
+            Reply::json(
+                200,
+                json!({"requestId": "a1", "answer": "London.", "citations": []}),
+            ),
         ),
     ])
     .await
@@ -448,4 +464,91 @@ async fn concurrent_requests_overshoot_by_at_most_one_call() {
     if made * per_call < limit {
         assert_eq!(ephemeral(&first, &ann, Some(100)).await.0, StatusCode::OK);
     }
+}
+
+/// A search's answer is a model's: each run's (run, run/stream, `/mcp`'s search tool) is in the
+/// ledger at its `per_call` price, and a spent budget refuses the next before the engine is
+/// asked.
+#[tokio::test]
+async fn search_answers_are_counted_and_refused_over_budget() {
+    let upstream = upstream().await;
+    let files = tempfile::tempdir().unwrap();
+    let server = server(&upstream, &files).await;
+    let (ann_id, ann) = add_person(&server, "ann", "member").await;
+    let (status, made) = call(
+        &server,
+        &ann,
+        Method::POST,
+        "/v1/searches",
+        Some(json!({"query": "capital of the uk"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{made}");
+    let run = format!(
+        "/v1/searches/{}/run",
+        made["search"]["id"].as_str().unwrap()
+    );
+    let (status, body) = call(&server, &ann, Method::POST, &run, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let res = server
+        .client
+        .post(format!("{}{run}/stream", server.base))
+        .bearer_auth(&ann)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.text().await.unwrap().contains("event: done"));
+    let mcp_search = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "chatd_search", "arguments": {"query": "capital of the uk"}}});
+    let mcp = |body: Value| {
+        server
+            .client
+            .post(format!("{}/mcp", server.base))
+            .bearer_auth(&ann)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body)
+            .send()
+    };
+    let answered: Value = mcp(mcp_search.clone()).await.unwrap().json().await.unwrap();
+    assert_eq!(answered["result"]["isError"], false, "{answered}");
+
+    let (_, usage) = call(&server, &ann, Method::GET, "/v1/usage?groupBy=model", None).await;
+    let answers = &usage["groups"][0];
+    assert_eq!(answers["group"], "search_engine_a/answer", "{usage}");
+    assert_eq!(answers["calls"], 3);
+    assert_eq!(answers["totalTokens"], 0);
+    assert!(
+        (answers["costUsd"].as_f64().unwrap() - 0.015).abs() < 1e-12,
+        "{usage}"
+    );
+
+    // A cent a day is spent: the next run and the next /mcp search are refused.
+    let (status, _) = server
+        .patch(
+            &format!("/v1/users/{ann_id}"),
+            json!({"budget": {"usd": 0.01, "period": "day"}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let asked = calls(&upstream);
+    let (status, refused) = call(&server, &ann, Method::POST, &run, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{refused}");
+    assert_eq!(refused["budget"]["unit"], "usd");
+    assert_eq!(refused["budget"]["limit"], 0.01);
+    assert_eq!(refused["budget"]["spent"], 0.015);
+    let res = server
+        .client
+        .post(format!("{}{run}/stream", server.base))
+        .bearer_auth(&ann)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    let refused: Value = mcp(mcp_search).await.unwrap().json().await.unwrap();
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(refused.to_string().contains("budget is spent"), "{refused}");
+    assert_eq!(calls(&upstream), asked, "the engine was not asked");
 }

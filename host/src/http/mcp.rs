@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::error::{bounded, quoted};
 use super::search_runs::{RunSearchRequest, run_request, search_plugin};
+use crate::people::Caller;
 use crate::search;
 
 /// The path, at the root and under `/api`.
@@ -152,7 +153,7 @@ impl Tools {
         tools
     }
 
-    async fn search(&self, arguments: JsonObject) -> CallToolResult {
+    async fn search(&self, arguments: JsonObject, caller: Option<&Caller>) -> CallToolResult {
         let body: RunSearchRequest = match serde_json::from_value(Value::Object(arguments)) {
             Ok(body) => body,
             Err(e) => return failed(bounded(format!("invalid arguments: {e}"))),
@@ -169,7 +170,19 @@ impl Tools {
             Err(e) => return failed(e.message().to_string()),
         };
         let engine = plugin.as_search().expect("checked by search_plugin");
-        match search::run(engine, &request, &|_| {}).await {
+        // The token check put the caller on every request it let through.
+        let Some(caller) = caller else {
+            return failed("internal error: the request carries no caller".into());
+        };
+        let spender = match super::search_runs::admit_answer(&self.state, caller).await {
+            Ok(spender) => spender,
+            Err(e) => return failed(e.message().to_string()),
+        };
+        let ran = search::run(engine, &request, &|_| {}, spender.as_deref()).await;
+        if let Some(spender) = &spender {
+            spender.settle().await;
+        }
+        match ran {
             Err(both) => failed(both.to_string()),
             Ok(outcome) => {
                 let structured = json!({
@@ -263,11 +276,15 @@ impl ServerHandler for Tools {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
         if request.name == SEARCH_TOOL {
-            return Ok(self.search(arguments).await.into());
+            let caller = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Caller>());
+            return Ok(self.search(arguments, caller).await.into());
         }
         let snapshot = self.state.plugins.snapshot();
         let Some(tool) = self.state.tools.find(&snapshot, &request.name) else {

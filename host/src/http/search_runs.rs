@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::chats::ChatResponse;
-use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
+use super::error::{ApiError, ApiJson, ApiPath, ApiResult, BudgetErrorBody, ErrorBody};
 use super::limits::{self, MAX_QUERY_CHARS, MAX_TITLE_CHARS};
 use super::searches::{SEARCH_NOT_FOUND, SearchDetail, SearchDetailResponse};
 use super::sse::{self, LAST_EVENT_ID_DOC, last_event_id};
@@ -167,6 +167,26 @@ fn prepare(
     Ok((request, search_plugin(state)?))
 }
 
+/// Admits `caller`'s run before the engine is asked: its answer is a model's (`usage/`).
+pub(super) async fn admit_answer(
+    state: &AppState,
+    caller: &Caller,
+) -> ApiResult<Option<Arc<crate::usage::Spender>>> {
+    state
+        .admit(
+            caller,
+            &crate::usage::Ask {
+                source: crate::usage::Source::Search,
+                provider: SEARCH_PLUGIN,
+                model: crate::search::ANSWER_MODEL,
+                // The engine reports no tokens: what a budget of tokens holds is nothing.
+                input_tokens: 0,
+                max_output_tokens: 0,
+            },
+        )
+        .await
+}
+
 /// What a `/run` whose task stopped early (shutdown, a panic) answers.
 fn stopped(state: &AppState) -> ApiError {
     if state.runs.stopping() {
@@ -184,10 +204,13 @@ fn stopped(state: &AppState) -> ApiError {
     responses((status = 200, body = SearchDetailResponse, description = "the run's outcome, persisted; a failed part has its error field set"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, body = ErrorBody, description = "a streamed run of this search is going; follow it with run/stream/attach"),
+              (status = 403, body = ErrorBody, description = "a USD budget, and the search answers have no price"),
+              (status = 429, body = BudgetErrorBody, description = "a budget is spent"),
               (status = 502, body = ErrorBody, description = "both the search and the answer failed; nothing was persisted"),
               (status = 503, body = ErrorBody, description = "the search plugin is not loaded, or the server is shutting down")))]
 pub async fn run_search(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(search_id): ApiPath<String>,
     ApiJson(body): ApiJson<RunSearchRequest>,
 ) -> ApiResult<Json<SearchDetailResponse>> {
@@ -202,7 +225,8 @@ pub async fn run_search(
             "a run of this search is streaming; follow it with POST /v1/searches/{searchId}/run/stream/attach",
         ));
     }
-    let ended = search_runs::run(&state.run_context(), search_id, plugin, request)
+    let spender = admit_answer(&state, &caller).await?;
+    let ended = search_runs::run(&state.run_context(), search_id, plugin, request, spender)
         .await
         .ok_or_else(|| stopped(&state))?;
     match ended {
@@ -220,9 +244,12 @@ pub async fn run_search(
     request_body = RunSearchRequest,
     responses((status = 200, content_type = "text/event-stream", description = "search_results or search_error, answer or answer_error (in the order they end), then done `{ search }` or error `{ message }`; attaches to the run already streaming for this search, if any"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 403, body = ErrorBody, description = "a USD budget, and the search answers have no price"),
+              (status = 429, body = BudgetErrorBody, description = "a budget is spent"),
               (status = 503, body = ErrorBody, description = "the search plugin is not loaded")))]
 pub async fn stream_search(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(search_id): ApiPath<String>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<RunSearchRequest>,
@@ -242,11 +269,12 @@ pub async fn stream_search(
         ));
     }
     let (request, plugin) = prepare(&state, &search, body)?;
+    let spender = admit_answer(&state, &caller).await?;
     let reader = search_runs::stream(
         &state.run_context(),
         search_id,
-        plugin,
-        request,
+        (plugin, request),
+        spender,
         last,
         done_data,
     )

@@ -11,6 +11,7 @@ use crate::plugins::loading::load::Plugin;
 use crate::runlog::{EventId, RunReader};
 use crate::search::{self, RunRequest, events};
 use crate::store::{SearchDetailRecord, StoreError};
+use crate::usage::Spender;
 
 /// A run's end, for the terminal event or the response.
 pub enum Ended {
@@ -30,13 +31,14 @@ pub async fn run(
     search_id: String,
     plugin: Arc<Plugin>,
     request: RunRequest,
+    spender: Option<Arc<Spender>>,
 ) -> Option<Ended> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let work = ctx.clone();
     ctx.runs.spawn(
         RunKind::Search,
         async move {
-            let ended = run_and_store(&work, &search_id, &plugin, &request, &|_| {}).await;
+            let ended = run_and_store(&work, &search_id, &plugin, &request, &|_| {}, spender).await;
             let _ = tx.send(ended);
         },
         |_| async {},
@@ -48,18 +50,20 @@ pub async fn run(
 /// instance), in a task of its own: on a shared database registering the run is a write, which
 /// a client gone at that moment must not cut short. `done` renders a stored outcome as the
 /// `done` event's data (the wire's shape is the route's). `Err(None)`: the step panicked.
+/// `spender`: whose account the answer is recorded in, when this call starts the run.
 pub async fn stream(
     ctx: &RunContext,
     search_id: String,
-    plugin: Arc<Plugin>,
-    request: RunRequest,
+    (plugin, request): (Arc<Plugin>, RunRequest),
+    spender: Option<Arc<Spender>>,
     last: Option<EventId>,
     done: fn(SearchDetailRecord) -> String,
 ) -> Result<RunReader, Option<StoreError>> {
     let step = ctx.clone();
     ctx.runs
         .spawn_step(async move {
-            start_or_join(step, search_id, request, plugin, last.as_ref(), done).await
+            let run = (request, plugin, spender);
+            start_or_join(step, search_id, run, last.as_ref(), done).await
         })
         .await
         .map_err(|_| None)?
@@ -71,8 +75,7 @@ pub async fn stream(
 async fn start_or_join(
     ctx: RunContext,
     search_id: String,
-    request: RunRequest,
-    plugin: Arc<Plugin>,
+    (request, plugin, spender): (RunRequest, Arc<Plugin>, Option<Arc<Spender>>),
     last: Option<&EventId>,
     done: fn(SearchDetailRecord) -> String,
 ) -> Result<RunReader, StoreError> {
@@ -99,7 +102,7 @@ async fn start_or_join(
             let report = |event: &search::SearchEvent| {
                 work_log.push(event.name(), &event.data(), false);
             };
-            let ended = run_and_store(&work, &search_id, &plugin, &request, &report).await;
+            let ended = run_and_store(&work, &search_id, &plugin, &request, &report, spender).await;
             let (name, data) = match ended {
                 Ended::Stored(detail) => ("done", done(*detail)),
                 Ended::Failed(both) => ("error", events::error_data(&both.to_string())),
@@ -129,9 +132,14 @@ async fn run_and_store(
     plugin: &Plugin,
     request: &RunRequest,
     report: &(dyn Fn(&search::SearchEvent) + Sync),
+    spender: Option<Arc<Spender>>,
 ) -> Ended {
     let search = plugin.as_search().expect("a search plugin");
-    let outcome = match search::run(search, request, report).await {
+    let ran = search::run(search, request, report, spender.as_deref()).await;
+    if let Some(spender) = spender {
+        spender.settle().await;
+    }
+    let outcome = match ran {
         Ok(outcome) => outcome,
         Err(both) => return Ended::Failed(both),
     };

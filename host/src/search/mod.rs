@@ -16,12 +16,18 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::plugins::builtin::SEARCH_PLUGIN;
 use crate::plugins::failure::{describe_call_error, describe_plugin_error};
 use crate::plugins::runtime::CallError;
 use crate::plugins::worlds::search::{PluginError, SearchPlugin, SearchRequest};
 use crate::store::SearchRunOutcome;
+use crate::usage::Spender;
 use crate::vocabulary::SearchType;
 pub use events::SearchEvent;
+
+/// The model an answer is recorded under in the usage ledger, beside the search plugin's id:
+/// `[pricing."search_engine_a/answer"]` prices it (`per_call`).
+pub const ANSWER_MODEL: &str = "answer";
 
 /// The contract's 404 message for a search that does not exist (or no longer does).
 pub const SEARCH_NOT_FOUND: &str = "search not found";
@@ -49,11 +55,14 @@ pub struct BothFailed {
 }
 
 /// Runs the search and the answer concurrently, reporting each part's event to `report` as it
-/// ends. `Ok` when at least one part succeeded: the outcome carries the other's error.
+/// ends. `Ok` when at least one part succeeded: the outcome carries the other's error. An
+/// answer is a model's, recorded in `spender`'s account ([`ANSWER_MODEL`]; the engine reports
+/// no tokens).
 pub async fn run(
     plugin: &SearchPlugin,
     request: &RunRequest,
     report: &(dyn Fn(&SearchEvent) + Sync),
+    spender: Option<&Spender>,
 ) -> Result<SearchRunOutcome, BothFailed> {
     let started = Instant::now();
     let search = async {
@@ -69,6 +78,9 @@ pub async fn run(
     };
     let answer = async {
         let part = answer_part(plugin, &request.query).await;
+        if let (Some(spender), Ok(_)) = (spender, &part) {
+            spender.record(SEARCH_PLUGIN, ANSWER_MODEL, None).await;
+        }
         report(&match &part {
             Ok(answer) => SearchEvent::Answer(answer.clone()),
             Err(error) => SearchEvent::AnswerError(error.clone()),
