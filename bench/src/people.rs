@@ -1,10 +1,13 @@
-//! `bench people`: what a person's key costs against ADMIN_TOKEN. One release server in token
-//! mode, with a member (no budget) made through `POST /v1/users`, against the zero-delay mock of
-//! `bench chat`. Requests alternate between the two bearers, so both see the same machine: a
-//! persisted non-streaming completion and a persisted stream's first delta. Both are recorded
-//! in the usage ledger (people exist); what differs is the key's lookup (kept 500 ms), the owner
-//! check of each id, and the budgets' admission (none here). Printed: each row, and the
-//! member's p50 and p99 as a ratio of ADMIN_TOKEN's (the target: at most 1.05).
+//! `bench people`: what a person's key costs against ADMIN_TOKEN, and what the usage ledger
+//! costs. Two release servers in token mode against the zero-delay mock of `bench chat`: one
+//! with a member (no budget) made through `POST /v1/users`, where every call is recorded in the
+//! ledger, and one with no people, where nothing is. Requests go in turn to the people-less
+//! server, then the other with ADMIN_TOKEN, then with the member's key, so all see the same
+//! machine: a persisted non-streaming completion and a persisted stream's first delta. Between
+//! ADMIN_TOKEN and the key on one server (each round in the other order), what differs is the key's lookup (kept 500 ms), the
+//! owner check of each id, and the budgets' admission (none here). Printed: each row, the
+//! member's p50 and p99 as a ratio of ADMIN_TOKEN's (the target: at most 1.05), and the ledger's
+//! (ADMIN_TOKEN with people over ADMIN_TOKEN without).
 
 use std::time::Duration;
 
@@ -21,11 +24,11 @@ const WARMUP: usize = 50;
 const PER_CHAT: usize = 10;
 
 pub fn usage() -> &'static str {
-    "usage: bench people [--requests N]   (a member's key against ADMIN_TOKEN; default 1000)"
+    "usage: bench people [--requests N]   (a member's key against ADMIN_TOKEN; default 3000)"
 }
 
 pub fn parse(args: &[String]) -> anyhow::Result<usize> {
-    let mut requests = 1_000;
+    let mut requests = 3_000;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         match flag.as_str() {
@@ -65,8 +68,9 @@ fn client_as(bearer: &str) -> anyhow::Result<reqwest::Client> {
         .build()?)
 }
 
-/// One bearer's samples and chats.
+/// One bearer's samples and chats, on one server.
 struct Caller {
+    base: String,
     client: reqwest::Client,
     chats: Vec<String>,
     persisted: Vec<Duration>,
@@ -76,24 +80,25 @@ struct Caller {
 async fn run_async(requests: usize) -> anyhow::Result<()> {
     let mock = crate::chat::start_mock().await?;
     let mock_url = format!("http://{mock}");
-    let dir = tempfile::tempdir()?;
-    let (_server, _, addr) = start_with(
-        &server_binary()?,
-        dir.path(),
-        &[
-            ("ADMIN_TOKEN", TOKEN),
-            ("PROVIDER_C_BASE_URL", mock_url.as_str()),
-            ("PROVIDER_C_API_KEY", "bench"),
-            ("RUST_LOG", "warn,chatd=info,chatd::http::middleware=warn"),
-        ],
-    )?;
-    let base = format!("http://{addr}");
+    let binary = server_binary()?;
+    let env = [
+        ("ADMIN_TOKEN", TOKEN),
+        ("PROVIDER_C_BASE_URL", mock_url.as_str()),
+        ("PROVIDER_C_API_KEY", "bench"),
+        ("RUST_LOG", "warn,chatd=info,chatd::http::middleware=warn"),
+    ];
+    let (solo_dir, team_dir) = (tempfile::tempdir()?, tempfile::tempdir()?);
+    let (_solo, _, solo_addr) = start_with(&binary, solo_dir.path(), &env)?;
+    let (_team, _, team_addr) = start_with(&binary, team_dir.path(), &env)?;
+    let (solo, team) = (format!("http://{solo_addr}"), format!("http://{team_addr}"));
     let admin = client_as(TOKEN)?;
-    check(admin.get(format!("{base}/v1/models")).send().await?).await?;
+    for base in [&solo, &team] {
+        check(admin.get(format!("{base}/v1/models")).send().await?).await?;
+    }
     let made: Value = serde_json::from_slice(
         &check(
             admin
-                .post(format!("{base}/v1/users"))
+                .post(format!("{team}/v1/users"))
                 .json(&json!({"name": "bench-member", "role": "member"}))
                 .send()
                 .await?,
@@ -103,23 +108,30 @@ async fn run_async(requests: usize) -> anyhow::Result<()> {
     let key = made["key"].as_str().context("the member's key")?;
     let chats_each = (requests + WARMUP).div_ceil(PER_CHAT) + 1;
     let mut callers = Vec::new();
-    for client in [admin, client_as(key)?] {
+    for (base, client) in [
+        (&solo, admin.clone()),
+        (&team, admin),
+        (&team, client_as(key)?),
+    ] {
         callers.push(Caller {
-            chats: chats(&client, &base, chats_each).await?,
+            chats: chats(&client, base, chats_each).await?,
+            base: base.clone(),
             client,
             persisted: Vec::with_capacity(requests),
             first_delta: Vec::with_capacity(requests),
         });
     }
-    let stream_url = format!("{base}/v1/chat-completions/stream");
     for i in 0..requests + WARMUP {
-        for caller in &mut callers {
+        // Each round in the other order: what goes first in a round is not always the same.
+        let order = if i % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+        for n in order {
+            let caller = &mut callers[n];
             let chat = &caller.chats[i / PER_CHAT];
             let t = std::time::Instant::now();
             check(
                 caller
                     .client
-                    .post(format!("{base}/v1/chat-completions"))
+                    .post(format!("{}/v1/chat-completions", caller.base))
                     .json(&completion(Some(chat), "zero", i))
                     .send()
                     .await?,
@@ -128,7 +140,7 @@ async fn run_async(requests: usize) -> anyhow::Result<()> {
             let took = t.elapsed();
             let first = to_first(
                 &caller.client,
-                &stream_url,
+                &format!("{}/v1/chat-completions/stream", caller.base),
                 &completion(Some(chat), "zero", i),
                 DELTA,
             )
@@ -139,37 +151,30 @@ async fn run_async(requests: usize) -> anyhow::Result<()> {
             }
         }
     }
-    println!("a member's key (no budget) vs ADMIN_TOKEN, one server, interleaved, loopback");
+    println!("a member's key (no budget) vs ADMIN_TOKEN, and the usage ledger, interleaved, loopback");
     println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
-    let [admin, member] = &mut callers[..] else {
-        unreachable!("two callers")
+    let [solo, admin, member] = &mut callers[..] else {
+        unreachable!("three callers")
     };
-    let a = row(
-        "non-streaming, persisted: ADMIN_TOKEN",
-        &mut admin.persisted,
-    );
-    let m = row(
-        "non-streaming, persisted: member's key",
-        &mut member.persisted,
-    );
-    ratio("non-streaming, persisted", m, a);
-    let a = row(
-        "first delta, persisted: ADMIN_TOKEN",
-        &mut admin.first_delta,
-    );
-    let m = row(
-        "first delta, persisted: member's key",
-        &mut member.first_delta,
-    );
-    ratio("first delta, persisted", m, a);
+    let s = row("non-streaming: ADMIN_TOKEN, no people", &mut solo.persisted);
+    let a = row("non-streaming: ADMIN_TOKEN, people", &mut admin.persisted);
+    let m = row("non-streaming: member's key", &mut member.persisted);
+    ratio("member / ADMIN_TOKEN: non-streaming", m, a);
+    ratio("people / no people: non-streaming", a, s);
+    let s = row("first delta: ADMIN_TOKEN, no people", &mut solo.first_delta);
+    let a = row("first delta: ADMIN_TOKEN, people", &mut admin.first_delta);
+    let m = row("first delta: member's key", &mut member.first_delta);
+    ratio("member / ADMIN_TOKEN: first delta", m, a);
+    ratio("people / no people: first delta", a, s);
     Ok(())
 }
 
-fn ratio(name: &str, member: (f64, f64), admin: (f64, f64)) {
+/// `over`'s p50 and p99 as ratios of `base`'s.
+fn ratio(name: &str, over: (f64, f64), base: (f64, f64)) {
     println!(
         "{:<50} {:>9.3} {:>9.3}",
-        format!("  member / ADMIN_TOKEN: {name}"),
-        member.0 / admin.0,
-        member.1 / admin.1
+        format!("  {name}"),
+        over.0 / base.0,
+        over.1 / base.1
     );
 }

@@ -238,7 +238,7 @@ async fn every_model_call_is_in_the_ledger_at_the_upstreams_counts() {
     assert_eq!(bobs["total"]["calls"], 0, "{bobs}");
     let (status, refused) = call(&server, &bob, Method::GET, "/v1/usage?groupBy=user", None).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    assert!(refused["message"].as_str().unwrap().contains("admins"));
+    assert!(refused["message"].as_str().unwrap().contains("`admin` scope"));
     let (status, everyone) = server.get("/v1/usage?groupBy=user").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
@@ -326,7 +326,7 @@ async fn budgets_refuse_before_the_upstream_is_called() {
     assert_eq!(res.headers()["x-should-retry"], "false");
     let body: Value = res.json().await.unwrap();
     assert_eq!(body["error"]["code"], "insufficient_quota", "{body}");
-    assert_eq!(body["error"]["type"], "rate_limit_error");
+    assert_eq!(body["error"]["type"], "insufficient_quota");
     assert_eq!(body["error"]["budget"]["scope"], "user");
     assert_eq!(calls(&upstream), before);
 
@@ -351,8 +351,19 @@ async fn budgets_refuse_before_the_upstream_is_called() {
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(refused["budget"]["scope"], "key");
     assert_eq!(refused["budget"]["spent"], per_call);
-    // Ann's other key is not the key's budget's.
+    // Ann's other key is not the key's budget's; a key with a budget makes no keys, whose
+    // budgets would spend beside its own.
     assert_eq!(ephemeral(&server, &ann, None).await.0, StatusCode::OK);
+    let (status, refused) = call(
+        &server,
+        &ci,
+        Method::POST,
+        "/v1/keys",
+        Some(json!({"name": "escape"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("budget"));
 
     // A USD budget pays only for priced models: provider_c's are, the title model is not.
     let (status, _) = server
@@ -551,4 +562,38 @@ async fn search_answers_are_counted_and_refused_over_budget() {
     assert_eq!(refused["result"]["isError"], true, "{refused}");
     assert!(refused.to_string().contains("budget is spent"), "{refused}");
     assert_eq!(calls(&upstream), asked, "the engine was not asked");
+}
+
+/// A reply stopped before the upstream said what it used (usage comes last) was paid for all
+/// the same: the turn is recorded with a guess from its input and the text that came out.
+#[tokio::test]
+async fn a_stopped_turn_is_recorded_with_a_guess() {
+    use crate::live_replies::{C, after_first_text, ask, paced, text};
+    let items = [text(&["Partial ", "answer", " never sent"])];
+    let gate = chatd::plugins::testing::Gate::new();
+    // Held after two deltas, for good: only the stop ends it, and no usage ever comes.
+    let reply = paced(C, &items).hold_before(after_first_text(C, &items) + 1, &gate);
+    let upstream = ScriptedUpstream::start([(C.route, reply)]).await;
+    let options = Options {
+        token: Some(TOKEN.into()),
+        ..Options::default()
+    };
+    let server = crate::live_replies::server(C, &upstream, options).await;
+    add_person(&server, "ann", "member").await;
+    let mut stream = ask(&server, C, "Tell me").await;
+    let meta = stream.expect("meta").await;
+    let chat_id = meta.data["chatId"].as_str().unwrap().to_string();
+    stream.expect("delta").await;
+    stream.expect("delta").await;
+    let (status, _) = server
+        .post(&format!("/v1/chats/{chat_id}/stream/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    stream.rest().await;
+    let (_, usage) = server.get("/v1/usage").await;
+    let total = &usage["total"];
+    assert_eq!(total["calls"], 1, "{usage}");
+    assert!(total["inputTokens"].as_i64().unwrap() >= 1, "{usage}");
+    // "Partial answer": 14 bytes, about 4 tokens.
+    assert!(total["outputTokens"].as_i64().unwrap() >= 3, "{usage}");
 }

@@ -624,6 +624,12 @@ impl Completion {
         transcript: &mut Option<Vec<wit::Message>>,
     ) -> Turn {
         let span = trace::provider_turn(&self.provider, &self.model);
+        // For a turn that ends without the upstream's usage: a guess at what it was paid for.
+        let input_guess = self
+            .spender
+            .as_ref()
+            .map(|_| super::history::token_estimate(&request.messages));
+        let sent_before = reply.len();
         let started = Instant::now();
         let turn = self
             .turn_events(request, refs, reply, sink, started, transcript)
@@ -642,12 +648,20 @@ impl Completion {
             &metrics::ModelLabel::new(&self.provider, &self.model, self.listed),
             &record,
         );
-        // A turn the upstream answered, or that reported usage, is a call to pay for.
-        let answered = matches!(turn.result, Some(Ok(Ok(_))));
-        if let Some(spender) = &self.spender
-            && (answered || tokens.is_some())
-        {
-            spender.record(&self.provider, &self.model, tokens).await;
+        if let Some(spender) = &self.spender {
+            let answered = matches!(turn.result, Some(Ok(Ok(_))));
+            if answered || tokens.is_some() {
+                spender.record(&self.provider, &self.model, tokens).await;
+            } else if turn.events > 0 {
+                // Stopped, or failed, after the upstream began answering, and before it said what
+                // the turn used (usage comes last): paid for all the same, so a guess from the
+                // input and what came out is recorded.
+                let out = (reply.len() - sent_before).max(turn.text.len())
+                    + turn.held.iter().map(String::len).sum::<usize>()
+                    + turn.calls.iter().map(|c| c.arguments_json.len()).sum::<usize>();
+                let guess = (input_guess.unwrap_or(0), out as u64 / 4 + 1);
+                spender.record(&self.provider, &self.model, Some(guess)).await;
+            }
         }
         turn
     }

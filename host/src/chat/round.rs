@@ -66,6 +66,11 @@ impl Reply {
         self.text
     }
 
+    /// The bytes of text sent so far.
+    pub(super) fn len(&self) -> usize {
+        self.text.len()
+    }
+
     #[cfg(test)]
     pub(super) fn text(&self) -> &str {
         &self.text

@@ -91,7 +91,7 @@ pub struct KeyDeleted {
 
 #[utoipa::path(post, path = "/keys", tag = "keys", request_body = CreateKeyRequest,
     responses((status = 200, body = CreatedKey), (status = 400, body = ErrorBody),
-        (status = 403, description = "a scope beyond the calling key's", body = ErrorBody),
+        (status = 403, description = "a scope beyond the calling key's, or a calling key with a budget", body = ErrorBody),
         (status = 409, description = "open mode: keys need ADMIN_TOKEN", body = ErrorBody)))]
 pub async fn create_key(
     State(state): State<AppState>,
@@ -116,6 +116,7 @@ pub async fn create_key(
     let requested = body.expires_at.as_deref().map(future_time).transpose()?;
     let expires_at = manage::expiry_for_new_key(&caller, requested)?;
     let budget = super::users::budget_field(body.budget.as_ref())?.flatten();
+    let budget = manage::budget_for_new_key(&caller, budget)?;
     let minted = manage::make_key(&state.store, &caller, &name, scopes, expires_at, budget).await?;
     state.people.team_made();
     let KeySummary {

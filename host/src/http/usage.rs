@@ -14,7 +14,7 @@ use super::error::{ApiError, ApiQuery, ApiResult, ErrorBody};
 use crate::people::Caller;
 use crate::people::budget::{Period, usd};
 use crate::store::usage::{Group, UsageRow};
-use crate::vocabulary::{PersonRole, format_micros, to_millis};
+use crate::vocabulary::{Scope, format_micros, to_millis};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -77,13 +77,10 @@ pub async fn usage(
             ));
         }
     };
-    if group == Group::User && caller.role != PersonRole::Admin {
+    if group == Group::User && !caller.may(Scope::Admin) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
-            format!(
-                "groupBy=user sums everyone's usage: it is for admins, and {} is a member",
-                caller.name
-            ),
+            "groupBy=user sums everyone's usage: it needs an admin's key with the `admin` scope",
         ));
     }
     let now = Utc::now();

@@ -106,12 +106,13 @@ impl Budget {
         };
         let (measure, limit) = match (object.get("usd"), object.get("tokens")) {
             (Some(usd), None) => match usd.as_f64() {
-                Some(v) if v.is_finite() && v > 0.0 && v <= MAX_USD => {
+                // At least a nano-dollar, the ledger's unit.
+                Some(v) if v.is_finite() && v >= 1e-9 && v <= MAX_USD => {
                     (Measure::Usd, (v * 1e9).round() as i64)
                 }
                 _ => {
                     return Err(format!(
-                        "{field}.usd: must be a number of USD above 0 and at most 1000000000"
+                        "{field}.usd: must be a number of USD from 0.000000001 to 1000000000"
                     ));
                 }
             },
@@ -193,6 +194,7 @@ mod tests {
         let bad = |v: Value| Budget::parse("budget", &v).unwrap_err();
         assert!(bad(json!({"usd": 1, "tokens": 2, "period": "day"})).contains("exactly one"));
         assert!(bad(json!({"usd": 0, "period": "day"})).starts_with("budget.usd"));
+        assert!(bad(json!({"usd": 1e-12, "period": "day"})).starts_with("budget.usd"));
         assert!(bad(json!({"tokens": 1.5, "period": "day"})).starts_with("budget.tokens"));
         assert!(bad(json!({"tokens": 1, "period": "year"})).starts_with("budget.period"));
         assert!(bad(json!({"tokens": 1, "period": "day", "x": 1})).starts_with("budget.x"));

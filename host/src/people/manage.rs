@@ -186,6 +186,22 @@ pub async fn set_budget(
         .ok_or_else(|| Refusal::NotFound("user not found".into()))
 }
 
+/// What a key made by `caller` may spend: `requested`. A key with a budget makes no keys: theirs
+/// would be budgets of their own, beside it, so a budget could be multiplied by making keys.
+pub fn budget_for_new_key(
+    caller: &Caller,
+    requested: Option<Budget>,
+) -> Result<Option<Budget>, Refusal> {
+    if caller.budgets.key.is_some() {
+        return Err(Refusal::Forbidden(
+            "this key has a budget, and a key with a budget makes no keys (theirs would spend \
+             beside it); make keys with a key without one"
+                .into(),
+        ));
+    }
+    Ok(requested)
+}
+
 /// Makes a key for `caller`'s person.
 pub async fn make_key(
     store: &Store,

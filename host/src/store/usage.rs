@@ -277,9 +277,13 @@ macro_rules! usage {
     };
 }
 
-/// Token counts as the database's BIGINT (an upstream's count past it is nonsense, kept huge).
+/// The most tokens one call is recorded with: an upstream's count past it is nonsense, and
+/// kept whole it would overflow the sums of every later check and report.
+const MAX_CALL_TOKENS: u64 = 1_000_000_000_000;
+
+/// A call's token count as stored.
 fn clamp(tokens: u64) -> i64 {
-    i64::try_from(tokens).unwrap_or(i64::MAX)
+    tokens.min(MAX_CALL_TOKENS) as i64
 }
 
 mod on_sqlite {

@@ -159,7 +159,8 @@ impl OpenAiError {
         let mut body = json!({
             "error": {
                 "message": bounded(self.message.clone()),
-                "type": error_type(self.status),
+                // OpenAI's own answer to a spent quota names it in both.
+                "type": if self.budget.is_some() { "insufficient_quota" } else { error_type(self.status) },
                 "param": self.param,
                 "code": self.code,
             }
