@@ -151,7 +151,9 @@ async fn run_async(requests: usize) -> anyhow::Result<()> {
             }
         }
     }
-    println!("a member's key (no budget) vs ADMIN_TOKEN, and the usage ledger, interleaved, loopback");
+    println!(
+        "a member's key (no budget) vs ADMIN_TOKEN, and the usage ledger, interleaved, loopback"
+    );
     println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
     let [solo, admin, member] = &mut callers[..] else {
         unreachable!("three callers")

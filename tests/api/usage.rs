@@ -238,7 +238,12 @@ async fn every_model_call_is_in_the_ledger_at_the_upstreams_counts() {
     assert_eq!(bobs["total"]["calls"], 0, "{bobs}");
     let (status, refused) = call(&server, &bob, Method::GET, "/v1/usage?groupBy=user", None).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    assert!(refused["message"].as_str().unwrap().contains("`admin` scope"));
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("`admin` scope")
+    );
     let (status, everyone) = server.get("/v1/usage?groupBy=user").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(

@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 use super::events::Usage;
 use super::failure::{CompletionError, error_kind, refused_request};
 use super::kept;
+use super::paid::Paying;
 use super::retry;
 use super::round::{Reply, Turn};
 use super::sink::Sink;
@@ -624,12 +625,7 @@ impl Completion {
         transcript: &mut Option<Vec<wit::Message>>,
     ) -> Turn {
         let span = trace::provider_turn(&self.provider, &self.model);
-        // For a turn that ends without the upstream's usage: a guess at what it was paid for.
-        let input_guess = self
-            .spender
-            .as_ref()
-            .map(|_| super::history::token_estimate(&request.messages));
-        let sent_before = reply.len();
+        let paying = self.spender.as_ref().map(|_| Paying::new(&request, reply));
         let started = Instant::now();
         let turn = self
             .turn_events(request, refs, reply, sink, started, transcript)
@@ -648,20 +644,9 @@ impl Completion {
             &metrics::ModelLabel::new(&self.provider, &self.model, self.listed),
             &record,
         );
-        if let Some(spender) = &self.spender {
-            let answered = matches!(turn.result, Some(Ok(Ok(_))));
-            if answered || tokens.is_some() {
-                spender.record(&self.provider, &self.model, tokens).await;
-            } else if turn.events > 0 {
-                // Stopped, or failed, after the upstream began answering, and before it said what
-                // the turn used (usage comes last): paid for all the same, so a guess from the
-                // input and what came out is recorded.
-                let out = (reply.len() - sent_before).max(turn.text.len())
-                    + turn.held.iter().map(String::len).sum::<usize>()
-                    + turn.calls.iter().map(|c| c.arguments_json.len()).sum::<usize>();
-                let guess = (input_guess.unwrap_or(0), out as u64 / 4 + 1);
-                spender.record(&self.provider, &self.model, Some(guess)).await;
-            }
+        if let (Some(spender), Some(paying)) = (&self.spender, paying) {
+            let model = (self.provider.as_str(), self.model.as_str());
+            paying.record(spender, model, &turn, tokens, reply).await;
         }
         turn
     }

@@ -10,6 +10,7 @@ pub mod failure;
 pub mod history;
 pub mod kept;
 pub mod models;
+mod paid;
 mod retry;
 mod round;
 pub mod sink;

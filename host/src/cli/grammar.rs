@@ -239,6 +239,13 @@ pub enum PluginsCommand {
     },
 }
 
+/// `chatd users add --role`'s words.
+fn parse_role(value: &str) -> Result<crate::vocabulary::PersonRole, String> {
+    value
+        .parse()
+        .map_err(|_| format!("must be admin or member (got {value:?})"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,11 +295,4 @@ mod tests {
         assert!(!refused(&["export"]));
         assert!(!refused(&["plugins", "list"]));
     }
-}
-
-/// `chatd users add --role`'s words.
-fn parse_role(value: &str) -> Result<crate::vocabulary::PersonRole, String> {
-    value
-        .parse()
-        .map_err(|_| format!("must be admin or member (got {value:?})"))
 }

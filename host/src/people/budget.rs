@@ -107,7 +107,7 @@ impl Budget {
         let (measure, limit) = match (object.get("usd"), object.get("tokens")) {
             (Some(usd), None) => match usd.as_f64() {
                 // At least a nano-dollar, the ledger's unit.
-                Some(v) if v.is_finite() && v >= 1e-9 && v <= MAX_USD => {
+                Some(v) if v.is_finite() && (1e-9..=MAX_USD).contains(&v) => {
                     (Measure::Usd, (v * 1e9).round() as i64)
                 }
                 _ => {

@@ -725,10 +725,11 @@ mod tests {
         let ok = r#"{"format":"chatd-export","version":1,"exportedAt":"x","from":"sqlite"}"#;
         assert!(check_header(ok).is_ok());
         assert!(check_header(&ok.replace(":1,", ":2,")).is_ok());
+        assert!(check_header(&ok.replace(":1,", ":3,")).is_ok());
         assert!(
-            check_header(&ok.replace(":1,", ":3,"))
+            check_header(&ok.replace(":1,", ":4,"))
                 .unwrap_err()
-                .contains("version 3")
+                .contains("version 4")
         );
         assert!(
             check_header("{}")
