@@ -113,8 +113,10 @@ impl Server {
         let refresh =
             models.spawn_refresh(std::time::Duration::from_secs(config.models_refresh_secs));
         let logins = crate::tools::mcp::Logins::new(store.clone(), login_key(config));
+        // Whether people use the deployment, known before the first request (`usage/`).
+        let team = store.team_exists().await?;
         let state = AppState {
-            people: Arc::new(crate::people::Directory::new(store.clone())),
+            people: Arc::new(crate::people::Directory::new(store.clone(), team)),
             store,
             tools: Tools::start(plugins.clone(), Some(logins)),
             plugins,

@@ -4,7 +4,7 @@
 //! (by the CLI, or on another instance) works at once: its first use reads the database.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{Caller, keys};
@@ -23,14 +23,16 @@ pub struct Directory {
     store: Store,
     kept: Mutex<Answers>,
     /// Once anyone but the built-in admin, or any key, exists, it stays so (people are disabled,
-    /// never deleted; keys revoked, never deleted): `None` until then, with when it was asked.
-    team: Mutex<Team>,
+    /// never deleted; keys revoked, never deleted).
+    team: Arc<Mutex<Team>>,
 }
 
+/// Whether people use the deployment, as last known, and when the database was last asked.
 #[derive(Default)]
 struct Team {
     exists: bool,
     asked: Option<Instant>,
+    asking: bool,
 }
 
 /// What is kept, and how many changes were made here: a lookup that began before a change
@@ -47,32 +49,50 @@ struct Kept {
 }
 
 impl Directory {
-    pub fn new(store: Store) -> Self {
+    /// `team`: whether people use the deployment now (the server asks the database once, as it
+    /// starts).
+    pub fn new(store: Store, team: bool) -> Self {
         Self {
             store,
             kept: Mutex::new(Answers::default()),
-            team: Mutex::new(Team::default()),
+            team: Arc::new(Mutex::new(Team {
+                exists: team,
+                asked: Some(Instant::now()),
+                asking: false,
+            })),
         }
     }
 
     /// Whether people use this deployment (anyone but the built-in admin, or a key): until they
-    /// do, nothing is recorded of anyone's usage. Asked of the database at most every
-    /// [`FRESH`] until it is so, then never again.
-    pub async fn team_exists(&self) -> Result<bool> {
-        {
-            let team = self.team.lock().unwrap_or_else(|e| e.into_inner());
-            if team.exists || team.asked.is_some_and(|at| at.elapsed() < FRESH) {
-                return Ok(team.exists);
-            }
-        }
-        let exists = self.store.team_exists().await?;
+    /// do, nothing is recorded of anyone's usage. Never waits: what is known is answered, and
+    /// when it is older than [`FRESH`] the database is asked in the background, so people made
+    /// elsewhere (another instance, `chatd users add`) are known within about a second. A
+    /// request's work before its chat is stored must not wait on the database
+    /// (`tests/api/runs.rs::a_new_chats_stream_dropped_while_the_chat_is_written_still_runs`).
+    pub fn team_exists(&self) -> bool {
         let mut team = self.team.lock().unwrap_or_else(|e| e.into_inner());
-        team.exists |= exists;
-        team.asked = Some(Instant::now());
-        Ok(team.exists)
+        let fresh = team.asked.is_some_and(|at| at.elapsed() < FRESH);
+        if team.exists || fresh || team.asking {
+            return team.exists;
+        }
+        team.asking = true;
+        let (store, shared) = (self.store.clone(), self.team.clone());
+        tokio::spawn(async move {
+            let found = store.team_exists().await;
+            let mut team = shared.lock().unwrap_or_else(|e| e.into_inner());
+            team.asking = false;
+            team.asked = Some(Instant::now());
+            match found {
+                Ok(found) => team.exists |= found,
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not ask whether people use the deployment")
+                }
+            }
+        });
+        false
     }
 
-    /// Says that people use this deployment (a person or a key was just made here).
+    /// Says that people use this deployment (a person or a key was just made, or used, here).
     pub fn team_made(&self) {
         self.team.lock().unwrap_or_else(|e| e.into_inner()).exists = true;
     }

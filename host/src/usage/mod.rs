@@ -130,7 +130,7 @@ pub async fn admit(
     caller: &Caller,
     ask: &Ask<'_>,
 ) -> Result<Option<Spender>, Refused> {
-    if !directory.team_exists().await? {
+    if !directory.team_exists() {
         return Ok(None);
     }
     let budgets: Vec<(&'static str, Budget)> =
