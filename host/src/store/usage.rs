@@ -104,9 +104,12 @@ const HOLD: &str = "INSERT INTO usage_holds (id, user_id, key_id, tokens, cost_n
 const RELEASE: &str = "DELETE FROM usage_holds WHERE id = $1";
 const EXPIRED: &str = "DELETE FROM usage_holds WHERE user_id = $1 AND expires_at <= $2";
 
-/// The SQL summing one check's spending: the ledger's calls since the period began, and the
-/// live holds.
-fn spent_sql(check: &SpendCheck) -> (String, String) {
+/// The SQL summing one check's spending: the ledger's calls since the period began (`$2`) and
+/// the holds live at `$3`, in one statement. PostgreSQL's READ COMMITTED gives each statement
+/// its own snapshot, and recording a call (a ledger row in, its hold drawn down) does not wait
+/// for the person's lock: read in two statements, a call recorded between them was in neither
+/// sum, and one more request got in (`tests/api/usage.rs`'s concurrent test saw it in CI).
+fn spent_sql(check: &SpendCheck) -> String {
     let column = match check.whose {
         Whose::User => "user_id",
         Whose::Key => "key_id",
@@ -115,15 +118,12 @@ fn spent_sql(check: &SpendCheck) -> (String, String) {
         Counted::Tokens => ("input_tokens + output_tokens", "tokens"),
         Counted::Nanos => ("COALESCE(cost_nanos, 0)", "cost_nanos"),
     };
-    (
-        format!(
-            "SELECT CAST(COALESCE(SUM({ledger}), 0) AS BIGINT) FROM usage_ledger \
-             WHERE {column} = $1 AND created_at >= $2"
-        ),
-        format!(
-            "SELECT CAST(COALESCE(SUM({held}), 0) AS BIGINT) FROM usage_holds \
-             WHERE {column} = $1 AND expires_at > $2"
-        ),
+    format!(
+        "SELECT CAST(\
+           COALESCE((SELECT SUM({ledger}) FROM usage_ledger \
+                     WHERE {column} = $1 AND created_at >= $2), 0) + \
+           COALESCE((SELECT SUM({held}) FROM usage_holds \
+                     WHERE {column} = $1 AND expires_at > $3), 0) AS BIGINT)"
     )
 }
 
@@ -204,18 +204,12 @@ macro_rules! usage {
                 .execute(&mut **tx)
                 .await?;
             for (index, check) in checks.iter().enumerate() {
-                let (ledger, held) = spent_sql(check);
-                let (called,): (i64,) = sqlx::query_as(&ledger)
+                let (spent,): (i64,) = sqlx::query_as(&spent_sql(check))
                     .bind(&check.id)
                     .bind(&check.since)
-                    .fetch_one(&mut **tx)
-                    .await?;
-                let (holding,): (i64,) = sqlx::query_as(&held)
-                    .bind(&check.id)
                     .bind(&at)
                     .fetch_one(&mut **tx)
                     .await?;
-                let spent = called.saturating_add(holding);
                 if spent >= check.limit {
                     return Ok(Admission::Over {
                         check: index,
