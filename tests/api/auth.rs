@@ -55,8 +55,10 @@ async fn every_v1_route_needs_the_token() {
             let url = format!("{}{prefix}{path}", server.base);
             // A login's redirect carries no token: its `state` and cookie decide it
             // (`tests/api/mcp_oauth.rs::the_callback_refuses_what_it_did_not_begin`).
+            // A login link is its own proof (`tests/api/sessions.rs`).
             let open = path == "/health"
                 || path == "/ready"
+                || path == "/v1/auth/link"
                 || (path.starts_with("/v1/mcp-servers/") && path.ends_with("/callback"));
             let attempts: [(&str, Option<String>); 5] = [
                 ("no header", None),

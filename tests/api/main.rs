@@ -66,6 +66,7 @@ mod runs;
 mod search_runs;
 mod search_streams;
 mod searches;
+mod sessions;
 mod stops;
 mod structure;
 mod support;

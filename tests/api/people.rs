@@ -391,7 +391,7 @@ async fn open_mode_has_no_people_or_keys() {
 }
 
 /// `chatd users …` as the real binary, beside the running server, on its database.
-fn users_cli(server: &TestServer, args: &[&str]) -> std::process::Output {
+pub fn users_cli(server: &TestServer, args: &[&str]) -> std::process::Output {
     let url = match &server.database_url {
         chatd::config::DatabaseUrl::Sqlite(url) | chatd::config::DatabaseUrl::Postgres(url) => {
             url.clone()

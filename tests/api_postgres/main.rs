@@ -69,6 +69,8 @@ mod search_runs;
 mod search_streams;
 #[path = "../api/searches.rs"]
 mod searches;
+#[path = "../api/sessions.rs"]
+mod sessions;
 #[path = "../api/stops.rs"]
 mod stops;
 #[path = "../api/support.rs"]

@@ -93,6 +93,20 @@ impl Chatd {
         response.json().await.expect("a JSON body")
     }
 
+    /// `chatd ARGS` beside the running server, in its data folder, with `env`: the operator's
+    /// commands (`chatd users …`).
+    #[allow(dead_code)] // used by the web suite only
+    pub fn command(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+        Command::new(BIN)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(env.iter().copied())
+            .current_dir(self._dir.path())
+            .args(args)
+            .output()
+            .expect("run chatd")
+    }
+
     pub async fn get(&self, path: &str) -> Value {
         self.api(reqwest::Method::GET, path, None, None).await
     }

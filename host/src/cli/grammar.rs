@@ -102,6 +102,9 @@ pub enum UsersCommand {
     Disable { name: String },
     /// Lets the person NAME's keys work again.
     Enable { name: String },
+    /// Prints one JSON line `{name, link, expiresAt}`: a link that signs NAME in to the web
+    /// client, once, within 15 minutes (made from CHATD_PUBLIC_URL, else HOST and PORT).
+    LoginLink { name: String },
 }
 
 #[derive(clap::Subcommand, Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! `chatd users add|list|disable|enable`: people, from the command line, on DATABASE_URL's
+//! `chatd users add|list|disable|enable|login-link`: people, from the command line, on DATABASE_URL's
 //! database; safe beside a running server (on SQLite it takes no process lock: its writes are a
 //! row or two, ordered by SQLite's own lock). A key made here works on a running server at
 //! once; a person disabled here is refused within a second (`people/directory.rs`). Token mode
@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::config::Config;
 use crate::people::manage::{self, Refusal};
+use crate::people::sessions;
 use crate::store::Store;
 use crate::store::people::PersonRecord;
 use crate::vocabulary::to_millis;
@@ -33,7 +34,7 @@ pub async fn run(config: &Config, command: &UsersCommand) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let done = execute(&store, command).await;
+    let done = execute(&store, command, &site(config)).await;
     store.close().await;
     match done {
         Ok(lines) => {
@@ -53,7 +54,11 @@ pub async fn run(config: &Config, command: &UsersCommand) -> ExitCode {
     }
 }
 
-async fn execute(store: &Store, command: &UsersCommand) -> Result<Vec<String>, Refusal> {
+async fn execute(
+    store: &Store,
+    command: &UsersCommand,
+    site: &str,
+) -> Result<Vec<String>, Refusal> {
     match command {
         UsersCommand::Add { name, role } => {
             let (person, key) = manage::add_person(store, name, *role).await?;
@@ -74,6 +79,33 @@ async fn execute(store: &Store, command: &UsersCommand) -> Result<Vec<String>, R
             let person = manage::set_disabled(store, None, &person.id, disabled).await?;
             Ok(vec![shown(&person)])
         }
+        UsersCommand::LoginLink { name } => {
+            let (person, secret, expires_at) = sessions::make_link(store, name).await?;
+            // After `#`, which browsers never send: the secret stays out of every server's
+            // and proxy's log, and the web client posts it (`POST /v1/auth/link`).
+            let line = json!({
+                "name": person.name,
+                "link": format!("{site}/#login={secret}"),
+                "expiresAt": to_millis(&expires_at),
+            });
+            Ok(vec![line.to_string()])
+        }
+    }
+}
+
+/// Where browsers reach the web client: CHATD_PUBLIC_URL, else HOST and PORT (a wildcard HOST
+/// as loopback).
+fn site(config: &Config) -> String {
+    if let Some(url) = &config.exposure.chatd_public_url {
+        return url.as_str().trim_end_matches('/').to_string();
+    }
+    let host = match config.host.as_str() {
+        "0.0.0.0" | "::" | "[::]" => "127.0.0.1",
+        host => host,
+    };
+    match host.parse::<std::net::Ipv6Addr>() {
+        Ok(_) => format!("http://[{host}]:{}", config.port),
+        Err(_) => format!("http://{host}:{}", config.port),
     }
 }
 

@@ -24,8 +24,9 @@ pub struct Exposure {
     #[arg(long, env = "CHATD_OPEN_ON_NETWORK", value_name = "CHATD_OPEN_ON_NETWORK", default_value = "false", value_parser = super::parse_bool, action = clap::ArgAction::Set)]
     pub chatd_open_on_network: bool,
     /// The URL browsers reach chatd at, behind a proxy or under a path (e.g.
-    /// https://chat.example.com/api): MCP logins' redirect URI is made from it. Unset: from the
-    /// Host of the request that begins the login.
+    /// https://chat.example.com/api): MCP logins' redirect URI and login links are made from it,
+    /// and the session cookie is Secure when it is https. Unset: from the Host of the request
+    /// that begins the login, and links from HOST and PORT.
     #[arg(long, env = "CHATD_PUBLIC_URL", value_name = "CHATD_PUBLIC_URL", value_parser = parse_public_url)]
     pub chatd_public_url: Option<Url>,
 }

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
+use super::cookies::{cookie, public_base};
 use super::error::{ApiError, ApiPath, ApiQuery, ApiResult, ErrorBody};
 use crate::tools::mcp::logins::{Arrived, LoginError};
 use crate::tools::mcp::oauth::Callback;
@@ -110,25 +111,6 @@ fn login_error(error: LoginError) -> ApiError {
         LoginError::Conflict(why) => ApiError::new(StatusCode::CONFLICT, why),
         LoginError::Unavailable(why) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, why),
     }
-}
-
-/// Where browsers reach chatd: CHATD_PUBLIC_URL, else this request's Host over http, with the
-/// `/api` prefix the request came under. Then whether that is https.
-fn public_base(state: &AppState, headers: &HeaderMap, uri: &OriginalUri) -> (String, bool) {
-    if let Some(url) = &state.public_url {
-        let base = url.as_str().trim_end_matches('/').to_string();
-        return (base, url.scheme() == "https");
-    }
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
-    let prefix = if uri.path().starts_with("/api/") {
-        "/api"
-    } else {
-        ""
-    };
-    (format!("http://{host}{prefix}"), false)
 }
 
 #[utoipa::path(post, path = "/mcp-servers/{name}/connect", tag = "mcp",
@@ -283,34 +265,15 @@ async fn finish(
         .into_response())
 }
 
-/// The value of the cookie `name`, if the request carries it.
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| v.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_login_cookie_is_found_among_others() {
-        let mut headers = HeaderMap::new();
+    fn each_login_has_a_cookie_of_its_own() {
         let name = cookie_name("the-state");
         assert!(name.starts_with(COOKIE) && name.len() == COOKIE.len() + 16);
         assert_ne!(name, cookie_name("another-state"));
-        headers.insert(
-            header::COOKIE,
-            format!("a=1; {name}=xyz; b=2").parse().unwrap(),
-        );
-        assert_eq!(cookie(&headers, &name).as_deref(), Some("xyz"));
-        assert_eq!(cookie(&headers, "c"), None);
     }
 
     #[test]

@@ -30,8 +30,8 @@ pub enum AuthMode {
 pub struct SessionResponse {
     pub authenticated: bool,
     pub mode: AuthMode,
-    /// The person whose key made the request; absent for ADMIN_TOKEN and in open mode, whose
-    /// caller is the built-in admin.
+    /// The person whose key or session cookie made the request; absent for ADMIN_TOKEN and in
+    /// open mode, whose caller is the built-in admin.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<SessionUser>,
 }
@@ -112,7 +112,7 @@ pub async fn session(
     } else {
         AuthMode::Open
     };
-    let user = caller.key_id().is_some().then(|| SessionUser {
+    let user = caller.credential_id().is_some().then(|| SessionUser {
         id: caller.id.clone(),
         name: caller.name.clone(),
         role: caller.role,

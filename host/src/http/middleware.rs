@@ -19,14 +19,22 @@ use subtle::ConstantTimeEq;
 use tracing::Instrument as _;
 
 use super::AppState;
+use super::cookies::cookie;
 use super::error::{ApiError, ErrorCause};
 use crate::config::MetricsAccess;
+use crate::people::sessions::COOKIE;
 use crate::people::{Caller, Via, keys, scope_for};
 use crate::telemetry::{metrics, trace};
+use crate::vocabulary::Scope;
 
 /// Paths (relative to the root or to `/api`) that need no token; with MCP logins' callbacks,
-/// [`is_open`].
-pub const OPEN_PATHS: &[&str] = &["/health", "/ready", "/openapi.json"];
+/// [`is_open`]. Using a login link needs none: the link is the proof.
+pub const OPEN_PATHS: &[&str] = &[
+    "/health",
+    "/ready",
+    "/openapi.json",
+    super::sessions::LINK_PATH,
+];
 
 /// Whether `path` (relative to the root or to `/api`) needs no token: [`OPEN_PATHS`], and an
 /// MCP login's callbacks, whose redirect carries no token: `state` (made by an authenticated
@@ -51,9 +59,11 @@ impl TokenDigest {
 }
 
 /// Decides the request's [`Caller`] and whether it may reach the route: ADMIN_TOKEN is the
-/// built-in admin, a `chatd_` key its person (`people::Directory`), anything else a 401; then
-/// the route's scope (`people::scope_for`) must be one the caller holds (403 naming it). In open
-/// mode every caller is the built-in admin.
+/// built-in admin, a `chatd_` key its person (`people::Directory`), a request without
+/// `Authorization` the person signed in with its session cookie (never under `/openai/v1` or
+/// at `/mcp`, whose clients hold keys), anything else a 401; then the route's scope
+/// (`people::scope_for`) must be one the caller holds (403 naming it). In open mode every
+/// caller is the built-in admin.
 pub async fn require_token(
     State(state): State<AppState>,
     mut req: Request,
@@ -70,6 +80,7 @@ pub async fn require_token(
     if is_open(path) || super::web::is_open(path) || metrics_open {
         return next.run(req).await;
     }
+    let needed = scope_for(path);
     let presented = req
         .headers()
         .get(AUTHORIZATION)
@@ -77,6 +88,11 @@ pub async fn require_token(
         .and_then(|v| v.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim());
+    // Only a request without `Authorization` is taken as signed in, and never where keys go.
+    let session = match req.headers().contains_key(AUTHORIZATION) {
+        false if !matches!(needed, Scope::Openai | Scope::Mcp) => cookie(req.headers(), COOKIE),
+        _ => None,
+    };
     let caller = match presented {
         Some(token) if expected.matches(token) => Caller::builtin_admin(Via::AdminToken),
         Some(token) if keys::is_key(token) => match state.people.caller(token).await {
@@ -84,14 +100,34 @@ pub async fn require_token(
             Ok(None) => return ApiError::refused_key().into_response(),
             Err(e) => return ApiError::from(e).into_response(),
         },
+        None if let Some(secret) = &session => match state.people.session(secret).await {
+            Ok(Some(caller)) => caller,
+            Ok(None) => return session_ended(),
+            Err(e) => return ApiError::from(e).into_response(),
+        },
         _ => return ApiError::unauthorized().into_response(),
     };
-    let needed = scope_for(path);
     if !caller.may(needed) {
         return ApiError::out_of_scope(&caller, needed).into_response();
     }
     req.extensions_mut().insert(caller);
     next.run(req).await
+}
+
+/// A session cookie that opens nothing (ended, expired, its person disabled): a 401 that
+/// clears it, so the browser asks its person to sign in again.
+fn session_ended() -> Response {
+    let mut response = ApiError::new(
+        axum::http::StatusCode::UNAUTHORIZED,
+        "your session ended (signed out, expired, or ended from another session): sign in again",
+    )
+    .into_response();
+    if let Ok(value) = axum::http::HeaderValue::from_str(&super::sessions::cleared_cookie()) {
+        response
+            .headers_mut()
+            .append(axum::http::header::SET_COOKIE, value);
+    }
+    response
 }
 
 /// The request's caller, as [`require_token`] decided it. Missing only on a route the token

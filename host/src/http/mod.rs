@@ -10,6 +10,7 @@
 pub mod chat_files;
 pub mod chats;
 pub mod completions;
+pub mod cookies;
 pub mod error;
 pub mod host;
 pub mod keys;
@@ -28,6 +29,7 @@ pub mod paging;
 pub mod search_runs;
 pub mod searches;
 pub mod serve;
+pub mod sessions;
 pub mod sse;
 pub mod stop;
 pub mod title;
@@ -156,7 +158,7 @@ impl AppState {
     servers((url = "/"), (url = "/api")),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
-    tags((name = "meta"), (name = "chats"), (name = "searches"), (name = "keys"), (name = "users")),
+    tags((name = "meta"), (name = "chats"), (name = "searches"), (name = "keys"), (name = "users"), (name = "sessions")),
 )]
 struct ApiDoc;
 
@@ -177,6 +179,10 @@ impl utoipa::Modify for BearerAuth {
 fn v1_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(meta::session))
+        .routes(routes!(sessions::use_link))
+        .routes(routes!(sessions::logout))
+        .routes(routes!(sessions::list_sessions))
+        .routes(routes!(sessions::end_session))
         .routes(routes!(meta::active_runs))
         .routes(routes!(meta::chat_tools))
         .routes(routes!(meta::models))

@@ -23,8 +23,8 @@ use crate::store::owners::Owned;
 enum Rule {
     /// An owned thing's id: the caller's, or replaced.
     Owned(Owned),
-    /// Not decided here: a file within the (checked) chat, a key (the store revokes only the
-    /// caller's own), a person (admins only), an MCP server (the operator's), a model, a file of
+    /// Not decided here: a file within the (checked) chat, a key or a session (the store ends
+    /// only the caller's own), a person (admins only), an MCP server (the operator's), a model, a file of
     /// the web client, an `/openai/v1` container file (its query asks for the caller's own:
     /// `store/containers.rs`).
     Free,
@@ -34,7 +34,7 @@ fn rule(param: &str) -> Option<Rule> {
     match param {
         "chatId" => Some(Rule::Owned(Owned::Chat)),
         "searchId" => Some(Rule::Owned(Owned::Search)),
-        "fileId" | "keyId" | "userId" | "name" | "id" | "file" => Some(Rule::Free),
+        "fileId" | "keyId" | "sessionId" | "userId" | "name" | "id" | "file" => Some(Rule::Free),
         _ => None,
     }
 }

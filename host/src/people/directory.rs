@@ -1,13 +1,16 @@
-//! Finding the caller behind a key. A key's answer is kept for [`FRESH`]: a key revoked or a
-//! person disabled on another instance is refused here within that time, and on this instance
-//! at once ([`Directory::forget`]). A key not found is not kept, so a key made a moment ago
-//! (by the CLI, or on another instance) works at once: its first use reads the database.
+//! Finding the caller behind a key or a session cookie. An answer is kept for [`FRESH`]: a key
+//! revoked, a session ended or a person disabled on another instance is refused here within
+//! that time, and on this instance at once ([`Directory::forget`]). A key or session not found
+//! is not kept, so one made a moment ago (by the CLI, or on another instance) works at once:
+//! its first use reads the database. Whether people use the deployment at all is kept here too
+//! ([`Directory::team_exists`], for `usage/`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{Caller, keys};
+use crate::store::people::PersonRecord;
 use crate::store::{Result, Store};
 use crate::vocabulary::format_micros;
 
@@ -18,7 +21,7 @@ pub const FRESH: Duration = Duration::from_millis(500);
 /// Answers kept at most; past it the oldest half goes.
 const KEPT: usize = 10_000;
 
-/// Keys' answers, by the digest of their secret.
+/// Keys' and sessions' answers, by the digest of their secret (a session's after `session:`).
 pub struct Directory {
     store: Store,
     kept: Mutex<Answers>,
@@ -101,9 +104,38 @@ impl Directory {
     /// expired, or whose person is disabled. `Err` only when the database cannot answer.
     pub async fn caller(&self, secret: &str) -> Result<Option<Caller>> {
         let digest = keys::digest(secret);
+        let found = self
+            .remembered(digest.clone(), digest, Self::key_holder)
+            .await?;
+        if found.is_some() {
+            self.team_made();
+        }
+        Ok(found)
+    }
+
+    /// The caller signed in with the session cookie `secret`, or `None` for a session that is
+    /// unknown, ended, expired, or whose person is disabled.
+    pub async fn session(&self, secret: &str) -> Result<Option<Caller>> {
+        // Kept apart from keys' answers: a key's secret sent as a cookie is no session.
+        let digest = keys::digest(secret);
+        let kept_as = format!("session:{digest}");
+        self.remembered(kept_as, digest, Self::session_holder).await
+    }
+
+    /// `look_up(digest)`'s answer, kept for [`FRESH`] under `kept_as`.
+    async fn remembered<'a, F, Fut>(
+        &'a self,
+        kept_as: String,
+        digest: String,
+        look_up: F,
+    ) -> Result<Option<Caller>>
+    where
+        F: FnOnce(&'a Self, String) -> Fut,
+        Fut: std::future::Future<Output = Result<Option<Caller>>>,
+    {
         let changes = {
             let kept = self.lock();
-            if let Some(kept) = kept.answers.get(&digest)
+            if let Some(kept) = kept.answers.get(&kept_as)
                 && kept.at.elapsed() < FRESH
                 && !expired(kept.caller.expires_at.as_deref())
             {
@@ -111,10 +143,7 @@ impl Directory {
             }
             kept.changes
         };
-        let found = self.look_up(&digest).await?;
-        if found.is_some() {
-            self.team_made();
-        }
+        let found = look_up(self, digest).await?;
         let mut kept = self.lock();
         match &found {
             Some(caller) if kept.changes == changes => {
@@ -125,7 +154,7 @@ impl Directory {
                     kept.answers.retain(|_, k| k.at > cut);
                 }
                 kept.answers.insert(
-                    digest,
+                    kept_as,
                     Kept {
                         at: Instant::now(),
                         caller: caller.clone(),
@@ -133,35 +162,52 @@ impl Directory {
                 );
             }
             _ => {
-                kept.answers.remove(&digest);
+                kept.answers.remove(&kept_as);
             }
         }
         Ok(found)
     }
 
-    /// Drops what is kept for `person` (every key) or for one key, after a change made here.
-    pub fn forget(&self, person: &str, key: Option<&str>) {
+    /// Drops what is kept for `person` (every key and session) or for one key or session (its
+    /// id), after a change made here.
+    pub fn forget(&self, person: &str, credential: Option<&str>) {
         let mut kept = self.lock();
         kept.changes += 1;
         kept.answers.retain(|_, k| {
-            k.caller.id != person || key.is_some_and(|key| k.caller.key_id() != Some(key))
+            k.caller.id != person
+                || credential.is_some_and(|id| k.caller.credential_id() != Some(id))
         });
     }
 
-    async fn look_up(&self, digest: &str) -> Result<Option<Caller>> {
-        let Some(key) = self.store.key_by_secret(digest).await? else {
+    async fn key_holder(&self, digest: String) -> Result<Option<Caller>> {
+        let Some(key) = self.store.key_by_secret(&digest).await? else {
             return Ok(None);
         };
         if key.revoked_at.is_some() || expired(key.expires_at.as_deref()) {
             return Ok(None);
         }
-        let Some(person) = self.store.person(&key.user_id).await? else {
+        Ok(self
+            .active_person(&key.user_id)
+            .await?
+            .map(|person| Caller::with_key(&person, &key)))
+    }
+
+    async fn session_holder(&self, digest: String) -> Result<Option<Caller>> {
+        let Some(session) = self.store.session_by_secret(&digest).await? else {
             return Ok(None);
         };
-        if person.disabled {
+        if session.ended_at.is_some() || expired(Some(&session.expires_at)) {
             return Ok(None);
         }
-        Ok(Some(Caller::with_key(&person, &key)))
+        Ok(self
+            .active_person(&session.user_id)
+            .await?
+            .map(|person| Caller::with_session(&person, &session)))
+    }
+
+    /// The person `id`, unless disabled.
+    async fn active_person(&self, id: &str) -> Result<Option<PersonRecord>> {
+        Ok(self.store.person(id).await?.filter(|p| !p.disabled))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Answers> {

@@ -11,10 +11,16 @@ pub const PREFIX: &str = "chatd_";
 
 /// A new key: its secret (shown once) and the digest kept in its stead.
 pub fn mint() -> (String, String) {
+    mint_with(PREFIX)
+}
+
+/// A new secret of 32 random bytes after `prefix` (a key's, a login link's, a session's), and
+/// its digest.
+pub fn mint_with(prefix: &str) -> (String, String) {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).expect("the system's random source works");
     let secret = format!(
-        "{PREFIX}{}",
+        "{prefix}{}",
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
     );
     let digest = digest(&secret);

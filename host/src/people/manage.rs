@@ -116,21 +116,23 @@ pub async fn set_disabled(
         .ok_or_else(|| Refusal::NotFound("user not found".into()))
 }
 
-/// What a key made by `caller` may do: `requested`, or when omitted every scope the caller's own
-/// key has. A key only makes keys within its own scopes (so `admin` only an admin's key).
+/// What a key made by `caller` may do: `requested`, or when omitted every scope the caller may
+/// give ([`Caller::key_maker`]). A key only makes keys within its own scopes (so `admin` only an
+/// admin's key).
 pub fn scopes_for_new_key(
     caller: &Caller,
     requested: Option<&[Scope]>,
 ) -> Result<Vec<Scope>, Refusal> {
+    let (most, _) = caller.key_maker();
     let Some(requested) = requested else {
-        return Ok(caller.scopes.clone());
+        return Ok(most);
     };
     if requested.is_empty() {
         return Err(Refusal::Invalid(
             "scopes: must name at least one of chat, openai, mcp, admin".into(),
         ));
     }
-    if let Some(beyond) = requested.iter().find(|s| !caller.may(**s)) {
+    if let Some(beyond) = requested.iter().find(|s| !most.contains(s)) {
         return Err(Refusal::Forbidden(format!(
             "scopes: this key cannot give `{beyond}`: a key makes keys only within its own \
              scopes, and `admin` only for admins"
@@ -143,15 +145,15 @@ pub fn scopes_for_new_key(
 }
 
 /// When a key made by `caller` ends: `requested`, or the calling key's own end when it has one;
-/// a key never outlives the key that made it.
+/// a key never outlives the key that made it ([`Caller::key_maker`]).
 pub fn expiry_for_new_key(
     caller: &Caller,
     requested: Option<String>,
 ) -> Result<Option<String>, Refusal> {
-    match (&caller.expires_at, requested) {
+    match (caller.key_maker().1, requested) {
         (None, requested) => Ok(requested),
-        (Some(own), None) => Ok(Some(own.clone())),
-        (Some(own), Some(requested)) if requested <= *own => Ok(Some(requested)),
+        (Some(own), None) => Ok(Some(own.to_string())),
+        (Some(own), Some(requested)) if requested.as_str() <= own => Ok(Some(requested)),
         (Some(_), Some(_)) => Err(Refusal::Invalid(
             "expiresAt: a key cannot outlive the key that makes it".into(),
         )),

@@ -7,10 +7,12 @@ pub mod budget;
 pub mod directory;
 pub mod keys;
 pub mod manage;
+pub mod sessions;
 
 pub use directory::Directory;
 
 use crate::store::people::{BUILTIN_ADMIN, KeyRecord, PersonRecord};
+use crate::store::sessions::SessionRecord;
 use crate::vocabulary::{PersonRole, Scope};
 use budget::Budget;
 
@@ -23,6 +25,8 @@ pub enum Via {
     AdminToken,
     /// One of the person's keys (its id).
     Key(String),
+    /// The web client's session cookie (the session's id): the person signed in.
+    Session(String),
 }
 
 /// The person a request acts for, and what it may reach.
@@ -84,6 +88,39 @@ impl Caller {
         }
     }
 
+    /// `person` signed in with `session`: the cookie reaches what the `chat` scope covers, and
+    /// an admin's also what `admin` does (the web client manages people); never `/openai/v1` or
+    /// `/mcp`, whose clients hold keys. The person's budget applies.
+    pub fn with_session(person: &PersonRecord, session: &SessionRecord) -> Self {
+        Self {
+            id: person.id.clone(),
+            name: person.name.clone(),
+            role: person.role,
+            via: Via::Session(session.id.clone()),
+            scopes: Scope::allowed_for(person.role)
+                .iter()
+                .copied()
+                .filter(|s| matches!(s, Scope::Chat | Scope::Admin))
+                .collect(),
+            expires_at: Some(session.expires_at.clone()),
+            budgets: Budgets {
+                person: Budget::stored(person.budget.as_deref()),
+                key: None,
+            },
+        }
+    }
+
+    /// What a key made by this caller may hold at most, and when it must end at the latest: a
+    /// key's own scopes and end, so a key never makes a wider or longer-lived one. Signed in,
+    /// the person acts as themselves: every scope their role allows, and no end of the
+    /// session's (a key made in the web client outlives the visit).
+    pub fn key_maker(&self) -> (Vec<Scope>, Option<&str>) {
+        match self.via {
+            Via::Session(_) => (Scope::allowed_for(self.role).to_vec(), None),
+            _ => (self.scopes.clone(), self.expires_at.as_deref()),
+        }
+    }
+
     /// Whether this caller may reach what `scope` covers.
     pub fn may(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
@@ -92,6 +129,22 @@ impl Caller {
     /// Whose things this caller sees and makes: the owner stored with each chat and search.
     pub fn owner(&self) -> &str {
         &self.id
+    }
+
+    /// The key or session this caller used (its id), if any.
+    pub fn credential_id(&self) -> Option<&str> {
+        match &self.via {
+            Via::Key(id) | Via::Session(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// The session this caller is signed in with, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        match &self.via {
+            Via::Session(id) => Some(id),
+            _ => None,
+        }
     }
 
     /// The key this caller used, if it used one.

@@ -17,6 +17,7 @@ pub mod people;
 mod postgres;
 mod read;
 mod records;
+pub mod sessions;
 mod sqlite;
 mod text;
 pub mod transfer;

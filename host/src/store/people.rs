@@ -281,6 +281,8 @@ macro_rules! people_op {
     };
 }
 
+pub(super) use people_op;
+
 impl Store {
     /// Every person, the built-in admin first.
     pub async fn people(&self) -> Result<Vec<PersonRecord>> {

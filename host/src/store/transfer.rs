@@ -245,7 +245,8 @@ const TABLES: &[Table] = &[
         except: "",
     },
     // What people spent (usage/): kept by an export, as the chats' call records are. Holds
-    // are not: they are requests running now.
+    // are not: they are requests running now. Nor are login links and sessions (short-lived
+    // credentials: people sign in again after an import).
     Table {
         line: "usage",
         sql: "usage_ledger",

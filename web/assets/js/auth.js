@@ -1,6 +1,9 @@
 // Token mode: which mode the server is in, and the sign-in prompt. The token is asked for in a
 // password field, checked against `GET /v1/auth/session` before it is kept, and kept only for
-// this tab's session (sessionStorage).
+// this tab's session (sessionStorage). A login link (`chatd users login-link NAME`) opens the
+// page with `#login=SECRET`: the secret is taken out of the address at once and posted, and the
+// server answers with a session cookie (HttpOnly: this page never sees it), which then goes with
+// every request the page makes.
 
 import * as api from './api.js';
 import { h } from './dom.js';
@@ -10,16 +13,35 @@ import { h } from './dom.js';
  * in open mode or with a kept token that still works, else after the user signed in.
  */
 export async function ensureSession(reason) {
+  const link = takeLoginLink();
+  let linkRefused = null;
+  if (link) {
+    try {
+      await api.post('v1/auth/link', { token: link }, { withToken: null });
+      api.setToken(null);
+      reason = null;
+    } catch (err) {
+      linkRefused = `That login link did not work: ${err.message}`;
+    }
+  }
   if (!reason) {
     try {
       return await api.get('v1/auth/session', { withToken: api.token() });
     } catch (err) {
       if (!(err instanceof api.ApiError) || err.status !== 401) throw err;
-      reason = api.token() ? 'The saved token was refused. Sign in again.' : null;
+      reason = linkRefused ?? (api.token() ? 'The saved token was refused. Sign in again.' : null);
     }
   }
   api.setToken(null);
   return signIn(reason);
+}
+
+/** The login link's secret in the address (`#login=…`), removed from it (and from history). */
+function takeLoginLink() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const link = params.get('login');
+  if (link) history.replaceState(null, '', location.pathname + location.search);
+  return link;
 }
 
 function signIn(reason) {
@@ -61,7 +83,7 @@ function signIn(reason) {
         },
       },
       h('h1', {}, 'Sign in to chatd'),
-      h('p', {}, 'This server needs its access token (ADMIN_TOKEN). It is kept for this browser tab only.'),
+      h('p', {}, 'This server needs an access token (ADMIN_TOKEN, or one of your keys). It is kept for this browser tab only. People without one sign in with a login link (chatd users login-link NAME).'),
       h('label', { for: 'token' }, 'Access token'),
       input,
       message,

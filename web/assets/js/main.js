@@ -173,8 +173,17 @@ async function signIn(reason) {
 
 function showMode(session) {
   const mode = document.getElementById('mode');
-  mode.textContent = session.mode === 'token' ? 'Signed in with a token' : 'Open mode (no token)';
+  if (session.mode !== 'token') mode.textContent = 'Open mode (no token)';
+  else if (session.user) mode.textContent = `Signed in as ${session.user.name}`;
+  else mode.textContent = 'Signed in with a token';
   document.getElementById('sign-out').hidden = session.mode !== 'token';
+}
+
+/** Forgets the tab's token, or ends the session its cookie carries (on every instance). */
+async function signOut() {
+  if (api.token()) api.setToken(null);
+  else await api.post('v1/auth/logout', undefined, { withToken: null }).catch(() => {});
+  location.reload();
 }
 
 async function boot() {
@@ -183,9 +192,10 @@ async function boot() {
   document.getElementById('scrim').addEventListener('click', closeDrawer);
   document.getElementById('open-help').addEventListener('click', showHelp);
   document.addEventListener('keydown', onKey);
-  document.getElementById('sign-out').addEventListener('click', () => {
-    api.setToken(null);
-    location.reload();
+  document.getElementById('sign-out').addEventListener('click', signOut);
+  // A login link opened in this tab, even at the prompt: the page starts again and uses it.
+  window.addEventListener('hashchange', () => {
+    if (location.hash.startsWith('#login=')) location.reload();
   });
   api.setUnauthorizedHandler(async () => {
     if (signingIn) return;

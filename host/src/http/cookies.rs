@@ -1,0 +1,54 @@
+//! What the routes that set cookies share: reading one from a request, and where browsers reach
+//! chatd (the cookie's `Secure` follows from it). The cookies themselves are their routes':
+//! MCP logins' (`mcp_servers.rs`) and the session's (`sessions.rs`).
+
+use axum::extract::OriginalUri;
+use axum::http::{HeaderMap, header};
+
+use super::AppState;
+
+/// Where browsers reach chatd: CHATD_PUBLIC_URL, else this request's Host over http, with the
+/// `/api` prefix the request came under. Then whether that is https.
+pub fn public_base(state: &AppState, headers: &HeaderMap, uri: &OriginalUri) -> (String, bool) {
+    if let Some(url) = &state.public_url {
+        let base = url.as_str().trim_end_matches('/').to_string();
+        return (base, url.scheme() == "https");
+    }
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let prefix = if uri.path().starts_with("/api/") {
+        "/api"
+    } else {
+        ""
+    };
+    (format!("http://{host}{prefix}"), false)
+}
+
+/// The value of the cookie `name`, if the request carries it.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cookie_is_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::COOKIE, "a=1; the_one=xyz; b=2".parse().unwrap());
+        headers.append(header::COOKIE, "c=3".parse().unwrap());
+        assert_eq!(cookie(&headers, "the_one").as_deref(), Some("xyz"));
+        assert_eq!(cookie(&headers, "c").as_deref(), Some("3"));
+        assert_eq!(cookie(&headers, "the"), None);
+    }
+}

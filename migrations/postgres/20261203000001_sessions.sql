@@ -1,0 +1,24 @@
+-- Sign-in for the web client (host/src/store/sessions.rs, docs/teams.md "Signing in"). A login
+-- link (`chatd users login-link NAME`) and a session are kept as the SHA-256 of their secret
+-- (hex), never the secret. A link works once (`used_at`) and until `expires_at`; a session
+-- is the person's until `expires_at` or until it is ended (`ended_at`: signed out, or ended
+-- from the list of sessions). Neither is exported: both are short-lived credentials.
+CREATE TABLE login_links (
+    secret_sha256 TEXT COLLATE "C" PRIMARY KEY,
+    user_id       TEXT COLLATE "C" NOT NULL REFERENCES users (id),
+    created_at    TEXT COLLATE "C" NOT NULL,
+    expires_at    TEXT COLLATE "C" NOT NULL,
+    used_at       TEXT COLLATE "C"
+);
+
+CREATE TABLE sessions (
+    id            TEXT COLLATE "C" PRIMARY KEY,
+    user_id       TEXT COLLATE "C" NOT NULL REFERENCES users (id),
+    secret_sha256 TEXT COLLATE "C" NOT NULL UNIQUE,
+    via           TEXT NOT NULL,
+    user_agent    TEXT,
+    created_at    TEXT COLLATE "C" NOT NULL,
+    expires_at    TEXT COLLATE "C" NOT NULL,
+    ended_at      TEXT COLLATE "C"
+);
+CREATE INDEX sessions_by_user ON sessions (user_id, created_at);
