@@ -42,6 +42,7 @@ LAYERS = {
         "egress",
         "plugins",
         "tools",
+        "signin",
         "runlog",
         "chat",
         "search",

@@ -16,6 +16,7 @@ pub mod runlog;
 pub mod runs;
 pub mod search;
 pub mod server;
+pub mod signin;
 pub mod store;
 pub mod telemetry;
 pub mod tools;

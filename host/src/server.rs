@@ -135,6 +135,7 @@ impl Server {
             allowed_hosts: config.exposure.chatd_allowed_hosts.clone().into(),
             allowed_origins: config.exposure.chatd_allowed_origins.clone().into(),
             public_url: config.exposure.chatd_public_url.clone(),
+            signin: Arc::new(crate::signin::SignIn::new(crate::egress::Clients::new())),
         };
         Ok(Self {
             listener,

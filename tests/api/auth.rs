@@ -59,6 +59,8 @@ async fn every_v1_route_needs_the_token() {
             let open = path == "/health"
                 || path == "/ready"
                 || path == "/v1/auth/link"
+                || path.starts_with("/v1/auth/oidc/")
+                || path == "/v1/auth/methods"
                 || (path.starts_with("/v1/mcp-servers/") && path.ends_with("/callback"));
             let attempts: [(&str, Option<String>); 5] = [
                 ("no header", None),

@@ -418,6 +418,9 @@ async fn openapi_document_covers_every_route() {
         ("/v1/auth/logout", &["post"]),
         ("/v1/auth/sessions", &["get"]),
         ("/v1/auth/sessions/{sessionId}", &["delete"]),
+        ("/v1/auth/methods", &["get"]),
+        ("/v1/auth/oidc/start", &["get"]),
+        ("/v1/auth/oidc/callback", &["get"]),
         ("/v1/active-runs", &["get"]),
         ("/v1/chat-tools", &["get"]),
         ("/v1/models", &["get"]),
@@ -474,8 +477,9 @@ async fn openapi_document_covers_every_route() {
         assert_eq!(documented, methods, "{path}");
         for method in methods {
             let operation = &item[method];
-            // A login's callback answers with a redirect back to the web client.
-            let success = if path.ends_with("/callback") {
+            // A login's callback answers with a redirect back to the web client, and a
+            // sign-in's start with one to the identity provider.
+            let success = if path.ends_with("/callback") || path.ends_with("/oidc/start") {
                 "303"
             } else {
                 "200"

@@ -30,6 +30,7 @@ mod mcp_oauth;
 mod mcp_server;
 mod mcp_tools;
 mod models_titles;
+mod oidc;
 mod openai;
 mod openai_files;
 mod openai_frameworks;

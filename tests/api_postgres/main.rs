@@ -46,6 +46,8 @@ mod mcp_server;
 #[path = "../api/models_titles.rs"]
 mod models_titles;
 mod moves;
+#[path = "../api/oidc.rs"]
+mod oidc;
 #[path = "../api/people.rs"]
 mod people;
 #[path = "../api/postgres.rs"]

@@ -20,6 +20,7 @@ mod keyboard;
 #[path = "../common/mcp.rs"]
 mod mcp;
 mod mcp_login;
+mod oidc;
 mod parsers;
 #[path = "../common/process.rs"]
 mod process;

@@ -28,6 +28,10 @@
 //!
 //! [pricing."provider_a/*"]          # what a model's tokens cost (`pricing.rs`)
 //! input_per_million = 0.4
+//!
+//! [auth.oidc]                       # signing in with an identity provider (`oidc.rs`)
+//! issuer = "https://id.example.com"
+//! client_id = "chatd"
 //! ```
 //!
 //! Loading is all or nothing: the text is parsed, every `${VAR}` is read from the environment (an
@@ -78,6 +82,8 @@ pub struct FileConfig {
     pub python: super::python::FilePython,
     /// `[pricing."PROVIDER/MODEL"]`: what models cost (`pricing.rs`).
     pub pricing: std::sync::Arc<super::pricing::Pricing>,
+    /// `[auth.oidc]`: signing in with an OpenID Connect provider (`oidc.rs`).
+    pub oidc: Option<std::sync::Arc<super::oidc::Oidc>>,
     /// Accepted, but worth a log line (a literal secret).
     pub warnings: Vec<String>,
 }
@@ -164,6 +170,8 @@ struct RawFile {
     python: super::python::RawPython,
     #[serde(default)]
     pricing: BTreeMap<String, super::pricing::RawPrice>,
+    #[serde(default)]
+    auth: super::oidc::RawAuth,
 }
 
 #[derive(Deserialize)]
@@ -280,6 +288,7 @@ impl FileConfig {
         file.retry = raw.retry.check()?;
         file.python = raw.python.check()?;
         file.pricing = std::sync::Arc::new(super::pricing::check(raw.pricing)?);
+        file.oidc = super::oidc::check(raw.auth)?.map(std::sync::Arc::new);
         for (name, raw) in raw.mcp {
             let server = super::mcp::declared(&name, raw)?;
             if server.insecure_key {

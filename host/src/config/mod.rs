@@ -11,6 +11,7 @@ pub mod exposure;
 pub mod file;
 pub mod mcp;
 pub mod names;
+pub mod oidc;
 mod parse;
 pub mod pricing;
 pub mod python;

@@ -28,12 +28,16 @@ use crate::telemetry::{metrics, trace};
 use crate::vocabulary::Scope;
 
 /// Paths (relative to the root or to `/api`) that need no token; with MCP logins' callbacks,
-/// [`is_open`]. Using a login link needs none: the link is the proof.
+/// [`is_open`]. Signing in needs none: a login link, or the identity provider's flow, is the
+/// proof.
 pub const OPEN_PATHS: &[&str] = &[
     "/health",
     "/ready",
     "/openapi.json",
     super::sessions::LINK_PATH,
+    super::oidc::METHODS_PATH,
+    super::oidc::START_PATH,
+    super::oidc::CALLBACK_PATH,
 ];
 
 /// Whether `path` (relative to the root or to `/api`) needs no token: [`OPEN_PATHS`], and an

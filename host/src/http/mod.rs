@@ -21,6 +21,7 @@ pub mod message_search;
 pub mod meta;
 pub mod metrics;
 pub mod middleware;
+pub mod oidc;
 pub mod openai;
 pub mod openapi;
 pub mod origin;
@@ -117,9 +118,20 @@ pub struct AppState {
     pub metrics: MetricsAccess,
     /// CHATD_PUBLIC_URL: where browsers reach chatd (MCP logins' redirect URI).
     pub public_url: Option<url::Url>,
+    /// Signing in with the identity provider of `[auth.oidc]`.
+    pub signin: Arc<crate::signin::SignIn>,
 }
 
 impl AppState {
+    /// The configuration file's `[auth.oidc]`, if it has one.
+    pub fn oidc(&self) -> Option<Arc<crate::config::oidc::Oidc>> {
+        self.plugins
+            .config_file()
+            .borrow()
+            .as_ref()
+            .and_then(|file| file.oidc.clone())
+    }
+
     /// The configuration file's prices (none without a file).
     pub fn pricing(&self) -> Arc<crate::config::pricing::Pricing> {
         self.plugins
@@ -183,6 +195,9 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(sessions::logout))
         .routes(routes!(sessions::list_sessions))
         .routes(routes!(sessions::end_session))
+        .routes(routes!(oidc::methods))
+        .routes(routes!(oidc::start))
+        .routes(routes!(oidc::callback))
         .routes(routes!(meta::active_runs))
         .routes(routes!(meta::chat_tools))
         .routes(routes!(meta::models))

@@ -184,7 +184,7 @@ pub async fn end_session(
 }
 
 /// The session cookie carrying `secret`: the whole site (both mounts), for the session's life.
-fn session_cookie(secret: &str, secure: bool) -> String {
+pub fn session_cookie(secret: &str, secure: bool) -> String {
     format!(
         "{COOKIE}={secret}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{}",
         SESSION_FOR.as_secs(),

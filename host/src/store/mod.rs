@@ -12,6 +12,7 @@ pub mod exchanges;
 pub mod files;
 pub mod liveness;
 pub mod logins;
+pub mod oidc;
 pub mod owners;
 pub mod people;
 mod postgres;

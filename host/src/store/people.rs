@@ -59,6 +59,9 @@ const ADD_KEY: &str = "INSERT INTO api_keys \
                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 const SET_DISABLED: &str = "UPDATE users SET disabled = $2 WHERE id = $1";
 const SET_BUDGET: &str = "UPDATE users SET budget = $2 WHERE id = $1";
+const SET_ROLE: &str = "UPDATE users SET role = $2 WHERE id = $1";
+const LINK_SUBJECT: &str =
+    "UPDATE users SET oidc_subject = $2 WHERE id = $1 AND oidc_subject IS NULL";
 const REVOKE: &str = "UPDATE api_keys SET revoked_at = $3 \
                       WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL";
 
@@ -229,6 +232,43 @@ macro_rules! people {
             Ok(done.rows_affected() == 1)
         }
 
+        pub async fn set_role<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            (id, role): (&str, PersonRole),
+        ) -> Result<bool> {
+            let done = sqlx::query(SET_ROLE)
+                .bind(id)
+                .bind(role.as_str())
+                .execute(ex)
+                .await?;
+            Ok(done.rows_affected() == 1)
+        }
+
+        pub async fn link_subject<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            (id, subject): (&str, &str),
+        ) -> Result<bool> {
+            let done = sqlx::query(LINK_SUBJECT)
+                .bind(id)
+                .bind(subject)
+                .execute(ex)
+                .await?;
+            Ok(done.rows_affected() == 1)
+        }
+
+        /// A person without a key, known by `subject` (signed in with an identity provider).
+        pub async fn add_signed_in(
+            tx: &mut sqlx::Transaction<'_, $db>,
+            (name, role, subject): (&str, PersonRole, &str),
+        ) -> Result<Option<PersonRecord>> {
+            let id = new_id();
+            if !add_person(tx, &id, name, role).await? {
+                return Ok(None);
+            }
+            link_subject(&mut **tx, (&id, subject)).await?;
+            person_where(&mut **tx, "id", &id).await
+        }
+
         pub async fn revoke<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
             user_id: &str,
@@ -370,6 +410,56 @@ impl Store {
     /// The key whose secret has this SHA-256 (hex), revoked or not.
     pub async fn key_by_secret(&self, secret_sha256: &str) -> Result<Option<KeyRecord>> {
         people_op!(self, "key_by_secret", read, key_by_secret(secret_sha256))
+    }
+
+    /// The person signed in with an identity provider as `subject` (its issuer and subject).
+    pub async fn person_by_subject(&self, subject: &str) -> Result<Option<PersonRecord>> {
+        people_op!(
+            self,
+            "person_by_subject",
+            read,
+            person_where("oidc_subject", subject)
+        )
+    }
+
+    /// Links `subject` to the person `id`; whether they had none yet.
+    pub async fn link_subject(&self, id: &str, subject: &str) -> Result<bool> {
+        people_op!(self, "link_subject", write, link_subject((id, subject)))
+    }
+
+    /// Sets a person's role; whether they exist.
+    pub async fn set_person_role(&self, id: &str, role: PersonRole) -> Result<bool> {
+        people_op!(self, "set_person_role", write, set_role((id, role)))
+    }
+
+    /// Adds a person named `name`, without a key, known by `subject`; `None` when the name is
+    /// taken.
+    pub async fn add_signed_in_person(
+        &self,
+        name: &str,
+        role: PersonRole,
+        subject: &str,
+    ) -> Result<Option<PersonRecord>> {
+        measured(
+            self.backend_name(),
+            "add_signed_in_person",
+            self.timeout,
+            async {
+                macro_rules! add {
+                    ($on:ident, $tx:expr) => {{
+                        let mut tx = $tx;
+                        let person = $on::add_signed_in(&mut tx, (name, role, subject)).await?;
+                        tx.commit().await?;
+                        Ok(person)
+                    }};
+                }
+                match &self.backend {
+                    Backend::Sqlite(db) => add!(on_sqlite, db.write_tx().await?),
+                    Backend::Postgres(db) => add!(on_postgres, db.tx().await?),
+                }
+            },
+        )
+        .await
     }
 
     /// Revokes one of `user_id`'s keys; whether it was theirs and live.

@@ -89,6 +89,16 @@ function signIn(reason) {
       message,
       button,
     );
+    // With an identity provider (`[auth.oidc]`), people sign in there: the server's start
+    // route sends this page to it, and its answer comes back signed in.
+    api
+      .get('v1/auth/methods', { withToken: null })
+      .then((methods) => {
+        if (!methods.oidc) return;
+        const link = h('a.button.signin-provider', { href: 'v1/auth/oidc/start', id: 'oidc-signin' }, 'Sign in with your identity provider');
+        form.querySelector('h1').after(link);
+      })
+      .catch(() => {});
     const overlay = h('div.overlay', { role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'signin-title' }, form);
     form.querySelector('h1').id = 'signin-title';
     // The page behind the prompt is out of reach (focus, clicks, screen readers) until then.
