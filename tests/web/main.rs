@@ -8,6 +8,7 @@
 //! CHATD_REQUIRE_BROWSER is set (`harness.rs`).
 
 mod accessibility;
+mod account;
 mod actions;
 mod auth;
 #[path = "../common/binary.rs"]

@@ -56,6 +56,17 @@ pub struct UsageResponse {
     pub groups: Vec<UsageGroup>,
     /// Every group summed (`group` is null).
     pub total: UsageGroup,
+    /// The budgets this caller's requests are checked against (as `usage` counts them).
+    pub budgets: CallerBudgets,
+}
+
+/// The caller's person's budget and its key's; `null`: none.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CallerBudgets {
+    #[schema(value_type = Option<super::users::BudgetSchema>)]
+    pub user: Option<serde_json::Value>,
+    #[schema(value_type = Option<super::users::BudgetSchema>)]
+    pub key: Option<serde_json::Value>,
 }
 
 #[utoipa::path(get, path = "/usage", tag = "users", params(UsageQuery),
@@ -122,6 +133,10 @@ pub async fn usage(
         group_by: group_by.to_string(),
         groups: rows.into_iter().map(shown).collect(),
         total: shown(total),
+        budgets: CallerBudgets {
+            user: caller.budgets.person.map(|b| b.to_json()),
+            key: caller.budgets.key.map(|b| b.to_json()),
+        },
     }))
 }
 

@@ -52,6 +52,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/app.css", "text/css; charset=utf-8"),
     asset!("assets/icon.svg", "image/svg+xml"),
     asset!("assets/manifest.webmanifest", "application/manifest+json"),
+    asset!("assets/js/account.js", JS),
     asset!("assets/js/actions.js", JS),
     asset!("assets/js/api.js", JS),
     asset!("assets/js/attachments.js", JS),

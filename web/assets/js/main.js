@@ -1,13 +1,15 @@
 // The page's entry: signs in when the server is in token mode, then routes. The open chat or
 // search lives in the URL's fragment (`#/chat/<id>`, `#/search/<id>`, `#/search` for a new
-// search, `#/` for a new chat, `#/mcp-servers` for the MCP servers), so reload, back and a
-// shared link return to it, and the server needs no route per view.
+// search, `#/` for a new chat, `#/mcp-servers` for the MCP servers, `#/account` for keys, usage
+// and people), so reload, back and a shared link return to it, and the server needs no route
+// per view.
 
 import * as api from './api.js';
 import { ensureSession } from './auth.js';
 import { mountChat } from './chat.js';
 import { toast } from './dom.js';
 import { mountMcp } from './mcp.js';
+import { mountAccount } from './account.js';
 import { mountSearch } from './search.js';
 import { commandOf, showHelp } from './shortcuts.js';
 import { Sidebar } from './sidebar.js';
@@ -19,6 +21,7 @@ let cachedTools = null;
 let signingIn = null;
 let refreshTimer = 0;
 let forkToRun = null; // a fork just made, whose reply runs when its view opens
+let session = { mode: 'open' }; // `GET /v1/auth/session`'s answer, once signed in
 
 const app = {
   models() {
@@ -80,6 +83,7 @@ const sidebar = new Sidebar(app);
 
 function parse(hash) {
   if (hash === '#/mcp-servers') return { type: 'mcp', id: null };
+  if (hash === '#/account') return { type: 'account', id: null };
   const m = /^#\/(chat|search)(?:\/([^/?#]+))?$/.exec(hash);
   if (!m) return { type: 'chat', id: null };
   let id = null;
@@ -108,7 +112,8 @@ function route() {
   if (target.type === 'mcp') {
     cachedTools = null; // a login just finished may have brought tools
     view = mountMcp(container, app);
-  } else if (target.type === 'search') view = mountSearch(container, app, target.id);
+  } else if (target.type === 'account' && session.mode === 'token') view = mountAccount(container, app, session);
+  else if (target.type === 'search') view = mountSearch(container, app, target.id);
   else view = mountChat(container, app, target.id);
   sidebar.render();
   closeDrawer();
@@ -171,12 +176,14 @@ async function signIn(reason) {
   return signingIn;
 }
 
-function showMode(session) {
+function showMode(answer) {
+  session = answer;
   const mode = document.getElementById('mode');
   if (session.mode !== 'token') mode.textContent = 'Open mode (no token)';
   else if (session.user) mode.textContent = `Signed in as ${session.user.name}`;
   else mode.textContent = 'Signed in with a token';
   document.getElementById('sign-out').hidden = session.mode !== 'token';
+  document.getElementById('open-account').hidden = session.mode !== 'token';
 }
 
 /** Forgets the tab's token, or ends the session its cookie carries (on every instance). */
