@@ -14,3 +14,4 @@ CREATE TABLE oidc_logins (
     created_at     TEXT COLLATE "C" NOT NULL,
     expires_at     TEXT COLLATE "C" NOT NULL
 );
+CREATE INDEX oidc_logins_by_expiry ON oidc_logins (expires_at);

@@ -22,3 +22,5 @@ CREATE TABLE sessions (
     ended_at      TEXT
 );
 CREATE INDEX sessions_by_user ON sessions (user_id, created_at);
+CREATE INDEX sessions_by_expiry ON sessions (expires_at);
+CREATE INDEX login_links_by_expiry ON login_links (expires_at);

@@ -14,3 +14,4 @@ CREATE TABLE oidc_logins (
     created_at     TEXT NOT NULL,
     expires_at     TEXT NOT NULL
 );
+CREATE INDEX oidc_logins_by_expiry ON oidc_logins (expires_at);

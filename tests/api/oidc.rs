@@ -37,6 +37,8 @@ enum Fault {
     Tampered,
     /// The redirect names another issuer (RFC 9207's `iss`).
     OtherIss,
+    /// The token endpoint refuses the code, quoting it in its description.
+    RefuseCode,
 }
 
 struct Key {
@@ -164,6 +166,14 @@ async fn token(State(op): State<Shared>, headers: HeaderMap, body: axum::body::B
         )
             .into_response();
     };
+    if op.fault == Fault::RefuseCode {
+        let quoted = format!("the code {} is not valid", form["code"]);
+        return (
+            AxumStatus::BAD_REQUEST,
+            Json(json!({"error": "invalid_grant", "error_description": quoted})),
+        )
+            .into_response();
+    }
     let verifier_ok = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(
         <sha2::Sha256 as sha2::Digest>::digest(form["code_verifier"].as_bytes()),
     ) == granted.challenge;
@@ -388,12 +398,13 @@ async fn every_fault_of_a_sign_in_is_refused() {
         (Fault::OtherIssuer, "issuer"),
         (Fault::Tampered, "signature"),
         (Fault::OtherIss, "iss"),
+        (Fault::RefuseCode, "invalid_grant"),
     ] {
-        refused(
-            sign_in(&server, &op, ann.clone(), fault).await,
-            StatusCode::UNAUTHORIZED,
-            says,
-        );
+        let outcome = sign_in(&server, &op, ann.clone(), fault).await;
+        // No refusal quotes the code it was about (the provider's codes are `code-N`).
+        let said = outcome.1.clone().unwrap_err().to_string();
+        assert!(!said.contains("code-"), "{said}");
+        refused(outcome, StatusCode::UNAUTHORIZED, says);
     }
     op.lock().unwrap().fault = Fault::None;
     // A replayed state: the first callback signs in, the same again finds nothing.
@@ -426,7 +437,31 @@ async fn every_fault_of_a_sign_in_is_refused() {
         StatusCode::UNAUTHORIZED,
         "state",
     );
+    // The provider's own refusal (the person said no), from the browser that began it.
+    let (url, binding) = to_callback(&server).await;
+    let state = url::Url::parse(&url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .into_owned();
+    let denied = format!(
+        "{}/v1/auth/oidc/callback?state={state}&error=access_denied",
+        server.base
+    );
+    refused(
+        callback(&denied, Some(&binding)).await,
+        StatusCode::UNAUTHORIZED,
+        "access_denied",
+    );
     // Nothing was made of the refused sign-ins: one person, one session.
+    let sessions: Vec<(i64,)> = server
+        .raw_db()
+        .await
+        .rows("SELECT COUNT(*) FROM sessions", &[])
+        .await;
+    assert_eq!(sessions[0].0, 1);
     let (_, users) = server.get("/v1/users").await;
     let names: Vec<&str> = users["users"]
         .as_array()
@@ -473,6 +508,39 @@ async fn only_people_made_beforehand_sign_in_when_the_file_says_so() {
         .await,
         StatusCode::FORBIDDEN,
         "no one here is named",
+    );
+    // A name that had to be changed to fit matches no one: "bob smith" is not bob_smith.
+    add_person(&server, "bob_smith", "member").await;
+    refused(
+        sign_in(
+            &server,
+            &op,
+            json!({"sub": "s-5", "preferred_username": "bob smith"}),
+            Fault::None,
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "no one here is named",
+    );
+    // An admin made beforehand is matched only when the provider says admin too.
+    let (boss_id, _) = add_person(&server, "boss", "admin").await;
+    refused(
+        sign_in(
+            &server,
+            &op,
+            json!({"sub": "s-6", "preferred_username": "boss"}),
+            Fault::None,
+        )
+        .await,
+        StatusCode::FORBIDDEN,
+        "no one here is named",
+    );
+    let admin_claims =
+        json!({"sub": "s-6", "preferred_username": "boss", "groups": ["chatd-admins"]});
+    let (_, session) = sign_in(&server, &op, admin_claims, Fault::None).await;
+    assert_eq!(
+        who(&server, &session.unwrap()).await["id"],
+        boss_id.as_str()
     );
     // The built-in admin is never a provider's subject.
     refused(

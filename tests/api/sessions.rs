@@ -294,6 +294,46 @@ async fn a_login_link_works_once_and_its_cookie_reaches_what_chat_does() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("disabled"));
     let out = users_cli(&server, &["login-link", "nobody"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // Enabled again, ann's keys work again; her sessions stay ended (sign in again).
+    assert!(users_cli(&server, &["enable", "ann"]).status.success());
+    assert_eq!(
+        get(&server, &session, "/v1/chats").await,
+        StatusCode::UNAUTHORIZED
+    );
+    let (status, _) = crate::people::call(&server, &ann_key, Method::GET, "/v1/chats", None).await;
+    assert_eq!(status, StatusCode::OK);
+    // The built-in admin signs in with ADMIN_TOKEN, never with a link.
+    let out = users_cli(&server, &["login-link", "admin"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ADMIN_TOKEN"));
+
+    // A session makes keys only within 15 minutes of signing in.
+    let (session, id) = sign_in(&server, "ann").await;
+    db.execute(
+        "UPDATE sessions SET created_at = '2001-01-01T00:00:00.000000Z' WHERE id = ?",
+        &[&id],
+    )
+    .await;
+    let since = std::time::Instant::now();
+    loop {
+        let (status, body, _) = with_cookie(
+            &server,
+            &session,
+            Method::POST,
+            "/v1/keys",
+            Some(json!({ "name": "late" })),
+            None,
+        )
+        .await;
+        if status == StatusCode::FORBIDDEN {
+            let message = body["message"].as_str().unwrap();
+            assert!(message.contains("15 minutes"), "{body}");
+            break;
+        }
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(since.elapsed() < std::time::Duration::from_secs(1));
+        tokio::task::yield_now().await;
+    }
     server.stop().await;
 }
 

@@ -150,7 +150,7 @@ async fn sqlite_exported_and_imported_into_postgresql_reads_back_identical() {
         serde_json::from_slice(export.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
     assert_eq!(
         (header["format"].as_str(), header["version"].as_u64()),
-        (Some("chatd-export"), Some(3))
+        (Some("chatd-export"), Some(4))
     );
     drop(old);
 

@@ -1,7 +1,8 @@
 //! Signing in in the browser with a certified OpenID provider (`oidc-provider` from npm, on
 //! loopback, its key made at test time: `tests/oidc/provider.mjs`): the prompt offers the
 //! provider, the provider's own pages sign the person in, chatd's callback brings the browser
-//! back signed in as a person whose role follows the provider's group, and Sign out ends it.
+//! back signed in as a person whose role follows the provider's group, and Sign out brings the
+//! prompt back (the session's end on the server is `tests/api/sessions.rs`'s).
 //! The refusals (a tampered or expired ID token, a wrong nonce, a replayed state, another
 //! issuer) are `tests/api/oidc.rs`'s, against a provider that can be made to misbehave.
 
@@ -129,7 +130,7 @@ async fn the_web_client_signs_in_with_an_openid_provider_and_signs_out() {
         format!(
             "[auth.oidc]\nissuer = \"{}\"\nclient_id = \"chatd\"\n\
              client_secret = \"provider-secret\"\nadmin_claim = \"groups\"\n\
-             admin_value = \"chatd-admins\"\n",
+             admin_value = \"chatd-admins\"\nnew_people = true\n",
             provider.issuer
         ),
     )
@@ -143,7 +144,7 @@ async fn the_web_client_signs_in_with_an_openid_provider_and_signs_out() {
 
     through_the_provider(&browser, "admin-ann").await;
     assert_eq!(browser.text("#mode").await, "Signed in as admin-ann");
-    // The session cookie is out of the page's reach; the binding cookie is gone.
+    // The session cookie is out of the page's reach (HttpOnly).
     assert_eq!(
         browser.eval("return document.cookie", vec![]).await,
         serde_json::json!("")

@@ -8,7 +8,7 @@
 //! client_secret = "${OIDC_CLIENT_SECRET}"                # optional: a public client uses PKCE only
 //! admin_claim = "groups"        # optional, with admin_value: who is an admin, at each sign-in
 //! admin_value = "chatd-admins"  # the claim equals it, or is a list holding it
-//! new_people = true             # false: only people made beforehand (chatd users add) sign in
+//! new_people = false            # the default: only people made beforehand (chatd users add)
 //! name_claim = "preferred_username"  # a new person's name (else `email`, else `sub`)
 //! scopes = ["openid", "profile", "email"]
 //! ```
@@ -34,14 +34,10 @@ struct RawOidc {
     client_secret: Option<String>,
     admin_claim: Option<String>,
     admin_value: Option<String>,
-    #[serde(default = "yes")]
+    #[serde(default)]
     new_people: bool,
     name_claim: Option<String>,
     scopes: Option<Vec<String>>,
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// A checked `[auth.oidc]`.
@@ -56,7 +52,8 @@ pub struct Oidc {
     /// The claim and the value that make a person an admin; `None`: roles are not the
     /// provider's (a new person is a member, and no one's role changes).
     pub admin: Option<(String, String)>,
-    /// Whether a first sign-in makes a person; else only people made beforehand sign in.
+    /// Whether a first sign-in makes a person; else (the default, deny by default) only people
+    /// made beforehand sign in: anyone with an account at a public provider could otherwise.
     pub new_people: bool,
     /// The claim a new person's name is taken from.
     pub name_claim: String,
@@ -141,7 +138,7 @@ mod tests {
         .unwrap();
         assert_eq!(oidc.issuer, "https://id.example.com/realms/t");
         assert_eq!(oidc.scopes, ["openid", "email"]);
-        assert!(oidc.new_people && oidc.admin.is_none() && oidc.client_secret.is_none());
+        assert!(!oidc.new_people && oidc.admin.is_none() && oidc.client_secret.is_none());
         assert_eq!(oidc.name_claim, "preferred_username");
         assert!(parse("").unwrap().is_none());
         for (bad, field) in [

@@ -26,6 +26,25 @@ pub fn public_base(state: &AppState, headers: &HeaderMap, uri: &OriginalUri) -> 
     (format!("http://{host}{prefix}"), false)
 }
 
+/// Whether browsers reach chatd over https (CHATD_PUBLIC_URL says so): its cookies are then
+/// `Secure`, and named with `__Host-` before them ([`named`]).
+pub fn secure(state: &AppState) -> bool {
+    state
+        .public_url
+        .as_ref()
+        .is_some_and(|url| url.scheme() == "https")
+}
+
+/// A cookie's name as chatd sets and reads it: `__Host-` before `name` over https, so the
+/// browser takes it only from this host, over https, for the whole site, and neither a sibling
+/// subdomain nor a plain-http answer can plant one (a session of its choosing, say).
+pub fn named(name: &str, secure: bool) -> String {
+    match secure {
+        true => format!("__Host-{name}"),
+        false => name.to_string(),
+    }
+}
+
 /// The value of the cookie `name`, if the request carries it.
 pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
@@ -50,5 +69,7 @@ mod tests {
         assert_eq!(cookie(&headers, "the_one").as_deref(), Some("xyz"));
         assert_eq!(cookie(&headers, "c").as_deref(), Some("3"));
         assert_eq!(cookie(&headers, "the"), None);
+        assert_eq!(named("chatd_session", true), "__Host-chatd_session");
+        assert_eq!(named("chatd_session", false), "chatd_session");
     }
 }

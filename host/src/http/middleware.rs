@@ -19,7 +19,7 @@ use subtle::ConstantTimeEq;
 use tracing::Instrument as _;
 
 use super::AppState;
-use super::cookies::cookie;
+use super::cookies::{cookie, named, secure};
 use super::error::{ApiError, ErrorCause};
 use crate::config::MetricsAccess;
 use crate::people::sessions::COOKIE;
@@ -94,7 +94,9 @@ pub async fn require_token(
         .map(|(_, token)| token.trim());
     // Only a request without `Authorization` is taken as signed in, and never where keys go.
     let session = match req.headers().contains_key(AUTHORIZATION) {
-        false if !matches!(needed, Scope::Openai | Scope::Mcp) => cookie(req.headers(), COOKIE),
+        false if !matches!(needed, Scope::Openai | Scope::Mcp) => {
+            cookie(req.headers(), &named(COOKIE, secure(&state)))
+        }
         _ => None,
     };
     let caller = match presented {
@@ -106,7 +108,7 @@ pub async fn require_token(
         },
         None if let Some(secret) = &session => match state.people.session(secret).await {
             Ok(Some(caller)) => caller,
-            Ok(None) => return session_ended(),
+            Ok(None) => return session_ended(secure(&state)),
             Err(e) => return ApiError::from(e).into_response(),
         },
         _ => return ApiError::unauthorized().into_response(),
@@ -120,13 +122,13 @@ pub async fn require_token(
 
 /// A session cookie that opens nothing (ended, expired, its person disabled): a 401 that
 /// clears it, so the browser asks its person to sign in again.
-fn session_ended() -> Response {
+fn session_ended(secure: bool) -> Response {
     let mut response = ApiError::new(
         axum::http::StatusCode::UNAUTHORIZED,
         "your session ended (signed out, expired, or ended from another session): sign in again",
     )
     .into_response();
-    if let Ok(value) = axum::http::HeaderValue::from_str(&super::sessions::cleared_cookie()) {
+    if let Ok(value) = axum::http::HeaderValue::from_str(&super::sessions::cleared_cookie(secure)) {
         response
             .headers_mut()
             .append(axum::http::header::SET_COOKIE, value);

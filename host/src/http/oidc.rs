@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
-use super::cookies::{cookie, public_base};
+use super::cookies::{cookie, named, public_base, secure};
 use super::error::{ApiError, ApiQuery, ApiResult, ErrorBody};
 use crate::signin::{Callback, PENDING_FOR, SignInError};
 
@@ -23,7 +23,7 @@ pub const METHODS_PATH: &str = "/v1/auth/methods";
 pub const START_PATH: &str = "/v1/auth/oidc/start";
 pub const CALLBACK_PATH: &str = "/v1/auth/oidc/callback";
 
-/// The cookie binding a sign-in to the browser that began it.
+/// The cookie binding a sign-in to the browser that began it (`__Host-` before it over https).
 const BROWSER_COOKIE: &str = "chatd_oidc_login";
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -64,14 +64,16 @@ pub async fn start(
     uri: OriginalUri,
 ) -> ApiResult<Response> {
     let oidc = configured(&state)?;
-    let (base, secure) = public_base(&state, &headers, &uri);
+    let (base, _) = public_base(&state, &headers, &uri);
+    let secure = secure(&state);
     let begun = state
         .signin
         .begin(&oidc, &state.store, &format!("{base}{CALLBACK_PATH}"))
         .await
         .map_err(refusal)?;
     let binding = format!(
-        "{BROWSER_COOKIE}={}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{}",
+        "{}={}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{}",
+        named(BROWSER_COOKIE, secure),
         begun.browser,
         PENDING_FOR.as_secs(),
         if secure { "; Secure" } else { "" }
@@ -101,8 +103,9 @@ pub async fn callback(
             "iss: the answer comes from another issuer than the configured one",
         ));
     }
-    let (base, secure) = public_base(&state, &headers, &uri);
-    let browser = cookie(&headers, BROWSER_COOKIE);
+    let (base, _) = public_base(&state, &headers, &uri);
+    let secure = secure(&state);
+    let browser = cookie(&headers, &named(BROWSER_COOKIE, secure));
     let person = state
         .signin
         .finish(
@@ -124,7 +127,11 @@ pub async fn callback(
     let (_, secret) =
         crate::people::sessions::start(&state.store, &person.id, "oidc", user_agent).await?;
     state.people.team_made();
-    let cleared = format!("{BROWSER_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax");
+    let cleared = format!(
+        "{}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{}",
+        named(BROWSER_COOKIE, secure),
+        if secure { "; Secure" } else { "" }
+    );
     Ok(see_other(
         &format!("{base}/"),
         &[super::sessions::session_cookie(&secret, secure), cleared],

@@ -2,19 +2,20 @@
 //! `POST /v1/auth/link` uses a login link (`chatd users login-link NAME`; no token needed, the
 //! link is the proof) and sets the session cookie; `POST /v1/auth/logout` ends the session the
 //! request carries; `GET /v1/auth/sessions` lists the caller's sessions and `DELETE
-//! /v1/auth/sessions/{sessionId}` ends one. The cookie is HttpOnly, SameSite=Lax, `Secure` when
-//! browsers reach chatd over https; what it reaches is `people::Caller::with_session`'s, and
-//! the token check reads it (`middleware.rs`). The rules are `people/sessions.rs`'s.
+//! /v1/auth/sessions/{sessionId}` ends one. The cookie is HttpOnly, SameSite=Lax, and `Secure`
+//! and named `__Host-chatd_session` when CHATD_PUBLIC_URL is https (`cookies.rs`); what it
+//! reaches is `people::Caller::with_session`'s, and the token check reads it (`middleware.rs`).
+//! The rules are `people/sessions.rs`'s.
 
 use axum::Json;
-use axum::extract::{OriginalUri, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::cookies::public_base;
+use super::cookies::{named, secure};
 use super::error::{ApiError, ApiJson, ApiPath, ApiResult, ErrorBody};
 use super::meta::SessionUser;
 use crate::people::Caller;
@@ -91,7 +92,6 @@ pub struct SessionEnded {
 pub async fn use_link(
     State(state): State<AppState>,
     headers: HeaderMap,
-    uri: OriginalUri,
     ApiJson(body): ApiJson<LinkRequest>,
 ) -> ApiResult<Response> {
     let Some(token) = body.token.filter(|t| !t.trim().is_empty()) else {
@@ -116,14 +116,18 @@ pub async fn use_link(
         .person(&session.user_id)
         .await?
         .ok_or_else(|| ApiError::internal("a session's person is gone"))?;
-    let (_, secure) = public_base(&state, &headers, &uri);
+    let secure = secure(&state);
     let body = SignedIn {
         user: SessionUser {
             id: person.id,
             name: person.name,
             role: person.role,
         },
-        session: SessionSummary::new(session, None),
+        session: SessionSummary {
+            // The session this response sets.
+            current: true,
+            ..SessionSummary::new(session, None)
+        },
     };
     let mut response = Json(body).into_response();
     set_cookie(&mut response, &session_cookie(&secret, secure));
@@ -140,9 +144,13 @@ pub async fn logout(State(state): State<AppState>, caller: Caller) -> ApiResult<
              key ends with DELETE /v1/keys/{keyId}",
         ));
     };
-    sessions::end(&state.store, &state.people, caller.owner(), id).await?;
+    // Ended meanwhile (from the list, on another instance): signed out all the same.
+    match sessions::end(&state.store, &state.people, caller.owner(), id).await {
+        Ok(()) | Err(crate::people::manage::Refusal::NotFound(_)) => {}
+        Err(other) => return Err(other.into()),
+    }
     let mut response = Json(SessionEnded { ended: true }).into_response();
-    set_cookie(&mut response, &cleared_cookie());
+    set_cookie(&mut response, &cleared_cookie(secure(&state)));
     Ok(response)
 }
 
@@ -178,7 +186,7 @@ pub async fn end_session(
         })?;
     let mut response = Json(SessionEnded { ended: true }).into_response();
     if caller.session_id() == Some(session_id.as_str()) {
-        set_cookie(&mut response, &cleared_cookie());
+        set_cookie(&mut response, &cleared_cookie(secure(&state)));
     }
     Ok(response)
 }
@@ -186,15 +194,20 @@ pub async fn end_session(
 /// The session cookie carrying `secret`: the whole site (both mounts), for the session's life.
 pub fn session_cookie(secret: &str, secure: bool) -> String {
     format!(
-        "{COOKIE}={secret}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{}",
+        "{}={secret}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{}",
+        named(COOKIE, secure),
         SESSION_FOR.as_secs(),
         if secure { "; Secure" } else { "" }
     )
 }
 
 /// What makes the browser drop the session cookie.
-pub fn cleared_cookie() -> String {
-    format!("{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax")
+pub fn cleared_cookie(secure: bool) -> String {
+    format!(
+        "{}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{}",
+        named(COOKIE, secure),
+        if secure { "; Secure" } else { "" }
+    )
 }
 
 fn set_cookie(response: &mut Response, cookie: &str) {
@@ -217,7 +230,16 @@ mod tests {
                 14 * 24 * 3600
             )
         );
-        assert!(session_cookie("s3cret", true).ends_with("; HttpOnly; SameSite=Lax; Secure"));
-        assert!(cleared_cookie().contains("Max-Age=0"));
+        let secure = session_cookie("s3cret", true);
+        assert!(
+            secure.starts_with("__Host-chatd_session=s3cret; Path=/;"),
+            "{secure}"
+        );
+        assert!(
+            secure.ends_with("; HttpOnly; SameSite=Lax; Secure"),
+            "{secure}"
+        );
+        assert!(cleared_cookie(false).contains("Max-Age=0"));
+        assert!(cleared_cookie(true).starts_with("__Host-chatd_session=;"));
     }
 }

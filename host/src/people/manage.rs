@@ -90,7 +90,9 @@ pub async fn add_person(
 }
 
 /// Disables or enables the person `id`; the built-in admin is ADMIN_TOKEN's holder and is
-/// neither. What this instance kept of their keys is forgotten at once.
+/// neither. Disabling ends their sessions and spends their login links first (enabling them
+/// again brings neither back; their keys work again). What this instance kept of their keys and
+/// sessions is forgotten at once.
 pub async fn set_disabled(
     store: &Store,
     directory: Option<&Directory>,
@@ -103,6 +105,9 @@ pub async fn set_disabled(
              revoke the keys made with it) to shut it out"
                 .into(),
         ));
+    }
+    if disabled && store.person(id).await?.is_some() {
+        store.end_sessions_of(id).await?;
     }
     if !store.set_person_disabled(id, disabled).await? {
         return Err(Refusal::NotFound("user not found".into()));
@@ -213,6 +218,12 @@ pub async fn make_key(
     expires_at: Option<String>,
     budget: Option<Budget>,
 ) -> Result<Minted, Refusal> {
+    if caller.signed_in_long_ago() {
+        return Err(Refusal::Forbidden(format!(
+            "a session makes keys only within {} minutes of signing in: sign out and in again",
+            super::MAKES_KEYS_WITHIN.as_secs() / 60
+        )));
+    }
     let (secret, digest) = keys::mint();
     let record = store
         .add_key(&NewKey {

@@ -1,7 +1,8 @@
 //! Who is asking. A request's [`Caller`] is the built-in admin (ADMIN_TOKEN, or anyone in open
-//! mode) or a person holding one of their keys; the token check (`http/middleware.rs`) decides
-//! it with [`Directory`] and puts it on the request, and what a caller may reach is
-//! [`Caller::may`]'s answer, stated once here. Keys are made and digested in [`keys`].
+//! mode), a person holding one of their keys, or a person signed in with a session cookie
+//! ([`sessions`]); the token check (`http/middleware.rs`) decides it with [`Directory`] and puts
+//! it on the request, and what a caller may reach is [`Caller::may`]'s answer, stated once
+//! here. Keys are made and digested in [`keys`].
 
 pub mod budget;
 pub mod directory;
@@ -42,7 +43,13 @@ pub struct Caller {
     pub expires_at: Option<String>,
     /// The person's budget and the key's, as they were read (`usage/` checks them).
     pub budgets: Budgets,
+    /// When the session began (stored form); `None` for a key, ADMIN_TOKEN and open mode.
+    pub signed_in_at: Option<String>,
 }
+
+/// How long after signing in a session may make keys: a key reaches what a cookie does not
+/// (`/openai/v1`, `/mcp`) and outlives the session, so a cookie taken later cannot make one.
+pub const MAKES_KEYS_WITHIN: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// The budgets a caller's requests are checked against.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,6 +69,7 @@ impl Caller {
             scopes: Scope::ALL.to_vec(),
             expires_at: None,
             budgets: Budgets::default(),
+            signed_in_at: None,
         }
     }
 
@@ -85,6 +93,7 @@ impl Caller {
                 person: Budget::stored(person.budget.as_deref()),
                 key: Budget::stored(key.budget.as_deref()),
             },
+            signed_in_at: None,
         }
     }
 
@@ -107,13 +116,27 @@ impl Caller {
                 person: Budget::stored(person.budget.as_deref()),
                 key: None,
             },
+            signed_in_at: Some(session.created_at.clone()),
         }
     }
 
+    /// Whether this caller is a session that began more than [`MAKES_KEYS_WITHIN`] ago: it
+    /// makes no keys then (sign in again).
+    pub fn signed_in_long_ago(&self) -> bool {
+        let Some(at) = self.signed_in_at.as_deref() else {
+            return false;
+        };
+        let within = chrono::Duration::from_std(MAKES_KEYS_WITHIN).expect("a short time");
+        let cut =
+            crate::vocabulary::format_micros((chrono::Utc::now() - within).timestamp_micros());
+        at < cut.as_str()
+    }
+
     /// What a key made by this caller may hold at most, and when it must end at the latest: a
-    /// key's own scopes and end, so a key never makes a wider or longer-lived one. Signed in,
-    /// the person acts as themselves: every scope their role allows, and no end of the
-    /// session's (a key made in the web client outlives the visit).
+    /// key's own scopes and end, so a key never makes a wider or longer-lived one. Signed in
+    /// (within [`MAKES_KEYS_WITHIN`] of it), the person acts as themselves: every scope their
+    /// role allows, and no end of the session's (a key made in the web client outlives the
+    /// visit).
     pub fn key_maker(&self) -> (Vec<Scope>, Option<&str>) {
         match self.via {
             Via::Session(_) => (Scope::allowed_for(self.role).to_vec(), None),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::manage::Refusal;
 use super::{Directory, keys};
 use crate::store::Store;
-use crate::store::people::PersonRecord;
+use crate::store::people::{BUILTIN_ADMIN, PersonRecord};
 use crate::store::sessions::{NewSession, SessionRecord};
 use crate::vocabulary::format_micros;
 
@@ -19,7 +19,7 @@ pub const LINK_FOR: Duration = Duration::from_secs(15 * 60);
 /// cookie's worth ends on a known day.
 pub const SESSION_FOR: Duration = Duration::from_secs(14 * 24 * 60 * 60);
 
-/// The session cookie's name.
+/// The session cookie's name (after `__Host-` over https: `http/cookies.rs`).
 pub const COOKIE: &str = "chatd_session";
 
 /// What a login link's secret starts with (secret scanners know `chatd_`).
@@ -37,6 +37,14 @@ pub async fn make_link(
     let Some(person) = store.person_named(name).await? else {
         return Err(Refusal::NotFound(format!("no user is named {name:?}")));
     };
+    if person.id == BUILTIN_ADMIN {
+        // ADMIN_TOKEN is its proof: a session would outlive changing it.
+        return Err(Refusal::Invalid(
+            "admin is the built-in admin, who signs in with ADMIN_TOKEN; make a person with the \
+             admin role for the web client (chatd users add NAME --role admin)"
+                .into(),
+        ));
+    }
     if person.disabled {
         return Err(Refusal::Invalid(format!(
             "{name} is disabled: enable them first (`chatd users enable {name}`)"

@@ -126,27 +126,23 @@ impl SignIn {
         let state = callback
             .state
             .ok_or_else(|| refused("state: the callback carries none"))?;
+        // Taken only with the cookie of the browser that began it: another browser's callback
+        // (login CSRF) finds nothing, and spends nothing.
+        let waiting = "state: no sign-in is waiting for it from this browser (it was used \
+                       already, took more than 10 minutes, or another browser began it): sign in \
+                       again from this browser";
+        let browser = callback.browser.ok_or_else(|| refused(waiting))?;
         let pending = store
-            .take_oidc_login(&digest(state))
+            .take_oidc_login(&digest(state), &digest(browser))
             .await?
-            .ok_or_else(|| {
-                refused(
-                    "state: no sign-in is waiting for it (it was used already, took more than 10 \
-                     minutes, or was never begun here): sign in again",
-                )
-            })?;
-        let same_browser = callback.browser.is_some_and(|b| {
-            bool::from(
-                digest(b)
-                    .as_bytes()
-                    .ct_eq(pending.browser_sha256.as_bytes()),
-            )
-        });
-        if !same_browser {
-            return Err(refused(
-                "this browser did not begin the sign-in (its cookie is missing or another's): \
-                 sign in again from this browser",
-            ));
+            .ok_or_else(|| refused(waiting))?;
+        // The store matched the digests; checked again here, in constant time, as the rule.
+        if !bool::from(
+            digest(browser)
+                .as_bytes()
+                .ct_eq(pending.browser_sha256.as_bytes()),
+        ) {
+            return Err(refused(waiting));
         }
         if let Some(error) = callback.error {
             let error: String = error.chars().take(100).collect();
@@ -195,10 +191,15 @@ impl SignIn {
             .await
             .map_err(|why| SignInError::Unavailable(format!("the identity provider: {why}")))?;
         let body = answer.json().filter(|_| answer.ok()).ok_or_else(|| {
+            // Its `error` only: an `error_description` may quote the code it was sent.
+            let error = answer
+                .json()
+                .and_then(|b| b.get("error").and_then(Value::as_str).map(String::from))
+                .map(|e| format!(": {}", e.chars().take(60).collect::<String>()))
+                .unwrap_or_default();
             let why = format!(
-                "the identity provider's token endpoint refused the code (HTTP {}){}",
-                answer.status,
-                answer.oauth_error()
+                "the identity provider's token endpoint refused the code (HTTP {}){error}",
+                answer.status
             );
             match answer.status {
                 400 | 401 => SignInError::Refused(why),

@@ -1,9 +1,10 @@
 //! Who an ID token's claims are here. A person is known by the provider's issuer and subject
 //! once they signed in. At a first sign-in, a person made beforehand (`chatd users add`) whose
-//! name is the token's name claim, and who has signed in with no provider yet, becomes that
-//! subject's; else, with `new_people`, a person is made under that name (a suffix when it is
-//! taken). With `admin_claim`, the role follows the claim at every sign-in. A disabled person is
-//! refused, and the built-in admin (ADMIN_TOKEN's holder) is never anyone's.
+//! name is exactly the token's name claim, and who has signed in with no provider yet, becomes
+//! that subject's: never the built-in admin (ADMIN_TOKEN's holder), never a disabled person, and
+//! an admin only when the token's admin claim makes them one. Else, with `new_people`, a person
+//! is made under that name (a suffix when it is taken). With `admin_claim`, the role follows the
+//! claim at every sign-in. A disabled person is refused.
 
 use serde_json::{Map, Value};
 
@@ -64,8 +65,9 @@ fn role_of(oidc: &Oidc, claims: &Map<String, Value>) -> Option<PersonRole> {
 }
 
 /// The name the claims give: the configured claim, else a verified `email`, else `sub`; cut
-/// to what a person's name may hold.
-fn claimed_name(oidc: &Oidc, claims: &Map<String, Value>) -> String {
+/// to what a person's name may hold. With whether it is the claim exactly (nothing replaced or
+/// cut): only then may it name a person made beforehand.
+fn claimed_name(oidc: &Oidc, claims: &Map<String, Value>) -> (String, bool) {
     let text = |name: &str| {
         claims
             .get(name)
@@ -89,7 +91,8 @@ fn claimed_name(oidc: &Oidc, claims: &Map<String, Value>) -> String {
         })
         .take(MAX_PERSON_NAME_CHARS - 5)
         .collect();
-    plain
+    let exact = plain == name;
+    (plain, exact)
 }
 
 async fn first_sign_in(
@@ -99,12 +102,21 @@ async fn first_sign_in(
     subject: &str,
     role: Option<PersonRole>,
 ) -> Result<PersonRecord, SignInError> {
-    let name = claimed_name(oidc, claims);
-    if let Some(person) = store.person_named(&name).await?
+    let (name, exact) = claimed_name(oidc, claims);
+    if exact
+        && let Some(person) = store.person_named(&name).await?
         && person.id != BUILTIN_ADMIN
-        && store.link_subject(&person.id, subject).await?
     {
-        return Ok(person);
+        if person.disabled {
+            return Err(SignInError::Forbidden(format!(
+                "{name} is disabled here: an admin enables them (chatd users enable {name})"
+            )));
+        }
+        // A name is easier to come by at a provider than an admin's standing here.
+        let may = person.role != PersonRole::Admin || role == Some(PersonRole::Admin);
+        if may && store.link_subject(&person.id, subject).await? {
+            return Ok(person);
+        }
     }
     if !oidc.new_people {
         return Err(SignInError::Forbidden(format!(
@@ -136,8 +148,8 @@ async fn first_sign_in(
             },
         }
     }
-    Err(SignInError::Unavailable(format!(
-        "no free name near {name:?} for a new person"
+    Err(SignInError::Forbidden(format!(
+        "no free name near {name:?} for a new person: an admin adds you (chatd users add)"
     )))
 }
 
@@ -177,15 +189,18 @@ mod tests {
         );
         assert_eq!(role_of(&o, &claims(json!({}))), Some(PersonRole::Member));
         let named = claims(json!({"preferred_username": "Zoë Smith", "sub": "s"}));
-        assert_eq!(claimed_name(&o, &named), "Zo__Smith");
-        assert!(person_name(&claimed_name(&o, &named)).is_ok());
+        assert_eq!(claimed_name(&o, &named), ("Zo__Smith".into(), false));
+        assert!(person_name(&claimed_name(&o, &named).0).is_ok());
+        let plain = claims(json!({"preferred_username": "ann.lee", "sub": "s"}));
+        assert_eq!(claimed_name(&o, &plain), ("ann.lee".into(), true));
         let email = oidc("email");
         let unverified = claims(json!({"email": "ann@example.com", "sub": "s1"}));
-        assert_eq!(claimed_name(&email, &unverified), "s1");
+        assert_eq!(claimed_name(&email, &unverified).0, "s1");
         let verified =
             claims(json!({"email": "ann@example.com", "email_verified": true, "sub": "s1"}));
-        assert_eq!(claimed_name(&email, &verified), "ann@example.com");
+        assert_eq!(claimed_name(&email, &verified).0, "ann@example.com");
         let long = claims(json!({"preferred_username": "x".repeat(200)}));
-        assert!(claimed_name(&o, &long).len() <= MAX_PERSON_NAME_CHARS - 5);
+        let (cut, exact) = claimed_name(&o, &long);
+        assert!(cut.len() <= MAX_PERSON_NAME_CHARS - 5 && !exact);
     }
 }

@@ -33,7 +33,7 @@ pub struct Metadata {
 
 /// The provider of one `[auth.oidc]`, as fetched.
 struct Known {
-    /// The configuration it was fetched for: another issuer or client is fetched anew.
+    /// The issuer it was fetched for: another issuer is fetched anew.
     issuer: String,
     metadata: Metadata,
     keys: JwkSet,

@@ -91,11 +91,20 @@ pub fn verify(
     if !bool::from(nonce.as_bytes().ct_eq(expected.nonce.as_bytes())) {
         return Err(bad("does not carry this sign-in's nonce"));
     }
-    // Several audiences: the party it was issued to must be this client (Core §3.1.3.7 6.).
-    if let Some(azp) = claims.get("azp").and_then(Value::as_str)
-        && azp != expected.client_id
-    {
-        return Err(bad("was issued to another client (azp)"));
+    // Several audiences: the party it was issued to must be this client (Core §3.1.3.7 4-6);
+    // without an `azp` to say so, other audiences are parties chatd does not know.
+    let audiences = match claims.get("aud") {
+        Some(Value::Array(all)) => all.len(),
+        _ => 1,
+    };
+    match claims.get("azp").and_then(Value::as_str) {
+        Some(azp) if azp != expected.client_id => {
+            return Err(bad("was issued to another client (azp)"));
+        }
+        None if audiences > 1 => {
+            return Err(bad("names other audiences besides this client, and no azp"));
+        }
+        _ => {}
     }
     Ok(claims)
 }
@@ -176,6 +185,14 @@ mod tests {
         );
         assert!(refusal(&with(&|c| c["aud"] = json!("other")), &keys).contains("aud"));
         assert!(refusal(&with(&|c| c["azp"] = json!("other")), &keys).contains("azp"));
+        assert!(
+            refusal(&with(&|c| c["aud"] = json!(["chatd", "other"])), &keys).contains("audiences")
+        );
+        let both = with(&|c| {
+            c["aud"] = json!(["chatd", "other"]);
+            c["azp"] = json!("chatd");
+        });
+        assert!(verify(&both, &keys, &EXPECTED).is_ok());
         assert!(
             refusal(
                 &with(&|c| {

@@ -1,6 +1,7 @@
 //! Sign-ins with an identity provider begun and not yet finished (`oidc_logins`; both
 //! backends): kept under the SHA-256 of their `state`, taken once by their callback on whichever
-//! instance it reaches, and only before they expire. The flow is `signin/`'s.
+//! instance it reaches, only from the browser that began them and before they expire. The flow
+//! is `signin/`'s.
 
 use super::people::people_op;
 use super::{Backend, Result, Store, measured};
@@ -19,8 +20,9 @@ pub struct PendingLogin {
 const ADD: &str = "INSERT INTO oidc_logins \
     (state_sha256, browser_sha256, nonce, verifier, created_at, expires_at) \
     VALUES ($1, $2, $3, $4, $5, $6)";
-const TAKE: &str = "DELETE FROM oidc_logins WHERE state_sha256 = $1 AND expires_at > $2 \
-                    RETURNING browser_sha256, nonce, verifier";
+const TAKE: &str = "DELETE FROM oidc_logins \
+    WHERE state_sha256 = $1 AND browser_sha256 = $2 AND expires_at > $3 \
+    RETURNING browser_sha256, nonce, verifier";
 const SWEEP: &str = "DELETE FROM oidc_logins WHERE expires_at <= $1";
 
 macro_rules! oidc {
@@ -47,10 +49,11 @@ macro_rules! oidc {
 
         pub async fn take<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
-            state: &str,
+            (state, browser): (&str, &str),
         ) -> Result<Option<PendingLogin>> {
             let row: Option<(String, String, String)> = sqlx::query_as(TAKE)
                 .bind(state)
+                .bind(browser)
                 .bind(now())
                 .fetch_optional(ex)
                 .await?;
@@ -97,8 +100,19 @@ impl Store {
         .await
     }
 
-    /// Takes the sign-in begun under this `state` digest: once, and only before it expires.
-    pub async fn take_oidc_login(&self, state_sha256: &str) -> Result<Option<PendingLogin>> {
-        people_op!(self, "take_oidc_login", write, take(state_sha256))
+    /// Takes the sign-in begun under this `state` digest by the browser whose cookie has
+    /// `browser_sha256`: once, and only before it expires. Another browser's callback takes
+    /// nothing, so it cannot spend the sign-in.
+    pub async fn take_oidc_login(
+        &self,
+        state_sha256: &str,
+        browser_sha256: &str,
+    ) -> Result<Option<PendingLogin>> {
+        people_op!(
+            self,
+            "take_oidc_login",
+            write,
+            take((state_sha256, browser_sha256))
+        )
     }
 }

@@ -44,6 +44,9 @@ const USE_LINK: &str = "UPDATE login_links SET used_at = $2 \
     WHERE secret_sha256 = $1 AND used_at IS NULL AND expires_at > $2 RETURNING user_id";
 const END: &str = "UPDATE sessions SET ended_at = $3 \
                    WHERE id = $1 AND user_id = $2 AND ended_at IS NULL";
+const END_ALL: &str = "UPDATE sessions SET ended_at = $2 WHERE user_id = $1 AND ended_at IS NULL";
+const SPEND_LINKS: &str =
+    "UPDATE login_links SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL";
 /// Links and sessions that ended more than a day ago: nothing needs them.
 const SWEEP_LINKS: &str = "DELETE FROM login_links WHERE expires_at < $1";
 const SWEEP_SESSIONS: &str = "DELETE FROM sessions WHERE expires_at < $1 OR ended_at < $1";
@@ -179,6 +182,18 @@ macro_rules! sessions {
             Ok(done.rows_affected() == 1)
         }
 
+        pub async fn end_all(tx: &mut sqlx::Transaction<'_, $db>, user_id: &str) -> Result<()> {
+            let at = now();
+            for sql in [END_ALL, SPEND_LINKS] {
+                sqlx::query(sql)
+                    .bind(user_id)
+                    .bind(&at)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            Ok(())
+        }
+
         pub async fn sweep(tx: &mut sqlx::Transaction<'_, $db>, before: &str) -> Result<()> {
             sqlx::query(SWEEP_LINKS)
                 .bind(before)
@@ -279,6 +294,15 @@ impl Store {
             return Ok(false);
         }
         people_op!(self, "end_session", write, end((user_id, id)))
+    }
+
+    /// Ends every session of `user_id` and spends their unused login links (the person was
+    /// disabled: enabling them again brings neither back).
+    pub async fn end_sessions_of(&self, user_id: &str) -> Result<()> {
+        in_tx!(self, "end_sessions_of", |on, tx| on::end_all(
+            &mut tx, user_id
+        )
+        .await?)
     }
 
     /// Deletes links and sessions that expired or ended before `before` (stored form).

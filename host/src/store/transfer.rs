@@ -43,8 +43,10 @@ fn header(from: &str) -> Value {
 pub const FORMAT: &str = "chatd-export";
 /// 2 added people, their keys and owners; a version 1 export (made before people existed)
 /// imports with everything the built-in admin's ([`DEFAULTS`]). 3 added budgets and the usage
-/// ledger (a version 2 export has neither: no budgets).
-pub const VERSION: u32 = 3;
+/// ledger (a version 2 export has neither: no budgets). 4 added who each person is at the
+/// identity provider (`oidc_subject`; an older export's people have none, and are matched by
+/// name at their next sign-in).
+pub const VERSION: u32 = 4;
 /// The oldest version an import reads.
 const OLDEST: u32 = 1;
 
@@ -220,6 +222,7 @@ const TABLES: &[Table] = &[
             ("disabled", F),
             ("created_at", T),
             ("budget", T),
+            ("oidc_subject", T),
         ],
         always_skip: false,
         // The built-in admin, whom the migration makes in every database.
@@ -727,10 +730,11 @@ mod tests {
         assert!(check_header(ok).is_ok());
         assert!(check_header(&ok.replace(":1,", ":2,")).is_ok());
         assert!(check_header(&ok.replace(":1,", ":3,")).is_ok());
+        assert!(check_header(&ok.replace(":1,", ":4,")).is_ok());
         assert!(
-            check_header(&ok.replace(":1,", ":4,"))
+            check_header(&ok.replace(":1,", ":5,"))
                 .unwrap_err()
-                .contains("version 4")
+                .contains("version 5")
         );
         assert!(
             check_header("{}")
