@@ -13,17 +13,7 @@ const TOKEN: &str = "account-admin-token";
 
 /// Signs `name` in with a fresh login link, in this browser.
 async fn sign_in(chatd: &Chatd, browser: &Browser, name: &str) {
-    let out = chatd.command(&["users", "login-link", name], &[("ADMIN_TOKEN", TOKEN)]);
-    assert!(out.status.success(), "{out:?}");
-    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let (_, secret) = line["link"]
-        .as_str()
-        .unwrap()
-        .split_once("#login=")
-        .unwrap();
-    browser
-        .open(&format!("{}/#login={secret}", chatd.base))
-        .await;
+    browser.open(&crate::login_link(chatd, name, TOKEN)).await;
     browser.ready().await;
 }
 

@@ -80,7 +80,7 @@ async fn token_mode_refuses_a_wrong_token_and_works_with_the_right_one() {
 #[tokio::test]
 async fn a_login_link_signs_a_person_in_once_and_sign_out_ends_the_session() {
     use reqwest::Method;
-    use serde_json::{Value, json};
+    use serde_json::json;
     const TOKEN: &str = "correct horse";
     let Some((_upstreams, chatd, browser)) = open_app([], &[("ADMIN_TOKEN", TOKEN)]).await else {
         return;
@@ -110,16 +110,7 @@ async fn a_login_link_signs_a_person_in_once_and_sign_out_ends_the_session() {
             Some(TOKEN),
         )
         .await;
-    let out = chatd.command(&["users", "login-link", "ann"], &[("ADMIN_TOKEN", TOKEN)]);
-    assert!(out.status.success(), "{out:?}");
-    let line: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // The link is made from HOST and PORT; this server listens on a port of its own.
-    let (_, secret) = line["link"]
-        .as_str()
-        .unwrap()
-        .split_once("#login=")
-        .unwrap();
-    let link = format!("{}/#login={secret}", chatd.base);
+    let link = crate::login_link(&chatd, "ann", TOKEN);
 
     browser.open(&link).await;
     browser.ready().await;

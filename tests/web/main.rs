@@ -60,3 +60,18 @@ pub async fn open_app_with<'a>(
     browser.open(&format!("{}/", chatd.base)).await;
     Some((upstreams, chatd, browser))
 }
+
+/// The address of a fresh login link for `name` (`chatd users login-link`, run beside `chatd`
+/// with `token` as ADMIN_TOKEN), at `chatd`'s own port: the command makes links from HOST and
+/// PORT, and the test server listens on a port of its own.
+pub fn login_link(chatd: &Chatd, name: &str, token: &str) -> String {
+    let out = chatd.command(&["users", "login-link", name], &[("ADMIN_TOKEN", token)]);
+    assert!(out.status.success(), "{out:?}");
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, secret) = line["link"]
+        .as_str()
+        .unwrap()
+        .split_once("#login=")
+        .unwrap();
+    format!("{}/#login={secret}", chatd.base)
+}
