@@ -571,3 +571,28 @@ async fn without_a_provider_there_is_no_sign_in_to_begin() {
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
     server.stop().await;
 }
+
+/// A provider that cannot be reached is a 503 naming it, and nothing is kept of the attempt.
+#[tokio::test]
+async fn a_provider_out_of_reach_is_a_503_naming_it() {
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (server, _files) = server(&issuer, true).await;
+    let res = browser()
+        .get(format!("{}/v1/auth/oidc/start", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = res.json().await.unwrap();
+    let message = body["message"].as_str().unwrap();
+    assert!(message.starts_with("the identity provider"), "{message}");
+    let kept: Vec<(i64,)> = server
+        .raw_db()
+        .await
+        .rows("SELECT COUNT(*) FROM oidc_logins", &[])
+        .await;
+    assert_eq!(kept[0].0, 0);
+    server.stop().await;
+}

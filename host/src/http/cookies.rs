@@ -1,6 +1,7 @@
 //! What the routes that set cookies share: reading one from a request, and where browsers reach
 //! chatd (the cookie's `Secure` follows from it). The cookies themselves are their routes':
-//! MCP logins' (`mcp_servers.rs`) and the session's (`sessions.rs`).
+//! MCP logins' (`mcp_servers.rs`), the session's (`sessions.rs`) and a sign-in's binding
+//! (`oidc.rs`).
 
 use axum::extract::OriginalUri;
 use axum::http::{HeaderMap, header};
@@ -12,7 +13,7 @@ use super::AppState;
 pub fn public_base(state: &AppState, headers: &HeaderMap, uri: &OriginalUri) -> (String, bool) {
     if let Some(url) = &state.public_url {
         let base = url.as_str().trim_end_matches('/').to_string();
-        return (base, url.scheme() == "https");
+        return (base, secure(state));
     }
     let host = headers
         .get(header::HOST)
