@@ -72,12 +72,13 @@ async fn measure(url: &str, calls: usize) -> anyhow::Result<()> {
             max_tool_text: DEFAULT_TOOL_TEXT_KIB as usize * 1024,
             insecure_key: false,
             oauth: None,
+            per_user: false,
         },
     );
     let mut changed = servers.changed();
     servers.apply(&declared);
     let tool = loop {
-        if let Some(tool) = servers.tool("mcp__bench__add") {
+        if let Some(tool) = servers.reachable_now("admin").tool("mcp__bench__add") {
             break tool;
         }
         tokio::time::timeout(Duration::from_secs(30), changed.changed())

@@ -27,6 +27,7 @@ mod live_replies;
 #[path = "../common/mcp.rs"]
 mod mcp;
 mod mcp_oauth;
+mod mcp_per_user;
 mod mcp_server;
 mod mcp_tools;
 mod models_titles;

@@ -9,6 +9,8 @@
 use std::path::PathBuf;
 
 use chatd::plugins::testing::{Reply, ScriptedUpstream};
+use chatd::store::logins::LoginKey;
+use chatd::store::people::BUILTIN_ADMIN;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -74,7 +76,14 @@ pub async fn listed(server: &TestServer, present: bool) {
     let tools = &server.state.tools;
     let mut changed = tools.changed();
     let waited = tokio::time::timeout(std::time::Duration::from_secs(60), async {
-        while tools.names().iter().any(|n| n == TOOL) != present {
+        while tools
+            .offered(BUILTIN_ADMIN)
+            .await
+            .names()
+            .iter()
+            .any(|n| n == TOOL)
+            != present
+        {
             changed.changed().await.expect("the tools are alive");
         }
     })
@@ -120,7 +129,7 @@ pub async fn connect(server: &TestServer) -> reqwest::Response {
 }
 
 /// A client that, as a test of redirects needs, follows none.
-fn browser() -> reqwest::Client {
+pub fn browser() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -229,7 +238,7 @@ async fn connect_logs_in_and_the_login_is_refreshed_kept_and_disconnected() {
 /// Whether the login row is stored under a key id, and none of the tokens the test server
 /// `issued` is among its bytes.
 async fn sealed_canary(server: &TestServer, issued: &[String]) -> bool {
-    let row = server.store.login("t").await.unwrap();
+    let row = server.store.login(&LoginKey::operator("t")).await.unwrap();
     let Some(row) = row else { return false };
     let holds = |token: &str| {
         row.sealed
@@ -296,7 +305,7 @@ async fn chatd_mcp_login_keeps_a_login_the_server_then_uses() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        said.contains("logged in to mcp.t; it offers 1 tools"),
+        said.contains("logged in to mcp.t; it offers 2 tools"),
         "{said}"
     );
     // The server finds the login and lists the tools, with no Connect.
@@ -521,7 +530,7 @@ async fn connect_in(server: &TestServer, name: &str, jar: &mut Jar) -> String {
 }
 
 /// Where the authorization server at `url` sends the browser.
-async fn redirected(url: &str) -> String {
+pub async fn redirected(url: &str) -> String {
     let approved = browser().get(url).send().await.unwrap();
     assert_eq!(approved.status(), StatusCode::FOUND);
     approved.headers()["location"].to_str().unwrap().to_string()

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use chatd::plugins::testing::{Reply, ScriptedUpstream};
+use chatd::store::people::BUILTIN_ADMIN;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -52,7 +53,14 @@ async fn listed(server: &TestServer, name: &str, present: bool) {
     let tools = &server.state.tools;
     let mut changed = tools.changed();
     let waited = tokio::time::timeout(std::time::Duration::from_secs(60), async {
-        while tools.names().iter().any(|n| n == name) != present {
+        while tools
+            .offered(BUILTIN_ADMIN)
+            .await
+            .names()
+            .iter()
+            .any(|n| n == name)
+            != present
+        {
             changed.changed().await.expect("the tools are alive");
         }
     })
@@ -402,7 +410,12 @@ async fn a_servers_tools_add_at_most_its_tool_text_to_every_prompt() {
     let (server, _path, _files) = server_with(C, &upstream, &config).await;
     listed(&server, "mcp__whole__add", true).await;
     listed(&server, "mcp__capped__add", true).await;
-    let specs = server.state.tools.mcp().tools();
+    let specs = server
+        .state
+        .tools
+        .mcp()
+        .reachable_now(BUILTIN_ADMIN)
+        .tools();
     let of = |name: &str| {
         specs
             .iter()

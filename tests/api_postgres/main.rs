@@ -41,6 +41,8 @@ mod mcp;
 mod mcp_logins;
 #[path = "../api/mcp_oauth.rs"]
 mod mcp_oauth;
+#[path = "../api/mcp_per_user.rs"]
+mod mcp_per_user;
 #[path = "../api/mcp_server.rs"]
 mod mcp_server;
 #[path = "../api/models_titles.rs"]

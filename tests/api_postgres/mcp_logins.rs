@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use chatd::plugins::testing::ScriptedUpstream;
+use chatd::store::people::BUILTIN_ADMIN;
 use reqwest::StatusCode;
 
 use crate::live_replies::A;
@@ -32,7 +33,13 @@ async fn twenty_calls_on_two_instances_at_expiry_make_one_token_request() {
     let mut calls = Vec::new();
     for i in 0..20 {
         let server = if i % 2 == 0 { &a } else { &b };
-        let tool = server.state.tools.mcp().tool(TOOL).expect("offered");
+        let tool = server
+            .state
+            .tools
+            .mcp()
+            .reachable_now(BUILTIN_ADMIN)
+            .tool(TOOL)
+            .expect("offered");
         calls.push(tokio::spawn(
             async move { tool.call(r#"{"a":2,"b":3}"#).await },
         ));

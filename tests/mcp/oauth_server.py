@@ -12,7 +12,8 @@ type), codes presented (accepted or not), registrations and revocations were mad
 `POST /test/expire` makes every access token issued so far stop working (its next use is a 401),
 as an expiry does; `POST /test/client` registers a public client beforehand (`client_id`,
 `redirect_uri`), as an administrator does. With MCP_TEST_ISS=1 the authorization server names
-itself in its answers (`iss`, RFC 9207) and says so in its metadata. Tool: `add`.
+itself in its answers (`iss`, RFC 9207) and says so in its metadata. Tools: `add`, and
+`whoami`, which answers with the grant (one per login) of the access token the call carried.
 """
 
 import json
@@ -23,6 +24,7 @@ import socket
 import time
 
 import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -216,6 +218,14 @@ def main():
     def add(a: int, b: int) -> int:
         """Adds two integers."""
         return a + b
+
+    @server.tool()
+    def whoami() -> str:
+        """Says which login this call carried: its access token's grant."""
+        token = get_access_token()
+        if token is None:
+            return "no token"
+        return "grant " + provider.grants.get(token.token, "unknown")
 
     @server.custom_route("/test/stats", methods=["GET"])
     async def stats(request: Request):

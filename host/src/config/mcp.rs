@@ -26,7 +26,12 @@
 //! client_secret = "${TRACKER_SECRET}"  # optional: its secret
 //! scopes = "issues:read"               # optional: asked for when the server names none
 //! client_metadata_url = "https://chat.example.com/client.json"  # optional: a CIMD client id
+//! per_user = true                      # optional: each person logs in with their own account
 //! ```
+//!
+//! With `per_user = true` the server is connected by each person from the web client, never by
+//! the operator: each login is that person's, used for their calls alone, and a person without
+//! one is offered none of its tools (`tools/mcp/people.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -69,6 +74,8 @@ pub struct DeclaredMcp {
     pub insecure_key: bool,
     /// `auth = "oauth"`: the server needs a login, and this is the client chatd is.
     pub oauth: Option<OAuthClient>,
+    /// `per_user = true`: each person logs in with their own account (only with `oauth`).
+    pub per_user: bool,
 }
 
 /// The client chatd is to a server's authorization server; every part optional (a client is
@@ -110,6 +117,8 @@ pub(super) struct RawMcp {
     scopes: Option<String>,
     #[serde(default)]
     client_metadata_url: Option<String>,
+    #[serde(default)]
+    per_user: bool,
 }
 
 /// Checks `[mcp.NAME]`; the error names the key and the rule.
@@ -184,6 +193,7 @@ pub(super) fn declared(name: &str, raw: RawMcp) -> Result<DeclaredMcp, String> {
         tools: raw.tools,
         timeout,
         max_tool_text,
+        per_user: raw.per_user,
         oauth,
     })
 }
@@ -218,6 +228,7 @@ fn oauth_client(key: &str, raw: &RawMcp) -> Result<Option<OAuthClient>, String> 
         ("client_secret", raw.client_secret.is_some()),
         ("scopes", raw.scopes.is_some()),
         ("client_metadata_url", raw.client_metadata_url.is_some()),
+        ("per_user", raw.per_user),
     ];
     if raw.auth.as_deref() != Some("oauth") {
         if let Some((field, _)) = given.iter().find(|(_, set)| *set) {
@@ -353,6 +364,12 @@ mod tests {
         assert_eq!(server.auth, None);
         let bare = parse("t", "url = \"http://127.0.0.1:9/mcp\"\nauth = \"oauth\"").unwrap();
         assert_eq!(bare.oauth, Some(OAuthClient::default()));
+        assert!(!bare.per_user);
+        let each = parse(
+            "t",
+            "url = \"https://t/mcp\"\nauth = \"oauth\"\nper_user = true",
+        );
+        assert!(each.unwrap().per_user);
     }
 
     #[test]
@@ -385,6 +402,11 @@ mod tests {
                 "a",
                 "url = \"https://x\"\nclient_id = \"c\"",
                 "mcp.a.client_id: only with auth = \"oauth\"",
+            ),
+            (
+                "a",
+                "url = \"https://x\"\nper_user = true",
+                "mcp.a.per_user: only with auth = \"oauth\"",
             ),
             (
                 "a",

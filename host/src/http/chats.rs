@@ -343,9 +343,10 @@ pub async fn create_chat(
             ));
         }
     };
+    let offer = state.tools.offered(caller.owner()).await;
     let enabled_tools = match &body.enabled_tools {
-        Some(requested) => state.tools.keep_known(requested),
-        None => state.tools.names(),
+        Some(requested) => offer.keep_known(requested),
+        None => offer.names(),
     };
     let messages = new_messages(body.messages.unwrap_or_default())?;
     let chat = state
@@ -387,6 +388,7 @@ pub async fn get_chat(
     responses((status = 200, body = ChatResponse), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn patch_chat(
     State(state): State<AppState>,
+    caller: Caller,
     ApiPath(chat_id): ApiPath<String>,
     ApiJson(body): ApiJson<PatchChatRequest>,
 ) -> ApiResult<Json<ChatResponse>> {
@@ -404,7 +406,13 @@ pub async fn patch_chat(
                 "enabledTools: must be an array of tool names, not null",
             ));
         }
-        Some(Some(requested)) => Some(state.tools.keep_known(&requested)),
+        Some(Some(requested)) => Some(
+            state
+                .tools
+                .offered(caller.owner())
+                .await
+                .keep_known(&requested),
+        ),
     };
     let additional_system_prompt = match body.additional_system_prompt {
         None => None,

@@ -120,6 +120,15 @@ where
     axum::response::Response::from_parts(parts, axum::body::Body::from(value.to_string()))
 }
 
+/// Who made the request: the token check put the caller on every request it let through.
+fn request_caller(context: &RequestContext<RoleServer>) -> Result<&Caller, ErrorData> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+        .ok_or_else(|| ErrorData::internal_error("the request carries no caller", None))
+}
+
 /// The tools `/mcp` serves.
 #[derive(Clone)]
 pub struct Tools {
@@ -127,15 +136,15 @@ pub struct Tools {
 }
 
 impl Tools {
-    /// Every tool served now: the catalogue's, then the search tool.
-    fn list(&self) -> Vec<Tool> {
+    /// Every tool served now to `caller`: the catalogue's (their own `per_user` MCP logins'
+    /// included), then the search tool.
+    async fn list(&self, caller: &Caller) -> Vec<Tool> {
         let snapshot = self.state.plugins.snapshot();
-        let mut tools: Vec<Tool> = self
-            .state
-            .tools
+        let offer = self.state.tools.offered(caller.owner()).await;
+        let mut tools: Vec<Tool> = offer
             .names()
             .iter()
-            .filter_map(|name| self.state.tools.find(&snapshot, name))
+            .filter_map(|name| offer.find(&snapshot, name))
             .map(|tool| {
                 let schema = serde_json::from_str::<JsonObject>(&tool.spec.parameters_schema_json)
                     .unwrap_or_else(|_| object_schema());
@@ -153,7 +162,7 @@ impl Tools {
         tools
     }
 
-    async fn search(&self, arguments: JsonObject, caller: Option<&Caller>) -> CallToolResult {
+    async fn search(&self, arguments: JsonObject, caller: &Caller) -> CallToolResult {
         let body: RunSearchRequest = match serde_json::from_value(Value::Object(arguments)) {
             Ok(body) => body,
             Err(e) => return failed(bounded(format!("invalid arguments: {e}"))),
@@ -170,10 +179,6 @@ impl Tools {
             Err(e) => return failed(e.message().to_string()),
         };
         let engine = plugin.as_search().expect("checked by search_plugin");
-        // The token check put the caller on every request it let through.
-        let Some(caller) = caller else {
-            return failed("internal error: the request carries no caller".into());
-        };
         let spender = match super::search_runs::admit_answer(&self.state, caller).await {
             Ok(spender) => spender,
             Err(e) => return failed(e.message().to_string()),
@@ -268,9 +273,10 @@ impl ServerHandler for Tools {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.list()))
+        let caller = request_caller(&context)?;
+        Ok(ListToolsResult::with_all_items(self.list(caller).await))
     }
 
     async fn call_tool(
@@ -279,15 +285,13 @@ impl ServerHandler for Tools {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let arguments = request.arguments.unwrap_or_default();
+        let caller = request_caller(&context)?;
         if request.name == SEARCH_TOOL {
-            let caller = context
-                .extensions
-                .get::<axum::http::request::Parts>()
-                .and_then(|parts| parts.extensions.get::<Caller>());
             return Ok(self.search(arguments, caller).await.into());
         }
         let snapshot = self.state.plugins.snapshot();
-        let Some(tool) = self.state.tools.find(&snapshot, &request.name) else {
+        let offer = self.state.tools.offered(caller.owner()).await;
+        let Some(tool) = offer.find(&snapshot, &request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("no tool named {} on this server", quoted(&request.name)),
                 None,

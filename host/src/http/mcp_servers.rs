@@ -9,8 +9,11 @@
 //! response must name its issuer (RFC 9207). Neither needs a token (a redirect carries none):
 //! the `state` an authenticated Connect made (unguessable, single use, ten minutes), the
 //! callback it was made for and that cookie decide it, then the browser goes back to the web
-//! client; `POST /v1/mcp-servers/{name}/disconnect` ends a login. The work is
-//! `tools/mcp/logins.rs`'s.
+//! client; `POST /v1/mcp-servers/{name}/disconnect` ends a login. Those two are an admin's, for
+//! the login every person's calls use; a server declared `per_user = true` is connected by each
+//! person for themselves instead: `POST /v1/mcp-servers/{name}/login` begins the caller's own
+//! login (the same answer, cookie and callbacks), `DELETE` of it ends theirs. The work is
+//! `tools/mcp/logins.rs`'s and `tools/mcp/people.rs`'s.
 
 use axum::Json;
 use axum::extract::{OriginalUri, State};
@@ -22,6 +25,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::AppState;
 use super::cookies::{cookie, public_base};
 use super::error::{ApiError, ApiPath, ApiQuery, ApiResult, ErrorBody};
+use crate::people::Caller;
+use crate::store::logins::LoginKey;
 use crate::tools::mcp::logins::{Arrived, LoginError};
 use crate::tools::mcp::oauth::Callback;
 use crate::tools::mcp::oauth::login::PENDING_FOR;
@@ -63,6 +68,9 @@ pub struct McpServer {
     pub url: String,
     /// Whether it needs a login (`auth = "oauth"`).
     pub login: bool,
+    /// Whether each person connects it with their own account (`per_user = true`); then
+    /// `state` and `tools` are the caller's.
+    pub per_user: bool,
     /// `connected`, `needs_login`, `refused`, `unreachable` or `connecting`.
     pub state: String,
     /// Why it is not connected.
@@ -86,16 +94,18 @@ pub struct ConnectResponse {
 
 #[utoipa::path(get, path = "/mcp-servers", tag = "mcp",
     responses((status = 200, body = McpServerList, description = "the declared MCP servers, by name, with their state")))]
-pub async fn list_servers(State(state): State<AppState>) -> Json<McpServerList> {
-    let data = state
-        .tools
-        .mcp()
-        .states()
+pub async fn list_servers(State(state): State<AppState>, caller: Caller) -> Json<McpServerList> {
+    let mcp = state.tools.mcp();
+    // The caller's own sessions started first, where another instance holds their login.
+    mcp.reachable(caller.owner()).await;
+    let data = mcp
+        .states(caller.owner())
         .into_iter()
         .map(|s| McpServer {
             name: s.name,
             url: s.url,
             login: s.login,
+            per_user: s.per_user,
             state: s.state.to_string(),
             reason: s.reason,
             tools: s.tools,
@@ -125,22 +135,54 @@ pub async fn connect(
     headers: HeaderMap,
     uri: OriginalUri,
 ) -> ApiResult<Response> {
-    let (base, secure) = public_base(&state, &headers, &uri);
+    begin(&state, &LoginKey::operator(&name), &headers, &uri).await
+}
+
+#[utoipa::path(post, path = "/mcp-servers/{name}/login", tag = "mcp",
+    params(("name" = String, Path, description = "the server's `[mcp.NAME]`, declared `per_user = true`")),
+    responses((status = 200, body = ConnectResponse, description = "the caller's own login began: send the browser to `authorizationUrl`; the response sets the cookie its callback needs"),
+              (status = 404, body = ErrorBody, description = "no such server, or it is not `per_user` (its login is the operator's)"),
+              (status = 409, body = ErrorBody, description = "its `client_id` was registered beforehand, and its authorization server does not say it names itself in its answers (RFC 9207), which such a client needs"),
+              (status = 503, body = ErrorBody, description = "its authorization server could not be found or reached, or the login could not be stored")))]
+pub async fn login(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+    headers: HeaderMap,
+    uri: OriginalUri,
+) -> ApiResult<Response> {
+    begin(
+        &state,
+        &LoginKey::person(&name, caller.owner()),
+        &headers,
+        &uri,
+    )
+    .await
+}
+
+/// Begins `login`: the authorization URL, and the cookie binding the login to this browser.
+async fn begin(
+    state: &AppState,
+    login: &LoginKey,
+    headers: &HeaderMap,
+    uri: &OriginalUri,
+) -> ApiResult<Response> {
+    let (base, secure) = public_base(state, headers, uri);
     let shared = state
         .tools
         .mcp()
-        .shared_callback(&name)
+        .shared_callback(login)
         .map_err(login_error)?;
     let path = match shared {
         true => CALLBACK.to_string(),
-        false => server_callback(&name),
+        false => server_callback(&login.server),
     };
     let redirect_uri = format!("{base}{path}");
     let browser = random(32);
     let begun = state
         .tools
         .mcp()
-        .begin_login(&name, &redirect_uri, &browser)
+        .begin_login(login, &redirect_uri, &browser)
         .await
         .map_err(login_error)?;
     let path = url::Url::parse(&redirect_uri)
@@ -173,10 +215,31 @@ pub async fn disconnect(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<DisconnectResponse>> {
+    let login = LoginKey::operator(&name);
     state
         .tools
         .mcp()
-        .disconnect(&name)
+        .disconnect(&login)
+        .await
+        .map_err(login_error)?;
+    Ok(Json(DisconnectResponse { disconnected: true }))
+}
+
+#[utoipa::path(delete, path = "/mcp-servers/{name}/login", tag = "mcp",
+    params(("name" = String, Path, description = "the server's `[mcp.NAME]`, declared `per_user = true`")),
+    responses((status = 200, body = DisconnectResponse, description = "the caller's own login ended (or there was none): revoked where the server can, deleted, its tools withdrawn from the caller"),
+              (status = 404, body = ErrorBody, description = "no such server, or it is not `per_user`"),
+              (status = 503, body = ErrorBody, description = "the login could not be deleted")))]
+pub async fn logout(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<DisconnectResponse>> {
+    let login = LoginKey::person(&name, caller.owner());
+    state
+        .tools
+        .mcp()
+        .disconnect(&login)
         .await
         .map_err(login_error)?;
     Ok(Json(DisconnectResponse { disconnected: true }))

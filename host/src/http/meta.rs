@@ -152,9 +152,14 @@ pub async fn active_runs(
 
 #[utoipa::path(get, path = "/chat-tools", tag = "meta",
     responses((status = 200, body = ChatToolsResponse)))]
-pub async fn chat_tools(State(state): State<AppState>) -> Json<ChatToolsResponse> {
+pub async fn chat_tools(
+    State(state): State<AppState>,
+    caller: crate::people::Caller,
+) -> Json<ChatToolsResponse> {
     let tools = state
         .tools
+        .offered(caller.owner())
+        .await
         .list()
         .iter()
         .map(|t| ChatTool {

@@ -227,6 +227,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(mcp_servers::list_servers))
         .routes(routes!(mcp_servers::connect))
         .routes(routes!(mcp_servers::disconnect))
+        .routes(routes!(mcp_servers::login, mcp_servers::logout))
         .routes(routes!(mcp_servers::callback))
         .routes(routes!(mcp_servers::server_callback_route))
         .routes(routes!(keys::list_keys, keys::create_key))

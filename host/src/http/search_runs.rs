@@ -351,7 +351,7 @@ pub async fn chat_from_search(
             title: Some(title),
             provider_model: None,
             additional_system_prompt: None,
-            enabled_tools: state.tools.names(),
+            enabled_tools: state.tools.offered(caller.owner()).await.names(),
             messages: vec![seed],
         })
         .await?;

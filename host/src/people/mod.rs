@@ -201,7 +201,8 @@ pub fn scope_for(path: &str) -> Scope {
 }
 
 /// `/v1/mcp-servers/{name}/connect` and `/disconnect`: an MCP server is the operator's, and so
-/// is whether chatd is logged in to it.
+/// is whether chatd is logged in to it for every person. A person's own login to a `per_user`
+/// one (`/v1/mcp-servers/{name}/login`) is `chat`'s: it reaches only their own calls.
 fn is_connection(path: &str) -> bool {
     path.strip_prefix("/v1/mcp-servers/")
         .and_then(|rest| rest.split_once('/'))
@@ -230,6 +231,7 @@ mod tests {
             ("/v1/mcp-servers/t/disconnect", Scope::Admin),
             ("/v1/mcp-servers", Scope::Chat),
             ("/v1/mcp-servers/t/callback", Scope::Chat),
+            ("/v1/mcp-servers/t/login", Scope::Chat),
             ("/v1/chats", Scope::Chat),
             ("/v1/keys", Scope::Chat),
         ] {

@@ -1,5 +1,6 @@
-//! Logins to MCP servers (`mcp_logins`, `mcp_login_starts`; both backends): sealed bytes the
-//! store keeps and never reads (`tools/mcp/oauth/sealed.rs` seals them). On PostgreSQL a
+//! Logins to MCP servers (`mcp_logins`, `mcp_login_starts`; both backends), each keyed by its
+//! server and owner ([`LoginKey`]): sealed bytes the store keeps and never reads
+//! (`tools/mcp/oauth/sealed.rs` seals them). On PostgreSQL a
 //! refresh reads a login under the row's lock ([`LoginLock`]), so of several instances
 //! refreshing at once one asks the token endpoint and the others find its tokens. SQLite has
 //! one instance, whose own lock (the server's `Authorizer`) does that; holding SQLite's write
@@ -21,25 +22,54 @@ pub struct SealedLogin {
     pub key_id: String,
 }
 
-const READ: &str = "SELECT sealed, key_id FROM mcp_logins WHERE server = $1";
+/// Whose login to which server: `owner` is the person a `per_user` server's login is for, or
+/// [`OPERATOR`] for a server every person shares.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LoginKey {
+    pub server: String,
+    pub owner: String,
+}
+
+/// The owner of a shared server's login: the operator's, used for every person's calls.
+pub const OPERATOR: &str = "";
+
+impl LoginKey {
+    /// The operator's login to `server`.
+    pub fn operator(server: &str) -> Self {
+        Self::person(server, OPERATOR)
+    }
+
+    /// `owner`'s own login to `server`.
+    pub fn person(server: &str, owner: &str) -> Self {
+        Self {
+            server: server.to_string(),
+            owner: owner.to_string(),
+        }
+    }
+}
+
+const READ: &str = "SELECT sealed, key_id FROM mcp_logins WHERE owner = $1 AND server = $2";
 /// PostgreSQL's row lock: a second reader under lock waits for the first's commit.
-const READ_LOCKED: &str = "SELECT sealed, key_id FROM mcp_logins WHERE server = $1 FOR UPDATE";
-const UPSERT: &str = "INSERT INTO mcp_logins (server, sealed, key_id, updated_at) \
-                      VALUES ($1, $2, $3, $4) ON CONFLICT (server) DO UPDATE \
+const READ_LOCKED: &str =
+    "SELECT sealed, key_id FROM mcp_logins WHERE owner = $1 AND server = $2 FOR UPDATE";
+const SERVERS_OF: &str = "SELECT server FROM mcp_logins WHERE owner = $1 ORDER BY server";
+const UPSERT: &str = "INSERT INTO mcp_logins (owner, server, sealed, key_id, updated_at) \
+                      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (owner, server) DO UPDATE \
                       SET sealed = excluded.sealed, key_id = excluded.key_id, \
                       updated_at = excluded.updated_at";
-const DELETE: &str = "DELETE FROM mcp_logins WHERE server = $1";
+const DELETE: &str = "DELETE FROM mcp_logins WHERE owner = $1 AND server = $2";
 const START: &str = "INSERT INTO mcp_login_starts \
-                     (state_hash, server, sealed, key_id, expires_at) VALUES ($1, $2, $3, $4, $5)";
+                     (state_hash, owner, server, sealed, key_id, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6)";
 const TAKE_START: &str = "DELETE FROM mcp_login_starts WHERE state_hash = $1 AND expires_at > $2 \
-                          RETURNING server, sealed, key_id";
+                          RETURNING owner, server, sealed, key_id";
 const EXPIRED_STARTS: &str = "DELETE FROM mcp_login_starts WHERE expires_at <= $1";
 
 /// A login read under its lock: the transaction holding it, until [`LoginLock::save`] or
 /// [`LoginLock::release`] (or drop, which rolls back).
 pub struct LoginLock {
     tx: Tx,
-    server: String,
+    login: LoginKey,
     timeout: std::time::Duration,
 }
 
@@ -55,24 +85,34 @@ macro_rules! logins {
 
         pub async fn read<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
-            server: &str,
+            login: &LoginKey,
             locked: bool,
         ) -> Result<Option<SealedLogin>> {
             let query = if locked { $locked } else { READ };
             let row: Option<(Vec<u8>, String)> = sqlx::query_as(query)
-                .bind(server)
+                .bind(&login.owner)
+                .bind(&login.server)
                 .fetch_optional(ex)
                 .await?;
             Ok(row.map(|(sealed, key_id)| SealedLogin { sealed, key_id }))
         }
 
+        pub async fn servers_of<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            owner: &str,
+        ) -> Result<Vec<String>> {
+            let rows: Vec<(String,)> = sqlx::query_as(SERVERS_OF).bind(owner).fetch_all(ex).await?;
+            Ok(rows.into_iter().map(|(server,)| server).collect())
+        }
+
         pub async fn save<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
-            server: &str,
+            key: &LoginKey,
             login: &SealedLogin,
         ) -> Result<()> {
             sqlx::query(UPSERT)
-                .bind(server)
+                .bind(&key.owner)
+                .bind(&key.server)
                 .bind(&login.sealed)
                 .bind(&login.key_id)
                 .bind(now())
@@ -83,16 +123,20 @@ macro_rules! logins {
 
         pub async fn delete<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
-            server: &str,
+            key: &LoginKey,
         ) -> Result<bool> {
-            let done = sqlx::query(DELETE).bind(server).execute(ex).await?;
+            let done = sqlx::query(DELETE)
+                .bind(&key.owner)
+                .bind(&key.server)
+                .execute(ex)
+                .await?;
             Ok(done.rows_affected() > 0)
         }
 
         pub async fn start(
             tx: &mut sqlx::Transaction<'_, $db>,
             state_hash: &str,
-            server: &str,
+            key: &LoginKey,
             login: &SealedLogin,
             expires_at: &str,
         ) -> Result<()> {
@@ -102,7 +146,8 @@ macro_rules! logins {
                 .await?;
             sqlx::query(START)
                 .bind(state_hash)
-                .bind(server)
+                .bind(&key.owner)
+                .bind(&key.server)
                 .bind(&login.sealed)
                 .bind(&login.key_id)
                 .bind(expires_at)
@@ -114,13 +159,15 @@ macro_rules! logins {
         pub async fn take_start<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
             state_hash: &str,
-        ) -> Result<Option<(String, SealedLogin)>> {
-            let row: Option<(String, Vec<u8>, String)> = sqlx::query_as(TAKE_START)
+        ) -> Result<Option<(LoginKey, SealedLogin)>> {
+            let row: Option<(String, String, Vec<u8>, String)> = sqlx::query_as(TAKE_START)
                 .bind(state_hash)
                 .bind(now())
                 .fetch_optional(ex)
                 .await?;
-            Ok(row.map(|(server, sealed, key_id)| (server, SealedLogin { sealed, key_id })))
+            Ok(row.map(|(owner, server, sealed, key_id)| {
+                (LoginKey { server, owner }, SealedLogin { sealed, key_id })
+            }))
         }
     };
 }
@@ -134,38 +181,49 @@ mod on_postgres {
 }
 
 impl Store {
-    /// The login to `server`, if any.
-    pub async fn login(&self, server: &str) -> Result<Option<SealedLogin>> {
+    /// The login `key` names, if any.
+    pub async fn login(&self, key: &LoginKey) -> Result<Option<SealedLogin>> {
         measured(self.backend_name(), "login", self.timeout, async {
             match &self.backend {
-                Backend::Sqlite(db) => on_sqlite::read(db.pool(), server, false).await,
-                Backend::Postgres(db) => on_postgres::read(db.pool(), server, false).await,
+                Backend::Sqlite(db) => on_sqlite::read(db.pool(), key, false).await,
+                Backend::Postgres(db) => on_postgres::read(db.pool(), key, false).await,
             }
         })
         .await
     }
 
-    /// The login to `server` read under its lock, held until the lock is saved or released:
-    /// another instance's [`Self::lock_login`] of the same server waits meanwhile.
-    pub async fn lock_login(&self, server: &str) -> Result<(LoginLock, Option<SealedLogin>)> {
+    /// The servers `owner` holds a login to, by name.
+    pub async fn logins_of(&self, owner: &str) -> Result<Vec<String>> {
+        measured(self.backend_name(), "logins_of", self.timeout, async {
+            match &self.backend {
+                Backend::Sqlite(db) => on_sqlite::servers_of(db.pool(), owner).await,
+                Backend::Postgres(db) => on_postgres::servers_of(db.pool(), owner).await,
+            }
+        })
+        .await
+    }
+
+    /// The login `key` names read under its lock, held until the lock is saved or released:
+    /// another instance's [`Self::lock_login`] of the same login waits meanwhile.
+    pub async fn lock_login(&self, key: &LoginKey) -> Result<(LoginLock, Option<SealedLogin>)> {
         // Waiting for the lock is waiting for another instance's token request (at most 15 s,
         // `tools/mcp/oauth/http.rs`), which may take longer than a query is given.
         let wait = self.timeout.max(LOCK_WAIT);
         measured(self.backend_name(), "lock_login", wait, async {
             let (tx, found) = match &self.backend {
                 Backend::Sqlite(db) => {
-                    let found = on_sqlite::read(db.pool(), server, false).await?;
+                    let found = on_sqlite::read(db.pool(), key, false).await?;
                     (Tx::Sqlite(db.clone()), found)
                 }
                 Backend::Postgres(db) => {
                     let mut tx = db.tx().await?;
-                    let found = on_postgres::read(&mut *tx, server, true).await?;
+                    let found = on_postgres::read(&mut *tx, key, true).await?;
                     (Tx::Postgres(tx), found)
                 }
             };
             let lock = LoginLock {
                 tx,
-                server: server.to_string(),
+                login: key.clone(),
                 timeout: self.timeout,
             };
             Ok((lock, found))
@@ -173,34 +231,34 @@ impl Store {
         .await
     }
 
-    /// Stores the login to `server`, replacing any.
-    pub async fn save_login(&self, server: &str, login: &SealedLogin) -> Result<()> {
-        let (lock, _) = self.lock_login(server).await?;
+    /// Stores the login `key` names, replacing any.
+    pub async fn save_login(&self, key: &LoginKey, login: &SealedLogin) -> Result<()> {
+        let (lock, _) = self.lock_login(key).await?;
         lock.save(login).await
     }
 
-    /// Deletes the login to `server`; whether there was one.
-    pub async fn delete_login(&self, server: &str) -> Result<bool> {
+    /// Deletes the login `key` names; whether there was one.
+    pub async fn delete_login(&self, key: &LoginKey) -> Result<bool> {
         measured(self.backend_name(), "delete_login", self.timeout, async {
             match &self.backend {
                 Backend::Sqlite(db) => {
                     let mut tx = db.write_tx().await?;
-                    let deleted = on_sqlite::delete(&mut *tx, server).await?;
+                    let deleted = on_sqlite::delete(&mut *tx, key).await?;
                     tx.commit().await?;
                     Ok(deleted)
                 }
-                Backend::Postgres(db) => on_postgres::delete(db.pool(), server).await,
+                Backend::Postgres(db) => on_postgres::delete(db.pool(), key).await,
             }
         })
         .await
     }
 
-    /// Keeps a login begun for `server` under its state's hash until `expires_at`, and deletes
+    /// Keeps a login begun for `key` under its state's hash until `expires_at`, and deletes
     /// those that expired.
     pub async fn start_login(
         &self,
         state_hash: &str,
-        server: &str,
+        key: &LoginKey,
         login: &SealedLogin,
         expires_at: &str,
     ) -> Result<()> {
@@ -208,12 +266,12 @@ impl Store {
             match &self.backend {
                 Backend::Sqlite(db) => {
                     let mut tx = db.write_tx().await?;
-                    on_sqlite::start(&mut tx, state_hash, server, login, expires_at).await?;
+                    on_sqlite::start(&mut tx, state_hash, key, login, expires_at).await?;
                     Ok(tx.commit().await?)
                 }
                 Backend::Postgres(db) => {
                     let mut tx = db.tx().await?;
-                    on_postgres::start(&mut tx, state_hash, server, login, expires_at).await?;
+                    on_postgres::start(&mut tx, state_hash, key, login, expires_at).await?;
                     Ok(tx.commit().await?)
                 }
             }
@@ -225,7 +283,7 @@ impl Store {
     pub async fn take_login_start(
         &self,
         state_hash: &str,
-    ) -> Result<Option<(String, SealedLogin)>> {
+    ) -> Result<Option<(LoginKey, SealedLogin)>> {
         measured(
             self.backend_name(),
             "take_login_start",
@@ -250,16 +308,16 @@ impl LoginLock {
     /// Stores `login` and lets the lock go.
     pub async fn save(self, login: &SealedLogin) -> Result<()> {
         let backend = self.backend_name();
-        let server = self.server;
+        let key = self.login;
         measured(backend, "save_login", self.timeout, async move {
             match self.tx {
                 Tx::Sqlite(db) => {
                     let mut tx = db.write_tx().await?;
-                    on_sqlite::save(&mut *tx, &server, login).await?;
+                    on_sqlite::save(&mut *tx, &key, login).await?;
                     Ok(tx.commit().await?)
                 }
                 Tx::Postgres(mut tx) => {
-                    on_postgres::save(&mut *tx, &server, login).await?;
+                    on_postgres::save(&mut *tx, &key, login).await?;
                     Ok(tx.commit().await?)
                 }
             }
@@ -270,17 +328,17 @@ impl LoginLock {
     /// Deletes the login (a refused refresh ended it) and lets the lock go.
     pub async fn delete(self) -> Result<bool> {
         let backend = self.backend_name();
-        let server = self.server;
+        let key = self.login;
         measured(backend, "delete_login", self.timeout, async move {
             match self.tx {
                 Tx::Sqlite(db) => {
                     let mut tx = db.write_tx().await?;
-                    let deleted = on_sqlite::delete(&mut *tx, &server).await?;
+                    let deleted = on_sqlite::delete(&mut *tx, &key).await?;
                     tx.commit().await?;
                     Ok(deleted)
                 }
                 Tx::Postgres(mut tx) => {
-                    let deleted = on_postgres::delete(&mut *tx, &server).await?;
+                    let deleted = on_postgres::delete(&mut *tx, &key).await?;
                     tx.commit().await?;
                     Ok(deleted)
                 }

@@ -8,7 +8,7 @@ use crate::plugins::failure::{describe_call_error, describe_plugin_error};
 use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::snapshot::Snapshot;
 use crate::plugins::worlds::provider::{PluginError, ToolSpec};
-use crate::tools::mcp::{McpServers, McpTool};
+use crate::tools::mcp::{McpTool, Reachable};
 use crate::tools::python::{self, CallContext, Ran};
 
 /// A tool the model may call in this completion, and what runs it.
@@ -19,12 +19,12 @@ pub struct EnabledTool {
 }
 
 impl EnabledTool {
-    /// The tool serving as `name`: a tool plugin's of `snapshot`, else a declared MCP server's.
-    /// A name a plugin provides is the plugin's: the one place that rule is written
-    /// ([`super::Tools::list`] asks it too).
+    /// The tool serving as `name`: a tool plugin's of `snapshot`, else one of the MCP servers
+    /// `mcp` the caller reaches. A name a plugin provides is the plugin's: the one place that
+    /// rule is written ([`super::Offer::list`] asks it too).
     pub fn find(
         snapshot: &Snapshot,
-        mcp: &McpServers,
+        mcp: &Reachable,
         interpreter: &Arc<python::Interpreter>,
         name: &str,
     ) -> Option<Self> {

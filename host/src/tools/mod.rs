@@ -1,6 +1,7 @@
 //! The tools: which exist, and what runs each. A tool is a tool plugin's (of the serving
 //! snapshot) or a declared MCP server's ([`mcp`], its client); a name a plugin provides is the
-//! plugin's ([`enabled::EnabledTool::find`]). [`Tools`] answers "which tools exist" for chat
+//! plugin's ([`enabled::EnabledTool::find`]). [`Offer`] answers "which tools exist" for one
+//! person (a `per_user` MCP server's tools are only for those logged in to it) for chat
 //! defaults, the filtering of unknown names, `GET /v1/chat-tools` and `/mcp`, from what serves
 //! now: a tool plugin added to PLUGINS_DIR, or an MCP server coming up, is offered at once.
 //!
@@ -73,10 +74,42 @@ impl Tools {
         tools
     }
 
-    /// Every tool offered now: the snapshot's, then the MCP servers' whose names no plugin
-    /// took.
+    /// The tools offered to `person` now: every tool plugin's and shared MCP server's, and
+    /// those of the `per_user` servers they are logged in to (their sessions started first
+    /// when another instance holds the login).
+    pub async fn offered(&self, person: &str) -> Offer<'_> {
+        Offer {
+            tools: self,
+            mcp: self.mcp.reachable(person).await,
+        }
+    }
+
+    /// The bundled interpreter's sessions.
+    pub fn interpreter(&self) -> &Arc<python::Interpreter> {
+        &self.interpreter
+    }
+
+    /// The declared MCP servers.
+    pub fn mcp(&self) -> &Arc<McpServers> {
+        &self.mcp
+    }
+
+    /// Bumped whenever the tools offered may have changed (tests and tools await it).
+    pub fn changed(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+/// The tools one person is offered ([`Tools::offered`]).
+pub struct Offer<'a> {
+    tools: &'a Tools,
+    mcp: mcp::Reachable,
+}
+
+impl Offer<'_> {
+    /// Every tool offered: the snapshot's, then the MCP servers' whose names no plugin took.
     pub fn list(&self) -> Vec<ToolInfo> {
-        let snapshot = self.plugins.snapshot();
+        let snapshot = self.tools.plugins.snapshot();
         let mut tools: Vec<ToolInfo> = snapshot
             .tool_specs()
             .into_iter()
@@ -100,7 +133,7 @@ impl Tools {
         tools
     }
 
-    /// Every available tool name: the default `enabledTools`.
+    /// Every tool name offered: the default `enabledTools`.
     pub fn names(&self) -> Vec<String> {
         self.list().into_iter().map(|t| t.name).collect()
     }
@@ -110,24 +143,10 @@ impl Tools {
         keep_known(&self.list(), requested)
     }
 
-    /// The tool serving as `name` in `snapshot` (the one a request took), or an MCP server's.
+    /// The tool serving as `name` in `snapshot` (the one a request took), or an MCP server's
+    /// (the person's own session of a `per_user` one).
     pub fn find(&self, snapshot: &Snapshot, name: &str) -> Option<EnabledTool> {
-        EnabledTool::find(snapshot, &self.mcp, &self.interpreter, name)
-    }
-
-    /// The bundled interpreter's sessions.
-    pub fn interpreter(&self) -> &Arc<python::Interpreter> {
-        &self.interpreter
-    }
-
-    /// The declared MCP servers.
-    pub fn mcp(&self) -> &Arc<McpServers> {
-        &self.mcp
-    }
-
-    /// Bumped whenever the tools offered may have changed (tests and tools await it).
-    pub fn changed(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
+        EnabledTool::find(snapshot, &self.mcp, &self.tools.interpreter, name)
     }
 }
 

@@ -78,7 +78,8 @@ fn configured_server(config: &Config, url: &url::Url) -> Option<(String, OAuthCl
     let file = crate::config::file::FileConfig::load(path).ok()?;
     file.mcp
         .into_iter()
-        .find(|(_, server)| server.url == *url)
+        // A `per_user` server's logins are each person's: one made here is kept in memory.
+        .find(|(_, server)| server.url == *url && !server.per_user)
         .and_then(|(name, server)| Some((name, server.oauth?)))
 }
 

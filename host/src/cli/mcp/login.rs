@@ -10,6 +10,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::egress::Clients;
 use crate::store::Store;
+use crate::store::logins::LoginKey;
 use crate::tools::mcp::oauth::Authorizer;
 use crate::tools::mcp::oauth::saved::Keeper;
 use crate::tools::mcp::oauth::sealed::SealKey;
@@ -40,7 +41,7 @@ pub async fn keeper(config: &Config, name: &str) -> Result<Keeper, String> {
     Ok(Keeper {
         store,
         key: Arc::new(key),
-        name: name.to_string(),
+        login: LoginKey::operator(name),
     })
 }
 
@@ -74,6 +75,12 @@ async fn login(config: &Config, name: &str) -> Result<usize, String> {
         .oauth
         .clone()
         .ok_or_else(|| format!("mcp.{name} needs no login (it does not say auth = \"oauth\")"))?;
+    if declared.per_user {
+        return Err(format!(
+            "mcp.{name} says per_user = true: each person connects it with their own account \
+             from the web client's MCP servers page; the operator holds no login to it"
+        ));
+    }
     let keeper = keeper(config, name).await?;
     let consent = Loopback::bind()
         .await

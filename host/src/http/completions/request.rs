@@ -22,6 +22,7 @@ use crate::plugins::loading::snapshot::{ServedProvider, Snapshot};
 use crate::plugins::worlds::provider as wit;
 use crate::plugins::worlds::provider::{TurnAsks, turn_options, turn_tuning};
 use crate::store::{ChatRecord, NewMessage};
+use crate::tools::Offer;
 use crate::tools::enabled::EnabledTool;
 use crate::tools::python::Container;
 use crate::usage::{Ask, DEFAULT_MAX_OUTPUT, Source};
@@ -126,7 +127,8 @@ pub(in crate::http) async fn prepare_with(
         None => None,
     };
     let plugin = provider_plugin(&provider)?;
-    let tools = enabled_tools(state, &snapshot, &provider, &body, chat.as_ref());
+    let offer = state.tools.offered(caller.owner()).await;
+    let tools = enabled_tools(&offer, &snapshot, &provider, &body, chat.as_ref());
     let instruction = provider.profile.tool_instruction && !tools.is_empty();
     let messages = provider_transcript(
         &body,
@@ -180,8 +182,8 @@ pub(in crate::http) async fn prepare_with(
         chat_id: body.chat_id,
         history: history.into(),
         new_chat_tools: match &body.enabled_tools {
-            Some(requested) => state.tools.keep_known(requested),
-            None => state.tools.names(),
+            Some(requested) => offer.keep_known(requested),
+            None => offer.names(),
         },
         owner: caller.owner().to_string(),
         completion,
@@ -243,10 +245,10 @@ fn sampling(body: &CompletionRequest) -> ApiResult<(Option<f32>, Option<u32>)> {
 }
 
 /// The tools the model may call: the request's `enabledTools`, else the chat's, else every
-/// tool (none for a provider whose profile declines the host's tools), each with the plugin
-/// serving it now.
+/// tool `offer`ed to the caller (none for a provider whose profile declines the host's tools),
+/// each with the plugin or MCP session serving it now.
 fn enabled_tools(
-    state: &AppState,
+    offer: &Offer,
     snapshot: &Snapshot,
     provider: &ServedProvider,
     body: &CompletionRequest,
@@ -254,13 +256,13 @@ fn enabled_tools(
 ) -> Vec<EnabledTool> {
     let names = match (&body.enabled_tools, chat) {
         _ if !provider.profile.tools => Vec::new(),
-        (Some(requested), _) => state.tools.keep_known(requested),
-        (None, Some(chat)) => state.tools.keep_known(&chat.enabled_tools),
-        (None, None) => state.tools.names(),
+        (Some(requested), _) => offer.keep_known(requested),
+        (None, Some(chat)) => offer.keep_known(&chat.enabled_tools),
+        (None, None) => offer.names(),
     };
     names
         .iter()
-        .filter_map(|name| state.tools.find(snapshot, name))
+        .filter_map(|name| offer.find(snapshot, name))
         .collect()
 }
 

@@ -33,7 +33,8 @@ pub async fn complete(
         Err(refused) => return refused.into_response(),
     };
     let model_id = body.model.clone();
-    let mut contracted = match body.into_contract(&state) {
+    let offered = state.tools.offered(caller.owner()).await.names();
+    let mut contracted = match body.into_contract(&state, &offered) {
         Ok(contracted) => contracted,
         Err(refused) => return refused.into_response(),
     };

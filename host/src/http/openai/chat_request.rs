@@ -159,7 +159,12 @@ impl ChatCompletionRequest {
 
     /// The contract's request for the same completion, without a chat, and what it does not
     /// carry: the client's own tools and its tool exchange, under the names of [`ToolNames`].
-    pub fn into_contract(self, state: &AppState) -> Result<Contracted, OpenAiError> {
+    /// `chatd_offered`: the names of chatd's tools offered to the caller (`Tools::offered`).
+    pub fn into_contract(
+        self,
+        state: &AppState,
+        chatd_offered: &[String],
+    ) -> Result<Contracted, OpenAiError> {
         refuse_unhonoured(&self.other)?;
         let (provider, model) = split_model(state, &self.model)?;
         let temperature = match self.temperature {
@@ -188,7 +193,7 @@ impl ChatCompletionRequest {
                 format!("{name}: must be an integer from 1 to 1000000, not {n}"),
             ));
         }
-        let ours = chatd_tools(state, &provider, self.chatd_tools)?;
+        let ours = chatd_tools(state, &provider, chatd_offered, self.chatd_tools)?;
         let tools = client_tools::parse_tools(self.tools.as_ref())?;
         if !tools.is_empty() {
             offers_client_tools(state, &provider)?;
@@ -211,7 +216,7 @@ impl ChatCompletionRequest {
             Sent::Calls(calls) => calls.iter().map(|c| c.name.as_str()).collect(),
             Sent::Result { .. } => Vec::new(),
         });
-        let reserved = state.tools.names().into_iter().collect();
+        let reserved = chatd_offered.iter().cloned().collect();
         let names = ToolNames::new(
             tools.iter().map(|t| t.name.as_str()).chain(called),
             &reserved,
@@ -356,6 +361,7 @@ fn takes_tools(state: &AppState, provider: &str) -> bool {
 fn chatd_tools(
     state: &AppState,
     provider: &str,
+    known: &[String],
     names: Option<Vec<String>>,
 ) -> Result<Vec<String>, OpenAiError> {
     let names = names.unwrap_or_default();
@@ -368,7 +374,6 @@ fn chatd_tools(
             format!("chatd_tools: {provider} takes none of chatd's tools (it runs its own)"),
         ));
     }
-    let known = state.tools.names();
     if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
         return Err(OpenAiError::bad_request(
             "chatd_tools",

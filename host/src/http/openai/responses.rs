@@ -41,7 +41,8 @@ pub async fn create(
     let streamed = request.stream == Some(true);
     let max_output_tokens = request.max_completion_tokens;
     let model = request.model.clone();
-    let mut contracted = match request.into_contract(&state) {
+    let offered = state.tools.offered(caller.owner()).await.names();
+    let mut contracted = match request.into_contract(&state, &offered) {
         Ok(contracted) => contracted,
         Err(refused) => return renames.rename(refused).into_response(),
     };

@@ -85,6 +85,8 @@ pub struct Server {
     listed: std::sync::atomic::AtomicBool,
     /// Bumped by [`Server::relist`]: a listing begun before it failed for the login before.
     relisted: std::sync::atomic::AtomicU64,
+    /// Listings finished (passed or failed), for [`Server::listed_after`].
+    listings: watch::Sender<u64>,
 }
 
 impl Server {
@@ -92,9 +94,28 @@ impl Server {
     /// list it offers changes.
     pub fn start(declared: DeclaredMcp, wire: Wire, changed: watch::Sender<u64>) -> Arc<Self> {
         let server = Self::new(declared, wire, changed);
-        let task = tokio::spawn(keep_listing(Arc::downgrade(&server)));
-        *server.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+        server.listen();
         server
+    }
+
+    /// Starts listing its tools in the background, unless that began already or it stopped.
+    pub fn listen(self: &Arc<Self>) {
+        let mut task = self.task.lock().unwrap_or_else(|e| e.into_inner());
+        if task.is_none() && !self.stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            *task = Some(tokio::spawn(keep_listing(Arc::downgrade(self))).abort_handle());
+        }
+    }
+
+    /// Listings finished so far.
+    pub fn listings(&self) -> u64 {
+        *self.listings.borrow()
+    }
+
+    /// Waits until a listing after the `seen`th has finished, at most the server's
+    /// `timeout_secs` (a listing waits no longer for its answer).
+    pub async fn listed_after(&self, seen: u64) {
+        let mut listings = self.listings.subscribe();
+        let _ = tokio::time::timeout(self.declared.timeout, listings.wait_for(|n| *n > seen)).await;
     }
 
     /// The server, not listed in the background: reached once (`chatd mcp call`).
@@ -111,6 +132,7 @@ impl Server {
             failure: RwLock::new(None),
             listed: std::sync::atomic::AtomicBool::new(false),
             relisted: std::sync::atomic::AtomicU64::new(0),
+            listings: watch::Sender::new(0),
         })
     }
 
@@ -173,7 +195,8 @@ impl Server {
         self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn needs_login(&self) -> bool {
+    /// Whether its login is needed now: none held, or the last one ended.
+    pub fn needs_login(&self) -> bool {
         use crate::tools::mcp::oauth::Status;
         self.auth()
             .is_some_and(|auth| matches!(auth.status(), Status::NeedsLogin(_)))
@@ -426,6 +449,7 @@ async fn keep_listing(server: Weak<Server>) {
                 this
             }
         };
+        strong.listings.send_modify(|n| *n += 1);
         drop(strong);
         tokio::select! {
             () = refresh.notified() => {}

@@ -1,6 +1,9 @@
 //! The declared servers as the servers page shows them (connected, needs login, refused,
 //! unreachable), and their logins: begun by Connect, finished by the callback (which finds its
-//! server by the login it took, not by anything the redirect says), ended by Disconnect.
+//! server and owner by the login it took, not by anything the redirect says), ended by
+//! Disconnect. A login is the operator's ([`OPERATOR`]) for a server every person shares, and
+//! a person's own for a server declared `per_user = true` ([`super::people`]); each kind is
+//! reached only as its own.
 
 use std::sync::Arc;
 
@@ -11,6 +14,7 @@ use super::connection::Server;
 use super::oauth::login::{Finish, digest};
 use super::oauth::saved::Pending;
 use super::oauth::{Callback, Status};
+use crate::store::logins::{LoginKey, OPERATOR};
 
 /// A declared server's state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +24,9 @@ pub struct ServerState {
     pub url: String,
     /// It needs a login (`auth = "oauth"`).
     pub login: bool,
+    /// Each person logs in with their own account (`per_user = true`); the state is the
+    /// asking person's.
+    pub per_user: bool,
     /// `connected`, `needs_login`, `refused`, `unreachable` or `connecting`.
     pub state: &'static str,
     /// Why it is not connected, in words.
@@ -59,16 +66,34 @@ pub struct Begun {
 }
 
 impl McpServers {
-    /// Every declared server, by name.
-    pub fn states(&self) -> Vec<ServerState> {
+    /// Every declared server, by name; a `per_user` one as `person`'s session of it is.
+    pub fn states(&self, person: &str) -> Vec<ServerState> {
         let mut states: Vec<ServerState> =
             self.servers().iter().map(|server| state(server)).collect();
+        let per_user = self.per_user.lock().unwrap_or_else(|e| e.into_inner());
+        for (name, servers) in per_user.iter() {
+            let state = match servers.people.get(person) {
+                Some(server) => state(server),
+                None => ServerState {
+                    name: name.clone(),
+                    url: bare(&servers.declared.url),
+                    login: true,
+                    per_user: true,
+                    state: "needs_login",
+                    reason: Some("connect it with your own account".into()),
+                    tools: 0,
+                },
+            };
+            states.push(state);
+        }
+        drop(per_user);
         let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
         for (name, (table, why)) in refused.iter() {
             states.push(ServerState {
                 name: name.clone(),
                 url: bare(&table.url),
                 login: table.oauth.is_some(),
+                per_user: table.per_user,
                 state: "refused",
                 reason: Some(why.clone()),
                 tools: 0,
@@ -78,15 +103,58 @@ impl McpServers {
         states
     }
 
-    fn served(&self, name: &str) -> Result<Arc<Server>, LoginError> {
-        let server = self.servers().into_iter().find(|s| s.declared.name == name);
-        let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, why)) = refused.get(name) {
+    /// The session whose login `login` is: the shared server's for the operator's, the
+    /// person's own (made when there is none) for a `per_user` server's. A login of the other
+    /// kind is not found: the routes of each say which is needed.
+    fn served(&self, login: &LoginKey) -> Result<Arc<Server>, LoginError> {
+        let LoginKey {
+            server: name,
+            owner,
+        } = login;
+        if let Some((_, why)) = self
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+        {
             return Err(LoginError::Unavailable(format!("mcp.{name}: {why}")));
         }
-        let server = server.ok_or_else(|| {
-            LoginError::NotFound(format!("name: no MCP server {name:?} is declared"))
-        })?;
+        let per_user = {
+            let mut per_user = self.per_user.lock().unwrap_or_else(|e| e.into_inner());
+            match per_user.get_mut(name) {
+                Some(_) if owner == OPERATOR => {
+                    return Err(LoginError::NotFound(format!(
+                        "name: mcp.{name} says per_user = true: each person connects it with \
+                         their own account (POST /v1/mcp-servers/{name}/login)"
+                    )));
+                }
+                Some(servers) => Some(
+                    self.session(servers, owner)
+                        .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))?,
+                ),
+                None => None,
+            }
+        };
+        let server = match per_user {
+            Some(server) => server,
+            None => {
+                let server = self
+                    .servers()
+                    .into_iter()
+                    .find(|s| s.declared.name == *name);
+                let server = server.ok_or_else(|| {
+                    LoginError::NotFound(format!("name: no MCP server {name:?} is declared"))
+                })?;
+                if owner != OPERATOR {
+                    return Err(LoginError::NotFound(format!(
+                        "name: mcp.{name} is shared: its login is the operator's, connected by \
+                         an admin (POST /v1/mcp-servers/{name}/connect); only a server that \
+                         says per_user = true takes each person's own"
+                    )));
+                }
+                server
+            }
+        };
         if server.auth().is_none() {
             return Err(LoginError::NotFound(format!(
                 "name: mcp.{name} needs no login (it does not say auth = \"oauth\")"
@@ -98,20 +166,21 @@ impl McpServers {
     /// Whether server `name`'s logins come back to the callback shared by clients registered
     /// beforehand (its configured `client_id` names one redirect URI for every server of that
     /// issuer), rather than to a callback of its own.
-    pub fn shared_callback(&self, name: &str) -> Result<bool, LoginError> {
-        let server = self.served(name)?;
+    pub fn shared_callback(&self, login: &LoginKey) -> Result<bool, LoginError> {
+        let server = self.served(login)?;
         Ok(server.auth().expect("served() checked it").pre_registered())
     }
 
-    /// Begins a login of `name` for the browser holding the cookie `browser`, coming back to
+    /// Begins `login` for the browser holding the cookie `browser`, coming back to
     /// `redirect_uri`: the authorization URL to send that browser to, and the login's state.
     pub async fn begin_login(
         &self,
-        name: &str,
+        login: &LoginKey,
         redirect_uri: &str,
         browser: &str,
     ) -> Result<Begun, LoginError> {
-        let server = self.served(name)?;
+        let name = &login.server;
+        let server = self.served(login)?;
         let auth = server.auth().expect("served() checked it");
         let (url, state) =
             auth.begin(redirect_uri, browser)
@@ -146,7 +215,7 @@ impl McpServers {
             .logins
             .as_ref()
             .ok_or_else(|| LoginError::NotFound("state: no login was begun here".into()))?;
-        let (name, row) = logins
+        let (login, row) = logins
             .store
             .take_login_start(&digest(&state))
             .await
@@ -157,6 +226,7 @@ impl McpServers {
                         .into(),
                 )
             })?;
+        let name = login.server.clone();
         // The login is spent now, wherever it arrived: a response sent to another server's
         // callback cannot be tried again at its own.
         if let Arrived::Server(at) = &arrived
@@ -167,7 +237,7 @@ impl McpServers {
                  is not used"
             )));
         }
-        let server = self.served(&name)?;
+        let server = self.served(&login)?;
         let pre_registered = server.auth().expect("served() checked it").pre_registered();
         if pre_registered != (arrived == Arrived::Shared) {
             return Err(invalid(&format!(
@@ -176,7 +246,7 @@ impl McpServers {
             )));
         }
         let keeper = self
-            .keeper(&name)
+            .keeper(login.clone())
             .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))?;
         let pending: Pending = keeper
             .open(&row)
@@ -196,20 +266,33 @@ impl McpServers {
                 Finish::Refused(why) => LoginError::Invalid(format!("mcp.{name}: {why}")),
                 Finish::Unavailable(why) => LoginError::Unavailable(format!("mcp.{name}: {why}")),
             })?;
-        tracing::info!("MCP server {name}: logged in");
+        if login.owner == OPERATOR {
+            tracing::info!("MCP server {name}: logged in");
+        } else {
+            tracing::info!("MCP server {name}: person {} logged in", login.owner);
+            self.look_again(&login.owner);
+        }
         server.relist();
+        server.listen();
         Ok(name)
     }
 
-    /// Ends the login of `name`: revoked where its issuer can, deleted, its tools withdrawn.
-    pub async fn disconnect(&self, name: &str) -> Result<(), LoginError> {
-        let server = self.served(name)?;
+    /// Ends `login`: revoked where its issuer can, deleted, its tools withdrawn (a person's
+    /// session of a `per_user` server stopped).
+    pub async fn disconnect(&self, login: &LoginKey) -> Result<(), LoginError> {
+        let name = &login.server;
+        let server = self.served(login)?;
         let auth = server.auth().expect("served() checked it");
         auth.disconnect()
             .await
             .map_err(|why| LoginError::Unavailable(format!("mcp.{name}: {why}")))?;
-        server.forget_session().await;
-        tracing::info!("MCP server {name}: disconnected");
+        if login.owner == OPERATOR {
+            server.forget_session().await;
+            tracing::info!("MCP server {name}: disconnected");
+        } else {
+            self.end_session(name, &login.owner);
+            tracing::info!("MCP server {name}: person {} disconnected", login.owner);
+        }
         Ok(())
     }
 }
@@ -228,6 +311,7 @@ fn state(server: &Server) -> ServerState {
         name: server.declared.name.clone(),
         url: bare(&server.declared.url),
         login: login.is_some(),
+        per_user: server.declared.per_user,
         state,
         reason,
         tools: if connected { server.tools().len() } else { 0 },

@@ -15,11 +15,13 @@
 //! - [`connection`]: one server's session, tool list and calls;
 //! - [`wire`]: rmcp's HTTP client trait on [`crate::egress::send`];
 //! - [`oauth`]: a server's login; [`logins`]: the servers' states, Connect and Disconnect;
+//! - [`people`]: servers declared `per_user = true`, a session and a login per person;
 //! - [`result`]: tool names and results as chatd's text.
 
 mod connection;
 pub mod logins;
 pub mod oauth;
+mod people;
 pub mod result;
 mod wire;
 
@@ -35,7 +37,9 @@ use crate::egress::services::{Owner, Service, SetBy};
 use crate::egress::{Clients, HttpGrant, MAX_BODY_BYTES, scrub};
 use crate::plugins::manifest::Kind;
 use crate::plugins::worlds::tool::ToolSpec;
+use crate::store::logins::LoginKey;
 use connection::Server;
+pub use people::Reachable;
 pub use result::Outcome;
 
 /// The longest a server's own stream (its list-changed notices) stays open before it is
@@ -119,7 +123,12 @@ impl Logins {
 /// The declared MCP servers.
 pub struct McpServers {
     clients: Clients,
+    /// The servers every person shares, by name.
     servers: Mutex<BTreeMap<String, Arc<Server>>>,
+    /// The servers declared `per_user = true`, by name, with each person's session.
+    per_user: Mutex<BTreeMap<String, people::PerUser>>,
+    /// When each person's logins were last looked for in the store ([`people`]).
+    looked: Mutex<std::collections::HashMap<String, std::time::Instant>>,
     /// Servers that need a login but cannot keep one, with why: declared, not started.
     refused: Mutex<BTreeMap<String, (DeclaredMcp, String)>>,
     logins: Option<Logins>,
@@ -139,6 +148,8 @@ impl McpServers {
         Self {
             clients: Clients::new(),
             servers: Mutex::default(),
+            per_user: Mutex::default(),
+            looked: Mutex::default(),
             refused: Mutex::default(),
             logins,
             changed: watch::Sender::new(0),
@@ -149,12 +160,13 @@ impl McpServers {
     /// changed starts again, one no longer declared stops; the rest keep their sessions. One
     /// refused before (its login could not be kept) is tried again: the operator may have
     /// fixed why (made the data folder writable, removed a damaged key file). The environment
-    /// is the start's: a CHATD_SECRET_KEY set since needs a restart.
+    /// is the start's: a CHATD_SECRET_KEY set since needs a restart. A `per_user` server's
+    /// sessions start as each person needs them ([`people`]).
     pub fn apply(&self, declared: &BTreeMap<String, DeclaredMcp>) {
         let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
         refused.clear();
-        let mut changed = false;
+        let mut changed = self.apply_per_user(declared, &mut refused);
         servers.retain(|name, server| {
             let kept = declared.get(name) == Some(&server.declared);
             if !kept {
@@ -165,29 +177,19 @@ impl McpServers {
             kept
         });
         for (name, table) in declared {
-            if servers.contains_key(name) || refused.contains_key(name) {
+            if table.per_user || servers.contains_key(name) || refused.contains_key(name) {
                 continue;
             }
-            let mut wire = wire(&self.clients, table);
-            if let Some(client) = &table.oauth {
-                match self.keeper(name) {
-                    Ok(keeper) => {
-                        let url = table.url.clone();
-                        let clients = self.clients.clone();
-                        let auth = oauth::Authorizer::served(clients, url, client.clone(), keeper);
-                        wire.auth = Some(Arc::new(auth));
-                    }
-                    Err(why) => {
-                        tracing::warn!("MCP server {name}: not served: {why}");
-                        refused.insert(name.clone(), (table.clone(), why));
-                        continue;
-                    }
+            match self.authorized(table, LoginKey::operator(name)) {
+                Ok(wire) => {
+                    let server = Server::start(table.clone(), wire, self.changed.clone());
+                    servers.insert(name.clone(), server);
+                }
+                Err(why) => {
+                    tracing::warn!("MCP server {name}: not served: {why}");
+                    refused.insert(name.clone(), (table.clone(), why));
                 }
             }
-            servers.insert(
-                name.clone(),
-                Server::start(table.clone(), wire, self.changed.clone()),
-            );
         }
         drop((servers, refused));
         if changed {
@@ -195,36 +197,18 @@ impl McpServers {
         }
     }
 
-    /// Every tool offered now, servers in name order, each server's in its order; a name two
-    /// servers give (`[mcp.a]`'s `b__c` and `[mcp.a__b]`'s `c`) is the first one's.
-    pub fn tools(&self) -> Vec<McpTool> {
-        let mut names = std::collections::HashSet::new();
-        let mut tools = Vec::new();
-        for server in self.servers() {
-            for listed in server.tools().iter() {
-                if names.insert(listed.spec.name.clone()) {
-                    tools.push(McpTool {
-                        spec: listed.spec.clone(),
-                        remote: listed.remote.clone(),
-                        server: server.clone(),
-                    });
-                }
-            }
+    /// The wire of `table`'s requests, with the login `login` when it needs one; why not,
+    /// when that login cannot be kept.
+    fn authorized(&self, table: &DeclaredMcp, login: LoginKey) -> Result<wire::Wire, String> {
+        let mut wire = wire(&self.clients, table);
+        if let Some(client) = &table.oauth {
+            let keeper = self.keeper(login)?;
+            let url = table.url.clone();
+            let clients = self.clients.clone();
+            let auth = oauth::Authorizer::served(clients, url, client.clone(), keeper);
+            wire.auth = Some(Arc::new(auth));
         }
-        tools
-    }
-
-    /// The tool offered under `name`, if any (the first server's, as in [`Self::tools`]).
-    pub fn tool(&self, name: &str) -> Option<McpTool> {
-        self.servers().into_iter().find_map(|server| {
-            let tools = server.tools();
-            let listed = tools.iter().find(|t| t.spec.name == name)?;
-            Some(McpTool {
-                spec: listed.spec.clone(),
-                remote: listed.remote.clone(),
-                server: server.clone(),
-            })
-        })
+        Ok(wire)
     }
 
     fn servers(&self) -> Vec<Arc<Server>> {
@@ -239,8 +223,8 @@ impl McpServers {
 }
 
 impl McpServers {
-    /// Where the login of the server `name` is kept, or why it cannot be.
-    fn keeper(&self, name: &str) -> Result<oauth::saved::Keeper, String> {
+    /// Where `login` is kept, or why it cannot be.
+    fn keeper(&self, login: LoginKey) -> Result<oauth::saved::Keeper, String> {
         let logins = self
             .logins
             .as_ref()
@@ -249,7 +233,7 @@ impl McpServers {
         Ok(oauth::saved::Keeper {
             store: logins.store.clone(),
             key,
-            name: name.to_string(),
+            login,
         })
     }
 }
@@ -315,6 +299,7 @@ impl OneServer {
             max_tool_text: usize::MAX,
             insecure_key: false,
             oauth: None,
+            per_user: false,
         };
         let wire = wire::Wire {
             auth,
@@ -353,6 +338,14 @@ impl Drop for McpServers {
             .values()
         {
             server.stop();
+        }
+        for servers in self
+            .per_user
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            servers.stop();
         }
     }
 }

@@ -153,7 +153,7 @@ pub(super) async fn approved(
         let saved = Saved::new(auth.server.as_str(), &discovered, &identity, &tokens);
         keeper
             .store
-            .save_login(&keeper.name, &keeper.seal(&saved))
+            .save_login(&keeper.login, &keeper.seal(&saved))
             .await
             .map_err(|e| format!("the login could not be stored: {e}"))?;
     }
@@ -220,7 +220,7 @@ impl Authorizer {
             .store
             .start_login(
                 &digest(&login_state),
-                &keeper.name,
+                &keeper.login,
                 &keeper.seal(&pending),
                 &expires_at,
             )
@@ -268,7 +268,7 @@ impl Authorizer {
         let mut state = self.state.lock().await;
         keeper
             .store
-            .save_login(&keeper.name, &keeper.seal(&saved))
+            .save_login(&keeper.login, &keeper.seal(&saved))
             .await
             .map_err(|e| unavailable(format!("the login could not be stored: {e}")))?;
         self.adopt(&mut state, &saved);
@@ -311,7 +311,7 @@ impl Authorizer {
         if let Some(keeper) = &self.keeper {
             keeper
                 .store
-                .delete_login(&keeper.name)
+                .delete_login(&keeper.login)
                 .await
                 .map_err(|e| format!("the login could not be deleted: {e}"))?;
         }

@@ -303,6 +303,12 @@ impl Authorizer {
                 Status::LoggedIn => "its token was refused".to_string(),
             };
             self.set_status(Status::NeedsLogin(why.clone()));
+            if self.personal() {
+                return Err(format!(
+                    "{why}: it needs your own login: connect it from the web client's MCP \
+                     servers page"
+                ));
+            }
             return Err(format!(
                 "{why}: it needs a login: connect it from the web client's MCP servers page, or \
                  run `chatd mcp login NAME`"
@@ -380,7 +386,7 @@ impl Authorizer {
             state.loaded = true;
             return;
         };
-        let row = match keeper.store.login(&keeper.name).await {
+        let row = match keeper.store.login(&keeper.login).await {
             Ok(row) => row,
             Err(e) => {
                 tracing::warn!("{}: its login could not be read: {e}", self.name());
@@ -443,7 +449,7 @@ impl Authorizer {
             Some(keeper) if !self.ignore_stored => {
                 let (lock, row) = keeper
                     .store
-                    .lock_login(&keeper.name)
+                    .lock_login(&keeper.login)
                     .await
                     .map_err(|e| failed(format!("its login could not be read: {e}")))?;
                 let held = state.tokens.as_ref().map(|t| t.access.expose().to_string());
@@ -529,12 +535,25 @@ impl Authorizer {
         *self.status.write().unwrap_or_else(|e| e.into_inner()) = status;
     }
 
-    /// The server, for the log: its name when served, else its URL.
+    /// The server, for the log: its name when served (and the person, for a person's own
+    /// login), else its URL.
     fn name(&self) -> String {
         match &self.keeper {
-            Some(keeper) => format!("MCP server {}", keeper.name),
+            Some(keeper) if keeper.login.owner != crate::store::logins::OPERATOR => format!(
+                "MCP server {} (person {})",
+                keeper.name(),
+                keeper.login.owner
+            ),
+            Some(keeper) => format!("MCP server {}", keeper.name()),
             None => format!("MCP server {}", http::bare(&self.server)),
         }
+    }
+
+    /// Whether this is a person's own login (`per_user`), not the operator's.
+    fn personal(&self) -> bool {
+        self.keeper
+            .as_ref()
+            .is_some_and(|k| k.login.owner != crate::store::logins::OPERATOR)
     }
 }
 

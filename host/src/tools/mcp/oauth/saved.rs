@@ -17,23 +17,38 @@ use super::sealed::SealKey;
 use super::token::Tokens;
 use crate::config::Secret;
 use crate::store::Store;
-use crate::store::logins::SealedLogin;
+use crate::store::logins::{LoginKey, SealedLogin};
 
-/// Where a served server's login is kept: the store, the key, the server's name.
+/// Where a served server's login is kept: the store, the key, whose login to which server.
 #[derive(Clone)]
 pub struct Keeper {
     pub store: Store,
     pub key: Arc<SealKey>,
-    pub name: String,
+    pub login: LoginKey,
 }
 
 impl Keeper {
     pub fn seal<T: Serialize>(&self, value: &T) -> SealedLogin {
         let json = serde_json::to_vec(value).expect("a login serialises");
         SealedLogin {
-            sealed: self.key.seal(&self.name, &json),
+            sealed: self.key.seal(&self.context(), &json),
             key_id: self.key.id.clone(),
         }
+    }
+
+    /// What a login is sealed for: its server's name, and its owner's id for a person's (a
+    /// server's name has no `/`), so a row moved to another server or person does not open.
+    fn context(&self) -> String {
+        let LoginKey { server, owner } = &self.login;
+        match owner.as_str() {
+            crate::store::logins::OPERATOR => server.clone(),
+            owner => format!("{server}/{owner}"),
+        }
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.login.server
     }
 
     /// What `row` holds; why not, in words, when it cannot be opened.
@@ -43,7 +58,7 @@ impl Keeper {
         }
         let plain = self
             .key
-            .open(&self.name, &row.sealed)
+            .open(&self.context(), &row.sealed)
             .ok_or("its stored login does not open (damaged)")?;
         serde_json::from_slice(&plain).map_err(|_| "its stored login is not readable".into())
     }
