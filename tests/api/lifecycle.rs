@@ -446,6 +446,7 @@ async fn openapi_document_covers_every_route() {
         ("/v1/mcp-servers", &["get"]),
         ("/v1/mcp-servers/{name}/connect", &["post"]),
         ("/v1/mcp-servers/{name}/disconnect", &["post"]),
+        ("/v1/mcp-servers/{name}/login", &["delete", "post"]),
         ("/v1/mcp-servers/callback", &["get"]),
         ("/v1/mcp-servers/{name}/callback", &["get"]),
         ("/v1/keys", &["get", "post"]),

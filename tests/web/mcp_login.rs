@@ -73,3 +73,93 @@ async fn connect_in_the_browser_logs_in_and_brings_the_servers_tools() {
         assert!(!seen.contains(token.as_str()), "a token was seen");
     }
 }
+
+/// A server declared `per_user = true`, in one browser: Ann signs in with a login link and
+/// connects it with her own account; Bob, signed in after her, finds it not connected for him
+/// and connects his. Each login is kept (two codes exchanged, each person's log line), and no
+/// token the server issued appears in chatd's log, its metrics, what the API answers either
+/// person, or the browser's console.
+#[tokio::test]
+async fn each_person_connects_a_per_user_server_with_their_own_account() {
+    const TOKEN: &str = "per-user-admin-token";
+    let Some(mcp) = McpServer::start_oauth() else {
+        return;
+    };
+    let files = tempfile::tempdir().unwrap();
+    let config = files.path().join("chatd.toml");
+    let table = format!(
+        "[mcp.t]\nurl = \"{}\"\nauth = \"oauth\"\nper_user = true\n",
+        mcp.url
+    );
+    std::fs::write(&config, table).unwrap();
+    let config = config.display().to_string();
+    let env = [("CHATD_CONFIG", config.as_str()), ("ADMIN_TOKEN", TOKEN)];
+    let Some((_upstreams, chatd, browser)) = open_app([], &env).await else {
+        return;
+    };
+    for name in ["ann", "bob"] {
+        let person = serde_json::json!({"name": name, "role": "member"});
+        let method = reqwest::Method::POST;
+        chatd
+            .api(method, "/v1/users", Some(person), Some(TOKEN))
+            .await;
+    }
+    let server = ".mcp-server[data-name=\"t\"]";
+    for name in ["ann", "bob"] {
+        browser.open(&crate::login_link(&chatd, name, TOKEN)).await;
+        browser.ready().await;
+        browser.click("#open-mcp").await;
+        // Not connected for this person, whoever connected before them.
+        browser
+            .until(
+                "the server needing this person's login",
+                &format!(
+                    "return !!document.querySelector('{}[data-state=\"needs_login\"] .mcp-own')",
+                    server.replace('\'', "\\'")
+                ),
+            )
+            .await;
+        browser
+            .click(&format!("{server} button[data-action=\"connect\"]"))
+            .await;
+        browser
+            .until(
+                "the server connected for this person",
+                &format!(
+                    "return location.hash === '#/mcp-servers' && \
+                     !!document.querySelector('{}[data-state=\"connected\"]')",
+                    server.replace('\'', "\\'")
+                ),
+            )
+            .await;
+        browser.click("#sign-out").await;
+        browser.find("#token").await;
+    }
+    assert_eq!(mcp.stats().await["authorization_code"], 2);
+
+    // The canary: the tokens the server issued are nowhere chatd writes or answers.
+    let issued = mcp.tokens().await;
+    assert!(issued.len() >= 4, "two logins");
+    let mut seen = String::new();
+    for path in ["/v1/mcp-servers", "/v1/chat-tools", "/metrics", "/v1/users"] {
+        let answer = reqwest::Client::new()
+            .get(format!("{}{path}", chatd.base))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{path}");
+        seen.push_str(&answer.text().await.unwrap());
+    }
+    let mut logged_in = 0;
+    while let Ok(line) = chatd.lines.try_recv() {
+        logged_in +=
+            usize::from(line.contains("MCP server t: person") && line.contains("logged in"));
+        seen.push_str(&line);
+    }
+    assert_eq!(logged_in, 2, "each person's login said in the log");
+    seen.push_str(&browser.console().await.join("\n"));
+    for token in &issued {
+        assert!(!seen.contains(token.as_str()), "a token was seen");
+    }
+}

@@ -111,7 +111,7 @@ function route() {
   const container = document.getElementById('view');
   if (target.type === 'mcp') {
     cachedTools = null; // a login just finished may have brought tools
-    view = mountMcp(container, app);
+    view = mountMcp(container, app, session);
   } else if (target.type === 'account' && session.mode === 'token') view = mountAccount(container, app, session);
   else if (target.type === 'search') view = mountSearch(container, app, target.id);
   else view = mountChat(container, app, target.id);

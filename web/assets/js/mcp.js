@@ -1,7 +1,9 @@
 // The MCP servers page (`#/mcp-servers`): each declared server with its state, and for one that
 // needs a login a Connect button (the server begins the login and answers where to send the
-// browser; the login comes back to the server, then here) and a Disconnect button. What a
-// server says (its name is the operator's; its reason is chatd's words) is shown as text.
+// browser; the login comes back to the server, then here) and a Disconnect button. A server
+// every person shares is connected by an admin (its buttons are an admin's); one declared
+// `per_user` is connected by each person with their own account, and its state is theirs.
+// What a server says (its name is the operator's; its reason is chatd's words) is shown as text.
 
 import * as api from './api.js';
 import { clear, h, toast } from './dom.js';
@@ -14,22 +16,24 @@ const STATES = {
   connecting: 'Connecting',
 };
 
-export function mountMcp(container, app) {
+export function mountMcp(container, app, session) {
+  // The built-in admin (ADMIN_TOKEN, open mode) or a person whose role is admin.
+  const admin = session.mode !== 'token' || !session.user || session.user.role === 'admin';
   app.setTitle('MCP servers');
   const list = h('ul.mcp-servers', { id: 'mcp-servers', 'aria-label': 'MCP servers' });
   const page = h(
     'section.mcp-page',
     {},
-    h('p', {}, 'The MCP servers of the configuration file. A server that needs a login is connected here; its tools then join the chat tools.'),
+    h('p', {}, 'The MCP servers of the configuration file. A server that needs a login is connected here; its tools then join the chat tools. A server marked "your own account" is connected by each person, and its tools are only theirs.'),
     list,
   );
   clear(container, page);
   let gone = false;
 
-  async function act(button, path, after) {
+  async function act(button, method, path, after) {
     button.disabled = true;
     try {
-      const answer = await api.post(path);
+      const answer = await api.request(method, path);
       after(answer);
     } catch (err) {
       toast(err.message, 'error');
@@ -39,10 +43,15 @@ export function mountMcp(container, app) {
 
   function row(server) {
     const buttons = [];
-    if (server.login) {
+    const base = `v1/mcp-servers/${encodeURIComponent(server.name)}`;
+    // A person's own login, or the one every person's calls use.
+    const [begin, end] = server.perUser
+      ? [['POST', `${base}/login`], ['DELETE', `${base}/login`]]
+      : [['POST', `${base}/connect`], ['POST', `${base}/disconnect`]];
+    if (server.login && (server.perUser || admin)) {
       const connect = h('button.primary', { type: 'button', dataset: { action: 'connect' } }, server.state === 'connected' ? 'Log in again' : 'Connect');
       connect.addEventListener('click', () =>
-        act(connect, `v1/mcp-servers/${encodeURIComponent(server.name)}/connect`, (answer) => {
+        act(connect, ...begin, (answer) => {
           const target = new URL(answer.authorizationUrl);
           if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new Error('not a web address');
           location.assign(target.href);
@@ -52,7 +61,7 @@ export function mountMcp(container, app) {
       if (server.state !== 'needs_login') {
         const disconnect = h('button', { type: 'button', dataset: { action: 'disconnect' } }, 'Disconnect');
         disconnect.addEventListener('click', () =>
-          act(disconnect, `v1/mcp-servers/${encodeURIComponent(server.name)}/disconnect`, () => {
+          act(disconnect, ...end, () => {
             toast(`${server.name}: disconnected`);
             load();
           }),
@@ -63,7 +72,14 @@ export function mountMcp(container, app) {
     return h(
       'li.mcp-server',
       { dataset: { name: server.name, state: server.state } },
-      h('div.mcp-server-head', {}, h('strong', {}, server.name), ' ', h('span.mcp-state', {}, STATES[server.state] ?? server.state)),
+      h(
+        'div.mcp-server-head',
+        {},
+        h('strong', {}, server.name),
+        ' ',
+        h('span.mcp-state', {}, STATES[server.state] ?? server.state),
+        server.perUser ? h('span.mcp-own', {}, ' · your own account') : null,
+      ),
       h('div.mcp-server-url', {}, server.url),
       server.state === 'connected' ? h('div', {}, `${server.tools} tools`) : null,
       server.reason ? h('div.mcp-reason', {}, server.reason) : null,
