@@ -73,15 +73,21 @@ async fn serve_at(
 
 /// Waits (up to 60 s, change by change) until `TOOL` is offered (`present`) or not.
 pub async fn listed(server: &TestServer, present: bool) {
+    offered_to(server, BUILTIN_ADMIN, TOOL, present).await;
+}
+
+/// Waits (up to 60 s, change by change) until `person` is offered the tool `name`
+/// (`present`) or not.
+pub async fn offered_to(server: &TestServer, person: &str, name: &str, present: bool) {
     let tools = &server.state.tools;
     let mut changed = tools.changed();
     let waited = tokio::time::timeout(std::time::Duration::from_secs(60), async {
         while tools
-            .offered(BUILTIN_ADMIN)
+            .offered(person)
             .await
             .names()
             .iter()
-            .any(|n| n == TOOL)
+            .any(|n| n == name)
             != present
         {
             changed.changed().await.expect("the tools are alive");
@@ -90,7 +96,7 @@ pub async fn listed(server: &TestServer, present: bool) {
     .await;
     assert!(
         waited.is_ok(),
-        "timed out waiting until {TOOL} listed = {present}"
+        "timed out waiting until {name} listed = {present} for {person}"
     );
 }
 

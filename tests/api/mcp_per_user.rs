@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::live_replies::{self, A, call as tool_call, text};
 use crate::mcp::McpServer;
-use crate::mcp_oauth::{browser, redirected};
+use crate::mcp_oauth::{browser, offered_to, redirected};
 use crate::people::{TOKEN, add_person, call};
 use crate::support::{Events, Options, TestServer, on_postgres, write_config};
 
@@ -74,29 +74,6 @@ async fn offered(server: &TestServer, key: &str) -> Vec<String> {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect()
-}
-
-/// Waits (up to 60 s, change by change) until `person` is offered `WHOAMI` or not.
-async fn listed_for(server: &TestServer, person: &str, present: bool) {
-    let tools = &server.state.tools;
-    let mut changed = tools.changed();
-    let waited = tokio::time::timeout(std::time::Duration::from_secs(60), async {
-        while tools
-            .offered(person)
-            .await
-            .names()
-            .iter()
-            .any(|n| n == WHOAMI)
-            != present
-        {
-            changed.changed().await.expect("the tools are alive");
-        }
-    })
-    .await;
-    assert!(
-        waited.is_ok(),
-        "timed out waiting until {WHOAMI} listed = {present} for {person}"
-    );
 }
 
 /// `key`'s holder logs in to `[mcp.t]` as the web client does: their own login begun, the
@@ -219,7 +196,7 @@ async fn each_person_calls_with_their_own_login_and_without_one_sees_no_tools() 
 
     // Ann logs in: she is offered its tools, and her call carries her login's token.
     log_in(&server, &ann).await;
-    listed_for(&server, &ann_id, true).await;
+    offered_to(&server, &ann_id, WHOAMI, true).await;
     assert_eq!(state_of(&server, &ann, "t").await["state"], "connected");
     assert!(offered(&server, &ann).await.iter().any(|n| n == WHOAMI));
     for other in [&bob, &carol] {
@@ -233,7 +210,7 @@ async fn each_person_calls_with_their_own_login_and_without_one_sees_no_tools() 
 
     // Bob logs in: his calls carry his own, and Ann's still hers.
     log_in(&server, &bob).await;
-    listed_for(&server, &bob_id, true).await;
+    offered_to(&server, &bob_id, WHOAMI, true).await;
     let bob_call = whoami(&server, &bob).await;
     assert_eq!(bob_call["status"], "completed", "{bob_call}");
     let bob_grant = bob_call["resultPreview"].as_str().unwrap();

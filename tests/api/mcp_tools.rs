@@ -50,25 +50,7 @@ async fn tools(server: &TestServer) -> Vec<String> {
 /// Waits (up to 60 s, change by change) until the tools offered have (`present`) or lack
 /// `name`.
 async fn listed(server: &TestServer, name: &str, present: bool) {
-    let tools = &server.state.tools;
-    let mut changed = tools.changed();
-    let waited = tokio::time::timeout(std::time::Duration::from_secs(60), async {
-        while tools
-            .offered(BUILTIN_ADMIN)
-            .await
-            .names()
-            .iter()
-            .any(|n| n == name)
-            != present
-        {
-            changed.changed().await.expect("the tools are alive");
-        }
-    })
-    .await;
-    assert!(
-        waited.is_ok(),
-        "timed out waiting until {name} listed = {present}"
-    );
+    crate::mcp_oauth::offered_to(server, BUILTIN_ADMIN, name, present).await;
 }
 
 /// Two rounds: the model calls `name` with `args`, then says "Done.".

@@ -215,14 +215,7 @@ pub async fn disconnect(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<DisconnectResponse>> {
-    let login = LoginKey::operator(&name);
-    state
-        .tools
-        .mcp()
-        .disconnect(&login)
-        .await
-        .map_err(login_error)?;
-    Ok(Json(DisconnectResponse { disconnected: true }))
+    end(&state, &LoginKey::operator(&name)).await
 }
 
 #[utoipa::path(delete, path = "/mcp-servers/{name}/login", tag = "mcp",
@@ -235,13 +228,13 @@ pub async fn logout(
     caller: Caller,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<DisconnectResponse>> {
-    let login = LoginKey::person(&name, caller.owner());
-    state
-        .tools
-        .mcp()
-        .disconnect(&login)
-        .await
-        .map_err(login_error)?;
+    end(&state, &LoginKey::person(&name, caller.owner())).await
+}
+
+/// Ends `login`.
+async fn end(state: &AppState, login: &LoginKey) -> ApiResult<Json<DisconnectResponse>> {
+    let mcp = state.tools.mcp();
+    mcp.disconnect(login).await.map_err(login_error)?;
     Ok(Json(DisconnectResponse { disconnected: true }))
 }
 

@@ -111,11 +111,12 @@ impl Server {
         *self.listings.borrow()
     }
 
-    /// Waits until a listing after the `seen`th has finished, at most the server's
-    /// `timeout_secs` (a listing waits no longer for its answer).
-    pub async fn listed_after(&self, seen: u64) {
+    /// Waits until a listing after the `seen`th has finished, at most `bound` (or the
+    /// server's `timeout_secs`, if shorter: a listing waits no longer for its answer).
+    pub async fn listed_after(&self, seen: u64, bound: Duration) {
         let mut listings = self.listings.subscribe();
-        let _ = tokio::time::timeout(self.declared.timeout, listings.wait_for(|n| *n > seen)).await;
+        let bound = bound.min(self.declared.timeout);
+        let _ = tokio::time::timeout(bound, listings.wait_for(|n| *n > seen)).await;
     }
 
     /// The server, not listed in the background: reached once (`chatd mcp call`).
@@ -237,7 +238,10 @@ impl Server {
     async fn peer(&self) -> Result<Peer<RoleClient>, String> {
         let mut session = self.session.lock().await;
         if self.stopped.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(self.failure("calling", "removed from the configuration"));
+            return Err(self.failure(
+                "calling",
+                "stopped (removed from the configuration, or its login was disconnected)",
+            ));
         }
         let open = |s: &&Session| !s.is_closed() && !s.peer().is_transport_closed();
         if let Some(open) = session.as_ref().filter(open) {

@@ -6,8 +6,9 @@
 //! A person's session starts when their login is finished here (the callback), or when a
 //! request of theirs finds a login another instance made: [`McpServers::reachable`] looks in
 //! the store for the logins of a person who lacks a session, at most once per [`LOOK_AGAIN`]
-//! (one indexed read), and waits for a session it starts to list its tools. A session whose
-//! login is gone from the store (Disconnect elsewhere, a refused refresh) is stopped there.
+//! (one indexed read), and waits for a session it starts to list its tools (at most
+//! [`FIRST_LISTING_WAIT`]). A session whose login is gone from the store (Disconnect elsewhere, a
+//! refused refresh) is stopped there.
 //!
 //! [`Authorizer`]: super::oauth::Authorizer
 
@@ -23,6 +24,9 @@ use crate::store::logins::LoginKey;
 /// How long a person found without a login (or with a session that needs one) is not looked
 /// for again: a login made on another instance is used within this.
 pub const LOOK_AGAIN: Duration = Duration::from_millis(500);
+/// The longest a request waits for a session it started to list its tools: a server slow to
+/// answer holds no request longer (its tools join that person's next requests).
+const FIRST_LISTING_WAIT: Duration = Duration::from_secs(5);
 
 /// A server declared `per_user = true`, and the sessions of the people using it.
 pub(super) struct PerUser {
@@ -87,7 +91,9 @@ impl McpServers {
             .start_logins_of(person)
             .await
             .into_iter()
-            .map(|(server, seen)| async move { server.listed_after(seen).await })
+            .map(
+                |(server, seen)| async move { server.listed_after(seen, FIRST_LISTING_WAIT).await },
+            )
             .collect();
         futures::future::join_all(waits).await;
         self.reachable_now(person)

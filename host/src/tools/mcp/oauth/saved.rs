@@ -31,18 +31,8 @@ impl Keeper {
     pub fn seal<T: Serialize>(&self, value: &T) -> SealedLogin {
         let json = serde_json::to_vec(value).expect("a login serialises");
         SealedLogin {
-            sealed: self.key.seal(&self.context(), &json),
+            sealed: self.key.seal(&sealed_for(&self.login), &json),
             key_id: self.key.id.clone(),
-        }
-    }
-
-    /// What a login is sealed for: its server's name, and its owner's id for a person's (a
-    /// server's name has no `/`), so a row moved to another server or person does not open.
-    fn context(&self) -> String {
-        let LoginKey { server, owner } = &self.login;
-        match owner.as_str() {
-            crate::store::logins::OPERATOR => server.clone(),
-            owner => format!("{server}/{owner}"),
         }
     }
 
@@ -58,9 +48,20 @@ impl Keeper {
         }
         let plain = self
             .key
-            .open(&self.context(), &row.sealed)
+            .open(&sealed_for(&self.login), &row.sealed)
             .ok_or("its stored login does not open (damaged)")?;
         serde_json::from_slice(&plain).map_err(|_| "its stored login is not readable".into())
+    }
+}
+
+/// What `login` is sealed for: its server's name (as every login was before logins had owners),
+/// and its owner's id for a person's (a server's name has no `/`): a row moved to another
+/// server or person does not open.
+fn sealed_for(login: &LoginKey) -> String {
+    let LoginKey { server, owner } = login;
+    match owner.as_str() {
+        crate::store::logins::OPERATOR => server.clone(),
+        owner => format!("{server}/{owner}"),
     }
 }
 
@@ -214,4 +215,31 @@ pub struct Pending {
     pub scope: Option<String>,
     /// The SHA-256 (hex) of the browser's cookie: the callback must come from that browser.
     pub browser: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_login_opens_only_for_its_own_server_and_person() {
+        let key = SealKey::from_secret(&Secret::new("k".repeat(40)));
+        let ann = LoginKey::person("t", "ann");
+        let sealed = key.seal(&sealed_for(&ann), b"tokens");
+        assert_eq!(key.open(&sealed_for(&ann), &sealed).unwrap(), b"tokens");
+        for other in [
+            LoginKey::person("t", "bob"),
+            LoginKey::person("u", "ann"),
+            LoginKey::operator("t"),
+        ] {
+            assert!(
+                key.open(&sealed_for(&other), &sealed).is_none(),
+                "{other:?}"
+            );
+        }
+        // The operator's is sealed as logins were before they had owners: those still open.
+        let before = key.seal("t", b"tokens");
+        let operator = sealed_for(&LoginKey::operator("t"));
+        assert_eq!(key.open(&operator, &before).unwrap(), b"tokens");
+    }
 }
