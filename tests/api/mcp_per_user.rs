@@ -4,8 +4,10 @@
 //! it and each call carries that person's own token; a person without a login is offered none
 //! of its tools on any route; the operator's Connect and a person's login are each refused on
 //! the other kind of server; Disconnect ends one person's login only; on PostgreSQL another
-//! instance uses a login made on the first, with no Connect there. No token reaches an answer,
-//! a transcript or the metrics (the log: `tests/telemetry/mcp_logs.rs`).
+//! instance uses a login made on the first, with no Connect there, and stops using it within a
+//! second of its Disconnect; a login left when the server stops being `per_user` can still be
+//! ended by its person. No token reaches an answer, a transcript or the metrics (the log:
+//! `tests/web/mcp_login.rs`).
 
 use std::sync::Arc;
 
@@ -284,29 +286,74 @@ async fn each_person_calls_with_their_own_login_and_without_one_sees_no_tools() 
 
     // On PostgreSQL another instance uses each person's login made on the first, with no
     // Connect there.
+    let mut other = None;
     if on_postgres() {
         let again = ScriptedUpstream::start(whoami_calls(1)).await;
-        let other = serve(&again, &mcp, &dir, true).await;
-        assert!(offered(&other, &bob).await.iter().any(|n| n == WHOAMI));
-        assert!(!offered(&other, &carol).await.iter().any(|n| n == WHOAMI));
-        let from_other = whoami(&other, &bob).await;
+        let second = serve(&again, &mcp, &dir, true).await;
+        assert!(offered(&second, &bob).await.iter().any(|n| n == WHOAMI));
+        assert!(offered(&second, &ann).await.iter().any(|n| n == WHOAMI));
+        assert!(!offered(&second, &carol).await.iter().any(|n| n == WHOAMI));
+        let from_other = whoami(&second, &bob).await;
         assert_eq!(from_other["resultPreview"], bob_grant, "{from_other}");
-        other.stop().await;
+        other = Some((second, again));
     }
 
     // Ann disconnects: her login ends (revoked), her tools go; Bob's stay.
-    let (status, body) = call(
-        &server,
-        &ann,
-        Method::DELETE,
-        "/v1/mcp-servers/t/login",
-        None,
-    )
-    .await;
+    let logout = |key| {
+        call(
+            &server,
+            key,
+            Method::DELETE,
+            "/v1/mcp-servers/t/login",
+            None,
+        )
+    };
+    let (status, body) = logout(&ann).await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    let ended = std::time::Instant::now();
     assert!(!offered(&server, &ann).await.iter().any(|n| n == WHOAMI));
     assert_eq!(state_of(&server, &ann, "t").await["state"], "needs_login");
     assert!(offered(&server, &bob).await.iter().any(|n| n == WHOAMI));
     assert_eq!(mcp.stats().await["revocations"], 1);
+    // The other instance stops her session within a second: no call carries her token there.
+    if let Some((second, _)) = &other {
+        while offered(second, &ann).await.iter().any(|n| n == WHOAMI) {
+            assert!(
+                ended.elapsed() < std::time::Duration::from_secs(1),
+                "still offered"
+            );
+        }
+        assert!(offered(second, &bob).await.iter().any(|n| n == WHOAMI));
+    }
+    for (path, method, key) in [
+        ("/v1/mcp-servers/s/login", Method::DELETE, &ann),
+        (
+            "/v1/mcp-servers/t/disconnect",
+            Method::POST,
+            &TOKEN.to_string(),
+        ),
+    ] {
+        let (status, body) = call(&server, key, method, path, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+
+    // `t` becomes shared: Bob's own login is no longer used, and he can still end it.
+    let mut changed = server.state.tools.changed();
+    write_config(
+        dir.path(),
+        &format!("[mcp.t]\nurl = \"{}\"\nauth = \"oauth\"\n", mcp.url),
+    );
+    while state_of(&server, &bob, "t").await["perUser"] != false {
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(60), changed.changed());
+        waited.await.expect("the file is read again").unwrap();
+    }
+    assert!(!offered(&server, &bob).await.iter().any(|n| n == WHOAMI));
+    let (status, body) = logout(&bob).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = logout(&bob).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    if let Some((second, _)) = other {
+        second.stop().await;
+    }
     server.stop().await;
 }

@@ -105,6 +105,7 @@ async fn each_person_connects_a_per_user_server_with_their_own_account() {
             .await;
     }
     let server = ".mcp-server[data-name=\"t\"]";
+    let mut seen = String::new();
     for name in ["ann", "bob"] {
         browser.open(&crate::login_link(&chatd, name, TOKEN)).await;
         browser.ready().await;
@@ -132,6 +133,17 @@ async fn each_person_connects_a_per_user_server_with_their_own_account() {
                 ),
             )
             .await;
+        // What the API answers this person, through their session.
+        let answers = browser
+            .eval(
+                "return Promise.all(['v1/mcp-servers', 'v1/chat-tools', 'v1/auth/session'] \
+                 .map((p) => fetch(p).then((r) => r.text()))).then((a) => a.join('\\n'))",
+                Vec::new(),
+            )
+            .await;
+        let answers = answers.as_str().unwrap().to_string();
+        assert!(answers.contains("mcp__t__add"), "{answers}");
+        seen.push_str(&answers);
         browser.click("#sign-out").await;
         browser.find("#token").await;
     }
@@ -140,7 +152,6 @@ async fn each_person_connects_a_per_user_server_with_their_own_account() {
     // The canary: the tokens the server issued are nowhere chatd writes or answers.
     let issued = mcp.tokens().await;
     assert!(issued.len() >= 4, "two logins");
-    let mut seen = String::new();
     for path in ["/v1/mcp-servers", "/v1/chat-tools", "/metrics", "/v1/users"] {
         let answer = reqwest::Client::new()
             .get(format!("{}{path}", chatd.base))

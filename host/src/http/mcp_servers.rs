@@ -26,7 +26,7 @@ use super::AppState;
 use super::cookies::{cookie, public_base};
 use super::error::{ApiError, ApiPath, ApiQuery, ApiResult, ErrorBody};
 use crate::people::Caller;
-use crate::store::logins::LoginKey;
+use crate::store::logins::{LoginKey, OPERATOR};
 use crate::tools::mcp::logins::{Arrived, LoginError};
 use crate::tools::mcp::oauth::Callback;
 use crate::tools::mcp::oauth::login::PENDING_FOR;
@@ -141,6 +141,7 @@ pub async fn connect(
 #[utoipa::path(post, path = "/mcp-servers/{name}/login", tag = "mcp",
     params(("name" = String, Path, description = "the server's `[mcp.NAME]`, declared `per_user = true`")),
     responses((status = 200, body = ConnectResponse, description = "the caller's own login began: send the browser to `authorizationUrl`; the response sets the cookie its callback needs"),
+              (status = 403, body = ErrorBody, description = "the caller has no person id, so no login of its own"),
               (status = 404, body = ErrorBody, description = "no such server, or it is not `per_user` (its login is the operator's)"),
               (status = 409, body = ErrorBody, description = "its `client_id` was registered beforehand, and its authorization server does not say it names itself in its answers (RFC 9207), which such a client needs"),
               (status = 503, body = ErrorBody, description = "its authorization server could not be found or reached, or the login could not be stored")))]
@@ -151,13 +152,19 @@ pub async fn login(
     headers: HeaderMap,
     uri: OriginalUri,
 ) -> ApiResult<Response> {
-    begin(
-        &state,
-        &LoginKey::person(&name, caller.owner()),
-        &headers,
-        &uri,
-    )
-    .await
+    begin(&state, &own_login(&caller, &name)?, &headers, &uri).await
+}
+
+/// The caller's own login to `name`. An empty id is the operator's logins' owner: a caller
+/// with one (none is made so) reaches none.
+fn own_login(caller: &Caller, name: &str) -> ApiResult<LoginKey> {
+    if caller.owner() == OPERATOR {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "this caller has no person id, so it holds no login of its own",
+        ));
+    }
+    Ok(LoginKey::person(name, caller.owner()))
 }
 
 /// Begins `login`: the authorization URL, and the cookie binding the login to this browser.
@@ -209,7 +216,7 @@ pub struct DisconnectResponse {
 #[utoipa::path(post, path = "/mcp-servers/{name}/disconnect", tag = "mcp",
     params(("name" = String, Path, description = "the server's `[mcp.NAME]`")),
     responses((status = 200, body = DisconnectResponse, description = "the login ended: revoked where the server can, deleted, its tools withdrawn"),
-              (status = 404, body = ErrorBody, description = "no such server, or it needs no login"),
+              (status = 404, body = ErrorBody, description = "no such server, it needs no login, or it says `per_user = true` (each person's own; an operator's login left from before is deleted instead)"),
               (status = 503, body = ErrorBody, description = "the login could not be deleted")))]
 pub async fn disconnect(
     State(state): State<AppState>,
@@ -221,14 +228,15 @@ pub async fn disconnect(
 #[utoipa::path(delete, path = "/mcp-servers/{name}/login", tag = "mcp",
     params(("name" = String, Path, description = "the server's `[mcp.NAME]`, declared `per_user = true`")),
     responses((status = 200, body = DisconnectResponse, description = "the caller's own login ended (or there was none): revoked where the server can, deleted, its tools withdrawn from the caller"),
-              (status = 404, body = ErrorBody, description = "no such server, or it is not `per_user`"),
+              (status = 403, body = ErrorBody, description = "the caller has no person id, so no login of its own"),
+              (status = 404, body = ErrorBody, description = "no such server, or it is not `per_user` (and no login of the caller's is left from when it was)"),
               (status = 503, body = ErrorBody, description = "the login could not be deleted")))]
 pub async fn logout(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(name): ApiPath<String>,
 ) -> ApiResult<Json<DisconnectResponse>> {
-    end(&state, &LoginKey::person(&name, caller.owner())).await
+    end(&state, &own_login(&caller, &name)?).await
 }
 
 /// Ends `login`.

@@ -52,7 +52,8 @@ const READ: &str = "SELECT sealed, key_id FROM mcp_logins WHERE owner = $1 AND s
 /// PostgreSQL's row lock: a second reader under lock waits for the first's commit.
 const READ_LOCKED: &str =
     "SELECT sealed, key_id FROM mcp_logins WHERE owner = $1 AND server = $2 FOR UPDATE";
-const SERVERS_OF: &str = "SELECT server FROM mcp_logins WHERE owner = $1 ORDER BY server";
+const SERVERS_OF: &str =
+    "SELECT server, updated_at FROM mcp_logins WHERE owner = $1 ORDER BY server";
 const UPSERT: &str = "INSERT INTO mcp_logins (owner, server, sealed, key_id, updated_at) \
                       VALUES ($1, $2, $3, $4, $5) ON CONFLICT (owner, server) DO UPDATE \
                       SET sealed = excluded.sealed, key_id = excluded.key_id, \
@@ -100,9 +101,8 @@ macro_rules! logins {
         pub async fn servers_of<'e>(
             ex: impl sqlx::Executor<'e, Database = $db>,
             owner: &str,
-        ) -> Result<Vec<String>> {
-            let rows: Vec<(String,)> = sqlx::query_as(SERVERS_OF).bind(owner).fetch_all(ex).await?;
-            Ok(rows.into_iter().map(|(server,)| server).collect())
+        ) -> Result<Vec<(String, String)>> {
+            Ok(sqlx::query_as(SERVERS_OF).bind(owner).fetch_all(ex).await?)
         }
 
         pub async fn save<'e>(
@@ -192,8 +192,9 @@ impl Store {
         .await
     }
 
-    /// The servers `owner` holds a login to, by name.
-    pub async fn logins_of(&self, owner: &str) -> Result<Vec<String>> {
+    /// The servers `owner` holds a login to, by name, each with when its login was last
+    /// stored.
+    pub async fn logins_of(&self, owner: &str) -> Result<Vec<(String, String)>> {
         measured(self.backend_name(), "logins_of", self.timeout, async {
             match &self.backend {
                 Backend::Sqlite(db) => on_sqlite::servers_of(db.pool(), owner).await,

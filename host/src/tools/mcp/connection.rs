@@ -71,6 +71,8 @@ type Session = RunningService<RoleClient, Handler>;
 
 pub struct Server {
     pub declared: DeclaredMcp,
+    /// Who it is in the log: its name, and the person for a person's session.
+    label: String,
     wire: Wire,
     tools: RwLock<Arc<[Listed]>>,
     session: tokio::sync::Mutex<Option<Session>>,
@@ -106,6 +108,12 @@ impl Server {
         }
     }
 
+    /// Whether it lists its tools in the background ([`Self::listen`]), until stopped.
+    pub fn listening(&self) -> bool {
+        let task = self.task.lock().unwrap_or_else(|e| e.into_inner());
+        task.is_some() && !self.stopped.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Listings finished so far.
     pub fn listings(&self) -> u64 {
         *self.listings.borrow()
@@ -121,8 +129,20 @@ impl Server {
 
     /// The server, not listed in the background: reached once (`chatd mcp call`).
     pub fn new(declared: DeclaredMcp, wire: Wire, changed: watch::Sender<u64>) -> Arc<Self> {
+        let label = declared.name.clone();
+        Self::labelled(declared, label, wire, changed)
+    }
+
+    /// [`Self::new`], called `label` in the log (a person's session of a `per_user` server).
+    pub fn labelled(
+        declared: DeclaredMcp,
+        label: String,
+        wire: Wire,
+        changed: watch::Sender<u64>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             declared,
+            label,
             wire,
             tools: RwLock::new(Arc::new([])),
             session: tokio::sync::Mutex::new(None),
@@ -431,7 +451,7 @@ async fn keep_listing(server: Weak<Server>) {
                 strong
                     .listed
                     .store(true, std::sync::atomic::Ordering::Relaxed);
-                tracing::info!("MCP server {}: {count} tools offered", strong.declared.name);
+                tracing::info!("MCP server {}: {count} tools offered", strong.label);
                 pause = Duration::from_secs(1);
                 last_error = None;
                 REFRESH_EVERY
@@ -445,7 +465,13 @@ async fn keep_listing(server: Weak<Server>) {
                 strong.set_tools(Vec::new());
                 *strong.failure.write().unwrap_or_else(|e| e.into_inner()) = Some(why.clone());
                 if last_error.as_ref() != Some(&why) {
-                    tracing::warn!("{why}; its tools are not offered until it answers");
+                    match strong.label == strong.declared.name {
+                        true => tracing::warn!("{why}; its tools are not offered until it answers"),
+                        false => tracing::warn!(
+                            "{why} ({}); its tools are not offered to them until it answers",
+                            strong.label
+                        ),
+                    }
                 }
                 last_error = Some(why);
                 let this = pause;

@@ -73,7 +73,7 @@ impl McpServers {
         let per_user = self.per_user.lock().unwrap_or_else(|e| e.into_inner());
         for (name, servers) in per_user.iter() {
             let state = match servers.people.get(person) {
-                Some(server) => state(server),
+                Some(session) => state(&session.server),
                 None => ServerState {
                     name: name.clone(),
                     url: bare(&servers.declared.url),
@@ -266,12 +266,18 @@ impl McpServers {
                 Finish::Refused(why) => LoginError::Invalid(format!("mcp.{name}: {why}")),
                 Finish::Unavailable(why) => LoginError::Unavailable(format!("mcp.{name}: {why}")),
             })?;
-        if login.owner == OPERATOR {
-            tracing::info!("MCP server {name}: logged in");
-        } else {
-            tracing::info!("MCP server {name}: person {} logged in", login.owner);
-            self.look_again(&login.owner);
-        }
+        // A person's session may have been stopped meanwhile (their lookup found no login
+        // while this one was being finished): the one serving now is listed.
+        let server = match login.owner == OPERATOR {
+            true => {
+                tracing::info!("MCP server {name}: logged in");
+                server
+            }
+            false => {
+                tracing::info!("MCP server {name}: person {} logged in", login.owner);
+                self.served(&login)?
+            }
+        };
         server.relist();
         server.listen();
         Ok(name)
@@ -281,7 +287,11 @@ impl McpServers {
     /// session of a `per_user` server stopped).
     pub async fn disconnect(&self, login: &LoginKey) -> Result<(), LoginError> {
         let name = &login.server;
-        let server = self.served(login)?;
+        let server = match self.served(login) {
+            Ok(server) => server,
+            Err(LoginError::NotFound(why)) => return self.delete_left(login, why).await,
+            Err(other) => return Err(other),
+        };
         let auth = server.auth().expect("served() checked it");
         auth.disconnect()
             .await
@@ -293,6 +303,31 @@ impl McpServers {
             self.end_session(name, &login.owner);
             tracing::info!("MCP server {name}: person {} disconnected", login.owner);
         }
+        Ok(())
+    }
+}
+
+impl McpServers {
+    /// Deletes `login` where no served server takes it any more (a server whose `per_user`
+    /// changed, or that is no longer declared), so its owner can still end it; else the
+    /// refusal `why`. Not revoked: its issuer is no longer a configured one.
+    async fn delete_left(&self, login: &LoginKey, why: String) -> Result<(), LoginError> {
+        let Some(logins) = self.logins.as_ref() else {
+            return Err(LoginError::NotFound(why));
+        };
+        let deleted = logins.store.delete_login(login).await.map_err(|e| {
+            LoginError::Unavailable(format!(
+                "mcp.{}: the login could not be deleted: {e}",
+                login.server
+            ))
+        })?;
+        if !deleted {
+            return Err(LoginError::NotFound(why));
+        }
+        tracing::info!(
+            "MCP server {}: a login left from before its table changed was deleted",
+            login.server
+        );
         Ok(())
     }
 }

@@ -127,8 +127,10 @@ pub struct McpServers {
     servers: Mutex<BTreeMap<String, Arc<Server>>>,
     /// The servers declared `per_user = true`, by name, with each person's session.
     per_user: Mutex<BTreeMap<String, people::PerUser>>,
-    /// When each person's logins were last looked for in the store ([`people`]).
-    looked: Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    /// When each person's sessions were last compared with the store ([`people`]).
+    looked: Mutex<people::Looked>,
+    /// When idle sessions were last looked for ([`people`]).
+    swept: Mutex<std::time::Instant>,
     /// Servers that need a login but cannot keep one, with why: declared, not started.
     refused: Mutex<BTreeMap<String, (DeclaredMcp, String)>>,
     logins: Option<Logins>,
@@ -150,6 +152,7 @@ impl McpServers {
             servers: Mutex::default(),
             per_user: Mutex::default(),
             looked: Mutex::default(),
+            swept: Mutex::new(std::time::Instant::now()),
             refused: Mutex::default(),
             logins,
             changed: watch::Sender::new(0),
