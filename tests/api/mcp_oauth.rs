@@ -110,6 +110,13 @@ async fn state_of(server: &TestServer) -> Value {
 /// redirect, followed to chatd's callback with the cookie Connect set.
 pub async fn connect(server: &TestServer) -> reqwest::Response {
     let res = server.open("/v1/mcp-servers/t/connect", None, &[]).await;
+    follow_login(server, res).await
+}
+
+/// The browser's part of a login `begun` (Connect's answer, or a person's own login's): the
+/// authorization server's redirect, followed to `[mcp.t]`'s callback with the cookie it set.
+pub async fn follow_login(server: &TestServer, begun: reqwest::Response) -> reqwest::Response {
+    let res = begun;
     assert_eq!(res.status(), StatusCode::OK);
     let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(
@@ -135,7 +142,7 @@ pub async fn connect(server: &TestServer) -> reqwest::Response {
 }
 
 /// A client that, as a test of redirects needs, follows none.
-pub fn browser() -> reqwest::Client {
+fn browser() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -536,7 +543,7 @@ async fn connect_in(server: &TestServer, name: &str, jar: &mut Jar) -> String {
 }
 
 /// Where the authorization server at `url` sends the browser.
-pub async fn redirected(url: &str) -> String {
+async fn redirected(url: &str) -> String {
     let approved = browser().get(url).send().await.unwrap();
     assert_eq!(approved.status(), StatusCode::FOUND);
     approved.headers()["location"].to_str().unwrap().to_string()

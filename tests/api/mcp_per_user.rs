@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::live_replies::{self, A, call as tool_call, text};
 use crate::mcp::McpServer;
-use crate::mcp_oauth::{browser, offered_to, redirected};
+use crate::mcp_oauth::{follow_login, offered_to};
 use crate::people::{TOKEN, add_person, call};
 use crate::support::{Events, Options, TestServer, on_postgres, write_config};
 
@@ -88,20 +88,7 @@ async fn log_in(server: &TestServer, key: &str) {
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
-    assert!(
-        cookie.contains("Path=/v1/mcp-servers/t/callback"),
-        "{cookie}"
-    );
-    let body: Value = res.json().await.unwrap();
-    let callback = redirected(body["authorizationUrl"].as_str().unwrap()).await;
-    let done = browser()
-        .get(callback)
-        .header("cookie", cookie.split(';').next().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let done = follow_login(server, res).await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
 }
 
@@ -271,15 +258,9 @@ async fn each_person_calls_with_their_own_login_and_without_one_sees_no_tools() 
         );
     }
     assert!(seen.contains(&ann_grant), "the transcripts are read");
-    let metrics = server
-        .client
-        .get(format!("{}/metrics", server.base))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(metrics.status(), StatusCode::OK);
-    seen.push_str(&metrics.text().await.unwrap());
+    let (status, metrics) = call(&server, TOKEN, Method::GET, "/metrics", None).await;
+    assert_eq!(status, StatusCode::OK);
+    seen.push_str(metrics.as_str().expect("the metrics' text"));
     for token in &issued {
         assert!(!seen.contains(token.as_str()), "a token was seen");
     }
