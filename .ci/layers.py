@@ -41,6 +41,7 @@ LAYERS = {
         "attachments",
         "egress",
         "plugins",
+        "library",
         "tools",
         "signin",
         "runlog",

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod egress;
 pub mod http;
+pub mod library;
 pub mod people;
 pub mod plugins;
 pub mod runlog;

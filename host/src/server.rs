@@ -115,10 +115,11 @@ impl Server {
         let logins = crate::tools::mcp::Logins::new(store.clone(), login_key(config));
         // Whether people use the deployment, known before the first request (`usage/`).
         let team = store.team_exists().await?;
+        let library = crate::library::Library::start(store.clone(), instance.clone());
         let state = AppState {
             people: Arc::new(crate::people::Directory::new(store.clone(), team)),
             store,
-            tools: Tools::start(plugins.clone(), Some(logins)),
+            tools: Tools::start(plugins.clone(), Some(logins), Some(library.clone())),
             plugins,
             runs,
             ready,
@@ -136,6 +137,7 @@ impl Server {
             allowed_origins: config.exposure.chatd_allowed_origins.clone().into(),
             public_url: config.exposure.chatd_public_url.clone(),
             signin: Arc::new(crate::signin::SignIn::new(crate::egress::Clients::new())),
+            library,
         };
         Ok(Self {
             listener,

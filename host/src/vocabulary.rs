@@ -90,6 +90,16 @@ pub enum Scope {
     Admin,
 }
 
+/// Where a library file is (docs/files.md): its text being made, made and indexed, or not
+/// to be made (its `error` says why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FileStatus {
+    Processing,
+    Ready,
+    Failed,
+}
+
 /// Words with one stored and wire spelling, listed once.
 macro_rules! words {
     ($ty:ty { $($variant:ident = $word:literal),* $(,)? }) => {
@@ -118,6 +128,7 @@ macro_rules! words {
 
 words!(PersonRole { Admin = "admin", Member = "member" });
 words!(Scope { Chat = "chat", Openai = "openai", Mcp = "mcp", Admin = "admin" });
+words!(FileStatus { Processing = "processing", Ready = "ready", Failed = "failed" });
 
 impl Scope {
     /// The scopes a person of `role` may hold: every one, `admin` only for admins.

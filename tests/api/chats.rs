@@ -26,7 +26,7 @@ async fn create_with_no_body_uses_defaults() {
     // Omitted enabledTools: every available tool.
     assert_eq!(
         chat["enabledTools"],
-        json!(["web_search", "fetch_url", "python"])
+        json!(["web_search", "fetch_url", "python", "file_search"])
     );
     assert_eq!(chat["createdAt"], chat["updatedAt"]);
     let created = chat["createdAt"].as_str().unwrap();
@@ -171,7 +171,7 @@ async fn initial_transcript_is_stored_in_order() {
     assert_eq!(body["chat"]["id"], id.as_str());
     assert_eq!(
         body["chat"]["enabledTools"],
-        json!(["web_search", "fetch_url", "python"])
+        json!(["web_search", "fetch_url", "python", "file_search"])
     );
 }
 

@@ -46,6 +46,9 @@ pub(crate) async fn send(
 const CHAT: &str = r#"{"title":"from a web page"}"#;
 const COMPLETION: &str =
     r#"{"provider":"provider_c","model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+/// A form with a file, as a page's `<form enctype="multipart/form-data">` posts it.
+const UPLOAD: &str = "--chatdx\r\nContent-Disposition: form-data; name=\"file\"; \
+    filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nfrom a web page\r\n--chatdx--\r\n";
 const MCP_CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fetch_url","arguments":{"url":"https://example.com/"}}}"#;
 
 /// What a page on another origin can send with no preflight, to each route that acts.
@@ -68,12 +71,14 @@ async fn assert_refuses_other_origins(server: &TestServer, token: Option<&str>) 
             ("/v1/chat-completions/stream", COMPLETION),
             ("/mcp", MCP_CALL),
             ("/api/mcp", MCP_CALL),
+            ("/v1/files", UPLOAD),
         ] {
-            // A typeless Blob, a text/plain body, a form's body.
+            // A typeless Blob, a text/plain body, a form's bodies.
             for content_type in [
                 None,
                 Some("text/plain"),
                 Some("application/x-www-form-urlencoded"),
+                Some("multipart/form-data; boundary=chatdx"),
             ] {
                 let mut headers = vec![("origin", origin.as_str()), mcp_accept];
                 if let Some(content_type) = content_type {

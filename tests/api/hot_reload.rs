@@ -43,7 +43,10 @@ async fn plugins_come_and_go_without_a_restart_and_calls_in_flight_finish() {
     .await;
     let plugins = server.state.plugins.clone();
     let (_, body) = server.get("/v1/chat-tools").await;
-    assert_eq!(tool_names(&body), ["web_search", "fetch_url", "python"]);
+    assert_eq!(
+        tool_names(&body),
+        ["web_search", "fetch_url", "python", "file_search"]
+    );
 
     // 1. Dropped in: its tools appear.
     let hostile = test_component("test-plugin-hostile");
@@ -64,7 +67,7 @@ async fn plugins_come_and_go_without_a_restart_and_calls_in_flight_finish() {
     let names = tool_names(&body);
     assert_eq!(
         &names[..4],
-        ["web_search", "fetch_url", "python", "echo"],
+        ["web_search", "fetch_url", "python", "echo", "file_search"],
         "{names:?}"
     );
     assert!(names.contains(&"http_get".to_string()));
@@ -151,7 +154,10 @@ async fn plugins_come_and_go_without_a_restart_and_calls_in_flight_finish() {
     })
     .await;
     let (_, body) = server.get("/v1/chat-tools").await;
-    assert_eq!(tool_names(&body), ["web_search", "fetch_url", "python"]);
+    assert_eq!(
+        tool_names(&body),
+        ["web_search", "fetch_url", "python", "file_search"]
+    );
     server.stop().await;
 }
 

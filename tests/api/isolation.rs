@@ -17,6 +17,8 @@ struct Made {
     chat: String,
     search: String,
     key_id: String,
+    /// A file of their library.
+    file: String,
     words: Vec<String>,
 }
 
@@ -73,13 +75,27 @@ async fn make_everything(server: &TestServer, name: &str) -> Made {
     )
     .await;
     assert_eq!(status, StatusCode::OK);
+    let library_word = format!("{name}libraryword");
+    let (status, file) = crate::library::upload(
+        server,
+        &key,
+        &format!("{name}-private.txt"),
+        None,
+        format!("{library_word} in a private file").into_bytes(),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{file}");
+    let file = file["id"].as_str().unwrap().to_string();
+    crate::library::settled(server, &key, &file).await;
     Made {
+        file,
         key,
         key_id: made_key["id"].as_str().unwrap().to_string(),
         user_id,
         chat,
         search,
-        words: vec![word, title, query],
+        words: vec![word, title, query, library_word],
     }
 }
 
@@ -91,6 +107,7 @@ impl Made {
             self.search.as_str(),
             self.key_id.as_str(),
             self.user_id.as_str(),
+            self.file.as_str(),
         ];
         all.extend(self.words.iter().map(String::as_str));
         all
@@ -196,6 +213,7 @@ async fn another_persons_ids_are_unknown_and_their_things_unseen() {
                 ("searchId", &ann.search),
                 ("keyId", &ann.key_id),
                 ("userId", &ann.user_id),
+                ("fileId", &ann.file),
             ],
         );
         let unknown = filled(
@@ -205,6 +223,7 @@ async fn another_persons_ids_are_unknown_and_their_things_unseen() {
                 ("searchId", nowhere),
                 ("keyId", nowhere),
                 ("userId", nowhere),
+                ("fileId", nowhere),
             ],
         );
         let body = body_for(method, template);
@@ -345,6 +364,17 @@ async fn another_persons_ids_are_unknown_and_their_things_unseen() {
     assert!(keys.to_string().contains(&ann.key_id));
     let (status, _) = call(server, &ann.key, Method::GET, "/v1/chats", None).await;
     assert_eq!(status, StatusCode::OK, "Ann's key still works");
+    // Ann's file is hers still, and only she finds its words.
+    let path = format!("/v1/files/{}", ann.file);
+    let (status, file) = call(server, &ann.key, Method::GET, &path, None).await;
+    assert_eq!((status, &file["status"]), (StatusCode::OK, &json!("ready")));
+    let query = json!({"query": ann.words[3], "fileIds": [ann.file]});
+    let bobs = crate::library::file_search(server, &bob.key, query.clone()).await;
+    assert_eq!(bobs, Ok(Vec::new()));
+    let anns = crate::library::file_search(server, &ann.key, query)
+        .await
+        .unwrap();
+    assert_eq!(anns.len(), 1, "{anns:?}");
     if let Some(second) = second {
         second.stop().await;
     }

@@ -21,6 +21,7 @@ mod history;
 mod hot_reload;
 mod isolation;
 mod large_bodies;
+mod library;
 mod lifecycle;
 mod limits;
 mod live_replies;

@@ -253,6 +253,7 @@ impl TestServer {
             "project_chats",
             "project_searches",
             "llm_calls",
+            "library_files",
         ] {
             let (n,): (i64,) = db.rows(&format!("SELECT COUNT(*) FROM {table}"), &[]).await[0];
             counts.push((table.to_string(), n));

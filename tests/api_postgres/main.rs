@@ -32,6 +32,8 @@ mod isolation;
 mod kept_exchanges;
 #[path = "../api/large_bodies.rs"]
 mod large_bodies;
+#[path = "../api/library.rs"]
+mod library;
 #[path = "../api/limits.rs"]
 mod limits;
 #[path = "../api/live_replies.rs"]

@@ -50,7 +50,7 @@ pub fn live_text_is(text: &str) -> String {
 /// Unchecks every tool in the new chat's settings (saved with the chat it creates).
 async fn without_tools(browser: &crate::harness::Browser) {
     browser.click(".chat-settings summary").await;
-    for tool in ["web_search", "fetch_url", "python"] {
+    for tool in ["web_search", "fetch_url", "python", "file_search"] {
         browser.click(&format!("#tool-{tool}")).await;
     }
     let checked = browser.count(".tools input:checked").await;

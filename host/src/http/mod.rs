@@ -12,6 +12,7 @@ pub mod chats;
 pub mod completions;
 pub mod cookies;
 pub mod error;
+pub mod files;
 pub mod host;
 pub mod keys;
 pub mod limits;
@@ -120,6 +121,8 @@ pub struct AppState {
     pub public_url: Option<url::Url>,
     /// Signing in with the identity provider of `[auth.oidc]`.
     pub signin: Arc<crate::signin::SignIn>,
+    /// Each person's documents (`http/files.rs`).
+    pub library: Arc<crate::library::Library>,
 }
 
 impl AppState {
@@ -170,7 +173,7 @@ impl AppState {
     servers((url = "/"), (url = "/api")),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
-    tags((name = "meta"), (name = "chats"), (name = "searches"), (name = "keys"), (name = "users"), (name = "sessions")),
+    tags((name = "meta"), (name = "chats"), (name = "searches"), (name = "keys"), (name = "users"), (name = "sessions"), (name = "files")),
 )]
 struct ApiDoc;
 
@@ -216,6 +219,9 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(chats::star_chat))
         .routes(routes!(chats::add_message))
         .routes(routes!(chat_files::chat_file))
+        .routes(routes!(files::list_files, files::upload_file))
+        .routes(routes!(files::get_file, files::delete_file))
+        .routes(routes!(files::file_content))
         .routes(routes!(message_search::search_messages))
         .routes(routes!(searches::list_searches, searches::create_search))
         .routes(routes!(searches::get_search, searches::delete_search))

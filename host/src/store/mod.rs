@@ -10,6 +10,8 @@ mod backend;
 pub mod containers;
 pub mod exchanges;
 pub mod files;
+pub mod library;
+pub mod library_search;
 pub mod liveness;
 pub mod logins;
 pub mod oidc;

@@ -1,6 +1,6 @@
 //! A tool that may be called, and what runs it: a tool plugin of the serving snapshot (the
-//! interpreter in its sessions), or a declared MCP server's tool. [`EnabledTool::find`] is where
-//! a name is resolved, a plugin's tool first.
+//! interpreter in its sessions), chatd's own `file_search`, or a declared MCP server's tool.
+//! [`EnabledTool::find`] is where a name is resolved, a plugin's tool first.
 
 use std::sync::Arc;
 
@@ -8,6 +8,7 @@ use crate::plugins::failure::{describe_call_error, describe_plugin_error};
 use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::snapshot::Snapshot;
 use crate::plugins::worlds::provider::{PluginError, ToolSpec};
+use crate::tools::file_search::{self, FileSearch};
 use crate::tools::mcp::{McpTool, Reachable};
 use crate::tools::python::{self, CallContext, Ran};
 
@@ -19,16 +20,26 @@ pub struct EnabledTool {
 }
 
 impl EnabledTool {
-    /// The tool serving as `name`: a tool plugin's of `snapshot`, else one of the MCP servers
-    /// `mcp` the caller reaches. A name a plugin provides is the plugin's: the one place that
-    /// rule is written ([`super::Offer::list`] asks it too).
+    /// The tool serving as `name`: a tool plugin's of `snapshot`, else `file_search` on the
+    /// caller's library (`own`, when the server has one), else one of the MCP servers `mcp`
+    /// the caller reaches. A name a plugin provides is the plugin's: the one place that rule is
+    /// written ([`super::Offer::list`] asks it too).
     pub fn find(
         snapshot: &Snapshot,
         mcp: &Reachable,
         interpreter: &Arc<python::Interpreter>,
+        own: Option<FileSearch>,
         name: &str,
     ) -> Option<Self> {
         let Some(plugin) = snapshot.tool(name) else {
+            if name == file_search::NAME
+                && let Some(search) = own
+            {
+                return Some(Self {
+                    spec: file_search::spec(),
+                    runner: Runner::FileSearch(search),
+                });
+            }
             let tool = mcp.tool(name)?;
             return Some(Self {
                 spec: tool.spec.clone(),
@@ -70,6 +81,10 @@ impl EnabledTool {
             Runner::Interpreter(plugin, interpreter) => {
                 interpreter.run(plugin, context, arguments_json).await
             }
+            Runner::FileSearch(search) => {
+                let (content, summary) = search.run(arguments_json).await?;
+                Ok(plain(content, Some(summary)))
+            }
             Runner::Mcp(tool) => match tool.call(arguments_json).await? {
                 outcome if outcome.is_error => Err(outcome.text),
                 outcome => Ok(plain(outcome.text, None)),
@@ -78,12 +93,14 @@ impl EnabledTool {
     }
 }
 
-/// What runs a tool: a tool plugin, or a declared MCP server.
+/// What runs a tool: a tool plugin, chatd's own `file_search`, or a declared MCP server.
 #[derive(Clone)]
 pub enum Runner {
     Plugin(Arc<Plugin>),
     /// The bundled interpreter, run in its sessions.
     Interpreter(Arc<Plugin>, Arc<python::Interpreter>),
+    /// The caller's library.
+    FileSearch(FileSearch),
     Mcp(McpTool),
 }
 

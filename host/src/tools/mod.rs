@@ -1,6 +1,7 @@
 //! The tools: which exist, and what runs each. A tool is a tool plugin's (of the serving
-//! snapshot) or a declared MCP server's ([`mcp`], its client); a name a plugin provides is the
-//! plugin's ([`enabled::EnabledTool::find`]). [`Offer`] answers "which tools exist" for one
+//! snapshot), chatd's own `file_search` ([`file_search`], on the person's library), or a
+//! declared MCP server's ([`mcp`], its client); a name a plugin provides is the plugin's
+//! ([`enabled::EnabledTool::find`]). [`Offer`] answers "which tools exist" for one
 //! person (a `per_user` MCP server's tools are only for those logged in to it) for chat
 //! defaults, the filtering of unknown names, `GET /v1/chat-tools` and `/mcp`, from what serves
 //! now: a tool plugin added to PLUGINS_DIR, or an MCP server coming up, is offered at once.
@@ -9,6 +10,7 @@
 //! and configuration file, and applies the file's `[mcp.NAME]` tables to the MCP servers.
 
 pub mod enabled;
+pub mod file_search;
 pub mod mcp;
 pub mod python;
 
@@ -16,6 +18,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::library::Library;
 use crate::plugins::loading::plugin_host::PluginHost;
 use crate::plugins::loading::snapshot::Snapshot;
 use enabled::EnabledTool;
@@ -34,6 +37,8 @@ pub struct Tools {
     mcp: Arc<McpServers>,
     /// The bundled interpreter's sessions.
     interpreter: Arc<python::Interpreter>,
+    /// The library `file_search` searches; `None`: no such tool (a server without one).
+    library: Option<Arc<Library>>,
     /// Bumped whenever the tools offered may have changed (a scan, a reload, an MCP server's
     /// list).
     changed: watch::Sender<u64>,
@@ -41,10 +46,16 @@ pub struct Tools {
 
 impl Tools {
     /// The tools of `plugins`, with the MCP servers its configuration file declares (applied
-    /// now, and again at every reload of the file), their logins kept by `logins`.
-    pub fn start(plugins: Arc<PluginHost>, logins: Option<mcp::Logins>) -> Arc<Self> {
+    /// now, and again at every reload of the file), their logins kept by `logins`, and
+    /// `file_search` on `library`.
+    pub fn start(
+        plugins: Arc<PluginHost>,
+        logins: Option<mcp::Logins>,
+        library: Option<Arc<Library>>,
+    ) -> Arc<Self> {
         let tools = Arc::new(Self {
             interpreter: python::Interpreter::start(plugins.clone()),
+            library,
             plugins,
             mcp: Arc::new(McpServers::new(logins)),
             changed: watch::Sender::new(0),
@@ -74,13 +85,14 @@ impl Tools {
         tools
     }
 
-    /// The tools offered to `person` now: every tool plugin's and shared MCP server's, and
-    /// those of the `per_user` servers they are logged in to (their sessions started first
-    /// when another instance holds the login).
+    /// The tools offered to `person` now: every tool plugin's and shared MCP server's,
+    /// `file_search` on their library, and those of the `per_user` servers they are logged in
+    /// to (their sessions started first when another instance holds the login).
     pub async fn offered(&self, person: &str) -> Offer<'_> {
         Offer {
             tools: self,
             mcp: self.mcp.reachable(person).await,
+            person: person.to_string(),
         }
     }
 
@@ -104,10 +116,12 @@ impl Tools {
 pub struct Offer<'a> {
     tools: &'a Tools,
     mcp: mcp::Reachable,
+    person: String,
 }
 
 impl Offer<'_> {
-    /// Every tool offered: the snapshot's, then the MCP servers' whose names no plugin took.
+    /// Every tool offered: the snapshot's, then `file_search` unless a plugin took its name,
+    /// then the MCP servers' whose names no plugin took.
     pub fn list(&self) -> Vec<ToolInfo> {
         let snapshot = self.tools.plugins.snapshot();
         let mut tools: Vec<ToolInfo> = snapshot
@@ -118,6 +132,13 @@ impl Offer<'_> {
                 description: spec.description.clone(),
             })
             .collect();
+        if self.tools.library.is_some() && snapshot.tool(file_search::NAME).is_none() {
+            let spec = file_search::spec();
+            tools.push(ToolInfo {
+                name: spec.name,
+                description: spec.description,
+            });
+        }
         for tool in self.mcp.tools() {
             let name = &tool.spec.name;
             if self
@@ -146,7 +167,13 @@ impl Offer<'_> {
     /// The tool serving as `name` in `snapshot` (the one a request took), or an MCP server's
     /// (the person's own session of a `per_user` one).
     pub fn find(&self, snapshot: &Snapshot, name: &str) -> Option<EnabledTool> {
-        EnabledTool::find(snapshot, &self.mcp, &self.tools.interpreter, name)
+        let own = self
+            .tools
+            .library
+            .as_ref()
+            .filter(|_| name == file_search::NAME)
+            .map(|library| file_search::FileSearch::new(library.clone(), &self.person));
+        EnabledTool::find(snapshot, &self.mcp, &self.tools.interpreter, own, name)
     }
 }
 

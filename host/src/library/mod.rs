@@ -1,0 +1,136 @@
+//! Each person's library of documents (docs/files.md): what makes a file's text ([`text`],
+//! by [`formats::Format`]), how the text is cut ([`chunks`]), and the worker that takes each
+//! uploaded file from `processing` to `ready` or `failed` ([`Library`]). The files, their
+//! chunks and the keyword search are the store's (`store/library.rs`, `store/library_search.rs`);
+//! the routes are `http/files.rs`, the tool `tools/file_search.rs`.
+//!
+//! This layer sits above the plugin host (the extractors it will run are plugins) and below the
+//! tools (`file_search` searches what it made).
+
+pub mod chunks;
+pub mod formats;
+pub mod text;
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::store::Store;
+use crate::store::library::{Claimed, MAX_ATTEMPTS};
+use formats::Format;
+
+/// How often the worker looks for files without being woken: files another instance left when
+/// it stopped, on a shared database.
+const LOOK_EVERY: Duration = Duration::from_secs(5);
+
+/// The library of one server: its store and its worker.
+pub struct Library {
+    store: Store,
+    /// This instance, as the store's `instances` knows it: the holder of the files it works on.
+    instance: String,
+    /// Woken by an upload (a permit is kept when the worker is busy: it looks again after).
+    wake: Arc<Notify>,
+}
+
+impl Library {
+    /// The library on `store`, with its worker started for `instance`.
+    pub fn start(store: Store, instance: String) -> Arc<Self> {
+        let library = Arc::new(Self {
+            store,
+            instance,
+            wake: Arc::new(Notify::new()),
+        });
+        tokio::spawn(work(Arc::downgrade(&library)));
+        library
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// A file was added: the worker looks now.
+    pub fn added(&self) {
+        self.wake.notify_one();
+    }
+}
+
+/// The worker: takes one file at a time, oldest first, until none waits; then sleeps until a
+/// file is added or [`LOOK_EVERY`] passes. Ends with the library, or when the store closes.
+async fn work(library: Weak<Library>) {
+    loop {
+        let Some(this) = library.upgrade() else {
+            return;
+        };
+        if this.store.is_closed() {
+            return;
+        }
+        match this.store.claim_library_file(&this.instance).await {
+            Ok(Some(claimed)) => {
+                process(&this, claimed).await;
+                continue;
+            }
+            Ok(None) => {}
+            Err(_) if this.store.is_closed() => return,
+            Err(e) => tracing::warn!(error = %e, "library: could not look for files to process"),
+        }
+        // Not holding the library while asleep: dropping it ends the worker.
+        let wake = this.wake.clone();
+        drop(this);
+        let _ = tokio::time::timeout(LOOK_EVERY, wake.notified()).await;
+    }
+}
+
+/// Makes `claimed`'s chunks and stores them, or its error.
+async fn process(library: &Library, claimed: Claimed) {
+    let Claimed {
+        file,
+        content,
+        attempts,
+    } = claimed;
+    let outcome = if attempts >= MAX_ATTEMPTS {
+        Err(format!(
+            "processing was interrupted {attempts} times (each time the instance working on it \
+             stopped); not tried again"
+        ))
+    } else {
+        let mime = file.mime_type.clone();
+        tokio::task::spawn_blocking(move || {
+            let format = Format::of_stored(&mime)
+                .ok_or_else(|| format!("{mime} is not a format the library reads"))?;
+            let pages = text::text_of(format, &content)?;
+            let count = pages.iter().filter_map(|p| p.page).max();
+            Ok((count, chunks::chunks(&pages)))
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("processing failed: {e}")))
+    };
+    let stored = match outcome {
+        Ok((pages, chunks)) => {
+            let count = chunks.len();
+            let done = library
+                .store
+                .finish_library_file(&file.id, &library.instance, pages, chunks)
+                .await;
+            if let Ok(true) = done {
+                tracing::info!(file = %file.id, chunks = count, "library: file ready");
+            }
+            done
+        }
+        Err(error) => {
+            let done = library
+                .store
+                .fail_library_file(&file.id, &library.instance, &error)
+                .await;
+            if let Ok(true) = done {
+                tracing::info!(file = %file.id, %error, "library: file failed");
+            }
+            done
+        }
+    };
+    if let Err(e) = stored {
+        // Still `processing`, held by this instance: taken again after a restart, or by
+        // another instance once this one's lease runs out.
+        tracing::warn!(file = %file.id, error = %e, "library: could not store a file's outcome");
+    }
+}
