@@ -32,6 +32,7 @@ const BUNDLED: &[&str] = &[
     "search_engine_a",
     "shell_exec",
     "coding_exec",
+    "doc_text",
 ];
 
 fn main() {

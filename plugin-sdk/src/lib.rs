@@ -1,10 +1,10 @@
-//! The chatd plugin SDK: write a provider, a tool or a search backend for chatd as a Wasm
+//! The chatd plugin SDK: write a provider, a tool, a search backend or an extractor for chatd as a Wasm
 //! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.3` (the crate's `wit/`,
 //! a copy of the workspace's `/wit` that a test keeps identical, so the crate packages alone).
 //!
-//! A plugin enables one world's feature (`tool`, `provider` or `search`), implements that world's
-//! trait (every method has a default that answers "not supported"), and exports it with the
-//! world's one macro. It reaches the outside only through the host: [`host::Request`] for HTTP
+//! A plugin enables one world's feature (`tool`, `provider`, `search` or `extractor`), implements
+//! that world's trait (every method but an extractor's has a default that answers "not
+//! supported"), and exports it with the world's one macro. It reaches the outside only through the host: [`host::Request`] for HTTP
 //! (the host checks every request against the plugin's grant and adds credentials itself),
 //! [`host::ssh`], [`host::log`] and [`host::config`].
 //!
@@ -158,6 +158,8 @@ pub mod sse;
 
 #[cfg(feature = "provider")]
 pub mod codec;
+#[cfg(feature = "extractor")]
+pub mod extractor;
 #[cfg(feature = "provider")]
 pub mod provider;
 #[cfg(feature = "search")]

@@ -67,7 +67,7 @@ async fn plugins_come_and_go_without_a_restart_and_calls_in_flight_finish() {
     let names = tool_names(&body);
     assert_eq!(
         &names[..4],
-        ["web_search", "fetch_url", "python", "echo", "file_search"],
+        ["web_search", "fetch_url", "python", "echo"],
         "{names:?}"
     );
     assert!(names.contains(&"http_get".to_string()));

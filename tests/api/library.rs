@@ -387,3 +387,253 @@ async fn a_file_left_processing_is_taken_over() {
         .unwrap();
     assert_eq!(names(&found), ["a.txt"]);
 }
+
+/// The top passage `file_search` finds for `query`, with `key`.
+async fn top(server: &TestServer, key: &str, query: &str) -> Value {
+    let found = file_search(server, key, json!({ "query": query }))
+        .await
+        .unwrap();
+    assert!(!found.is_empty(), "{query}: nothing found");
+    found[0].clone()
+}
+
+#[tokio::test]
+async fn each_format_is_read_in_the_sandbox_and_pdf_pages_are_kept() {
+    use crate::documents::{docx, pdf, xlsx};
+    let server = token_server().await;
+    let (_, key) = add_person(&server, "ann", "member").await;
+    let html = "<html><head><title>Menu</title><script>var s = 'scriptword';</script></head>\
+                <body><h1>Cafeteria</h1><p>The lunch voucher code is LN-9902.</p></body></html>";
+    let files: [(&str, Vec<u8>); 5] = [
+        (
+            "report.pdf",
+            pdf(&[
+                "Introduction to the annual report",
+                "The travel reimbursement code is QX-5521",
+                "Closing remarks",
+            ]),
+        ),
+        (
+            "memo.docx",
+            docx(&[
+                "Memo about parking",
+                "Parking permits use the code PK-7730 & more",
+            ]),
+        ),
+        (
+            "codes.xlsx",
+            xlsx(
+                "Regions",
+                &[vec!["Region", "Code"], vec!["North", "NR-4410"]],
+            ),
+        ),
+        ("menu.html", html.as_bytes().to_vec()),
+        ("cities.csv", b"city,code\nLisbon,LS-1203\n".to_vec()),
+    ];
+    let mut ids = Vec::new();
+    for (name, bytes) in files {
+        let (status, file) = upload(&server, &key, name, None, bytes, None).await;
+        assert_eq!(status, StatusCode::CREATED, "{file}");
+        ids.push(file["id"].as_str().unwrap().to_string());
+    }
+    for id in &ids {
+        let file = settled(&server, &key, id).await;
+        assert_eq!(file["status"], "ready", "{file}");
+    }
+    let report = settled(&server, &key, &ids[0]).await;
+    assert_eq!(
+        (report["pages"].clone(), report["chunks"].clone()),
+        (json!(3), json!(3))
+    );
+
+    let found = top(&server, &key, "QX-5521").await;
+    assert_eq!(
+        (found["name"].as_str(), found["page"].as_i64()),
+        (Some("report.pdf"), Some(2))
+    );
+    assert_eq!(found["chunk"], 1);
+    let found = top(&server, &key, "PK-7730").await;
+    assert_eq!(found["name"], "memo.docx");
+    assert!(found.get("page").is_none(), "{found}");
+    assert!(
+        found["text"].as_str().unwrap().contains("PK-7730 & more"),
+        "{found}"
+    );
+    let found = top(&server, &key, "NR-4410").await;
+    assert_eq!(found["name"], "codes.xlsx");
+    assert!(
+        found["text"].as_str().unwrap().contains("North | NR-4410"),
+        "{found}"
+    );
+    let found = top(&server, &key, "LN-9902").await;
+    assert_eq!(found["name"], "menu.html");
+    assert!(
+        !found["text"].as_str().unwrap().contains("scriptword"),
+        "{found}"
+    );
+    assert!(
+        file_search(&server, &key, json!({"query": "scriptword"}))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let found = top(&server, &key, "LS-1203").await;
+    assert_eq!(found["name"], "cities.csv");
+    server.stop().await;
+}
+
+/// Hostile files (a PDF whose page expands to 2 GiB, a DOCX zip bomb of 1 GiB, structures
+/// nested 10,000 deep, a file that is not what its name says) each end alone, while a good file
+/// uploaded after them is read and the server goes on answering.
+#[tokio::test]
+async fn hostile_files_fail_alone_while_other_work_goes_on() {
+    use crate::documents::{docx, docx_bomb, pdf_bomb, pdf_nested};
+    let server = token_server().await;
+    let (_, key) = add_person(&server, "ann", "member").await;
+    let nested_html = format!("{}deep{}", "<div>".repeat(10_000), "</div>".repeat(10_000));
+    let nested_docx = format!(
+        r#"<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>{}<w:p><w:r><w:t>deepest</w:t></w:r></w:p>{}</w:body></w:document>"#,
+        "<w:sdt><w:sdtContent>".repeat(10_000),
+        "</w:sdtContent></w:sdt>".repeat(10_000)
+    );
+    let hostile: [(&str, Vec<u8>, Option<&str>); 6] = [
+        ("bomb.pdf", pdf_bomb(2048), Some("expands past 64 MiB")),
+        ("bomb.docx", docx_bomb(1024), Some("expands past 64 MiB")),
+        ("nested.pdf", pdf_nested(10_000), None),
+        ("nested.html", nested_html.into_bytes(), None),
+        (
+            "nested.docx",
+            crate::documents::docx_of(nested_docx.into_bytes()),
+            None,
+        ),
+        (
+            "photo.pdf",
+            crate::support::png_bytes(2048),
+            Some("not a PDF file"),
+        ),
+    ];
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for (name, bytes, _) in &hostile {
+        assert!(bytes.len() < 4 << 20, "{name}: {} bytes", bytes.len());
+        let (status, file) = upload(&server, &key, name, None, bytes.clone(), None).await;
+        assert_eq!(status, StatusCode::CREATED, "{name}: {file}");
+        ids.push(file["id"].as_str().unwrap().to_string());
+    }
+    let (status, good) = upload(
+        &server,
+        &key,
+        "good.docx",
+        None,
+        docx(&["After the storm, the harbour code is HB-3308"]),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    // The server answers while they are worked on.
+    let (status, _) = call(&server, &key, Method::POST, "/v1/chats", Some(json!({}))).await;
+    assert_eq!(status, StatusCode::OK);
+    for ((name, _, error), id) in hostile.iter().zip(&ids) {
+        let file = settled(&server, &key, id).await;
+        match error {
+            Some(error) => {
+                assert_eq!(file["status"], "failed", "{name}: {file}");
+                let said = file["error"].as_str().unwrap();
+                assert!(said.contains(error), "{name}: {said}");
+            }
+            // Read, or refused with a reason: never a harm to anything else.
+            None if file["status"] == "failed" => {
+                assert!(
+                    !file["error"].as_str().unwrap().is_empty(),
+                    "{name}: {file}"
+                );
+            }
+            None => assert_eq!(file["status"], "ready", "{name}: {file}"),
+        }
+        eprintln!("{name}: {} {}", file["status"], file["error"]);
+    }
+    let good = settled(&server, &key, good["id"].as_str().unwrap()).await;
+    assert_eq!(good["status"], "ready", "{good}");
+    assert_eq!(top(&server, &key, "HB-3308").await["name"], "good.docx");
+    eprintln!("all ended in {:?}", started.elapsed());
+    server.stop().await;
+}
+
+/// The model calls `file_search` in the tool loop (provider_c's wire): the passages with their
+/// file and page go back to it, and the tool message keeps them.
+#[tokio::test]
+async fn the_model_searches_the_library_in_the_tool_loop() {
+    use chatd::plugins::testing::{Reply, ScriptedUpstream};
+    const TOOL_STREAM: &str = include_str!(
+        "../fixtures/upstream/openai_chat/01_stream_tool_call_include_usage.response.sse"
+    );
+    let call_stream = TOOL_STREAM
+        .replace("get_capital", "file_search")
+        .replace(r#""arguments":"country""#, r#""arguments":"query""#)
+        .replace(r#""arguments":"UK""#, r#""arguments":"QX-5521""#);
+    let upstream = ScriptedUpstream::start([
+        (crate::completions::ROUTE, Reply::sse(&call_stream)),
+        (
+            crate::completions::ROUTE,
+            Reply::sse(crate::completions::TEXT_STREAM),
+        ),
+    ])
+    .await;
+    let server = crate::live_replies::server(
+        crate::live_replies::C,
+        &upstream,
+        crate::support::Options {
+            token: Some(crate::people::TOKEN.into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let key = crate::people::TOKEN;
+    let report = crate::documents::pdf(&["Cover", "The travel reimbursement code is QX-5521"]);
+    let (_, file) = upload(&server, key, "report.pdf", None, report, None).await;
+    settled(&server, key, file["id"].as_str().unwrap()).await;
+    let chat_id = server.new_chat(json!({})).await;
+    let mut stream = server
+        .stream(crate::completions::body(
+            Some(&chat_id),
+            json!([{"role": "user", "content": "What is the reimbursement code?"}]),
+        ))
+        .await;
+    stream.expect("meta").await;
+    let called = stream.expect("tool_call").await;
+    assert_eq!(called.data["name"], "file_search");
+    let completed = stream.expect("tool_call").await;
+    assert_eq!(completed.data["status"], "completed", "{}", completed.data);
+    let rest = stream.rest().await;
+    assert_eq!(rest.last().unwrap().name, "done");
+    // Round two carried the passage, named by file and page.
+    let sent: Vec<Value> = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/chat/completions")
+        .map(|r| r.json())
+        .collect();
+    let offered: Vec<&str> = sent[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"file_search"), "{offered:?}");
+    let messages = sent[1]["messages"].as_array().unwrap();
+    let result: Value =
+        serde_json::from_str(messages.last().unwrap()["content"].as_str().unwrap()).unwrap();
+    let passage = &result["passages"][0];
+    assert_eq!(
+        (passage["name"].as_str(), passage["page"].as_i64()),
+        (Some("report.pdf"), Some(2))
+    );
+    let (_, chat) = server.get(&format!("/v1/chats/{chat_id}")).await;
+    let tool = &chat["chat"]["messages"][1];
+    assert_eq!(tool["name"], "file_search");
+    assert!(
+        tool["content"].as_str().unwrap().contains("QX-5521"),
+        "{tool}"
+    );
+    server.stop().await;
+}

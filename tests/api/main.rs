@@ -15,6 +15,7 @@ mod completions;
 mod cross_origin;
 mod declared_providers;
 mod devbox;
+mod documents;
 mod fixtures;
 mod full_disk;
 mod history;

@@ -23,6 +23,8 @@ mod cross_origin;
 #[path = "../api/declared_providers.rs"]
 mod declared_providers;
 mod deploy;
+#[path = "../api/documents.rs"]
+mod documents;
 mod faults;
 #[path = "../api/history.rs"]
 mod history;

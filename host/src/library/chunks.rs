@@ -72,22 +72,32 @@ fn page_chunks(text: &str) -> Vec<String> {
 }
 
 /// The text's pieces, each at most [`PIECE`] characters, with whether each begins a paragraph:
-/// paragraphs (white space inside folded to one space), long ones cut into sentences, long
-/// sentences into words, long words into runs of characters.
+/// paragraphs (white space inside folded to one space), long ones cut between lines (a table's
+/// rows, a CSV's records), long lines into sentences, long sentences into words, long words
+/// into runs of characters.
 fn pieces(text: &str) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     for paragraph in text.split("\n\n") {
-        let folded = paragraph.split_whitespace().collect::<Vec<_>>().join(" ");
+        let folded = fold(paragraph);
         if folded.is_empty() {
             continue;
         }
-        let mut first = true;
-        for piece in split_to_fit(&folded) {
-            out.push((piece, first));
-            first = false;
+        let cut = if chars(&folded) <= PIECE {
+            vec![folded]
+        } else {
+            let lines = paragraph.lines().map(fold).filter(|l| !l.is_empty());
+            pack(lines.flat_map(|line| split_to_fit(&line)))
+        };
+        for (i, piece) in cut.into_iter().enumerate() {
+            out.push((piece, i == 0));
         }
     }
     out
+}
+
+/// `text` with each run of white space one space, trimmed.
+fn fold(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `text` (folded) as pieces of at most [`PIECE`] characters, cut at sentence ends where it can,
@@ -220,6 +230,22 @@ mod tests {
             let out = chunks(&page(&text));
             assert!(out.len() >= 3);
             assert!(out.iter().all(|c| chars(&c.text) <= MAX));
+        }
+    }
+
+    #[test]
+    fn a_long_paragraph_of_lines_is_cut_between_lines() {
+        let rows: String = (0..300)
+            .map(|i| format!("row {i}, alpha, beta\n"))
+            .collect();
+        let out = chunks(&page(&rows));
+        assert!(out.len() > 3);
+        for chunk in &out {
+            assert!(chars(&chunk.text) <= MAX);
+        }
+        // No row is cut in two: each chunk's text ends with a whole row.
+        for chunk in &out {
+            assert!(chunk.text.ends_with("alpha, beta"), "{:?}", chunk.text);
         }
     }
 

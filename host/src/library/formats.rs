@@ -60,14 +60,6 @@ impl Format {
             .map(|(f, _, _)| *f)
     }
 
-    /// The format stored as `mime_type`.
-    pub fn of_stored(mime_type: &str) -> Option<Format> {
-        FORMATS
-            .iter()
-            .find(|(_, m, _)| *m == mime_type)
-            .map(|(f, _, _)| *f)
-    }
-
     pub fn mime_type(self) -> &'static str {
         FORMATS
             .iter()
@@ -109,7 +101,6 @@ mod tests {
         assert_eq!(Format::declared(None, "archive.zip"), None);
         assert_eq!(Format::declared(None, "no-ending"), None);
         for (format, mime, _) in FORMATS {
-            assert_eq!(Format::of_stored(mime), Some(*format));
             assert_eq!(format.mime_type(), *mime);
         }
     }

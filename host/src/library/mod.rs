@@ -1,10 +1,11 @@
-//! Each person's library of documents (docs/files.md): what makes a file's text ([`text`],
-//! by [`formats::Format`]), how the text is cut ([`chunks`]), and the worker that takes each
+//! Each person's library of documents (docs/files.md): what makes a file's text ([`text`]: an
+//! extractor plugin, by the format [`formats::Format`] gave it at upload), how the text is cut
+//! ([`chunks`]), and the worker that takes each
 //! uploaded file from `processing` to `ready` or `failed` ([`Library`]). The files, their
 //! chunks and the keyword search are the store's (`store/library.rs`, `store/library_search.rs`);
 //! the routes are `http/files.rs`, the tool `tools/file_search.rs`.
 //!
-//! This layer sits above the plugin host (the extractors it will run are plugins) and below the
+//! This layer sits above the plugin host (the extractors it runs are plugins) and below the
 //! tools (`file_search` searches what it made).
 
 pub mod chunks;
@@ -16,9 +17,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::plugins::loading::plugin_host::PluginHost;
 use crate::store::Store;
 use crate::store::library::{Claimed, MAX_ATTEMPTS};
-use formats::Format;
 
 /// How often the worker looks for files without being woken: files another instance left when
 /// it stopped, on a shared database.
@@ -27,6 +28,8 @@ const LOOK_EVERY: Duration = Duration::from_secs(5);
 /// The library of one server: its store and its worker.
 pub struct Library {
     store: Store,
+    /// The extractors are its plugins.
+    plugins: Arc<PluginHost>,
     /// This instance, as the store's `instances` knows it: the holder of the files it works on.
     instance: String,
     /// Woken by an upload (a permit is kept when the worker is busy: it looks again after).
@@ -34,10 +37,12 @@ pub struct Library {
 }
 
 impl Library {
-    /// The library on `store`, with its worker started for `instance`.
-    pub fn start(store: Store, instance: String) -> Arc<Self> {
+    /// The library on `store`, its text made by `plugins`' extractors, with its worker started
+    /// for `instance`.
+    pub fn start(store: Store, plugins: Arc<PluginHost>, instance: String) -> Arc<Self> {
         let library = Arc::new(Self {
             store,
+            plugins,
             instance,
             wake: Arc::new(Notify::new()),
         });
@@ -94,16 +99,16 @@ async fn process(library: &Library, claimed: Claimed) {
              stopped); not tried again"
         ))
     } else {
-        let mime = file.mime_type.clone();
-        tokio::task::spawn_blocking(move || {
-            let format = Format::of_stored(&mime)
-                .ok_or_else(|| format!("{mime} is not a format the library reads"))?;
-            let pages = text::text_of(format, &content)?;
-            let count = pages.iter().filter_map(|p| p.page).max();
-            Ok((count, chunks::chunks(&pages)))
-        })
-        .await
-        .unwrap_or_else(|e| Err(format!("processing failed: {e}")))
+        match text::text_of(&library.plugins, &file.mime_type, content).await {
+            // Cutting megabytes of text is CPU work: off the runtime's workers.
+            Ok(pages) => tokio::task::spawn_blocking(move || {
+                let count = pages.iter().filter_map(|p| p.page).max();
+                (count, chunks::chunks(&pages))
+            })
+            .await
+            .map_err(|e| format!("processing failed: {e}")),
+            Err(why) => Err(why),
+        }
     };
     let stored = match outcome {
         Ok((pages, chunks)) => {

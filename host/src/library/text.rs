@@ -1,54 +1,81 @@
-//! A file's text, by format. The text formats (plain text, Markdown, CSV) are their own text
-//! once checked to be UTF-8 text: nothing is parsed. The formats that need a parser (PDF,
-//! DOCX, XLSX, HTML) are parsed only inside the sandbox, by an extractor plugin; until this
-//! version has one, such a file fails with an error that says so, and nothing of it is parsed
-//! in chatd's own process (docs/files.md, "Formats").
+//! A file's text, by its format: made only inside the sandbox, by the extractor plugin that
+//! reads its media type (`Snapshot::extractor`: an operator's replaces the bundled one), under
+//! that plugin's memory and time limits. What comes back is checked again here: at most
+//! [`MAX_TEXT_BYTES`] of text, pages numbered from 1. A document the extractor refuses, or a
+//! call that traps or runs out of time, is the file's `error`, bounded; nothing else is harmed.
+
+use crate::plugins::failure::{describe_call_error, describe_plugin_error};
+use crate::plugins::loading::plugin_host::PluginHost;
+use crate::plugins::worlds::extractor::PluginError;
 
 use super::chunks::PageText;
-use super::formats::Format;
 
 /// The most bytes of text one file may make (its chunks are stored in the database).
 pub const MAX_TEXT_BYTES: usize = 32 << 20;
+/// The most characters of an extractor's reason kept as a file's `error`.
+const MAX_ERROR_CHARS: usize = 500;
 
-/// The pages of `content` read as `format`, or why it cannot be read (the file's `error`).
-pub fn text_of(format: Format, content: &[u8]) -> Result<Vec<PageText>, String> {
-    match format {
-        Format::Text | Format::Markdown | Format::Csv => plain(content).map(|text| {
-            vec![PageText {
-                page: None,
-                text: text.to_string(),
-            }]
-        }),
-        Format::Pdf | Format::Docx | Format::Xlsx | Format::Html => Err(format!(
-            "{} files are not read yet: this version of chatd has no sandboxed extractor for \
-             them (docs/files.md, \"Formats\")",
-            format.mime_type()
-        )),
-    }
+/// The pages of `content`, a document of `mime_type`, or why it cannot be read (the file's
+/// `error`).
+pub async fn text_of(
+    plugins: &PluginHost,
+    mime_type: &str,
+    content: Vec<u8>,
+) -> Result<Vec<PageText>, String> {
+    let snapshot = plugins.snapshot();
+    let Some(plugin) = snapshot.extractor(mime_type) else {
+        return Err(format!(
+            "no extractor plugin reads {mime_type} (docs/files.md, \"Formats\")"
+        ));
+    };
+    let extractor = plugin.as_extractor().expect("an extractor");
+    let id = plugin.id();
+    let pages = match extractor.extract(mime_type, content).await {
+        Ok(Ok(pages)) => pages,
+        Ok(Err(PluginError::InvalidInput(why))) => return Err(bounded(why)),
+        Ok(Err(other)) => {
+            return Err(bounded(format!(
+                "the extractor {id} failed: {}",
+                describe_plugin_error(&other)
+            )));
+        }
+        Err(stopped) => {
+            return Err(bounded(format!(
+                "the extractor {id} stopped: {}",
+                describe_call_error(&stopped)
+            )));
+        }
+    };
+    checked(id, pages.into_iter().map(|p| (p.page, p.text)).collect())
 }
 
-/// `content` as text: UTF-8 (a leading byte-order mark left out) with no NUL byte, which no
-/// text file holds and every binary format does.
-fn plain(content: &[u8]) -> Result<&str, String> {
-    let content = content.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(content);
-    if content.len() > MAX_TEXT_BYTES {
+/// `pages` as the library keeps them, if within the bounds: at most [`MAX_TEXT_BYTES`] in all,
+/// pages numbered from 1.
+fn checked(id: &str, pages: Vec<(Option<u32>, String)>) -> Result<Vec<PageText>, String> {
+    let total: usize = pages.iter().map(|(_, text)| text.len()).sum();
+    if total > MAX_TEXT_BYTES {
         return Err(format!(
-            "the text is over {} MiB, the most one file may hold",
+            "its text is over {} MiB, the most one file may hold",
             MAX_TEXT_BYTES >> 20
         ));
     }
-    let text = std::str::from_utf8(content).map_err(|e| {
-        format!(
-            "not UTF-8 text: invalid bytes at offset {} (is it what its type says?)",
-            e.valid_up_to()
-        )
-    })?;
-    if let Some(at) = text.find('\0') {
+    if pages.iter().any(|(page, _)| *page == Some(0)) {
         return Err(format!(
-            "not text: a NUL byte at offset {at} (is it what its type says?)"
+            "the extractor {id} numbered a page 0 (pages are numbered from 1)"
         ));
     }
-    Ok(text)
+    Ok(pages
+        .into_iter()
+        .map(|(page, text)| PageText { page, text })
+        .collect())
+}
+
+/// `why`, at most [`MAX_ERROR_CHARS`] characters, control characters as spaces.
+fn bounded(why: String) -> String {
+    why.chars()
+        .take(MAX_ERROR_CHARS)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 #[cfg(test)]
@@ -56,21 +83,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn text_is_checked_not_parsed() {
-        let pages = text_of(Format::Markdown, b"\xEF\xBB\xBF# Title\n\nbody").unwrap();
-        assert_eq!(pages[0].text, "# Title\n\nbody");
-        assert_eq!(pages[0].page, None);
-        let bad = text_of(Format::Text, b"ok \xff\xfe").unwrap_err();
-        assert!(
-            bad.contains("not UTF-8 text") && bad.contains("offset 3"),
-            "{bad}"
-        );
-        let binary = text_of(Format::Csv, b"%PDF-1.7\0\0").unwrap_err();
-        assert!(binary.contains("NUL byte at offset 8"), "{binary}");
-        let pdf = text_of(Format::Pdf, b"%PDF-1.7").unwrap_err();
-        assert!(
-            pdf.contains("application/pdf files are not read yet"),
-            "{pdf}"
-        );
+    fn what_comes_back_is_checked() {
+        let ok = checked("x", vec![(Some(1), "a".into()), (None, "b".into())]).unwrap();
+        assert_eq!(ok[0].page, Some(1));
+        let zero = checked("x", vec![(Some(0), "a".into())]).unwrap_err();
+        assert!(zero.contains("page 0"), "{zero}");
+        let big = checked("x", vec![(None, "a".repeat(MAX_TEXT_BYTES + 1))]).unwrap_err();
+        assert!(big.contains("over 32 MiB"), "{big}");
+        assert_eq!(bounded("a\nb".repeat(400)).chars().count(), MAX_ERROR_CHARS);
+        assert!(!bounded("a\nb".into()).contains('\n'));
     }
 }

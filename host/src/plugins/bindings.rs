@@ -98,3 +98,18 @@ pub mod tuned_codec_provider {
         "chatd:plugin/turn-options" => super::optioned_codec_provider::chatd::plugin::turn_options,
     );
 }
+
+/// The `extractor` world (0.1.3): documents to text. Not through [`world!`]: it imports only
+/// `log` (and `types`' records), and `bindgen!` refuses a `with` the world does not use.
+pub mod extractor {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "chatd:plugin/extractor@0.1.3",
+        imports: { default: async },
+        exports: { default: async },
+        with: {
+            "chatd:plugin/types": super::imports::chatd::plugin::types,
+            "chatd:plugin/log": super::imports::chatd::plugin::log,
+        },
+    });
+}

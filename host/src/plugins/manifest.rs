@@ -34,6 +34,8 @@ pub enum Kind {
     Provider,
     Tool,
     Search,
+    /// Documents to text, for the library (WIT 0.1.3's `extractor` world).
+    Extractor,
 }
 
 impl Kind {
@@ -43,6 +45,7 @@ impl Kind {
             Kind::Provider => "provider",
             Kind::Tool => "tool",
             Kind::Search => "search",
+            Kind::Extractor => "extractor",
         }
     }
 }
@@ -211,6 +214,22 @@ impl Manifest {
                 "provider: only a provider plugin's manifest has this section".into(),
             ));
         }
+        if self.kind == Kind::Extractor && WIT_PACKAGES[..3].contains(&self.wit.as_str()) {
+            return Err(ManifestError(
+                "wit: an extractor is built for chatd:plugin@0.1.3 or newer (the version that \
+                 added its world)"
+                    .into(),
+            ));
+        }
+        if self.kind == Kind::Extractor
+            && (self.grants != Grants::default() || !self.settings.is_empty())
+        {
+            return Err(ManifestError(
+                "grants: an extractor is granted nothing and reads no settings (its world \
+                 imports only log): remove grants and settings"
+                    .into(),
+            ));
+        }
         if !(1..=MAX_MEMORY_MIB).contains(&self.limits.memory_mib) {
             return Err(ManifestError(format!(
                 "limits.memoryMib: must be 1 to {MAX_MEMORY_MIB}"
@@ -368,6 +387,15 @@ mod tests {
                 "unknown variant",
             ),
             (base(r#","limits":{"memoryMib":0}"#), "limits.memoryMib"),
+            (
+                r#"{"id":"x","kind":"extractor","wit":"chatd:plugin@0.1.2"}"#.to_string(),
+                "wit: an extractor is built for chatd:plugin@0.1.3 or newer",
+            ),
+            (
+                r#"{"id":"x","kind":"extractor","wit":"chatd:plugin@0.1.3","grants":{"http":["https://x.test"]}}"#
+                    .to_string(),
+                "grants: an extractor is granted nothing",
+            ),
             (
                 base(r#","limits":{"timeoutMs":99999999999}"#),
                 "limits.timeoutMs",

@@ -149,6 +149,21 @@ const ONE: &str = concat!(
 );
 const CONTENT: &str = "SELECT content FROM library_files WHERE owner_id = $1 AND id = $2";
 const DELETE: &str = "DELETE FROM library_files WHERE owner_id = $1 AND id = $2";
+/// Whether a file waits that `$1` may take (a read first: an idle worker's look takes no write
+/// lock).
+macro_rules! waiting {
+    ($live:literal) => {
+        concat!(
+            "SELECT 1 FROM library_files f WHERE f.status = 'processing' \
+             AND (f.leased_by IS NULL OR NOT EXISTS (SELECT 1 FROM instances i \
+             WHERE i.id = f.leased_by",
+            $live,
+            ")) LIMIT 1"
+        )
+    };
+}
+const WAITING_SQLITE: &str = waiting!("");
+const WAITING_POSTGRES: &str = waiting!(" AND i.lease_until > clock_timestamp()");
 /// The oldest file in `processing` that no live instance holds, taken by `$1`. The instances
 /// table holds the live ones: on SQLite only this process (it clears the others at start); on
 /// PostgreSQL those whose lease holds (`$pg_live` adds that test).
@@ -292,6 +307,14 @@ macro_rules! library {
         ) -> Result<bool> {
             let done = sqlx::query(DELETE).bind(owner).bind(id).execute(ex).await?;
             Ok(done.rows_affected() > 0)
+        }
+
+        pub async fn waiting<'e>(
+            ex: impl sqlx::Executor<'e, Database = $db>,
+            query: &'static str,
+        ) -> Result<bool> {
+            let row: Option<(i32,)> = sqlx::query_as(query).fetch_optional(ex).await?;
+            Ok(row.is_some())
         }
 
         pub async fn claim<'e>(
@@ -464,12 +487,18 @@ impl Store {
             async {
                 match &self.backend {
                     Backend::Sqlite(db) => {
+                        if !on_sqlite::waiting(db.pool(), WAITING_SQLITE).await? {
+                            return Ok(None);
+                        }
                         let mut tx = db.write_tx().await?;
                         let claimed = on_sqlite::claim(&mut *tx, CLAIM_SQLITE, instance).await?;
                         tx.commit().await?;
                         Ok(claimed)
                     }
                     Backend::Postgres(db) => {
+                        if !on_postgres::waiting(db.pool(), WAITING_POSTGRES).await? {
+                            return Ok(None);
+                        }
                         on_postgres::claim(db.pool(), CLAIM_POSTGRES, instance).await
                     }
                 }

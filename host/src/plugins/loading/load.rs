@@ -18,6 +18,7 @@ use crate::plugins::capabilities::operator::OperatorSettings;
 use crate::plugins::manifest::{Kind, Manifest};
 use crate::plugins::memory::TotalMemory;
 use crate::plugins::runtime::cache::{self, CompileCache};
+use crate::plugins::worlds::extractor::ExtractorPlugin;
 use crate::plugins::worlds::provider::codec::Instances;
 use crate::plugins::worlds::provider::{Profile, ProviderPlugin};
 use crate::plugins::worlds::search::SearchPlugin;
@@ -31,6 +32,7 @@ pub enum Instance {
     Tool(ToolPlugin),
     Provider(ProviderPlugin),
     Search(SearchPlugin),
+    Extractor(ExtractorPlugin),
 }
 
 /// One loaded plugin: what it is, where it came from, what it holds, and for tools what it
@@ -57,6 +59,7 @@ impl Plugin {
             Instance::Tool(tool) => tool.manifest(),
             Instance::Provider(provider) => provider.manifest(),
             Instance::Search(search) => search.manifest(),
+            Instance::Extractor(extractor) => extractor.manifest(),
         }
     }
 
@@ -81,6 +84,13 @@ impl Plugin {
     pub fn as_search(&self) -> Option<&SearchPlugin> {
         match &self.instance {
             Instance::Search(search) => Some(search),
+            _ => None,
+        }
+    }
+
+    pub fn as_extractor(&self) -> Option<&ExtractorPlugin> {
+        match &self.instance {
+            Instance::Extractor(extractor) => Some(extractor),
             _ => None,
         }
     }
@@ -281,6 +291,20 @@ impl Loader {
             Kind::Search => {
                 let search = SearchPlugin::new(engine, manifest, &component, caps)?;
                 (Instance::Search(search), Vec::new(), None)
+            }
+            Kind::Extractor => {
+                let mut extractor = ExtractorPlugin::new(engine, manifest, &component, caps)?;
+                match tokio::time::timeout(DESCRIBE_LIMIT, extractor.ask_formats()).await {
+                    Ok(Ok(())) => {}
+                    failed => {
+                        let reason = match failed {
+                            Ok(Err(e)) => e.to_string(),
+                            _ => format!("formats did not come within {DESCRIBE_LIMIT:?}"),
+                        };
+                        return Err(LoadError::Describe { id, reason });
+                    }
+                }
+                (Instance::Extractor(extractor), Vec::new(), None)
             }
         };
         Ok(Plugin {

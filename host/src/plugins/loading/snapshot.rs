@@ -111,6 +111,15 @@ impl Snapshot {
     pub fn tool_specs(&self) -> Vec<&ToolSpec> {
         self.plugins.iter().flat_map(|p| p.tools.iter()).collect()
     }
+
+    /// The extractor that reads `media_type`: the last in plugin order that lists it, so a
+    /// folder plugin's replaces a bundled one's (the operator's word is last).
+    pub fn extractor(&self, media_type: &str) -> Option<&Arc<Plugin>> {
+        self.plugins.iter().rev().find(|p| {
+            p.as_extractor()
+                .is_some_and(|e| e.formats().iter().any(|f| f == media_type))
+        })
+    }
 }
 
 /// A declared provider's link: its spec, the adapter it was linked from, the plugin it runs.
