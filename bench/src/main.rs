@@ -27,6 +27,9 @@
 //! `cargo run --release -p bench -- openai` measures what `/openai/v1/chat/completions` adds to a
 //! completion beside LiteLLM's proxy and the do-nothing proxy, in the same run (see `openai.rs`).
 //!
+//! `cargo run --release -p bench -- library` measures the library's keyword search at 100,000
+//! chunks, on SQLite or PostgreSQL (see `library.rs`).
+//!
 //! `cargo run --release -p bench -- instances --database-url postgres://…` runs two servers on
 //! one PostgreSQL database: attach and the lag of live events on the other instance, and live
 //! streams split over both (see `instances.rs`).
@@ -36,6 +39,7 @@ mod chat;
 mod harness;
 mod instances;
 mod languages;
+mod library;
 mod live;
 mod mcp;
 mod mcp_served;
@@ -127,9 +131,10 @@ fn main() -> anyhow::Result<()> {
         Some("python") => python::run(python::parse(&args[1..])?),
         Some("openai") => openai::run(openai::parse(&args[1..])?),
         Some("people") => people::run(people::parse(&args[1..])?),
+        Some("library") => library::run(library::parse(&args[1..])?),
         _ => {
             eprintln!(
-                "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
+                "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}",
                 usage(),
                 plugins::usage(),
                 chat::usage(),
@@ -140,7 +145,8 @@ fn main() -> anyhow::Result<()> {
                 languages::usage(),
                 python::usage(),
                 openai::usage(),
-                people::usage()
+                people::usage(),
+                library::usage()
             );
             std::process::exit(2);
         }
