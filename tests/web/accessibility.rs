@@ -71,6 +71,15 @@ async fn every_view(flags: &[&str], theme: &str) {
         .until("the results", "return document.querySelectorAll('#results .result').length === 3 && !document.querySelector('#answer .pending')")
         .await;
     no_violations(&browser, "a search", theme).await;
+    browser.open(&format!("{}/#/files", chatd.base)).await;
+    browser.ready().await;
+    browser
+        .until(
+            "the files page",
+            "return document.getElementById('files')?.dataset.loaded === 'true'",
+        )
+        .await;
+    no_violations(&browser, "the files page", theme).await;
     drop(browser);
 
     let Some((_upstreams, _chatd, browser)) =

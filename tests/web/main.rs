@@ -15,6 +15,7 @@ mod auth;
 mod binary;
 mod chat;
 mod cross_site;
+mod files;
 mod harness;
 mod history;
 mod keyboard;

@@ -10,6 +10,7 @@ import { mountChat } from './chat.js';
 import { toast } from './dom.js';
 import { mountMcp } from './mcp.js';
 import { mountAccount } from './account.js';
+import { mountFiles } from './files.js';
 import { mountSearch } from './search.js';
 import { commandOf, showHelp } from './shortcuts.js';
 import { Sidebar } from './sidebar.js';
@@ -84,6 +85,7 @@ const sidebar = new Sidebar(app);
 function parse(hash) {
   if (hash === '#/mcp-servers') return { type: 'mcp', id: null };
   if (hash === '#/account') return { type: 'account', id: null };
+  if (hash === '#/files') return { type: 'files', id: null };
   const m = /^#\/(chat|search)(?:\/([^/?#]+))?$/.exec(hash);
   if (!m) return { type: 'chat', id: null };
   let id = null;
@@ -113,6 +115,7 @@ function route() {
     cachedTools = null; // a login just finished may have brought tools
     view = mountMcp(container, app, session);
   } else if (target.type === 'account' && session.mode === 'token') view = mountAccount(container, app, session);
+  else if (target.type === 'files') view = mountFiles(container, app);
   else if (target.type === 'search') view = mountSearch(container, app, target.id);
   else view = mountChat(container, app, target.id);
   sidebar.render();

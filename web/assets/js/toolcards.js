@@ -2,9 +2,11 @@
 // (initiated, then completed or failed); `ToolCards.upsert` keeps one card per id and moves it
 // along. Stored tool messages (`metadata.kind = "tool_call"`) render the same card; a stored
 // `python` call's card shows its code highlighted, what it printed, its value, its error, and
-// the files it wrote (images inline, the rest as downloads) from python.js.
+// the files it wrote (images inline, the rest as downloads) from python.js. A `file_search`
+// card lists the files and pages its passages came from, each opening the file (files.js).
 
 import { formatBytes, h } from './dom.js';
+import { openFile } from './files.js';
 import { pythonParts } from './python.js';
 
 const STATUS_LABEL = { initiated: 'running', completed: 'completed', failed: 'failed' };
@@ -53,6 +55,8 @@ function fill(card, call, status) {
     parts.push(h('details.tool-args', {}, h('summary', {}, 'Arguments'), h('pre', {}, pretty(call.args))));
   }
   if (call.error) parts.push(h('p.tool-error', {}, call.error));
+  // A stored call has its whole result (`content`); a live one only its preview.
+  if (call.name === 'file_search') parts.push(sources(call.content ?? call.resultPreview));
   if (typeof call.resultPreview === 'string' && call.resultPreview) {
     parts.push(
       h(
@@ -64,6 +68,30 @@ function fill(card, call, status) {
     );
   }
   replace(card, parts);
+}
+
+/** The files and pages a `file_search` result quotes, once each, as buttons opening the file;
+ * nothing when the result is not (or not whole) its JSON. */
+function sources(result) {
+  let passages;
+  try {
+    passages = JSON.parse(result).passages;
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(passages) || !passages.length) return null;
+  const seen = new Set();
+  const items = [];
+  for (const p of passages) {
+    if (!p || typeof p.fileId !== 'string' || typeof p.name !== 'string') continue;
+    const label = Number.isInteger(p.page) ? `${p.name}, page ${p.page}` : p.name;
+    if (seen.has(label)) continue;
+    seen.add(label);
+    const open = h('button', { type: 'button', dataset: { fileId: p.fileId } }, label);
+    open.addEventListener('click', () => openFile(p.fileId, p.name));
+    items.push(h('li', {}, open));
+  }
+  return items.length ? h('ul.tool-sources', { 'aria-label': 'Sources' }, items) : null;
 }
 
 /** The card's new content; whatever the user opened while the call ran stays open. */
