@@ -1,9 +1,16 @@
 //! `bench library`: the library's keyword search at scale, through the store (no HTTP, no
 //! tool call around it): `--chunks` chunks (100,000 by default) of about 1,000 characters in
 //! `--files` files of one person, stored as the worker stores them, then `--queries` questions of
-//! three kinds, each timed: an exact code (one chunk holds it), a question of common words
+//! three kinds, each timed: an exact code (one chunk holds it; the question's other words are in
+//! none), a question of common words
 //! (thousands of chunks match some of them, all ranked), and the two mixed. SQLite by default,
-//! PostgreSQL with `--database-url` (an empty database). Figures: BENCHMARKS.md, `bench library`.
+//! PostgreSQL with `--database-url` (an empty database).
+//!
+//! Then upload to ready: `--pdfs` generated PDFs of `--pages` pages each (about 1,500 characters a
+//! page) uploaded to the real server, which reads them in the sandbox (the bundled `doc_text`
+//! extractor, one file at a time), in pages per second from the first upload to the last file
+//! ready; beside lopdf run natively on the same files (load, then each page's text), one at a
+//! time too. Figures: BENCHMARKS.md, `bench library`.
 
 use std::time::{Duration, Instant};
 
@@ -22,11 +29,14 @@ pub struct Options {
     files: usize,
     queries: usize,
     database_url: Option<String>,
+    pdfs: usize,
+    pages: usize,
 }
 
 pub fn usage() -> &'static str {
-    "usage: bench library [--chunks N] [--files N] [--queries N] [--database-url postgres://…]\n\
-     defaults: 100000 chunks in 1000 files, 500 questions of each kind; SQLite in a temporary folder"
+    "usage: bench library [--chunks N] [--files N] [--queries N] [--database-url postgres://…] [--pdfs N] [--pages N]\n\
+     defaults: 100000 chunks in 1000 files, 500 questions of each kind; SQLite in a temporary folder;\n\
+     then 20 PDFs of 20 pages uploaded to ready, beside lopdf natively"
 }
 
 pub fn parse(args: &[String]) -> anyhow::Result<Options> {
@@ -35,6 +45,8 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         files: 1_000,
         queries: 500,
         database_url: None,
+        pdfs: 20,
+        pages: 20,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -47,6 +59,8 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--files" => o.files = value()?.parse()?,
             "--queries" => o.queries = value()?.parse()?,
             "--database-url" => o.database_url = Some(value()?.clone()),
+            "--pdfs" => o.pdfs = value()?.parse()?,
+            "--pages" => o.pages = value()?.parse()?,
             other => bail!("unknown option {other}\n{}", usage()),
         }
     }
@@ -82,14 +96,22 @@ const SYLLABLES: [&str; 16] = [
     "ka", "lo", "mi", "ne", "po", "ra", "su", "ti", "va", "we", "xo", "yu", "za", "be", "co", "du",
 ];
 
-/// Chunk `n`'s text: about 1,000 characters of vocabulary words and its code, `CODE-n`.
+/// Chunk `n`'s code: one word no other chunk has.
+fn code(n: usize) -> String {
+    format!("QZ{n}X")
+}
+
+/// Chunk `n`'s text: about 1,000 characters of vocabulary words, its code in the middle.
 fn chunk_text(numbers: &mut Numbers, n: usize) -> String {
     let mut text = String::with_capacity(1_100);
+    let mut coded = false;
     while text.len() < 1_000 {
         text.push_str(&numbers.word());
         text.push(' ');
-        if text.len() > 500 && !text.contains("CODE-") {
-            text.push_str(&format!("CODE-{n} "));
+        if text.len() > 500 && !coded {
+            text.push_str(&code(n));
+            text.push(' ');
+            coded = true;
         }
     }
     text
@@ -128,7 +150,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         let kinds: [(&str, Box<dyn Fn(&mut Numbers, usize) -> String>); 3] = [
             (
                 "an exact code (one chunk)",
-                Box::new(move |_, i| format!("What is CODE-{}?", (i * 7919) % o.chunks)),
+                Box::new(move |_, i| format!("What is {}?", code((i * 7919) % o.chunks))),
             ),
             (
                 "eight common words (thousands match)",
@@ -138,7 +160,7 @@ pub fn run(o: Options) -> anyhow::Result<()> {
                 "a code and six common words",
                 Box::new(move |n, i| {
                     let words: Vec<String> = (0..6).map(|_| n.word()).collect();
-                    format!("{} CODE-{}", words.join(" "), (i * 104_729) % o.chunks)
+                    format!("{} {}", words.join(" "), code((i * 104_729) % o.chunks))
                 }),
             ),
         ];
@@ -163,7 +185,127 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         }
         store.close().await;
         anyhow::Ok(())
-    })
+    })?;
+    rt.block_on(throughput(&o))
+}
+
+/// `n` PDFs of `pages` pages, each page about 1,500 characters of words.
+fn pdfs(n: usize, pages: usize) -> Vec<Vec<u8>> {
+    let mut numbers = Numbers(0x51_7cc1_b727_220a);
+    (0..n)
+        .map(|d| {
+            let texts: Vec<String> = (0..pages)
+                .map(|p| {
+                    let mut text = format!("Document {d} page {p}");
+                    while text.len() < 1_500 {
+                        text.push(' ');
+                        text.push_str(&numbers.word());
+                    }
+                    text
+                })
+                .collect();
+            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+            crate::documents::pdf(&texts)
+        })
+        .collect()
+}
+
+/// Upload to ready through the real server, beside lopdf natively.
+async fn throughput(o: &Options) -> anyhow::Result<()> {
+    let files = pdfs(o.pdfs, o.pages);
+    let total_pages = (o.pdfs * o.pages) as f64;
+    let native = {
+        let started = Instant::now();
+        let mut read = 0usize;
+        for bytes in &files {
+            let document = lopdf::Document::load_mem(bytes)?;
+            for number in document.get_pages().keys() {
+                read += document.extract_text(&[*number])?.len();
+            }
+        }
+        anyhow::ensure!(read > 0, "lopdf read no text");
+        started.elapsed()
+    };
+    let dir = tempfile::tempdir()?;
+    let mut config =
+        chatd::config::Config::from_args(["chatd", "--host", "127.0.0.1", "--port", "0"])
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    config.database_url = DatabaseUrl::Sqlite(format!(
+        "sqlite://{}",
+        dir.path().join("upload.db").display()
+    ));
+    config.admin_token = None;
+    let plugins = chatd::plugins::loading::plugin_host::PluginHost::start(&config).await?;
+    let server = chatd::server::Server::bind(&config, plugins).await?;
+    let base = format!("http://{}", server.local_addr()?);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for (i, bytes) in files.into_iter().enumerate() {
+        let part = reqwest::multipart::Part::bytes(bytes)
+            .file_name(format!("doc-{i}.pdf"))
+            .mime_str("application/pdf")?;
+        let answer: serde_json::Value = client
+            .post(format!("{base}/v1/files"))
+            .multipart(reqwest::multipart::Form::new().part("file", part))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        ids.push(answer["id"].as_str().context("a file id")?.to_string());
+    }
+    let mut pages = 0i64;
+    for id in &ids {
+        loop {
+            let file: serde_json::Value = client
+                .get(format!("{base}/v1/files/{id}"))
+                .send()
+                .await?
+                .json()
+                .await?;
+            match file["status"].as_str() {
+                Some("ready") => {
+                    pages += file["pages"].as_i64().unwrap_or(0);
+                    break;
+                }
+                Some("processing") => tokio::time::sleep(Duration::from_millis(5)).await,
+                _ => bail!("file {id} did not become ready: {file}"),
+            }
+        }
+    }
+    let sandboxed = started.elapsed();
+    anyhow::ensure!(
+        pages as f64 == total_pages,
+        "{pages} pages read of {total_pages}"
+    );
+    let _ = stop.send(());
+    served.await?;
+    println!(
+        "\nupload to ready: {} PDFs of {} pages ({} pages)",
+        o.pdfs, o.pages, total_pages
+    );
+    let rate = |d: Duration| total_pages / d.as_secs_f64();
+    println!(
+        "{:<44} {:>12.0} pages/s",
+        "chatd (upload, doc_text in the sandbox, chunks)",
+        rate(sandboxed)
+    );
+    println!(
+        "{:<44} {:>12.0} pages/s",
+        "lopdf natively (load, each page's text)",
+        rate(native)
+    );
+    println!(
+        "{:<44} {:>12.2}",
+        "native / chatd",
+        rate(native) / rate(sandboxed)
+    );
+    Ok(())
 }
 
 /// Files of [`OWNER`], each ready with its share of the chunks, stored as the worker stores them.
@@ -187,7 +329,7 @@ async fn seed(store: &Store, o: &Options) -> anyhow::Result<()> {
             bail!("file {f} was not added: is the database empty?");
         };
         let claimed = store
-            .claim_library_file(SEEDER)
+            .claim_library_file(SEEDER, "")
             .await?
             .context("the file just added waits")?;
         let chunks = (0..count)

@@ -36,6 +36,10 @@
 
 mod body;
 mod chat;
+/// Generated documents, shared with the black-box tests.
+#[allow(dead_code)]
+#[path = "../../tests/api/documents.rs"]
+mod documents;
 mod harness;
 mod instances;
 mod languages;

@@ -1,7 +1,7 @@
 -- Each person's library of documents (POST /v1/files; host/src/store/library.rs, docs/files.md):
 -- the original bytes, kept here because the database is the one service every instance shares,
 -- what processing made of them, and their chunks. One owner's same bytes are one file (the
--- UNIQUE sha256). A file is `processing` until a worker (host/src/library/worker.rs) stores its
+-- UNIQUE sha256). A file is `processing` until a worker (host/src/library/mod.rs) stores its
 -- chunks (`ready`) or its error (`failed`); `leased_by` is the instance working on it, and a
 -- file leased by an instance whose lease on the database ran out is taken over by another.
 CREATE TABLE library_files (
@@ -16,11 +16,12 @@ CREATE TABLE library_files (
     error      TEXT,
     pages      BIGINT,
     chunks     BIGINT,
-    content    BYTEA NOT NULL,
     -- How many times a worker took it: a file that stopped its worker three times fails.
     attempts   BIGINT NOT NULL DEFAULT 0,
     leased_by  TEXT COLLATE "C",
     created_at TEXT COLLATE "C" NOT NULL,
+    -- Last: the other columns are read without walking the bytes.
+    content    BYTEA NOT NULL,
     UNIQUE (owner_id, sha256)
 );
 CREATE INDEX library_files_by_owner ON library_files (owner_id, created_at, id);
@@ -31,13 +32,17 @@ CREATE INDEX library_files_processing ON library_files (created_at) WHERE status
 -- words for the keyword search (host/src/store/library_search.rs), stored and GIN-indexed, so
 -- a file is indexed once, when its chunks are stored, never per query: English stemming
 -- ("invoices" finds "invoice"), as SQLite's porter tokenizer does, over the first 100,000
--- characters (a tsvector cannot pass 1 MB; a chunk is far shorter).
+-- characters (a tsvector cannot pass 1 MB; a chunk is far shorter). Every run of characters
+-- that are not letters or digits is a space first, so words are cut where SQLite's unicode61
+-- tokenizer and the question's words cut them (PostgreSQL's own parser would keep `4.2.1`,
+-- `acme.com` or `a-b` as one lexeme, which the question's `4`, `2`, `1` would never match).
 CREATE TABLE library_chunks (
     file_id TEXT COLLATE "C" NOT NULL REFERENCES library_files (id) ON DELETE CASCADE,
     seq     BIGINT NOT NULL,
     page    BIGINT,
     text    TEXT NOT NULL,
-    words   tsvector GENERATED ALWAYS AS (to_tsvector('english', left(text, 100000))) STORED,
+    words   tsvector GENERATED ALWAYS AS (to_tsvector('english',
+                regexp_replace(left(text, 100000), '[^[:alnum:]]+', ' ', 'g'))) STORED,
     PRIMARY KEY (file_id, seq)
 );
 CREATE INDEX library_chunks_words ON library_chunks USING gin (words);

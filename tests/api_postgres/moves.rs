@@ -1,6 +1,6 @@
 //! Moving a deployment from SQLite to PostgreSQL with chatd itself, black-box: chats (with an
-//! attachment and a reply), a search with results and an answer, stars and calls made on an
-//! SQLite server are exported (`chatd export`, while it serves), imported into a new PostgreSQL
+//! attachment and a reply), a search with results and an answer, stars, calls and a library
+//! file made on an SQLite server are exported (`chatd export`, while it serves), imported into a new PostgreSQL
 //! database (`chatd import`), and read back identical through the API. An import that meets an
 //! id the database has stops with nothing stored.
 
@@ -36,6 +36,7 @@ async fn read_all(instance: &Instance) -> Value {
     let mut all = json!({
         "chats": instance.get("/v1/chats").await,
         "searches": instance.get("/v1/searches").await,
+        "files": instance.get("/v1/files").await,
     });
     let mut details = Vec::new();
     for chat in all["chats"]["chats"].as_array().unwrap() {
@@ -128,6 +129,28 @@ async fn sqlite_exported_and_imported_into_postgresql_reads_back_identical() {
             .status()
             .is_success()
     );
+    // A library file, read to its chunks.
+    let added: Value = reqwest::Client::new()
+        .post(old.url("/v1/files"))
+        .multipart(
+            reqwest::multipart::Form::new().part(
+                "file",
+                reqwest::multipart::Part::bytes(b"The harbour code is HB-3308.".to_vec())
+                    .file_name("notes.txt"),
+            ),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let file_id = added["id"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while old.get(&format!("/v1/files/{file_id}")).await["status"] != "ready" {
+        assert!(std::time::Instant::now() < deadline, "the file is read");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let before = read_all(&old).await;
     assert_eq!(before["chats"]["chats"].as_array().unwrap().len(), 2);
     assert!(
@@ -144,13 +167,17 @@ async fn sqlite_exported_and_imported_into_postgresql_reads_back_identical() {
         "{stderr}"
     );
     assert!(stderr.contains("2 llm_calls"), "{stderr}");
+    assert!(
+        stderr.contains("1 library_files, 1 library_chunks"),
+        "{stderr}"
+    );
     let file = dir.path().join("export.jsonl");
     std::fs::write(&file, &export.stdout).unwrap();
     let header: Value =
         serde_json::from_slice(export.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
     assert_eq!(
         (header["format"].as_str(), header["version"].as_u64()),
-        (Some("chatd-export"), Some(4))
+        (Some("chatd-export"), Some(5))
     );
     drop(old);
 
@@ -176,8 +203,29 @@ async fn sqlite_exported_and_imported_into_postgresql_reads_back_identical() {
     assert_eq!(
         read_all(&new).await,
         before,
-        "every chat and search reads back identical"
+        "every chat, search and file reads back identical"
     );
+    // The file's original, and its chunk found by the new database's own index.
+    let content = reqwest::get(new.url(&format!("/v1/files/{file_id}/content")))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(&content[..], b"The harbour code is HB-3308.");
+    let found = reqwest::Client::new()
+        .post(new.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "file_search", "arguments": {"query": "HB-3308"}}}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(found.contains(&file_id), "{found}");
 
     // Again: the ids exist. A file whose first chat is new and second is not stores neither.
     let text = std::fs::read_to_string(&file).unwrap();

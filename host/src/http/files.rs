@@ -6,7 +6,7 @@
 //! ([`MAX_FILE_BYTES`], 413), the library's caps (413), a declared type the library does not take
 //! (400). Anything else is accepted (201, `processing`), and a file whose content is not what
 //! it says ends `failed` with its `error` (`library/`). The same bytes again are the same file
-//! (200). Every query names the caller as the owner (`store/library.rs`): another person's file
+//! (200), processed again if it had failed; its name and collection stay the first upload's. Every query names the caller as the owner (`store/library.rs`): another person's file
 //! id is not found, as an unknown one is. The original is served as an attachment that runs
 //! nothing (`chat_files::served`).
 
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
-use super::error::{ApiError, ApiPath, ApiQuery, ApiResult, ErrorBody};
+use super::error::{ApiError, ApiPath, ApiQuery, ApiResult, ErrorBody, quoted};
 use super::limits;
 use crate::library::formats::Format;
 use crate::people::Caller;
@@ -102,7 +102,7 @@ pub struct UploadForm {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// Only the files of this collection.
+    /// Only the files of this collection (trimmed; blank: every file).
     #[param(min_length = 1, max_length = 200)]
     pub collection: Option<String>,
 }
@@ -140,10 +140,13 @@ pub async fn upload_file(
                 collection = Some(collection_field(&text)?);
             }
             other => {
-                return Err(ApiError::bad_request(format!(
-                    "{}: unknown field (the fields are file and collection)",
-                    other.unwrap_or("(a part without a name)")
-                )));
+                return Err(ApiError::bad_request(match other {
+                    Some(name) => format!(
+                        "{}: unknown field (the fields are file and collection)",
+                        quoted(name)
+                    ),
+                    None => "a part without a name (the fields are file and collection)".into(),
+                }));
             }
         }
     }
@@ -162,6 +165,10 @@ pub async fn upload_file(
             Ok((StatusCode::CREATED, Json(LibraryFile::from(record))).into_response())
         }
         Added::Same(record) => {
+            Ok((StatusCode::OK, Json(LibraryFile::from(record))).into_response())
+        }
+        Added::Again(record) => {
+            state.library.added();
             Ok((StatusCode::OK, Json(LibraryFile::from(record))).into_response())
         }
         Added::Full(cap) => Err(ApiError::new(
@@ -205,7 +212,7 @@ async fn read_file(mut field: Field<'_>) -> ApiResult<(String, Format, Vec<u8>)>
             "file: type {} is not one the library takes ({})",
             field
                 .content_type()
-                .unwrap_or("(none, and no known name ending)"),
+                .map_or("(none, and no known name ending)".into(), quoted),
             Format::listed()
         )));
     };
@@ -260,10 +267,12 @@ pub async fn list_files(
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<LibraryFiles>> {
-    let collection = match query.collection.as_deref() {
-        Some(text) => Some(collection_field(text)?),
-        None => None,
-    };
+    // Only a filter: a blank one filters nothing, and any other text finds what it names.
+    let collection = limits::optional(
+        query.collection.as_deref(),
+        "collection",
+        MAX_COLLECTION_CHARS,
+    )?;
     let files = state
         .store
         .library_files(caller.owner(), collection.as_deref())
@@ -305,7 +314,11 @@ pub async fn delete_file(
 
 #[utoipa::path(get, path = "/files/{fileId}/content", tag = "files",
     params(("fileId" = String, Path)),
-    responses((status = 200, description = "The original, as an attachment", content_type = "application/octet-stream"),
+    responses((status = 200, description = "The original, as an attachment, with the type it was stored as", content(
+                  (String = "application/pdf"),
+                  (String = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+                  (String = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"),
+                  (String = "text/csv"), (String = "text/html"), (String = "text/markdown"), (String = "text/plain"))),
               (status = 404, body = ErrorBody)))]
 pub async fn file_content(
     State(state): State<AppState>,

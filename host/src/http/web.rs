@@ -53,6 +53,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/icon.svg", "image/svg+xml"),
     asset!("assets/manifest.webmanifest", "application/manifest+json"),
     asset!("assets/js/account.js", JS),
+    asset!("assets/js/files.js", JS),
     asset!("assets/js/actions.js", JS),
     asset!("assets/js/api.js", JS),
     asset!("assets/js/attachments.js", JS),

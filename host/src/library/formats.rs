@@ -36,23 +36,41 @@ const FORMATS: &[(Format, &str, &[&str])] = &[
 /// Types that say nothing of the content: the name's ending decides then.
 const UNSAID: [&str; 2] = ["application/octet-stream", ""];
 
+/// Other names systems give a format, each taken only with one of the format's endings:
+/// browsers on Windows send a `.csv` as Excel's type (which a `.xls` has too, and is not read).
+const ALIASES: &[(&str, Format)] = &[
+    ("application/vnd.ms-excel", Format::Csv),
+    ("application/csv", Format::Csv),
+    ("text/x-csv", Format::Csv),
+    ("text/comma-separated-values", Format::Csv),
+    ("text/x-markdown", Format::Markdown),
+    ("application/xhtml+xml", Format::Html),
+];
+
 impl Format {
     /// The format of an upload: its declared media type (parameters such as `charset` left
-    /// out), or, when that says nothing, its name's ending. `None`: not a format the library
-    /// takes.
+    /// out; an alias with its format's ending), or, when that says nothing, its name's ending.
+    /// `None`: not a format the library takes.
     pub fn declared(content_type: Option<&str>, name: &str) -> Option<Format> {
         let media = content_type
             .and_then(|t| t.split(';').next())
             .map(|t| t.trim().to_ascii_lowercase())
             .unwrap_or_default();
-        if !UNSAID.contains(&media.as_str()) {
-            return FORMATS
-                .iter()
-                .find(|(_, m, _)| {
-                    *m == media || (media == "text/x-markdown" && *m == "text/markdown")
-                })
-                .map(|(f, _, _)| *f);
+        let by_ending = Self::by_ending(name);
+        if UNSAID.contains(&media.as_str()) {
+            return by_ending;
         }
+        if let Some((format, _, _)) = FORMATS.iter().find(|(_, m, _)| *m == media) {
+            return Some(*format);
+        }
+        ALIASES
+            .iter()
+            .find(|(alias, format)| *alias == media && by_ending == Some(*format))
+            .map(|(_, format)| *format)
+    }
+
+    /// The format a name's ending means.
+    fn by_ending(name: &str) -> Option<Format> {
         let ending = name.rsplit_once('.')?.1.to_ascii_lowercase();
         FORMATS
             .iter()
@@ -98,6 +116,18 @@ mod tests {
         );
         assert_eq!(Format::declared(None, "notes.md"), Some(Format::Markdown));
         assert_eq!(Format::declared(Some("image/png"), "x.pdf"), None);
+        assert_eq!(
+            Format::declared(Some("application/vnd.ms-excel"), "data.CSV"),
+            Some(Format::Csv)
+        );
+        assert_eq!(
+            Format::declared(Some("application/vnd.ms-excel"), "old.xls"),
+            None
+        );
+        assert_eq!(
+            Format::declared(Some("text/x-markdown"), "a.md"),
+            Some(Format::Markdown)
+        );
         assert_eq!(Format::declared(None, "archive.zip"), None);
         assert_eq!(Format::declared(None, "no-ending"), None);
         for (format, mime, _) in FORMATS {

@@ -60,9 +60,12 @@ impl Library {
     }
 }
 
-/// The worker: takes one file at a time, oldest first, until none waits; then sleeps until a
-/// file is added or [`LOOK_EVERY`] passes. Ends with the library, or when the store closes.
+/// The worker: takes one file at a time, oldest first and people in turn (`store/library.rs`),
+/// until none waits; then sleeps until a file is added or [`LOOK_EVERY`] passes. Ends with the
+/// library, or when the store closes.
 async fn work(library: Weak<Library>) {
+    // The owner of the file taken last: another person's goes first next.
+    let mut last_owner = String::new();
     loop {
         let Some(this) = library.upgrade() else {
             return;
@@ -70,8 +73,13 @@ async fn work(library: Weak<Library>) {
         if this.store.is_closed() {
             return;
         }
-        match this.store.claim_library_file(&this.instance).await {
+        match this
+            .store
+            .claim_library_file(&this.instance, &last_owner)
+            .await
+        {
             Ok(Some(claimed)) => {
+                last_owner = claimed.file.owner_id.clone();
                 process(&this, claimed).await;
                 continue;
             }
@@ -133,9 +141,19 @@ async fn process(library: &Library, claimed: Claimed) {
             done
         }
     };
-    if let Err(e) = stored {
+    let Err(e) = stored else { return };
+    // Its outcome could not be stored (the database away, the chunks past its time): the file
+    // ends failed, saying so, rather than held by this instance until it stops. Adding the same
+    // bytes again tries it again.
+    tracing::warn!(file = %file.id, error = %e, "library: could not store a file's outcome");
+    let error = format!("its text could not be stored: {e}");
+    if let Err(e) = library
+        .store
+        .fail_library_file(&file.id, &library.instance, &error)
+        .await
+    {
         // Still `processing`, held by this instance: taken again after a restart, or by
         // another instance once this one's lease runs out.
-        tracing::warn!(file = %file.id, error = %e, "library: could not store a file's outcome");
+        tracing::warn!(file = %file.id, error = %e, "library: could not store a file's failure");
     }
 }

@@ -50,7 +50,8 @@ pub async fn text_of(
 }
 
 /// `pages` as the library keeps them, if within the bounds: at most [`MAX_TEXT_BYTES`] in all,
-/// pages numbered from 1.
+/// pages numbered from 1; U+0000 (which PostgreSQL's text cannot hold, and which is no word)
+/// as a space.
 fn checked(id: &str, pages: Vec<(Option<u32>, String)>) -> Result<Vec<PageText>, String> {
     let total: usize = pages.iter().map(|(_, text)| text.len()).sum();
     if total > MAX_TEXT_BYTES {
@@ -66,7 +67,14 @@ fn checked(id: &str, pages: Vec<(Option<u32>, String)>) -> Result<Vec<PageText>,
     }
     Ok(pages
         .into_iter()
-        .map(|(page, text)| PageText { page, text })
+        .map(|(page, text)| PageText {
+            page,
+            text: if text.contains('\0') {
+                text.replace('\0', " ")
+            } else {
+                text
+            },
+        })
         .collect())
 }
 
@@ -84,8 +92,9 @@ mod tests {
 
     #[test]
     fn what_comes_back_is_checked() {
-        let ok = checked("x", vec![(Some(1), "a".into()), (None, "b".into())]).unwrap();
+        let ok = checked("x", vec![(Some(1), "a".into()), (None, "b\0c".into())]).unwrap();
         assert_eq!(ok[0].page, Some(1));
+        assert_eq!(ok[1].text, "b c");
         let zero = checked("x", vec![(Some(0), "a".into())]).unwrap_err();
         assert!(zero.contains("page 0"), "{zero}");
         let big = checked("x", vec![(None, "a".repeat(MAX_TEXT_BYTES + 1))]).unwrap_err();

@@ -22,6 +22,8 @@ use crate::vocabulary::{FileStatus, new_id, now};
 pub const MAX_LIBRARY_FILES: i64 = 1_000;
 /// Bytes one owner's files may hold together (the originals).
 pub const MAX_LIBRARY_BYTES: i64 = 1 << 30;
+/// How many times DATABASE_TIMEOUT_SECS storing a file's chunks may take.
+const FINISH_TIMEOUT_FACTOR: u32 = 12;
 /// A file taken this many times without an end (each taker stopped while working on it) fails
 /// at the next take instead of stopping another worker.
 pub const MAX_ATTEMPTS: i64 = 3;
@@ -65,6 +67,8 @@ pub enum Added {
     New(LibraryFileRecord),
     /// The owner has these bytes already: that file, as it is.
     Same(LibraryFileRecord),
+    /// The owner has these bytes already, in a file that failed: that file, `processing` again.
+    Again(LibraryFileRecord),
     /// It would pass a cap: nothing stored.
     Full(Cap),
 }
@@ -164,9 +168,11 @@ macro_rules! waiting {
 }
 const WAITING_SQLITE: &str = waiting!("");
 const WAITING_POSTGRES: &str = waiting!(" AND i.lease_until > clock_timestamp()");
-/// The oldest file in `processing` that no live instance holds, taken by `$1`. The instances
-/// table holds the live ones: on SQLite only this process (it clears the others at start); on
-/// PostgreSQL those whose lease holds (`$pg_live` adds that test).
+/// The oldest file in `processing` that no live instance holds, taken by `$1`; another person's
+/// before `$2`'s (the owner of the file taken last), so people take turns and one person's
+/// thousand files do not hold up everyone else's. The instances table holds the live ones: on
+/// SQLite only this process (it clears the others at start); on PostgreSQL those whose lease
+/// holds (`$live` adds that test).
 macro_rules! claim {
     ($live:literal, $skip_locked:literal) => {
         concat!(
@@ -175,7 +181,7 @@ macro_rules! claim {
              AND (f.leased_by IS NULL OR NOT EXISTS (SELECT 1 FROM instances i \
              WHERE i.id = f.leased_by",
             $live,
-            ")) ORDER BY f.created_at LIMIT 1",
+            ")) ORDER BY (f.owner_id = $2), f.created_at LIMIT 1",
             $skip_locked,
             ") RETURNING ",
             columns!(),
@@ -193,7 +199,14 @@ const READY: &str = "UPDATE library_files SET status = 'ready', pages = $3, chun
                      leased_by = NULL WHERE id = $1 AND leased_by = $2 AND status = 'processing'";
 const FAILED: &str = "UPDATE library_files SET status = 'failed', error = $3, leased_by = NULL \
                       WHERE id = $1 AND leased_by = $2 AND status = 'processing'";
-const CHUNK: &str = "INSERT INTO library_chunks (file_id, seq, page, text) VALUES ($1, $2, $3, $4)";
+const CHUNKS: &str = "INSERT INTO library_chunks (file_id, seq, page, text) ";
+/// Chunks per INSERT: a few round trips for a large file, well within each database's limit on
+/// bound values (4 a row).
+const CHUNKS_PER_INSERT: usize = 500;
+/// A failed file whose same bytes are added again: waiting for processing again.
+const AGAIN: &str = "UPDATE library_files SET status = 'processing', error = NULL, pages = NULL, \
+                     chunks = NULL, attempts = 0, leased_by = NULL \
+                     WHERE id = $1 AND status = 'failed'";
 
 /// The hex SHA-256 of `bytes`: a file's identity within its owner's library.
 fn digest(bytes: &[u8]) -> String {
@@ -220,7 +233,18 @@ macro_rules! library {
                 .fetch_optional(&mut **tx)
                 .await?;
             if let Some(same) = same {
-                return Ok(Added::Same(same.record()?));
+                let mut record = same.record()?;
+                if record.status != FileStatus::Failed {
+                    return Ok(Added::Same(record));
+                }
+                // Tried again: a newer extractor (or an operator's) may read it now.
+                sqlx::query(AGAIN)
+                    .bind(&record.id)
+                    .execute(&mut **tx)
+                    .await?;
+                record.status = FileStatus::Processing;
+                record.error = None;
+                return Ok(Added::Again(record));
             }
             let (count, bytes): (i64, i64) = sqlx::query_as(USAGE)
                 .bind(owner)
@@ -321,9 +345,11 @@ macro_rules! library {
             ex: impl sqlx::Executor<'e, Database = $db>,
             query: &'static str,
             instance: &str,
+            last_owner: &str,
         ) -> Result<Option<Claimed>> {
             let row: Option<ClaimedRow> = sqlx::query_as(query)
                 .bind(instance)
+                .bind(last_owner)
                 .fetch_optional(ex)
                 .await?;
             row.map(|row| {
@@ -355,14 +381,20 @@ macro_rules! library {
             if held.rows_affected() == 0 {
                 return Ok(false);
             }
-            for (seq, chunk) in chunks.into_iter().enumerate() {
-                sqlx::query(CHUNK)
-                    .bind(id)
-                    .bind(seq as i64)
-                    .bind(chunk.page.map(i64::from))
-                    .bind(chunk.text)
-                    .execute(&mut **tx)
-                    .await?;
+            let numbered: Vec<(i64, NewChunk)> = chunks
+                .into_iter()
+                .enumerate()
+                .map(|(seq, chunk)| (seq as i64, chunk))
+                .collect();
+            for batch in numbered.chunks(CHUNKS_PER_INSERT) {
+                let mut insert = sqlx::QueryBuilder::<$db>::new(CHUNKS);
+                insert.push_values(batch, |mut row, (seq, chunk)| {
+                    row.push_bind(id)
+                        .push_bind(*seq)
+                        .push_bind(chunk.page.map(i64::from))
+                        .push_bind(chunk.text.as_str());
+                });
+                insert.build().execute(&mut **tx).await?;
             }
             Ok(true)
         }
@@ -478,8 +510,12 @@ impl Store {
     }
 
     /// Takes the oldest file waiting for processing that no live instance holds, for
-    /// `instance` (module rules).
-    pub async fn claim_library_file(&self, instance: &str) -> Result<Option<Claimed>> {
+    /// `instance`, another person's before `last_owner`'s (module rules).
+    pub async fn claim_library_file(
+        &self,
+        instance: &str,
+        last_owner: &str,
+    ) -> Result<Option<Claimed>> {
         measured(
             self.backend_name(),
             "claim_library_file",
@@ -491,7 +527,8 @@ impl Store {
                             return Ok(None);
                         }
                         let mut tx = db.write_tx().await?;
-                        let claimed = on_sqlite::claim(&mut *tx, CLAIM_SQLITE, instance).await?;
+                        let claimed =
+                            on_sqlite::claim(&mut *tx, CLAIM_SQLITE, instance, last_owner).await?;
                         tx.commit().await?;
                         Ok(claimed)
                     }
@@ -499,7 +536,7 @@ impl Store {
                         if !on_postgres::waiting(db.pool(), WAITING_POSTGRES).await? {
                             return Ok(None);
                         }
-                        on_postgres::claim(db.pool(), CLAIM_POSTGRES, instance).await
+                        on_postgres::claim(db.pool(), CLAIM_POSTGRES, instance, last_owner).await
                     }
                 }
             },
@@ -517,27 +554,24 @@ impl Store {
         chunks: Vec<NewChunk>,
     ) -> Result<bool> {
         let pages = pages.map(i64::from);
-        measured(
-            self.backend_name(),
-            "finish_library_file",
-            self.timeout,
-            async {
-                match &self.backend {
-                    Backend::Sqlite(db) => {
-                        let mut tx = db.write_tx().await?;
-                        let done = on_sqlite::ready(&mut tx, id, instance, pages, chunks).await?;
-                        tx.commit().await?;
-                        Ok(done)
-                    }
-                    Backend::Postgres(db) => {
-                        let mut tx = db.tx().await?;
-                        let done = on_postgres::ready(&mut tx, id, instance, pages, chunks).await?;
-                        tx.commit().await?;
-                        Ok(done)
-                    }
+        // Thousands of chunks for a large file: more than one request's bound.
+        let timeout = self.timeout * FINISH_TIMEOUT_FACTOR;
+        measured(self.backend_name(), "finish_library_file", timeout, async {
+            match &self.backend {
+                Backend::Sqlite(db) => {
+                    let mut tx = db.write_tx().await?;
+                    let done = on_sqlite::ready(&mut tx, id, instance, pages, chunks).await?;
+                    tx.commit().await?;
+                    Ok(done)
                 }
-            },
-        )
+                Backend::Postgres(db) => {
+                    let mut tx = db.tx().await?;
+                    let done = on_postgres::ready(&mut tx, id, instance, pages, chunks).await?;
+                    tx.commit().await?;
+                    Ok(done)
+                }
+            }
+        })
         .await
     }
 

@@ -1,9 +1,14 @@
 //! The keyword half of the library's search: the chunks whose words match a question's, best
-//! first, from the index each backend keeps in step with `library_chunks` (its migration):
-//! SQLite's FTS5, ranked by `bm25`, and PostgreSQL's GIN-indexed `tsvector`, ranked by
-//! `ts_rank`. A question's words are or-ed, so a chunk holding some of them is found, the
-//! rarer words weighing more; both backends stem English words the same way (porter). Nothing
-//! is rebuilt per query. Only the owner's files are searched ([`Scope`]).
+//! first, from the index each backend keeps in step with `library_chunks` (its migration).
+//! A question's words ([`keywords`]: runs of letters and digits, as both indexes cut a chunk's
+//! text) are or-ed, so a chunk holding some of them is found. Both stem English words (SQLite's
+//! porter, PostgreSQL's snowball `english`), and rank differently:
+//! - SQLite: FTS5's `bm25`, where rarer words weigh more (its statistics are the whole
+//!   table's, every person's chunks together);
+//! - PostgreSQL: `ts_rank`, by how often the words occur in the chunk (no rarity), with
+//!   English stop words ("the", "is") not indexed at all.
+//!
+//! Nothing is rebuilt per query. Only the owner's files are searched ([`Scope`]).
 
 use super::{Backend, Result, Store, measured};
 
@@ -57,7 +62,7 @@ pub fn keywords(question: &str) -> Vec<String> {
 
 const SQLITE: &str = "SELECT f.id AS file_id, f.name, c.page, c.seq AS chunk, c.text, \
      -library_chunks_fts.rank AS score \
-     FROM library_chunks_fts JOIN library_chunks c ON c.rowid = library_chunks_fts.rowid \
+     FROM library_chunks_fts JOIN library_chunks c ON c.id = library_chunks_fts.rowid \
      JOIN library_files f ON f.id = c.file_id \
      WHERE library_chunks_fts MATCH $1 AND f.owner_id = $2 \
      AND ($3 IS NULL OR f.collection = $3) \

@@ -24,6 +24,7 @@ pub mod sessions;
 mod sqlite;
 mod text;
 pub mod transfer;
+mod transfer_tables;
 pub mod usage;
 
 /// How long an instance on PostgreSQL stays alive without renewing its lease.

@@ -4,8 +4,9 @@
 //! tables that hold users' data, parents before children ([`TABLES`]): chats (with their owner),
 //! their messages (attachments are in a message's metadata), the files the python tool wrote in
 //! them (their bytes in base64), searches with their results and answers, projects and their
-//! memberships (the stars), LLM calls, and last the people (the built-in admin aside) and their
-//! keys (each its secret's hash, never the secret). A row is its columns as they are stored (text,
+//! memberships (the stars), LLM calls, the people (the built-in admin aside) and their keys
+//! (each its secret's hash, never the secret), what they spent, and their libraries (files with
+//! their bytes in base64, and chunks). A row is its columns as they are stored (text,
 //! integers, booleans and base64 bytes, the same on both databases), so an import reads back
 //! exactly what was exported, ids, timestamps and transcript positions included, into either
 //! database.
@@ -45,231 +46,13 @@ pub const FORMAT: &str = "chatd-export";
 /// imports with everything the built-in admin's ([`DEFAULTS`]). 3 added budgets and the usage
 /// ledger (a version 2 export has neither: no budgets). 4 added who each person is at the
 /// identity provider (`oidc_subject`; an older export's people have none, and are matched by
-/// name at their next sign-in).
-pub const VERSION: u32 = 4;
+/// name at their next sign-in). 5 added each person's library: its files (their bytes in
+/// base64) and their chunks (an older export has none).
+pub const VERSION: u32 = 5;
 /// The oldest version an import reads.
 const OLDEST: u32 = 1;
 
-/// A column's stored type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Text,
-    Integer,
-    /// Bytes (BLOB, BYTEA), written as standard base64.
-    Bytes,
-    /// A boolean (SQLite's 0/1, PostgreSQL's BOOLEAN), written as `true`/`false`.
-    Flag,
-}
-
-/// A table of an export: its name on the line (`"chat"`), its SQL name, its key (what a
-/// conflict names) and its columns, the first ones the key.
-#[derive(Debug)]
-struct Table {
-    line: &'static str,
-    sql: &'static str,
-    key: usize,
-    columns: &'static [(&'static str, Kind)],
-    /// A conflict is never an error (rows every database has, or that follow their parent).
-    always_skip: bool,
-    /// Rows not exported (every database has them): a `WHERE` clause, or empty.
-    except: &'static str,
-}
-
-/// A column a row may lack (an older export's), and the value it then takes: a chat or search
-/// made before people existed is the built-in admin's.
-const DEFAULTS: &[(&str, &str, &str)] = &[
-    ("chat", "owner_id", super::people::BUILTIN_ADMIN),
-    ("search", "owner_id", super::people::BUILTIN_ADMIN),
-];
-
-use Kind::{Bytes as B, Flag as F, Integer as I, Text as T};
-
-/// Every exported table, parents first. People come last: a chat names its owner without a
-/// reference the database checks, and the counts read as they did before people existed.
-const TABLES: &[Table] = &[
-    Table {
-        line: "chat",
-        sql: "chats",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("title", T),
-            ("created_at", T),
-            ("updated_at", T),
-            ("initiated_provider", T),
-            ("initiated_model", T),
-            ("last_used_provider", T),
-            ("last_used_model", T),
-            ("additional_system_prompt", T),
-            ("enabled_tools", T),
-            ("owner_id", T),
-        ],
-        always_skip: false,
-        except: "",
-    },
-    Table {
-        line: "message",
-        sql: "messages",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("chat_id", T),
-            ("seq", I),
-            ("created_at", T),
-            ("role", T),
-            ("content", T),
-            ("name", T),
-            ("metadata", T),
-        ],
-        always_skip: false,
-        except: "",
-    },
-    Table {
-        line: "chatFile",
-        sql: "chat_files",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("chat_id", T),
-            ("name", T),
-            ("mime_type", T),
-            ("size_bytes", I),
-            ("created_at", T),
-            ("seq", I),
-            ("data", B),
-        ],
-        always_skip: false,
-        except: "",
-    },
-    Table {
-        line: "search",
-        sql: "searches",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("title", T),
-            ("query", T),
-            ("normalized_query", T),
-            ("created_at", T),
-            ("updated_at", T),
-            ("request_id", T),
-            ("latency_ms", I),
-            ("error", T),
-            ("results", T),
-            ("answer_text", T),
-            ("answer_request_id", T),
-            ("answer_citations", T),
-            ("answer_error", T),
-            ("owner_id", T),
-        ],
-        always_skip: false,
-        except: "",
-    },
-    Table {
-        line: "project",
-        sql: "projects",
-        key: 1,
-        columns: &[("id", T), ("name", T), ("created_at", T)],
-        always_skip: true,
-        except: "",
-    },
-    Table {
-        line: "projectChat",
-        sql: "project_chats",
-        key: 2,
-        columns: &[("project_id", T), ("chat_id", T), ("created_at", T)],
-        always_skip: true,
-        except: "",
-    },
-    Table {
-        line: "projectSearch",
-        sql: "project_searches",
-        key: 2,
-        columns: &[("project_id", T), ("search_id", T), ("created_at", T)],
-        always_skip: true,
-        except: "",
-    },
-    Table {
-        line: "call",
-        sql: "llm_calls",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("chat_id", T),
-            ("provider", T),
-            ("model", T),
-            ("created_at", T),
-            ("completed_at", T),
-            ("input_tokens", I),
-            ("output_tokens", I),
-            ("total_tokens", I),
-            ("latency_ms", I),
-            ("error", T),
-            ("answered_provider", T),
-            ("answered_model", T),
-        ],
-        always_skip: false,
-        except: "",
-    },
-    Table {
-        line: "user",
-        sql: "users",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("name", T),
-            ("role", T),
-            ("disabled", F),
-            ("created_at", T),
-            ("budget", T),
-            ("oidc_subject", T),
-        ],
-        always_skip: false,
-        // The built-in admin, whom the migration makes in every database.
-        except: "WHERE id <> 'admin'",
-    },
-    Table {
-        line: "key",
-        sql: "api_keys",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("user_id", T),
-            ("name", T),
-            // The secret's SHA-256, never the secret (docs/teams.md, "What an export holds").
-            ("secret_sha256", T),
-            ("scopes", T),
-            ("created_at", T),
-            ("expires_at", T),
-            ("revoked_at", T),
-            ("budget", T),
-        ],
-        always_skip: false,
-        except: "",
-    },
-    // What people spent (usage/): kept by an export, as the chats' call records are. Holds
-    // are not: they are requests running now. Nor are login links and sessions (short-lived
-    // credentials: people sign in again after an import).
-    Table {
-        line: "usage",
-        sql: "usage_ledger",
-        key: 1,
-        columns: &[
-            ("id", T),
-            ("user_id", T),
-            ("key_id", T),
-            ("source", T),
-            ("provider", T),
-            ("model", T),
-            ("input_tokens", I),
-            ("output_tokens", I),
-            ("cost_nanos", I),
-            ("created_at", T),
-        ],
-        always_skip: false,
-        except: "",
-    },
-];
+use super::transfer_tables::{DEFAULTS, Kind, TABLES, Table};
 
 /// Rows by table line name, in [`TABLES`] order: what an export wrote or an import stored.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -731,10 +514,11 @@ mod tests {
         assert!(check_header(&ok.replace(":1,", ":2,")).is_ok());
         assert!(check_header(&ok.replace(":1,", ":3,")).is_ok());
         assert!(check_header(&ok.replace(":1,", ":4,")).is_ok());
+        assert!(check_header(&ok.replace(":1,", ":5,")).is_ok());
         assert!(
-            check_header(&ok.replace(":1,", ":5,"))
+            check_header(&ok.replace(":1,", ":6,"))
                 .unwrap_err()
-                .contains("version 5")
+                .contains("version 6")
         );
         assert!(
             check_header("{}")

@@ -1,7 +1,8 @@
 //! chatd's bundled extractor: each format of the library's documents to text, inside the
 //! sandbox (the `extractor` world imports only `log`). Every format's reader is bounded here as
-//! well as by the host (memory, time): what a stream or a zip entry may expand to, how many
-//! pages or cells are read, how much text comes out. A document past a bound, damaged, or not
+//! well as by the host (memory, time): what a PDF stream or a DOCX's document may expand to,
+//! how many pages or cells are read, how much text comes out; what calamine reads besides the
+//! cells (shared strings) only by the host's memory cap. A document past a bound, damaged, or not
 //! what its type says is refused with an error its owner can read; a trap (a bug, a stack
 //! exhausted by nesting) fails that document alone, as every plugin call fails alone.
 

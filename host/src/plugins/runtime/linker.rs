@@ -95,3 +95,14 @@ pub fn shared(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
     chatd_imports(&mut linker)?;
     Ok(linker)
 }
+
+/// What an extractor's world links: the WASI subset, `types` and `log`, and nothing that
+/// reaches out (no `http`, no `config`), whatever an operator's settings would grant it.
+pub fn log_only(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
+    use bindings::imports::chatd::plugin::{log, types};
+    let mut linker = Linker::new(engine);
+    wasi_subset(&mut linker)?;
+    types::add_to_linker::<PluginState, Records>(&mut linker, |_| Records)?;
+    log::add_to_linker::<PluginState, LogHost>(&mut linker, PluginState::log)?;
+    Ok(linker)
+}

@@ -29,11 +29,11 @@ pub struct ExtractorPlugin {
     formats: Vec<String>,
 }
 
-/// The `extractor` world's linker: the shared imports (it uses only `log`) and its record
-/// types.
+/// The `extractor` world's linker: `log` and the records, nothing that reaches out
+/// ([`linker::log_only`]), and its record types.
 fn link(engine: &Engine) -> wasmtime::Result<Linker<PluginState>> {
     use crate::plugins::bindings::extractor::chatd::plugin::extractor_types;
-    let mut linker = linker::shared(engine)?;
+    let mut linker = linker::log_only(engine)?;
     extractor_types::add_to_linker::<PluginState, Records>(&mut linker, |_| Records)?;
     Ok(linker)
 }
