@@ -159,6 +159,8 @@ async fn files_are_added_processed_searched_served_and_deleted() {
         None,
     )
     .await;
+    let (status, empty) = call(&server, &key, Method::GET, "/v1/files?collection=", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{empty}");
     assert_eq!(only["files"].as_array().unwrap().len(), 1, "{only}");
     assert_eq!(only["files"][0]["id"], id.as_str());
 

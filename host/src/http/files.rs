@@ -267,7 +267,13 @@ pub async fn list_files(
     caller: Caller,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> ApiResult<Json<LibraryFiles>> {
-    // Only a filter: a blank one filters nothing, and any other text finds what it names.
+    // Only a filter: any text of 1 to 200 characters finds what it names, trimmed (a blank one
+    // filters nothing); an empty one is not a collection (the document's `minLength`).
+    if query.collection.as_deref() == Some("") {
+        return Err(ApiError::bad_request(
+            "collection: must be at least 1 character (leave it out for every file)",
+        ));
+    }
     let collection = limits::optional(
         query.collection.as_deref(),
         "collection",
