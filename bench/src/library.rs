@@ -341,7 +341,7 @@ async fn seed(store: &Store, o: &Options) -> anyhow::Result<()> {
         n += count;
         anyhow::ensure!(
             store
-                .finish_library_file(&claimed.file.id, SEEDER, None, chunks)
+                .finish_library_file(&claimed.file.id, SEEDER, None, chunks, None)
                 .await?,
             "file {f} was taken by another"
         );

@@ -6,9 +6,9 @@
 // and chatd adds the key to requests to that origin only. The plugin reads the base URL as the
 // setting `weather_base_url`. See docs/writing-a-plugin.md.
 
-import { get } from "chatd:plugin/config@0.1.3";
-import { fetch } from "chatd:plugin/http@0.1.3";
-import { write } from "chatd:plugin/log@0.1.3";
+import { get } from "chatd:plugin/config@0.1.4";
+import { fetch } from "chatd:plugin/http@0.1.4";
+import { write } from "chatd:plugin/log@0.1.4";
 
 const SCHEMA = {
   type: "object",

@@ -115,8 +115,12 @@ impl Server {
         let logins = crate::tools::mcp::Logins::new(store.clone(), login_key(config));
         // Whether people use the deployment, known before the first request (`usage/`).
         let team = store.team_exists().await?;
-        let library =
-            crate::library::Library::start(store.clone(), plugins.clone(), instance.clone());
+        let library = crate::library::Library::start(
+            store.clone(),
+            plugins.clone(),
+            instance.clone(),
+            config.chatd_embedding_model.clone(),
+        );
         let state = AppState {
             people: Arc::new(crate::people::Directory::new(store.clone(), team)),
             store,

@@ -1,6 +1,6 @@
-//! The `codec-provider` world (as `tuned-codec-provider`, which adds the provider's
-//! [`Profile`], the turn options it honours and the tuning it honours): [`Codec`], [`Decoder`]
-//! and [`export_codec_provider!`](crate::export_codec_provider).
+//! The `codec-provider` world (as `embedding-provider`, which adds the provider's
+//! [`Profile`], the turn options it honours, the tuning it honours and its embeddings):
+//! [`Codec`], [`Decoder`] and [`export_codec_provider!`](crate::export_codec_provider).
 //!
 //! A codec provider only encodes and decodes: [`Codec::start`] turns a turn request into the
 //! upstream [`Request`] and a [`Decoder`] for its answer. The host sends the request and feeds the
@@ -21,18 +21,18 @@
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "chatd:plugin/tuned-codec-provider@0.1.3",
+        world: "chatd:plugin/embedding-provider@0.1.4",
         runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_codec_provider_world",
         default_bindings_module: "chatd_plugin_sdk::codec::bindings",
         with: {
-            "chatd:plugin/types@0.1.3": crate::host::bindings::chatd::plugin::types,
-            "chatd:plugin/http@0.1.3": crate::host::bindings::chatd::plugin::http,
-            "chatd:plugin/log@0.1.3": crate::host::bindings::chatd::plugin::log,
-            "chatd:plugin/config@0.1.3": crate::host::bindings::chatd::plugin::config,
-            "chatd:plugin/provider-types@0.1.3": crate::provider::bindings::chatd::plugin::provider_types,
-            "chatd:plugin/turn-events@0.1.3": crate::provider::bindings::chatd::plugin::turn_events,
+            "chatd:plugin/types@0.1.4": crate::host::bindings::chatd::plugin::types,
+            "chatd:plugin/http@0.1.4": crate::host::bindings::chatd::plugin::http,
+            "chatd:plugin/log@0.1.4": crate::host::bindings::chatd::plugin::log,
+            "chatd:plugin/config@0.1.4": crate::host::bindings::chatd::plugin::config,
+            "chatd:plugin/provider-types@0.1.4": crate::provider::bindings::chatd::plugin::provider_types,
+            "chatd:plugin/turn-events@0.1.4": crate::provider::bindings::chatd::plugin::turn_events,
         },
     });
 }
@@ -43,6 +43,7 @@ pub use bindings::chatd::plugin::turn_options::{
     JsonSchema, Options as TurnOptions, ResponseFormat, ToolChoice,
 };
 pub use bindings::chatd::plugin::turn_tuning::{ReasoningEffort, Tuning};
+pub use bindings::exports::chatd::plugin::embeddings::Embedded;
 pub use bindings::exports::chatd::plugin::turn_codec::Decoded;
 pub use bindings::exports::chatd::plugin::turn_options_support::OptionKind;
 pub use bindings::exports::chatd::plugin::turn_tuning_support::TuningKind;
@@ -82,6 +83,13 @@ pub trait Codec {
     fn start(request: TurnRequest) -> Result<(Request, Decoder), PluginError> {
         let _ = request;
         Err(crate::unsupported("model turns"))
+    }
+
+    /// The vectors of `inputs` by the upstream's embedding model `model` (WIT 0.1.4), sent
+    /// through the `http` import ([`Request::send`]). Unsupported by default.
+    fn embed(model: String, inputs: Vec<String>) -> Result<Embedded, PluginError> {
+        let _ = (model, inputs);
+        Err(crate::unsupported("embeddings"))
     }
 }
 
@@ -443,7 +451,7 @@ impl bindings::exports::chatd::plugin::turn_codec::GuestTurnDecoder for DecoderR
     }
 }
 
-/// Exports a [`Codec`] implementation as the component's `tuned-codec-provider` world (which
+/// Exports a [`Codec`] implementation as the component's `embedding-provider` world (which
 /// includes the `provider` world: its `turn` runs the same codec through [`drive`]).
 #[macro_export]
 macro_rules! export_codec_provider {
@@ -513,6 +521,17 @@ macro_rules! export_codec_provider {
         {
             fn honoured() -> ::std::vec::Vec<$crate::codec::TuningKind> {
                 <$ty as $crate::codec::Codec>::tuned()
+            }
+        }
+
+        impl $crate::codec::bindings::exports::chatd::plugin::embeddings::Guest
+            for __ChatdCodecExport
+        {
+            fn embed(
+                model: ::std::string::String,
+                inputs: ::std::vec::Vec<::std::string::String>,
+            ) -> ::std::result::Result<$crate::codec::Embedded, $crate::host::PluginError> {
+                <$ty as $crate::codec::Codec>::embed(model, inputs)
             }
         }
 

@@ -3,7 +3,7 @@
 
 wit_bindgen::generate!({
     path: "wit",
-    world: "chatd:plugin/host-imports@0.1.3",
+    world: "chatd:plugin/host-imports@0.1.4",
     runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
     type_section_suffix: "chatd-host-imports",
 });

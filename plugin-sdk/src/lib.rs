@@ -1,5 +1,5 @@
 //! The chatd plugin SDK: write a provider, a tool, a search backend or an extractor for chatd as a Wasm
-//! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.3` (the crate's `wit/`,
+//! component (`wasm32-wasip2`), against the WIT package `chatd:plugin@0.1.4` (the crate's `wit/`,
 //! a copy of the workspace's `/wit` that a test keeps identical, so the crate packages alone).
 //!
 //! A plugin enables one world's feature (`tool`, `provider`, `search` or `extractor`), implements
@@ -46,7 +46,7 @@
 //! component for that target), and give it a manifest, `echo.json` beside `echo.wasm`:
 //!
 //! ```json
-//! {"id": "echo", "kind": "tool", "wit": "chatd:plugin@0.1.3", "version": "0.1.0",
+//! {"id": "echo", "kind": "tool", "wit": "chatd:plugin@0.1.4", "version": "0.1.0",
 //!  "grants": {}, "limits": {"memoryMib": 32, "timeoutMs": 5000}}
 //! ```
 //!
@@ -75,6 +75,9 @@
 //!    - `start(request)`: the turn's request, [`codec::post_turn`] of a JSON body to
 //!      `{base}/api/chat`, and a [`codec::Decoder`] made of the stream parser and a whole-body
 //!      parser. The base URL is [`provider::base_url`]; never set a key, the host adds it.
+//!    - `embed(model, inputs)`, when the upstream has embeddings (WIT 0.1.4): the vectors of a
+//!      batch, from a request the plugin sends itself ([`host::Request::fetch`]); chatd's library
+//!      calls it for `CHATD_EMBEDDING_MODEL`. Unsupported by default.
 //! 3. **The request body**: the host's [`provider::TurnRequest`] (messages with text, images and
 //!    text files; the tool calls and results of the loop; tools; temperature; max tokens) in the
 //!    upstream's shape, [`codec::turn_options`] (`top_p`, `stop`, `tool_choice`,
@@ -93,7 +96,7 @@
 //!    body through your decoder in pieces of any size, as the host does, and gives the text, the
 //!    other events as text ([`testing::show`]) and the finish.
 //! 7. **The manifest** beside the `.wasm` (`ollama.json`): `{"id": "ollama", "kind": "provider",
-//!    "wit": "chatd:plugin@0.1.3", "provider": {"service": "ollama"}}`. `provider.service` names
+//!    "wit": "chatd:plugin@0.1.4", "provider": {"service": "ollama"}}`. `provider.service` names
 //!    the upstream the operator configures; its base URL is what [`provider::base_url`] reads.
 //! 8. **Build and drop in**: `cargo build --release --target wasm32-wasip2`, then copy the
 //!    built `example_ollama.wasm` as `ollama.wasm` beside `ollama.json` (a component's manifest

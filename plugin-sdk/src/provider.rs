@@ -9,16 +9,16 @@
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",
-        world: "chatd:plugin/provider@0.1.3",
+        world: "chatd:plugin/provider@0.1.4",
         runtime_path: "chatd_plugin_sdk::__wit_bindgen::rt",
         pub_export_macro: true,
         export_macro_name: "__export_provider_world",
         default_bindings_module: "chatd_plugin_sdk::provider::bindings",
         with: {
-            "chatd:plugin/types@0.1.3": crate::host::bindings::chatd::plugin::types,
-            "chatd:plugin/http@0.1.3": crate::host::bindings::chatd::plugin::http,
-            "chatd:plugin/log@0.1.3": crate::host::bindings::chatd::plugin::log,
-            "chatd:plugin/config@0.1.3": crate::host::bindings::chatd::plugin::config,
+            "chatd:plugin/types@0.1.4": crate::host::bindings::chatd::plugin::types,
+            "chatd:plugin/http@0.1.4": crate::host::bindings::chatd::plugin::http,
+            "chatd:plugin/log@0.1.4": crate::host::bindings::chatd::plugin::log,
+            "chatd:plugin/config@0.1.4": crate::host::bindings::chatd::plugin::config,
         },
     });
 }

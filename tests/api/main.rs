@@ -66,6 +66,8 @@ mod python_call;
 mod rebinding;
 mod refusals;
 mod retries;
+mod retrieval;
+mod retrieval_corpus;
 mod runs;
 mod search_runs;
 mod search_streams;

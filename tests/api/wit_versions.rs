@@ -1,5 +1,5 @@
-//! WIT versions stay loadable: `chatd:plugin@0.1.0`, `@0.1.1` and `@0.1.2` are frozen in
-//! `wit/v0.1.0/`, `wit/v0.1.1/` and `wit/v0.1.2/` as released, and a
+//! WIT versions stay loadable: `chatd:plugin@0.1.0` to `@0.1.3` are frozen in `wit/v0.1.0/`
+//! to `wit/v0.1.3/` as released, and a
 //! component built against it (`tests/plugins/since-v0.1.0`, on wit-bindgen directly, not on the
 //! SDK, which follows the newest WIT) loads into today's host, whose WIT is newer, and every
 //! import it uses answers.
@@ -15,7 +15,7 @@ use crate::support::{Options, TestServer, test_component, until};
 /// SHA-256 of each released version's `wit/vX.Y.Z/{host,types,worlds}.wit` as released. A
 /// released version never changes: what it lacks goes into the next one
 /// (`wit/PENDING_CHANGES.md`).
-const RELEASED: [(&str, &str); 3] = [
+const RELEASED: [(&str, &str); 4] = [
     (
         "v0.1.0",
         "3ae6f1531fc829516eb086ecebf0d62a06cba0cc8d2199399ae66467fd81745f",
@@ -27,6 +27,10 @@ const RELEASED: [(&str, &str); 3] = [
     (
         "v0.1.2",
         "7439fe3e7ed2e2f39b8d77044b878c127db734a79d1a444e3adb72dc6a133c6e",
+    ),
+    (
+        "v0.1.3",
+        "5c2cb41ba2594ac5514731909ebbc971e14918e8504ef1da4af2bd58595a5fb7",
     ),
 ];
 

@@ -69,6 +69,10 @@ mod python_call;
 mod refusals;
 #[path = "../api/retries.rs"]
 mod retries;
+#[path = "../api/retrieval.rs"]
+mod retrieval;
+#[path = "../api/retrieval_corpus.rs"]
+mod retrieval_corpus;
 #[path = "../api/runs.rs"]
 mod runs;
 #[path = "../api/search_runs.rs"]

@@ -1,7 +1,7 @@
 // {{name}}: a chatd tool plugin in JavaScript. The module's exports are the world's: `describe`
 // lists its tools, `invoke` runs one and returns its output, or throws a plugin error
 // ({tag, val}) that fails this call alone. chatd's imports are modules named after the WIT
-// (`import { send } from "chatd:plugin/http@0.1.3"`).
+// (`import { send } from "chatd:plugin/http@0.1.4"`).
 
 export function describe() {
   return [

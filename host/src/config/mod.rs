@@ -7,6 +7,7 @@
 //! Secrets are wrapped in [`Secret`] so that `Debug` (and therefore any log line that prints the
 //! config) never shows them, and `--help` never echoes their environment values.
 
+pub mod embedding;
 pub mod exposure;
 pub mod file;
 pub mod mcp;
@@ -18,6 +19,7 @@ pub mod python;
 pub mod retry;
 pub mod values;
 
+use embedding::parse_embedding_model;
 use parse::*;
 use std::collections::BTreeSet;
 use std::fmt;
@@ -249,6 +251,10 @@ pub struct Config {
     /// start rather than read from the compile cache.
     #[arg(long, env = "CHATD_SECRET_KEY", value_name = "CHATD_SECRET_KEY", hide_env_values = true, value_parser = parse_secret_key)]
     pub chatd_secret_key: Option<Secret>,
+    /// The model whose embeddings index the library, `PROVIDER/MODEL` (docs/files.md); unset:
+    /// keyword retrieval only.
+    #[arg(long, env = "CHATD_EMBEDDING_MODEL", value_name = "CHATD_EMBEDDING_MODEL", value_parser = parse_embedding_model)]
+    pub chatd_embedding_model: Option<embedding::EmbeddingModel>,
     /// Lets tool plugins reach loopback, private and link-local addresses.
     #[arg(long, env = "CHATD_ALLOW_PRIVATE_NETWORKS", value_name = "CHATD_ALLOW_PRIVATE_NETWORKS", default_value = "false", value_parser = parse_bool, action = clap::ArgAction::Set)]
     pub chatd_allow_private_networks: bool,

@@ -1,15 +1,18 @@
 //! Each person's library of documents (docs/files.md): what makes a file's text ([`text`]: an
 //! extractor plugin, by the format [`formats::Format`] gave it at upload), how the text is cut
-//! ([`chunks`]), and the worker that takes each
-//! uploaded file from `processing` to `ready` or `failed` ([`Library`]). The files, their
-//! chunks and the keyword search are the store's (`store/library.rs`, `store/library_search.rs`);
-//! the routes are `http/files.rs`, the tool `tools/file_search.rs`.
+//! ([`chunks`]), their vectors ([`embeddings`]), the search that fuses keywords and meaning
+//! ([`search`]), and the worker that takes each uploaded file from `processing` to `ready` or
+//! `failed` ([`Library`]). The files, their chunks, the full-text index and the vectors are the
+//! store's (`store/library.rs`, `store/library_search.rs`, `store/library_vectors.rs`); the
+//! routes are `http/files.rs`, the tool `tools/file_search.rs`.
 //!
 //! This layer sits above the plugin host (the extractors it runs are plugins) and below the
 //! tools (`file_search` searches what it made).
 
 pub mod chunks;
+pub mod embeddings;
 pub mod formats;
+pub mod search;
 pub mod text;
 
 use std::sync::{Arc, Weak};
@@ -17,9 +20,13 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use crate::config::embedding::EmbeddingModel;
 use crate::plugins::loading::plugin_host::PluginHost;
 use crate::store::Store;
-use crate::store::library::{Claimed, MAX_ATTEMPTS};
+use crate::store::library::{ChunkVectors, Claimed, MAX_ATTEMPTS};
+use crate::store::library_search::{NewChunk, Passage, Scope};
+
+use embeddings::{Backfill, Embedder};
 
 /// How often the worker looks for files without being woken: files another instance left when
 /// it stopped, on a shared database.
@@ -34,14 +41,22 @@ pub struct Library {
     instance: String,
     /// Woken by an upload (a permit is kept when the worker is busy: it looks again after).
     wake: Arc<Notify>,
+    /// Texts to vectors, by the model configured.
+    embedder: Arc<Embedder>,
 }
 
 impl Library {
-    /// The library on `store`, its text made by `plugins`' extractors, with its worker started
-    /// for `instance`.
-    pub fn start(store: Store, plugins: Arc<PluginHost>, instance: String) -> Arc<Self> {
+    /// The library on `store`, its text made by `plugins`' extractors and its vectors by
+    /// `embedding` (none: keywords only), with its worker started for `instance`.
+    pub fn start(
+        store: Store,
+        plugins: Arc<PluginHost>,
+        instance: String,
+        embedding: Option<EmbeddingModel>,
+    ) -> Arc<Self> {
         let library = Arc::new(Self {
             store,
+            embedder: Arc::new(Embedder::new(plugins.clone(), embedding)),
             plugins,
             instance,
             wake: Arc::new(Notify::new()),
@@ -58,14 +73,29 @@ impl Library {
     pub fn added(&self) {
         self.wake.notify_one();
     }
+
+    /// The `limit` best passages for `query` among the files `scope` reaches ([`search`]).
+    pub async fn search(
+        &self,
+        scope: Scope<'_>,
+        query: &str,
+        limit: u32,
+    ) -> crate::store::Result<Vec<Passage>> {
+        search::search(&self.store, &self.embedder, scope, query, limit).await
+    }
 }
 
 /// The worker: takes one file at a time, oldest first and people in turn (`store/library.rs`),
-/// until none waits; then sleeps until a file is added or [`LOOK_EVERY`] passes. Ends with the
-/// library, or when the store closes.
+/// until none waits; between files, makes the vectors chunks lack ([`Backfill`]); then sleeps
+/// until a file is added or [`LOOK_EVERY`] passes. Ends with the library, or when the store
+/// closes.
 async fn work(library: Weak<Library>) {
     // The owner of the file taken last: another person's goes first next.
     let mut last_owner = String::new();
+    let mut backfill = match library.upgrade() {
+        Some(this) => Backfill::new(this.embedder.clone()),
+        None => return,
+    };
     loop {
         let Some(this) = library.upgrade() else {
             return;
@@ -83,7 +113,11 @@ async fn work(library: Weak<Library>) {
                 process(&this, claimed).await;
                 continue;
             }
-            Ok(None) => {}
+            Ok(None) => {
+                if backfill.step(&this.store).await {
+                    continue;
+                }
+            }
             Err(_) if this.store.is_closed() => return,
             Err(e) => tracing::warn!(error = %e, "library: could not look for files to process"),
         }
@@ -91,6 +125,24 @@ async fn work(library: Weak<Library>) {
         let wake = this.wake.clone();
         drop(this);
         let _ = tokio::time::timeout(LOOK_EVERY, wake.notified()).await;
+    }
+}
+
+/// The vectors of a file's `chunks` by the model configured, if there is one and it answers;
+/// when it does not, the file is ready without them and the worker makes them later.
+async fn vectors_of(library: &Library, id: &str, chunks: &[NewChunk]) -> Option<ChunkVectors> {
+    let model = library.embedder.target()?;
+    let texts: Vec<String> = chunks.iter().map(|c| c.text.clone()).collect();
+    match library.embedder.embed(model, &texts).await {
+        Ok(vectors) => Some(ChunkVectors {
+            model: model.to_string(),
+            vectors,
+        }),
+        Err(why) => {
+            tracing::warn!(file = %id, model = %model, error = %why,
+                           "library: could not embed a file's chunks; found by keywords until it is");
+            None
+        }
     }
 }
 
@@ -121,9 +173,10 @@ async fn process(library: &Library, claimed: Claimed) {
     let stored = match outcome {
         Ok((pages, chunks)) => {
             let count = chunks.len();
+            let vectors = vectors_of(library, &file.id, &chunks).await;
             let done = library
                 .store
-                .finish_library_file(&file.id, &library.instance, pages, chunks)
+                .finish_library_file(&file.id, &library.instance, pages, chunks, vectors)
                 .await;
             if let Ok(true) = done {
                 tracing::info!(file = %file.id, chunks = count, "library: file ready");

@@ -10,7 +10,7 @@
 pub mod imports {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "chatd:plugin/host-imports@0.1.3",
+        world: "chatd:plugin/host-imports@0.1.4",
         imports: { default: async },
         with: {
             "chatd:plugin/http.response": crate::egress::Incoming,
@@ -41,20 +41,20 @@ macro_rules! world {
 /// The `tool` world.
 pub mod tool {
     world!(
-        "chatd:plugin/tool@0.1.3",
+        "chatd:plugin/tool@0.1.4",
         "chatd:plugin/ssh" => super::imports::chatd::plugin::ssh,
     );
 }
 
 /// The `provider` world.
 pub mod provider {
-    world!("chatd:plugin/provider@0.1.3");
+    world!("chatd:plugin/provider@0.1.4");
 }
 
 /// The `codec-provider` world: the `provider` world plus the `turn-codec` export.
 pub mod codec_provider {
     world!(
-        "chatd:plugin/codec-provider@0.1.3",
+        "chatd:plugin/codec-provider@0.1.4",
         "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
         "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
     );
@@ -62,7 +62,7 @@ pub mod codec_provider {
 
 /// The `search` world.
 pub mod search {
-    world!("chatd:plugin/search@0.1.3");
+    world!("chatd:plugin/search@0.1.4");
 }
 
 /// The `profiled-codec-provider` world: a codec provider that declares its profile. Only its
@@ -70,7 +70,7 @@ pub mod search {
 /// [`codec_provider`].
 pub mod profiled_codec_provider {
     world!(
-        "chatd:plugin/profiled-codec-provider@0.1.3",
+        "chatd:plugin/profiled-codec-provider@0.1.4",
         "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
         "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
     );
@@ -81,7 +81,7 @@ pub mod profiled_codec_provider {
 /// Only its `turn-options-support` export is called through these bindings.
 pub mod optioned_codec_provider {
     world!(
-        "chatd:plugin/optioned-codec-provider@0.1.3",
+        "chatd:plugin/optioned-codec-provider@0.1.4",
         "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
         "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
     );
@@ -92,10 +92,22 @@ pub mod optioned_codec_provider {
 /// honours. Only its `turn-tuning-support` export is called through these bindings.
 pub mod tuned_codec_provider {
     world!(
-        "chatd:plugin/tuned-codec-provider@0.1.3",
+        "chatd:plugin/tuned-codec-provider@0.1.4",
         "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
         "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
         "chatd:plugin/turn-options" => super::optioned_codec_provider::chatd::plugin::turn_options,
+    );
+}
+
+/// The `embedding-provider` world (0.1.4): a tuned codec provider that also embeds text. Only
+/// its `embeddings` export is called through these bindings.
+pub mod embedding_provider {
+    world!(
+        "chatd:plugin/embedding-provider@0.1.4",
+        "chatd:plugin/provider-types" => super::provider::chatd::plugin::provider_types,
+        "chatd:plugin/turn-events" => super::provider::chatd::plugin::turn_events,
+        "chatd:plugin/turn-options" => super::optioned_codec_provider::chatd::plugin::turn_options,
+        "chatd:plugin/turn-tuning" => super::tuned_codec_provider::chatd::plugin::turn_tuning,
     );
 }
 
@@ -104,7 +116,7 @@ pub mod tuned_codec_provider {
 pub mod extractor {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "chatd:plugin/extractor@0.1.3",
+        world: "chatd:plugin/extractor@0.1.4",
         imports: { default: async },
         exports: { default: async },
         with: {

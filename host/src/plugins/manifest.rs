@@ -6,15 +6,16 @@ use serde::Deserialize;
 use crate::config::names::is_name;
 
 /// The WIT package this build speaks: the newest version, the one `/wit` holds.
-pub const WIT_PACKAGE: &str = "chatd:plugin@0.1.3";
+pub const WIT_PACKAGE: &str = "chatd:plugin@0.1.4";
 /// Every version a plugin may be built for, oldest first. A released version stays here and in
 /// `wit/vX.Y.Z/`, frozen; the host links a component built for any of them (wasmtime matches an
-/// import of `@0.1.0` with the host's `@0.1.3`, additive changes only within 0.1), which
+/// import of `@0.1.0` with the host's `@0.1.4`, additive changes only within 0.1), which
 /// `tests/api/wit_versions.rs` checks on a component built against `wit/v0.1.0/`.
-pub const WIT_PACKAGES: [&str; 4] = [
+pub const WIT_PACKAGES: [&str; 5] = [
     "chatd:plugin@0.1.0",
     "chatd:plugin@0.1.1",
     "chatd:plugin@0.1.2",
+    "chatd:plugin@0.1.3",
     WIT_PACKAGE,
 ];
 
@@ -343,7 +344,8 @@ mod tests {
         assert!(
             why.contains("\"chatd:plugin@0.2.0\" is not a version this chatd knows")
                 && why.contains(
-                    "chatd:plugin@0.1.0, chatd:plugin@0.1.1, chatd:plugin@0.1.2, chatd:plugin@0.1.3"
+                    "chatd:plugin@0.1.0, chatd:plugin@0.1.1, chatd:plugin@0.1.2, chatd:plugin@0.1.3, \
+                     chatd:plugin@0.1.4"
                 ),
             "{why}"
         );

@@ -73,6 +73,14 @@ pub enum Added {
     Full(Cap),
 }
 
+/// A file's vectors, stored with its chunks: `model`'s, one per chunk in order, each at unit
+/// length (`library_vectors.rs`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChunkVectors {
+    pub model: String,
+    pub vectors: Vec<Vec<f32>>,
+}
+
 /// A file taken for processing: what it is, its bytes, and how many takes it had before.
 #[derive(Debug)]
 pub struct Claimed {
@@ -362,14 +370,15 @@ macro_rules! library {
             .transpose()
         }
 
-        /// Stores `chunks` and makes the file ready, if `instance` still holds it; `false`
-        /// (nothing stored) when it does not (deleted, or taken over).
+        /// Stores `chunks` (and their `vectors`) and makes the file ready, if `instance` still
+        /// holds it; `false` (nothing stored) when it does not (deleted, or taken over).
         pub async fn ready(
             tx: &mut sqlx::Transaction<'_, $db>,
             id: &str,
             instance: &str,
             pages: Option<i64>,
             chunks: Vec<NewChunk>,
+            vectors: Option<ChunkVectors>,
         ) -> Result<bool> {
             let held = sqlx::query(READY)
                 .bind(id)
@@ -393,6 +402,25 @@ macro_rules! library {
                         .push_bind(*seq)
                         .push_bind(chunk.page.map(i64::from))
                         .push_bind(chunk.text.as_str());
+                });
+                insert.build().execute(&mut **tx).await?;
+            }
+            let Some(ChunkVectors { model, vectors }) = vectors else {
+                return Ok(true);
+            };
+            let numbered: Vec<(i64, Vec<u8>)> = vectors
+                .iter()
+                .enumerate()
+                .map(|(seq, v)| (seq as i64, super::super::library_vectors::encode(v)))
+                .collect();
+            for batch in numbered.chunks(CHUNKS_PER_INSERT) {
+                let mut insert =
+                    sqlx::QueryBuilder::<$db>::new(super::super::library_vectors::VECTORS);
+                insert.push_values(batch, |mut row, (seq, vector)| {
+                    row.push_bind(model.as_str())
+                        .push_bind(id)
+                        .push_bind(*seq)
+                        .push_bind(vector.as_slice());
                 });
                 insert.build().execute(&mut **tx).await?;
             }
@@ -544,14 +572,16 @@ impl Store {
         .await
     }
 
-    /// Stores file `id`'s chunks and makes it ready, in one transaction, if `instance` still
-    /// holds it; `false` when it does not (deleted meanwhile, or taken over).
+    /// Stores file `id`'s chunks (and their vectors, one per chunk) and makes it ready, in one
+    /// transaction, if `instance` still holds it; `false` when it does not (deleted meanwhile,
+    /// or taken over).
     pub async fn finish_library_file(
         &self,
         id: &str,
         instance: &str,
         pages: Option<u32>,
         chunks: Vec<NewChunk>,
+        vectors: Option<ChunkVectors>,
     ) -> Result<bool> {
         let pages = pages.map(i64::from);
         // Thousands of chunks for a large file: more than one request's bound.
@@ -560,13 +590,15 @@ impl Store {
             match &self.backend {
                 Backend::Sqlite(db) => {
                     let mut tx = db.write_tx().await?;
-                    let done = on_sqlite::ready(&mut tx, id, instance, pages, chunks).await?;
+                    let done =
+                        on_sqlite::ready(&mut tx, id, instance, pages, chunks, vectors).await?;
                     tx.commit().await?;
                     Ok(done)
                 }
                 Backend::Postgres(db) => {
                     let mut tx = db.tx().await?;
-                    let done = on_postgres::ready(&mut tx, id, instance, pages, chunks).await?;
+                    let done =
+                        on_postgres::ready(&mut tx, id, instance, pages, chunks, vectors).await?;
                     tx.commit().await?;
                     Ok(done)
                 }

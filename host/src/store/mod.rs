@@ -12,6 +12,7 @@ pub mod exchanges;
 pub mod files;
 pub mod library;
 pub mod library_search;
+pub mod library_vectors;
 pub mod liveness;
 pub mod logins;
 pub mod oidc;

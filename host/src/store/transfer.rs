@@ -47,7 +47,7 @@ pub const FORMAT: &str = "chatd-export";
 /// ledger (a version 2 export has neither: no budgets). 4 added who each person is at the
 /// identity provider (`oidc_subject`; an older export's people have none, and are matched by
 /// name at their next sign-in). 5 added each person's library: its files (their bytes in
-/// base64) and their chunks (an older export has none).
+/// base64), their chunks and their vectors (an older export has none).
 pub const VERSION: u32 = 5;
 /// The oldest version an import reads.
 const OLDEST: u32 = 1;

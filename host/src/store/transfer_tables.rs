@@ -232,6 +232,24 @@ pub(super) const TABLES: &[Table] = &[
         always_skip: false,
         except: "",
     },
+    // The chunks' vectors and the model they answer by (store/library_vectors.rs): paid for
+    // once, so moved rather than made again.
+    Table {
+        line: "libraryVector",
+        sql: "library_vectors",
+        key: 3,
+        columns: &[("model", T), ("file_id", T), ("seq", I), ("vector", B)],
+        always_skip: false,
+        except: "",
+    },
+    Table {
+        line: "libraryEmbedding",
+        sql: "library_embedding",
+        key: 1,
+        columns: &[("one", I), ("serving", T)],
+        always_skip: false,
+        except: "",
+    },
     // What people spent (usage/): kept by an export, as the chats' call records are. Holds
     // are not: they are requests running now. Nor are login links and sessions (short-lived
     // credentials: people sign in again after an import).

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::library::Library;
 use crate::plugins::worlds::provider::ToolSpec;
-use crate::store::library_search::{Passage, Scope, keywords};
+use crate::store::library_search::{Passage, Scope};
 
 pub const NAME: &str = "file_search";
 /// The most passages one call answers with.
@@ -80,8 +80,7 @@ impl FileSearch {
         };
         let found = self
             .library
-            .store()
-            .search_library(scope, &keywords(&args.query), MAX_PASSAGES)
+            .search(scope, &args.query, MAX_PASSAGES)
             .await
             .map_err(|e| format!("the library could not be searched: {e}"))?;
         let summary = summary(&found);

@@ -10,8 +10,10 @@
 //! All of it is pure and tested natively on the recordings in
 //! `tests/fixtures/upstream/openai_chat/`. A turn's request is sent by the host (or by the SDK's
 //! `codec::drive`); [`list_models`] sends its own. Credentials are never set here: the host adds
-//! the key to requests to the granted base URL.
+//! the key to requests to the granted base URL. [`embeddings`] is OpenAI's `/embeddings` wire,
+//! which `provider_c` serves (WIT 0.1.4).
 
+pub mod embeddings;
 pub mod request;
 pub mod response;
 pub mod stream;

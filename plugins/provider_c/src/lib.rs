@@ -1,7 +1,8 @@
 //! chatd's bundled `provider_c` provider: an OpenAI-compatible chat completions API, xAI by
 //! default (`PROVIDER_C_BASE_URL`, `https://api.x.ai/v1`), offered to operators as the adapter
 //! `chat_completions` (Groq, OpenRouter, vLLM, Ollama…). Turns go to
-//! `POST {base}/chat/completions` with the host's tools; models come from `GET {base}/models`.
+//! `POST {base}/chat/completions` with the host's tools; models come from `GET {base}/models`;
+//! the library's embeddings from `POST {base}/embeddings`.
 //! The host adds the key (`Authorization: Bearer …`) to requests to the base URL.
 //!
 //! The wire format lives in the shared `chat_completions` library (its
@@ -9,7 +10,9 @@
 //! and exports the codec.
 
 use chat_completions::Flavor;
-use chatd_plugin_sdk::codec::{Codec, Decoder, OptionKind, TuningKind, turn_options, turn_tuning};
+use chatd_plugin_sdk::codec::{
+    Codec, Decoder, Embedded, OptionKind, TuningKind, turn_options, turn_tuning,
+};
 use chatd_plugin_sdk::host::PluginError;
 use chatd_plugin_sdk::host::Request;
 use chatd_plugin_sdk::provider::{self, Profile, TurnRequest};
@@ -46,6 +49,10 @@ impl Codec for ProviderC {
             &turn_tuning(),
             Flavor::Standard,
         )
+    }
+
+    fn embed(model: String, inputs: Vec<String>) -> Result<Embedded, PluginError> {
+        chat_completions::embeddings::embed(&provider::base_url()?, &model, &inputs)
     }
 }
 

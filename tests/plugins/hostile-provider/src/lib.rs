@@ -211,6 +211,17 @@ impl chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::turn_tuning_supp
     }
 }
 
+impl chatd_plugin_sdk::codec::bindings::exports::chatd::plugin::embeddings::Guest
+    for HostileProvider
+{
+    fn embed(
+        model: String,
+        inputs: Vec<String>,
+    ) -> Result<chatd_plugin_sdk::codec::Embedded, chatd_plugin_sdk::host::PluginError> {
+        <HostileProvider as Codec>::embed(model, inputs)
+    }
+}
+
 chatd_plugin_sdk::codec::bindings::__export_codec_provider_world!(
     HostileProvider with_types_in chatd_plugin_sdk::codec::bindings
 );

@@ -11,7 +11,7 @@
 //! Listing models is always a call of its own, in a fresh store and instance, and so is asking a
 //! `profiled-codec-provider` for its [`Profile`], an `optioned-codec-provider` for the turn
 //! options it honours and a `tuned-codec-provider` for the tuning it honours (once each, at
-//! load). A turn's options and tuning ([`TurnAsks`]) reach the plugin through the store's state
+//! load), and so is each batch an `embedding-provider` embeds ([`ProviderPlugin::embed`]). A turn's options and tuning ([`TurnAsks`]) reach the plugin through the store's state
 //! while it builds the turn (`turn_options.rs`, `turn_tuning.rs`).
 
 pub mod codec;
@@ -29,6 +29,8 @@ use wasmtime::component::Component;
 
 use crate::plugins::LoadError;
 use crate::plugins::bindings::codec_provider::CodecProviderPre;
+use crate::plugins::bindings::embedding_provider::EmbeddingProviderPre;
+pub use crate::plugins::bindings::embedding_provider::exports::chatd::plugin::embeddings::Embedded;
 use crate::plugins::bindings::optioned_codec_provider::OptionedCodecProviderPre;
 use crate::plugins::bindings::profiled_codec_provider::ProfiledCodecProviderPre;
 use crate::plugins::bindings::provider::ProviderPre;
@@ -115,6 +117,8 @@ pub struct ProviderPlugin {
     optioned: Option<Box<OptionedCodecProviderPre<PluginState>>>,
     /// Present when it exports `turn-tuning-support` (0.1.3). Boxed: asked once, at load.
     tuned: Option<Box<TunedCodecProviderPre<PluginState>>>,
+    /// Present when it exports `embeddings` (0.1.4).
+    embedding: Option<Box<EmbeddingProviderPre<PluginState>>>,
 }
 
 /// The `provider` worlds' linker (the codec worlds import the same): the shared imports, the
@@ -159,13 +163,16 @@ impl ProviderPlugin {
                 let tuned = TunedCodecProviderPre::new(instance_pre.clone())
                     .ok()
                     .map(Box::new);
+                let embedding = EmbeddingProviderPre::new(instance_pre.clone())
+                    .ok()
+                    .map(Box::new);
                 Ok((
                     ProviderPre::new(instance_pre)?,
-                    (codec, profiled, optioned, tuned),
+                    (codec, profiled, optioned, tuned, embedding),
                 ))
             },
         )?;
-        let (codec, profiled, optioned, tuned) = codec;
+        let (codec, profiled, optioned, tuned, embedding) = codec;
         if core.manifest().provider.references && codec.is_none() {
             return Err(LoadError::Link {
                 id: core.manifest().id.clone(),
@@ -182,7 +189,41 @@ impl ProviderPlugin {
             profiled,
             optioned,
             tuned,
+            embedding,
         })
+    }
+
+    /// Whether it exports `embeddings` (an `embedding-provider`).
+    pub fn embeds(&self) -> bool {
+        self.embedding.is_some()
+    }
+
+    /// The vectors of `inputs` by the upstream's embedding model `model`, in a fresh store and
+    /// instance; the plugin sends the request itself, under its grant. A provider that does not
+    /// embed answers `unsupported`.
+    pub async fn embed(
+        &self,
+        model: &str,
+        inputs: Vec<String>,
+    ) -> Result<Result<Embedded, PluginError>, CallError> {
+        let Some(pre) = self.embedding.as_deref().cloned() else {
+            return Ok(Err(PluginError::Unsupported(format!(
+                "provider {} has no embeddings (it is not an embedding-provider, WIT 0.1.4)",
+                self.manifest().id
+            ))));
+        };
+        let model = model.to_string();
+        self.core
+            .call("embed", None, move |store| {
+                Box::pin(async move {
+                    let provider = pre.instantiate_async(&mut *store).await?;
+                    provider
+                        .chatd_plugin_embeddings()
+                        .call_embed(&mut *store, &model, &inputs)
+                        .await
+                })
+            })
+            .await
     }
 
     /// Its profile: asked of a `profiled-codec-provider`, the default for any other. A profile
