@@ -1,10 +1,12 @@
-//! `bench library`: the library's keyword search at scale, through the store (no HTTP, no
-//! tool call around it): `--chunks` chunks (100,000 by default) of about 1,000 characters in
-//! `--files` files of one person, stored as the worker stores them, then `--queries` questions of
-//! three kinds, each timed: an exact code (one chunk holds it; the question's other words are in
-//! none), a question of common words
-//! (thousands of chunks match some of them, all ranked), and the two mixed. SQLite by default,
-//! PostgreSQL with `--database-url` (an empty database).
+//! `bench library`: the library's search at scale, through the store (no HTTP, no tool call
+//! around it): `--chunks` chunks (100,000 by default) of about 1,000 characters in `--files`
+//! files of one person, each with a vector of `--dims` dimensions, stored as the worker stores
+//! them, then `--queries` questions of three kinds, each timed: an exact code (one chunk holds
+//! it; the question's other words are in none), a question of common words (thousands of chunks
+//! match some of them), and the two mixed; then the vector half (every vector of the person
+//! scored exactly, the 50 best kept) and both halves one after the other, as a question with an
+//! embedding model runs them. SQLite by default, PostgreSQL with `--database-url` (an empty
+//! database).
 //!
 //! Then upload to ready: `--pdfs` generated PDFs of `--pages` pages each (about 1,500 characters a
 //! page) uploaded to the real server, which reads them in the sandbox (the bundled `doc_text`
@@ -17,12 +19,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use chatd::config::DatabaseUrl;
 use chatd::store::Store;
-use chatd::store::library::{Added, NewLibraryFile};
+use chatd::store::library::{Added, ChunkVectors, NewLibraryFile};
 use chatd::store::library_search::{NewChunk, Scope, keywords};
+use chatd::store::library_vectors::unit;
 
 const OWNER: &str = "bench-owner";
 /// The instance that "processes" the seeded files (the worker's role, played here).
 const SEEDER: &str = "bench-seeder";
+/// The model the seeded vectors are "of".
+const MODEL: &str = "bench/vectors";
 
 pub struct Options {
     chunks: usize,
@@ -31,12 +36,15 @@ pub struct Options {
     database_url: Option<String>,
     pdfs: usize,
     pages: usize,
+    dims: usize,
+    rounds: usize,
 }
 
 pub fn usage() -> &'static str {
-    "usage: bench library [--chunks N] [--files N] [--queries N] [--database-url postgres://…] [--pdfs N] [--pages N]\n\
-     defaults: 100000 chunks in 1000 files, 500 questions of each kind; SQLite in a temporary folder;\n\
-     then 20 PDFs of 20 pages uploaded to ready, beside lopdf natively"
+    "usage: bench library [--chunks N] [--files N] [--queries N] [--dims N] [--database-url postgres://…] [--pdfs N] [--pages N] [--rounds N]\n\
+     defaults: 100000 chunks in 1000 files with vectors of 768 dimensions, 500 questions of each kind;\n\
+     SQLite in a temporary folder; then 20 PDFs of 20 pages uploaded to ready, beside lopdf natively;\n\
+     then 200 rounds of a chat's first delta with 50 files searched and without (library_chat.rs)"
 }
 
 pub fn parse(args: &[String]) -> anyhow::Result<Options> {
@@ -47,6 +55,8 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         database_url: None,
         pdfs: 20,
         pages: 20,
+        dims: 768,
+        rounds: 200,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -61,12 +71,14 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--database-url" => o.database_url = Some(value()?.clone()),
             "--pdfs" => o.pdfs = value()?.parse()?,
             "--pages" => o.pages = value()?.parse()?,
+            "--dims" => o.dims = value()?.parse()?,
+            "--rounds" => o.rounds = value()?.parse()?,
             other => bail!("unknown option {other}\n{}", usage()),
         }
     }
     anyhow::ensure!(
-        o.files > 0 && o.chunks >= o.files,
-        "--chunks must be at least --files\n{}",
+        o.files > 0 && o.chunks >= o.files && o.dims > 0,
+        "--chunks must be at least --files, --dims at least 1\n{}",
         usage()
     );
     Ok(o)
@@ -144,7 +156,12 @@ pub fn run(o: Options) -> anyhow::Result<()> {
         );
         println!(
             "\n{:<44} {:>9} {:>9} {:>9} {:>9} {:>8}",
-            "store.search_library (8 passages)", "p50 ms", "p95 ms", "p99 ms", "max ms", "found"
+            "the store's search (8 passages; vectors 50)",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "max ms",
+            "found"
         );
         let mut numbers = Numbers(0x9e37_79b9_7f4a_7c15);
         let kinds: [(&str, Box<dyn Fn(&mut Numbers, usize) -> String>); 3] = [
@@ -183,10 +200,71 @@ pub fn run(o: Options) -> anyhow::Result<()> {
             }
             report(name, &mut samples, found as f64 / o.queries as f64);
         }
+        vectors(&store, &o, &mut numbers).await?;
         store.close().await;
         anyhow::Ok(())
     })?;
-    rt.block_on(throughput(&o))
+    rt.block_on(throughput(&o))?;
+    rt.block_on(crate::library_chat::run(o.rounds))
+}
+
+/// A random vector of `dims` dimensions at unit length.
+fn vector(numbers: &mut Numbers, dims: usize) -> Vec<f32> {
+    let raw: Vec<f32> = (0..dims)
+        .map(|_| (numbers.next() % 2_000) as f32 / 1_000.0 - 1.0)
+        .collect();
+    unit(&raw).unwrap_or_else(|| vec![1.0; dims])
+}
+
+/// The vector half alone (every vector of the person scored, the 50 best kept, as a question
+/// with an embedding model asks), then both halves one after the other.
+async fn vectors(store: &Store, o: &Options, numbers: &mut Numbers) -> anyhow::Result<()> {
+    let scope = Scope {
+        owner: OWNER,
+        collection: None,
+        file_ids: None,
+    };
+    // A tenth of the questions: each scans every vector.
+    let queries = (o.queries / 10).max(10);
+    for both in [false, true] {
+        let mut samples = Vec::with_capacity(queries);
+        let mut found = 0usize;
+        for i in 0..queries + 5 {
+            let query = vector(numbers, o.dims);
+            let words = keywords(&format!("{} {}", numbers.word(), code(i % o.chunks)));
+            let started = Instant::now();
+            let near = store.nearest_chunks(scope, MODEL, &query, 50).await?;
+            if both {
+                store.search_library(scope, &words, 50).await?;
+            }
+            if i >= 5 {
+                samples.push(started.elapsed());
+                found += near.len();
+            }
+        }
+        let name = match both {
+            false => format!("vectors, exact ({} dims, 50 kept)", o.dims),
+            true => "vectors, then a code and a word".to_string(),
+        };
+        report(&name, &mut samples, found as f64 / queries as f64);
+    }
+    // The worker's look between files when every chunk has its vector: the cost of an idle
+    // library with an embedding model, every few seconds.
+    let mut samples = Vec::new();
+    for i in 0..25 {
+        let started = Instant::now();
+        let todo = store.unembedded_chunks(MODEL, 1).await?;
+        anyhow::ensure!(todo.is_empty(), "a chunk without its vector");
+        if i >= 5 {
+            samples.push(started.elapsed());
+        }
+    }
+    report(
+        "the worker's look: a chunk without a vector?",
+        &mut samples,
+        0.0,
+    );
+    Ok(())
 }
 
 /// `n` PDFs of `pages` pages, each page about 1,500 characters of words.
@@ -227,64 +305,26 @@ async fn throughput(o: &Options) -> anyhow::Result<()> {
         started.elapsed()
     };
     let dir = tempfile::tempdir()?;
-    let mut config =
-        chatd::config::Config::from_args(["chatd", "--host", "127.0.0.1", "--port", "0"])
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-    config.database_url = DatabaseUrl::Sqlite(format!(
-        "sqlite://{}",
-        dir.path().join("upload.db").display()
-    ));
-    config.admin_token = None;
-    let plugins = chatd::plugins::loading::plugin_host::PluginHost::start(&config).await?;
-    let server = chatd::server::Server::bind(&config, plugins).await?;
-    let base = format!("http://{}", server.local_addr()?);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(server.run(async {
-        let _ = stopped.await;
-    }));
+    let config = chatd::config::Config::from_args(["chatd", "--host", "127.0.0.1", "--port", "0"])
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let server =
+        crate::library_chat::InProcess::start(config, &dir.path().join("upload.db")).await?;
+    let base = server.base.clone();
     let client = reqwest::Client::new();
     let started = Instant::now();
-    let mut ids = Vec::new();
-    for (i, bytes) in files.into_iter().enumerate() {
-        let part = reqwest::multipart::Part::bytes(bytes)
-            .file_name(format!("doc-{i}.pdf"))
-            .mime_str("application/pdf")?;
-        let answer: serde_json::Value = client
-            .post(format!("{base}/v1/files"))
-            .multipart(reqwest::multipart::Form::new().part("file", part))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        ids.push(answer["id"].as_str().context("a file id")?.to_string());
-    }
-    let mut pages = 0i64;
-    for id in &ids {
-        loop {
-            let file: serde_json::Value = client
-                .get(format!("{base}/v1/files/{id}"))
-                .send()
-                .await?
-                .json()
-                .await?;
-            match file["status"].as_str() {
-                Some("ready") => {
-                    pages += file["pages"].as_i64().unwrap_or(0);
-                    break;
-                }
-                Some("processing") => tokio::time::sleep(Duration::from_millis(5)).await,
-                _ => bail!("file {id} did not become ready: {file}"),
-            }
-        }
-    }
+    let files = files
+        .into_iter()
+        .enumerate()
+        .map(|(i, bytes)| (format!("doc-{i}.pdf"), "application/pdf", bytes))
+        .collect();
+    let ready = crate::library_chat::add_ready(&client, &base, files).await?;
+    let pages: i64 = ready.iter().map(|f| f["pages"].as_i64().unwrap_or(0)).sum();
     let sandboxed = started.elapsed();
     anyhow::ensure!(
         pages as f64 == total_pages,
         "{pages} pages read of {total_pages}"
     );
-    let _ = stop.send(());
-    served.await?;
+    server.stop().await?;
     println!(
         "\nupload to ready: {} PDFs of {} pages ({} pages)",
         o.pdfs, o.pages, total_pages
@@ -338,10 +378,14 @@ async fn seed(store: &Store, o: &Options) -> anyhow::Result<()> {
                 text: chunk_text(&mut numbers, n + i),
             })
             .collect();
+        let vectors = Some(ChunkVectors {
+            model: MODEL.into(),
+            vectors: (0..count).map(|_| vector(&mut numbers, o.dims)).collect(),
+        });
         n += count;
         anyhow::ensure!(
             store
-                .finish_library_file(&claimed.file.id, SEEDER, None, chunks, None)
+                .finish_library_file(&claimed.file.id, SEEDER, None, chunks, vectors)
                 .await?,
             "file {f} was taken by another"
         );

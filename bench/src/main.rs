@@ -27,8 +27,9 @@
 //! `cargo run --release -p bench -- openai` measures what `/openai/v1/chat/completions` adds to a
 //! completion beside LiteLLM's proxy and the do-nothing proxy, in the same run (see `openai.rs`).
 //!
-//! `cargo run --release -p bench -- library` measures the library's keyword search at 100,000
-//! chunks, on SQLite or PostgreSQL (see `library.rs`).
+//! `cargo run --release -p bench -- library` measures the library's search at 100,000 chunks
+//! (keywords, vectors), on SQLite or PostgreSQL, upload to ready, and a chat's first delta with
+//! 50 files searched (see `library.rs`, `library_chat.rs`).
 //!
 //! `cargo run --release -p bench -- instances --database-url postgres://…` runs two servers on
 //! one PostgreSQL database: attach and the lag of live events on the other instance, and live
@@ -44,6 +45,7 @@ mod harness;
 mod instances;
 mod languages;
 mod library;
+mod library_chat;
 mod live;
 mod mcp;
 mod mcp_served;

@@ -9,6 +9,7 @@
 //! This layer sits above the plugin host (the extractors it runs are plugins) and below the
 //! tools (`file_search` searches what it made).
 
+pub mod backfill;
 pub mod chunks;
 pub mod embeddings;
 pub mod formats;
@@ -26,7 +27,8 @@ use crate::store::Store;
 use crate::store::library::{ChunkVectors, Claimed, MAX_ATTEMPTS};
 use crate::store::library_search::{NewChunk, Passage, Scope};
 
-use embeddings::{Backfill, Embedder};
+use backfill::Backfill;
+use embeddings::{Embedder, FILE_LIMIT};
 
 /// How often the worker looks for files without being woken: files another instance left when
 /// it stopped, on a shared database.
@@ -54,9 +56,11 @@ impl Library {
         instance: String,
         embedding: Option<EmbeddingModel>,
     ) -> Arc<Self> {
+        let embedder = Arc::new(Embedder::new(plugins.clone(), embedding));
+        embedder.check();
         let library = Arc::new(Self {
             store,
-            embedder: Arc::new(Embedder::new(plugins.clone(), embedding)),
+            embedder,
             plugins,
             instance,
             wake: Arc::new(Notify::new()),
@@ -128,12 +132,16 @@ async fn work(library: Weak<Library>) {
     }
 }
 
-/// The vectors of a file's `chunks` by the model configured, if there is one and it answers;
-/// when it does not, the file is ready without them and the worker makes them later.
+/// The vectors of a file's `chunks` by the model configured, if there is one and it answers
+/// (not resting after a failure); when it does not, the file is ready without them and the
+/// worker makes them later (`backfill.rs`).
 async fn vectors_of(library: &Library, id: &str, chunks: &[NewChunk]) -> Option<ChunkVectors> {
     let model = library.embedder.target()?;
+    if !library.embedder.may_ask(model) {
+        return None;
+    }
     let texts: Vec<String> = chunks.iter().map(|c| c.text.clone()).collect();
-    match library.embedder.embed(model, &texts).await {
+    match library.embedder.embed(model, &texts, FILE_LIMIT).await {
         Ok(vectors) => Some(ChunkVectors {
             model: model.to_string(),
             vectors,

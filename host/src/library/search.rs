@@ -7,7 +7,7 @@
 use crate::store::Store;
 use crate::store::library_search::{Passage, Scope, keywords};
 
-use super::embeddings::Embedder;
+use super::embeddings::{Embedder, QUESTION_LIMIT};
 
 /// How many of each half's best are fused: enough that a chunk ranked well by one half and
 /// poorly by the other still counts.
@@ -54,7 +54,10 @@ pub async fn search(
     let Some(model) = embedder.serving(store).await else {
         return Ok(by_words.into_iter().take(limit as usize).collect());
     };
-    let vector = match embedder.embed(&model, &[query.to_string()]).await {
+    let vector = match embedder
+        .embed(&model, &[query.to_string()], QUESTION_LIMIT)
+        .await
+    {
         Ok(mut vectors) => vectors.remove(0),
         Err(why) => {
             tracing::warn!(model = %model, error = %why,

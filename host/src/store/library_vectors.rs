@@ -8,7 +8,9 @@
 //!   a vector of another length is skipped;
 //! - a chunk with no similarity at all (a score of zero or less) is not found by meaning;
 //! - vectors go with their chunk (a foreign key), and one for a chunk deleted meanwhile is not
-//!   stored.
+//!   stored;
+//! - the vectors chunks lack are made by one instance at a time ([`EmbeddingTurn`]), so two
+//!   instances on one database never pay for the same chunk twice.
 //!
 //! The library decides which model serves and when it changes (`library/embeddings.rs`).
 
@@ -108,7 +110,11 @@ const STORE_ONE: &str = "INSERT INTO library_vectors (model, file_id, seq, vecto
      SELECT $1, $2, $3, $4 WHERE EXISTS (SELECT 1 FROM library_chunks \
      WHERE file_id = $2 AND seq = $3) ON CONFLICT DO NOTHING";
 pub(super) const VECTORS: &str = "INSERT INTO library_vectors (model, file_id, seq, vector) ";
-const DROP_OTHERS: &str = "DELETE FROM library_vectors WHERE model <> $1";
+/// Up to `$2` vectors of models other than `$1`, deleted.
+const DROP_OTHERS_SQLITE: &str = "DELETE FROM library_vectors WHERE rowid IN \
+     (SELECT rowid FROM library_vectors WHERE model <> $1 LIMIT $2)";
+const DROP_OTHERS_POSTGRES: &str = "DELETE FROM library_vectors WHERE ctid IN \
+     (SELECT ctid FROM library_vectors WHERE model <> $1 LIMIT $2)";
 const SCAN_SQLITE: &str = "SELECT v.file_id, v.seq, v.vector FROM library_vectors v \
      JOIN library_files f ON f.id = v.file_id \
      WHERE v.model = $1 AND f.owner_id = $2 AND ($3 IS NULL OR f.collection = $3) \
@@ -121,6 +127,16 @@ const PASSAGE: &str = "SELECT f.id AS file_id, f.name, c.page, c.seq AS chunk, c
      CAST(0 AS DOUBLE PRECISION) AS score FROM library_chunks c \
      JOIN library_files f ON f.id = c.file_id \
      WHERE f.owner_id = $1 AND c.file_id = $2 AND c.seq = $3";
+
+/// One instance's turn at making the vectors chunks lack: on PostgreSQL a session's advisory
+/// lock, on a connection of its own that is closed, never pooled, when the turn is dropped
+/// (closing it releases the lock, whatever happened meanwhile); on SQLite, which serves one
+/// instance, always had.
+pub struct EmbeddingTurn {
+    _held: Option<sqlx::pool::PoolConnection<sqlx::Postgres>>,
+}
+
+const TRY_TURN: &str = "SELECT pg_try_advisory_lock(hashtextextended('library:embedding', 0))";
 
 /// Keeps the `limit` best of `rows` whose score is above zero, best first.
 async fn best<S>(mut rows: S, query: &[f32], limit: usize) -> Result<Vec<Near>>
@@ -145,6 +161,28 @@ where
 }
 
 impl Store {
+    /// This instance's turn at making missing vectors, unless another instance has it now.
+    pub async fn embedding_turn(&self) -> Result<Option<EmbeddingTurn>> {
+        measured(self.backend_name(), "embedding_turn", self.timeout, async {
+            match &self.backend {
+                Backend::Sqlite(_) => Ok(Some(EmbeddingTurn { _held: None })),
+                Backend::Postgres(db) => {
+                    let mut connection = db.pool().acquire().await?;
+                    // Closed, never pooled, however this ends: a lock granted just as the
+                    // store's time limit cut the query short must not live on in the pool.
+                    connection.close_on_drop();
+                    let got: bool = sqlx::query_scalar(TRY_TURN)
+                        .fetch_one(&mut *connection)
+                        .await?;
+                    Ok(got.then(|| EmbeddingTurn {
+                        _held: Some(connection),
+                    }))
+                }
+            }
+        })
+        .await
+    }
+
     /// The model whose vectors answer questions, if one was ever named.
     pub async fn embedding_serving(&self) -> Result<Option<String>> {
         measured(
@@ -169,7 +207,7 @@ impl Store {
         .await
     }
 
-    /// Makes `model` the one whose vectors answer questions, and drops every other model's.
+    /// Makes `model` the one whose vectors answer questions.
     pub async fn serve_embedding(&self, model: &str) -> Result<()> {
         measured(
             self.backend_name(),
@@ -183,26 +221,47 @@ impl Store {
                             .bind(model)
                             .execute(&mut *tx)
                             .await?;
-                        sqlx::query(DROP_OTHERS)
-                            .bind(model)
-                            .execute(&mut *tx)
-                            .await?;
                         tx.commit().await?;
                     }
                     Backend::Postgres(db) => {
-                        let mut tx = db.tx().await?;
                         sqlx::query(SET_SERVING)
                             .bind(model)
-                            .execute(&mut *tx)
+                            .execute(db.pool())
                             .await?;
-                        sqlx::query(DROP_OTHERS)
-                            .bind(model)
-                            .execute(&mut *tx)
-                            .await?;
-                        tx.commit().await?;
                     }
                 }
                 Ok(())
+            },
+        )
+        .await
+    }
+
+    /// Deletes up to `limit` vectors of models other than `model`: how many went.
+    pub async fn drop_vectors_except(&self, model: &str, limit: u32) -> Result<u64> {
+        measured(
+            self.backend_name(),
+            "drop_vectors_except",
+            self.timeout,
+            async {
+                let done = match &self.backend {
+                    Backend::Sqlite(db) => {
+                        let mut tx = db.write_tx().await?;
+                        let done = sqlx::query(DROP_OTHERS_SQLITE)
+                            .bind(model)
+                            .bind(i64::from(limit))
+                            .execute(&mut *tx)
+                            .await?;
+                        tx.commit().await?;
+                        done.rows_affected()
+                    }
+                    Backend::Postgres(db) => sqlx::query(DROP_OTHERS_POSTGRES)
+                        .bind(model)
+                        .bind(i64::from(limit))
+                        .execute(db.pool())
+                        .await?
+                        .rows_affected(),
+                };
+                Ok(done)
             },
         )
         .await

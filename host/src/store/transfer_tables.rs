@@ -232,21 +232,14 @@ pub(super) const TABLES: &[Table] = &[
         always_skip: false,
         except: "",
     },
-    // The chunks' vectors and the model they answer by (store/library_vectors.rs): paid for
-    // once, so moved rather than made again.
+    // The chunks' vectors (store/library_vectors.rs): paid for once, so moved rather than made
+    // again. Not which model serves: the importing server's own worker decides that from its
+    // CHATD_EMBEDDING_MODEL and the vectors it finds (library/backfill.rs).
     Table {
         line: "libraryVector",
         sql: "library_vectors",
         key: 3,
         columns: &[("model", T), ("file_id", T), ("seq", I), ("vector", B)],
-        always_skip: false,
-        except: "",
-    },
-    Table {
-        line: "libraryEmbedding",
-        sql: "library_embedding",
-        key: 1,
-        columns: &[("one", I), ("serving", T)],
         always_skip: false,
         except: "",
     },
