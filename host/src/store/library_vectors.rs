@@ -12,7 +12,7 @@
 //! - the vectors chunks lack are made by one instance at a time ([`EmbeddingTurn`]), so two
 //!   instances on one database never pay for the same chunk twice.
 //!
-//! The library decides which model serves and when it changes (`library/embeddings.rs`).
+//! The library decides which model serves and when it changes (`library/backfill.rs`).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
