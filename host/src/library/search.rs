@@ -48,12 +48,14 @@ pub async fn search(
     query: &str,
     limit: u32,
 ) -> crate::store::Result<Vec<Passage>> {
-    let by_words = store
-        .search_library(scope, &keywords(query), CANDIDATES.max(limit))
-        .await?;
+    let words = keywords(query);
+    // Without a model, the keyword half answers alone: only its `limit` best are read.
     let Some(model) = embedder.serving(store).await else {
-        return Ok(by_words.into_iter().take(limit as usize).collect());
+        return store.search_library(scope, &words, limit).await;
     };
+    let by_words = store
+        .search_library(scope, &words, CANDIDATES.max(limit))
+        .await?;
     let vector = match embedder
         .embed(&model, &[query.to_string()], QUESTION_LIMIT)
         .await
