@@ -11,7 +11,9 @@
 //! A word most chunks hold is left out of the ranking when the question has rarer ones
 //! ([`Common`], [`choose`]): ranking costs a step per chunk holding any word, and such a word
 //! weighs little in it (a stop word, in effect, decided by the chunks rather than a list). When
-//! that finds nothing, the question is searched as asked.
+//! that finds nothing, the question is searched as asked. SQLite counts a word's chunks in its
+//! index ([`sqlite_held`]); PostgreSQL, whose count would read a row per chunk, estimates it from
+//! ANALYZE's statistics ([`postgres_held`]).
 //!
 //! Nothing is rebuilt per query. Only the owner's files are searched ([`Scope`]).
 
@@ -120,45 +122,63 @@ fn tsquery(words: &[String], join: Join) -> String {
     })
 }
 
-/// When a word is common: held by more chunks than [`SHARE`](Common::SHARE) of them all, and
-/// by more than [`FEW`](Common::FEW).
+/// When a word is common: held by more chunks than a backend's share of them all
+/// ([`SQLITE_SHARE`](Common::SQLITE_SHARE), [`POSTGRES_SHARE`](Common::POSTGRES_SHARE)), and by
+/// more than [`FEW`](Common::FEW).
 struct Common;
 
 impl Common {
-    /// The share of all chunks past which a word is common (its BM25 weight is then small).
-    const SHARE: f64 = 0.1;
+    /// SQLite's share: past it a word's BM25 weight is small.
+    const SQLITE_SHARE: f64 = 0.1;
+    /// PostgreSQL's, lower: `ts_rank` weighs a frequent word as much as a rare one (no rarity
+    /// term), and costs more per chunk than FTS5's `bm25` (`bench library`: BENCHMARKS.md).
+    const POSTGRES_SHARE: f64 = 0.02;
     /// Ranking this many chunks is quick: a word held by no more is never left out.
     const FEW: i64 = 2_000;
 
-    /// The most chunks a word may hold and not be common, of `total` chunks.
-    fn most(total: i64) -> i64 {
-        ((total as f64 * Self::SHARE) as i64).max(Self::FEW)
+    /// The most chunks a word may hold and not be common, of `total` chunks, at `share`.
+    fn most(total: i64, share: f64) -> i64 {
+        ((total as f64 * share) as i64).max(Self::FEW)
     }
 }
 
-/// The words searched for and how they are joined, given how many chunks hold each (counted up
-/// to `most + 1`), when some are common: the others held by any chunk, any of them; when every
-/// word held is common, all of those at once. `None`: search as asked (no word is common). The
-/// caller searches as asked too when this finds nothing: the counts are of everyone's chunks,
-/// and the rarer words may be in none of the person's.
-fn choose(words: &[String], held: &[i64], most: i64) -> Option<(Vec<String>, Join)> {
-    let pick = |keep: &dyn Fn(i64) -> bool| -> Vec<String> {
-        words
-            .iter()
-            .zip(held)
-            .filter(|(_, n)| keep(**n))
-            .map(|(w, _)| w.clone())
-            .collect()
-    };
-    let common = pick(&|n| n > most);
-    if common.is_empty() {
-        return None;
+/// The searches to try in turn, given how many chunks hold each word (counted up to `most + 1`,
+/// or estimated), when some words are common: the others, any of them; when every word held is
+/// common, chunks holding all of those, then the two rarest, then the rarest (such words rarely
+/// meet in one chunk, and ranking every chunk holding any of them is the slowest search there
+/// is). Empty: search as asked (no word is common). The caller searches as asked too when none
+/// finds anything: the counts are of everyone's chunks, and the words kept may be in none of the
+/// person's.
+fn choose(words: &[String], held: &[i64], most: i64) -> Vec<(Vec<String>, Join)> {
+    let mut counted: Vec<(&String, i64)> = words.iter().zip(held.iter().copied()).collect();
+    if !counted.iter().any(|&(_, n)| n > most) {
+        return Vec::new();
     }
-    let rare = pick(&|n| n > 0 && n <= most);
-    Some(match rare.is_empty() {
-        true => (common, Join::All),
-        false => (rare, Join::Any),
-    })
+    let rare: Vec<String> = counted
+        .iter()
+        .filter(|&&(_, n)| n > 0 && n <= most)
+        .map(|&(w, _)| w.clone())
+        .collect();
+    if !rare.is_empty() {
+        return vec![(rare, Join::Any)];
+    }
+    counted.retain(|&(_, n)| n > most);
+    let all: Vec<String> = counted.iter().map(|&(w, _)| w.clone()).collect();
+    counted.sort_by_key(|&(_, n)| n);
+    let rarest = |k: usize| -> Vec<String> {
+        let mut kept: Vec<&String> = counted.iter().take(k).map(|&(w, _)| w).collect();
+        // In the question's order, as the other searches.
+        kept.sort_by_key(|w| all.iter().position(|a| a == *w));
+        kept.into_iter().cloned().collect()
+    };
+    let mut tries = vec![(all.clone(), Join::All)];
+    if all.len() > 2 {
+        tries.push((rarest(2), Join::All));
+    }
+    if all.len() > 1 {
+        tries.push((rarest(1), Join::Any));
+    }
+    tries
 }
 
 /// An estimate of the chunks stored (their highest id: deleted ones still count).
@@ -166,34 +186,85 @@ const SQLITE_TOTAL: &str = "SELECT COALESCE(MAX(id), 0) FROM library_chunks";
 /// How many chunks hold `$1`, counted up to `$2`.
 const SQLITE_HOLDING: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM library_chunks_fts \
      WHERE library_chunks_fts MATCH $1 LIMIT $2)";
-/// The planner's estimate of the chunks stored (none before the first ANALYZE: 0).
-const POSTGRES_TOTAL: &str = "SELECT CAST(GREATEST(reltuples, 0) AS BIGINT) FROM pg_class \
-     WHERE oid = CAST('library_chunks' AS regclass)";
-const POSTGRES_HOLDING: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM library_chunks \
-     WHERE words @@ to_tsquery('english', $1) LIMIT $2) AS held";
 
-/// One backend's search: `$total`, `$holding` and `$search` its queries, `$query` how it joins
-/// words, `$ids` its binding of the file ids.
+/// SQLite: the chunks stored and how many hold each word (up to the most not common), or
+/// `None` when no word can be common (too few chunks). FTS5 counts from its index alone.
+async fn sqlite_held(pool: &sqlx::SqlitePool, words: &[String]) -> Result<Option<(Vec<i64>, i64)>> {
+    let total: i64 = sqlx::query_scalar(SQLITE_TOTAL).fetch_one(pool).await?;
+    let most = Common::most(total, Common::SQLITE_SHARE);
+    if total <= most {
+        return Ok(None);
+    }
+    let mut held = Vec::with_capacity(words.len());
+    for word in words {
+        let n: i64 = sqlx::query_scalar(SQLITE_HOLDING)
+            .bind(fts5_query(std::slice::from_ref(word), Join::Any))
+            .bind(most + 1)
+            .fetch_one(pool)
+            .await?;
+        held.push(n);
+    }
+    Ok(Some((held, most)))
+}
+
+/// PostgreSQL: the planner's estimate of the chunks stored (0 before the first ANALYZE) and,
+/// for each of the words `$1` in order, the share of chunks holding it, from the statistics
+/// ANALYZE keeps of the `words` column: its most common lexemes (the default statistics target
+/// keeps the 1,000 most common) and their shares; a word not among them 0; and whether the word
+/// is indexed at all (a stop word is not). Counting in the table instead reads a heap row per
+/// chunk counted: 8 to 20 ms a common word at 100,000 chunks (`bench library`).
+const POSTGRES_HELD: &str = "WITH stats AS (SELECT \
+     CAST(CAST(s.most_common_elems AS TEXT) AS TEXT[]) AS elems, \
+     s.most_common_elem_freqs AS freqs FROM pg_stats s \
+     JOIN pg_class c ON c.relname = s.tablename \
+     JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname \
+     WHERE c.oid = CAST('library_chunks' AS regclass) AND s.attname = 'words') \
+     SELECT CAST((SELECT GREATEST(reltuples, 0) FROM pg_class \
+     WHERE oid = CAST('library_chunks' AS regclass)) AS BIGINT) AS total, \
+     CAST(COALESCE(MAX(x.freq), 0) AS DOUBLE PRECISION) AS share, \
+     COUNT(l.lexeme) > 0 AS indexed \
+     FROM unnest(CAST($1 AS TEXT[])) WITH ORDINALITY AS w(word, i) \
+     LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', w.word))) \
+     AS l(lexeme) ON TRUE \
+     LEFT JOIN LATERAL (SELECT e.freq FROM stats, unnest(stats.elems, stats.freqs) \
+     AS e(elem, freq) WHERE e.elem = l.lexeme) AS x ON TRUE \
+     GROUP BY w.i ORDER BY w.i";
+
+/// PostgreSQL: as [`sqlite_held`], the counts estimated from the statistics ([`POSTGRES_HELD`]).
+async fn postgres_held(pool: &sqlx::PgPool, words: &[String]) -> Result<Option<(Vec<i64>, i64)>> {
+    let rows: Vec<(i64, f64, bool)> = sqlx::query_as(POSTGRES_HELD)
+        .bind(words)
+        .fetch_all(pool)
+        .await?;
+    let total = rows.first().map_or(0, |(total, _, _)| *total);
+    let most = Common::most(total, Common::POSTGRES_SHARE);
+    if total <= most {
+        return Ok(None);
+    }
+    // A word indexed but not among the most common is taken as held by a few: whether by any
+    // is learnt by searching (a typo is searched for, finds nothing, and the question is then
+    // searched as asked).
+    let held = rows
+        .iter()
+        .map(|&(_, share, indexed)| match indexed {
+            true => ((share * total as f64).round() as i64).max(1),
+            false => 0,
+        })
+        .collect();
+    Ok(Some((held, most)))
+}
+
+/// One backend's search: `$held` its [`sqlite_held`] or [`postgres_held`], `$search` its query,
+/// `$query` how it joins words, `$ids` its binding of the file ids.
 macro_rules! search {
-    ($pool:expr, $scope:expr, $words:expr, $limit:expr, $total:expr, $holding:expr,
-     $search:expr, $query:expr, $ids:expr) => {{
+    ($pool:expr, $scope:expr, $words:expr, $limit:expr, $held:expr, $search:expr,
+     $query:expr, $ids:expr) => {{
         let pool = $pool;
         let asked = $words;
-        let mut chosen = None;
+        let mut tries = Vec::new();
         if asked.len() > 1 {
-            let total: i64 = sqlx::query_scalar($total).fetch_one(pool).await?;
-            let most = Common::most(total);
-            if total > most {
-                let mut held = Vec::with_capacity(asked.len());
-                for word in asked {
-                    let n: i64 = sqlx::query_scalar($holding)
-                        .bind($query(std::slice::from_ref(word), Join::Any))
-                        .bind(most + 1)
-                        .fetch_one(pool)
-                        .await?;
-                    held.push(n);
-                }
-                chosen = choose(asked, &held, most);
+            if let Some((held, most)) = $held(pool, asked).await? {
+                tries = choose(asked, &held, most);
             }
         }
         let run = |words: &[String], join| {
@@ -205,15 +276,17 @@ macro_rules! search {
                 .bind(i64::from($limit))
                 .fetch_all(pool)
         };
-        let found: Vec<Passage> = match &chosen {
-            Some((words, join)) => run(words, *join).await?,
-            None => Vec::new(),
-        };
-        if chosen.is_none() || found.is_empty() {
-            run(asked, Join::Any).await?
-        } else {
-            found
+        let mut found: Vec<Passage> = Vec::new();
+        for (words, join) in &tries {
+            found = run(words, *join).await?;
+            if !found.is_empty() {
+                break;
+            }
         }
+        if found.is_empty() {
+            found = run(asked, Join::Any).await?;
+        }
+        found
     }};
 }
 
@@ -241,8 +314,7 @@ impl Store {
                         scope,
                         words,
                         limit,
-                        SQLITE_TOTAL,
-                        SQLITE_HOLDING,
+                        sqlite_held,
                         SQLITE,
                         fts5_query,
                         ids.as_deref()
@@ -253,8 +325,7 @@ impl Store {
                     scope,
                     words,
                     limit,
-                    POSTGRES_TOTAL,
-                    POSTGRES_HOLDING,
+                    postgres_held,
                     POSTGRES,
                     tsquery,
                     scope.file_ids
@@ -294,19 +365,33 @@ mod tests {
     #[test]
     fn common_words_are_left_out_while_rarer_ones_remain() {
         let words: Vec<String> = ["the", "policy", "trv", "2291"].map(String::from).to_vec();
-        // Of 100,000 chunks, a word in more than 10,000 is common.
-        let most = Common::most(100_000);
+        // Of 100,000 chunks, a word in more than 10,000 is common on SQLite, 2,000 on PostgreSQL.
+        let most = Common::most(100_000, Common::SQLITE_SHARE);
         assert_eq!(most, 10_000);
-        assert_eq!(Common::most(3_000), Common::FEW);
+        assert_eq!(Common::most(100_000, Common::POSTGRES_SHARE), 2_000);
+        assert_eq!(Common::most(3_000, Common::SQLITE_SHARE), Common::FEW);
         let kept = choose(&words, &[10_001, 10_001, 1, 1], most);
-        assert_eq!(kept, Some((vec!["trv".into(), "2291".into()], Join::Any)));
-        let kept = choose(&words, &[10_001, 9_000, 1, 10_001], most).unwrap();
-        assert_eq!(kept, (vec!["policy".into(), "trv".into()], Join::Any));
+        assert_eq!(kept, [(vec!["trv".into(), "2291".into()], Join::Any)]);
+        let kept = choose(&words, &[10_001, 9_000, 1, 10_001], most);
+        assert_eq!(kept, [(vec!["policy".into(), "trv".into()], Join::Any)]);
         // No word common: as asked.
-        assert_eq!(choose(&words, &[1, 2, 3, 4], most), None);
+        assert_eq!(choose(&words, &[1, 2, 3, 4], most), []);
         // Every word held common (PostgreSQL holds no stop word; a typo is held by none):
-        // chunks holding all the common ones.
-        let kept = choose(&words, &[0, 10_001, 0, 10_001], most).unwrap();
-        assert_eq!(kept, (vec!["policy".into(), "2291".into()], Join::All));
+        // chunks holding all the common ones, then the rarest (in the question's order).
+        let kept = choose(&words, &[0, 10_001, 0, 10_002], most);
+        let both = vec!["policy".into(), "2291".into()];
+        assert_eq!(
+            kept,
+            [(both, Join::All), (vec!["policy".into()], Join::Any)]
+        );
+        let kept = choose(&words, &[50_000, 10_003, 20_000, 10_002], most);
+        assert_eq!(
+            kept,
+            [
+                (words.clone(), Join::All),
+                (vec!["policy".into(), "2291".into()], Join::All),
+                (vec!["2291".into()], Join::Any),
+            ]
+        );
     }
 }
