@@ -38,10 +38,13 @@ USER chatd
 WORKDIR /data
 # On every interface, so open mode (no ADMIN_TOKEN) refuses to start here: give it a token
 # (or CHATD_OPEN_ON_NETWORK=true, docs/deploying.md says why not).
+# The machine's compile cache is the volume's own (the home is /data): one folder, not two. Mount
+# a cache shared by several containers there instead, with CHATD_SECRET_KEY (docs/deploying.md).
 ENV HOST=0.0.0.0 \
     PORT=8787 \
     DATABASE_URL=sqlite:///data/chatd.db \
-    CHATD_DATA_DIR=/data
+    CHATD_DATA_DIR=/data \
+    CHATD_CACHE_DIR=/data/plugin-cache
 VOLUME /data
 EXPOSE 8787
 # Loopback, and /ready needs no token.

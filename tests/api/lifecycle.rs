@@ -56,7 +56,7 @@ impl Process {
     }
 
     /// A line already seen that contains `needle`.
-    fn line_with(&self, needle: &str) -> String {
+    pub(crate) fn line_with(&self, needle: &str) -> String {
         self.seen
             .iter()
             .find(|l| l.contains(needle))
@@ -65,7 +65,7 @@ impl Process {
     }
 
     /// Blocks until a stdout line contains `needle` (the server announces what it did).
-    fn wait_for(&mut self, needle: &str) -> String {
+    pub(crate) fn wait_for(&mut self, needle: &str) -> String {
         loop {
             match self.lines.recv_timeout(Duration::from_secs(60)) {
                 Ok(line) => {

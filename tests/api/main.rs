@@ -26,6 +26,7 @@ mod library;
 mod lifecycle;
 mod limits;
 mod live_replies;
+mod machine_cache;
 #[path = "../common/mcp.rs"]
 mod mcp;
 mod mcp_oauth;

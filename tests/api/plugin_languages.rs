@@ -274,6 +274,7 @@ async fn a_python_component_that_imports_files_is_refused_with_the_flag_to_build
         .args(["plugins", "check"])
         .arg(&wasm)
         .env("PLUGIN_CACHE_DIR", plugin_cache_dir())
+        .env("CHATD_CACHE_DIR", plugin_cache_dir())
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

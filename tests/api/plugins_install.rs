@@ -560,10 +560,21 @@ fn with_a_secret_key_a_cache_entry_loads_only_for_the_source_it_was_compiled_fro
     let (_, log) = site.list_and_log();
     assert!(!log.contains("does not authenticate"), "{log}");
 
-    // Another key (or none) trusts none of it.
+    // Another key reads none of it: it compiles under names of its own (its key's id) and
+    // leaves the first key's entries as they were.
+    let first: std::collections::BTreeMap<PathBuf, Vec<u8>> = site
+        .entries()
+        .into_iter()
+        .map(|p| (p.clone(), std::fs::read(p).unwrap()))
+        .collect();
     site.secret = Some("another-secret-key-of-32-characters-or-more".into());
-    let (_, log) = site.list_and_log();
-    assert!(log.contains("does not authenticate"), "{log}");
+    let (list, _) = site.list_and_log();
+    assert!(list.contains("tools:  echo, spin"), "{list}");
+    let now = site.entries();
+    assert_eq!(now.len(), 2 * first.len(), "{now:?}");
+    for (path, bytes) in &first {
+        assert_eq!(&std::fs::read(path).unwrap(), bytes, "{}", path.display());
+    }
 }
 
 #[test]

@@ -33,7 +33,8 @@ fn chatd(args: &[&str]) -> Command {
     let mut command = Command::new(BIN);
     command
         .args(args)
-        .env("PLUGIN_CACHE_DIR", plugin_cache_dir());
+        .env("PLUGIN_CACHE_DIR", plugin_cache_dir())
+        .env("CHATD_CACHE_DIR", plugin_cache_dir());
     command
 }
 
@@ -137,6 +138,7 @@ fn script_project(lang: &str, name: &str, test: &[&str]) {
         ("COMPONENTIZE_PY", componentize_py()),
         ("COMPONENTIZE_JS", componentize_js()),
         ("PLUGIN_CACHE_DIR", plugin_cache_dir()),
+        ("CHATD_CACHE_DIR", plugin_cache_dir()),
     ];
     ok(Command::new("sh")
         .arg("build.sh")

@@ -61,7 +61,8 @@ pub fn plugin_cache_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-plugin-cache")
 }
 
-/// A configuration for tests: loopback, a free port, the shared compile cache, and `args`.
+/// A configuration for tests: loopback, a free port, the shared compile cache (as the data
+/// folder's and the machine's), and `args`.
 pub fn test_config(args: &[&str]) -> Config {
     let mut config = Config::from_args(
         ["chatd", "--host", "127.0.0.1", "--port", "0"]
@@ -71,6 +72,8 @@ pub fn test_config(args: &[&str]) -> Config {
     )
     .expect("config");
     config.plugin_cache_dir = Some(plugin_cache_dir());
+    // The machine's cache too, so no test writes into the home folder.
+    config.chatd_cache_dir = Some(plugin_cache_dir());
     config
 }
 

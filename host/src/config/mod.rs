@@ -273,6 +273,10 @@ pub struct Config {
     /// in CHATD_DATA_DIR).
     #[arg(long, env = "PLUGIN_CACHE_DIR", value_name = "PLUGIN_CACHE_DIR")]
     pub plugin_cache_dir: Option<PathBuf>,
+    /// The machine's compiled plugin code, shared by every data folder and by `chatd plugins`
+    /// (default: `$XDG_CACHE_HOME/chatd`, else `~/.cache/chatd`).
+    #[arg(long, env = "CHATD_CACHE_DIR", value_name = "CHATD_CACHE_DIR")]
+    pub chatd_cache_dir: Option<PathBuf>,
     /// A file of minisign public keys (ed25519; `.pub` files, one or more). When set, every
     /// plugin in PLUGINS_DIR must be one file signed by one of them (`NAME.wasm.minisig`
     /// beside it); others are refused.

@@ -143,11 +143,12 @@ impl Common {
 }
 
 /// The searches to try in turn, given how many chunks hold each word (counted up to `most + 1`,
-/// or estimated), when some words are common: the others, any of them; when every word held is
-/// common, chunks holding all of those, then the two rarest, then the rarest (such words rarely
-/// meet in one chunk, and ranking every chunk holding any of them is the slowest search there
-/// is). Empty: search as asked (no word is common). The caller searches as asked too when none
-/// finds anything: the counts are of everyone's chunks, and the words kept may be in none of the
+/// or estimated), when some words are common: the others, any of them; then (when those are in
+/// none of the person's chunks, or there are none: a typo, a stop word) chunks holding all the
+/// common ones, then the two rarest of them, then the rarest (common words rarely meet in one
+/// chunk, and ranking every chunk holding any of them is the slowest search there is). Empty:
+/// search as asked (no word is common). The caller searches as asked too when none finds
+/// anything: the counts are of everyone's chunks, and the words kept may be in none of the
 /// person's.
 fn choose(words: &[String], held: &[i64], most: i64) -> Vec<(Vec<String>, Join)> {
     let mut counted: Vec<(&String, i64)> = words.iter().zip(held.iter().copied()).collect();
@@ -159,8 +160,9 @@ fn choose(words: &[String], held: &[i64], most: i64) -> Vec<(Vec<String>, Join)>
         .filter(|&&(_, n)| n > 0 && n <= most)
         .map(|&(w, _)| w.clone())
         .collect();
+    let mut tries = Vec::new();
     if !rare.is_empty() {
-        return vec![(rare, Join::Any)];
+        tries.push((rare, Join::Any));
     }
     counted.retain(|&(_, n)| n > most);
     let all: Vec<String> = counted.iter().map(|&(w, _)| w.clone()).collect();
@@ -171,7 +173,7 @@ fn choose(words: &[String], held: &[i64], most: i64) -> Vec<(Vec<String>, Join)>
         kept.sort_by_key(|w| all.iter().position(|a| a == *w));
         kept.into_iter().cloned().collect()
     };
-    let mut tries = vec![(all.clone(), Join::All)];
+    tries.push((all.clone(), Join::All));
     if all.len() > 2 {
         tries.push((rarest(2), Join::All));
     }
@@ -370,13 +372,30 @@ mod tests {
         assert_eq!(most, 10_000);
         assert_eq!(Common::most(100_000, Common::POSTGRES_SHARE), 2_000);
         assert_eq!(Common::most(3_000, Common::SQLITE_SHARE), Common::FEW);
+        // The rarer words, then the common ones (should the rarer be in none of the person's
+        // chunks).
         let kept = choose(&words, &[10_001, 10_001, 1, 1], most);
-        assert_eq!(kept, [(vec!["trv".into(), "2291".into()], Join::Any)]);
-        let kept = choose(&words, &[10_001, 9_000, 1, 10_001], most);
-        assert_eq!(kept, [(vec!["policy".into(), "trv".into()], Join::Any)]);
+        assert_eq!(
+            kept,
+            [
+                (vec!["trv".into(), "2291".into()], Join::Any),
+                (vec!["the".into(), "policy".into()], Join::All),
+                (vec!["the".into()], Join::Any),
+            ]
+        );
+        let kept = choose(&words, &[10_001, 9_000, 1, 10_002], most);
+        assert_eq!(
+            kept,
+            [
+                (vec!["policy".into(), "trv".into()], Join::Any),
+                (vec!["the".into(), "2291".into()], Join::All),
+                (vec!["the".into()], Join::Any),
+            ]
+        );
         // No word common: as asked.
         assert_eq!(choose(&words, &[1, 2, 3, 4], most), []);
-        // Every word held common (PostgreSQL holds no stop word; a typo is held by none):
+        // Every word held common (PostgreSQL holds no stop word; SQLite counts a typo as held
+        // by none):
         // chunks holding all the common ones, then the rarest (in the question's order).
         let kept = choose(&words, &[0, 10_001, 0, 10_002], most);
         let both = vec!["policy".into(), "2291".into()];

@@ -30,19 +30,16 @@ pub async fn run(config: &Config, file: &Path) -> ExitCode {
 async fn check_file(config: &Config, file: &Path) -> Result<String, String> {
     let package = Package::read(file).map_err(|e| e.to_string())?;
     let engine = crate::plugins::runtime::engine::new_engine().map_err(|e| e.to_string())?;
-    // The file under test is compiled fresh; the bundled plugins come from the server's compile
-    // cache when it exists (a check creates nothing).
-    let cache = crate::plugins::runtime::cache::folder(config)
-        .filter(|dir| dir.is_dir())
-        .map(|dir| {
-            crate::plugins::runtime::cache::CompileCache::new(dir)
-                .keyed(config.chatd_secret_key.as_ref())
-        });
-    let mut loader = Loader::new(engine, super::one_file::operator_settings(config)?, None);
-    let plugin = loader.load(package).await.map_err(|e| e.to_string())?;
+    // The file under test and the bundled plugins come from the compile cache: the data
+    // folder's when it exists (a check creates no data folder), then the machine's.
+    let cache = crate::plugins::runtime::cache::for_command(config);
+    let loader = Loader::new(engine, super::one_file::operator_settings(config)?, cache);
+    let plugin = loader
+        .load_admitted(package, super::one_file::signed_only(config))
+        .await
+        .map_err(|e| e.to_string())?;
     // Would it serve next to the bundled plugins? Same rules as the snapshot's assembly
     // (`snapshot.rs`).
-    loader.cache = cache;
     let bundled = PluginHost::load(loader, embedded::packages(), None)
         .await
         .map_err(|e| e.to_string())?;

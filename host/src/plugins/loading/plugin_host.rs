@@ -24,7 +24,6 @@ use crate::plugins::loading::load::{Loader, Plugin};
 use crate::plugins::loading::snapshot::{DeclaredLink, Snapshot};
 use crate::plugins::memory::TotalMemory;
 use crate::plugins::package::Package;
-use crate::plugins::runtime::cache::CompileCache;
 use crate::plugins::trust::Trust;
 use crate::telemetry;
 
@@ -288,8 +287,7 @@ impl PluginHost {
         let loader = Loader::new(
             engine,
             settings,
-            crate::plugins::runtime::cache::folder(config)
-                .map(|dir| CompileCache::new(dir).keyed(config.chatd_secret_key.as_ref())),
+            crate::plugins::runtime::cache::for_server(config),
         )
         .with_total_memory(TotalMemory::new(
             (config.plugin_memory_total_mib() as usize).saturating_mul(1 << 20),

@@ -1,4 +1,13 @@
-//! Compiled code on disk, so a restart does not run cranelift again.
+//! Compiled code on disk, so a restart, another data folder on the machine or `chatd plugins
+//! call` does not run cranelift again.
+//!
+//! Two folders hold entries ([`CompileCache::folders`]): the data folder's (`plugin-cache`, or
+//! PLUGIN_CACHE_DIR) first, then the machine's (CHATD_CACHE_DIR, else `$XDG_CACHE_HOME/chatd`,
+//! else `~/.cache/chatd`: [`machine_folder`]), shared by every data folder. An entry is read from
+//! the first that holds one that loads; an entry found only in the machine's is linked (copied
+//! across file systems) into the data folder's, and a fresh compile is written into the first
+//! and linked into the other. Either may be unwritable (a read-only home): the other still
+//! serves.
 //!
 //! An entry is the output of `Engine::precompile_component`, named by the SHA-256 of the wasm
 //! bytes and of the engine's `precompile_compatibility_hash` (wasmtime version, target, and every
@@ -8,14 +17,17 @@
 //!
 //! Loading an entry maps native code into the process (`Component::deserialize` is `unsafe` for
 //! that reason), so whoever can write the folder could run code as chatd. With CHATD_SECRET_KEY
-//! every entry carries a MAC (HMAC-SHA256 under a key derived from it, which is not in the data
-//! folder) over the checked source's hash, the engine's and the code: an entry changed on disk,
-//! moved under another plugin's name or written under another key is compiled again, logged,
-//! never loaded. Without the key, entries are as trusted as the folder, and a plugin admitted by
-//! its signature (CHATD_PLUGIN_KEYS) is compiled at every start rather than read from it: its
-//! signature would otherwise promise what the folder cannot. An entry that fails to load
-//! (truncated, or from an incompatible build) is compiled again and replaced.
+//! every entry carries a MAC (HMAC-SHA256 under a key derived from it, which is not in either
+//! folder) over the checked source's hash, the engine's and the code, and its name carries the
+//! key's id (a MAC of a constant, never the key): instances with different keys sharing the
+//! machine's folder keep entries of their own; an entry changed on disk, moved under another
+//! plugin's name or written under another key is compiled again, logged, never loaded. Without
+//! the key, entries are as trusted as the folders, and a plugin admitted by its signature
+//! (CHATD_PLUGIN_KEYS) is compiled at every start rather than read from them: its signature
+//! would otherwise promise what the folders cannot. An entry that fails to load (truncated, or
+//! from an incompatible build) is compiled again and replaced.
 
+use std::ffi::OsString;
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -31,8 +43,8 @@ use wasmtime::component::Component;
 use crate::config::{Config, Secret};
 use crate::plugins::LoadError;
 
-/// Where compiled plugin code is kept: PLUGIN_CACHE_DIR, else `plugin-cache` in the data
-/// folder; none for an in-memory database without a data folder.
+/// Where the data folder's compiled plugin code is kept: PLUGIN_CACHE_DIR, else `plugin-cache`
+/// in the data folder; none for an in-memory database without a data folder.
 pub fn folder(config: &Config) -> Option<PathBuf> {
     if let Some(dir) = &config.plugin_cache_dir {
         return Some(dir.clone());
@@ -40,11 +52,46 @@ pub fn folder(config: &Config) -> Option<PathBuf> {
     Some(crate::store::data_dir(config)?.join("plugin-cache"))
 }
 
+/// The machine's compile cache, shared by every data folder: CHATD_CACHE_DIR, else
+/// `$XDG_CACHE_HOME/chatd`, else `$HOME/.cache/chatd`; none for a process without a home.
+pub fn machine_folder(config: &Config) -> Option<PathBuf> {
+    config.chatd_cache_dir.clone().or_else(|| {
+        default_machine_folder(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
+    })
+}
+
+/// The XDG base directory rule: a relative or empty XDG_CACHE_HOME is ignored.
+fn default_machine_folder(xdg: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let absolute = |value: Option<OsString>| value.map(PathBuf::from).filter(|p| p.is_absolute());
+    absolute(xdg)
+        .map(|cache| cache.join("chatd"))
+        .or_else(|| absolute(home).map(|home| home.join(".cache").join("chatd")))
+}
+
+/// The compile cache a server reads and writes under `config`: the data folder's, then the
+/// machine's, keyed by CHATD_SECRET_KEY when set.
+pub fn for_server(config: &Config) -> Option<CompileCache> {
+    keyed(config, folder(config))
+}
+
+/// The compile cache `chatd plugins` reads and writes under `config`: as the server's, but the
+/// data folder's only when it exists (a command creates no data folder).
+pub fn for_command(config: &Config) -> Option<CompileCache> {
+    keyed(config, folder(config).filter(|dir| dir.is_dir()))
+}
+
+fn keyed(config: &Config, data: Option<PathBuf>) -> Option<CompileCache> {
+    let folders: Vec<PathBuf> = data.into_iter().chain(machine_folder(config)).collect();
+    let cache = CompileCache::in_folders(folders)?;
+    Some(cache.keyed(config.chatd_secret_key.as_ref()))
+}
+
 #[derive(Clone, Debug)]
 pub struct CompileCache {
-    dir: PathBuf,
-    /// The entries' MAC key, derived from CHATD_SECRET_KEY; `None` without it.
-    key: Option<Arc<[u8; 32]>>,
+    /// Read in this order; each compile kept in all.
+    folders: Vec<PathBuf>,
+    /// The entries' MAC key, derived from CHATD_SECRET_KEY, and its id; `None` without it.
+    key: Option<(Arc<[u8; 32]>, Arc<str>)>,
 }
 
 /// Where a component came from this time, for the startup log and the benchmark.
@@ -58,11 +105,27 @@ pub enum Origin {
 const TAG_BYTES: usize = 32;
 
 impl CompileCache {
+    /// A cache in one folder.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
-            dir: dir.into(),
+            folders: vec![dir.into()],
             key: None,
         }
+    }
+
+    /// A cache in `folders`, read in this order (a folder named twice counts once); `None`
+    /// without any.
+    pub fn in_folders(folders: Vec<PathBuf>) -> Option<Self> {
+        let mut unique: Vec<PathBuf> = Vec::with_capacity(folders.len());
+        for folder in folders {
+            if !unique.contains(&folder) {
+                unique.push(folder);
+            }
+        }
+        (!unique.is_empty()).then_some(Self {
+            folders: unique,
+            key: None,
+        })
     }
 
     /// This cache with its entries authenticated under a key derived from `secret`
@@ -72,13 +135,30 @@ impl CompileCache {
             let mut mac = HmacSha256::new_from_slice(secret.expose().as_bytes())
                 .expect("HMAC takes a key of any length");
             mac.update(b"chatd compile-cache entry key v1");
-            Arc::new(mac.finalize().into_bytes().into())
+            let key: [u8; 32] = mac.finalize().into_bytes().into();
+            let mut id = HmacSha256::new_from_slice(&key).expect("HMAC takes a key of any length");
+            id.update(b"chatd compile-cache key id v1");
+            let id: String = id.finalize().into_bytes()[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            (Arc::new(key), Arc::from(id))
         });
         Self { key, ..self }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// The folders it reads, in order.
+    pub fn folders(&self) -> &[PathBuf] {
+        &self.folders
+    }
+
+    /// The file name of the entry for the source of SHA-256 `digest`.
+    fn file_name(&self, engine: &Engine, digest: &[u8; 32]) -> String {
+        let name = key(engine, digest);
+        match &self.key {
+            Some((_, id)) => format!("{name}.{id}.mac.cwasm"),
+            None => format!("{name}.cwasm"),
+        }
     }
 
     /// The cached component for `wasm`, or a fresh compile (then stored). `signed`: the plugin
@@ -95,15 +175,28 @@ impl CompileCache {
         digest: Option<[u8; 32]>,
     ) -> Result<(Component, Origin), LoadError> {
         let digest = digest.unwrap_or_else(|| Sha256::digest(wasm).into());
-        let name = key(engine, &digest);
-        let path = match &self.key {
-            Some(_) => self.dir.join(format!("{name}.mac.cwasm")),
-            None if signed => return Ok((compile(engine, id, wasm)?, Origin::Compiled)),
-            None => self.dir.join(format!("{name}.cwasm")),
-        };
-        if path.exists() {
+        if self.key.is_none() && signed {
+            return Ok((compile(engine, id, wasm)?, Origin::Compiled));
+        }
+        let file = self.file_name(engine, &digest);
+        for (i, folder) in self.folders.iter().enumerate() {
+            let path = folder.join(&file);
+            if !path.exists() {
+                continue;
+            }
             match self.read(engine, &path, &digest) {
-                Ok(component) => return Ok((component, Origin::Cache)),
+                Ok(component) => {
+                    for earlier in &self.folders[..i] {
+                        if let Err(e) = share(&path, earlier, &file) {
+                            tracing::warn!(
+                                plugin = id,
+                                "cannot write the compile cache at {}: {e}",
+                                earlier.display()
+                            );
+                        }
+                    }
+                    return Ok((component, Origin::Cache));
+                }
                 Err(why) => tracing::warn!(
                     plugin = id,
                     "compile cache entry {} {why}, compiling again",
@@ -118,15 +211,34 @@ impl CompileCache {
                 reason: format!("{e:#}"),
             })?;
         let entry = match &self.key {
-            Some(key) => [&tag(key, engine, &digest, &compiled)[..], &compiled[..]].concat(),
+            Some((key, _)) => [&tag(key, engine, &digest, &compiled)[..], &compiled[..]].concat(),
             None => compiled.clone(),
         };
-        if let Err(e) = self.store(&path, &entry) {
-            tracing::warn!(
-                plugin = id,
-                "cannot write the compile cache at {}: {e}",
-                self.dir.display()
-            );
+        // Written once, then linked into the other folders: one copy on disk when they share
+        // a file system (a container whose home is its data volume).
+        let mut written: Option<PathBuf> = None;
+        for (i, folder) in self.folders.iter().enumerate() {
+            let done = match &written {
+                Some(path) => share(path, folder, &file),
+                None => store(folder, &file, &entry),
+            };
+            match done {
+                Ok(()) => {
+                    written.get_or_insert_with(|| folder.join(&file));
+                }
+                // The data folder's is where operators look; the machine's may be read-only
+                // (a container's home), which costs only the sharing.
+                Err(e) if i == 0 => tracing::warn!(
+                    plugin = id,
+                    "cannot write the compile cache at {}: {e}",
+                    folder.display()
+                ),
+                Err(e) => tracing::debug!(
+                    plugin = id,
+                    "cannot write the compile cache at {}: {e}",
+                    folder.display()
+                ),
+            }
         }
         // SAFETY: `compiled` was produced just now by this engine.
         let component = unsafe { Component::deserialize(engine, &compiled) }.map_err(|e| {
@@ -140,18 +252,16 @@ impl CompileCache {
 
     /// Whether an entry for the source of SHA-256 `digest` is on disk (not whether it loads).
     pub fn holds(&self, engine: &Engine, digest: &[u8; 32]) -> bool {
-        let name = key(engine, digest);
-        let file = match &self.key {
-            Some(_) => format!("{name}.mac.cwasm"),
-            None => format!("{name}.cwasm"),
-        };
-        self.dir.join(file).exists()
+        let file = self.file_name(engine, digest);
+        self.folders
+            .iter()
+            .any(|folder| folder.join(&file).exists())
     }
 
     /// The entry at `path`, if it may be loaded: with a key, read whole into memory and its MAC
     /// checked before one byte of it is mapped (what is checked is what is loaded).
     fn read(&self, engine: &Engine, path: &Path, digest: &[u8; 32]) -> Result<Component, String> {
-        let Some(key) = &self.key else {
+        let Some((key, _)) = &self.key else {
             // SAFETY: without a key the folder is trusted as the binary is (module docs).
             return unsafe { Component::deserialize_file(engine, path) }
                 .map_err(|e| format!("is unusable ({e:#})"));
@@ -171,14 +281,30 @@ impl CompileCache {
         // they are the bytes in memory now.
         unsafe { Component::deserialize(engine, code) }.map_err(|e| format!("is unusable ({e:#})"))
     }
+}
 
-    fn store(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-        tmp.write_all(bytes)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+/// Writes `bytes` as `folder`'s entry `file`, whole or not at all.
+fn store(folder: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::create_dir_all(folder)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(folder)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(folder.join(file)).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Makes the entry at `from` `folder`'s entry `file` too: a hard link (no copy, and entries are
+/// never changed in place: [`store`] renames), or a copy across file systems.
+fn share(from: &Path, folder: &Path, file: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(folder)?;
+    match tempfile::Builder::new().make_in(folder, |tmp| std::fs::hard_link(from, tmp)) {
+        Ok(linked) => {
+            // Renaming a link onto the same file (another process shared it first) succeeds
+            // and leaves the link's name behind: the temporary path removes it when dropped.
+            let linked = linked.into_temp_path();
+            std::fs::rename(&linked, folder.join(file))
+        }
+        Err(_) => store(folder, file, &std::fs::read(from)?),
     }
 }
 
@@ -327,10 +453,110 @@ mod tests {
             OTHER_COMPONENT
         };
         assert_eq!(load(&cache, which), Origin::Compiled);
-        // Another key: nothing written under the first one loads.
+        // Another key: entries of its own beside the first key's, and nothing written under
+        // the first one loads under its name.
         let other = CompileCache::new(dir.path()).keyed(Some(&Secret::new("o".repeat(32))));
         assert_eq!(load(&other, EMPTY_COMPONENT), Origin::Compiled);
         assert_eq!(load(&other, EMPTY_COMPONENT), Origin::Cache);
+        assert_eq!(entries(dir.path()).len(), 3);
+        assert_eq!(load(&cache, OTHER_COMPONENT), Origin::Cache);
+        let digest: [u8; 32] = Sha256::digest(EMPTY_COMPONENT).into();
+        let (mine, theirs) = (
+            dir.path().join(cache.file_name(&engine, &digest)),
+            dir.path().join(other.file_name(&engine, &digest)),
+        );
+        assert_ne!(mine, theirs);
+        std::fs::copy(&mine, &theirs).unwrap();
+        assert_eq!(load(&other, EMPTY_COMPONENT), Origin::Compiled);
+    }
+
+    fn dir_that_is_not_there() -> PathBuf {
+        tempfile::tempdir().unwrap().path().join("gone")
+    }
+
+    #[test]
+    fn the_machine_folder_follows_the_xdg_rule() {
+        let os = |s: &str| Some(OsString::from(s));
+        assert_eq!(
+            default_machine_folder(os("/x/cache"), os("/home/a")),
+            Some(PathBuf::from("/x/cache/chatd"))
+        );
+        assert_eq!(
+            default_machine_folder(os("relative"), os("/home/a")),
+            Some(PathBuf::from("/home/a/.cache/chatd"))
+        );
+        assert_eq!(
+            default_machine_folder(os(""), os("/home/a")),
+            Some(PathBuf::from("/home/a/.cache/chatd"))
+        );
+        assert_eq!(default_machine_folder(None, None), None);
+        let config = Config::from_args(["chatd", "--chatd-cache-dir", "/m"]).unwrap();
+        assert_eq!(machine_folder(&config), Some(PathBuf::from("/m")));
+        let both = for_server(&config).unwrap();
+        assert_eq!(
+            both.folders(),
+            [PathBuf::from("data/plugin-cache"), PathBuf::from("/m")]
+        );
+        let missing = dir_that_is_not_there();
+        let config = Config::from_args([
+            "chatd",
+            "--chatd-cache-dir",
+            "/m",
+            "--plugin-cache-dir",
+            missing.to_str().unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(
+            for_command(&config).unwrap().folders(),
+            [PathBuf::from("/m")]
+        );
+        assert_eq!(for_server(&config).unwrap().folders().len(), 2);
+    }
+
+    #[test]
+    fn another_data_folder_takes_the_machines_entries_and_keeps_them_too() {
+        let engine = Engine::new(wasmtime::Config::new().wasm_component_model(true)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, machine) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("machine"),
+        );
+        let secret = Secret::new("k".repeat(32));
+        let cache = |data: &Path| {
+            CompileCache::in_folders(vec![data.to_path_buf(), machine.clone()])
+                .unwrap()
+                .keyed(Some(&secret))
+        };
+        let load = |cache: &CompileCache| cache.load(&engine, "p", EMPTY_COMPONENT, true, None);
+        assert_eq!(load(&cache(&a)).unwrap().1, Origin::Compiled);
+        assert_eq!((entries(&a).len(), entries(&machine).len()), (1, 1));
+        // A second data folder: from the machine's, and kept in its own.
+        assert!(cache(&b).holds(&engine, &Sha256::digest(EMPTY_COMPONENT).into()));
+        assert_eq!(load(&cache(&b)).unwrap().1, Origin::Cache);
+        assert_eq!(entries(&b).len(), 1);
+        assert_eq!(
+            std::fs::read(&entries(&b)[0]).unwrap(),
+            std::fs::read(&entries(&machine)[0]).unwrap()
+        );
+        // The data folder's serves without the machine's.
+        std::fs::remove_dir_all(&machine).unwrap();
+        assert_eq!(load(&cache(&b)).unwrap().1, Origin::Cache);
+        // A machine folder that cannot be written (a file stands where it would be): the data
+        // folder's is written, and the load succeeds.
+        std::fs::write(&machine, b"a file").unwrap();
+        let c = dir.path().join("c");
+        assert_eq!(load(&cache(&c)).unwrap().1, Origin::Compiled);
+        assert_eq!(load(&cache(&c)).unwrap().1, Origin::Cache);
+        assert_eq!(entries(&c).len(), 1);
+        // A folder named twice is one folder.
+        assert_eq!(
+            CompileCache::in_folders(vec![a.clone(), a.clone()])
+                .unwrap()
+                .folders(),
+            [a]
+        );
+        assert!(CompileCache::in_folders(vec![]).is_none());
     }
 
     #[test]
