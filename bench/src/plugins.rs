@@ -3,7 +3,8 @@
 //! 1. Start to ready: the release binary (`target/release/chatd`, beside this program) is
 //!    spawned with a fresh data folder and timed until `GET /health` answers: first boot (the
 //!    bundled plugins are compiled) and restarts on the same folder (compiled code read from the
-//!    cache). Idle RSS is read from /proc once a warm server answers.
+//!    cache). Idle RSS is read from /proc once a warm server answers. Then fresh data folders
+//!    sharing the machine's compile cache (CHATD_CACHE_DIR), timed until `GET /ready`.
 //! 2. Host overhead per tool call: a bundled tool called in-process through the same
 //!    `ToolPlugin::invoke` the server uses, with arguments the plugin refuses at once, so the
 //!    plugin's own work is a JSON parse of `{}`: what is measured is a fresh store, a fresh
@@ -148,23 +149,82 @@ fn spawn(
     // Keep reading (and dropping) the log, so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     loop {
-        if let Ok(mut tcp) = std::net::TcpStream::connect(&addr) {
-            use std::io::{Read, Write};
-            // The server's own address as the Host: open mode answers loopback names only.
-            let request =
-                format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-            tcp.write_all(request.as_bytes())?;
-            let mut answer = String::new();
-            tcp.read_to_string(&mut answer)?;
-            if answer.starts_with("HTTP/1.1 200") {
-                break;
-            }
+        if answers(&addr, "/health")? {
+            break;
         }
         if started.elapsed() > Duration::from_secs(120) {
             bail!("/health did not answer within 120 s");
         }
     }
     Ok((running, started.elapsed(), loaded, addr))
+}
+
+/// Whether `GET path` answers 200 now (false while nothing listens).
+fn answers(addr: &str, path: &str) -> anyhow::Result<bool> {
+    use std::io::{Read, Write};
+    let Ok(mut tcp) = std::net::TcpStream::connect(addr) else {
+        return Ok(false);
+    };
+    // The server's own address as the Host: open mode answers loopback names only.
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    tcp.write_all(request.as_bytes())?;
+    let mut answer = String::new();
+    tcp.read_to_string(&mut answer)?;
+    Ok(answer.starts_with("HTTP/1.1 200"))
+}
+
+/// [`spawn`], then until `GET /ready` answers 200 (the python tool's interpreter compiled).
+fn until_ready(
+    binary: &Path,
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> anyhow::Result<(Running, Duration, String)> {
+    let (running, took, loaded, addr) = spawn(binary, dir, env)?;
+    let waiting = Instant::now();
+    while !answers(&addr, "/ready")? {
+        if waiting.elapsed() > Duration::from_secs(300) {
+            bail!("/ready did not answer 200 within 300 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok((running, took + waiting.elapsed(), loaded))
+}
+
+/// Issue 59: data folders sharing the machine's compile cache (CHATD_CACHE_DIR), each timed
+/// until `/ready`: the first compiles every plugin, the others read them.
+fn another_folder(o: &Options, binary: &Path) -> anyhow::Result<()> {
+    println!(
+        "\nanother data folder: fresh data folders sharing CHATD_CACHE_DIR, until GET /ready \
+         answers 200 (the interpreter included)"
+    );
+    println!("{:<44} {:>9} {:>9} {:>9}", "", "min ms", "p50 ms", "max ms");
+    let machine = tempfile::tempdir()?;
+    let cache = machine
+        .path()
+        .to_str()
+        .context("a UTF-8 temporary folder")?;
+    let env = [("CHATD_CACHE_DIR", cache)];
+    let first = tempfile::tempdir()?;
+    let (running, took, first_line) = until_ready(binary, first.path(), &env)?;
+    drop(running);
+    let mut firsts = vec![took];
+    let (mut others, mut other_line) = (Vec::new(), String::new());
+    for _ in 0..o.warm_runs {
+        let dir = tempfile::tempdir()?;
+        let (running, took, line) = until_ready(binary, dir.path(), &env)?;
+        drop(running);
+        others.push(took);
+        other_line = line;
+    }
+    row("the first (compiles every plugin)", &mut firsts);
+    row("another (the machine's compile cache)", &mut others);
+    println!(
+        "  first ÷ another at p50: {:.0}",
+        firsts[0].as_secs_f64() / others[others.len() / 2].as_secs_f64()
+    );
+    println!("  server said, the first: {first_line}");
+    println!("  server said, another:   {other_line}");
+    Ok(())
 }
 
 pub(crate) fn rss_kib(pid: u32) -> anyhow::Result<u64> {
@@ -220,7 +280,7 @@ fn startup(o: &Options) -> anyhow::Result<()> {
         rss[rss.len() / 2] as f64 / 1024.0,
         rss[rss.len() - 1] as f64 / 1024.0
     );
-    Ok(())
+    another_folder(o, &binary)
 }
 
 fn row(name: &str, times: &mut [Duration]) {
