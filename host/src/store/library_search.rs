@@ -11,9 +11,9 @@
 //! A word most chunks hold is left out of the ranking when the question has rarer ones
 //! ([`Common`], [`choose`]): ranking costs a step per chunk holding any word, and such a word
 //! weighs little in it (a stop word, in effect, decided by the chunks rather than a list). When
-//! that finds nothing, the question is searched as asked. SQLite counts a word's chunks in its
-//! index ([`sqlite_held`]); PostgreSQL, whose count would read a row per chunk, estimates it from
-//! ANALYZE's statistics ([`postgres_held`]).
+//! that finds nothing, the common words are tried, then the question as asked. SQLite counts a
+//! word's chunks in its index ([`sqlite_held`]); PostgreSQL, whose count would read a row per
+//! chunk, estimates it from ANALYZE's statistics ([`postgres_held`]).
 //!
 //! Nothing is rebuilt per query. Only the owner's files are searched ([`Scope`]).
 
@@ -244,8 +244,8 @@ async fn postgres_held(pool: &sqlx::PgPool, words: &[String]) -> Result<Option<(
         return Ok(None);
     }
     // A word indexed but not among the most common is taken as held by a few: whether by any
-    // is learnt by searching (a typo is searched for, finds nothing, and the question is then
-    // searched as asked).
+    // is learnt by searching (a typo is searched for, finds nothing, and the common words are
+    // tried next: `choose`).
     let held = rows
         .iter()
         .map(|&(_, share, indexed)| match indexed {

@@ -214,17 +214,29 @@ impl CompileCache {
             Some((key, _)) => [&tag(key, engine, &digest, &compiled)[..], &compiled[..]].concat(),
             None => compiled.clone(),
         };
-        // Written once, then linked into the other folders: one copy on disk when they share
-        // a file system (a container whose home is its data volume).
+        self.keep(id, &file, &entry);
+        // SAFETY: `compiled` was produced just now by this engine.
+        let component = unsafe { Component::deserialize(engine, &compiled) }.map_err(|e| {
+            LoadError::Compile {
+                id: id.to_string(),
+                reason: format!("{e:#}"),
+            }
+        })?;
+        Ok((component, Origin::Compiled))
+    }
+
+    /// Keeps `entry` as `file` in every folder: written once, then linked into the others (one
+    /// copy on disk when they share a file system: a container whose home is its data volume).
+    fn keep(&self, id: &str, file: &str, entry: &[u8]) {
         let mut written: Option<PathBuf> = None;
         for (i, folder) in self.folders.iter().enumerate() {
             let done = match &written {
-                Some(path) => share(path, folder, &file),
-                None => store(folder, &file, &entry),
+                Some(path) => share(path, folder, file),
+                None => store(folder, file, entry),
             };
             match done {
                 Ok(()) => {
-                    written.get_or_insert_with(|| folder.join(&file));
+                    written.get_or_insert_with(|| folder.join(file));
                 }
                 // The data folder's is where operators look; the machine's may be read-only
                 // (a container's home), which costs only the sharing.
@@ -240,14 +252,6 @@ impl CompileCache {
                 ),
             }
         }
-        // SAFETY: `compiled` was produced just now by this engine.
-        let component = unsafe { Component::deserialize(engine, &compiled) }.map_err(|e| {
-            LoadError::Compile {
-                id: id.to_string(),
-                reason: format!("{e:#}"),
-            }
-        })?;
-        Ok((component, Origin::Compiled))
     }
 
     /// Whether an entry for the source of SHA-256 `digest` is on disk (not whether it loads).
