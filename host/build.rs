@@ -1,5 +1,6 @@
 //! Builds the bundled plugins (`/plugins/*`) for `wasm32-wasip2` and writes `bundled.rs` into
-//! OUT_DIR, which embeds each one's manifest and component in the binary.
+//! OUT_DIR, which embeds each one's manifest and component in the binary; and `migrations.rs`,
+//! which embeds each store's migration files.
 //!
 //! The target: rustup adds the targets listed in rust-toolchain.toml only when it installs the
 //! toolchain, so a machine that already had 1.95.0 lacks `wasm32-wasip2`. The build adds it, or
@@ -42,7 +43,7 @@ fn main() {
         .to_path_buf();
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build_python.rs");
-    // `migrations`: `sqlx::migrate!` embeds the folder, and a new migration must rebuild the
+    // `migrations`: `write_migrations` embeds the folder, and a new migration must rebuild the
     // crate that embeds it.
     for watched in [
         "migrations",
@@ -55,9 +56,19 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     ensure_wasm_target();
-    let wasm_dir = build_plugins(&root);
-    let python = python::build(&root);
+    // The interpreter beside the plugins, not after them: they share no input, installing
+    // componentize-py and the packages waits on the network and the disk, and the nested cargo
+    // alone kept two cores busy for 84% of its 110 s cold (issue 59's first build).
+    let (wasm_dir, python) = std::thread::scope(|scope| {
+        let python = scope.spawn(|| python::build(&root));
+        let wasm_dir = build_plugins(&root);
+        let python = python
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (wasm_dir, python)
+    });
     write_bundled(&root, &wasm_dir, &python);
+    write_migrations(&root);
 }
 
 fn env(name: &str) -> String {
@@ -179,6 +190,36 @@ fn write_bundled(root: &Path, wasm_dir: &Path, python: &Path) {
     code.push_str("];\n");
     let out = PathBuf::from(env("OUT_DIR")).join("bundled.rs");
     std::fs::write(out, code).expect("write bundled.rs");
+}
+
+/// `migrations.rs`: each store's migration files, by name, in the binary (`store/migrations.rs`
+/// reads them as sqlx's `migrate!` would, without its proc-macro crate, which built sqlx and
+/// SQLite a second time for the compiler).
+fn write_migrations(root: &Path) {
+    let mut code = String::new();
+    for (constant, folder) in [("SQLITE", "sqlite"), ("POSTGRES", "postgres")] {
+        let dir = root.join("migrations").join(folder);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "sql"))
+            .collect();
+        files.sort();
+        writeln!(code, "pub const {constant}: &[(&str, &str)] = &[").unwrap();
+        for file in files {
+            let name = file.file_name().expect("a file name").to_string_lossy();
+            writeln!(
+                code,
+                "    ({name:?}, include_str!({:?})),",
+                file.display().to_string()
+            )
+            .unwrap();
+        }
+        code.push_str("];\n");
+    }
+    let out = PathBuf::from(env("OUT_DIR")).join("migrations.rs");
+    std::fs::write(out, code).expect("write migrations.rs");
 }
 
 /// One `BUNDLED` line: the manifest, the component, and the component's SHA-256, computed here

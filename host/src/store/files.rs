@@ -7,6 +7,7 @@
 //! Written once for both databases (their `$n` placeholders are PostgreSQL's and, through sqlx,
 //! SQLite's too): [`files!`] makes the functions for one database type.
 
+use super::row::from_row;
 use super::{Backend, Result, Store, measured, read};
 use crate::vocabulary::{new_id, now};
 
@@ -45,14 +46,15 @@ pub enum Kept {
     Full,
 }
 
-#[derive(sqlx::FromRow)]
-struct FileRow {
-    id: String,
-    chat_id: String,
-    name: String,
-    mime_type: String,
-    size_bytes: i64,
-    created_at: String,
+from_row! {
+    struct FileRow {
+        id: String,
+        chat_id: String,
+        name: String,
+        mime_type: String,
+        size_bytes: i64,
+        created_at: String,
+    }
 }
 
 impl FileRow {

@@ -15,6 +15,7 @@
 use sha2::Digest as _;
 
 use super::library_search::NewChunk;
+use super::row::from_row;
 use super::{Backend, Result, Store, measured};
 use crate::vocabulary::{FileStatus, new_id, now};
 
@@ -89,19 +90,20 @@ pub struct Claimed {
     pub attempts: i64,
 }
 
-#[derive(sqlx::FromRow)]
-struct FileRow {
-    id: String,
-    owner_id: String,
-    name: String,
-    mime_type: String,
-    size_bytes: i64,
-    collection: Option<String>,
-    status: String,
-    error: Option<String>,
-    pages: Option<i64>,
-    chunks: Option<i64>,
-    created_at: String,
+from_row! {
+    struct FileRow {
+        id: String,
+        owner_id: String,
+        name: String,
+        mime_type: String,
+        size_bytes: i64,
+        collection: Option<String>,
+        status: String,
+        error: Option<String>,
+        pages: Option<i64>,
+        chunks: Option<i64>,
+        created_at: String,
+    }
 }
 
 impl FileRow {
@@ -122,12 +124,12 @@ impl FileRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct ClaimedRow {
-    #[sqlx(flatten)]
-    file: FileRow,
-    content: Vec<u8>,
-    attempts: i64,
+from_row! {
+    struct ClaimedRow {
+        ..file: FileRow,
+        content: Vec<u8>,
+        attempts: i64,
+    }
 }
 
 macro_rules! columns {

@@ -17,6 +17,7 @@
 //!
 //! Nothing is rebuilt per query. Only the owner's files are searched ([`Scope`]).
 
+use super::row::from_row;
 use super::{Backend, Result, Store, measured};
 
 /// The most words of a question searched for; the rest are left out.
@@ -29,17 +30,19 @@ pub struct NewChunk {
     pub text: String,
 }
 
-/// A chunk found.
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
-pub struct Passage {
-    pub file_id: String,
-    pub name: String,
-    pub page: Option<i64>,
-    /// The chunk's index in its file.
-    pub chunk: i64,
-    pub text: String,
-    /// Higher is better; comparable only within one search.
-    pub score: f64,
+from_row! {
+    /// A chunk found.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Passage {
+        pub file_id: String,
+        pub name: String,
+        pub page: Option<i64>,
+        /// The chunk's index in its file.
+        pub chunk: i64,
+        pub text: String,
+        /// Higher is better; comparable only within one search.
+        pub score: f64,
+    }
 }
 
 /// Which files a search reaches: the owner's, of `collection` when given, among `file_ids`

@@ -20,14 +20,17 @@ use std::collections::BinaryHeap;
 use futures::TryStreamExt as _;
 
 use super::library_search::{Passage, Scope};
+use super::row::from_row;
 use super::{Backend, Result, Store, measured};
 
-/// A chunk waiting for its vector: which, and its text.
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
-pub struct Unembedded {
-    pub file_id: String,
-    pub seq: i64,
-    pub text: String,
+from_row! {
+    /// A chunk waiting for its vector: which, and its text.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct Unembedded {
+        pub file_id: String,
+        pub seq: i64,
+        pub text: String,
+    }
 }
 
 /// A chunk found by meaning: which, and its score (a cosine, -1..1).

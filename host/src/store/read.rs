@@ -1,6 +1,6 @@
 //! The read side, written once for both backends: the `SELECT`s (their `$n` placeholders are
-//! PostgreSQL's and, through sqlx, SQLite's too), the rows as `sqlx::FromRow`, and the records
-//! they become. [`reads!`] makes the functions for one database type; `read::sqlite` and
+//! PostgreSQL's and, through sqlx, SQLite's too), the rows as `sqlx::FromRow` ([`from_row!`]),
+//! and the records they become. [`reads!`] makes the functions for one database type; `read::sqlite` and
 //! `read::postgres` are the two. The write paths stay per backend (`sqlite/`, `postgres/`).
 //!
 //! A SQLite `Batch` (several statements in one query) keeps `?` placeholders: there `$N` would
@@ -10,6 +10,7 @@
 
 use serde_json::Value;
 
+use super::row::from_row;
 use super::text::{Text, opt};
 use super::{
     CallRecord, CallUsage, ChatRecord, MessageRecord, PageAfter, Result, SearchDetailRecord,
@@ -149,21 +150,22 @@ const WORKSPACE: &str = "\
     ) AS recent_searches \
     ORDER BY updated_at DESC, id DESC";
 
-#[derive(sqlx::FromRow)]
-pub(super) struct ChatRow {
-    id: String,
-    title: Option<Text>,
-    created_at: String,
-    updated_at: String,
-    starred_at: Option<String>,
-    initiated_provider: Option<Text>,
-    initiated_model: Option<Text>,
-    last_used_provider: Option<Text>,
-    last_used_model: Option<Text>,
-    additional_system_prompt: Option<Text>,
-    /// NOT NULL for a chat; `None` only in the workspace list's search rows, which pad it.
-    enabled_tools: Option<String>,
-    owner_id: String,
+from_row! {
+    pub(super) struct ChatRow {
+        id: String,
+        title: Option<Text>,
+        created_at: String,
+        updated_at: String,
+        starred_at: Option<String>,
+        initiated_provider: Option<Text>,
+        initiated_model: Option<Text>,
+        last_used_provider: Option<Text>,
+        last_used_model: Option<Text>,
+        additional_system_prompt: Option<Text>,
+        /// NOT NULL for a chat; `None` only in the workspace list's search rows, which pad it.
+        enabled_tools: Option<String>,
+        owner_id: String,
+    }
 }
 
 impl ChatRow {
@@ -185,14 +187,15 @@ impl ChatRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-pub(super) struct MessageRow {
-    id: String,
-    created_at: String,
-    role: String,
-    content: Text,
-    name: Option<Text>,
-    metadata: Option<String>,
+from_row! {
+    pub(super) struct MessageRow {
+        id: String,
+        created_at: String,
+        role: String,
+        content: Text,
+        name: Option<Text>,
+        metadata: Option<String>,
+    }
 }
 
 impl MessageRow {
@@ -208,16 +211,17 @@ impl MessageRow {
     }
 }
 
-/// A message found by its text (`sqlite/message_search.rs`, `postgres/message_search.rs`).
-#[derive(sqlx::FromRow)]
-pub(super) struct HitRow {
-    position: String,
-    chat_id: String,
-    chat_title: Option<Text>,
-    message_id: String,
-    created_at: String,
-    role: String,
-    content: Text,
+from_row! {
+    /// A message found by its text (`sqlite/message_search.rs`, `postgres/message_search.rs`).
+    pub(super) struct HitRow {
+        position: String,
+        chat_id: String,
+        chat_title: Option<Text>,
+        message_id: String,
+        created_at: String,
+        role: String,
+        content: Text,
+    }
 }
 
 impl HitRow {
@@ -234,15 +238,16 @@ impl HitRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-pub(super) struct SearchRow {
-    id: String,
-    title: Option<Text>,
-    query: Option<Text>,
-    created_at: String,
-    updated_at: String,
-    starred_at: Option<String>,
-    has_output: bool,
+from_row! {
+    pub(super) struct SearchRow {
+        id: String,
+        title: Option<Text>,
+        query: Option<Text>,
+        created_at: String,
+        updated_at: String,
+        starred_at: Option<String>,
+        has_output: bool,
+    }
 }
 
 impl SearchRow {
@@ -259,18 +264,18 @@ impl SearchRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-pub(super) struct SearchDetailRow {
-    #[sqlx(flatten)]
-    search: SearchRow,
-    request_id: Option<Text>,
-    latency_ms: Option<i64>,
-    error: Option<Text>,
-    results: String,
-    answer_text: Option<Text>,
-    answer_request_id: Option<Text>,
-    answer_citations: String,
-    answer_error: Option<Text>,
+from_row! {
+    pub(super) struct SearchDetailRow {
+        ..search: SearchRow,
+        request_id: Option<Text>,
+        latency_ms: Option<i64>,
+        error: Option<Text>,
+        results: String,
+        answer_text: Option<Text>,
+        answer_request_id: Option<Text>,
+        answer_citations: String,
+        answer_error: Option<Text>,
+    }
 }
 
 impl SearchDetailRow {
@@ -289,21 +294,22 @@ impl SearchDetailRow {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct CallRow {
-    id: String,
-    chat_id: Option<String>,
-    provider: Option<Text>,
-    model: Option<Text>,
-    created_at: String,
-    completed_at: Option<String>,
-    input_tokens: Option<i64>,
-    output_tokens: Option<i64>,
-    total_tokens: Option<i64>,
-    latency_ms: Option<i64>,
-    error: Option<Text>,
-    answered_provider: Option<Text>,
-    answered_model: Option<Text>,
+from_row! {
+    struct CallRow {
+        id: String,
+        chat_id: Option<String>,
+        provider: Option<Text>,
+        model: Option<Text>,
+        created_at: String,
+        completed_at: Option<String>,
+        input_tokens: Option<i64>,
+        output_tokens: Option<i64>,
+        total_tokens: Option<i64>,
+        latency_ms: Option<i64>,
+        error: Option<Text>,
+        answered_provider: Option<Text>,
+        answered_model: Option<Text>,
+    }
 }
 
 impl CallRow {
@@ -327,14 +333,14 @@ impl CallRow {
     }
 }
 
-/// One row of the workspace list: a chat's columns or a search's, by `kind`.
-#[derive(sqlx::FromRow)]
-struct WorkspaceRow {
-    kind: String,
-    #[sqlx(flatten)]
-    chat: ChatRow,
-    query: Option<Text>,
-    has_output: bool,
+from_row! {
+    /// One row of the workspace list: a chat's columns or a search's, by `kind`.
+    struct WorkspaceRow {
+        ..chat: ChatRow,
+        kind: String,
+        query: Option<Text>,
+        has_output: bool,
+    }
 }
 
 impl WorkspaceRow {

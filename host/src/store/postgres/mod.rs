@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
+use super::migrations::{self, Embedded};
 use super::{Result, StoreError};
 use crate::vocabulary::new_id;
 
@@ -70,7 +71,11 @@ impl PgStore {
             .connect_with(options.clone())
             .await
             .map_err(open_error)?;
-        sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+        Embedded(migrations::POSTGRES)
+            .migrator()
+            .await?
+            .run(&pool)
+            .await?;
         let listen_pool = PgPoolOptions::new()
             .max_connections(1)
             .connect_lazy_with(options.clone());

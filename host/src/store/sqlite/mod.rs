@@ -38,6 +38,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+use super::migrations::{self, Embedded};
 use super::{Result, STARRED_PROJECT, StoreError};
 use batch::Writer;
 
@@ -112,7 +113,11 @@ impl SqliteStore {
                 url: raw.to_string(),
                 source,
             })?;
-        sqlx::migrate!("../migrations/sqlite").run(&pool).await?;
+        Embedded(migrations::SQLITE)
+            .migrator()
+            .await?
+            .run(&pool)
+            .await?;
         let writer = Writer::open(options)
             .await
             .map_err(|source| StoreError::Open {
