@@ -589,10 +589,15 @@ async fn refusals_name_the_parameter() {
         {"role": "tool", "tool_call_id": "call_1", "content": "42"}
     ]);
     let named = json!([{"role": "user", "content": "hi", "name": 7}]);
+    // The shared checks' refusals carry their field too, as on `/responses`.
+    let gif = json!([{"role": "user", "content": [{"type": "image_url", "image_url":
+        {"url": "data:image/gif;base64,R0lGODlhAQABAAAAACw="}}]}]);
     for (messages, param) in [
         (remote, "messages[0].content[0].image_url.url"),
         (tool_result, "messages[1].tool_call_id"),
         (named, "messages[0].name"),
+        (gif, "messages[0].attachments[0].dataUrl"),
+        (json!([]), "messages"),
     ] {
         let answer = python_sdk(
             &python,

@@ -118,6 +118,21 @@ async fn a_temperature_the_model_does_not_take_is_400_before_any_upstream_call()
             assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {error}");
             assert_eq!(error["message"], why, "{path}");
         }
+        // The same refusal on both OpenAI routes, its words unchanged. The plugin's refusal
+        // names no field of the request's, so no `param`: not the provider's id, which a
+        // message read back as `field: rule` once put there.
+        let openai = [
+            ("/openai/v1/chat/completions", json!({"messages": history})),
+            ("/openai/v1/responses", json!({"input": "hi"})),
+        ];
+        for (path, mut request) in openai {
+            request["model"] = json!(format!("{provider}/{model}"));
+            request["temperature"] = json!(temperature);
+            let (status, body) = server.post(path, request).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+            assert_eq!(body["error"]["message"], why, "{path}");
+            assert_eq!(body["error"]["param"], Value::Null, "{path}: {body}");
+        }
         assert_eq!(server.row_counts().await, before, "nothing written");
     }
     assert_eq!(model_calls(&upstream), 0, "no upstream call");

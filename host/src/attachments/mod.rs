@@ -16,17 +16,30 @@ pub const MAX_IMAGE_BYTES: usize = 6 * MIB;
 pub const MAX_TEXT_SOURCE_BYTES: u64 = 8 * MIB as u64;
 pub const MAX_TEXT_CHARS: usize = 200_000;
 
-/// A rejected attachment list; the message names the field and the rule.
+/// A rejected attachment list: the field (`messages[2].attachments[0].dataUrl`) and its rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct AttachmentError(pub String);
+#[error("{field}: {rule}")]
+pub struct AttachmentError {
+    pub field: String,
+    pub rule: String,
+}
+
+impl AttachmentError {
+    fn new(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            rule: rule.into(),
+        }
+    }
+}
 
 /// Checks a message's attachment count (all sources together). `field` names the list.
 pub fn check_count(count: usize, field: &str) -> Result<(), AttachmentError> {
     if count > MAX_ATTACHMENTS_PER_MESSAGE {
-        return Err(AttachmentError(format!(
-            "{field}: at most {MAX_ATTACHMENTS_PER_MESSAGE} attachments per message (got {count})"
-        )));
+        return Err(AttachmentError::new(
+            field,
+            format!("at most {MAX_ATTACHMENTS_PER_MESSAGE} attachments per message (got {count})"),
+        ));
     }
     Ok(())
 }
@@ -72,15 +85,21 @@ fn validate_one(input: AttachmentInput, field: &str) -> Result<Attachment, Attac
         } => {
             let chars = text.chars().count();
             if chars > MAX_TEXT_CHARS {
-                return Err(AttachmentError(format!(
-                    "{field}.text: at most {MAX_TEXT_CHARS} characters (got {chars}); truncate it and set truncated"
-                )));
+                return Err(AttachmentError::new(
+                    format!("{field}.text"),
+                    format!(
+                        "at most {MAX_TEXT_CHARS} characters (got {chars}); truncate it and set truncated"
+                    ),
+                ));
             }
             let size_bytes = size_bytes.unwrap_or(text.len() as u64);
             if size_bytes > MAX_TEXT_SOURCE_BYTES {
-                return Err(AttachmentError(format!(
-                    "{field}.sizeBytes: a text attachment's source is at most 8 MiB ({MAX_TEXT_SOURCE_BYTES} bytes)"
-                )));
+                return Err(AttachmentError::new(
+                    format!("{field}.sizeBytes"),
+                    format!(
+                        "a text attachment's source is at most 8 MiB ({MAX_TEXT_SOURCE_BYTES} bytes)"
+                    ),
+                ));
             }
             Ok(Attachment::Text {
                 id: id_or_new(id),
@@ -104,22 +123,23 @@ fn image(
     field: &str,
 ) -> Result<Attachment, AttachmentError> {
     let (header_mime, payload) = split_data_url(data_url).ok_or_else(|| {
-        AttachmentError(format!(
-            "{field}.dataUrl: must be a base64 data URL (data:<mime>;base64,<data>)"
-        ))
+        AttachmentError::new(
+            format!("{field}.dataUrl"),
+            "must be a base64 data URL (data:<mime>;base64,<data>)",
+        )
     })?;
     // Reject by length before decoding so a huge string costs no allocation.
     if payload.len() / 4 * 3 > MAX_IMAGE_BYTES + 3 {
         return Err(too_large_image(field));
     }
-    let bytes = STANDARD
-        .decode(payload)
-        .map_err(|_| AttachmentError(format!("{field}.dataUrl: data is not valid base64")))?;
+    let bytes = STANDARD.decode(payload).map_err(|_| {
+        AttachmentError::new(format!("{field}.dataUrl"), "data is not valid base64")
+    })?;
     if bytes.len() > MAX_IMAGE_BYTES {
         return Err(too_large_image(field));
     }
     let detected = sniff_image(&bytes).ok_or_else(|| {
-        AttachmentError(format!("{field}.dataUrl: image data must be PNG or JPEG"))
+        AttachmentError::new(format!("{field}.dataUrl"), "image data must be PNG or JPEG")
     })?;
     for (claimed, what) in [
         (mime_type.as_deref(), "mimeType"),
@@ -127,14 +147,16 @@ fn image(
     ] {
         if let Some(claimed) = claimed {
             let normalized = normalize_image_mime(claimed).ok_or_else(|| {
-                AttachmentError(format!(
-                    "{field}.{what}: images must be image/png or image/jpeg (got {claimed:?})"
-                ))
+                AttachmentError::new(
+                    format!("{field}.{what}"),
+                    format!("images must be image/png or image/jpeg (got {claimed:?})"),
+                )
             })?;
             if normalized != detected {
-                return Err(AttachmentError(format!(
-                    "{field}.{what}: claims {normalized} but the data is {detected}"
-                )));
+                return Err(AttachmentError::new(
+                    format!("{field}.{what}"),
+                    format!("claims {normalized} but the data is {detected}"),
+                ));
             }
         }
     }
@@ -166,9 +188,10 @@ fn non_blank(value: Option<String>) -> Option<String> {
 }
 
 fn too_large_image(field: &str) -> AttachmentError {
-    AttachmentError(format!(
-        "{field}.dataUrl: an image is at most 6 MiB ({MAX_IMAGE_BYTES} bytes) decoded"
-    ))
+    AttachmentError::new(
+        format!("{field}.dataUrl"),
+        format!("an image is at most 6 MiB ({MAX_IMAGE_BYTES} bytes) decoded"),
+    )
 }
 
 /// `data:<mime>;base64,<payload>` → (mime, payload).
@@ -247,19 +270,19 @@ mod tests {
         assert!(
             validate(vec![image(Some("image/png"), "image/png", gif)], "a")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("PNG or JPEG")
         );
         assert!(
             validate(vec![image(Some("image/png"), "image/png", JPEG)], "a")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("a[0].mimeType")
         );
         assert!(
             validate(vec![image(None, "image/gif", PNG)], "a")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("a[0].dataUrl")
         );
         let bad = AttachmentInput::Image {
@@ -269,7 +292,12 @@ mod tests {
             size_bytes: None,
             data_url: "http://x/y.png".into(),
         };
-        assert!(validate(vec![bad], "a").unwrap_err().0.contains("data URL"));
+        assert!(
+            validate(vec![bad], "a")
+                .unwrap_err()
+                .to_string()
+                .contains("data URL")
+        );
     }
 
     #[test]
@@ -279,13 +307,18 @@ mod tests {
         assert!(
             validate(vec![image(None, "image/png", &big)], "a")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("6 MiB")
         );
         big.truncate(MAX_IMAGE_BYTES);
         assert!(validate(vec![image(None, "image/png", &big)], "a").is_ok());
         let nine = (0..9).map(|_| image(None, "image/png", PNG)).collect();
-        assert!(validate(nine, "a").unwrap_err().0.contains("at most 8"));
+        assert!(
+            validate(nine, "a")
+                .unwrap_err()
+                .to_string()
+                .contains("at most 8")
+        );
     }
 
     #[test]
@@ -303,13 +336,13 @@ mod tests {
         assert!(
             validate(vec![text("x".repeat(MAX_TEXT_CHARS + 1), None)], "a")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("200000")
         );
         assert!(
             validate(vec![text("x".into(), Some(MAX_TEXT_SOURCE_BYTES + 1))], "a")
                 .unwrap_err()
-                .0
+                .to_string()
                 .contains("sizeBytes")
         );
     }

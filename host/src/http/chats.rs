@@ -204,9 +204,10 @@ pub(super) fn new_message(
         None | Some(Value::Null) => None,
         Some(Value::Object(map)) => Some(map),
         Some(_) => {
-            return Err(ApiError::bad_request(format!(
-                "{field}metadata: must be an object or null"
-            )));
+            return Err(ApiError::invalid(
+                format!("{field}metadata"),
+                "must be an object or null",
+            ));
         }
     };
     // Attachments already inside metadata obey the same limits as the `attachments` field, and
@@ -215,20 +216,20 @@ pub(super) fn new_message(
         match metadata.as_mut().and_then(|m| m.remove("attachments")) {
             None | Some(Value::Null) => Vec::new(),
             Some(value) => serde_path_to_error::deserialize(value).map_err(|e| {
-                ApiError::bad_request(format!(
-                    "{field}metadata.attachments{}: {}",
-                    index_path(e.path()),
-                    e.inner()
-                ))
+                ApiError::invalid(
+                    format!("{field}metadata.attachments{}", index_path(e.path())),
+                    e.inner(),
+                )
             })?,
         };
     let from_field = attachments.unwrap_or_default();
     let count = from_metadata.len() + from_field.len();
     if count > 0 {
         if role == Role::Tool {
-            return Err(ApiError::bad_request(format!(
-                "{field}attachments: tool messages must not carry attachments"
-            )));
+            return Err(ApiError::invalid(
+                format!("{field}attachments"),
+                "tool messages must not carry attachments",
+            ));
         }
         attachments::check_count(count, &format!("{field}attachments"))?;
         let mut stored =
@@ -332,7 +333,10 @@ pub async fn create_chat(
         (Some(provider), Some(model)) => {
             let snapshot = state.plugins.snapshot();
             if snapshot.provider(&provider).is_none() {
-                return Err(ApiError::bad_request(snapshot.unknown_provider(&provider)));
+                return Err(ApiError::invalid(
+                    "provider",
+                    snapshot.unknown_provider(&provider),
+                ));
             }
             Some((provider, model))
         }
@@ -396,14 +400,15 @@ pub async fn patch_chat(
         None => None,
         Some(title) => Some(
             limits::optional(title.as_deref(), "title", MAX_TITLE_CHARS)?
-                .ok_or_else(|| ApiError::bad_request("title: must be a non-blank string"))?,
+                .ok_or_else(|| ApiError::invalid("title", "must be a non-blank string"))?,
         ),
     };
     let enabled_tools = match body.enabled_tools {
         None => None,
         Some(None) => {
-            return Err(ApiError::bad_request(
-                "enabledTools: must be an array of tool names, not null",
+            return Err(ApiError::invalid(
+                "enabledTools",
+                "must be an array of tool names, not null",
             ));
         }
         Some(Some(requested)) => Some(

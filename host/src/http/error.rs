@@ -41,6 +41,9 @@ pub struct ApiError {
     cause: Option<String>,
     /// A spent budget's `budget` object, sent beside the message.
     budget: Option<Box<serde_json::Value>>,
+    /// The request field a 400 is about ([`ApiError::invalid`]): the message begins with it,
+    /// and `/openai/v1` sends it as `param`.
+    field: Option<String>,
 }
 
 /// The internal cause of an error response, read by the request-log middleware.
@@ -56,6 +59,15 @@ impl ApiError {
             message: message.into(),
             cause: None,
             budget: None,
+            field: None,
+        }
+    }
+    /// A 400: the request's `field` breaks `rule` (`field: rule`, as every check words it).
+    pub fn invalid(field: impl Into<String>, rule: impl std::fmt::Display) -> Self {
+        let field = field.into();
+        Self {
+            field: Some(field.clone()),
+            ..Self::bad_request(format!("{field}: {rule}"))
         }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -94,6 +106,7 @@ impl ApiError {
             message: "internal error".into(),
             cause: Some(cause.to_string()),
             budget: None,
+            field: None,
         }
     }
     /// The spent budget's object, when this is its 429.
@@ -105,6 +118,10 @@ impl ApiError {
     }
     pub fn message(&self) -> &str {
         &self.message
+    }
+    /// The request field the error is about, when it is one ([`ApiError::invalid`]).
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
     }
     /// The status, the message and the internal cause, for a route that answers in a shape of
     /// its own (`/openai/v1`).
@@ -154,7 +171,7 @@ impl From<crate::usage::Refused> for ApiError {
 
 impl From<AttachmentError> for ApiError {
     fn from(err: AttachmentError) -> Self {
-        ApiError::bad_request(err.0)
+        ApiError::invalid(err.field, err.rule)
     }
 }
 

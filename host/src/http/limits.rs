@@ -36,9 +36,9 @@ pub fn optional(value: Option<&str>, field: &str, max: usize) -> ApiResult<Optio
 pub fn non_blank(value: Option<&str>, field: &str, max: usize) -> ApiResult<Option<String>> {
     match value {
         None => Ok(None),
-        Some(v) if v.trim().is_empty() => Err(ApiError::bad_request(format!(
-            "{field}: must be a non-blank string"
-        ))),
+        Some(v) if v.trim().is_empty() => {
+            Err(ApiError::invalid(field, "must be a non-blank string"))
+        }
         Some(v) => optional(Some(v), field, max),
     }
 }
@@ -47,9 +47,10 @@ pub fn non_blank(value: Option<&str>, field: &str, max: usize) -> ApiResult<Opti
 pub fn at_most(value: &str, field: &str, max: usize) -> ApiResult<()> {
     // Bytes bound characters from above: most values are decided without counting.
     if value.len() > max && value.chars().count() > max {
-        return Err(ApiError::bad_request(format!(
-            "{field}: must be at most {max} characters"
-        )));
+        return Err(ApiError::invalid(
+            field,
+            format!("must be at most {max} characters"),
+        ));
     }
     Ok(())
 }

@@ -139,12 +139,11 @@ impl Tools {
     /// Every tool served now to `caller`: the catalogue's (their own `per_user` MCP logins'
     /// included), then the search tool.
     async fn list(&self, caller: &Caller) -> Vec<Tool> {
-        let snapshot = self.state.plugins.snapshot();
         let offer = self.state.tools.offered(caller.owner()).await;
         let mut tools: Vec<Tool> = offer
-            .names()
+            .list()
             .iter()
-            .filter_map(|name| offer.find(&snapshot, name))
+            .filter_map(|tool| offer.find(&tool.name))
             .map(|tool| {
                 let schema = serde_json::from_str::<JsonObject>(&tool.spec.parameters_schema_json)
                     .unwrap_or_else(|_| object_schema());
@@ -289,9 +288,8 @@ impl ServerHandler for Tools {
         if request.name == SEARCH_TOOL {
             return Ok(self.search(arguments, caller).await.into());
         }
-        let snapshot = self.state.plugins.snapshot();
         let offer = self.state.tools.offered(caller.owner()).await;
-        let Some(tool) = offer.find(&snapshot, &request.name) else {
+        let Some(tool) = offer.find(&request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("no tool named {} on this server", quoted(&request.name)),
                 None,

@@ -210,7 +210,10 @@ impl Embedder {
         };
         let snapshot = self.plugins.snapshot();
         let why = match snapshot.provider(&target.provider) {
-            None => Some(snapshot.unknown_provider(&target.provider)),
+            None => Some(format!(
+                "provider: {}",
+                snapshot.unknown_provider(&target.provider)
+            )),
             Some(p) => match p.plugin.as_ref().and_then(|p| p.as_provider()) {
                 Some(plugin) if plugin.embeds() => None,
                 Some(_) => Some(format!(

@@ -14,7 +14,7 @@ pub mod file_search;
 pub mod mcp;
 pub mod python;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::watch;
 
@@ -89,10 +89,18 @@ impl Tools {
     /// `file_search` on their library, and those of the `per_user` servers they are logged in
     /// to (their sessions started first when another instance holds the login).
     pub async fn offered(&self, person: &str) -> Offer<'_> {
+        self.offered_in(self.plugins.snapshot(), person).await
+    }
+
+    /// [`Tools::offered`], read from `snapshot`: the one a request took (`http::completions`),
+    /// so its tools and its provider come from the same plugins.
+    pub async fn offered_in(&self, snapshot: Arc<Snapshot>, person: &str) -> Offer<'_> {
         Offer {
             tools: self,
             mcp: self.mcp.reachable(person).await,
             person: person.to_string(),
+            snapshot,
+            list: OnceLock::new(),
         }
     }
 
@@ -117,13 +125,26 @@ pub struct Offer<'a> {
     tools: &'a Tools,
     mcp: mcp::Reachable,
     person: String,
+    /// The plugins every answer of this offer reads.
+    snapshot: Arc<Snapshot>,
+    /// [`Offer::list`], made on first use.
+    list: OnceLock<Vec<ToolInfo>>,
 }
 
 impl Offer<'_> {
+    /// The plugins this offer reads.
+    pub fn snapshot(&self) -> &Arc<Snapshot> {
+        &self.snapshot
+    }
+
     /// Every tool offered: the snapshot's, then `file_search` unless a plugin took its name,
     /// then the MCP servers' whose names no plugin took.
-    pub fn list(&self) -> Vec<ToolInfo> {
-        let snapshot = self.tools.plugins.snapshot();
+    pub fn list(&self) -> &[ToolInfo] {
+        self.list.get_or_init(|| self.make_list())
+    }
+
+    fn make_list(&self) -> Vec<ToolInfo> {
+        let snapshot = &self.snapshot;
         let mut tools: Vec<ToolInfo> = snapshot
             .tool_specs()
             .into_iter()
@@ -141,10 +162,7 @@ impl Offer<'_> {
         }
         for tool in self.mcp.tools() {
             let name = &tool.spec.name;
-            if self
-                .find(&snapshot, name)
-                .is_some_and(|found| found.is_mcp())
-            {
+            if self.find(name).is_some_and(|found| found.is_mcp()) {
                 tools.push(ToolInfo {
                     name: tool.spec.name,
                     description: tool.spec.description,
@@ -156,24 +174,30 @@ impl Offer<'_> {
 
     /// Every tool name offered: the default `enabledTools`.
     pub fn names(&self) -> Vec<String> {
-        self.list().into_iter().map(|t| t.name).collect()
+        self.list().iter().map(|t| t.name.clone()).collect()
     }
 
     /// `requested` without unknown names and repeats, in the order given.
     pub fn keep_known(&self, requested: &[String]) -> Vec<String> {
-        keep_known(&self.list(), requested)
+        keep_known(self.list(), requested)
     }
 
-    /// The tool serving as `name` in `snapshot` (the one a request took), or an MCP server's
-    /// (the person's own session of a `per_user` one).
-    pub fn find(&self, snapshot: &Snapshot, name: &str) -> Option<EnabledTool> {
+    /// The tool serving as `name` in the offer's snapshot, or an MCP server's (the person's own
+    /// session of a `per_user` one).
+    pub fn find(&self, name: &str) -> Option<EnabledTool> {
         let own = self
             .tools
             .library
             .as_ref()
             .filter(|_| name == file_search::NAME)
             .map(|library| file_search::FileSearch::new(library.clone(), &self.person));
-        EnabledTool::find(snapshot, &self.mcp, &self.tools.interpreter, own, name)
+        EnabledTool::find(
+            &self.snapshot,
+            &self.mcp,
+            &self.tools.interpreter,
+            own,
+            name,
+        )
     }
 }
 

@@ -25,7 +25,9 @@ use crate::runs::{RunKind, Stopped};
 use crate::vocabulary::Role;
 pub use request::CompletionRequest;
 pub(crate) use request::provider_plugin;
-pub(in crate::http) use request::{Extras, prepare, prepare_with};
+pub(in crate::http) use request::{
+    Ask, Extras, max_tokens, model, prepare, prepare_with, temperature,
+};
 
 mod request;
 

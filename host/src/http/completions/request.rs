@@ -1,6 +1,8 @@
-//! A completion request, validated into what runs: the provider and its plugin, the model, the
-//! transcript the provider gets, sampling, the tools, the fallback and the attachments it
-//! accepts. Nothing is stored or sent until all of it holds.
+//! A completion request, validated into what runs: each front's body read into the one [`Ask`]
+//! (the contract's [`CompletionRequest`] here; `/openai/v1`'s in `http/openai/`), then
+//! [`prepare_with`]'s shared checks: the provider's plugin, the model, the transcript the provider
+//! gets, the tools, the fallback and the attachments it accepts. Nothing is stored or sent until
+//! all of it holds.
 
 use crate::people::Caller;
 use crate::runs::chat::ChatRun;
@@ -25,7 +27,7 @@ use crate::store::{ChatRecord, NewMessage};
 use crate::tools::Offer;
 use crate::tools::enabled::EnabledTool;
 use crate::tools::python::Container;
-use crate::usage::{Ask, DEFAULT_MAX_OUTPUT, Source};
+use crate::usage::{DEFAULT_MAX_OUTPUT, Source};
 use crate::vocabulary::Role;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -81,41 +83,115 @@ impl Default for Extras {
     }
 }
 
+/// A completion asked for, whichever front it came through (the contract's
+/// [`CompletionRequest`], `/openai/v1`'s chat completions and responses): each front checks its
+/// own fields in its own words and finds the provider in the snapshot of the request's
+/// [`Offer`]; [`prepare_with`] checks what every front shares, once.
+pub(in crate::http) struct Ask {
+    /// An existing chat; its new history rows are stored.
+    pub chat_id: Option<String>,
+    /// The provider, as the request's snapshot serves it.
+    pub provider: Arc<ServedProvider>,
+    /// Checked by [`model`].
+    pub model: String,
+    pub messages: Vec<MessageInput>,
+    pub additional_system_prompt: Option<String>,
+    pub enabled_tools: Option<Vec<String>>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+}
+
+impl CompletionRequest {
+    /// The contract's checks of its fields before the shared ones: `provider` one of
+    /// `snapshot`'s, `model`, `temperature` and `maxTokens`.
+    fn ask(self, snapshot: &Snapshot) -> ApiResult<Ask> {
+        let provider = snapshot
+            .provider(&self.provider)
+            .ok_or_else(|| {
+                ApiError::invalid("provider", snapshot.unknown_provider(&self.provider))
+            })?
+            .clone();
+        let model = model(&self.model)?;
+        let temperature = temperature(self.temperature)?;
+        let max_tokens = max_tokens("maxTokens", self.max_tokens)?;
+        Ok(Ask {
+            chat_id: self.chat_id,
+            provider,
+            model,
+            messages: self.messages,
+            additional_system_prompt: self.additional_system_prompt,
+            enabled_tools: self.enabled_tools,
+            temperature,
+            max_tokens,
+        })
+    }
+}
+
+/// A request's `temperature` (every front's): 0 to 2.
+pub(in crate::http) fn temperature(temperature: Option<f64>) -> ApiResult<Option<f32>> {
+    match temperature {
+        Some(t) if !(t.is_finite() && (0.0..=2.0).contains(&t)) => Err(ApiError::invalid(
+            "temperature",
+            "must be a number from 0 to 2",
+        )),
+        t => Ok(t.map(|t| t as f32)),
+    }
+}
+
+/// A request's limit on its answer's tokens, named `field` on its front: 1 to 1,000,000.
+pub(in crate::http) fn max_tokens(field: &str, limit: Option<u64>) -> ApiResult<Option<u32>> {
+    match limit {
+        Some(n) if !(1..=1_000_000).contains(&n) => Err(ApiError::invalid(
+            field,
+            format!("must be an integer from 1 to 1000000, not {n}"),
+        )),
+        n => Ok(n.map(|n| n as u32)),
+    }
+}
+
+/// A request's `model` (every front's): non-blank, at most [`MAX_MODEL_CHARS`], trimmed.
+pub(in crate::http) fn model(model: &str) -> ApiResult<String> {
+    limits::optional(Some(model), "model", MAX_MODEL_CHARS)?
+        .ok_or_else(|| ApiError::invalid("model", "must be a non-blank string"))
+}
+
+/// The contract's request made ready to run: the caller's tools and the provider read from one
+/// snapshot.
 pub(in crate::http) async fn prepare(
     state: &AppState,
     caller: &Caller,
     body: CompletionRequest,
     streaming: bool,
 ) -> ApiResult<ChatRun> {
-    prepare_with(state, caller, body, streaming, Extras::default()).await
+    let offer = state.tools.offered(caller.owner()).await;
+    let ask = body.ask(offer.snapshot())?;
+    prepare_with(state, caller, &offer, ask, streaming, Extras::default()).await
 }
 
-/// [`prepare`], with what OpenAI's wire adds.
+/// What every front's [`Ask`] goes through before it runs: the messages, the attachments the
+/// provider takes, the chat, the tools of `offer` (the request's one snapshot), the transcript,
+/// the provider's own check of its parameters and the caller's budget. Nothing is stored or
+/// sent until all of it holds.
 pub(in crate::http) async fn prepare_with(
     state: &AppState,
     caller: &Caller,
-    mut body: CompletionRequest,
+    offer: &Offer<'_>,
+    mut ask: Ask,
     streaming: bool,
     client: Extras,
 ) -> ApiResult<ChatRun> {
-    let snapshot = state.plugins.snapshot();
-    let provider = snapshot
-        .provider(&body.provider)
-        .ok_or_else(|| ApiError::bad_request(snapshot.unknown_provider(&body.provider)))?
-        .clone();
-    let model = limits::optional(Some(&body.model), "model", MAX_MODEL_CHARS)?
-        .ok_or_else(|| ApiError::bad_request("model: must be a non-blank string"))?;
-    if body.messages.is_empty() {
-        return Err(ApiError::bad_request(
-            "messages: must hold at least one message",
+    let provider = Arc::clone(&ask.provider);
+    if ask.messages.is_empty() {
+        return Err(ApiError::invalid(
+            "messages",
+            "must hold at least one message",
         ));
     }
-    let (temperature, max_tokens) = sampling(&body)?;
-    let history = new_messages(std::mem::take(&mut body.messages))?;
+    let history = new_messages(std::mem::take(&mut ask.messages))?;
     check_attachments(&provider, &history)?;
     // Only the chat's settings are needed now; its transcript is read when the call is recorded,
     // beside the first model turn.
-    let chat = match &body.chat_id {
+    let chat = match &ask.chat_id {
         Some(id) => Some(
             state
                 .store
@@ -127,19 +203,14 @@ pub(in crate::http) async fn prepare_with(
         None => None,
     };
     let plugin = provider_plugin(&provider)?;
-    let offer = state.tools.offered(caller.owner()).await;
-    let tools = enabled_tools(&offer, &snapshot, &provider, &body, chat.as_ref());
+    let tools = enabled_tools(offer, &provider, &ask, chat.as_ref());
     let instruction = provider.profile.tool_instruction && !tools.is_empty();
-    let messages = provider_transcript(
-        &body,
-        chat.as_ref(),
-        instruction,
-        &history,
-        &client.exchange,
-    )?;
+    let messages =
+        provider_transcript(&ask, chat.as_ref(), instruction, &history, &client.exchange)?;
+    let (temperature, max_tokens) = (ask.temperature, ask.max_tokens);
     let mut completion = Completion {
-        provider: body.provider.clone(),
-        model: model.clone(),
+        provider: provider.id.clone(),
+        model: ask.model.clone(),
         plugin,
         messages,
         tools,
@@ -153,9 +224,9 @@ pub(in crate::http) async fn prepare_with(
         tuning_asked: client.tuning,
         streaming,
         max_rounds: state.chat.max_tool_rounds,
-        listed: state.models.lists(&body.provider, &model),
+        listed: state.models.lists(&provider.id, &ask.model),
         retry: provider.retry.clone(),
-        fallback: fallback(state, &snapshot, &provider, &history),
+        fallback: fallback(state, offer.snapshot(), &provider, &history),
         container: client.container,
         spender: None,
     };
@@ -167,21 +238,21 @@ pub(in crate::http) async fn prepare_with(
     completion.spender = state
         .admit(
             caller,
-            &Ask {
+            &crate::usage::Ask {
                 source: client.source,
-                provider: &body.provider,
-                model: &model,
+                provider: &provider.id,
+                model: &ask.model,
                 input_tokens: history::token_estimate(&completion.messages),
                 max_output_tokens: max_tokens.map_or(DEFAULT_MAX_OUTPUT, u64::from),
             },
         )
         .await?;
     Ok(ChatRun {
-        provider: body.provider,
-        model,
-        chat_id: body.chat_id,
+        provider: provider.id.clone(),
+        model: ask.model,
+        chat_id: ask.chat_id,
         history: history.into(),
-        new_chat_tools: match &body.enabled_tools {
+        new_chat_tools: match &ask.enabled_tools {
             Some(requested) => offer.keep_known(requested),
             None => offer.names(),
         },
@@ -194,13 +265,13 @@ pub(in crate::http) async fn prepare_with(
 /// for a provider that wants it; the request's or the chat's `additionalSystemPrompt`), then the
 /// history. 400 when it gives the model nothing to answer.
 fn provider_transcript(
-    body: &CompletionRequest,
+    ask: &Ask,
     chat: Option<&ChatRecord>,
     instruction: bool,
     history: &[NewMessage],
     exchange: &[Option<history::Exchange>],
 ) -> ApiResult<Vec<wit::Message>> {
-    let extra_prompt = match &body.additional_system_prompt {
+    let extra_prompt = match &ask.additional_system_prompt {
         Some(prompt) => system_prompt(Some(prompt))?,
         None => chat.and_then(|c| c.additional_system_prompt.clone()),
     };
@@ -213,57 +284,31 @@ fn provider_transcript(
     }
     let messages = history::to_provider(&system, history, exchange);
     if !history::has_user_turn(&messages) {
-        return Err(ApiError::bad_request(
-            "messages: must hold a user message with text or an attachment (blank messages are \
-             not sent, and system or tool messages alone give the model nothing to answer)",
+        return Err(ApiError::invalid(
+            "messages",
+            "must hold a user message with text or an attachment (blank messages are not sent, \
+             and system or tool messages alone give the model nothing to answer)",
         ));
     }
     Ok(messages)
 }
 
-/// `temperature` (0 to 2) and `maxTokens` (1 to 1,000,000), checked.
-fn sampling(body: &CompletionRequest) -> ApiResult<(Option<f32>, Option<u32>)> {
-    let temperature = match body.temperature {
-        None => None,
-        Some(t) if t.is_finite() && (0.0..=2.0).contains(&t) => Some(t as f32),
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "temperature: must be a number from 0 to 2",
-            ));
-        }
-    };
-    let max_tokens = match body.max_tokens {
-        None => None,
-        Some(n @ 1..=1_000_000) => Some(n as u32),
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "maxTokens: must be an integer from 1 to 1000000",
-            ));
-        }
-    };
-    Ok((temperature, max_tokens))
-}
-
 /// The tools the model may call: the request's `enabledTools`, else the chat's, else every
 /// tool `offer`ed to the caller (none for a provider whose profile declines the host's tools),
-/// each with the plugin or MCP session serving it now.
+/// each with the plugin or MCP session serving it in the offer's snapshot.
 fn enabled_tools(
     offer: &Offer,
-    snapshot: &Snapshot,
     provider: &ServedProvider,
-    body: &CompletionRequest,
+    ask: &Ask,
     chat: Option<&ChatRecord>,
 ) -> Vec<EnabledTool> {
-    let names = match (&body.enabled_tools, chat) {
+    let names = match (&ask.enabled_tools, chat) {
         _ if !provider.profile.tools => Vec::new(),
         (Some(requested), _) => offer.keep_known(requested),
         (None, Some(chat)) => offer.keep_known(&chat.enabled_tools),
         (None, None) => offer.names(),
     };
-    names
-        .iter()
-        .filter_map(|name| offer.find(snapshot, name))
-        .collect()
+    names.iter().filter_map(|name| offer.find(name)).collect()
 }
 
 /// The operator's fallback for `provider` (`[retry.providers.ID].fallback`), when this server
@@ -339,10 +384,10 @@ fn check_attachments(provider: &ServedProvider, history: &[NewMessage]) -> ApiRe
                 _ => (!profile.text_files, "text files"),
             };
             if refused {
-                return Err(ApiError::bad_request(format!(
-                    "messages[{i}].attachments[{j}]: provider {} does not take {kind}",
-                    provider.id
-                )));
+                return Err(ApiError::invalid(
+                    format!("messages[{i}].attachments[{j}]"),
+                    format!("provider {} does not take {kind}", provider.id),
+                ));
             }
         }
     }

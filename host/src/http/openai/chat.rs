@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::answer::{answering_model, finish_reason, outcome, usage_json};
 use super::chat_request::ChatCompletionRequest;
 use super::chunks::Chunks;
+use super::errors::OpenAiError;
 use super::files;
 use super::kept;
 use super::stream;
@@ -33,8 +34,9 @@ pub async fn complete(
         Err(refused) => return refused.into_response(),
     };
     let model_id = body.model.clone();
-    let offered = state.tools.offered(caller.owner()).await.names();
-    let mut contracted = match body.into_contract(&state, &offered) {
+    // The request's one snapshot of the plugins: its provider and its tools both read it.
+    let offer = state.tools.offered(caller.owner()).await;
+    let mut contracted = match body.into_contract(&offer) {
         Ok(contracted) => contracted,
         Err(refused) => return refused.into_response(),
     };
@@ -55,11 +57,12 @@ pub async fn complete(
         };
     contracted.client.container = container.clone();
     let names = contracted.names;
-    // The contract's checks (attachments, sampling, the provider's plugin) answer `{message}`,
-    // which `errors::reshape` turns into OpenAI's shape with the same status.
+    // The shared checks (messages, attachments, the provider's plugin, the budget): their
+    // errors in OpenAI's shape, the field they are about as `param`.
     let run = match prepare_with(
         &state,
         &caller,
+        &offer,
         contracted.request,
         streamed,
         contracted.client,
@@ -67,7 +70,7 @@ pub async fn complete(
     .await
     {
         Ok(run) => run,
-        Err(refused) => return refused.into_response(),
+        Err(refused) => return OpenAiError::from(refused).into_response(),
     };
     if streamed {
         let tapped = chat::tapped(&state.run_context(), run);

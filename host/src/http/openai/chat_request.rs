@@ -1,6 +1,6 @@
-//! A `POST /openai/v1/chat/completions` body, checked and turned into the contract's completion
-//! request (`http::completions::CompletionRequest`, `persist: false`), so the run is the one
-//! `/v1` runs: the same validation, attachment rules, tool loop, retries and fallback.
+//! A `POST /openai/v1/chat/completions` body, checked in OpenAI's words and turned into the
+//! completion every front asks for (`http::completions::Ask`, without a chat), so the run is the
+//! one `/v1` runs: the same shared checks, attachment rules, tool loop, retries and fallback.
 //!
 //! A field chatd does not honour is refused naming it, never dropped: the client asked for a
 //! behaviour it would not get. A field at its no-op value (`top_p: 1`, `stop: []`, `null`) is
@@ -18,12 +18,13 @@ use super::options;
 use super::tuning;
 use crate::attachments::AttachmentInput;
 use crate::chat::history::Exchange;
-use crate::http::AppState;
 use crate::http::chats::MessageInput;
-use crate::http::completions::CompletionRequest;
-use crate::http::completions::Extras;
+use crate::http::completions::{self, Ask, Extras};
+use crate::plugins::loading::snapshot::{ServedProvider, Snapshot};
 use crate::plugins::worlds::provider as wit;
+use crate::tools::Offer;
 use crate::vocabulary::Role;
+use std::sync::Arc;
 
 #[derive(Debug, Deserialize)]
 pub struct ChatCompletionRequest {
@@ -111,13 +112,17 @@ fn refuse_unhonoured(other: &Map<String, Value>) -> Result<(), OpenAiError> {
     }
 }
 
-/// The provider and the model of `PROVIDER/MODEL`, when this server serves the provider.
-fn split_model(state: &AppState, id: &str) -> Result<(String, String), OpenAiError> {
-    let snapshot = state.plugins.snapshot();
-    id.split_once('/')
-        .filter(|(provider, model)| !model.is_empty() && snapshot.provider(provider).is_some())
-        .map(|(provider, model)| (provider.to_string(), model.to_string()))
-        .ok_or_else(|| OpenAiError::model_not_found(id))
+/// The provider and the model of `PROVIDER/MODEL`, when `snapshot` serves the provider.
+fn split_model(
+    snapshot: &Snapshot,
+    id: &str,
+) -> Result<(Arc<ServedProvider>, String), OpenAiError> {
+    let (provider, model) = id
+        .split_once('/')
+        .filter(|(_, model)| !model.is_empty())
+        .and_then(|(provider, model)| Some((snapshot.provider(provider)?.clone(), model)))
+        .ok_or_else(|| OpenAiError::model_not_found(id))?;
+    Ok((provider, completions::model(model)?))
 }
 
 impl ChatCompletionRequest {
@@ -157,25 +162,14 @@ impl ChatCompletionRequest {
         Ok(include_usage)
     }
 
-    /// The contract's request for the same completion, without a chat, and what it does not
+    /// The completion asked for, without a chat, and what the contract's request does not
     /// carry: the client's own tools and its tool exchange, under the names of [`ToolNames`].
-    /// `chatd_offered`: the names of chatd's tools offered to the caller (`Tools::offered`).
-    pub fn into_contract(
-        self,
-        state: &AppState,
-        chatd_offered: &[String],
-    ) -> Result<Contracted, OpenAiError> {
+    /// `offer`: chatd's tools offered to the caller, and the request's one plugin snapshot.
+    pub fn into_contract(self, offer: &Offer<'_>) -> Result<Contracted, OpenAiError> {
         refuse_unhonoured(&self.other)?;
-        let (provider, model) = split_model(state, &self.model)?;
-        let temperature = match self.temperature {
-            Some(t) if !(t.is_finite() && (0.0..=2.0).contains(&t)) => {
-                return Err(OpenAiError::bad_request(
-                    "temperature",
-                    "temperature: must be a number from 0 to 2",
-                ));
-            }
-            t => t,
-        };
+        let (served, model) = split_model(offer.snapshot(), &self.model)?;
+        let provider = served.id.clone();
+        let temperature = completions::temperature(self.temperature)?;
         let max_tokens = match (self.max_tokens, self.max_completion_tokens) {
             (Some(_), Some(_)) => {
                 return Err(OpenAiError::bad_request(
@@ -183,25 +177,19 @@ impl ChatCompletionRequest {
                     "max_tokens: send it or max_completion_tokens, not both",
                 ));
             }
-            (Some(n), None) => Some(("max_tokens", n)),
-            (None, Some(n)) => Some(("max_completion_tokens", n)),
-            (None, None) => None,
+            (Some(n), None) => completions::max_tokens("max_tokens", Some(n))?,
+            (None, n) => completions::max_tokens("max_completion_tokens", n)?,
         };
-        if let Some((name, n)) = max_tokens.filter(|(_, n)| !(1..=1_000_000).contains(n)) {
-            return Err(OpenAiError::bad_request(
-                name,
-                format!("{name}: must be an integer from 1 to 1000000, not {n}"),
-            ));
-        }
-        let ours = chatd_tools(state, &provider, chatd_offered, self.chatd_tools)?;
+        let chatd_offered = offer.names();
+        let ours = chatd_tools(&served, &chatd_offered, self.chatd_tools)?;
         let tools = client_tools::parse_tools(self.tools.as_ref())?;
         if !tools.is_empty() {
-            offers_client_tools(state, &provider)?;
+            offers_client_tools(&served)?;
         }
         let (inputs, exchange): (Vec<MessageInput>, Vec<Option<Sent>>) =
             messages(&self.messages)?.into_iter().unzip();
         if let Some(i) = exchange.iter().position(Option::is_some)
-            && !takes_tools(state, &provider)
+            && !served.profile.tools
         {
             let field = match exchange[i] {
                 Some(Sent::Calls(_)) => "tool_calls",
@@ -247,22 +235,19 @@ impl ChatCompletionRequest {
         };
         let any_tool = !tools.is_empty() || !ours.is_empty();
         let tuning = tuning::read(&asked, any_tool, names.strict(&tools))?;
-        if let Some(served) = state.plugins.snapshot().provider(&provider) {
-            options::honoured_by(&options, &provider, &served.profile)?;
-            tuning::honoured_by(&tuning, &provider, &served.profile)?;
-        }
+        options::honoured_by(&options, &provider, &served.profile)?;
+        tuning::honoured_by(&tuning, &provider, &served.profile)?;
         Ok(Contracted {
             session: self.chatd_session,
-            request: CompletionRequest {
+            request: Ask {
                 chat_id: None,
-                provider,
+                provider: served,
                 model,
                 messages: inputs,
                 additional_system_prompt: None,
                 enabled_tools: Some(ours),
                 temperature,
-                max_tokens: max_tokens.map(|(_, n)| n),
-                persist: Some(false),
+                max_tokens,
             },
             client: Extras {
                 specs,
@@ -277,11 +262,11 @@ impl ChatCompletionRequest {
     }
 }
 
-/// A request read: the contract's part, the client's tools, and their names both ways.
+/// A request read: the completion asked for, the client's tools, and their names both ways.
 pub struct Contracted {
     /// `chatd_session`, as sent (`files::container` reads it).
     pub session: Option<Value>,
-    pub request: CompletionRequest,
+    pub request: Ask,
     pub client: Extras,
     pub names: ToolNames,
 }
@@ -295,11 +280,14 @@ enum Sent {
 }
 
 /// The client's tools need a provider that takes tools.
-fn offers_client_tools(state: &AppState, provider: &str) -> Result<(), OpenAiError> {
-    if !takes_tools(state, provider) {
+fn offers_client_tools(provider: &ServedProvider) -> Result<(), OpenAiError> {
+    if !provider.profile.tools {
         return Err(OpenAiError::bad_request(
             "tools",
-            format!("tools: {provider} takes no tools of a client's (it runs its own)"),
+            format!(
+                "tools: {} takes no tools of a client's (it runs its own)",
+                provider.id
+            ),
         ));
     }
     Ok(())
@@ -347,20 +335,10 @@ fn answered(
         .collect()
 }
 
-/// Whether the provider's profile takes tools (not provider_agent, which runs its own).
-fn takes_tools(state: &AppState, provider: &str) -> bool {
-    state
-        .plugins
-        .snapshot()
-        .provider(provider)
-        .is_some_and(|p| p.profile.tools)
-}
-
 /// The server tools a request names: each must be one `GET /v1/chat-tools` lists, and a
 /// provider whose profile declines chatd's tools (provider_agent, which runs its own) takes none.
 fn chatd_tools(
-    state: &AppState,
-    provider: &str,
+    provider: &ServedProvider,
     known: &[String],
     names: Option<Vec<String>>,
 ) -> Result<Vec<String>, OpenAiError> {
@@ -368,10 +346,13 @@ fn chatd_tools(
     if names.is_empty() {
         return Ok(names);
     }
-    if !takes_tools(state, provider) {
+    if !provider.profile.tools {
         return Err(OpenAiError::bad_request(
             "chatd_tools",
-            format!("chatd_tools: {provider} takes none of chatd's tools (it runs its own)"),
+            format!(
+                "chatd_tools: {} takes none of chatd's tools (it runs its own)",
+                provider.id
+            ),
         ));
     }
     if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {

@@ -33,12 +33,15 @@ pub struct OpenAiError {
     budget: Option<Box<Value>>,
 }
 
+/// The shared layers' error, with the field it is about as `param`.
 impl From<ApiError> for OpenAiError {
     fn from(error: ApiError) -> Self {
         let budget = error.budget().cloned();
+        let param = error.field().map(String::from);
         let (status, message, cause) = error.into_parts();
         Self {
             cause,
+            param,
             ..Self::new(status, message).with_budget(budget)
         }
     }
@@ -106,23 +109,6 @@ impl OpenAiError {
             format!("{param}: not supported by this server's /openai/v1 yet (docs/openai.md)"),
         )
         .code("unsupported_parameter")
-    }
-
-    /// The error with the field its message begins with as its `param` (`messages[1].content:
-    /// …`, as the contract's checks word theirs), when it has none yet.
-    pub fn naming_its_field(mut self) -> Self {
-        let field = self.message.split_once(": ").map(|(field, _)| field);
-        let is_path = |f: &str| {
-            !f.is_empty()
-                && f.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '[' | ']'))
-        };
-        if self.param.is_none()
-            && let Some(field) = field.filter(|f| is_path(f))
-        {
-            self.param = Some(field.to_string());
-        }
-        self
     }
 
     /// The same error about a field another wire names `renamed(param)` (the Responses API's

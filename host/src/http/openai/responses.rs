@@ -41,8 +41,9 @@ pub async fn create(
     let streamed = request.stream == Some(true);
     let max_output_tokens = request.max_completion_tokens;
     let model = request.model.clone();
-    let offered = state.tools.offered(caller.owner()).await.names();
-    let mut contracted = match request.into_contract(&state, &offered) {
+    // The request's one snapshot of the plugins: its provider and its tools both read it.
+    let offer = state.tools.offered(caller.owner()).await;
+    let mut contracted = match request.into_contract(&offer) {
         Ok(contracted) => contracted,
         Err(refused) => return renames.rename(refused).into_response(),
     };
@@ -68,10 +69,11 @@ pub async fn create(
         Err(refused) => return renames.rename(refused).into_response(),
     };
     contracted.client.container = container.clone();
-    // The contract's checks name the chat request's fields (`messages[1]`): renamed too.
+    // The shared checks name the chat request's fields (`messages[1]`): renamed too.
     let run = match prepare_with(
         &state,
         &caller,
+        &offer,
         contracted.request,
         streamed,
         contracted.client,
@@ -79,10 +81,7 @@ pub async fn create(
     .await
     {
         Ok(run) => run,
-        Err(refused) => {
-            let refused = OpenAiError::from(refused).naming_its_field();
-            return renames.rename(refused).into_response();
-        }
+        Err(refused) => return renames.rename(OpenAiError::from(refused)).into_response(),
     };
     let echo = |call_id: &str| Echo {
         id: format!("resp_{call_id}"),

@@ -80,12 +80,13 @@ impl Snapshot {
         self.providers.values()
     }
 
-    /// Why a request naming `id` is refused: the providers this server has (and any default
-    /// one it does not serve, with the reason).
+    /// Why a request's `provider` naming `id` is refused (the rule, said after the field's
+    /// name): the providers this server has (and any default one it does not serve, with the
+    /// reason).
     pub fn unknown_provider(&self, id: &str) -> String {
         let ids: Vec<&str> = self.providers.keys().map(String::as_str).collect();
         let mut message = format!(
-            "provider: {id:?} is not a provider of this server; it has: {}",
+            "{id:?} is not a provider of this server; it has: {}",
             ids.join(", ")
         );
         for (unserved, why) in &self.unserved {
