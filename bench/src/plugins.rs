@@ -333,6 +333,14 @@ fn calls(o: &Options) -> anyhow::Result<()> {
                     .map_err(|e| anyhow::anyhow!("{e}"))
             };
             measure(&format!("{id}: describe"), o.calls, describe).await?;
+            // The price of the pages kept resident (`plugins/runtime/engine.rs`): what a call
+            // touched, per slot; the server keeps one per call it ever had in flight at once.
+            // Read while the plugin is loaded: dropping it releases its slots.
+            println!(
+                "{id}: kept resident by its freed instance slots: {} KiB (prefix kept: {} KiB)",
+                host.kept_memory_bytes() >> 10,
+                chatd::plugins::runtime::engine::keep_resident() >> 10
+            );
         }
         anyhow::Ok(())
     })

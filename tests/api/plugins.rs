@@ -77,7 +77,8 @@ async fn a_tool_component_describes_and_invokes() {
             "http_get",
             "config",
             "hold_memory",
-            "forge_log"
+            "forge_log",
+            "remember"
         ]
     );
     let out = plugin
@@ -127,6 +128,30 @@ async fn an_infinite_loop_fails_its_own_call_within_the_deadline() {
         elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(5),
         "{elapsed:?}"
     );
+}
+
+/// Every call starts from the component's own memory, however its slot of the pool was reset
+/// (`plugins/runtime/engine.rs` keeps the pages a call touched resident and resets them in
+/// place): statics an earlier call wrote, zeroed ones and one the component's data sets, are as
+/// the component has them, one call after another and many at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_call_sees_what_an_earlier_call_left_in_memory() {
+    let plugin = Arc::new(hostile(64, 5_000));
+    let pristine = "calls 0, page 0, seeded 24301";
+    for _ in 0..5 {
+        let out = plugin.invoke("remember", "{}").await.unwrap().unwrap();
+        assert_eq!(out.content, pristine);
+    }
+    let calls: Vec<_> = (0..16)
+        .map(|_| {
+            let plugin = plugin.clone();
+            tokio::spawn(async move { plugin.invoke("remember", "{}").await })
+        })
+        .collect();
+    for call in calls {
+        let out = call.await.unwrap().unwrap().unwrap();
+        assert_eq!(out.content, pristine);
+    }
 }
 
 #[tokio::test]

@@ -107,7 +107,7 @@ fn plugins_check_validates_a_file_without_starting_the_server() {
     );
     assert!(
         stdout.contains(
-            "  tools:  echo, spin, eat_memory, panic, read_env, http_get, config, hold_memory, forge_log\n  grants: none\n"
+            "  tools:  echo, spin, eat_memory, panic, read_env, http_get, config, hold_memory, forge_log, remember\n  grants: none\n"
         ),
         "{stdout}"
     );

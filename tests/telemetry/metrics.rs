@@ -190,6 +190,15 @@ async fn metrics_count_a_tool_loop_and_a_failure_with_bounded_labels() {
     assert_eq!(m.value("chatd_runs_live", &[("kind", "chat")]), 0.0);
     assert_eq!(m.value("chatd_run_client_disconnects", &[]), 0.0);
 
+    // The plugin calls' freed instances keep the pages they touched, where the kernel can scan
+    // for them (`plugins/runtime/engine.rs`), and nothing elsewhere.
+    let kept = m.value("chatd_plugin_memory_kept_bytes", &[]);
+    if chatd::plugins::runtime::engine::keep_resident() > 0 {
+        assert!(kept > 0.0, "{kept}");
+    } else {
+        assert_eq!(kept, 0.0);
+    }
+
     // The store: each completion began and finished its call in a timed operation.
     let begin = [("backend", "sqlite"), ("operation", "begin_call")];
     assert_eq!(m.count("chatd_store_query_duration_seconds", &begin), 2);

@@ -111,6 +111,7 @@ struct Metrics {
     plugin_calls: Family<PluginCallLabels, Counter>,
     plugin_memory_cap: Family<PluginLabels, Counter>,
     plugin_loads: Family<PluginCallLabels, Counter>,
+    plugin_memory_kept: Gauge,
     config_reloads: Family<OutcomeLabels, Counter>,
     store_queries: Family<QueryLabels, Histogram, fn() -> Histogram>,
     store_errors: Family<QueryLabels, Counter>,
@@ -172,6 +173,7 @@ impl Metrics {
             plugin_calls: Family::default(),
             plugin_memory_cap: Family::default(),
             plugin_loads: Family::default(),
+            plugin_memory_kept: Gauge::default(),
             config_reloads: Family::default(),
             store_queries: Family::new_with_constructor(query_buckets),
             store_errors: Family::default(),
@@ -340,6 +342,12 @@ impl Metrics {
             "store_errors",
             "Store operations that failed",
             &m.store_errors,
+        );
+        register(
+            r,
+            "plugin_memory_kept_bytes",
+            "Memory of freed plugin instances kept resident for the next calls (read at each scrape)",
+            &m.plugin_memory_kept,
         );
         register(
             r,
@@ -639,6 +647,14 @@ pub fn store_query(backend: &'static str, operation: &'static str, took: Duratio
     m.store_queries.get_or_create(&labels).observe(secs(took));
     if !ok {
         m.store_errors.get_or_create(&labels).inc();
+    }
+}
+
+/// The plugin instances' kept memory now (set at each scrape).
+pub fn plugin_memory_kept(bytes: usize) {
+    if let Some(m) = get() {
+        m.plugin_memory_kept
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
 }
 

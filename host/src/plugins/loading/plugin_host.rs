@@ -432,6 +432,12 @@ impl PluginHost {
         }
     }
 
+    /// Bytes of freed plugin instance slots kept resident for the next call
+    /// (`runtime::engine::KEEP_RESIDENT`); 0 without the instance pool.
+    pub fn kept_memory_bytes(&self) -> usize {
+        crate::plugins::runtime::engine::kept_bytes(&self.loader.engine)
+    }
+
     /// The plugins serving now; keep the `Arc` for as long as a call runs.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.current

@@ -7,8 +7,10 @@
 //! Instances come from the pooling allocator: every call gets a fresh instance, and taking a
 //! pre-reserved slot (memory, tables, async stack) is a fraction of what mapping and unmapping
 //! them per call costs (see BENCHMARKS.md). The pool is address space reserved up front, not
-//! memory: a slot is backed by pages only while an instance uses them. Where that reservation
-//! is refused (a tight `ulimit -v`), the engine falls back to allocating per instance.
+//! memory: a slot is backed by pages only while an instance uses them, and by the pages its
+//! last instance touched in its first [`KEEP_RESIDENT`] bytes where the kernel can scan for
+//! them ([`keep_resident`]). Where that reservation is refused (a tight `ulimit -v`), the engine
+//! falls back to allocating per instance.
 
 use std::time::Duration;
 
@@ -24,10 +26,32 @@ pub const TICK: Duration = Duration::from_millis(10);
 pub const MAX_CONCURRENT_INSTANCES: u32 = 2_000;
 /// Core instances a plugin component may contain (Rust components have a handful).
 const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
-/// Bytes of a freed slot's memory kept mapped and zeroed in place rather than released. None:
-/// zeroing costs more than the page faults it saves for a Rust component, whose stack fills its
-/// first MiB (measured, BENCHMARKS.md).
-const KEEP_RESIDENT: usize = 0;
+/// Bytes at the start of a freed slot's memory kept mapped and reset in place rather than
+/// released, where the kernel tells which pages the instance touched (`PAGEMAP_SCAN`, Linux
+/// 6.7+): only those are reset, and the next call finds them mapped, without the `madvise` and
+/// the page faults that were most of a call's cost (BENCHMARKS.md, "Host overhead per tool
+/// call"). 2 MiB covers a Rust component's stack (its first MiB), its data and its heap's start.
+/// The price is resident memory: what each slot's last instance touched there, for every slot
+/// used at once at the busiest moment.
+pub const KEEP_RESIDENT: usize = 2 << 20;
+
+/// What [`KEEP_RESIDENT`] is on this kernel: without the scan nothing is kept, as resetting
+/// the whole prefix with `memset` costs more than the faults it saves (measured).
+pub fn keep_resident() -> usize {
+    if PoolingAllocationConfig::is_pagemap_scan_available() {
+        KEEP_RESIDENT
+    } else {
+        0
+    }
+}
+
+/// Bytes of `engine`'s freed instance slots kept resident for the next calls; 0 without the
+/// instance pool.
+pub fn kept_bytes(engine: &Engine) -> usize {
+    engine
+        .pooling_allocator_metrics()
+        .map_or(0, |pool| pool.unused_memory_bytes_resident())
+}
 
 /// Builds the engine every plugin shares and starts its ticker.
 pub fn new_engine() -> wasmtime::Result<Engine> {
@@ -40,6 +64,11 @@ pub fn new_engine() -> wasmtime::Result<Engine> {
             Engine::new(&config(false))?
         }
     };
+    tracing::debug!(
+        keep_resident = keep_resident(),
+        "plugin memory: the pages a call touched in a slot's first bytes stay resident \
+         (0: no PAGEMAP_SCAN on this kernel, every page is released)"
+    );
     start_ticker(&engine);
     Ok(engine)
 }
@@ -57,7 +86,8 @@ fn config(pooling: bool) -> Config {
             .total_stacks(MAX_CONCURRENT_INSTANCES)
             .max_memories_per_component(8)
             .max_memory_size(MAX_MEMORY_MIB as usize * 1024 * 1024)
-            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .linear_memory_keep_resident(keep_resident())
+            .pagemap_scan(wasmtime::Enabled::Auto)
             .table_keep_resident(64 * 1024);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }

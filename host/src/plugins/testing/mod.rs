@@ -83,6 +83,11 @@ impl TestHost {
             .await
     }
 
+    /// Bytes its freed plugin instances keep resident (`runtime::engine::kept_bytes`).
+    pub fn kept_memory_bytes(&self) -> usize {
+        crate::plugins::runtime::engine::kept_bytes(&self.loader.engine)
+    }
+
     /// Loads one of chatd's bundled plugins by id.
     pub async fn load_bundled(&self, id: &str) -> Result<Plugin, LoadError> {
         let package = crate::plugins::loading::embedded::packages()

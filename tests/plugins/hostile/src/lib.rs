@@ -1,7 +1,9 @@
 //! Test component for the plugin host: `echo` behaves; the others try what a hostile or buggy
 //! plugin would (spin forever, eat memory, panic, look for secrets in the environment, call HTTP
 //! it was not granted, forge log lines); `hold_memory` holds memory while it waits on an
-//! upstream.
+//! upstream; `remember` looks for what an earlier call left in memory.
+
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
 use chatd_plugin_sdk::host::{PluginError, Request, ToolSpec, config, log};
 
@@ -40,6 +42,7 @@ impl Tool for Hostile {
             "config",
             "hold_memory",
             "forge_log",
+            "remember",
         ]
         .into_iter()
         .map(spec)
@@ -47,6 +50,11 @@ impl Tool for Hostile {
     }
 
     fn invoke(name: String, arguments_json: String) -> Result<ToolOutput, PluginError> {
+        // Written by `remember`: a zeroed static, a page of them, and a static with a value of
+        // its own (in the data the component carries, not in zeroed memory).
+        static CALLS: AtomicU32 = AtomicU32::new(0);
+        static PAGE: [AtomicU8; 4096] = [const { AtomicU8::new(0) }; 4096];
+        static SEEDED: AtomicU32 = AtomicU32::new(24_301);
         let args = parse_object(&arguments_json)?;
         match name.as_str() {
             "echo" => {
@@ -68,6 +76,20 @@ impl Tool for Hostile {
                 }
             }
             "panic" => panic!("deliberate panic"),
+            // What earlier calls left: each call's instance is fresh, so never anything. Then
+            // leaves its own marks, in every kind of memory, for the next call to look for.
+            "remember" => {
+                let calls = CALLS.fetch_add(1, Ordering::Relaxed);
+                let page = PAGE
+                    .iter()
+                    .filter(|b| b.load(Ordering::Relaxed) != 0)
+                    .count();
+                let seeded = SEEDED.swap(7, Ordering::Relaxed);
+                PAGE.iter().for_each(|b| b.store(1, Ordering::Relaxed));
+                // And the heap, as a call that allocates leaves it.
+                std::hint::black_box(Vec::leak(vec![9u8; 64 * 1024]));
+                output(format!("calls {calls}, page {page}, seeded {seeded}"))
+            }
             "read_env" => {
                 let vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
                 output(vars.join("\n"))
