@@ -13,7 +13,10 @@
 //! 2. Added time to first delta of a stream, persisted and `persist: false`, vs the mock's own
 //!    first content chunk.
 //! 3. Live streams: N persisted streams at once against the paced mock; every stream must get
-//!    meta, 64 deltas in order, done; RSS of the server at the peak minus before.
+//!    meta, 64 deltas in order, done; RSS of the server at the peak minus before. Then M
+//!    `persist: false` streams at once (10,000 by default; fewer when the open-files limit,
+//!    raised to its hard value, cannot hold two per stream in both processes), the same way,
+//!    with the server's open files at the peak. `--streams-only` runs these two alone.
 //! 4. Attach to a running stream: time to the first replayed event.
 //! 5. A provider declared in the configuration file (`adapter = "chat_completions"`, the same
 //!    mock) against provider_c, interleaved: non-streaming and `persist: false` first delta.
@@ -64,6 +67,8 @@ pub(crate) const PACED_DELTAS: usize = 64;
 pub struct Options {
     requests: usize,
     streams: usize,
+    ephemeral_streams: usize,
+    streams_only: bool,
     attaches: usize,
     persist_false_only: bool,
     telemetry: bool,
@@ -71,15 +76,17 @@ pub struct Options {
 }
 
 pub fn usage() -> &'static str {
-    "usage: bench chat [--requests N] [--streams N] [--attaches N] [--persist-false-only | --telemetry | --live-only]\n\
+    "usage: bench chat [--requests N] [--streams N] [--ephemeral-streams N] [--attaches N] [--persist-false-only | --telemetry | --live-only | --streams-only]\n\
      needs the release server binary: run `cargo build --release` first\n\
-     defaults: 2000 sequential requests per latency figure, 1000 live streams, 1000 attaches"
+     defaults: 2000 sequential requests per latency figure, 1000 live streams, 10000 live persist: false streams, 1000 attaches"
 }
 
 pub fn parse(args: &[String]) -> anyhow::Result<Options> {
     let mut o = Options {
         requests: 2000,
         streams: 1000,
+        ephemeral_streams: 10_000,
+        streams_only: false,
         attaches: 1000,
         persist_false_only: false,
         telemetry: false,
@@ -95,6 +102,8 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
             "--persist-false-only" => o.persist_false_only = true,
             "--telemetry" => o.telemetry = true,
             "--live-only" => o.live_only = true,
+            "--streams-only" => o.streams_only = true,
+            "--ephemeral-streams" => o.ephemeral_streams = value()?.parse()?,
             "--requests" => o.requests = value()?.parse()?,
             "--streams" => o.streams = value()?.parse()?,
             "--attaches" => o.attaches = value()?.parse()?,
@@ -102,7 +111,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         }
     }
     ensure!(
-        o.requests > 0 && o.streams > 0 && o.attaches > 0,
+        o.requests > 0 && o.streams > 0 && o.ephemeral_streams > 0 && o.attaches > 0,
         "every count must be at least 1"
     );
     Ok(o)
@@ -116,6 +125,8 @@ pub fn run(o: Options) -> anyhow::Result<()> {
 }
 
 async fn run_async(o: Options) -> anyhow::Result<()> {
+    // The server inherits it: both processes hold two descriptors per live stream.
+    let open_files = chatd::server::raise_open_files_limit()?;
     let mock = start_mock().await?;
     let mock_url = format!("http://{mock}");
     if o.telemetry {
@@ -157,12 +168,17 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     if o.persist_false_only {
         return persist_false_alone(&client, &base, &mock_url, pid, o.requests).await;
     }
+    if o.streams_only {
+        live_streams(&client, &base, pid, o.streams, true).await?;
+        return ephemeral_streams(&client, &base, pid, o.ephemeral_streams, open_files).await;
+    }
     println!("chat completions: chatd (provider_c plugin) vs the mock upstream directly, loopback");
     println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
     non_streaming(&client, &base, &mock_url, o.requests).await?;
     first_delta(&client, &base, &mock_url, o.requests).await?;
     attach(&client, &base, o.attaches).await?;
-    live_streams(&client, &base, pid, o.streams).await?;
+    live_streams(&client, &base, pid, o.streams, true).await?;
+    ephemeral_streams(&client, &base, pid, o.ephemeral_streams, open_files).await?;
     declared(&client, &base, &mock_url, o.requests).await?;
     drop(server);
     crate::live::run(live).await
@@ -475,11 +491,38 @@ pub(crate) async fn attach_times(
     Ok(samples)
 }
 
+/// Descriptors each process keeps beside its streams' (listeners, the database, plugins).
+const OTHER_FILES: u64 = 512;
+
+/// `n` `persist: false` streams at once, or as many as `open_files` holds (each stream is two
+/// descriptors in the server and two here: the client's connection and the upstream's).
+async fn ephemeral_streams(
+    client: &reqwest::Client,
+    base: &str,
+    pid: u32,
+    n: usize,
+    open_files: u64,
+) -> anyhow::Result<()> {
+    let fits = usize::try_from(open_files.saturating_sub(OTHER_FILES) / 2)?;
+    ensure!(
+        fits > 0,
+        "the open-files limit ({open_files}) holds no stream"
+    );
+    if fits < n {
+        println!(
+            "live persist: false streams: {n} asked, {fits} run: the open-files limit is {open_files} \
+             here (its hard value), and each stream holds two descriptors in each process"
+        );
+    }
+    live_streams(client, base, pid, n.min(fits), false).await
+}
+
 async fn live_streams(
     client: &reqwest::Client,
     base: &str,
     pid: u32,
     n: usize,
+    persist: bool,
 ) -> anyhow::Result<()> {
     let before = rss_kib(pid)?;
     let started = Arc::new(AtomicUsize::new(0));
@@ -487,21 +530,30 @@ async fn live_streams(
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n {
         let (client, base, started) = (client.clone(), base.to_string(), started.clone());
+        let mut body = completion(None, "paced", i);
+        if !persist {
+            body["persist"] = json!(false);
+        }
         tasks.push(tokio::spawn(async move {
-            let res = open_stream(&client, &base, &completion(None, "paced", i)).await?;
+            let res = open_stream(&client, &base, &body).await?;
             started.fetch_add(1, Ordering::Relaxed);
             let text = res.text().await?;
             verify(&text)
         }));
     }
     // The peak: every stream open, halfway through its deltas.
-    let mut peak = before;
+    let (mut peak, mut files) = (before, 0);
+    let mut look = || -> anyhow::Result<()> {
+        peak = peak.max(rss_kib(pid)?);
+        files = files.max(std::fs::read_dir(format!("/proc/{pid}/fd"))?.count());
+        Ok(())
+    };
     while started.load(Ordering::Relaxed) < n {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        peak = peak.max(rss_kib(pid)?);
+        look()?;
     }
     for _ in 0..40 {
-        peak = peak.max(rss_kib(pid)?);
+        look()?;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let mut failed = 0;
@@ -514,13 +566,18 @@ async fn live_streams(
         }
     }
     let took = t.elapsed();
+    let kind = if persist {
+        "live streams"
+    } else {
+        "live persist: false streams"
+    };
     println!(
-        "live streams: {n} at once, {PACED_DELTAS} deltas 20 ms apart each: {} complete and in order, {failed} failed, all done in {:.1} s",
+        "{kind}: {n} at once, {PACED_DELTAS} deltas 20 ms apart each: {} complete and in order, {failed} failed, all done in {:.1} s",
         n - failed,
         took.as_secs_f64()
     );
     println!(
-        "  server RSS: {:.1} MiB before, {:.1} MiB at the peak: {:.1} KiB per live stream",
+        "  server RSS: {:.1} MiB before, {:.1} MiB at the peak: {:.1} KiB per live stream; {files} open files at the peak",
         before as f64 / 1024.0,
         peak as f64 / 1024.0,
         (peak.saturating_sub(before)) as f64 / n as f64

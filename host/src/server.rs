@@ -251,3 +251,71 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
+
+/// Raises this process's soft limit on open files to its hard limit and returns the limit now.
+/// A live stream holds two (its client's connection and its upstream's), so the soft limit
+/// many systems start with (1,024) would refuse connections at about 500 streams. The hard
+/// limit is the operator's to raise (systemd's `LimitNOFILE`, `ulimit -Hn`, a container's
+/// `--ulimit nofile=`; `docs/deploying.md`). Linux only (elsewhere an `Unsupported` error):
+/// there the hard limit is a number (at most `fs.nr_open`), never `RLIM_INFINITY`.
+#[cfg(target_os = "linux")]
+pub fn raise_open_files_limit() -> std::io::Result<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the one struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit reads the one struct it is given.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    Ok(limit.rlim_cur)
+}
+
+/// [`raise_open_files_limit`] where it is not supported.
+#[cfg(not(target_os = "linux"))]
+pub fn raise_open_files_limit() -> std::io::Result<u64> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn open_files() -> libc::rlimit {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the one struct it is given.
+        assert_eq!(
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+            0
+        );
+        limit
+    }
+
+    #[test]
+    fn the_soft_open_files_limit_is_raised_to_the_hard_one() {
+        let hard = open_files().rlim_max;
+        // One below the hard limit (lowering needs no privilege, and leaves the other tests
+        // room), then raised back.
+        let lowered = libc::rlimit {
+            rlim_cur: hard - 1,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit reads the one struct it is given.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) }, 0);
+        assert_eq!(raise_open_files_limit().unwrap(), hard);
+        assert_eq!(open_files().rlim_cur, hard);
+    }
+}

@@ -20,6 +20,16 @@ pub async fn run(config: &Config, tracing: bool) -> ExitCode {
         eprintln!("chatd: cannot start: {line}");
         return ExitCode::FAILURE;
     }
+    match crate::server::raise_open_files_limit() {
+        // Two per live stream, and a margin for the database, plugins and listeners.
+        Ok(n) if n < 4_096 => tracing::warn!(
+            "open files are limited to {n}: about {} live streams at once; raise the hard \
+             limit (LimitNOFILE, ulimit -Hn; docs/deploying.md)",
+            n.saturating_sub(256) / 2
+        ),
+        Ok(n) => tracing::debug!("open files are limited to {n}"),
+        Err(e) => tracing::debug!("the limit on open files is left as it is: {e}"),
+    }
     let shutdown = shutdown_signal();
     let started = std::time::Instant::now();
     let plugins = match PluginHost::start_in_background(config).await {

@@ -155,16 +155,18 @@ pub(in crate::http) fn model(model: &str) -> ApiResult<String> {
         .ok_or_else(|| ApiError::invalid("model", "must be a non-blank string"))
 }
 
-/// The contract's request made ready to run: the caller's tools and the provider read from one
-/// snapshot.
+/// The contract's request made ready to run: the provider and the caller's tools read from one
+/// snapshot, the tools (a look at the store for the caller's MCP logins) once the provider,
+/// the model and the sampling hold.
 pub(in crate::http) async fn prepare(
     state: &AppState,
     caller: &Caller,
     body: CompletionRequest,
     streaming: bool,
 ) -> ApiResult<ChatRun> {
-    let offer = state.tools.offered(caller.owner()).await;
-    let ask = body.ask(offer.snapshot())?;
+    let snapshot = state.plugins.snapshot();
+    let ask = body.ask(&snapshot)?;
+    let offer = state.tools.offered_in(snapshot, caller.owner()).await;
     prepare_with(state, caller, &offer, ask, streaming, Extras::default()).await
 }
 

@@ -72,6 +72,9 @@ pub async fn complete(
         Ok(run) => run,
         Err(refused) => return OpenAiError::from(refused).into_response(),
     };
+    // The snapshot is the request's, not the run's: a reload frees the old plugins as soon as
+    // no run needs them (each run holds its own plugins).
+    drop(offer);
     if streamed {
         let tapped = chat::tapped(&state.run_context(), run);
         let chunks = Chunks {

@@ -83,6 +83,9 @@ pub async fn create(
         Ok(run) => run,
         Err(refused) => return renames.rename(OpenAiError::from(refused)).into_response(),
     };
+    // The snapshot is the request's, not the run's: a reload frees the old plugins as soon as
+    // no run needs them (each run holds its own plugins).
+    drop(offer);
     let echo = |call_id: &str| Echo {
         id: format!("resp_{call_id}"),
         created_at: chrono::Utc::now().timestamp(),

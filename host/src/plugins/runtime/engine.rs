@@ -7,8 +7,8 @@
 //! Instances come from the pooling allocator: every call gets a fresh instance, and taking a
 //! pre-reserved slot (memory, tables, async stack) is a fraction of what mapping and unmapping
 //! them per call costs (see BENCHMARKS.md). The pool is address space reserved up front, not
-//! memory: a slot is backed by pages only while an instance uses them, and by the pages its
-//! last instance touched in its first [`KEEP_RESIDENT`] bytes where the kernel can scan for
+//! memory: a slot is backed by pages only while an instance uses them, and by up to
+//! [`KEEP_RESIDENT`] bytes of the pages its last instance wrote where the kernel can scan for
 //! them ([`keep_resident`]). Where that reservation is refused (a tight `ulimit -v`), the engine
 //! falls back to allocating per instance.
 
@@ -26,13 +26,14 @@ pub const TICK: Duration = Duration::from_millis(10);
 pub const MAX_CONCURRENT_INSTANCES: u32 = 2_000;
 /// Core instances a plugin component may contain (Rust components have a handful).
 const CORE_INSTANCES_PER_COMPONENT: u32 = 8;
-/// Bytes at the start of a freed slot's memory kept mapped and reset in place rather than
-/// released, where the kernel tells which pages the instance touched (`PAGEMAP_SCAN`, Linux
-/// 6.7+): only those are reset, and the next call finds them mapped, without the `madvise` and
-/// the page faults that were most of a call's cost (BENCHMARKS.md, "Host overhead per tool
-/// call"). 2 MiB covers a Rust component's stack (its first MiB), its data and its heap's start.
-/// The price is resident memory: what each slot's last instance touched there, for every slot
-/// used at once at the busiest moment.
+/// Bytes of a freed slot's memory reset in place and kept mapped rather than released, where the
+/// kernel tells which pages the instance wrote (`PAGEMAP_SCAN`, Linux 6.7+): wasmtime scans the
+/// memory from its start, resets the written pages it meets, up to this many bytes of them, and
+/// releases only what lies past where the scan stopped. Pages the call only read stay mapped as
+/// they are. The next call then takes neither the `madvise` nor the page faults that were most
+/// of a call's cost (BENCHMARKS.md, "Host overhead per tool call"). The price is resident
+/// memory: what each slot's last instance wrote, at most this much, for every slot used at once
+/// at the busiest moment.
 pub const KEEP_RESIDENT: usize = 2 << 20;
 
 /// What [`KEEP_RESIDENT`] is on this kernel: without the scan nothing is kept, as resetting
