@@ -15,8 +15,9 @@
 //! 3. Live streams: N persisted streams at once against the paced mock; every stream must get
 //!    meta, 64 deltas in order, done; RSS of the server at the peak minus before. Then M
 //!    `persist: false` streams at once (10,000 by default; fewer when the open-files limit,
-//!    raised to its hard value, cannot hold two per stream in both processes), the same way,
-//!    with the server's open files at the peak. `--streams-only` runs these two alone.
+//!    raised to its hard value, cannot hold two per stream in both processes) on the slow mock,
+//!    so that all are live together, with the server's open files at the peak. The memory per
+//!    stream divides by the streams live at the peak. `--streams-only` runs these two alone.
 //! 4. Attach to a running stream: time to the first replayed event.
 //! 5. A provider declared in the configuration file (`adapter = "chat_completions"`, the same
 //!    mock) against provider_c, interleaved: non-streaming and `persist: false` first delta.
@@ -517,6 +518,9 @@ async fn ephemeral_streams(
     live_streams(client, base, pid, n.min(fits), false).await
 }
 
+/// `n` streams at once, persisted or not: the paced ones (64 deltas 20 ms apart) for persisted
+/// streams, the slow ones (200 ms apart) for `persist: false`, so that ten thousand are all live
+/// at once on two cores (the peak counts the streams open, `live`, beside the memory).
 async fn live_streams(
     client: &reqwest::Client,
     base: &str,
@@ -526,25 +530,32 @@ async fn live_streams(
 ) -> anyhow::Result<()> {
     let before = rss_kib(pid)?;
     let started = Arc::new(AtomicUsize::new(0));
+    let ended = Arc::new(AtomicUsize::new(0));
     let t = Instant::now();
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n {
-        let (client, base, started) = (client.clone(), base.to_string(), started.clone());
-        let mut body = completion(None, "paced", i);
+        let (client, base) = (client.clone(), base.to_string());
+        let (started, ended) = (started.clone(), ended.clone());
+        let mut body = completion(None, if persist { "paced" } else { "slow" }, i);
         if !persist {
             body["persist"] = json!(false);
         }
         tasks.push(tokio::spawn(async move {
             let res = open_stream(&client, &base, &body).await?;
             started.fetch_add(1, Ordering::Relaxed);
-            let text = res.text().await?;
-            verify(&text)
+            let text = res.text().await;
+            ended.fetch_add(1, Ordering::Relaxed);
+            verify(&text?)
         }));
     }
     // The peak: every stream open, halfway through its deltas.
-    let (mut peak, mut files) = (before, 0);
+    let (mut peak, mut files, mut live) = (before, 0, 0);
     let mut look = || -> anyhow::Result<()> {
-        peak = peak.max(rss_kib(pid)?);
+        let rss = rss_kib(pid)?;
+        if rss > peak {
+            peak = rss;
+            live = started.load(Ordering::Relaxed) - ended.load(Ordering::Relaxed);
+        }
         files = files.max(std::fs::read_dir(format!("/proc/{pid}/fd"))?.count());
         Ok(())
     };
@@ -571,16 +582,17 @@ async fn live_streams(
     } else {
         "live persist: false streams"
     };
+    let apart = if persist { 20 } else { 200 };
     println!(
-        "{kind}: {n} at once, {PACED_DELTAS} deltas 20 ms apart each: {} complete and in order, {failed} failed, all done in {:.1} s",
+        "{kind}: {n} at once, {PACED_DELTAS} deltas {apart} ms apart each: {} complete and in order, {failed} failed, all done in {:.1} s",
         n - failed,
         took.as_secs_f64()
     );
     println!(
-        "  server RSS: {:.1} MiB before, {:.1} MiB at the peak: {:.1} KiB per live stream; {files} open files at the peak",
+        "  server RSS: {:.1} MiB before, {:.1} MiB at the peak, with {live} streams live: {:.1} KiB per live stream; {files} open files at most",
         before as f64 / 1024.0,
         peak as f64 / 1024.0,
-        (peak.saturating_sub(before)) as f64 / n as f64
+        (peak.saturating_sub(before)) as f64 / live.max(1) as f64
     );
     Ok(())
 }
