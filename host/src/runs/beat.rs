@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::ready::Readiness;
-use super::{ActiveRuns, ErrorEvents, RunKind};
+use super::registry::{ActiveRuns, ErrorEvents, RunKind};
 use crate::store::liveness::LOST_REPLY;
 use crate::store::{LEASE, Store, StoreError};
 

@@ -15,7 +15,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::{ActiveRuns, Run, RunContext, RunKind, StartError, Stopped};
+use super::registry::{ActiveRuns, Run, RunContext, RunKind, StartError, Stopped};
 use crate::chat::completion::{Completion, Finished};
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::failure::CompletionError;
@@ -511,7 +511,7 @@ async fn record_stopped(
 
 /// Ends a registered run with its terminal event (`runs::end`).
 async fn end(registration: &Mutex<Option<Run>>, log: &RunLog, event: &ChatEvent) {
-    super::end(registration, log, event.name(), &event.data()).await;
+    super::registry::end(registration, log, event.name(), &event.data()).await;
 }
 
 fn push(log: &RunLog, event: &ChatEvent) {

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{RunContext, RunKind, StartError, Stopped};
+use super::registry::{RunContext, RunKind, StartError, Stopped};
 use crate::plugins::loading::load::Plugin;
 use crate::runlog::{EventId, RunReader};
 use crate::search::{self, RunRequest, events};
@@ -109,11 +109,11 @@ async fn start_or_join(
                 Ended::Gone => ("error", events::error_data(search::SEARCH_NOT_FOUND)),
                 Ended::NotStored(why) => ("error", events::error_data(&why)),
             };
-            super::end(&registration, &work_log, name, &data).await;
+            super::registry::end(&registration, &work_log, name, &data).await;
         },
         move |why| async move {
             let message = stopped_message(why);
-            super::end(
+            super::registry::end(
                 &stop_registration,
                 &stop_log,
                 "error",
