@@ -31,6 +31,9 @@
 //! `--telemetry` compares three servers, metrics off, metrics on, and traces exported too
 //! (`telemetry.rs`): what observability costs per request.
 //!
+//! `--against-proxy` times three requests through chatd and through a do-nothing proxy in turn
+//! (`straight.rs`): the ratios issue 59 sets its targets in.
+//!
 //! `--persist-false-only` measures the `persist: false` first delta alone, interleaved only with
 //! direct calls to the mock and calls through a do-nothing proxy (`proxy.rs`: what any proxy
 //! adds here), and the server's CPU time and voluntary context switches per stream: what a
@@ -72,12 +75,13 @@ pub struct Options {
     streams_only: bool,
     attaches: usize,
     persist_false_only: bool,
+    against_proxy: bool,
     telemetry: bool,
     live_only: bool,
 }
 
 pub fn usage() -> &'static str {
-    "usage: bench chat [--requests N] [--streams N] [--ephemeral-streams N] [--attaches N] [--persist-false-only | --telemetry | --live-only | --streams-only]\n\
+    "usage: bench chat [--requests N] [--streams N] [--ephemeral-streams N] [--attaches N] [--persist-false-only | --against-proxy | --telemetry | --live-only | --streams-only]\n\
      needs the release server binary: run `cargo build --release` first\n\
      defaults: 2000 sequential requests per latency figure, 1000 live streams, 10000 live persist: false streams, 1000 attaches"
 }
@@ -90,6 +94,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         streams_only: false,
         attaches: 1000,
         persist_false_only: false,
+        against_proxy: false,
         telemetry: false,
         live_only: false,
     };
@@ -101,6 +106,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         };
         match flag.as_str() {
             "--persist-false-only" => o.persist_false_only = true,
+            "--against-proxy" => o.against_proxy = true,
             "--telemetry" => o.telemetry = true,
             "--live-only" => o.live_only = true,
             "--streams-only" => o.streams_only = true,
@@ -163,11 +169,15 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     let pid = server.child.id();
     let base = format!("http://{addr}");
     let client = client()?;
-    // The model lists are loaded before anything is measured.
+    // The model lists are loaded, and the interpreter compiled, before anything is measured.
     check(client.get(format!("{base}/v1/models")).send().await?).await?;
+    crate::harness::ready(&client, &base).await?;
 
     if o.persist_false_only {
         return persist_false_alone(&client, &base, &mock_url, pid, o.requests).await;
+    }
+    if o.against_proxy {
+        return crate::straight::run(&client, &base, &mock_url, pid, o.requests).await;
     }
     if o.streams_only {
         live_streams(&client, &base, pid, o.streams, true).await?;

@@ -196,3 +196,21 @@ impl Cpu {
         Ok(Self { seconds, switches })
     }
 }
+
+/// Waits until `GET /ready` answers 200: a fresh data folder compiles the interpreter in the
+/// background (without HOME, no machine cache to read it from), seconds of CPU that would be
+/// measured with the requests.
+pub(crate) async fn ready(client: &reqwest::Client, base: &str) -> anyhow::Result<()> {
+    let waiting = Instant::now();
+    loop {
+        let res = client.get(format!("{base}/ready")).send().await?;
+        if res.status().is_success() {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            waiting.elapsed() < Duration::from_secs(300),
+            "/ready did not answer 200 within 300 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

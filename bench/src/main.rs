@@ -54,6 +54,7 @@ mod people;
 mod plugins;
 mod proxy;
 mod python;
+mod straight;
 mod telemetry;
 /// The providers' streamed wires, shared with the black-box tests (which use all of it).
 #[allow(dead_code)]

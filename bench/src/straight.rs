@@ -1,0 +1,135 @@
+//! `bench chat --against-proxy`: issue 59's measure of the straight path. Each round sends the
+//! same question three ways in turn, to the mock directly, through the do-nothing proxy
+//! (`proxy.rs`) and through chatd, for three requests: a `persist: false` stream with every
+//! tool offered (the model is sent their definitions), the same with `enabledTools: []`, and a
+//! persisted non-streaming completion. The figures are whole latencies, so chatd ÷ the proxy is
+//! what a request costs through chatd against through any process in between; the targets are
+//! ≤ 1.5 at p50 and ≤ 2 at p99 for the first delta with tools on, ≤ 3 non-streaming.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::harness::{
+    Cpu, DELTA, added_by, chats, check, completion, ephemeral_body, row, to_first,
+};
+
+/// What marks the first delta in the mock's stream (a chat completions chunk's content).
+const CONTENT: &[u8] = b"\"content\":\"";
+
+/// Rounds before the measured ones: connections, the first instances, SQLite's pages.
+const WARMUP: usize = 200;
+
+/// Each persisted chat takes this many requests, so transcripts stay short.
+const PER_CHAT: usize = 10;
+
+/// One request's three timings, through each path.
+#[derive(Default)]
+struct Three {
+    direct: Vec<Duration>,
+    proxied: Vec<Duration>,
+    chatd: Vec<Duration>,
+}
+
+impl Three {
+    fn push(&mut self, (d, p, c): (Duration, Duration, Duration)) {
+        self.direct.push(d);
+        self.proxied.push(p);
+        self.chatd.push(c);
+    }
+
+    /// Prints the three rows, what each process in between adds, and chatd ÷ the proxy.
+    fn report(mut self, name: &str) -> ((f64, f64), (f64, f64)) {
+        let d = row(&format!("{name}: mock directly"), &mut self.direct);
+        let p = row(&format!("{name}: through the proxy"), &mut self.proxied);
+        let c = row(&format!("{name}: through chatd"), &mut self.chatd);
+        added_by("the proxy", name, p, d);
+        added_by("chatd", name, c, d);
+        println!(
+            "{:<50} {:>9.2} {:>9.2}",
+            format!("  chatd ÷ the proxy: {name}"),
+            c.0 / p.0,
+            c.1 / p.1
+        );
+        (c, p)
+    }
+}
+
+pub(crate) async fn run(
+    client: &reqwest::Client,
+    base: &str,
+    mock: &str,
+    pid: u32,
+    n: usize,
+) -> anyhow::Result<()> {
+    let tools = check(client.get(format!("{base}/v1/chat-tools")).send().await?).await?;
+    let offered = serde_json::from_slice::<Value>(&tools)?["tools"]
+        .as_array()
+        .map_or(0, Vec::len);
+    anyhow::ensure!(
+        offered > 0,
+        "the server offers no tool: tools on would be tools off"
+    );
+    let (_proxy, proxy) = crate::proxy::start(mock)?;
+    let ids = chats(client, base, (n + WARMUP).div_ceil(PER_CHAT) + 1).await?;
+    let stream_body = json!({"model": "zero", "stream": true,
+        "messages": [{"role": "user", "content": "q"}]});
+    let plain_body = json!({"model": "zero", "messages": [{"role": "user", "content": "q"}]});
+    let upstream = |base: &str| format!("{base}/chat/completions");
+    let (direct, proxied) = (upstream(mock), upstream(&proxy));
+    let stream_url = format!("{base}/v1/chat-completions/stream");
+    let plain_url = format!("{base}/v1/chat-completions");
+    let (mut tools_on, mut tools_off, mut persisted) =
+        (Three::default(), Three::default(), Three::default());
+    let mut before = Cpu::of(pid)?;
+    for i in 0..n + WARMUP {
+        if i == WARMUP {
+            before = Cpu::of(pid)?;
+        }
+        // Every tool offered: the request names none, so the chat's default, all of them.
+        let mut with_tools = ephemeral_body(i);
+        with_tools.as_object_mut().map(|b| b.remove("enabledTools"));
+        let on = (
+            to_first(client, &direct, &stream_body, CONTENT).await?,
+            to_first(client, &proxied, &stream_body, CONTENT).await?,
+            to_first(client, &stream_url, &with_tools, DELTA).await?,
+        );
+        let off = (
+            to_first(client, &direct, &stream_body, CONTENT).await?,
+            to_first(client, &proxied, &stream_body, CONTENT).await?,
+            to_first(client, &stream_url, &ephemeral_body(i), DELTA).await?,
+        );
+        let chat = completion(Some(&ids[1 + i / PER_CHAT]), "zero", i);
+        let stored = (
+            whole(client, &direct, &plain_body).await?,
+            whole(client, &proxied, &plain_body).await?,
+            whole(client, &plain_url, &chat).await?,
+        );
+        if i >= WARMUP {
+            tools_on.push(on);
+            tools_off.push(off);
+            persisted.push(stored);
+        }
+    }
+    let after = Cpu::of(pid)?;
+    println!(
+        "the straight path: {n} rounds after {WARMUP} warm-up, each request to the mock directly, \
+         through a do-nothing proxy (`bench proxy`) and through chatd, in turn; tools on: {offered}"
+    );
+    println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
+    tools_on.report("first delta, tools on, persist false");
+    tools_off.report("first delta, tools off, persist false");
+    persisted.report("non-streaming, persisted");
+    println!(
+        "server, per round (three requests): {:.0} µs of CPU",
+        (after.seconds - before.seconds) * 1e6 / n as f64
+    );
+    Ok(())
+}
+
+/// Time from sending `body` to `url` until its whole answer is read.
+async fn whole(client: &reqwest::Client, url: &str, body: &Value) -> anyhow::Result<Duration> {
+    let t = Instant::now();
+    check(client.post(url).json(body).send().await?).await?;
+    Ok(t.elapsed())
+}
