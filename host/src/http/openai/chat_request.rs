@@ -166,6 +166,16 @@ impl ChatCompletionRequest {
     /// carry: the client's own tools and its tool exchange, under the names of [`ToolNames`].
     /// `offer`: chatd's tools offered to the caller, and the request's one plugin snapshot.
     pub fn into_contract(self, offer: &Offer<'_>) -> Result<Contracted, OpenAiError> {
+        self.contract(offer, None)
+    }
+
+    /// [`ChatCompletionRequest::into_contract`], with the messages a front read itself (the
+    /// Responses API's input items, each naming its own fields) in place of `messages`.
+    pub(super) fn contract(
+        self,
+        offer: &Offer<'_>,
+        read: Option<Vec<ReadMessage>>,
+    ) -> Result<Contracted, OpenAiError> {
         refuse_unhonoured(&self.other)?;
         let (served, model) = split_model(offer.snapshot(), &self.model)?;
         let provider = served.id.clone();
@@ -186,17 +196,27 @@ impl ChatCompletionRequest {
         if !tools.is_empty() {
             offers_client_tools(&served)?;
         }
-        let (inputs, exchange): (Vec<MessageInput>, Vec<Option<Sent>>) =
-            messages(&self.messages)?.into_iter().unzip();
+        let read = match read {
+            Some(read) => read,
+            None => messages(&self.messages)?,
+        };
+        let mut inputs = Vec::with_capacity(read.len());
+        let mut exchange = Vec::with_capacity(read.len());
+        let mut paths = Vec::with_capacity(read.len());
+        for message in read {
+            inputs.push(message.input);
+            exchange.push(message.sent);
+            paths.push(message.path);
+        }
         if let Some(i) = exchange.iter().position(Option::is_some)
             && !served.profile.tools
         {
             let field = match exchange[i] {
-                Some(Sent::Calls(_)) => "tool_calls",
-                _ => "tool_call_id",
+                Some(Sent::Calls(_)) => paths[i].calls(),
+                _ => paths[i].call_id(),
             };
             return Err(OpenAiError::invalid(
-                &format!("messages[{i}].{field}"),
+                &field,
                 &format!("{provider} takes no tools of a client's (it runs its own)"),
             ));
         }
@@ -209,7 +229,7 @@ impl ChatCompletionRequest {
             tools.iter().map(|t| t.name.as_str()).chain(called),
             &reserved,
         );
-        let exchange = answered(exchange, &names)?;
+        let exchange = answered(exchange, &paths, &names)?;
         let specs = names.specs(&tools);
         let asked = options::Asked {
             top_p: self.top_p.as_ref(),
@@ -274,9 +294,37 @@ pub struct Contracted {
 /// What a message carries beside the contract's row: an assistant's calls, or the id of the
 /// call a `tool` message answers.
 #[derive(Debug)]
-enum Sent {
+pub(super) enum Sent {
     Calls(Vec<SentCall>),
     Result { call_id: String },
+}
+
+/// A message as a front read it: the contract's row, what it carries beside it, and where it
+/// was, for a refusal of its calls found once the tools are known.
+#[derive(Debug)]
+pub(super) struct ReadMessage {
+    pub input: MessageInput,
+    pub sent: Option<Sent>,
+    pub path: MessagePath,
+}
+
+/// Where a message was in the request, and how its front spells the fields of a call.
+#[derive(Debug)]
+pub(super) struct MessagePath {
+    /// `messages[2]`, `input[3]`.
+    pub at: String,
+    /// The field naming the call a tool result answers: `tool_call_id`, `call_id`.
+    pub call_id: &'static str,
+}
+
+impl MessagePath {
+    fn calls(&self) -> String {
+        format!("{}.tool_calls", self.at)
+    }
+
+    fn call_id(&self) -> String {
+        format!("{}.{}", self.at, self.call_id)
+    }
 }
 
 /// The client's tools need a provider that takes tools.
@@ -297,6 +345,7 @@ fn offers_client_tools(provider: &ServedProvider) -> Result<(), OpenAiError> {
 /// earlier assistant message.
 fn answered(
     sent: Vec<Option<Sent>>,
+    paths: &[MessagePath],
     names: &ToolNames,
 ) -> Result<Vec<Option<Exchange>>, OpenAiError> {
     let mut called: HashMap<String, String> = HashMap::new();
@@ -324,7 +373,7 @@ fn answered(
                 Some(Sent::Result { call_id }) => {
                     let Some(name) = called.get(&call_id).cloned() else {
                         return Err(invalid(
-                            &format!("messages[{i}].tool_call_id"),
+                            &paths[i].call_id(),
                             "must be the id of a call in an earlier assistant message's tool_calls",
                         ));
                     };
@@ -369,7 +418,7 @@ fn chatd_tools(
 
 /// The messages as the contract's, each one's images as attachments, and beside each what the
 /// contract's row does not carry.
-fn messages(messages: &[Value]) -> Result<Vec<(MessageInput, Option<Sent>)>, OpenAiError> {
+fn messages(messages: &[Value]) -> Result<Vec<ReadMessage>, OpenAiError> {
     messages
         .iter()
         .enumerate()
@@ -379,23 +428,11 @@ fn messages(messages: &[Value]) -> Result<Vec<(MessageInput, Option<Sent>)>, Ope
 
 /// One message: its role, its content, an assistant's calls or the call a `tool` message
 /// answers, and nothing else that asks for more than chatd does.
-fn message(path: &str, message: &Value) -> Result<(MessageInput, Option<Sent>), OpenAiError> {
+fn message(path: &str, message: &Value) -> Result<ReadMessage, OpenAiError> {
     let Some(fields) = message.as_object() else {
         return Err(invalid(path, "must be an object"));
     };
-    let role = match fields.get("role").and_then(Value::as_str) {
-        Some("system" | "developer") => Role::System,
-        Some("user") => Role::User,
-        Some("assistant") => Role::Assistant,
-        Some("tool") => Role::Tool,
-        Some("function") => return Err(unsupported(&format!("{path}.role"))),
-        _ => {
-            return Err(invalid(
-                &format!("{path}.role"),
-                "must be one of system, developer, user, assistant, tool",
-            ));
-        }
-    };
+    let role = role(path, fields.get("role"))?;
     let mut sent = None;
     for (name, value) in fields {
         let read = match (name.as_str(), role, value) {
@@ -422,15 +459,82 @@ fn message(path: &str, message: &Value) -> Result<(MessageInput, Option<Sent>), 
             return Err(unsupported(&format!("{path}.{name}")));
         }
     }
+    let path = MessagePath {
+        at: path.to_string(),
+        call_id: "tool_call_id",
+    };
     if role == Role::Tool && sent.is_none() {
-        return Err(invalid(
-            &format!("{path}.tool_call_id"),
-            "must be the id of the call this message answers",
-        ));
+        return Err(untold_call(&path));
     }
-    let (text, images) = match fields.get("content") {
+    let input = content(&path.at, role, fields.get("content"), chat_part)?;
+    Ok(ReadMessage { input, sent, path })
+}
+
+/// A message's role, as either API names it.
+pub(super) fn role(path: &str, role: Option<&Value>) -> Result<Role, OpenAiError> {
+    match role.and_then(Value::as_str) {
+        Some("system" | "developer") => Ok(Role::System),
+        Some("user") => Ok(Role::User),
+        Some("assistant") => Ok(Role::Assistant),
+        Some("tool") => Ok(Role::Tool),
+        Some("function") => Err(unsupported(&format!("{path}.role"))),
+        _ => Err(invalid(
+            &format!("{path}.role"),
+            "must be one of system, developer, user, assistant, tool",
+        )),
+    }
+}
+
+/// The refusal of a `tool` message that names no call.
+pub(super) fn untold_call(path: &MessagePath) -> OpenAiError {
+    invalid(
+        &path.call_id(),
+        "must be the id of the call this message answers",
+    )
+}
+
+/// A content part, as a front's reader of parts finds it.
+pub(super) enum Part<'a> {
+    /// Its text, unless it is not a string.
+    Text(Option<&'a str>),
+    /// An image: its URL and detail, each with the path a refusal of it names.
+    Image {
+        url: Option<&'a Value>,
+        url_at: String,
+        detail: Option<&'a Value>,
+        detail_at: String,
+    },
+}
+
+/// A chat completions part: `{"type": "text", "text"}` or `{"type": "image_url", "image_url":
+/// {"url", "detail"}}`.
+fn chat_part<'a>(at: &str, part: &'a Value) -> Result<Part<'a>, OpenAiError> {
+    match part.get("type").and_then(Value::as_str) {
+        Some("text") => Ok(Part::Text(part.get("text").and_then(Value::as_str))),
+        Some("image_url") => Ok(Part::Image {
+            url: part.pointer("/image_url/url"),
+            url_at: format!("{at}.image_url.url"),
+            detail: part.pointer("/image_url/detail"),
+            detail_at: format!("{at}.image_url.detail"),
+        }),
+        _ => Err(invalid(
+            &format!("{at}.type"),
+            "must be text or image_url (the part types served here)",
+        )),
+    }
+}
+
+/// A message's content as the contract's row: a string, or parts (read by `part`: their text
+/// joined with a blank line, a user's images as attachments); an assistant's may be absent.
+pub(super) fn content<'a>(
+    path: &str,
+    role: Role,
+    content: Option<&'a Value>,
+    part: impl Fn(&str, &'a Value) -> Result<Part<'a>, OpenAiError>,
+) -> Result<MessageInput, OpenAiError> {
+    let (text, images) = match content {
         Some(Value::String(text)) => (text.clone(), Vec::new()),
-        Some(Value::Array(parts)) => content_parts(path, role, parts)?,
+        Some(Value::Array(parts)) => content_parts(path, role, parts, part)?,
         None | Some(Value::Null) if role == Role::Assistant => (String::new(), Vec::new()),
         _ => {
             return Err(invalid(
@@ -439,63 +543,63 @@ fn message(path: &str, message: &Value) -> Result<(MessageInput, Option<Sent>), 
             ));
         }
     };
-    let input = MessageInput {
+    Ok(MessageInput {
         role,
         content: text,
         name: None,
         attachments: (!images.is_empty()).then_some(images),
-    };
-    Ok((input, sent))
+    })
 }
 
 /// A message's parts: its text parts joined with a blank line, its images as attachments (a
 /// user's only; a data URL only: chatd fetches nothing a client names).
-fn content_parts(
+fn content_parts<'a>(
     path: &str,
     role: Role,
-    parts: &[Value],
+    parts: &'a [Value],
+    part: impl Fn(&str, &'a Value) -> Result<Part<'a>, OpenAiError>,
 ) -> Result<(String, Vec<AttachmentInput>), OpenAiError> {
     let mut texts = Vec::new();
     let mut images = Vec::new();
-    for (j, part) in parts.iter().enumerate() {
+    for (j, value) in parts.iter().enumerate() {
         let at = format!("{path}.content[{j}]");
-        match part.get("type").and_then(Value::as_str) {
-            Some("text") => match part.get("text").and_then(Value::as_str) {
-                Some(text) => texts.push(text.to_string()),
-                None => return Err(invalid(&format!("{at}.text"), "must be a string")),
-            },
-            Some("image_url") if role == Role::User => images.push(image(&at, part)?),
-            Some("image_url") => {
+        match part(&at, value)? {
+            Part::Text(Some(text)) => texts.push(text.to_string()),
+            Part::Text(None) => return Err(invalid(&format!("{at}.text"), "must be a string")),
+            Part::Image { .. } if role != Role::User => {
                 return Err(invalid(&at, "only a user message may carry an image"));
             }
-            _ => {
-                return Err(invalid(
-                    &format!("{at}.type"),
-                    "must be text or image_url (the part types served here)",
-                ));
-            }
+            Part::Image {
+                url,
+                url_at,
+                detail,
+                detail_at,
+            } => images.push(image(url, &url_at, detail, &detail_at)?),
         }
     }
     Ok((texts.join("\n\n"), images))
 }
 
-/// An `image_url` part: a data URL (checked as every attachment is, later), at the default
-/// detail.
-fn image(at: &str, part: &Value) -> Result<AttachmentInput, OpenAiError> {
-    let url_path = format!("{at}.image_url.url");
-    let Some(url) = part.pointer("/image_url/url").and_then(Value::as_str) else {
-        return Err(invalid(&url_path, "must be a string"));
+/// An image part: a data URL (checked as every attachment is, later), at the default detail.
+fn image(
+    url: Option<&Value>,
+    url_at: &str,
+    detail: Option<&Value>,
+    detail_at: &str,
+) -> Result<AttachmentInput, OpenAiError> {
+    let Some(url) = url.and_then(Value::as_str) else {
+        return Err(invalid(url_at, "must be a string"));
     };
     if !url.starts_with("data:") {
         return Err(invalid(
-            &url_path,
+            url_at,
             "must be a data: URL (data:image/png;base64,…); chatd fetches no URL a client names",
         ));
     }
-    match part.pointer("/image_url/detail") {
+    match detail {
         None | Some(Value::Null) => {}
         Some(detail) if detail == "auto" => {}
-        Some(_) => return Err(unsupported(&format!("{at}.image_url.detail"))),
+        Some(_) => return Err(unsupported(detail_at)),
     }
     Ok(AttachmentInput::Image {
         id: None,
@@ -600,11 +704,14 @@ mod tests {
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA==", "detail": "auto"}},
             {"type": "text", "text": "b"}
         ]});
-        let (input, _) = message("messages[0]", &m).unwrap();
+        let input = message("messages[0]", &m).unwrap().input;
         assert_eq!(input.content, "a\n\nb");
         assert_eq!(input.attachments.map(|a| a.len()), Some(1));
         let assistant = json!({"role": "assistant", "content": null, "tool_calls": [],
             "refusal": null});
-        assert_eq!(message("messages[0]", &assistant).unwrap().0.content, "");
+        assert_eq!(
+            message("messages[0]", &assistant).unwrap().input.content,
+            ""
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! `POST /openai/v1/responses`: the Responses API, stateless. The body is read as the chat
-//! completion it asks for (`responses_request.rs`, then `chat_request.rs`), run as every
+//! `POST /openai/v1/responses`: the Responses API, stateless. The body is read as the
+//! completion it asks for (`responses_request.rs`: its input items straight into the contract's
+//! messages, its other fields through `chat_request.rs`'s), run as every
 //! completion here is (`runs::chat`: recorded, retried, fallen back, chatd's tools in its loop
 //! when `chatd_tools` names them), and answered as a `response` object (`response_object.rs`),
 //! or streamed as its events (`response_events.rs` over `stream.rs`).
@@ -32,6 +33,7 @@ pub async fn create(
     let options = Sent::of(&body);
     let Read {
         chat: request,
+        messages,
         renames,
         tools,
     } = match body.read() {
@@ -43,7 +45,7 @@ pub async fn create(
     let model = request.model.clone();
     // The request's one snapshot of the plugins: its provider and its tools both read it.
     let offer = state.tools.offered(caller.owner()).await;
-    let mut contracted = match request.into_contract(&offer) {
+    let mut contracted = match request.contract(&offer, Some(messages)) {
         Ok(contracted) => contracted,
         Err(refused) => return renames.rename(refused).into_response(),
     };

@@ -7,15 +7,21 @@
 //! with `input_text` and data-URL `input_image` parts, `assistant` with `output_text`), the
 //! client's `function_call`s (consecutive ones, and the assistant text before them, one
 //! assistant message, as chat completions' wire wants them) and their `function_call_output`s.
-//! A refusal names the Responses field (`input[3].content[0].type`), the chat request's own
-//! refusals renamed back ([`Renames::rename`]).
+//! The items are read once, straight into the contract's messages (`chat_request.rs`'s
+//! [`content`] reads their parts), each refusal naming the Responses field
+//! (`input[3].content[0].type`). The other fields go through the chat request's, whose refusals,
+//! and those of the checks every front shares, are renamed back ([`Renames::rename`]).
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::chat_request::ChatCompletionRequest;
-use super::client_tools;
+use super::chat_request::{
+    ChatCompletionRequest, MessagePath, Part, ReadMessage, Sent, content, role, untold_call,
+};
+use super::client_tools::{self, SentCall};
 use super::errors::OpenAiError;
+use crate::http::chats::MessageInput;
+use crate::vocabulary::Role;
 
 #[derive(Debug, Deserialize)]
 pub struct ResponsesRequest {
@@ -55,10 +61,11 @@ pub struct ResponsesRequest {
     pub other: Map<String, Value>,
 }
 
-/// The request read: the chat completion it asks for, where each of its messages came from,
-/// and the tools as sent.
+/// The request read: the chat completion it asks for (its messages apart, read already), where
+/// each of its messages came from, and the tools as sent.
 pub struct Read {
     pub chat: ChatCompletionRequest,
+    pub messages: Vec<ReadMessage>,
     pub renames: Renames,
     /// The tools as the client sent them, echoed in the response.
     pub tools: Value,
@@ -70,17 +77,13 @@ pub struct Renames {
 }
 
 impl Renames {
-    /// A refusal of the chat request, naming the Responses field it came from.
+    /// A refusal of the chat request's other fields, or of a check every front shares (which
+    /// names the contract's `messages[i]`), naming the Responses field it came from.
     pub fn rename(&self, error: OpenAiError) -> OpenAiError {
         error.renamed(|param| {
             if let Some(rest) = param.strip_prefix("messages[") {
                 let (index, rest) = rest.split_once(']')?;
                 let origin = self.origins.get(index.parse::<usize>().ok()?)?;
-                // Chat completions' names of fields the Responses API spells its own way.
-                let rest = rest
-                    .replace(".tool_call_id", ".call_id")
-                    .replace(".image_url.url", ".image_url")
-                    .replace(".image_url.detail", ".detail");
                 return Some(format!("{origin}{rest}"));
             }
             if let Some(rest) = param.strip_prefix("tools[") {
@@ -142,19 +145,14 @@ impl ResponsesRequest {
             return Err(OpenAiError::unsupported(name));
         }
         let mut messages = Vec::new();
-        let mut origins = Vec::new();
         if let Some(instructions) = self.instructions.filter(|i| !i.is_empty()) {
-            messages.push(json!({"role": "system", "content": instructions}));
-            origins.push("instructions".to_string());
+            messages.push(plain("instructions", Role::System, instructions));
         }
-        match &self.input {
-            Value::String(text) => {
-                messages.push(json!({"role": "user", "content": text}));
-                origins.push("input".to_string());
-            }
+        match self.input {
+            Value::String(text) => messages.push(plain("input", Role::User, text)),
             Value::Array(items) => {
                 for (i, item) in items.iter().enumerate() {
-                    add_item(&format!("input[{i}]"), item, &mut messages, &mut origins)?;
+                    add_item(&format!("input[{i}]"), item, &mut messages)?;
                 }
             }
             _ => {
@@ -173,9 +171,10 @@ impl ResponsesRequest {
             })?),
         };
         let (response_format, verbosity) = chat_format(self.text)?;
+        let origins = messages.iter().map(|m| m.path.at.clone()).collect();
         let chat = ChatCompletionRequest {
             model: self.model,
-            messages,
+            messages: Vec::new(),
             stream: self.stream,
             stream_options: None,
             temperature: self.temperature,
@@ -199,6 +198,7 @@ impl ResponsesRequest {
         };
         Ok(Read {
             chat,
+            messages,
             renames: Renames { origins },
             tools,
         })
@@ -297,14 +297,31 @@ fn chat_tools(tools: Option<&Value>) -> Option<Value> {
     Some(Value::Array(converted))
 }
 
-/// One `input` item added to the chat messages: a message, a call (joined to the assistant
-/// message before it, when there is one), or a call's output.
-fn add_item(
-    at: &str,
-    item: &Value,
-    messages: &mut Vec<Value>,
-    origins: &mut Vec<String>,
-) -> Result<(), OpenAiError> {
+/// A message of text alone, from `at` (`instructions`, or `input` as a string).
+fn plain(at: &str, role: Role, text: String) -> ReadMessage {
+    ReadMessage {
+        input: MessageInput {
+            role,
+            content: text,
+            name: None,
+            attachments: None,
+        },
+        sent: None,
+        path: path(at),
+    }
+}
+
+/// Where an item was; a call's id is its `call_id`.
+fn path(at: &str) -> MessagePath {
+    MessagePath {
+        at: at.to_string(),
+        call_id: "call_id",
+    }
+}
+
+/// One `input` item added to the messages: a message, a call (joined to the assistant message
+/// before it, when there is one), or a call's output.
+fn add_item(at: &str, item: &Value, messages: &mut Vec<ReadMessage>) -> Result<(), OpenAiError> {
     let Some(fields) = item.as_object() else {
         return Err(OpenAiError::invalid(at, "must be an object"));
     };
@@ -319,12 +336,8 @@ fn add_item(
         }
     };
     match kind {
-        "message" => {
-            let message = input_message(at, fields)?;
-            messages.push(message);
-            origins.push(at.to_string());
-        }
-        "function_call" => add_call(at, fields, messages, origins)?,
+        "message" => messages.push(input_message(at, fields)?),
+        "function_call" => add_call(at, fields, messages)?,
         "function_call_output" => {
             let call_id = fields
                 .get("call_id")
@@ -339,8 +352,11 @@ fn add_item(
                 ));
             };
             check_fields(at, fields, &["type", "call_id", "output", "id", "status"])?;
-            messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": output}));
-            origins.push(at.to_string());
+            let mut message = plain(at, Role::Tool, output.to_string());
+            message.sent = Some(Sent::Result {
+                call_id: call_id.to_string(),
+            });
+            messages.push(message);
         }
         _ => return Err(OpenAiError::unsupported(&format!("{at}.type"))),
     }
@@ -353,8 +369,7 @@ fn add_item(
 fn add_call(
     at: &str,
     fields: &Map<String, Value>,
-    messages: &mut Vec<Value>,
-    origins: &mut Vec<String>,
+    messages: &mut Vec<ReadMessage>,
 ) -> Result<(), OpenAiError> {
     let text = |name: &str| {
         fields
@@ -370,24 +385,25 @@ fn add_call(
         ));
     }
     let name = client_tools::checked_name(&format!("{at}.name"), fields.get("name"))?;
-    let call = json!({
-        "id": call_id,
-        "type": "function",
-        "function": {"name": name, "arguments": text("arguments")?},
-    });
+    let call = SentCall {
+        id: call_id.to_string(),
+        name,
+        arguments: text("arguments")?.to_string(),
+    };
     check_fields(
         at,
         fields,
         &["type", "call_id", "name", "arguments", "id", "status"],
     )?;
     match messages.last_mut() {
-        Some(last) if last["role"] == "assistant" => match last["tool_calls"].as_array_mut() {
-            Some(calls) => calls.push(call),
-            None => last["tool_calls"] = json!([call]),
+        Some(last) if last.input.role == Role::Assistant => match &mut last.sent {
+            Some(Sent::Calls(calls)) => calls.push(call),
+            _ => last.sent = Some(Sent::Calls(vec![call])),
         },
         _ => {
-            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [call]}));
-            origins.push(at.to_string());
+            let mut message = plain(at, Role::Assistant, String::new());
+            message.sent = Some(Sent::Calls(vec![call]));
+            messages.push(message);
         }
     }
     Ok(())
@@ -404,45 +420,43 @@ fn check_fields(at: &str, fields: &Map<String, Value>, known: &[&str]) -> Result
     }
 }
 
-/// A message item as a chat message: its role, and its content with the Responses API's part
-/// types as chat completions' (`input_text` and `output_text` as `text`, `input_image` as
-/// `image_url`), part for part so a refusal's path stays right.
-fn input_message(at: &str, fields: &Map<String, Value>) -> Result<Value, OpenAiError> {
+/// A message item: its role, and its content with the Responses API's part types
+/// (`input_text` and `output_text` text, `input_image` an image).
+fn input_message(at: &str, fields: &Map<String, Value>) -> Result<ReadMessage, OpenAiError> {
     check_fields(at, fields, &["type", "role", "content", "id", "status"])?;
-    let role = fields.get("role").cloned().unwrap_or(Value::Null);
-    let content = match fields.get("content") {
-        Some(Value::Array(parts)) => {
-            let parts: Result<Vec<Value>, OpenAiError> = parts
-                .iter()
-                .enumerate()
-                .map(|(j, part)| chat_part(&format!("{at}.content[{j}]"), part))
-                .collect();
-            Value::Array(parts?)
-        }
-        Some(other) => other.clone(),
-        None => Value::Null,
-    };
-    Ok(json!({"role": role, "content": content}))
+    let role = role(at, fields.get("role"))?;
+    let path = path(at);
+    if role == Role::Tool {
+        return Err(untold_call(&path));
+    }
+    let input = content(at, role, fields.get("content"), part)?;
+    Ok(ReadMessage {
+        input,
+        sent: None,
+        path,
+    })
 }
 
-fn chat_part(at: &str, part: &Value) -> Result<Value, OpenAiError> {
-    let kind = part.get("type").and_then(Value::as_str);
-    Ok(match kind {
+/// A Responses part: `input_text` or `output_text` (`text`), or `input_image` (`image_url`, a
+/// data URL, and `detail`; no `file_id`: chatd keeps no files of the Files API).
+fn part<'a>(at: &str, part: &'a Value) -> Result<Part<'a>, OpenAiError> {
+    match part.get("type").and_then(Value::as_str) {
         Some("input_text" | "output_text") => {
-            json!({"type": "text", "text": part.get("text").cloned().unwrap_or(Value::Null)})
+            Ok(Part::Text(part.get("text").and_then(Value::as_str)))
         }
         Some("input_image") => {
             if part.get("file_id").is_some_and(|v| !v.is_null()) {
                 return Err(OpenAiError::unsupported(&format!("{at}.file_id")));
             }
-            let mut image = json!({"url": part.get("image_url").cloned().unwrap_or(Value::Null)});
-            if let Some(detail) = part.get("detail").filter(|d| !d.is_null()) {
-                image["detail"] = detail.clone();
-            }
-            json!({"type": "image_url", "image_url": image})
+            Ok(Part::Image {
+                url: part.get("image_url"),
+                url_at: format!("{at}.image_url"),
+                detail: part.get("detail"),
+                detail_at: format!("{at}.detail"),
+            })
         }
-        _ => return Err(OpenAiError::unsupported(&format!("{at}.type"))),
-    })
+        _ => Err(OpenAiError::unsupported(&format!("{at}.type"))),
+    }
 }
 
 #[cfg(test)]
@@ -456,7 +470,7 @@ mod tests {
     }
 
     #[test]
-    fn items_become_chat_messages_with_calls_joined() {
+    fn items_become_the_contracts_messages_with_calls_joined() {
         let read = read(
             json!({"model": "p/m", "instructions": "Be brief.", "input": [
                 {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
@@ -467,18 +481,15 @@ mod tests {
             ]}),
         )
         .unwrap();
-        let messages = &read.chat.messages;
+        let messages = &read.messages;
         assert_eq!(messages.len(), 5, "{messages:?}");
-        assert_eq!(
-            messages[0],
-            json!({"role": "system", "content": "Be brief."})
-        );
-        assert_eq!(
-            messages[1]["content"][0],
-            json!({"type": "text", "text": "Weather?"})
-        );
-        assert_eq!(messages[2]["tool_calls"].as_array().unwrap().len(), 2);
-        assert_eq!(messages[4]["tool_call_id"], "c2");
+        assert_eq!(messages[0].input.role, Role::System);
+        assert_eq!(messages[0].input.content, "Be brief.");
+        assert_eq!(messages[1].input.content, "Weather?");
+        assert!(matches!(&messages[2].sent, Some(Sent::Calls(calls)) if calls.len() == 2));
+        assert!(matches!(&messages[4].sent, Some(Sent::Result { call_id }) if call_id == "c2"));
+        assert_eq!(messages[4].input.content, "Rain");
+        assert!(read.chat.messages.is_empty(), "nothing is read twice");
         assert_eq!(
             read.renames.origins,
             [
@@ -488,6 +499,58 @@ mod tests {
                 "input[3]",
                 "input[4]"
             ]
+        );
+    }
+
+    #[test]
+    fn a_message_items_refusals_name_its_own_fields() {
+        let param = |input: Value| {
+            read(json!({"model": "p/m", "input": input}))
+                .err()
+                .map(|e| e.param_name().to_string())
+        };
+        let image = |part: Value| param(json!([{"role": "user", "content": [part]}]));
+        assert_eq!(
+            image(json!({"type": "input_image", "image_url": "https://example.com/a.png"})),
+            Some("input[0].content[0].image_url".into())
+        );
+        assert_eq!(
+            image(
+                json!({"type": "input_image", "image_url": "data:image/png;base64,AA==", "detail": "low"})
+            ),
+            Some("input[0].content[0].detail".into())
+        );
+        assert_eq!(
+            image(json!({"type": "input_text", "text": 7})),
+            Some("input[0].content[0].text".into())
+        );
+        assert_eq!(
+            param(json!([{"role": "assistant", "content": [
+                {"type": "input_image", "image_url": "data:image/png;base64,AA=="}]}])),
+            Some("input[0].content[0]".into())
+        );
+        assert_eq!(
+            param(json!([{"role": "tool", "content": "42"}])),
+            Some("input[0].call_id".into())
+        );
+        assert_eq!(
+            param(json!([{"role": "robot", "content": "hi"}])),
+            Some("input[0].role".into())
+        );
+        assert_eq!(
+            param(json!([{"role": "user", "content": 7}])),
+            Some("input[0].content".into())
+        );
+        let read = read(json!({"model": "p/m", "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "a"},
+            {"type": "input_image", "image_url": "data:image/png;base64,AA==", "detail": "auto"},
+            {"type": "output_text", "text": "b"}
+        ]}]}))
+        .unwrap();
+        assert_eq!(read.messages[0].input.content, "a\n\nb");
+        assert_eq!(
+            read.messages[0].input.attachments.as_ref().map(Vec::len),
+            Some(1)
         );
     }
 
