@@ -155,11 +155,16 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
         ),
     )?;
     let file = file.to_str().context("a UTF-8 temp path")?.to_string();
+    // The machine's compile cache, beside the binary: without it (the server runs without
+    // HOME) every run compiled each plugin again, some still after `/ready`, while measured.
+    let cache = binary.with_file_name("bench-compile-cache");
+    let cache = cache.to_str().context("a UTF-8 target path")?.to_string();
     let (server, _, addr) = start_with(
         &binary,
         dir.path(),
         &[
             ("CHATD_CONFIG", file.as_str()),
+            ("CHATD_CACHE_DIR", cache.as_str()),
             ("PROVIDER_C_BASE_URL", mock_url.as_str()),
             ("PROVIDER_C_API_KEY", "bench"),
             // The request log off: one line per request is not what is measured.
