@@ -1,5 +1,6 @@
-//! A `POST /openai/v1/responses` body, read as the chat completion it asks for
-//! (`chat_request.rs`), so it runs as that one does. Stateless: no response is kept, so
+//! A `POST /openai/v1/responses` body, read as the completion it asks for (its items into the
+//! contract's messages, its other fields through `chat_request.rs`'s), so it runs as a chat
+//! completion does. Stateless: no response is kept, so
 //! `previous_response_id` and `store: true` are refused by name (only chatd's tools' rounds
 //! before a client's calls are, for its next request, as on chat completions: `kept.rs`).
 //!
