@@ -53,8 +53,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::harness::{
-    Cpu, DELTA, added_by, chats, check, client, completion, ephemeral_body, open_stream, row,
-    to_first,
+    CONTENT, Cpu, DELTA, PER_CHAT, added_by, chats, check, client, completion, ephemeral_body,
+    open_stream, row, to_first,
 };
 use crate::plugins::rss_kib;
 use crate::plugins::server_binary;
@@ -204,8 +204,6 @@ fn added(name: &str, chatd: (f64, f64), direct: (f64, f64)) {
     added_by("chatd", name, chatd, direct);
 }
 
-const PER_CHAT: usize = 10;
-
 async fn non_streaming(
     client: &reqwest::Client,
     base: &str,
@@ -263,9 +261,6 @@ async fn non_streaming(
     added("non-streaming, persisted", c, d);
     Ok(())
 }
-
-/// What marks the first delta: in the mock's stream, and in chatd's.
-const CONTENT: &[u8] = b"\"content\":\"";
 
 /// A streamed completion asked of the mock directly.
 fn direct_stream_body() -> Value {

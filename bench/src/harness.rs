@@ -107,6 +107,13 @@ pub(crate) fn completion(chat_id: Option<&str>, model: &str, i: usize) -> Value 
 
 pub(crate) const DELTA: &[u8] = b"event: delta";
 
+/// What marks the first delta in the mock's stream: a chat completions chunk's content
+/// ([`DELTA`] marks it in chatd's).
+pub(crate) const CONTENT: &[u8] = b"\"content\":\"";
+
+/// Each persisted chat takes this many requests, so transcripts stay short.
+pub(crate) const PER_CHAT: usize = 10;
+
 /// Time from sending `body` to `url` until the first chunk containing `needle` (the rest of the
 /// answer is read too).
 pub(crate) async fn to_first(

@@ -11,17 +11,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::harness::{
-    Cpu, DELTA, added_by, chats, check, completion, ephemeral_body, row, to_first,
+    CONTENT, Cpu, DELTA, PER_CHAT, added_by, chats, check, completion, ephemeral_body, row,
+    to_first,
 };
-
-/// What marks the first delta in the mock's stream (a chat completions chunk's content).
-const CONTENT: &[u8] = b"\"content\":\"";
 
 /// Rounds before the measured ones: connections, the first instances, SQLite's pages.
 const WARMUP: usize = 200;
-
-/// Each persisted chat takes this many requests, so transcripts stay short.
-const PER_CHAT: usize = 10;
 
 /// One request's three timings, through each path.
 #[derive(Default)]
