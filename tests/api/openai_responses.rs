@@ -286,8 +286,32 @@ async fn what_a_stateless_server_cannot_do_is_refused_by_name() {
             json!({"input": "hi", "max_output_tokens": 0}),
             "max_output_tokens",
         ),
-        // The contract's own checks, renamed: no user message; an image it refuses, counted
-        // past the instructions.
+        // The fields chat completions has too, read where the Responses API has them and
+        // named so.
+        (
+            json!({"input": "hi", "tools": [{"type": "function", "name": "f", "strict": "yes"}]}),
+            "tools[0].strict",
+        ),
+        (
+            json!({"input": "hi", "tools": [{"type": "function", "name": "f"}],
+                "tool_choice": {"type": "function", "name": "g"}}),
+            "tool_choice.name",
+        ),
+        (
+            json!({"input": "hi", "text": {"format": {"type": "json_schema", "name": "a b",
+                "schema": {}}}}),
+            "text.format.name",
+        ),
+        (
+            json!({"input": "hi", "reasoning": {"effort": "huge"}}),
+            "reasoning.effort",
+        ),
+        (
+            json!({"input": "hi", "text": {"verbosity": "loud"}}),
+            "text.verbosity",
+        ),
+        // The checks every front shares, naming each message by its item: no user message;
+        // an image they refuse, counted past the instructions.
         (json!({"input": []}), "input"),
         (
             json!({"instructions": "Be brief.", "input": [{"role": "user", "content": [

@@ -251,8 +251,12 @@ pub(super) fn new_message(
     })
 }
 
-/// A body's `messages`, each validated by [`new_message`] (errors name `messages[i]`).
-pub(super) fn new_messages(inputs: Vec<MessageInput>) -> ApiResult<Vec<NewMessage>> {
+/// A body's messages, each validated by [`new_message`], its errors naming the message as
+/// `at(i)` says (`messages[i]` on the contract's routes).
+pub(super) fn new_messages(
+    inputs: Vec<MessageInput>,
+    at: impl Fn(usize) -> String,
+) -> ApiResult<Vec<NewMessage>> {
     inputs
         .into_iter()
         .enumerate()
@@ -263,7 +267,7 @@ pub(super) fn new_messages(inputs: Vec<MessageInput>) -> ApiResult<Vec<NewMessag
                 m.name,
                 None,
                 m.attachments,
-                &format!("messages[{i}]."),
+                &format!("{}.", at(i)),
             )
         })
         .collect()
@@ -352,7 +356,9 @@ pub async fn create_chat(
         Some(requested) => offer.keep_known(requested),
         None => offer.names(),
     };
-    let messages = new_messages(body.messages.unwrap_or_default())?;
+    let messages = new_messages(body.messages.unwrap_or_default(), |i| {
+        format!("messages[{i}]")
+    })?;
     let chat = state
         .store
         .create_chat(NewChat {

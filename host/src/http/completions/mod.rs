@@ -26,7 +26,7 @@ use crate::vocabulary::Role;
 pub use request::CompletionRequest;
 pub(crate) use request::provider_plugin;
 pub(in crate::http) use request::{
-    Ask, Extras, max_tokens, model, prepare, prepare_with, temperature,
+    Ask, Extras, Origins, max_tokens, model, prepare, prepare_with, temperature,
 };
 
 mod request;

@@ -95,10 +95,45 @@ pub(in crate::http) struct Ask {
     /// Checked by [`model`].
     pub model: String,
     pub messages: Vec<MessageInput>,
+    /// Where the messages were in the request, for the shared checks' refusals.
+    pub origins: Origins,
     pub additional_system_prompt: Option<String>,
     pub enabled_tools: Option<Vec<String>>,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+}
+
+/// Where an [`Ask`]'s messages were in its request: the field holding them (`messages`, as on
+/// the contract's routes, unless a front says otherwise) and, where message `i` is not that
+/// field's item `i`, each one's own path (the Responses API's items, after its instructions and
+/// with calls joined to the message before them). A shared check's refusal names the field as
+/// the client sent it, so no front renames another's errors.
+#[derive(Default)]
+pub(in crate::http) struct Origins {
+    list: Option<&'static str>,
+    each: Vec<String>,
+}
+
+impl Origins {
+    /// The messages of `list`, message `i` at `each[i]`.
+    pub fn new(list: &'static str, each: Vec<String>) -> Self {
+        Self {
+            list: Some(list),
+            each,
+        }
+    }
+
+    fn list(&self) -> &'static str {
+        self.list.unwrap_or("messages")
+    }
+
+    /// Message `i`'s path.
+    fn at(&self, i: usize) -> String {
+        self.each
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("{}[{i}]", self.list()))
+    }
 }
 
 impl CompletionRequest {
@@ -119,6 +154,7 @@ impl CompletionRequest {
             provider,
             model,
             messages: self.messages,
+            origins: Origins::default(),
             additional_system_prompt: self.additional_system_prompt,
             enabled_tools: self.enabled_tools,
             temperature,
@@ -185,12 +221,12 @@ pub(in crate::http) async fn prepare_with(
     let provider = Arc::clone(&ask.provider);
     if ask.messages.is_empty() {
         return Err(ApiError::invalid(
-            "messages",
+            ask.origins.list(),
             "must hold at least one message",
         ));
     }
-    let history = new_messages(std::mem::take(&mut ask.messages))?;
-    check_attachments(&provider, &history)?;
+    let history = new_messages(std::mem::take(&mut ask.messages), |i| ask.origins.at(i))?;
+    check_attachments(&provider, &history, &ask.origins)?;
     // Only the chat's settings are needed now; its transcript is read when the call is recorded,
     // beside the first model turn.
     let chat = match &ask.chat_id {
@@ -287,7 +323,7 @@ fn provider_transcript(
     let messages = history::to_provider(&system, history, exchange);
     if !history::has_user_turn(&messages) {
         return Err(ApiError::invalid(
-            "messages",
+            ask.origins.list(),
             "must hold a user message with text or an attachment (blank messages are not sent, \
              and system or tool messages alone give the model nothing to answer)",
         ));
@@ -325,7 +361,7 @@ fn fallback(
     let usable = snapshot
         .provider(&wanted.provider)
         .and_then(|served| served.plugin.clone().map(|plugin| (served, plugin)))
-        .filter(|(served, _)| check_attachments(served, history).is_ok());
+        .filter(|(served, _)| check_attachments(served, history, &Origins::default()).is_ok());
     let Some((served, plugin)) = usable else {
         tracing::warn!(
             provider = provider.id.as_str(),
@@ -364,8 +400,13 @@ pub(crate) fn provider_plugin(provider: &ServedProvider) -> ApiResult<Arc<Plugin
     })
 }
 
-/// 400 for an attachment the provider's profile says it does not understand.
-fn check_attachments(provider: &ServedProvider, history: &[NewMessage]) -> ApiResult<()> {
+/// 400 for an attachment the provider's profile says it does not understand, naming it where
+/// `origins` says its message was.
+fn check_attachments(
+    provider: &ServedProvider,
+    history: &[NewMessage],
+    origins: &Origins,
+) -> ApiResult<()> {
     let profile = &provider.profile;
     if profile.images && profile.text_files {
         return Ok(());
@@ -387,7 +428,7 @@ fn check_attachments(provider: &ServedProvider, history: &[NewMessage]) -> ApiRe
             };
             if refused {
                 return Err(ApiError::invalid(
-                    format!("messages[{i}].attachments[{j}]"),
+                    format!("{}.attachments[{j}]", origins.at(i)),
                     format!("provider {} does not take {kind}", provider.id),
                 ));
             }

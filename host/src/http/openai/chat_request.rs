@@ -6,6 +6,10 @@
 //! behaviour it would not get. A field at its no-op value (`top_p: 1`, `stop: []`, `null`) is
 //! accepted, as clients send those by default. The messages are read by hand
 //! ([`messages`]) so that every refusal names its path (`messages[2].content[1].type`).
+//!
+//! The Responses API's body comes here too (`responses_request.rs`): its items read into
+//! messages already, its other fields moved here as sent, and [`Wire::Responses`] telling each
+//! reader where they are and what a refusal names.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -16,10 +20,11 @@ use super::client_tools::{self, SentCall, ToolNames};
 use super::errors::OpenAiError;
 use super::options;
 use super::tuning;
+use super::wire::Wire;
 use crate::attachments::AttachmentInput;
 use crate::chat::history::Exchange;
 use crate::http::chats::MessageInput;
-use crate::http::completions::{self, Ask, Extras};
+use crate::http::completions::{self, Ask, Extras, Origins};
 use crate::plugins::loading::snapshot::{ServedProvider, Snapshot};
 use crate::plugins::worlds::provider as wit;
 use crate::tools::Offer;
@@ -79,6 +84,11 @@ pub struct ChatCompletionRequest {
     /// Every other field: each is checked by [`refuse_unhonoured`].
     #[serde(flatten)]
     pub other: Map<String, Value>,
+    /// The API the fields came through, for where each is and what a refusal names: chat
+    /// completions' when this is its body, the Responses API's when `responses_request.rs`
+    /// moved its fields here as they were sent.
+    #[serde(skip)]
+    pub wire: Wire,
 }
 
 /// Whether `value` is what the field means when it is left out: accepted, as it asks for
@@ -172,27 +182,17 @@ impl ChatCompletionRequest {
     /// [`ChatCompletionRequest::into_contract`], with the messages a front read itself (the
     /// Responses API's input items, each naming its own fields) in place of `messages`.
     pub(super) fn contract(
-        self,
+        mut self,
         offer: &Offer<'_>,
         read: Option<Vec<ReadMessage>>,
     ) -> Result<Contracted, OpenAiError> {
         refuse_unhonoured(&self.other)?;
         let (served, model) = split_model(offer.snapshot(), &self.model)?;
-        let provider = served.id.clone();
         let temperature = completions::temperature(self.temperature)?;
-        let max_tokens = match (self.max_tokens, self.max_completion_tokens) {
-            (Some(_), Some(_)) => {
-                return Err(OpenAiError::bad_request(
-                    "max_tokens",
-                    "max_tokens: send it or max_completion_tokens, not both",
-                ));
-            }
-            (Some(n), None) => completions::max_tokens("max_tokens", Some(n))?,
-            (None, n) => completions::max_tokens("max_completion_tokens", n)?,
-        };
+        let max_tokens = self.max_tokens()?;
         let chatd_offered = offer.names();
-        let ours = chatd_tools(&served, &chatd_offered, self.chatd_tools)?;
-        let tools = client_tools::parse_tools(self.tools.as_ref())?;
+        let ours = chatd_tools(&served, &chatd_offered, self.chatd_tools.take())?;
+        let tools = client_tools::parse_tools(self.tools.as_ref(), self.wire)?;
         if !tools.is_empty() {
             offers_client_tools(&served)?;
         }
@@ -200,26 +200,11 @@ impl ChatCompletionRequest {
             Some(read) => read,
             None => messages(&self.messages)?,
         };
-        let mut inputs = Vec::with_capacity(read.len());
-        let mut exchange = Vec::with_capacity(read.len());
-        let mut paths = Vec::with_capacity(read.len());
-        for message in read {
-            inputs.push(message.input);
-            exchange.push(message.sent);
-            paths.push(message.path);
-        }
-        if let Some(i) = exchange.iter().position(Option::is_some)
-            && !served.profile.tools
-        {
-            let field = match exchange[i] {
-                Some(Sent::Calls(_)) => paths[i].calls(),
-                _ => paths[i].call_id(),
-            };
-            return Err(OpenAiError::invalid(
-                &field,
-                &format!("{provider} takes no tools of a client's (it runs its own)"),
-            ));
-        }
+        let Apart {
+            inputs,
+            exchange,
+            paths,
+        } = apart(read, &served)?;
         let called = exchange.iter().flatten().flat_map(|sent| match sent {
             Sent::Calls(calls) => calls.iter().map(|c| c.name.as_str()).collect(),
             Sent::Result { .. } => Vec::new(),
@@ -231,32 +216,15 @@ impl ChatCompletionRequest {
         );
         let exchange = answered(exchange, &paths, &names)?;
         let specs = names.specs(&tools);
-        let asked = options::Asked {
-            top_p: self.top_p.as_ref(),
-            stop: self.stop.as_ref(),
-            tool_choice: self.tool_choice.as_ref(),
-            response_format: self.response_format.as_ref(),
-        };
         let client: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
         let offered = options::Offered {
             client: &client,
             chatd: &ours,
             names: &names,
         };
-        let options = options::read(&asked, &offered)?;
-        let asked = tuning::Asked {
-            parallel_tool_calls: self.parallel_tool_calls.as_ref(),
-            reasoning_effort: self.reasoning_effort.as_ref(),
-            seed: self.seed.as_ref(),
-            verbosity: self.verbosity.as_ref(),
-            presence_penalty: self.presence_penalty.as_ref(),
-            frequency_penalty: self.frequency_penalty.as_ref(),
-            logit_bias: self.logit_bias.as_ref(),
-        };
-        let any_tool = !tools.is_empty() || !ours.is_empty();
-        let tuning = tuning::read(&asked, any_tool, names.strict(&tools))?;
-        options::honoured_by(&options, &provider, &served.profile)?;
-        tuning::honoured_by(&tuning, &provider, &served.profile)?;
+        let options = self.options(&offered, &served)?;
+        let tuning = self.tuning(!ours.is_empty(), &tools, &names, &served)?;
+        let origins = paths.into_iter().map(|p| p.at).collect();
         Ok(Contracted {
             session: self.chatd_session,
             request: Ask {
@@ -264,6 +232,7 @@ impl ChatCompletionRequest {
                 provider: served,
                 model,
                 messages: inputs,
+                origins: Origins::new(self.wire.messages(), origins),
                 additional_system_prompt: None,
                 enabled_tools: Some(ours),
                 temperature,
@@ -280,6 +249,104 @@ impl ChatCompletionRequest {
             names,
         })
     }
+
+    /// The limit on the answer's tokens, by either of its names.
+    fn max_tokens(&self) -> Result<Option<u32>, OpenAiError> {
+        Ok(match (self.max_tokens, self.max_completion_tokens) {
+            (Some(_), Some(_)) => {
+                return Err(OpenAiError::bad_request(
+                    "max_tokens",
+                    "max_tokens: send it or max_completion_tokens, not both",
+                ));
+            }
+            (Some(n), None) => completions::max_tokens("max_tokens", Some(n))?,
+            (None, n) => completions::max_tokens(self.wire.max_completion_tokens(), n)?,
+        })
+    }
+
+    /// The turn options asked (`options.rs`), each one `served` honours.
+    fn options(
+        &self,
+        offered: &options::Offered,
+        served: &ServedProvider,
+    ) -> Result<wit::turn_options::Options, OpenAiError> {
+        let asked = options::Asked {
+            wire: self.wire,
+            top_p: self.top_p.as_ref(),
+            stop: self.stop.as_ref(),
+            tool_choice: self.tool_choice.as_ref(),
+            response_format: self.response_format.as_ref(),
+        };
+        let options = options::read(&asked, offered)?;
+        options::honoured_by(self.wire, &options, &served.id, &served.profile)?;
+        Ok(options)
+    }
+
+    /// The turn tuning asked (`tuning.rs`), refused where `served` cannot carry what would
+    /// change its answer; `chatd_tools` whether any of chatd's tools is offered beside `tools`.
+    fn tuning(
+        &self,
+        chatd_tools: bool,
+        tools: &[client_tools::ClientTool],
+        names: &ToolNames,
+        served: &ServedProvider,
+    ) -> Result<wit::turn_tuning::Tuning, OpenAiError> {
+        let asked = tuning::Asked {
+            wire: self.wire,
+            parallel_tool_calls: self.parallel_tool_calls.as_ref(),
+            reasoning_effort: self.reasoning_effort.as_ref(),
+            seed: self.seed.as_ref(),
+            verbosity: self.verbosity.as_ref(),
+            presence_penalty: self.presence_penalty.as_ref(),
+            frequency_penalty: self.frequency_penalty.as_ref(),
+            logit_bias: self.logit_bias.as_ref(),
+        };
+        let any_tool = !tools.is_empty() || chatd_tools;
+        let tuning = tuning::read(&asked, any_tool, names.strict(tools))?;
+        tuning::honoured_by(&tuning, &served.id, &served.profile)?;
+        Ok(tuning)
+    }
+}
+
+/// The messages read, apart: the contract's rows, what each carries beside its row, and where
+/// each was.
+struct Apart {
+    inputs: Vec<MessageInput>,
+    exchange: Vec<Option<Sent>>,
+    paths: Vec<MessagePath>,
+}
+
+/// `read` apart; a client's calls or results are refused for a provider that takes no client
+/// tools.
+fn apart(read: Vec<ReadMessage>, served: &ServedProvider) -> Result<Apart, OpenAiError> {
+    let mut inputs = Vec::with_capacity(read.len());
+    let mut exchange = Vec::with_capacity(read.len());
+    let mut paths = Vec::with_capacity(read.len());
+    for message in read {
+        inputs.push(message.input);
+        exchange.push(message.sent);
+        paths.push(message.path);
+    }
+    if let Some(i) = exchange.iter().position(Option::is_some)
+        && !served.profile.tools
+    {
+        let field = match exchange[i] {
+            Some(Sent::Calls(_)) => paths[i].calls(),
+            _ => paths[i].call_id(),
+        };
+        return Err(OpenAiError::invalid(
+            &field,
+            &format!(
+                "{} takes no tools of a client's (it runs its own)",
+                served.id
+            ),
+        ));
+    }
+    Ok(Apart {
+        inputs,
+        exchange,
+        paths,
+    })
 }
 
 /// A request read: the completion asked for, the client's tools, and their names both ways.
@@ -315,11 +382,17 @@ pub(super) struct MessagePath {
     pub at: String,
     /// The field naming the call a tool result answers: `tool_call_id`, `call_id`.
     pub call_id: &'static str,
+    /// The field holding an assistant's calls: `tool_calls`; none where each call is an item
+    /// of its own (the Responses API's `function_call`).
+    pub calls: Option<&'static str>,
 }
 
 impl MessagePath {
     fn calls(&self) -> String {
-        format!("{}.tool_calls", self.at)
+        match self.calls {
+            Some(calls) => format!("{}.{calls}", self.at),
+            None => self.at.clone(),
+        }
     }
 
     fn call_id(&self) -> String {
@@ -462,6 +535,7 @@ fn message(path: &str, message: &Value) -> Result<ReadMessage, OpenAiError> {
     let path = MessagePath {
         at: path.to_string(),
         call_id: "tool_call_id",
+        calls: Some("tool_calls"),
     };
     if role == Role::Tool && sent.is_none() {
         return Err(untold_call(&path));

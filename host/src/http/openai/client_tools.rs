@@ -14,6 +14,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use serde_json::{Value, json};
 
 use super::errors::OpenAiError;
+use super::wire::Wire;
 use crate::plugins::worlds::provider as wit;
 
 /// One function tool as the client offered it.
@@ -35,8 +36,9 @@ pub struct SentCall {
     pub arguments: String,
 }
 
-/// `tools`: function tools only, each named as OpenAI allows, once.
-pub fn parse_tools(tools: Option<&Value>) -> Result<Vec<ClientTool>, OpenAiError> {
+/// `tools`: function tools only, each named as OpenAI allows, once; each tool's own fields where
+/// `wire` has them (under `function`, or beside `type`).
+pub fn parse_tools(tools: Option<&Value>, wire: Wire) -> Result<Vec<ClientTool>, OpenAiError> {
     let tools = match tools {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(tools)) => tools,
@@ -54,16 +56,22 @@ pub fn parse_tools(tools: Option<&Value>) -> Result<Vec<ClientTool>, OpenAiError
             Some(_) => return Err(OpenAiError::unsupported(&format!("{at}.type"))),
             None => return Err(invalid(&format!("{at}.type"), "must be \"function\"")),
         }
-        if let Some((name, _)) = fields
-            .iter()
-            .find(|(n, _)| !matches!(n.as_str(), "type" | "function"))
-        {
-            return Err(OpenAiError::unsupported(&format!("{at}.{name}")));
-        }
-        let tool = function(&format!("{at}.function"), fields.get("function"))?;
+        let function_at = wire.function_at(&at);
+        let tool = match wire {
+            Wire::ChatCompletions => {
+                if let Some((name, _)) = fields
+                    .iter()
+                    .find(|(n, _)| !matches!(n.as_str(), "type" | "function"))
+                {
+                    return Err(OpenAiError::unsupported(&format!("{at}.{name}")));
+                }
+                function(&function_at, fields.get("function"), &[])?
+            }
+            Wire::Responses => function(&function_at, Some(tool), &["type"])?,
+        };
         if !seen.insert(tool.name.clone()) {
             return Err(invalid(
-                &format!("{at}.function.name"),
+                &format!("{function_at}.name"),
                 "is offered twice: each tool's name must be unique",
             ));
         }
@@ -72,7 +80,12 @@ pub fn parse_tools(tools: Option<&Value>) -> Result<Vec<ClientTool>, OpenAiError
     Ok(out)
 }
 
-fn function(at: &str, function: Option<&Value>) -> Result<ClientTool, OpenAiError> {
+/// A function tool's own fields, at `at`; `beside` are fields read already.
+fn function(
+    at: &str,
+    function: Option<&Value>,
+    beside: &[&str],
+) -> Result<ClientTool, OpenAiError> {
     let Some(fields) = function.and_then(Value::as_object) else {
         return Err(invalid(at, "must be an object with a name"));
     };
@@ -101,7 +114,8 @@ fn function(at: &str, function: Option<&Value>) -> Result<ClientTool, OpenAiErro
         !matches!(
             field.as_str(),
             "name" | "description" | "parameters" | "strict"
-        ) && !value.is_null()
+        ) && !beside.contains(&field.as_str())
+            && !value.is_null()
     }) {
         return Err(OpenAiError::unsupported(&format!("{at}.{field}")));
     }
@@ -307,7 +321,12 @@ mod tests {
 
     #[test]
     fn tools_are_checked_by_path() {
-        let err = |v: Value| parse_tools(Some(&v)).unwrap_err().param_name().to_string();
+        let err = |v: Value| {
+            parse_tools(Some(&v), Wire::ChatCompletions)
+                .unwrap_err()
+                .param_name()
+                .to_string()
+        };
         assert_eq!(err(json!([{"type": "custom"}])), "tools[0].type");
         assert_eq!(
             err(json!([{"type": "function", "function": {"name": "a b"}}])),
@@ -331,10 +350,38 @@ mod tests {
             ),
             "tools[1].function.name"
         );
-        let ok = parse_tools(Some(
-            &json!([{"type": "function", "function": {"name": "a", "strict": false}}]),
-        ))
+        let ok = parse_tools(
+            Some(&json!([{"type": "function", "function": {"name": "a", "strict": false}}])),
+            Wire::ChatCompletions,
+        )
         .unwrap();
         assert_eq!(ok[0].parameters, r#"{"properties":{},"type":"object"}"#);
+    }
+
+    #[test]
+    fn the_responses_apis_flat_tools_are_read_where_they_are() {
+        let flat = |v: Value| parse_tools(Some(&v), Wire::Responses);
+        let err = |v: Value| flat(v).unwrap_err().param_name().to_string();
+        assert_eq!(
+            err(json!([{"type": "function", "name": "a b"}])),
+            "tools[0].name"
+        );
+        assert_eq!(
+            err(json!([{"type": "function", "name": "a", "strict": "yes"}])),
+            "tools[0].strict"
+        );
+        assert_eq!(
+            err(json!([{"type": "function", "name": "a", "function": {}}])),
+            "tools[0].function"
+        );
+        assert_eq!(
+            err(json!([{"type": "function", "name": "a"}, {"type": "function", "name": "a"}])),
+            "tools[1].name"
+        );
+        let ok = flat(json!([{"type": "function", "name": "a", "description": "d",
+            "parameters": {"type": "object"}, "strict": true}]))
+        .unwrap();
+        assert_eq!((ok[0].name.as_str(), ok[0].strict), ("a", true));
+        assert_eq!(ok[0].description, "d");
     }
 }

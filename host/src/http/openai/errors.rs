@@ -111,19 +111,6 @@ impl OpenAiError {
         .code("unsupported_parameter")
     }
 
-    /// The same error about a field another wire names `renamed(param)` (the Responses API's
-    /// request read as chat completions'): its param and the message's mention of it.
-    pub fn renamed(mut self, renamed: impl FnOnce(&str) -> Option<String>) -> Self {
-        if let Some(old) = self.param.take() {
-            let new = renamed(&old).unwrap_or_else(|| old.clone());
-            if let Some(rest) = self.message.strip_prefix(old.as_str()) {
-                self.message = format!("{new}{rest}");
-            }
-            self.param = Some(new);
-        }
-        self
-    }
-
     /// The request field the error is about.
     pub fn param(mut self, param: impl Into<String>) -> Self {
         self.param = Some(param.into());

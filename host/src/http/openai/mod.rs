@@ -21,6 +21,7 @@ mod responses;
 mod responses_request;
 mod stream;
 mod tuning;
+mod wire;
 
 use axum::Router;
 use axum::routing::{get, post};

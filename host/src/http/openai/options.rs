@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::client_tools::{ToolNames, checked_name};
 use super::errors::OpenAiError;
+use super::wire::Wire;
 use crate::plugins::worlds::provider::Profile;
 use crate::plugins::worlds::provider::turn_options::{
     self, JsonSchema, OptionKind, Options, ResponseFormat, ToolChoice,
@@ -17,8 +18,10 @@ use crate::plugins::worlds::provider::turn_options::{
 /// OpenAI's limit on stop sequences.
 const MAX_STOP: usize = 4;
 
-/// The options as the client sent them.
+/// The options as the client sent them, through `wire`.
+#[derive(Default)]
 pub struct Asked<'a> {
+    pub wire: Wire,
     pub top_p: Option<&'a Value>,
     pub stop: Option<&'a Value>,
     pub tool_choice: Option<&'a Value>,
@@ -37,13 +40,15 @@ pub fn read(asked: &Asked, offered: &Offered) -> Result<Options, OpenAiError> {
     Ok(Options {
         top_p: top_p(asked.top_p)?,
         stop: stop(asked.stop)?,
-        tool_choice: tool_choice(asked.tool_choice, offered)?,
-        response_format: response_format(asked.response_format)?,
+        tool_choice: tool_choice(asked.wire, asked.tool_choice, offered)?,
+        response_format: response_format(asked.wire, asked.response_format)?,
     })
 }
 
-/// Refuses the first option `options` sets that `provider`'s profile does not honour.
+/// Refuses the first option `options` sets that `provider`'s profile does not honour, naming
+/// it as `wire` does.
 pub fn honoured_by(
+    wire: Wire,
     options: &Options,
     provider: &str,
     profile: &Profile,
@@ -58,8 +63,8 @@ pub fn honoured_by(
         OptionKind::TopP => ("top_p", "top_p"),
         OptionKind::Stop => ("stop", "stop sequences"),
         OptionKind::ToolChoice => ("tool_choice", "a tool choice other than auto"),
-        OptionKind::JsonObject => ("response_format", "JSON-object output (json_object)"),
-        OptionKind::JsonSchema => ("response_format", "JSON-schema output (json_schema)"),
+        OptionKind::JsonObject => (wire.response_format(), "JSON-object output (json_object)"),
+        OptionKind::JsonSchema => (wire.response_format(), "JSON-schema output (json_schema)"),
     };
     Err(OpenAiError::bad_request(
         param,
@@ -114,6 +119,7 @@ fn stop(value: Option<&Value>) -> Result<Vec<String>, OpenAiError> {
 }
 
 fn tool_choice(
+    wire: Wire,
     value: Option<&Value>,
     offered: &Offered,
 ) -> Result<Option<ToolChoice>, OpenAiError> {
@@ -125,11 +131,11 @@ fn tool_choice(
         Some(v) if v == "none" && !any => return Ok(None),
         Some(v) if v == "none" => ToolChoice::None,
         Some(v) if v == "required" => ToolChoice::Required,
-        Some(Value::Object(fields)) => ToolChoice::Named(named(fields, offered)?),
+        Some(Value::Object(fields)) => ToolChoice::Named(named(wire, fields, offered)?),
         Some(_) => {
             return Err(OpenAiError::invalid(
                 "tool_choice",
-                "must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": ...}}",
+                &format!("must be auto, none, required or {}", wire.choice_shape()),
             ));
         }
     };
@@ -142,18 +148,20 @@ fn tool_choice(
     Ok(Some(choice))
 }
 
-/// The WIT name of the tool `{"type": "function", "function": {"name": ...}}` names.
-fn named(fields: &Map<String, Value>, offered: &Offered) -> Result<String, OpenAiError> {
+/// The WIT name of the tool a named choice (`wire`'s [`Wire::choice_shape`]) names.
+fn named(
+    wire: Wire,
+    fields: &Map<String, Value>,
+    offered: &Offered,
+) -> Result<String, OpenAiError> {
     match fields.get("type").and_then(Value::as_str) {
         Some("function") => {}
         Some(_) => return Err(OpenAiError::unsupported("tool_choice.type")),
         None => return Err(OpenAiError::invalid("tool_choice.type", "must be function")),
     }
-    let name = fields
-        .get("function")
-        .and_then(|f| f.get("name"))
-        .ok_or_else(|| OpenAiError::invalid("tool_choice.function.name", "must be given"))?;
-    let name = checked_name("tool_choice.function.name", Some(name))?;
+    let (at, name) = wire.choice_name(fields);
+    let name = name.ok_or_else(|| OpenAiError::invalid(at, "must be given"))?;
+    let name = checked_name(at, Some(name))?;
     // The client's own tool first, as OpenAI's `tool_choice` names one of `tools`; one of
     // chatd's by the same name was renamed apart (`ToolNames`).
     let wit = offered.names.wit(&name);
@@ -164,59 +172,79 @@ fn named(fields: &Map<String, Value>, offered: &Offered) -> Result<String, OpenA
         return Ok(name);
     }
     Err(OpenAiError::invalid(
-        "tool_choice.function.name",
+        at,
         "must name one of the request's tools or chatd_tools",
     ))
 }
 
-fn response_format(value: Option<&Value>) -> Result<Option<ResponseFormat>, OpenAiError> {
+/// The output format, at `wire`'s [`Wire::response_format`]; a `json_schema` format's own
+/// fields where `wire` has them ([`Wire::json_schema_at`]).
+fn response_format(
+    wire: Wire,
+    value: Option<&Value>,
+) -> Result<Option<ResponseFormat>, OpenAiError> {
+    let at = wire.response_format();
     let fields = match value {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Object(fields)) => fields,
-        Some(_) => return Err(OpenAiError::invalid("response_format", "must be an object")),
+        Some(_) => return Err(OpenAiError::invalid(at, "must be an object")),
     };
     let kind = fields.get("type").and_then(Value::as_str);
-    let allowed: &[&str] = match kind {
-        Some("text" | "json_object") => &["type"],
-        Some("json_schema") => &["type", "json_schema"],
+    let schema = match (kind, wire) {
+        (Some("text" | "json_object"), _) => None,
+        (Some("json_schema"), Wire::ChatCompletions) => Some(fields.get("json_schema")),
+        // Its fields beside `type`, checked by `json_schema`.
+        (Some("json_schema"), Wire::Responses) => {
+            return json_schema(wire, value, &["type"])
+                .map(|schema| Some(ResponseFormat::JsonSchema(schema)));
+        }
         _ => {
             return Err(OpenAiError::invalid(
-                "response_format.type",
+                &format!("{at}.type"),
                 "must be text, json_object or json_schema",
             ));
         }
     };
+    let allowed: &[&str] = if schema.is_some() {
+        &["type", "json_schema"]
+    } else {
+        &["type"]
+    };
     if let Some(name) = fields.keys().find(|n| !allowed.contains(&n.as_str())) {
-        return Err(OpenAiError::unsupported(&format!("response_format.{name}")));
+        return Err(OpenAiError::unsupported(&format!("{at}.{name}")));
     }
-    Ok(match kind {
-        Some("json_object") => Some(ResponseFormat::JsonObject),
-        Some("json_schema") => Some(ResponseFormat::JsonSchema(json_schema(
-            fields.get("json_schema"),
-        )?)),
+    Ok(match (kind, schema) {
+        (_, Some(schema)) => Some(ResponseFormat::JsonSchema(json_schema(wire, schema, &[])?)),
+        (Some("json_object"), None) => Some(ResponseFormat::JsonObject),
         _ => None,
     })
 }
 
-fn json_schema(value: Option<&Value>) -> Result<JsonSchema, OpenAiError> {
-    const AT: &str = "response_format.json_schema";
+/// A `json_schema` format's fields (`name`, `description`, `schema`, `strict`); `beside` are
+/// fields read already.
+fn json_schema(
+    wire: Wire,
+    value: Option<&Value>,
+    beside: &[&str],
+) -> Result<JsonSchema, OpenAiError> {
+    let at = wire.json_schema_at();
     let Some(Value::Object(fields)) = value else {
-        return Err(OpenAiError::invalid(AT, "must be an object"));
+        return Err(OpenAiError::invalid(at, "must be an object"));
     };
     let field = |name: &str| fields.get(name).filter(|v| !v.is_null());
-    if let Some(name) = fields
-        .keys()
-        .find(|n| !matches!(n.as_str(), "name" | "description" | "schema" | "strict"))
-    {
-        return Err(OpenAiError::unsupported(&format!("{AT}.{name}")));
+    if let Some(name) = fields.keys().find(|n| {
+        !matches!(n.as_str(), "name" | "description" | "schema" | "strict")
+            && !beside.contains(&n.as_str())
+    }) {
+        return Err(OpenAiError::unsupported(&format!("{at}.{name}")));
     }
-    let name = checked_name(&format!("{AT}.name"), fields.get("name"))?;
+    let name = checked_name(&format!("{at}.name"), fields.get("name"))?;
     let description = match field("description") {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => {
             return Err(OpenAiError::invalid(
-                &format!("{AT}.description"),
+                &format!("{at}.description"),
                 "must be a string",
             ));
         }
@@ -226,7 +254,7 @@ fn json_schema(value: Option<&Value>) -> Result<JsonSchema, OpenAiError> {
         Some(v @ Value::Object(_)) => v.to_string(),
         Some(_) => {
             return Err(OpenAiError::invalid(
-                &format!("{AT}.schema"),
+                &format!("{at}.schema"),
                 "must be an object",
             ));
         }
@@ -236,7 +264,7 @@ fn json_schema(value: Option<&Value>) -> Result<JsonSchema, OpenAiError> {
         Some(Value::Bool(b)) => Some(*b),
         Some(_) => {
             return Err(OpenAiError::invalid(
-                &format!("{AT}.strict"),
+                &format!("{at}.strict"),
                 "must be true or false",
             ));
         }
@@ -270,6 +298,7 @@ mod tests {
             stop: Some(&json!([])),
             tool_choice: Some(&json!("auto")),
             response_format: Some(&json!({"type": "text"})),
+            ..Asked::default()
         };
         let options = read(&asked, &offered(&[], &names)).unwrap();
         assert!(turn_options::kinds(&options).is_empty());
@@ -286,6 +315,7 @@ mod tests {
             stop: Some(&json!("END")),
             tool_choice: Some(&json!({"type": "function", "function": {"name": "get_weather"}})),
             response_format: Some(&schema),
+            ..Asked::default()
         };
         let options = read(&asked, &offered(&client, &names)).unwrap();
         assert_eq!(options.top_p, Some(0.5));
@@ -311,12 +341,7 @@ mod tests {
                 .param_name()
                 .to_string()
         };
-        let none = || Asked {
-            top_p: None,
-            stop: None,
-            tool_choice: None,
-            response_format: None,
-        };
+        let none = Asked::default;
         assert_eq!(
             param(Asked {
                 top_p: Some(&json!(2)),
@@ -373,6 +398,75 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_responses_apis_flat_forms_and_names_their_fields() {
+        let names = ToolNames::new(["get_weather"], &Default::default());
+        let client = vec!["get_weather".to_string()];
+        let read = |asked: Asked| read(&asked, &offered(&client, &names));
+        let responses = || Asked {
+            wire: Wire::Responses,
+            ..Asked::default()
+        };
+        let choice = json!({"type": "function", "name": "get_weather"});
+        let schema = json!({"type": "json_schema", "name": "w", "schema": {"type": "object"},
+            "strict": true});
+        let options = read(Asked {
+            tool_choice: Some(&choice),
+            response_format: Some(&schema),
+            ..responses()
+        })
+        .unwrap();
+        assert!(
+            matches!(options.tool_choice, Some(ToolChoice::Named(ref n)) if n == "get_weather")
+        );
+        assert!(
+            matches!(options.response_format, Some(ResponseFormat::JsonSchema(ref s)) if s.name == "w")
+        );
+        let param = |asked: Asked| read(asked).unwrap_err().param_name().to_string();
+        let (nameless, unknown) = (
+            json!({"type": "function"}),
+            json!({"type": "function", "name": "nope"}),
+        );
+        for (choice, at) in [
+            (&nameless, "tool_choice.name"),
+            (&unknown, "tool_choice.name"),
+        ] {
+            let asked = Asked {
+                tool_choice: Some(choice),
+                ..responses()
+            };
+            assert_eq!(param(asked), at);
+        }
+        let refused = |format: Value| {
+            param(Asked {
+                response_format: Some(&format),
+                ..responses()
+            })
+        };
+        assert_eq!(
+            refused(json!({"type": "json_schema", "name": "a b"})),
+            "text.format.name"
+        );
+        assert_eq!(
+            refused(json!({"type": "json_schema", "name": "w", "extra": 1})),
+            "text.format.extra"
+        );
+        assert_eq!(refused(json!({"type": "xml"})), "text.format.type");
+        let wrong = json!(7);
+        let err = read(Asked {
+            tool_choice: Some(&wrong),
+            ..responses()
+        })
+        .unwrap_err();
+        assert!(
+            err.body()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with(r#"{"type": "function", "name": ...}"#),
+            "{err:?}"
+        );
+    }
+
+    #[test]
     fn names_an_option_the_provider_does_not_honour() {
         let options = Options {
             stop: vec!["END".into()],
@@ -382,12 +476,12 @@ mod tests {
             options: vec![OptionKind::TopP],
             ..Profile::default()
         };
-        let err = honoured_by(&options, "provider_a", &profile).unwrap_err();
+        let err = honoured_by(Wire::ChatCompletions, &options, "provider_a", &profile).unwrap_err();
         assert_eq!(err.param_name(), "stop");
         let all = Profile {
             options: vec![OptionKind::Stop],
             ..Profile::default()
         };
-        assert!(honoured_by(&options, "provider_c", &all).is_ok());
+        assert!(honoured_by(Wire::ChatCompletions, &options, "provider_c", &all).is_ok());
     }
 }

@@ -1,6 +1,6 @@
 //! `POST /openai/v1/responses`: the Responses API, stateless. The body is read as the
 //! completion it asks for (`responses_request.rs`: its input items straight into the contract's
-//! messages, its other fields through `chat_request.rs`'s), run as every
+//! messages, its other fields by the readers chat completions' share), run as every
 //! completion here is (`runs::chat`: recorded, retried, fallen back, chatd's tools in its loop
 //! when `chatd_tools` names them), and answered as a `response` object (`response_object.rs`),
 //! or streamed as its events (`response_events.rs` over `stream.rs`).
@@ -34,7 +34,6 @@ pub async fn create(
     let Read {
         chat: request,
         messages,
-        renames,
         tools,
     } = match body.read() {
         Ok(read) => read,
@@ -47,7 +46,7 @@ pub async fn create(
     let offer = state.tools.offered(caller.owner()).await;
     let mut contracted = match request.contract(&offer, Some(messages)) {
         Ok(contracted) => contracted,
-        Err(refused) => return renames.rename(refused).into_response(),
+        Err(refused) => return refused.into_response(),
     };
     if let Err(failed) =
         kept::restore(&state, caller.owner(), &mut contracted.client.exchange).await
@@ -68,10 +67,10 @@ pub async fn create(
     .await
     {
         Ok(container) => container,
-        Err(refused) => return renames.rename(refused).into_response(),
+        Err(refused) => return refused.into_response(),
     };
     contracted.client.container = container.clone();
-    // The shared checks name the chat request's fields (`messages[1]`): renamed too.
+    // The shared checks name each message by its item (`input[1]`: `completions::Origins`).
     let run = match prepare_with(
         &state,
         &caller,
@@ -83,7 +82,7 @@ pub async fn create(
     .await
     {
         Ok(run) => run,
-        Err(refused) => return renames.rename(OpenAiError::from(refused)).into_response(),
+        Err(refused) => return OpenAiError::from(refused).into_response(),
     };
     // The snapshot is the request's, not the run's: a reload frees the old plugins as soon as
     // no run needs them (each run holds its own plugins).

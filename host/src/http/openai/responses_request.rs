@@ -1,6 +1,6 @@
 //! A `POST /openai/v1/responses` body, read as the completion it asks for (its items into the
-//! contract's messages, its other fields through `chat_request.rs`'s), so it runs as a chat
-//! completion does. Stateless: no response is kept, so
+//! contract's messages, its other fields by the readers chat completions' share, `wire.rs`), so
+//! it runs as a chat completion does. Stateless: no response is kept, so
 //! `previous_response_id` and `store: true` are refused by name (only chatd's tools' rounds
 //! before a client's calls are, for its next request, as on chat completions: `kept.rs`).
 //!
@@ -10,17 +10,22 @@
 //! assistant message, as chat completions' wire wants them) and their `function_call_output`s.
 //! The items are read once, straight into the contract's messages (`chat_request.rs`'s
 //! [`content`] reads their parts), each refusal naming the Responses field
-//! (`input[3].content[0].type`). The other fields go through the chat request's, whose refusals,
-//! and those of the checks every front shares, are renamed back ([`Renames::rename`]).
+//! (`input[3].content[0].type`). The other fields are moved, as sent, into the fields chat
+//! completions' reader takes (`chat_request.rs`), told they are the Responses API's
+//! ([`Wire::Responses`]): it finds flat tools, a flat tool choice and format where they are and
+//! names them so, and the checks every front shares name each message by its item
+//! (`completions::Origins`). Nothing is rewritten into chat completions' shape, and no refusal
+//! is renamed afterwards.
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::chat_request::{
     ChatCompletionRequest, MessagePath, Part, ReadMessage, Sent, content, role, untold_call,
 };
 use super::client_tools::{self, SentCall};
 use super::errors::OpenAiError;
+use super::wire::Wire;
 use crate::http::chats::MessageInput;
 use crate::vocabulary::Role;
 
@@ -42,8 +47,8 @@ pub struct ResponsesRequest {
     pub temperature: Option<f64>,
     #[serde(default)]
     pub top_p: Option<Value>,
-    /// `{"format": ..., "verbosity": ...}`: chat completions' `response_format`, spelled flat
-    /// ([`chat_format`]), and `verbosity`.
+    /// `{"format": ..., "verbosity": ...}`: chat completions' `response_format` and `verbosity`
+    /// ([`format_and_verbosity`]).
     #[serde(default)]
     pub text: Option<Value>,
     /// `{"effort": ..., "summary": ...}`: chat completions' `reasoning_effort`; a summary is
@@ -62,50 +67,14 @@ pub struct ResponsesRequest {
     pub other: Map<String, Value>,
 }
 
-/// The request read: the chat completion it asks for (its messages apart, read already), where
-/// each of its messages came from, and the tools as sent.
+/// The request read: the completion it asks for, its fields as sent in chat completions' reader
+/// ([`Wire::Responses`]), its messages apart (read already, each knowing its item), and the
+/// tools as sent.
 pub struct Read {
     pub chat: ChatCompletionRequest,
     pub messages: Vec<ReadMessage>,
-    pub renames: Renames,
     /// The tools as the client sent them, echoed in the response.
     pub tools: Value,
-}
-
-/// Each chat message's origin in the Responses request: `instructions` or `input[i]`.
-pub struct Renames {
-    origins: Vec<String>,
-}
-
-impl Renames {
-    /// A refusal of the chat request's other fields, or of a check every front shares (which
-    /// names the contract's `messages[i]`), naming the Responses field it came from.
-    pub fn rename(&self, error: OpenAiError) -> OpenAiError {
-        error.renamed(|param| {
-            if let Some(rest) = param.strip_prefix("messages[") {
-                let (index, rest) = rest.split_once(']')?;
-                let origin = self.origins.get(index.parse::<usize>().ok()?)?;
-                return Some(format!("{origin}{rest}"));
-            }
-            if let Some(rest) = param.strip_prefix("tools[") {
-                let (index, rest) = rest.split_once(']')?;
-                let rest = rest.strip_prefix(".function").unwrap_or(rest);
-                return Some(format!("tools[{index}]{rest}"));
-            }
-            if let Some(rest) = param.strip_prefix("response_format") {
-                let rest = rest.strip_prefix(".json_schema").unwrap_or(rest);
-                return Some(format!("text.format{rest}"));
-            }
-            match param {
-                "tool_choice.function.name" => Some("tool_choice.name".to_string()),
-                "reasoning_effort" => Some("reasoning.effort".to_string()),
-                "verbosity" => Some("text.verbosity".to_string()),
-                "max_completion_tokens" => Some("max_output_tokens".to_string()),
-                "messages" => Some("input".to_string()),
-                _ => None,
-            }
-        })
-    }
 }
 
 /// Whether a field the Responses API has is at the value that asks for nothing chatd does not
@@ -163,16 +132,14 @@ impl ResponsesRequest {
                 ));
             }
         }
-        let tools = self.tools.clone().unwrap_or(Value::Array(Vec::new()));
-        let chat_tools = chat_tools(self.tools.as_ref());
+        let echoed = self.tools.clone().unwrap_or(Value::Array(Vec::new()));
         let max_completion_tokens = match self.max_output_tokens {
             None | Some(Value::Null) => None,
             Some(n) => Some(n.as_u64().ok_or_else(|| {
                 OpenAiError::invalid("max_output_tokens", "must be a whole number")
             })?),
         };
-        let (response_format, verbosity) = chat_format(self.text)?;
-        let origins = messages.iter().map(|m| m.path.at.clone()).collect();
+        let (response_format, verbosity) = format_and_verbosity(self.text)?;
         let chat = ChatCompletionRequest {
             model: self.model,
             messages: Vec::new(),
@@ -183,8 +150,8 @@ impl ResponsesRequest {
             max_completion_tokens,
             chatd_tools: self.chatd_tools,
             chatd_session: self.chatd_session,
-            tools: chat_tools,
-            tool_choice: chat_choice(self.tool_choice),
+            tools: self.tools,
+            tool_choice: self.tool_choice,
             parallel_tool_calls: self.parallel_tool_calls,
             reasoning_effort: reasoning_effort(self.reasoning)?,
             seed: None,
@@ -196,35 +163,22 @@ impl ResponsesRequest {
             stop: None,
             response_format,
             other: Map::new(),
+            wire: Wire::Responses,
         };
         Ok(Read {
             chat,
             messages,
-            renames: Renames { origins },
-            tools,
+            tools: echoed,
         })
     }
 }
 
-/// A named tool choice, `{"type": "function", "name"}`, as chat completions' (`{"type":
-/// "function", "function": {"name"}}`); any other as it is.
-fn chat_choice(choice: Option<Value>) -> Option<Value> {
-    match choice {
-        Some(Value::Object(mut fields))
-            if fields.get("type").and_then(Value::as_str) == Some("function") =>
-        {
-            let name = fields.remove("name").unwrap_or(Value::Null);
-            fields.insert("function".into(), json!({ "name": name }));
-            Some(Value::Object(fields))
-        }
-        other => other,
-    }
-}
-
-/// `text: {"format": ..., "verbosity": ...}` as chat completions' `response_format` and
-/// `verbosity`: a `json_schema` format is flat here (`name`, `schema`, `strict`, `description`
-/// beside `type`), nested there.
-fn chat_format(text: Option<Value>) -> Result<(Option<Value>, Option<Value>), OpenAiError> {
+/// `text: {"format": ..., "verbosity": ...}`, each as sent (a `json_schema` format flat: its
+/// `name`, `schema`, `strict`, `description` beside `type`, read where they are by
+/// `options.rs`).
+fn format_and_verbosity(
+    text: Option<Value>,
+) -> Result<(Option<Value>, Option<Value>), OpenAiError> {
     let mut fields = match text {
         None | Some(Value::Null) => return Ok((None, None)),
         Some(Value::Object(fields)) => fields,
@@ -235,15 +189,6 @@ fn chat_format(text: Option<Value>) -> Result<(Option<Value>, Option<Value>), Op
     if let Some((name, _)) = fields.iter().find(|(_, v)| !v.is_null()) {
         return Err(OpenAiError::unsupported(&format!("text.{name}")));
     }
-    let format = match format {
-        Some(Value::Object(mut format))
-            if format.get("type").and_then(Value::as_str) == Some("json_schema") =>
-        {
-            let kind = format.remove("type");
-            Some(json!({"type": kind, "json_schema": format}))
-        }
-        other => other,
-    };
     Ok((format, verbosity))
 }
 
@@ -275,29 +220,6 @@ fn reasoning_effort(reasoning: Option<Value>) -> Result<Option<Value>, OpenAiErr
     Ok(effort)
 }
 
-/// The Responses API's flat function tools as chat completions' (`{type, function: {...}}`);
-/// anything else is left as it is, for the chat request to refuse by name.
-fn chat_tools(tools: Option<&Value>) -> Option<Value> {
-    let Some(Value::Array(tools)) = tools else {
-        return tools.cloned();
-    };
-    let converted = tools
-        .iter()
-        .map(|tool| match tool.as_object() {
-            Some(fields) if fields.get("type").and_then(Value::as_str) == Some("function") => {
-                let function: Map<String, Value> = fields
-                    .iter()
-                    .filter(|(name, _)| name.as_str() != "type")
-                    .map(|(n, v)| (n.clone(), v.clone()))
-                    .collect();
-                json!({"type": "function", "function": function})
-            }
-            _ => tool.clone(),
-        })
-        .collect();
-    Some(Value::Array(converted))
-}
-
 /// A message of text alone, from `at` (`instructions`, or `input` as a string).
 fn plain(at: &str, role: Role, text: String) -> ReadMessage {
     ReadMessage {
@@ -312,11 +234,12 @@ fn plain(at: &str, role: Role, text: String) -> ReadMessage {
     }
 }
 
-/// Where an item was; a call's id is its `call_id`.
+/// Where an item was; a call's id is its `call_id`, and each call is an item.
 fn path(at: &str) -> MessagePath {
     MessagePath {
         at: at.to_string(),
         call_id: "call_id",
+        calls: None,
     }
 }
 
@@ -463,6 +386,7 @@ fn part<'a>(at: &str, part: &'a Value) -> Result<Part<'a>, OpenAiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn read(body: Value) -> Result<Read, OpenAiError> {
         serde_json::from_value::<ResponsesRequest>(body)
@@ -491,8 +415,9 @@ mod tests {
         assert!(matches!(&messages[4].sent, Some(Sent::Result { call_id }) if call_id == "c2"));
         assert_eq!(messages[4].input.content, "Rain");
         assert!(read.chat.messages.is_empty(), "nothing is read twice");
+        let origins: Vec<&str> = messages.iter().map(|m| m.path.at.as_str()).collect();
         assert_eq!(
-            read.renames.origins,
+            origins,
             [
                 "instructions",
                 "input[0]",
@@ -582,16 +507,28 @@ mod tests {
             ),
             None
         );
-        let read =
-            read(json!({"model": "p/m", "input": [{"role": "user", "content": "a"}]})).unwrap();
-        let renamed = read.renames.rename(OpenAiError::invalid(
-            "messages[0].content[1].text",
-            "must be a string",
-        ));
-        assert_eq!(renamed.param_name(), "input[0].content[1].text");
-        let renamed = read
-            .renames
-            .rename(OpenAiError::invalid("tools[2].function.name", "bad"));
-        assert_eq!(renamed.param_name(), "tools[2].name");
+    }
+
+    #[test]
+    fn the_other_fields_are_moved_as_sent_for_the_shared_readers() {
+        let tools = json!([{"type": "function", "name": "w", "parameters": {"type": "object"}}]);
+        let format = json!({"type": "json_schema", "name": "f", "schema": {}});
+        let read = read(json!({"model": "p/m", "input": "hi", "tools": tools,
+            "tool_choice": {"type": "function", "name": "w"},
+            "text": {"format": format, "verbosity": "low"},
+            "reasoning": {"effort": "high", "summary": "auto"}, "max_output_tokens": 5}))
+        .unwrap();
+        let chat = &read.chat;
+        assert_eq!(chat.wire, Wire::Responses);
+        assert_eq!(chat.tools.as_ref(), Some(&tools), "not nested");
+        assert_eq!(read.tools, tools, "echoed");
+        assert_eq!(
+            chat.tool_choice,
+            Some(json!({"type": "function", "name": "w"}))
+        );
+        assert_eq!(chat.response_format.as_ref(), Some(&format));
+        assert_eq!(chat.verbosity, Some(json!("low")));
+        assert_eq!(chat.reasoning_effort, Some(json!("high")));
+        assert_eq!(chat.max_completion_tokens, Some(5));
     }
 }

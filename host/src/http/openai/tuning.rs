@@ -13,14 +13,16 @@
 use serde_json::Value;
 
 use super::errors::OpenAiError;
+use super::wire::Wire;
 use crate::plugins::worlds::provider::Profile;
 use crate::plugins::worlds::provider::turn_tuning::{
     ReasoningEffort, Tuning, TuningKind, unhonoured,
 };
 
-/// The tuning as the client sent it.
+/// The tuning as the client sent it, through `wire`.
 #[derive(Default)]
 pub struct Asked<'a> {
+    pub wire: Wire,
     pub parallel_tool_calls: Option<&'a Value>,
     pub reasoning_effort: Option<&'a Value>,
     pub seed: Option<&'a Value>,
@@ -51,11 +53,11 @@ pub fn read(
             ));
         }
     };
-    verbosity(asked.verbosity)?;
+    verbosity(asked.wire, asked.verbosity)?;
     Ok(Tuning {
         strict_tools,
         one_call_per_turn,
-        reasoning_effort: reasoning_effort(asked.reasoning_effort)?,
+        reasoning_effort: reasoning_effort(asked.wire, asked.reasoning_effort)?,
         seed: seed(asked.seed)?,
         presence_penalty: penalty("presence_penalty", asked.presence_penalty)?,
         frequency_penalty: penalty("frequency_penalty", asked.frequency_penalty)?,
@@ -132,7 +134,10 @@ fn logit_bias(value: Option<&Value>) -> Result<Vec<(String, f32)>, OpenAiError> 
         .collect()
 }
 
-fn reasoning_effort(value: Option<&Value>) -> Result<Option<ReasoningEffort>, OpenAiError> {
+fn reasoning_effort(
+    wire: Wire,
+    value: Option<&Value>,
+) -> Result<Option<ReasoningEffort>, OpenAiError> {
     let effort = match value {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(effort)) => effort.as_str(),
@@ -147,7 +152,7 @@ fn reasoning_effort(value: Option<&Value>) -> Result<Option<ReasoningEffort>, Op
         "xhigh" => ReasoningEffort::Xhigh,
         _ => {
             return Err(OpenAiError::invalid(
-                "reasoning_effort",
+                wire.reasoning_effort(),
                 "must be one of none, minimal, low, medium, high, xhigh",
             ));
         }
@@ -164,12 +169,12 @@ fn seed(value: Option<&Value>) -> Result<Option<i64>, OpenAiError> {
     }
 }
 
-fn verbosity(value: Option<&Value>) -> Result<(), OpenAiError> {
+fn verbosity(wire: Wire, value: Option<&Value>) -> Result<(), OpenAiError> {
     match value {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(v)) if matches!(v.as_str(), "low" | "medium" | "high") => Ok(()),
         Some(_) => Err(OpenAiError::invalid(
-            "verbosity",
+            wire.verbosity(),
             "must be one of low, medium, high",
         )),
     }
@@ -254,6 +259,32 @@ mod tests {
                 "logit_bias.x",
             ),
         ] {
+            assert_eq!(
+                read(&bad, true, Vec::new()).unwrap_err().param_name(),
+                param
+            );
+        }
+        let (huge, loud) = (json!("huge"), json!("loud"));
+        for (bad, param) in [
+            (
+                Asked {
+                    reasoning_effort: Some(&huge),
+                    ..Asked::default()
+                },
+                "reasoning.effort",
+            ),
+            (
+                Asked {
+                    verbosity: Some(&loud),
+                    ..Asked::default()
+                },
+                "text.verbosity",
+            ),
+        ] {
+            let bad = Asked {
+                wire: Wire::Responses,
+                ..bad
+            };
             assert_eq!(
                 read(&bad, true, Vec::new()).unwrap_err().param_name(),
                 param
