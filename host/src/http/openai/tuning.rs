@@ -243,6 +243,7 @@ mod tests {
         assert_eq!(tuning.frequency_penalty, Some(0.5));
         assert_eq!(tuning.logit_bias, [("50256".to_string(), -100.0)]);
         let (far, odd) = (json!(3), json!({"x": 1}));
+        let (huge, loud) = (json!("huge"), json!("loud"));
         for (bad, param) in [
             (
                 Asked {
@@ -258,17 +259,11 @@ mod tests {
                 },
                 "logit_bias.x",
             ),
-        ] {
-            assert_eq!(
-                read(&bad, true, Vec::new()).unwrap_err().param_name(),
-                param
-            );
-        }
-        let (huge, loud) = (json!("huge"), json!("loud"));
-        for (bad, param) in [
+            // The Responses API's names for them.
             (
                 Asked {
                     reasoning_effort: Some(&huge),
+                    wire: Wire::Responses,
                     ..Asked::default()
                 },
                 "reasoning.effort",
@@ -276,15 +271,12 @@ mod tests {
             (
                 Asked {
                     verbosity: Some(&loud),
+                    wire: Wire::Responses,
                     ..Asked::default()
                 },
                 "text.verbosity",
             ),
         ] {
-            let bad = Asked {
-                wire: Wire::Responses,
-                ..bad
-            };
             assert_eq!(
                 read(&bad, true, Vec::new()).unwrap_err().param_name(),
                 param
