@@ -195,6 +195,11 @@ async fn what_a_wire_lacks_is_refused_by_name_or_left_to_the_upstream() {
         (json!({"frequency_penalty": 1}), "frequency_penalty"),
         (json!({"logit_bias": {"1": 5}}), "logit_bias"),
         (json!({"reasoning_effort": "huge"}), "reasoning_effort"),
+        // A bad value is refused as such before an option the provider lacks.
+        (
+            json!({"response_format": {"type": "json_object"}, "reasoning_effort": "huge"}),
+            "reasoning_effort",
+        ),
         (json!({"seed": "7"}), "seed"),
         (json!({"verbosity": "loud"}), "verbosity"),
         (

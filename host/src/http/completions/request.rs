@@ -108,23 +108,25 @@ pub(in crate::http) struct Ask {
 /// field's item `i`, each one's own path (the Responses API's items, after its instructions and
 /// with calls joined to the message before them). A shared check's refusal names the field as
 /// the client sent it, so no front renames another's errors.
-#[derive(Default)]
 pub(in crate::http) struct Origins {
-    list: Option<&'static str>,
+    list: &'static str,
     each: Vec<String>,
+}
+
+impl Default for Origins {
+    fn default() -> Self {
+        Self::new("messages", Vec::new())
+    }
 }
 
 impl Origins {
     /// The messages of `list`, message `i` at `each[i]`.
     pub fn new(list: &'static str, each: Vec<String>) -> Self {
-        Self {
-            list: Some(list),
-            each,
-        }
+        Self { list, each }
     }
 
     fn list(&self) -> &'static str {
-        self.list.unwrap_or("messages")
+        self.list
     }
 
     /// Message `i`'s path.

@@ -222,8 +222,12 @@ impl ChatCompletionRequest {
             chatd: &ours,
             names: &names,
         };
-        let options = self.options(&offered, &served)?;
-        let tuning = self.tuning(!ours.is_empty(), &tools, &names, &served)?;
+        // Every value is checked before what the provider honours, so a bad value is refused
+        // as such whichever provider is asked.
+        let options = self.options(&offered)?;
+        let tuning = self.tuning(!ours.is_empty(), &tools, &names)?;
+        options::honoured_by(self.wire, &options, &served.id, &served.profile)?;
+        tuning::honoured_by(&tuning, &served.id, &served.profile)?;
         let origins = paths.into_iter().map(|p| p.at).collect();
         Ok(Contracted {
             session: self.chatd_session,
@@ -264,11 +268,10 @@ impl ChatCompletionRequest {
         })
     }
 
-    /// The turn options asked (`options.rs`), each one `served` honours.
+    /// The turn options asked (`options.rs`).
     fn options(
         &self,
         offered: &options::Offered,
-        served: &ServedProvider,
     ) -> Result<wit::turn_options::Options, OpenAiError> {
         let asked = options::Asked {
             wire: self.wire,
@@ -277,19 +280,16 @@ impl ChatCompletionRequest {
             tool_choice: self.tool_choice.as_ref(),
             response_format: self.response_format.as_ref(),
         };
-        let options = options::read(&asked, offered)?;
-        options::honoured_by(self.wire, &options, &served.id, &served.profile)?;
-        Ok(options)
+        options::read(&asked, offered)
     }
 
-    /// The turn tuning asked (`tuning.rs`), refused where `served` cannot carry what would
-    /// change its answer; `chatd_tools` whether any of chatd's tools is offered beside `tools`.
+    /// The turn tuning asked (`tuning.rs`); `chatd_tools` whether any of chatd's tools is
+    /// offered beside `tools`.
     fn tuning(
         &self,
         chatd_tools: bool,
         tools: &[client_tools::ClientTool],
         names: &ToolNames,
-        served: &ServedProvider,
     ) -> Result<wit::turn_tuning::Tuning, OpenAiError> {
         let asked = tuning::Asked {
             wire: self.wire,
@@ -302,9 +302,7 @@ impl ChatCompletionRequest {
             logit_bias: self.logit_bias.as_ref(),
         };
         let any_tool = !tools.is_empty() || chatd_tools;
-        let tuning = tuning::read(&asked, any_tool, names.strict(tools))?;
-        tuning::honoured_by(&tuning, &served.id, &served.profile)?;
-        Ok(tuning)
+        tuning::read(&asked, any_tool, names.strict(tools))
     }
 }
 
@@ -331,7 +329,7 @@ fn apart(read: Vec<ReadMessage>, served: &ServedProvider) -> Result<Apart, OpenA
         && !served.profile.tools
     {
         let field = match exchange[i] {
-            Some(Sent::Calls(_)) => paths[i].calls(),
+            Some(Sent::Calls(_)) => paths[i].calls.clone(),
             _ => paths[i].call_id(),
         };
         return Err(OpenAiError::invalid(
@@ -382,19 +380,13 @@ pub(super) struct MessagePath {
     pub at: String,
     /// The field naming the call a tool result answers: `tool_call_id`, `call_id`.
     pub call_id: &'static str,
-    /// The field holding an assistant's calls: `tool_calls`; none where each call is an item
-    /// of its own (the Responses API's `function_call`).
-    pub calls: Option<&'static str>,
+    /// Where an assistant's calls are: its `tool_calls` (`messages[2].tool_calls`), or the
+    /// first of the items they were read from (the Responses API's `function_call`s,
+    /// `input[4]`).
+    pub calls: String,
 }
 
 impl MessagePath {
-    fn calls(&self) -> String {
-        match self.calls {
-            Some(calls) => format!("{}.{calls}", self.at),
-            None => self.at.clone(),
-        }
-    }
-
     fn call_id(&self) -> String {
         format!("{}.{}", self.at, self.call_id)
     }
@@ -535,7 +527,7 @@ fn message(path: &str, message: &Value) -> Result<ReadMessage, OpenAiError> {
     let path = MessagePath {
         at: path.to_string(),
         call_id: "tool_call_id",
-        calls: Some("tool_calls"),
+        calls: format!("{path}.tool_calls"),
     };
     if role == Role::Tool && sent.is_none() {
         return Err(untold_call(&path));

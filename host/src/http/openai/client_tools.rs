@@ -1,5 +1,6 @@
-//! The client's own tools on `/openai/v1/chat/completions`: `tools` (function tools the client
-//! runs, `strict` ones checked by chatd: `chat/strict.rs`), an assistant message's `tool_calls`
+//! The client's own tools on `/openai/v1/chat/completions` and `/openai/v1/responses`: `tools`
+//! (function tools the client runs, each where its API has its fields, [`Wire`]; `strict` ones
+//! checked by chatd: `chat/strict.rs`), an assistant message's `tool_calls`
 //! and the `tool` messages answering them, and the names both ways. (`tool_choice` is a turn
 //! option, `options.rs`; `parallel_tool_calls` part of the turn's tuning, `tuning.rs`.)
 //!

@@ -3,7 +3,8 @@
 //! against what the provider honours ([`honoured_by`]): an option its wire does not carry is a
 //! 400 naming it, never dropped. A value that asks for the upstream's default (`top_p: 1`,
 //! `stop: []`, `tool_choice: "auto"`, `response_format: {"type": "text"}`) sets nothing, so
-//! every provider takes it.
+//! every provider takes it. The Responses API's `tool_choice` and `text.format` are read here
+//! too, flat as it sends them, and named as it does ([`Wire`]).
 
 use serde_json::{Map, Value};
 
@@ -190,13 +191,13 @@ fn response_format(
         Some(_) => return Err(OpenAiError::invalid(at, "must be an object")),
     };
     let kind = fields.get("type").and_then(Value::as_str);
-    let schema = match (kind, wire) {
-        (Some("text" | "json_object"), _) => None,
-        (Some("json_schema"), Wire::ChatCompletions) => Some(fields.get("json_schema")),
-        // Its fields beside `type`, checked by `json_schema`.
+    let allowed: &[&str] = match (kind, wire) {
+        (Some("text" | "json_object"), _) => &["type"],
+        (Some("json_schema"), Wire::ChatCompletions) => &["type", "json_schema"],
+        // Its fields beside `type`, each checked by `json_schema`.
         (Some("json_schema"), Wire::Responses) => {
-            return json_schema(wire, value, &["type"])
-                .map(|schema| Some(ResponseFormat::JsonSchema(schema)));
+            let schema = json_schema(wire, value, &["type"])?;
+            return Ok(Some(ResponseFormat::JsonSchema(schema)));
         }
         _ => {
             return Err(OpenAiError::invalid(
@@ -205,17 +206,16 @@ fn response_format(
             ));
         }
     };
-    let allowed: &[&str] = if schema.is_some() {
-        &["type", "json_schema"]
-    } else {
-        &["type"]
-    };
     if let Some(name) = fields.keys().find(|n| !allowed.contains(&n.as_str())) {
         return Err(OpenAiError::unsupported(&format!("{at}.{name}")));
     }
-    Ok(match (kind, schema) {
-        (_, Some(schema)) => Some(ResponseFormat::JsonSchema(json_schema(wire, schema, &[])?)),
-        (Some("json_object"), None) => Some(ResponseFormat::JsonObject),
+    Ok(match kind {
+        Some("json_object") => Some(ResponseFormat::JsonObject),
+        Some("json_schema") => Some(ResponseFormat::JsonSchema(json_schema(
+            wire,
+            fields.get("json_schema"),
+            &[],
+        )?)),
         _ => None,
     })
 }
@@ -418,9 +418,10 @@ mod tests {
         assert!(
             matches!(options.tool_choice, Some(ToolChoice::Named(ref n)) if n == "get_weather")
         );
-        assert!(
-            matches!(options.response_format, Some(ResponseFormat::JsonSchema(ref s)) if s.name == "w")
-        );
+        let Some(ResponseFormat::JsonSchema(schema)) = options.response_format else {
+            panic!("a schema");
+        };
+        assert_eq!(schema.name, "w");
         let param = |asked: Asked| read(asked).unwrap_err().param_name().to_string();
         let (nameless, unknown) = (
             json!({"type": "function"}),

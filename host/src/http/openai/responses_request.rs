@@ -10,12 +10,12 @@
 //! assistant message, as chat completions' wire wants them) and their `function_call_output`s.
 //! The items are read once, straight into the contract's messages (`chat_request.rs`'s
 //! [`content`] reads their parts), each refusal naming the Responses field
-//! (`input[3].content[0].type`). The other fields are moved, as sent, into the fields chat
-//! completions' reader takes (`chat_request.rs`), told they are the Responses API's
-//! ([`Wire::Responses`]): it finds flat tools, a flat tool choice and format where they are and
-//! names them so, and the checks every front shares name each message by its item
-//! (`completions::Origins`). Nothing is rewritten into chat completions' shape, and no refusal
-//! is renamed afterwards.
+//! (`input[3].content[0].type`). The other fields go into the fields chat completions' reader
+//! takes (`chat_request.rs`), told they are the Responses API's ([`Wire::Responses`]): `tools`,
+//! `tool_choice` and `text.format` as sent (flat), found where they are and named so;
+//! `text.verbosity`, `reasoning.effort` and `max_output_tokens` taken out of their objects. The
+//! checks every front shares name each message by its item (`completions::Origins`). Nothing is
+//! rewritten into chat completions' shape, and no refusal is renamed afterwards.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -234,12 +234,13 @@ fn plain(at: &str, role: Role, text: String) -> ReadMessage {
     }
 }
 
-/// Where an item was; a call's id is its `call_id`, and each call is an item.
+/// Where an item was; a call's id is its `call_id`, and a call is an item (this one, when it
+/// is a `function_call`).
 fn path(at: &str) -> MessagePath {
     MessagePath {
         at: at.to_string(),
         call_id: "call_id",
-        calls: None,
+        calls: at.to_string(),
     }
 }
 
@@ -322,7 +323,10 @@ fn add_call(
     match messages.last_mut() {
         Some(last) if last.input.role == Role::Assistant => match &mut last.sent {
             Some(Sent::Calls(calls)) => calls.push(call),
-            _ => last.sent = Some(Sent::Calls(vec![call])),
+            _ => {
+                last.sent = Some(Sent::Calls(vec![call]));
+                last.path.calls = at.to_string();
+            }
         },
         _ => {
             let mut message = plain(at, Role::Assistant, String::new());
@@ -415,6 +419,19 @@ mod tests {
         assert!(matches!(&messages[4].sent, Some(Sent::Result { call_id }) if call_id == "c2"));
         assert_eq!(messages[4].input.content, "Rain");
         assert!(read.chat.messages.is_empty(), "nothing is read twice");
+        assert_eq!(messages[2].path.calls, "input[1]");
+        let joined = self::read(json!({"model": "p/m", "input": [
+            {"role": "user", "content": "Weather?"},
+            {"role": "assistant", "content": "Looking."},
+            {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"}
+        ]}))
+        .unwrap();
+        let assistant = &joined.messages[1].path;
+        assert_eq!(
+            (assistant.at.as_str(), assistant.calls.as_str()),
+            ("input[1]", "input[2]"),
+            "its calls are named by the item they came from"
+        );
         let origins: Vec<&str> = messages.iter().map(|m| m.path.at.as_str()).collect();
         assert_eq!(
             origins,

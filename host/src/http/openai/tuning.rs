@@ -226,6 +226,10 @@ mod tests {
             let refused = read(&bad, true, Vec::new()).unwrap_err();
             assert_eq!(refused.param_name(), param);
         }
+    }
+
+    #[test]
+    fn penalties_and_a_bias_at_their_defaults_set_nothing_and_bad_ones_are_named() {
         let (zero, half, bias, empty) = (json!(0), json!(0.5), json!({"50256": -100}), json!({}));
         let defaults = Asked {
             presence_penalty: Some(&zero),

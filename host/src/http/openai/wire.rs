@@ -64,6 +64,7 @@ impl Wire {
         }
     }
 
+    /// How much the model should reason.
     pub fn reasoning_effort(self) -> &'static str {
         match self {
             Self::ChatCompletions => "reasoning_effort",
@@ -71,6 +72,7 @@ impl Wire {
         }
     }
 
+    /// How long an answer should be.
     pub fn verbosity(self) -> &'static str {
         match self {
             Self::ChatCompletions => "verbosity",
