@@ -12,10 +12,11 @@
 //! [`content`] reads their parts), each refusal naming the Responses field
 //! (`input[3].content[0].type`). The other fields go into the fields chat completions' reader
 //! takes (`chat_request.rs`), told they are the Responses API's ([`Wire::Responses`]): `tools`,
-//! `tool_choice` and `text.format` as sent (flat), found where they are and named so;
-//! `text.verbosity`, `reasoning.effort` and `max_output_tokens` taken out of their objects. The
-//! checks every front shares name each message by its item (`completions::Origins`). Nothing is
-//! rewritten into chat completions' shape, and no refusal is renamed afterwards.
+//! `tool_choice` and the format in `text` as sent (flat), found where they are and named so;
+//! `text.verbosity` and `reasoning.effort` taken out of their objects, `max_output_tokens`
+//! checked a whole number here and its range there. The checks every front shares name each
+//! message by its item (`completions::Origins`). Nothing is rewritten into chat completions'
+//! shape, and no refusal is renamed afterwards.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
