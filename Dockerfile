@@ -15,8 +15,8 @@ ARG BUILD_IMAGE=docker.io/library/rust:1.95.0-slim-bookworm
 ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
 
 FROM ${BUILD_IMAGE} AS build
-# The bundled plugins are built for wasm32-wasip2 by host/build.rs; the Python interpreter with
-# componentize-py and its packages from PyPI, in a venv (host/build_python.rs).
+# The bundled plugins are built for wasm32-wasip2 by bundled/build.rs; the Python interpreter with
+# componentize-py and its packages from PyPI, in a venv (bundled/build_python.rs).
 RUN rustup target add wasm32-wasip2 \
  && apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv \

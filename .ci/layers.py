@@ -51,7 +51,6 @@ LAYERS = {
         "http",
         "server",
         "cli",
-        "main",
     ],
 }
 
@@ -174,7 +173,7 @@ class Crate:
                 parts = rel[:-3].split(os.sep)
                 if parts[-1] in ("mod", "lib"):
                     parts = parts[:-1]
-                if parts == ["main"] and src != "host/src":
+                if parts == ["main"]:
                     parts = []
                 if parts and parts[-1] == "build":
                     continue

@@ -1,6 +1,6 @@
 //! chatd: a self-hosted backend for a chat and web-search app. It stores chats and searches,
 //! talks to LLM providers through sandboxed WebAssembly plugins, runs tools in a loop with the
-//! model, and streams replies to clients over SSE; the binary is `src/main.rs`.
+//! model, and streams replies to clients over SSE; the binary is `server/src/main.rs`.
 //!
 //! The code map and the invariants are in ARCHITECTURE.md at the repository's root.
 

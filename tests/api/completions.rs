@@ -631,7 +631,7 @@ async fn a_malformed_stream_and_a_plugin_over_its_time_limit_fail_the_call_not_t
     // The bundled provider_c, replaced through PLUGINS_DIR by the same component with a 500 ms
     // limit: an operator's override by id.
     let plugins = tempfile::tempdir().unwrap();
-    let (manifest, wasm, _) = chatd::plugins::loading::embedded::BUNDLED
+    let (manifest, wasm, _) = chatd::plugins::loading::embedded::bundled()
         .iter()
         .find(|(manifest, _, _)| manifest.contains("\"provider_c\""))
         .unwrap();

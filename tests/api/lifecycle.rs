@@ -124,7 +124,7 @@ async fn binary_starts_with_no_environment() {
     let loaded = process.line_with("plugins loaded");
     // The devbox tools are bundled but, not enabled here, neither compiled nor served; the
     // interpreter, which no cache holds yet, compiles after the server listens.
-    let bundled = chatd::plugins::loading::embedded::BUNDLED.len() - 2;
+    let bundled = chatd::plugins::loading::embedded::bundled().len() - 2;
     assert!(
         loaded.contains(&format!("{} plugins loaded in", bundled - 1)),
         "{loaded}"

@@ -21,7 +21,7 @@ async fn a_second_data_folder_starts_ready_from_the_machines_cache() {
         ("CHATD_SECRET_KEY", key),
     ];
     // The devbox tools are bundled but, not enabled here, neither compiled nor served.
-    let bundled = chatd::plugins::loading::embedded::BUNDLED.len() - 2;
+    let bundled = chatd::plugins::loading::embedded::bundled().len() - 2;
 
     // The first data folder compiles, into its own folder and the machine's.
     let first = tempfile::tempdir().unwrap();

@@ -20,7 +20,7 @@ pub fn test_component(crate_name: &str) -> Vec<u8> {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     let dir = BUILT.get_or_init(|| {
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-        // The folder and profile settings of the bundled plugins' build (host/build.rs), so
+        // The folder and profile settings of the bundled plugins' build (bundled/build.rs), so
         // the two builds share their compiled dependencies.
         let target = root.join("target").join("wasm-plugins");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

@@ -1,10 +1,11 @@
-//! The `chatd` binary: the process set up, then `chatd::cli` (its grammar and one file per
-//! command: serving when there is none).
+//! The `chatd` binary: the process set up and the bundled plugins handed to chatd's lib, then
+//! `chatd::cli` (its grammar and one file per command: serving when there is none).
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     return_large_buffers();
+    chatd::plugins::loading::embedded::provide(chatd_bundled::BUNDLED);
     chatd::cli::main()
 }
 
