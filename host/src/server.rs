@@ -26,7 +26,7 @@ use crate::tools::Tools;
 const CLOSE_AFTER_GRACE: std::time::Duration = std::time::Duration::from_millis(3_500);
 
 /// How long past the grace period the whole shutdown may take (connections closed, the store
-/// left and closed): with the runtime's own end (`main.rs`, half a second at most), the process
+/// left and closed): with the runtime's own end (`cli/mod.rs`, half a second at most), the process
 /// is gone within the grace period and 5 s, whatever clients or the database do.
 pub const STOP_AFTER_GRACE: std::time::Duration = std::time::Duration::from_secs(4);
 

@@ -5,8 +5,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     return_large_buffers();
-    chatd::plugins::loading::embedded::provide(chatd_bundled::BUNDLED);
-    chatd::cli::main()
+    chatd::cli::main(chatd_bundled::BUNDLED)
 }
 
 /// Buffers of 128 KiB and more (a request's attachments, tens of MiB) are given back to the

@@ -20,8 +20,11 @@ use crate::config::ConfigError;
 use crate::telemetry::{LogTo, Telemetry};
 use grammar::{Cli, Command, ConfigCommand, McpCommand, PluginsCommand};
 
-/// Runs the binary: parses the command line and environment, then serves or runs the command.
-pub fn main() -> ExitCode {
+/// Runs the binary with its bundled plugins: parses the command line and environment, then
+/// serves or runs the command. The plugins are an argument so that a binary cannot forget them
+/// (a lib built without `testing` has none of its own: `plugins/loading/embedded.rs`).
+pub fn main(bundled: &'static [crate::plugins::loading::embedded::Bundled]) -> ExitCode {
+    crate::plugins::loading::embedded::provide(bundled);
     let cli = match Cli::load() {
         Ok(cli) => cli,
         Err(ConfigError::Exit(text)) => {

@@ -1,6 +1,6 @@
 //! The plugins built with chatd (`/plugins`) and embedded in the binary: the crate
-//! `chatd-bundled` (`bundled/`) holds them, and the binary hands them over with [`provide`]
-//! before anything starts. chatd's lib does not depend on that crate, so cargo compiles the
+//! `chatd-bundled` (`bundled/`) holds them, and the binary hands them to `cli::main`, which
+//! [`provide`]s them before anything starts. chatd's lib does not depend on that crate, so cargo compiles the
 //! two beside each other (issue 59's first build); a build with `testing` (the tests, the
 //! benchmarks) takes them from it directly.
 
