@@ -47,8 +47,10 @@ fn main() {
         .to_path_buf();
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build_python.rs");
+    // The root manifest too: its profiles and workspace dependencies shape the nested build.
     for watched in [
         "rust-toolchain.toml",
+        "Cargo.toml",
         "Cargo.lock",
         "plugins",
         "plugin-sdk",
@@ -171,8 +173,8 @@ fn build_plugins(root: &Path) -> PathBuf {
 fn write_bundled(root: &Path, wasm_dir: &Path, python: &Path) {
     let mut code = String::from(
         "/// The bundled plugins: (manifest JSON, component bytes, their SHA-256), in listing \
-         order.\n\
-         pub const BUNDLED: &[(&str, &[u8], [u8; 32])] = &[\n",
+         order. A `static`, not a `const`: one copy of the bytes whoever names it.\n\
+         pub static BUNDLED: &[(&str, &[u8], [u8; 32])] = &[\n",
     );
     for name in BUNDLED {
         let manifest = root.join("plugins").join(name).join("manifest.json");

@@ -310,10 +310,7 @@ impl Store {
         measured(self.backend_name(), "search_library", self.timeout, async {
             Ok(match &self.backend {
                 Backend::Sqlite(db) => {
-                    let ids = scope
-                        .file_ids
-                        .map(|ids| serde_json::to_string(ids))
-                        .transpose()?;
+                    let ids = scope.file_ids.map(serde_json::to_string).transpose()?;
                     search!(
                         db.pool(),
                         scope,

@@ -345,10 +345,7 @@ impl Store {
         measured(self.backend_name(), "nearest_chunks", self.timeout, async {
             match &self.backend {
                 Backend::Sqlite(db) => {
-                    let ids = scope
-                        .file_ids
-                        .map(|ids| serde_json::to_string(ids))
-                        .transpose()?;
+                    let ids = scope.file_ids.map(serde_json::to_string).transpose()?;
                     let rows = sqlx::query_as(SCAN_SQLITE)
                         .bind(model)
                         .bind(scope.owner)

@@ -229,19 +229,7 @@ pub(in crate::http) async fn prepare_with(
     }
     let history = new_messages(std::mem::take(&mut ask.messages), |i| ask.origins.at(i))?;
     check_attachments(&provider, &history, &ask.origins)?;
-    // Only the chat's settings are needed now; its transcript is read when the call is recorded,
-    // beside the first model turn.
-    let chat = match &ask.chat_id {
-        Some(id) => Some(
-            state
-                .store
-                .get_chat(id)
-                .await?
-                .filter(|chat| chat.owner_id == caller.owner())
-                .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))?,
-        ),
-        None => None,
-    };
+    let chat = owned_chat(state, caller, ask.chat_id.as_deref()).await?;
     let plugin = provider_plugin(&provider)?;
     let tools = enabled_tools(offer, &provider, &ask, chat.as_ref());
     let instruction = provider.profile.tool_instruction && !tools.is_empty();
@@ -275,18 +263,14 @@ pub(in crate::http) async fn prepare_with(
         .check()
         .await
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    completion.spender = state
-        .admit(
-            caller,
-            &crate::usage::Ask {
-                source: client.source,
-                provider: &provider.id,
-                model: &ask.model,
-                input_tokens: history::token_estimate(&completion.messages),
-                max_output_tokens: max_tokens.map_or(DEFAULT_MAX_OUTPUT, u64::from),
-            },
-        )
-        .await?;
+    let estimate = crate::usage::Ask {
+        source: client.source,
+        provider: &provider.id,
+        model: &ask.model,
+        input_tokens: history::token_estimate(&completion.messages),
+        max_output_tokens: max_tokens.map_or(DEFAULT_MAX_OUTPUT, u64::from),
+    };
+    completion.spender = state.admit(caller, &estimate).await?;
     Ok(ChatRun {
         provider: provider.id.clone(),
         model: ask.model,
@@ -299,6 +283,21 @@ pub(in crate::http) async fn prepare_with(
         owner: caller.owner().to_string(),
         completion,
     })
+}
+
+/// The chat `id` names, when the caller owns it (another's is not found, as a missing one).
+/// Only its settings are needed now; its transcript is read when the call is recorded, beside
+/// the first model turn.
+async fn owned_chat(
+    state: &AppState,
+    caller: &Caller,
+    id: Option<&str>,
+) -> ApiResult<Option<ChatRecord>> {
+    let Some(id) = id else { return Ok(None) };
+    let chat = state.store.get_chat(id).await?;
+    chat.filter(|chat| chat.owner_id == caller.owner())
+        .map(Some)
+        .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))
 }
 
 /// What the provider gets: the system prompts (the tool loop's `instruction`, when tools are on

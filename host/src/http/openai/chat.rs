@@ -13,12 +13,10 @@ use serde_json::{Value, json};
 use super::answer::{answering_model, finish_reason, outcome, usage_json};
 use super::chat_request::ChatCompletionRequest;
 use super::chunks::Chunks;
-use super::errors::OpenAiError;
 use super::files;
-use super::kept;
+use super::prepare::{Prepared, prepare};
 use super::stream;
 use crate::http::AppState;
-use crate::http::completions::prepare_with;
 use crate::http::error::ApiJson;
 use crate::people::Caller;
 use crate::runs::chat;
@@ -36,41 +34,17 @@ pub async fn complete(
     let model_id = body.model.clone();
     // The request's one snapshot of the plugins: its provider and its tools both read it.
     let offer = state.tools.offered(caller.owner()).await;
-    let mut contracted = match body.into_contract(&offer) {
+    let contracted = match body.into_contract(&offer) {
         Ok(contracted) => contracted,
         Err(refused) => return refused.into_response(),
     };
-    if let Err(failed) =
-        kept::restore(&state, caller.owner(), &mut contracted.client.exchange).await
-    {
-        return failed.into_response();
-    }
-    let tools = contracted
-        .request
-        .enabled_tools
-        .as_deref()
-        .unwrap_or_default();
-    let container =
-        match files::container(&state, caller.owner(), contracted.session.as_ref(), tools).await {
-            Ok(container) => container,
-            Err(refused) => return refused.into_response(),
-        };
-    contracted.client.container = container.clone();
-    let names = contracted.names;
-    // The shared checks (messages, attachments, the provider's plugin, the budget): their
-    // errors in OpenAI's shape, the field they are about as `param`.
-    let run = match prepare_with(
-        &state,
-        &caller,
-        &offer,
-        contracted.request,
-        streamed,
-        contracted.client,
-    )
-    .await
-    {
-        Ok(run) => run,
-        Err(refused) => return OpenAiError::from(refused).into_response(),
+    let Prepared {
+        run,
+        container,
+        names,
+    } = match prepare(&state, &caller, &offer, contracted, streamed).await {
+        Ok(prepared) => prepared,
+        Err(refused) => return refused.into_response(),
     };
     // The snapshot is the request's, not the run's: a reload frees the old plugins as soon as
     // no run needs them (each run holds its own plugins).

@@ -15,6 +15,7 @@ mod files;
 mod kept;
 mod models;
 mod options;
+mod prepare;
 mod response_events;
 mod response_object;
 mod responses;

@@ -10,15 +10,12 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
 use super::answer::outcome;
-use super::errors::OpenAiError;
-use super::files;
-use super::kept;
+use super::prepare::{Prepared, prepare};
 use super::response_events::ResponseEvents;
 use super::response_object::{Echo, Sent};
 use super::responses_request::{Read, ResponsesRequest};
 use super::stream;
 use crate::http::AppState;
-use crate::http::completions::prepare_with;
 use crate::http::error::ApiJson;
 use crate::people::Caller;
 use crate::runs::chat;
@@ -44,45 +41,17 @@ pub async fn create(
     let model = request.model.clone();
     // The request's one snapshot of the plugins: its provider and its tools both read it.
     let offer = state.tools.offered(caller.owner()).await;
-    let mut contracted = match request.contract(&offer, Some(messages)) {
+    let contracted = match request.contract(&offer, Some(messages)) {
         Ok(contracted) => contracted,
         Err(refused) => return refused.into_response(),
     };
-    if let Err(failed) =
-        kept::restore(&state, caller.owner(), &mut contracted.client.exchange).await
-    {
-        return failed.into_response();
-    }
-    let enabled = contracted
-        .request
-        .enabled_tools
-        .as_deref()
-        .unwrap_or_default();
-    let container = match files::container(
-        &state,
-        caller.owner(),
-        contracted.session.as_ref(),
-        enabled,
-    )
-    .await
-    {
-        Ok(container) => container,
+    let Prepared {
+        run,
+        container,
+        names,
+    } = match prepare(&state, &caller, &offer, contracted, streamed).await {
+        Ok(prepared) => prepared,
         Err(refused) => return refused.into_response(),
-    };
-    contracted.client.container = container.clone();
-    // The shared checks name each message by its item (`input[1]`: `completions::Origins`).
-    let run = match prepare_with(
-        &state,
-        &caller,
-        &offer,
-        contracted.request,
-        streamed,
-        contracted.client,
-    )
-    .await
-    {
-        Ok(run) => run,
-        Err(refused) => return OpenAiError::from(refused).into_response(),
     };
     // The snapshot is the request's, not the run's: a reload frees the old plugins as soon as
     // no run needs them (each run holds its own plugins).
@@ -96,7 +65,7 @@ pub async fn create(
         temperature,
         max_output_tokens,
         options,
-        names: contracted.names,
+        names,
         container,
     };
     if streamed {
