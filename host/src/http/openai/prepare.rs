@@ -2,8 +2,8 @@
 //! running it, in one place: the exchanges chatd kept for the client's earlier calls put back
 //! (`kept.rs`), the `python` tool's container found or made (`files.rs`), then the checks every
 //! front shares (`completions::prepare_with`), whose refusals come back in OpenAI's shape with
-//! the field they are about as `param` (the messages named by their item, `input[1]`, through
-//! `completions::Origins`).
+//! the field they are about as `param` (the messages named where the client wrote them,
+//! `messages[1]` or the Responses API's `input[1]`, through `completions::Origins`).
 
 use super::chat_request::Contracted;
 use super::client_tools::ToolNames;
