@@ -12,7 +12,7 @@ use crate::chat::ChatSettings;
 use crate::chat::events::ChatEvent;
 use crate::chat::models::Models;
 use crate::config::Config;
-use crate::http::{self, AppState, TokenDigest};
+use crate::http::{self, AppState, Handles, TokenDigest};
 use crate::plugins::loading::plugin_host::PluginHost;
 use crate::runs::ready::{self, Readiness};
 use crate::runs::{ActiveRuns, ErrorEvents, beat};
@@ -121,7 +121,7 @@ impl Server {
             instance.clone(),
             config.chatd_embedding_model.clone(),
         );
-        let state = AppState {
+        let state = AppState::new(Handles {
             people: Arc::new(crate::people::Directory::new(store.clone(), team)),
             store,
             tools: Tools::start(plugins.clone(), Some(logins), Some(library.clone())),
@@ -143,7 +143,7 @@ impl Server {
             public_url: config.exposure.chatd_public_url.clone(),
             signin: Arc::new(crate::signin::SignIn::new(crate::egress::Clients::new())),
             library,
-        };
+        });
         Ok(Self {
             listener,
             state,

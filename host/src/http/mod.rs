@@ -94,9 +94,30 @@ impl Default for BodyTimeouts {
     }
 }
 
-/// What every handler can reach. Cheap to clone: handles only.
+/// What every handler can reach: its [`Handles`] behind one `Arc`. Every `from_fn_with_state`
+/// layer and `State` extractor clones the state for each request; as a struct of handles, a
+/// clone and its drop were chatd's busiest functions in a `persist: false` stream's profile
+/// (BENCHMARKS.md, "Where a stream's CPU goes"); as one `Arc` they are one count up and down.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Handles>);
+
+impl AppState {
+    pub fn new(handles: Handles) -> Self {
+        Self(Arc::new(handles))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Handles;
+
+    fn deref(&self) -> &Handles {
+        &self.0
+    }
+}
+
+/// The server's parts a handler reaches, each a handle to what it shares with the runs and the
+/// background tasks.
+pub struct Handles {
     pub store: Store,
     /// Which tools exist and what runs each (plugins' and MCP servers').
     pub tools: Arc<Tools>,
