@@ -101,12 +101,6 @@ impl Default for BodyTimeouts {
 #[derive(Clone)]
 pub struct AppState(Arc<Handles>);
 
-impl AppState {
-    pub fn new(handles: Handles) -> Self {
-        Self(Arc::new(handles))
-    }
-}
-
 impl std::ops::Deref for AppState {
     type Target = Handles;
 
@@ -147,6 +141,11 @@ pub struct Handles {
 }
 
 impl AppState {
+    /// The state of a server with these parts.
+    pub fn new(handles: Handles) -> Self {
+        Self(Arc::new(handles))
+    }
+
     /// The configuration file's `[auth.oidc]`, if it has one.
     pub fn oidc(&self) -> Option<Arc<crate::config::oidc::Oidc>> {
         self.plugins
