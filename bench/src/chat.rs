@@ -37,7 +37,8 @@
 //! `--persist-false-only` measures the `persist: false` first delta alone, interleaved only with
 //! direct calls to the mock and calls through a do-nothing proxy (`proxy.rs`: what any proxy
 //! adds here), and the server's CPU time and voluntary context switches per stream: what a
-//! change to that path costs or saves, without the other phases around it.
+//! change to that path costs or saves, without the other phases around it. With `--tools-on`
+//! the streams are offered every tool (issue 59's target request; `enabledTools: []` otherwise).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -75,13 +76,14 @@ pub struct Options {
     streams_only: bool,
     attaches: usize,
     persist_false_only: bool,
+    tools_on: bool,
     against_proxy: bool,
     telemetry: bool,
     live_only: bool,
 }
 
 pub fn usage() -> &'static str {
-    "usage: bench chat [--requests N] [--streams N] [--ephemeral-streams N] [--attaches N] [--persist-false-only | --against-proxy | --telemetry | --live-only | --streams-only]\n\
+    "usage: bench chat [--requests N] [--streams N] [--ephemeral-streams N] [--attaches N] [--persist-false-only [--tools-on] | --against-proxy | --telemetry | --live-only | --streams-only]\n\
      needs the release server binary: run `cargo build --release` first\n\
      defaults: 2000 sequential requests per latency figure, 1000 live streams, 10000 live persist: false streams, 1000 attaches"
 }
@@ -94,6 +96,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         streams_only: false,
         attaches: 1000,
         persist_false_only: false,
+        tools_on: false,
         against_proxy: false,
         telemetry: false,
         live_only: false,
@@ -106,6 +109,7 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
         };
         match flag.as_str() {
             "--persist-false-only" => o.persist_false_only = true,
+            "--tools-on" => o.tools_on = true,
             "--against-proxy" => o.against_proxy = true,
             "--telemetry" => o.telemetry = true,
             "--live-only" => o.live_only = true,
@@ -117,6 +121,10 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
             other => bail!("unknown option {other}\n{}", usage()),
         }
     }
+    ensure!(
+        !o.tools_on || o.persist_false_only,
+        "--tools-on is an option of --persist-false-only"
+    );
     ensure!(
         o.requests > 0 && o.streams > 0 && o.ephemeral_streams > 0 && o.attaches > 0,
         "every count must be at least 1"
@@ -179,7 +187,11 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     crate::harness::ready(&client, &base).await?;
 
     if o.persist_false_only {
-        return persist_false_alone(&client, &base, &mock_url, pid, o.requests).await;
+        let streams = Streams {
+            n: o.requests,
+            tools_on: o.tools_on,
+        };
+        return persist_false_alone(&client, &base, &mock_url, pid, streams).await;
     }
     if o.against_proxy {
         return crate::straight::run(&client, &base, &mock_url, pid, o.requests).await;
@@ -380,6 +392,13 @@ async fn declared(
     Ok(())
 }
 
+/// How many `persist: false` streams `--persist-false-only` times, and whether they are offered
+/// the tools.
+struct Streams {
+    n: usize,
+    tools_on: bool,
+}
+
 /// `--persist-false-only`: the `persist: false` first delta, each interleaved with a direct call
 /// and one through the do-nothing proxy, and what the server spent on them.
 async fn persist_false_alone(
@@ -387,7 +406,7 @@ async fn persist_false_alone(
     base: &str,
     mock: &str,
     pid: u32,
-    n: usize,
+    Streams { n, tools_on }: Streams,
 ) -> anyhow::Result<()> {
     const WARMUP: usize = 200;
     let direct_body = direct_stream_body();
@@ -405,7 +424,11 @@ async fn persist_false_alone(
         }
         let d = to_first(client, &direct_url, &direct_body, CONTENT).await?;
         let p = to_first(client, &proxy_url, &direct_body, CONTENT).await?;
-        let e = to_first(client, &stream_url, &ephemeral_body(i), DELTA).await?;
+        let mut body = ephemeral_body(i);
+        if tools_on {
+            body.as_object_mut().map(|b| b.remove("enabledTools"));
+        }
+        let e = to_first(client, &stream_url, &body, DELTA).await?;
         if i >= WARMUP {
             direct.push(d);
             proxied.push(p);
@@ -415,7 +438,8 @@ async fn persist_false_alone(
     let after = Cpu::of(pid)?;
     println!(
         "persist: false streams alone, {n} after {WARMUP} warm-up, each after a direct call and \
-         one through a do-nothing proxy (`bench proxy`)"
+         one through a do-nothing proxy (`bench proxy`); tools {}",
+        if tools_on { "on" } else { "off" }
     );
     println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
     let d = row("first delta: mock directly", &mut direct);

@@ -42,3 +42,33 @@ pub fn optional_u64(args: &Map<String, Value>, key: &str) -> Result<Option<u64>,
 pub fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
     value.pointer(pointer).and_then(Value::as_str)
 }
+
+/// A JSON object of `fields`, each value moved in. `serde_json::json!` serializes each value it
+/// interpolates into a new one: a parsed schema, a message's parts or an image's data URL copied
+/// whole, the inner ones once for each level they are nested in. With tools on, that was half of
+/// building a turn's body (issue 59, BENCHMARKS.md); upstream bodies are built with this wherever
+/// a field holds more than a scalar or a borrowed text.
+pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), value))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_holds_its_fields_as_given() {
+        let schema = serde_json::json!({"type": "object", "required": ["q"]});
+        let built = object([("name", "search".into()), ("parameters", schema.clone())]);
+        assert_eq!(
+            built,
+            serde_json::json!({"name": "search", "parameters": schema})
+        );
+        assert_eq!(object([]), serde_json::json!({}));
+    }
+}

@@ -10,10 +10,11 @@
 use chatd_plugin_sdk::codec::{Codec, Decoder, post_turn};
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Request, Role, ToolCall};
 use chatd_plugin_sdk::host::{UpstreamError, Usage};
+use chatd_plugin_sdk::json::object;
 use chatd_plugin_sdk::provider::{self, FinishReason, Profile, TurnEvent, TurnRequest, TurnStream};
 use chatd_plugin_sdk::sse::Event;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 struct Ollama;
 
@@ -55,21 +56,26 @@ fn body(request: &TurnRequest) -> Result<Value, PluginError> {
         .iter()
         .map(message)
         .collect::<Result<Vec<_>, _>>()?;
-    let mut body = json!({
-        "model": request.model,
-        "messages": messages,
-        "stream": request.streaming,
-    });
+    // `object`, not `json!`, wherever a field holds a value: `json!` copies it whole.
+    let mut body = object([
+        ("model", request.model.as_str().into()),
+        ("messages", messages.into()),
+        ("stream", request.streaming.into()),
+    ]);
     if !request.tools.is_empty() {
         let tools = request
             .tools
             .iter()
             .map(|tool| {
-                Ok(json!({"type": "function", "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": provider::tool_schema(tool)?,
-                }}))
+                let function = object([
+                    ("name", tool.name.as_str().into()),
+                    ("description", tool.description.as_str().into()),
+                    ("parameters", provider::tool_schema(tool)?),
+                ]);
+                Ok(object([
+                    ("type", "function".into()),
+                    ("function", function),
+                ]))
             })
             .collect::<Result<Vec<_>, PluginError>>()?;
         body["tools"] = tools.into();
@@ -108,7 +114,10 @@ fn message(message: &Message) -> Result<Value, PluginError> {
             }
         }
     }
-    let mut out = json!({"role": role, "content": parts.join("\n\n")});
+    let mut out = object([
+        ("role", role.into()),
+        ("content", parts.join("\n\n").into()),
+    ]);
     if let Some(result) = &message.tool_result {
         out["content"] = result.output.clone().into();
         out["tool_name"] = result.name.clone().into();
@@ -121,7 +130,11 @@ fn message(message: &Message) -> Result<Value, PluginError> {
                 let arguments: Value = serde_json::from_str(&call.arguments_json).map_err(|e| {
                     PluginError::InvalidInput(format!("tool call {}: arguments: {e}", call.id))
                 })?;
-                Ok(json!({"function": {"name": call.name, "arguments": arguments}}))
+                let function = object([
+                    ("name", call.name.as_str().into()),
+                    ("arguments", arguments),
+                ]);
+                Ok(object([("function", function)]))
             })
             .collect::<Result<Vec<_>, PluginError>>()?;
         out["tool_calls"] = calls.into();
@@ -284,6 +297,7 @@ mod tests {
     use super::*;
     use chatd_plugin_sdk::host::{TextFile, ToolResult, ToolSpec};
     use chatd_plugin_sdk::testing::{Replayed, replay};
+    use serde_json::json;
 
     const TEXT: &str = include_str!("../fixtures/chat_stream_text.ndjson");
     const TOOL_CALL: &str = include_str!("../fixtures/chat_stream_tool_call.ndjson");

@@ -13,10 +13,10 @@
 
 use chatd_plugin_sdk::codec::{Codec, Decoder, post_turn};
 use chatd_plugin_sdk::host::{ContentPart, PluginError, Request, Role, Usage};
+use chatd_plugin_sdk::json::object;
 use chatd_plugin_sdk::provider::{self, FinishReason, Profile, TurnEvent, TurnRequest, TurnStream};
 use chatd_plugin_sdk::sse::Event;
 use serde::Deserialize;
-use serde_json::json;
 
 chatd_plugin_sdk::embed_manifest!("../manifest.json");
 
@@ -74,9 +74,14 @@ fn body(request: &TurnRequest) -> Result<serde_json::Value, PluginError> {
                 }
             }
         }
-        messages.push(json!({"role": role, "content": text.join("\n\n")}));
+        messages.push(object([("role", role.into()), ("content", text.join("\n\n").into())]));
     }
-    Ok(json!({"model": request.model, "messages": messages, "stream": request.streaming}))
+    // `object` moves each value in; `serde_json::json!` would copy the messages whole.
+    Ok(object([
+        ("model", request.model.as_str().into()),
+        ("messages", messages.into()),
+        ("stream", request.streaming.into()),
+    ]))
 }
 
 /// One line of the answer (or the whole answer). Every field optional.

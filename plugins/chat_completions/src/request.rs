@@ -5,6 +5,7 @@ use chatd_plugin_sdk::codec::{
     ResponseFormat, ToolChoice, Tuning, TurnOptions, effort_name, schema_value,
 };
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
+use chatd_plugin_sdk::json::object;
 use chatd_plugin_sdk::provider::json_number;
 use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
 use serde_json::{Map, Value, json};
@@ -110,7 +111,7 @@ fn add_options(body: &mut Map<String, Value>, options: &TurnOptions) -> Result<(
             }
             body.insert(
                 "response_format".into(),
-                json!({"type": "json_schema", "json_schema": spec}),
+                object([("type", "json_schema".into()), ("json_schema", spec.into())]),
             );
         }
     }
@@ -119,8 +120,14 @@ fn add_options(body: &mut Map<String, Value>, options: &TurnOptions) -> Result<(
 
 fn message(message: &Message) -> Result<Value, PluginError> {
     Ok(match message.role {
-        Role::System => json!({ "role": "system", "content": plain_text(message, "system")? }),
-        Role::User => json!({ "role": "user", "content": user_content(&message.content) }),
+        Role::System => object([
+            ("role", "system".into()),
+            ("content", plain_text(message, "system")?.into()),
+        ]),
+        Role::User => object([
+            ("role", "user".into()),
+            ("content", user_content(&message.content)),
+        ]),
         Role::Assistant => assistant(message)?,
         Role::Tool => {
             let result = message.tool_result.as_ref().ok_or_else(|| {
@@ -141,13 +148,14 @@ fn user_content(parts: &[ContentPart]) -> Value {
                 .iter()
                 .map(|part| match part {
                     ContentPart::Text(text) => json!({ "type": "text", "text": text }),
-                    ContentPart::Image(image) => json!({
-                        "type": "image_url",
-                        "image_url": { "url": image_data_url(image) }
-                    }),
-                    ContentPart::TextFile(file) => {
-                        json!({ "type": "text", "text": text_file_prompt(file) })
-                    }
+                    ContentPart::Image(image) => object([
+                        ("type", "image_url".into()),
+                        ("image_url", object([("url", image_data_url(image).into())])),
+                    ]),
+                    ContentPart::TextFile(file) => object([
+                        ("type", "text".into()),
+                        ("text", text_file_prompt(file).into()),
+                    ]),
                 })
                 .collect(),
         ),
@@ -211,15 +219,18 @@ fn tool(spec: &ToolSpec, strict: bool) -> Result<Value, PluginError> {
             ))
         })?
     };
-    let mut function = json!({
-        "name": spec.name,
-        "description": spec.description,
-        "parameters": parameters
-    });
+    let mut function = object([
+        ("name", spec.name.as_str().into()),
+        ("description", spec.description.as_str().into()),
+        ("parameters", parameters),
+    ]);
     if strict {
         function["strict"] = Value::Bool(true);
     }
-    Ok(json!({ "type": "function", "function": function }))
+    Ok(object([
+        ("type", "function".into()),
+        ("function", function),
+    ]))
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ use chatd_plugin_sdk::codec::{
     schema_value,
 };
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
+use chatd_plugin_sdk::json::object;
 use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
 use chatd_plugin_sdk::provider::{json_number, tool_schema};
 use serde_json::{Map, Value, json};
@@ -141,7 +142,7 @@ fn add_options(body: &mut Map<String, Value>, options: &TurnOptions) -> Result<(
             Value::Object(format)
         }
     };
-    body.insert("text".into(), json!({ "format": format }));
+    body.insert("text".into(), object([("format", format)]));
     Ok(())
 }
 
@@ -182,7 +183,11 @@ fn input(messages: &[Message]) -> Vec<Value> {
             Role::User => {
                 let content: Vec<Value> = message.content.iter().filter_map(user_part).collect();
                 if !content.is_empty() {
-                    items.push(json!({"type": "message", "role": "user", "content": content}));
+                    items.push(object([
+                        ("type", "message".into()),
+                        ("role", "user".into()),
+                        ("content", content.into()),
+                    ]));
                 }
             }
             Role::Assistant => {
@@ -197,7 +202,11 @@ fn input(messages: &[Message]) -> Vec<Value> {
                     })
                     .collect();
                 if !content.is_empty() {
-                    items.push(json!({"type": "message", "role": "assistant", "content": content}));
+                    items.push(object([
+                        ("type", "message".into()),
+                        ("role", "assistant".into()),
+                        ("content", content.into()),
+                    ]));
                 }
                 for call in &message.tool_calls {
                     items.push(json!({
@@ -227,12 +236,14 @@ fn user_part(part: &ContentPart) -> Option<Value> {
     match part {
         ContentPart::Text(text) if text.is_empty() => None,
         ContentPart::Text(text) => Some(json!({"type": "input_text", "text": text})),
-        ContentPart::Image(image) => {
-            Some(json!({"type": "input_image", "image_url": image_data_url(image)}))
-        }
-        ContentPart::TextFile(file) => {
-            Some(json!({"type": "input_text", "text": text_file_prompt(file)}))
-        }
+        ContentPart::Image(image) => Some(object([
+            ("type", "input_image".into()),
+            ("image_url", image_data_url(image).into()),
+        ])),
+        ContentPart::TextFile(file) => Some(object([
+            ("type", "input_text".into()),
+            ("text", text_file_prompt(file).into()),
+        ])),
     }
 }
 
@@ -241,13 +252,13 @@ fn tools(tools: &[ToolSpec], strict: &[String]) -> Result<Value, PluginError> {
     tools
         .iter()
         .map(|tool| {
-            Ok(json!({
-                "type": "function",
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool_schema(tool)?,
-                "strict": strict.contains(&tool.name),
-            }))
+            Ok(object([
+                ("type", "function".into()),
+                ("name", tool.name.as_str().into()),
+                ("description", tool.description.as_str().into()),
+                ("parameters", tool_schema(tool)?),
+                ("strict", strict.contains(&tool.name).into()),
+            ]))
         })
         .collect::<Result<Vec<_>, PluginError>>()
         .map(Value::Array)

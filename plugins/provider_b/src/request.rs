@@ -27,6 +27,7 @@ use chatd_plugin_sdk::codec::{
     OptionKind, ReasoningEffort, ToolChoice, Tuning, TuningKind, TurnOptions,
 };
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolResult, ToolSpec};
+use chatd_plugin_sdk::json::object;
 use chatd_plugin_sdk::provider::{TurnRequest, text_file_prompt};
 use chatd_plugin_sdk::provider::{json_number, tool_schema};
 use serde_json::{Map, Value, json};
@@ -165,7 +166,7 @@ fn messages(messages: &[Message]) -> Result<Vec<Value>, PluginError> {
     }
     Ok(turns
         .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
+        .map(|(role, content)| object([("role", role.into()), ("content", content.into())]))
         .collect())
 }
 
@@ -178,9 +179,10 @@ fn user_block(part: &ContentPart) -> Option<Value> {
             "type": "image",
             "source": {"type": "base64", "media_type": image.mime_type, "data": image.data_base64},
         })),
-        ContentPart::TextFile(file) => {
-            Some(json!({"type": "text", "text": text_file_prompt(file)}))
-        }
+        ContentPart::TextFile(file) => Some(object([
+            ("type", "text".into()),
+            ("text", text_file_prompt(file).into()),
+        ])),
     }
 }
 
@@ -204,7 +206,12 @@ fn assistant_blocks(message: &Message) -> Result<Vec<Value>, PluginError> {
             };
             PluginError::InvalidInput(format!("tool call {} ({}): {why}", call.id, call.name))
         })?;
-        blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+        blocks.push(object([
+            ("type", "tool_use".into()),
+            ("id", call.id.as_str().into()),
+            ("name", call.name.as_str().into()),
+            ("input", input.into()),
+        ]));
     }
     Ok(blocks)
 }
@@ -230,11 +237,11 @@ fn tools(tools: &[ToolSpec]) -> Result<Value, PluginError> {
     tools
         .iter()
         .map(|tool| {
-            Ok(json!({
-                "name": tool.name,
-                "description": tool.description,
-                "input_schema": tool_schema(tool)?,
-            }))
+            Ok(object([
+                ("name", tool.name.as_str().into()),
+                ("description", tool.description.as_str().into()),
+                ("input_schema", tool_schema(tool)?),
+            ]))
         })
         .collect::<Result<Vec<_>, PluginError>>()
         .map(Value::Array)
