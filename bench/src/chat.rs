@@ -55,7 +55,7 @@ use serde_json::{Value, json};
 
 use crate::harness::{
     CONTENT, Cpu, DELTA, PER_CHAT, added_by, chats, check, client, completion, ephemeral_body,
-    open_stream, row, to_first,
+    ephemeral_body_with_tools, open_stream, row, to_first, tools_offered,
 };
 use crate::plugins::rss_kib;
 use crate::plugins::server_binary;
@@ -187,11 +187,7 @@ async fn run_async(o: Options) -> anyhow::Result<()> {
     crate::harness::ready(&client, &base).await?;
 
     if o.persist_false_only {
-        let streams = Streams {
-            n: o.requests,
-            tools_on: o.tools_on,
-        };
-        return persist_false_alone(&client, &base, &mock_url, pid, streams).await;
+        return persist_false_alone(&client, &base, &mock_url, pid, o.requests, o.tools_on).await;
     }
     if o.against_proxy {
         return crate::straight::run(&client, &base, &mock_url, pid, o.requests).await;
@@ -392,23 +388,22 @@ async fn declared(
     Ok(())
 }
 
-/// How many `persist: false` streams `--persist-false-only` times, and whether they are offered
-/// the tools.
-struct Streams {
-    n: usize,
-    tools_on: bool,
-}
-
 /// `--persist-false-only`: the `persist: false` first delta, each interleaved with a direct call
-/// and one through the do-nothing proxy, and what the server spent on them.
+/// and one through the do-nothing proxy, and what the server spent on them; `tools_on`: the
+/// streams are offered every tool.
 async fn persist_false_alone(
     client: &reqwest::Client,
     base: &str,
     mock: &str,
     pid: u32,
-    Streams { n, tools_on }: Streams,
+    n: usize,
+    tools_on: bool,
 ) -> anyhow::Result<()> {
     const WARMUP: usize = 200;
+    let tools = match tools_on {
+        true => format!("on, {} offered", tools_offered(client, base).await?),
+        false => "off".to_string(),
+    };
     let direct_body = direct_stream_body();
     let (_proxy, proxy) = crate::proxy::start(mock)?;
     let direct_url = format!("{mock}/chat/completions");
@@ -424,10 +419,10 @@ async fn persist_false_alone(
         }
         let d = to_first(client, &direct_url, &direct_body, CONTENT).await?;
         let p = to_first(client, &proxy_url, &direct_body, CONTENT).await?;
-        let mut body = ephemeral_body(i);
-        if tools_on {
-            body.as_object_mut().map(|b| b.remove("enabledTools"));
-        }
+        let body = match tools_on {
+            true => ephemeral_body_with_tools(i),
+            false => ephemeral_body(i),
+        };
         let e = to_first(client, &stream_url, &body, DELTA).await?;
         if i >= WARMUP {
             direct.push(d);
@@ -438,8 +433,7 @@ async fn persist_false_alone(
     let after = Cpu::of(pid)?;
     println!(
         "persist: false streams alone, {n} after {WARMUP} warm-up, each after a direct call and \
-         one through a do-nothing proxy (`bench proxy`); tools {}",
-        if tools_on { "on" } else { "off" }
+         one through a do-nothing proxy (`bench proxy`); tools {tools}"
     );
     println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
     let d = row("first delta: mock directly", &mut direct);

@@ -134,6 +134,30 @@ pub(crate) fn ephemeral_body(i: usize) -> Value {
     body
 }
 
+/// The `i`th `persist: false` stream's request with every tool offered: it names none, so the
+/// chat's default, all of them (issue 59's target request).
+pub(crate) fn ephemeral_body_with_tools(i: usize) -> Value {
+    let mut body = ephemeral_body(i);
+    if let Some(fields) = body.as_object_mut() {
+        fields.remove("enabledTools");
+    }
+    body
+}
+
+/// How many tools the server at `base` offers; an error when none, where tools on would be
+/// tools off.
+pub(crate) async fn tools_offered(client: &reqwest::Client, base: &str) -> anyhow::Result<usize> {
+    let tools = check(client.get(format!("{base}/v1/chat-tools")).send().await?).await?;
+    let offered = serde_json::from_slice::<Value>(&tools)?["tools"]
+        .as_array()
+        .map_or(0, Vec::len);
+    ensure!(
+        offered > 0,
+        "the server offers no tool: tools on would be tools off"
+    );
+    Ok(offered)
+}
+
 /// Time until the first chunk containing `needle` arrives.
 pub(crate) async fn time_to(
     res: reqwest::Response,

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::harness::{
-    CONTENT, Cpu, DELTA, PER_CHAT, added_by, chats, check, completion, ephemeral_body, row,
-    to_first,
+    CONTENT, Cpu, DELTA, PER_CHAT, added_by, chats, check, completion, ephemeral_body,
+    ephemeral_body_with_tools, row, to_first, tools_offered,
 };
 
 /// Rounds before the measured ones: connections, the first instances, SQLite's pages.
@@ -57,14 +57,7 @@ pub(crate) async fn run(
     pid: u32,
     n: usize,
 ) -> anyhow::Result<()> {
-    let tools = check(client.get(format!("{base}/v1/chat-tools")).send().await?).await?;
-    let offered = serde_json::from_slice::<Value>(&tools)?["tools"]
-        .as_array()
-        .map_or(0, Vec::len);
-    anyhow::ensure!(
-        offered > 0,
-        "the server offers no tool: tools on would be tools off"
-    );
+    let offered = tools_offered(client, base).await?;
     let (_proxy, proxy) = crate::proxy::start(mock)?;
     let ids = chats(client, base, (n + WARMUP).div_ceil(PER_CHAT) + 1).await?;
     let stream_body = json!({"model": "zero", "stream": true,
@@ -81,9 +74,7 @@ pub(crate) async fn run(
         if i == WARMUP {
             before = Cpu::of(pid)?;
         }
-        // Every tool offered: the request names none, so the chat's default, all of them.
-        let mut with_tools = ephemeral_body(i);
-        with_tools.as_object_mut().map(|b| b.remove("enabledTools"));
+        let with_tools = ephemeral_body_with_tools(i);
         let on = (
             to_first(client, &direct, &stream_body, CONTENT).await?,
             to_first(client, &proxied, &stream_body, CONTENT).await?,

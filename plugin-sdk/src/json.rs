@@ -45,9 +45,9 @@ pub fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
 
 /// A JSON object of `fields`, each value moved in. `serde_json::json!` serializes each value it
 /// interpolates into a new one: a parsed schema, a message's parts or an image's data URL copied
-/// whole, the inner ones once for each level they are nested in. With tools on, that was half of
-/// building a turn's body (issue 59, BENCHMARKS.md); upstream bodies are built with this wherever
-/// a field holds more than a scalar or a borrowed text.
+/// whole, once for each `json!` it passes through. With tools on, that was half of building a
+/// turn's body (issue 59, BENCHMARKS.md); upstream bodies are built with this wherever a field
+/// takes a value made for it (built, parsed or formatted), not one borrowed from the request.
 pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
     Value::Object(
         fields

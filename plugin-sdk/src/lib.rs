@@ -85,8 +85,9 @@
 //!    (strict tools, one call per turn, reasoning effort, a seed; only those `tuned()` names).
 //!    [`provider::tool_schema`],
 //!    [`provider::text_file_prompt`] and [`provider::json_number`] do what every provider does.
-//!    Build objects that hold a schema, a message's parts or an image with [`json::object`],
-//!    which moves each value in: `serde_json::json!` copies every value it is given.
+//!    Build objects whose fields take built values (a parsed schema, a message's parts, an
+//!    image's data URL) with [`json::object`], which moves each one in: `serde_json::json!`
+//!    copies every value it is given.
 //! 4. **Private wire types**: `serde` structs of what the upstream answers, every field
 //!    optional, unknown ones ignored.
 //! 5. **The stream parser** ([`provider::TurnStream`]): `push` turns one event into turn events

@@ -56,7 +56,8 @@ fn body(request: &TurnRequest) -> Result<Value, PluginError> {
         .iter()
         .map(message)
         .collect::<Result<Vec<_>, _>>()?;
-    // `object`, not `json!`, wherever a field holds a value: `json!` copies it whole.
+    // `object`, not `json!`, where a field takes a built value (the messages, a parsed schema):
+    // `json!` copies it whole.
     let mut body = object([
         ("model", request.model.as_str().into()),
         ("messages", messages.into()),
