@@ -203,16 +203,20 @@ impl Completion {
 
     /// Runs the loop to its answer, reporting `tool_call` and `delta` events to `sink` (the
     /// caller sends `meta` before and `done`/`error` after). Its account's hold ends with it.
-    pub async fn run(self, sink: &Sink) -> Result<Finished, CompletionError> {
-        let spender = self.spender.clone();
+    ///
+    /// By reference, not by value: an `async fn` keeps a copy of each argument it is given
+    /// beside the argument itself, so a `Completion` (632 bytes) moved down `run` and `rounds`
+    /// was held four times in their futures, memory every live stream keeps for its whole run
+    /// (BENCHMARKS.md, "Where a live stream's memory goes").
+    pub async fn run(&mut self, sink: &Sink) -> Result<Finished, CompletionError> {
         let finished = self.rounds(sink).await;
-        if let Some(spender) = spender {
+        if let Some(spender) = &self.spender {
             spender.settle().await;
         }
         finished
     }
 
-    async fn rounds(mut self, sink: &Sink) -> Result<Finished, CompletionError> {
+    async fn rounds(&mut self, sink: &Sink) -> Result<Finished, CompletionError> {
         let mut refs = self.references();
         let mut reply = Reply::default();
         let mut out = Finished::default();
@@ -646,7 +650,9 @@ impl Completion {
         );
         if let (Some(spender), Some(paying)) = (&self.spender, paying) {
             let model = (self.provider.as_str(), self.model.as_str());
-            paying.record(spender, model, &turn, tokens, reply).await;
+            // Boxed: inline, this write's state (4 KiB) would size every turn's future, and
+            // so every live stream's, budgets or not.
+            Box::pin(paying.record(spender, model, &turn, tokens, reply)).await;
         }
         turn
     }

@@ -33,7 +33,7 @@ pub async fn suggest(
     spender: Option<Arc<crate::usage::Spender>>,
 ) -> Result<Option<String>, CompletionError> {
     let input: String = content.chars().take(MAX_INPUT_CHARS).collect();
-    let completion = Completion {
+    let mut completion = Completion {
         provider: provider.to_string(),
         model: model.to_string(),
         plugin,

@@ -151,7 +151,7 @@ fn begin(
     let (work, work_call, stop, stop_call) = (ctx.clone(), call.clone(), ctx.clone(), call.clone());
     let (history, stop_history) = (run.history.clone(), run.history);
     let owner = run.owner;
-    let completion = run.completion;
+    let mut completion = run.completion;
     ctx.runs.spawn(
         RunKind::Chat,
         async move {
@@ -159,11 +159,13 @@ fn begin(
                 &work.store,
                 work_call.clone(),
                 history,
-                completion,
+                &mut completion,
                 &sink,
                 recorded,
             )
             .await;
+            // Let go before the end is told, as when the run took it by value.
+            drop(completion);
             // The tap closes before the end is told: a reader sees every event first.
             drop(sink);
             let stored = record(
@@ -276,7 +278,7 @@ async fn start(
     let (work, stop, stop_call) = (ctx.clone(), ctx.clone(), call.clone());
     let (history, stop_history) = (run.history.clone(), run.history);
     let owner = run.owner;
-    let completion = run.completion;
+    let mut completion = run.completion;
     // Whichever way the run ends owns the registration: it is released after the final write
     // and before the terminal event, on the stop path too.
     let registration = Arc::new(Mutex::new(Some(registered)));
@@ -286,7 +288,9 @@ async fn start(
         async move {
             let call_id = call.id.clone();
             let outcome =
-                run_recorded(&work.store, call, history, completion, &sink, recorded).await;
+                run_recorded(&work.store, call, history, &mut completion, &sink, recorded).await;
+            // Let go before the end is told, as when the run took it by value.
+            drop(completion);
             let stored = record(
                 &work.store,
                 &call_id,
@@ -331,11 +335,15 @@ pub fn ephemeral(runs: &Arc<ActiveRuns>, run: ChatRun) -> (RunReader, tokio::tas
     });
     let reader = log.reader();
     let stop_log = log.clone();
-    let completion = run.completion;
+    // Mutable here, run in place in the task: moved in, it would be held twice (the task's
+    // copy and the run's), as an `async fn`'s arguments are (`Completion::run`).
+    let mut completion = run.completion;
     let task = runs.spawn(
         RunKind::Chat,
         async move {
             let outcome = completion.run(&sink).await.map_err(RunError::from);
+            // Let go before the end is told, as when the run took it by value.
+            drop(completion);
             push(&log, &end_event(outcome, Ok(())));
         },
         move |why| async move { push(&stop_log, &ChatEvent::Error(why.message().into())) },
@@ -349,7 +357,7 @@ async fn run_recorded(
     store: &Store,
     call: NewCall,
     history: Arc<[NewMessage]>,
-    completion: Completion,
+    completion: &mut Completion,
     sink: &Sink,
     recorded: watch::Sender<Option<bool>>,
 ) -> Result<Finished, RunError> {
