@@ -662,6 +662,15 @@ pub(crate) fn verify(text: &str) -> anyhow::Result<()> {
 #[derive(Clone, Default)]
 struct Mock;
 
+/// The last body the mock was sent that offered tools: chatd's upstream request with tools on,
+/// which `--against-proxy` then sends directly and through the proxy too (`straight.rs`).
+static WITH_TOOLS: std::sync::Mutex<Option<Bytes>> = std::sync::Mutex::new(None);
+
+/// The last request with tools the mock was sent, its bytes as sent.
+pub(crate) fn last_with_tools() -> Option<Bytes> {
+    WITH_TOOLS.lock().ok()?.clone()
+}
+
 pub(crate) async fn start_mock() -> anyhow::Result<SocketAddr> {
     let app = axum::Router::new()
         .route("/chat/completions", axum::routing::post(mock_completion))
@@ -685,6 +694,11 @@ pub(crate) async fn start_mock() -> anyhow::Result<SocketAddr> {
 
 async fn mock_completion(State(_): State<Mock>, body: Bytes) -> Response {
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if request.get("tools").is_some()
+        && let Ok(mut last) = WITH_TOOLS.lock()
+    {
+        *last = Some(body.clone());
+    }
     let streaming = request["stream"] == true;
     let pause = match request["model"].as_str() {
         Some("paced") => Some(Duration::from_millis(20)),

@@ -5,14 +5,22 @@
 //! persisted non-streaming completion. The figures are whole latencies, so chatd ÷ the proxy is
 //! what a request costs through chatd against through any process in between; the targets are
 //! ≤ 1.5 at p50 and ≤ 2 at p99 for the first delta with tools on, ≤ 3 non-streaming.
+//!
+//! With tools on, chatd sends the mock a larger request than the client's (the tools'
+//! definitions and their instruction), which the mock then reads. So the tools-on stream is
+//! compared twice: against the plain question sent directly and through the proxy, and against
+//! chatd's own upstream request (captured by the mock) sent both ways, the same exchange with the
+//! upstream whichever way it goes.
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+use axum::body::Bytes;
 use serde_json::{Value, json};
 
 use crate::harness::{
     CONTENT, Cpu, DELTA, PER_CHAT, added_by, chats, check, completion, ephemeral_body,
-    ephemeral_body_with_tools, row, to_first, tools_offered,
+    ephemeral_body_with_tools, row, time_to, to_first, tools_offered,
 };
 
 /// Rounds before the measured ones: connections, the first instances, SQLite's pages.
@@ -67,8 +75,16 @@ pub(crate) async fn run(
     let (direct, proxied) = (upstream(mock), upstream(&proxy));
     let stream_url = format!("{base}/v1/chat-completions/stream");
     let plain_url = format!("{base}/v1/chat-completions");
-    let (mut tools_on, mut tools_off, mut persisted) =
-        (Three::default(), Three::default(), Three::default());
+    // One tools-on stream first, for the request chatd sends upstream with them.
+    to_first(client, &stream_url, &ephemeral_body_with_tools(0), DELTA).await?;
+    let upstream_with_tools =
+        crate::chat::last_with_tools().context("the mock was sent no request with tools")?;
+    let (mut tools_on, mut same_upstream, mut tools_off, mut persisted) = (
+        Three::default(),
+        Three::default(),
+        Three::default(),
+        Three::default(),
+    );
     let mut before = Cpu::of(pid)?;
     for i in 0..n + WARMUP {
         if i == WARMUP {
@@ -79,6 +95,11 @@ pub(crate) async fn run(
             to_first(client, &direct, &stream_body, CONTENT).await?,
             to_first(client, &proxied, &stream_body, CONTENT).await?,
             to_first(client, &stream_url, &with_tools, DELTA).await?,
+        );
+        let same = (
+            to_first_raw(client, &direct, &upstream_with_tools, CONTENT).await?,
+            to_first_raw(client, &proxied, &upstream_with_tools, CONTENT).await?,
+            on.2,
         );
         let off = (
             to_first(client, &direct, &stream_body, CONTENT).await?,
@@ -93,6 +114,7 @@ pub(crate) async fn run(
         );
         if i >= WARMUP {
             tools_on.push(on);
+            same_upstream.push(same);
             tools_off.push(off);
             persisted.push(stored);
         }
@@ -104,6 +126,11 @@ pub(crate) async fn run(
     );
     println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
     tools_on.report("first delta, tools on, persist false");
+    println!(
+        "  the same stream of chatd's against its upstream request ({} bytes) sent both ways:",
+        upstream_with_tools.len()
+    );
+    same_upstream.report("first delta, tools on, same upstream request");
     tools_off.report("first delta, tools off, persist false");
     persisted.report("non-streaming, persisted");
     println!(
@@ -111,6 +138,24 @@ pub(crate) async fn run(
         (after.seconds - before.seconds) * 1e6 / n as f64
     );
     Ok(())
+}
+
+/// [`to_first`] for a body already written: its bytes sent as they are, so the time does not
+/// include writing a request chatd's client does not write (chatd's upstream request).
+async fn to_first_raw(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Bytes,
+    needle: &[u8],
+) -> anyhow::Result<Duration> {
+    let t = Instant::now();
+    let res = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.clone())
+        .send()
+        .await?;
+    time_to(res, needle, t).await
 }
 
 /// Time from sending `body` to `url` until its whole answer is read.
