@@ -121,6 +121,20 @@ pub fn parse(args: &[String]) -> anyhow::Result<Options> {
             other => bail!("unknown option {other}\n{}", usage()),
         }
     }
+    let modes = [
+        o.persist_false_only,
+        o.against_proxy,
+        o.telemetry,
+        o.live_only,
+        o.streams_only,
+    ];
+    // Each mode runs alone: combined, the first one `run` reaches would silently be the only one.
+    ensure!(
+        modes.iter().filter(|on| **on).count() <= 1,
+        "--persist-false-only, --against-proxy, --telemetry, --live-only and --streams-only \
+         each run alone: choose one\n{}",
+        usage()
+    );
     ensure!(
         !o.tools_on || o.persist_false_only,
         "--tools-on is an option of --persist-false-only"
@@ -739,5 +753,30 @@ async fn mock_completion(State(_): State<Mock>, body: Bytes) -> Response {
                 .body(Body::from_stream(chunks))
                 .unwrap()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn each_mode_runs_alone() {
+        let err = parse(&args(&[
+            "--persist-false-only",
+            "--tools-on",
+            "--telemetry",
+        ]))
+        .err()
+        .expect("two modes");
+        assert!(err.to_string().contains("each run alone"), "{err}");
+        assert!(parse(&args(&["--against-proxy", "--streams-only"])).is_err());
+        assert!(parse(&args(&["--tools-on", "--against-proxy"])).is_err());
+        let one = parse(&args(&["--persist-false-only", "--tools-on"])).expect("one mode");
+        assert!(one.persist_false_only && one.tools_on);
     }
 }
