@@ -680,9 +680,9 @@ struct Mock;
 /// which `--against-proxy` then sends directly and through the proxy too (`straight.rs`).
 static WITH_TOOLS: std::sync::Mutex<Option<Bytes>> = std::sync::Mutex::new(None);
 
-/// The last request with tools the mock was sent, its bytes as sent.
-pub(crate) fn last_with_tools() -> Option<Bytes> {
-    WITH_TOOLS.lock().ok()?.clone()
+/// The last request with tools the mock was sent since the last call, its bytes as sent.
+pub(crate) fn take_with_tools() -> Option<Bytes> {
+    WITH_TOOLS.lock().ok()?.take()
 }
 
 pub(crate) async fn start_mock() -> anyhow::Result<SocketAddr> {

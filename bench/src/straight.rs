@@ -75,10 +75,12 @@ pub(crate) async fn run(
     let (direct, proxied) = (upstream(mock), upstream(&proxy));
     let stream_url = format!("{base}/v1/chat-completions/stream");
     let plain_url = format!("{base}/v1/chat-completions");
-    // One tools-on stream first, for the request chatd sends upstream with them.
+    // One tools-on stream first, for the request chatd sends upstream with them (the mock
+    // forgets any it was sent before).
+    crate::chat::take_with_tools();
     to_first(client, &stream_url, &ephemeral_body_with_tools(0), DELTA).await?;
     let upstream_with_tools =
-        crate::chat::last_with_tools().context("the mock was sent no request with tools")?;
+        crate::chat::take_with_tools().context("chatd sent the mock no request with tools")?;
     let (mut tools_on, mut same_upstream, mut tools_off, mut persisted) = (
         Three::default(),
         Three::default(),
@@ -127,8 +129,10 @@ pub(crate) async fn run(
     println!("{:<50} {:>9} {:>9} {:>9}", "", "p50 ms", "p99 ms", "max ms");
     tools_on.report("first delta, tools on, persist false");
     println!(
-        "  the same stream of chatd's against its upstream request ({} bytes) sent both ways:",
-        upstream_with_tools.len()
+        "  the same stream of chatd's against its upstream request ({} bytes; the plain question \
+         {}) sent both ways:",
+        upstream_with_tools.len(),
+        serde_json::to_vec(&stream_body)?.len()
     );
     same_upstream.report("first delta, tools on, same upstream request");
     tools_off.report("first delta, tools off, persist false");

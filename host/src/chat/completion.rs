@@ -203,6 +203,7 @@ impl Completion {
 
     /// Runs the loop to its answer, reporting `tool_call` and `delta` events to `sink` (the
     /// caller sends `meta` before and `done`/`error` after). Its account's hold ends with it.
+    /// Once: the completion is spent after it (its transcript, fallback and asks used up).
     ///
     /// By reference, not by value: an `async fn` keeps a copy of each argument it is given
     /// beside the argument itself, so a `Completion` (632 bytes) moved down `run` and `rounds`

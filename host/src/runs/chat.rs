@@ -335,8 +335,8 @@ pub fn ephemeral(runs: &Arc<ActiveRuns>, run: ChatRun) -> (RunReader, tokio::tas
     });
     let reader = log.reader();
     let stop_log = log.clone();
-    // Mutable here, run in place in the task: moved in, it would be held twice (the task's
-    // copy and the run's), as an `async fn`'s arguments are (`Completion::run`).
+    // Mutable here and run in place in the task: given to `run` by value, it would be held
+    // again twice in run's future, as an `async fn`'s arguments are (`Completion::run`).
     let mut completion = run.completion;
     let task = runs.spawn(
         RunKind::Chat,
