@@ -676,15 +676,6 @@ pub(crate) fn verify(text: &str) -> anyhow::Result<()> {
 #[derive(Clone, Default)]
 struct Mock;
 
-/// The last body the mock was sent that offered tools: chatd's upstream request with tools on,
-/// which `--against-proxy` then sends directly and through the proxy too (`straight.rs`).
-static WITH_TOOLS: std::sync::Mutex<Option<Bytes>> = std::sync::Mutex::new(None);
-
-/// The last request with tools the mock was sent since the last call, its bytes as sent.
-pub(crate) fn take_with_tools() -> Option<Bytes> {
-    WITH_TOOLS.lock().ok()?.take()
-}
-
 pub(crate) async fn start_mock() -> anyhow::Result<SocketAddr> {
     let app = axum::Router::new()
         .route("/chat/completions", axum::routing::post(mock_completion))
@@ -708,10 +699,8 @@ pub(crate) async fn start_mock() -> anyhow::Result<SocketAddr> {
 
 async fn mock_completion(State(_): State<Mock>, body: Bytes) -> Response {
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    if request.get("tools").is_some()
-        && let Ok(mut last) = WITH_TOOLS.lock()
-    {
-        *last = Some(body.clone());
+    if request.get("tools").is_some() {
+        crate::harness::keep_with_tools(&body);
     }
     let streaming = request["stream"] == true;
     let pause = match request["model"].as_str() {

@@ -144,6 +144,23 @@ pub(crate) fn ephemeral_body_with_tools(i: usize) -> Value {
     body
 }
 
+/// The last request with tools the mock (`chat.rs`) was sent: chatd's upstream request with
+/// tools on, which `--against-proxy` then sends directly and through the proxy too
+/// (`straight.rs`).
+static WITH_TOOLS: std::sync::Mutex<Option<Bytes>> = std::sync::Mutex::new(None);
+
+/// Kept by the mock for [`take_with_tools`]: a request it was sent with tools, as sent.
+pub(crate) fn keep_with_tools(body: &Bytes) {
+    if let Ok(mut last) = WITH_TOOLS.lock() {
+        *last = Some(body.clone());
+    }
+}
+
+/// The last request with tools the mock was sent since the last call, its bytes as sent.
+pub(crate) fn take_with_tools() -> Option<Bytes> {
+    WITH_TOOLS.lock().ok()?.take()
+}
+
 /// How many tools the server at `base` offers; an error when none, where tools on would be
 /// tools off.
 pub(crate) async fn tools_offered(client: &reqwest::Client, base: &str) -> anyhow::Result<usize> {

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::harness::{
     CONTENT, Cpu, DELTA, PER_CHAT, added_by, chats, check, completion, ephemeral_body,
-    ephemeral_body_with_tools, row, time_to, to_first, tools_offered,
+    ephemeral_body_with_tools, row, take_with_tools, time_to, to_first, tools_offered,
 };
 
 /// Rounds before the measured ones: connections, the first instances, SQLite's pages.
@@ -77,10 +77,10 @@ pub(crate) async fn run(
     let plain_url = format!("{base}/v1/chat-completions");
     // One tools-on stream first, for the request chatd sends upstream with them (the mock
     // forgets any it was sent before).
-    crate::chat::take_with_tools();
+    take_with_tools();
     to_first(client, &stream_url, &ephemeral_body_with_tools(0), DELTA).await?;
     let upstream_with_tools =
-        crate::chat::take_with_tools().context("chatd sent the mock no request with tools")?;
+        take_with_tools().context("chatd sent the mock no request with tools")?;
     let (mut tools_on, mut same_upstream, mut tools_off, mut persisted) = (
         Three::default(),
         Three::default(),
