@@ -1,5 +1,5 @@
-//! Messages found by their text, from the FTS5 index `messages_fts` (its migration keeps it in
-//! step with `messages` by triggers). Hits come newest first by the index's rowid, which is the
+//! Messages found by their text, from the FTS5 index `messages_fts` (written behind the
+//! messages, and brought up to date before each search: `search_index.rs`). Hits come newest first by the index's rowid, which is the
 //! message row's: FTS5 walks its lists in rowid order and stops at the page's end, so a word in
 //! a million messages costs what a rare one does.
 
@@ -45,6 +45,8 @@ impl SqliteStore {
         after: Option<&str>,
         owner: &str,
     ) -> Result<Option<Vec<MessageHit>>> {
+        // Every message committed before the search began is found.
+        self.index_pending().await?;
         let expression = match_expression(words);
         let query = match after {
             None => sqlx::query_as(HITS)

@@ -29,6 +29,7 @@ mod calls;
 mod chats;
 mod liveness;
 mod message_search;
+mod search_index;
 mod searches;
 
 use std::str::FromStr;
@@ -125,11 +126,13 @@ impl SqliteStore {
                 source,
             })?;
         tokio::spawn(checkpoints(pool.clone()));
-        Ok(Self {
+        let store = Self {
             pool,
             writer,
             lock: std::sync::Arc::new(std::sync::Mutex::new(lock)),
-        })
+        };
+        tokio::spawn(search_index::index_behind(store.clone()));
+        Ok(store)
     }
 
     /// A write transaction. `BEGIN IMMEDIATE` takes SQLite's write lock up front: a deferred
