@@ -76,6 +76,21 @@ pub(super) struct Writer {
     slot: Arc<tokio::sync::Mutex<Slot>>,
 }
 
+/// A [`Writer`] that is gone once every store holding it is dropped.
+pub(super) struct WeakWriter {
+    options: std::sync::Weak<SqliteConnectOptions>,
+    slot: std::sync::Weak<tokio::sync::Mutex<Slot>>,
+}
+
+impl WeakWriter {
+    pub fn upgrade(&self) -> Option<Writer> {
+        Some(Writer {
+            options: self.options.upgrade()?,
+            slot: self.slot.upgrade()?,
+        })
+    }
+}
+
 #[derive(Debug, Default)]
 struct Slot {
     /// `None` once a connection was given up (the next write opens another) or closed.
@@ -94,6 +109,14 @@ impl Writer {
                 closed: false,
             })),
         })
+    }
+
+    /// A handle that does not keep the writer open: a task that outlives no store.
+    pub fn downgrade(&self) -> WeakWriter {
+        WeakWriter {
+            options: Arc::downgrade(&self.options),
+            slot: Arc::downgrade(&self.slot),
+        }
     }
 
     /// Waits for a write in progress, then closes the connection; later writes fail.

@@ -126,13 +126,12 @@ impl SqliteStore {
                 source,
             })?;
         tokio::spawn(checkpoints(pool.clone()));
-        let store = Self {
+        tokio::spawn(search_index::index_behind(pool.clone(), writer.downgrade()));
+        Ok(Self {
             pool,
             writer,
             lock: std::sync::Arc::new(std::sync::Mutex::new(lock)),
-        };
-        tokio::spawn(search_index::index_behind(store.clone()));
-        Ok(store)
+        })
     }
 
     /// A write transaction. `BEGIN IMMEDIATE` takes SQLite's write lock up front: a deferred

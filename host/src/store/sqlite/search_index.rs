@@ -9,7 +9,9 @@
 
 use std::time::Duration;
 
-use super::batch::Batch;
+use sqlx::SqlitePool;
+
+use super::batch::{Batch, WeakWriter};
 use super::{Result, SqliteStore};
 
 /// How often the queued messages go into the index when nothing searches.
@@ -37,9 +39,20 @@ impl SqliteStore {
 }
 
 /// Indexes the queue every [`EVERY`] (first at once: what a stopped server left queued). Ends
-/// when the store is closed.
-pub(super) async fn index_behind(store: SqliteStore) {
+/// when the store is closed, or dropped: it holds the writer weakly, and a store of its own
+/// without the database's lock, so a store dropped without `close` (a test's server) still
+/// gives up its lock and its writer's connection.
+pub(super) async fn index_behind(pool: SqlitePool, writer: WeakWriter) {
     loop {
+        // Held only for the pass, never across the wait.
+        let Some(writer) = writer.upgrade() else {
+            return;
+        };
+        let store = SqliteStore {
+            pool: pool.clone(),
+            writer,
+            lock: Default::default(),
+        };
         if store.is_closed() {
             return;
         }
@@ -49,6 +62,7 @@ pub(super) async fn index_behind(store: SqliteStore) {
             }
             tracing::warn!(error = %e, "the message search's index could not take the queued messages; a search will try again");
         }
+        drop(store);
         tokio::time::sleep(EVERY).await;
     }
 }
@@ -119,6 +133,24 @@ mod tests {
         assert_eq!(hits(&store, "heron").await, 1);
         let mut tx = store.write_tx().await.unwrap();
         assert_eq!(count(&mut tx, QUEUED).await, 0);
+    }
+
+    /// The indexer keeps neither the database's lock nor its writer: a store dropped without
+    /// `close` (a test's server) lets the next one open the same file, and the indexer ends.
+    #[tokio::test]
+    async fn a_store_dropped_without_close_can_be_opened_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!(
+            "sqlite://{}?mode=rwc",
+            dir.path().join("chatd.db").display()
+        );
+        let open = || SqliteStore::open(&url, std::time::Duration::from_secs(5), true);
+        let first = open().await.unwrap();
+        let writer = first.writer.downgrade();
+        drop(first);
+        assert!(writer.upgrade().is_none(), "the indexer held the writer");
+        let again = open().await.expect("the lock was given up");
+        again.close().await;
     }
 
     /// Messages deleted while queued, and others once indexed, leave the index sound: the
