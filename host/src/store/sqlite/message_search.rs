@@ -1,7 +1,7 @@
 //! Messages found by their text, from the FTS5 index `messages_fts` (written behind the
-//! messages, and brought up to date before each search: `search_index.rs`). Hits come newest first by the index's rowid, which is the
-//! message row's: FTS5 walks its lists in rowid order and stops at the page's end, so a word in
-//! a million messages costs what a rare one does.
+//! messages, and brought up to date before each search: `search_index.rs`). Hits come newest
+//! first by the index's rowid, which is the message row's: FTS5 walks its lists in rowid order
+//! and stops at the page's end, so a word in a million messages costs what a rare one does.
 
 use super::SqliteStore;
 use crate::store::read::HitRow;
@@ -45,24 +45,28 @@ impl SqliteStore {
         after: Option<&str>,
         owner: &str,
     ) -> Result<Option<Vec<MessageHit>>> {
-        // Every message committed before the search began is found.
-        self.index_pending().await?;
+        let after = match after.map(str::parse::<i64>) {
+            Some(Err(_)) => return Ok(None),
+            Some(Ok(rowid)) => Some(rowid),
+            None => None,
+        };
+        // Every message committed before the search began is found. When the queue cannot be
+        // indexed (a full disk, SQLite's write lock held past the timeout), a search is still
+        // a read, of what the index holds.
+        if let Err(e) = self.index_pending().await {
+            tracing::warn!(error = %e, "the message search's index could not take the queued messages; searched as it is");
+        }
         let expression = match_expression(words);
         let query = match after {
             None => sqlx::query_as(HITS)
                 .bind(expression)
                 .bind(i64::from(limit))
                 .bind(owner),
-            Some(after) => {
-                let Ok(rowid) = after.parse::<i64>() else {
-                    return Ok(None);
-                };
-                sqlx::query_as(HITS_AFTER)
-                    .bind(expression)
-                    .bind(i64::from(limit))
-                    .bind(owner)
-                    .bind(rowid)
-            }
+            Some(rowid) => sqlx::query_as(HITS_AFTER)
+                .bind(expression)
+                .bind(i64::from(limit))
+                .bind(owner)
+                .bind(rowid),
         };
         let rows: Vec<HitRow> = query.fetch_all(self.pool()).await?;
         rows.into_iter()

@@ -72,9 +72,9 @@ impl SqliteStore {
 
     /// Opens (creating file and folder if needed) and migrates the database; `timeout` bounds a
     /// wait for a connection or for SQLite's lock.
-    /// `exclusive`: take the database's process lock (a server); a short command writing a few
-    /// rows beside a running server (`chatd users`) does not, and SQLite's own locking orders
-    /// its writes with the server's.
+    /// `exclusive`: take the database's process lock and index the message search's queue (a
+    /// server); a short command writing a few rows beside a running server (`chatd users`) does
+    /// neither, and SQLite's own locking orders its writes with the server's.
     pub async fn open(raw: &str, timeout: Duration, exclusive: bool) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(raw)
             .map_err(|source| StoreError::Open {
@@ -126,7 +126,11 @@ impl SqliteStore {
                 source,
             })?;
         tokio::spawn(checkpoints(pool.clone()));
-        tokio::spawn(search_index::index_behind(pool.clone(), writer.downgrade()));
+        // A server's store indexes the search's queue; a short command beside it leaves that
+        // to the server (or the next one to start).
+        if exclusive {
+            tokio::spawn(search_index::index_behind(pool.clone(), writer.downgrade()));
+        }
         Ok(Self {
             pool,
             writer,
