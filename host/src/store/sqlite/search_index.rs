@@ -5,7 +5,8 @@
 //! `messages_fts_pending` (the triggers of the migration `message_search_behind`), and the queue
 //! goes into the index as one transaction: every [`EVERY`] off the request path, and before
 //! each search, which therefore finds every message committed before it began (the black-box
-//! tests search right after they write).
+//! tests search right after they write), unless the index cannot be written then
+//! (`message_search.rs`).
 
 use std::time::Duration;
 
