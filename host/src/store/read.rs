@@ -57,7 +57,8 @@ const CHATS: &str = concat!(
     " WHERE c.owner_id = $1 ORDER BY c.updated_at DESC, c.id DESC"
 );
 /// A page of chats: the newest `$1`, or (`_AFTER`) the `$1` after the row `($2, $3)`. A row
-/// value comparison, which both databases answer from the `(updated_at, id)` index.
+/// value comparison, which both databases answer from the owner's `(owner_id, updated_at, id)`
+/// index (`chats_by_owner`).
 const CHATS_PAGE: &str = concat!(
     select_chat!(),
     " WHERE c.owner_id = $2 ORDER BY c.updated_at DESC, c.id DESC LIMIT $1"
