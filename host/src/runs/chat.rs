@@ -22,7 +22,7 @@ use crate::chat::failure::CompletionError;
 use crate::chat::history;
 use crate::chat::sink::{ChatWriter, Sink};
 use crate::runlog::{RunLog, RunReader, Stop, StopSwitch};
-use crate::store::{NewCall, NewChat, NewMessage, Store, StoreError};
+use crate::store::{MessageRecord, NewCall, NewChat, NewMessage, Store, StoreError};
 use crate::vocabulary::{Role, new_id};
 
 /// A validated completion request, ready to run.
@@ -34,6 +34,9 @@ pub struct ChatRun {
     /// The supplied history; its new rows are stored when the call is recorded. Shared by the
     /// run and its stop path: with attachments it can be tens of MiB.
     pub history: Arc<[NewMessage]>,
+    /// The chat's transcript, as read when the request was checked; `None` for a new chat.
+    /// Given to the call's record, which picks the new rows from it unless it has grown since.
+    pub transcript: Option<Vec<MessageRecord>>,
     /// `enabledTools` for a chat this run creates.
     pub new_chat_tools: Vec<String>,
     /// Whose request it is: the owner of a chat it creates and of the exchange it keeps.
@@ -150,7 +153,7 @@ fn begin(
     let stop_answer = answer.clone();
     let (work, work_call, stop, stop_call) = (ctx.clone(), call.clone(), ctx.clone(), call.clone());
     let (history, stop_history) = (run.history.clone(), run.history);
-    let owner = run.owner;
+    let (owner, transcript) = (run.owner, run.transcript);
     let mut completion = run.completion;
     ctx.runs.spawn(
         RunKind::Chat,
@@ -158,6 +161,7 @@ fn begin(
             let outcome = run_recorded(
                 &work.store,
                 work_call.clone(),
+                transcript,
                 history,
                 &mut completion,
                 &sink,
@@ -214,7 +218,7 @@ pub enum StreamError {
 /// its own ([`ActiveRuns::spawn_step`]): a client gone while the chat was written or the run
 /// registered (a database write) must not leave a chat without its run, or a run no task ends.
 /// Accepted, a request runs to its end, as it does when its client leaves after `meta`.
-pub async fn stream(ctx: &RunContext, run: ChatRun) -> Result<RunReader, StreamError> {
+pub async fn stream(ctx: &RunContext, mut run: ChatRun) -> Result<RunReader, StreamError> {
     let started = Instant::now();
     let step = ctx.clone();
     ctx.runs
@@ -222,13 +226,16 @@ pub async fn stream(ctx: &RunContext, run: ChatRun) -> Result<RunReader, StreamE
             let chat_id = match run.chat_id.clone() {
                 Some(chat_id) => chat_id,
                 None => {
-                    step.store
+                    let chat = step
+                        .store
                         .create_chat(NewChat {
                             enabled_tools: run.new_chat_tools.clone(),
                             ..NewChat::owned_by(&run.owner)
                         })
-                        .await?
-                        .id
+                        .await?;
+                    // Created without messages: none to read back.
+                    run.transcript = Some(Vec::new());
+                    chat.id
                 }
             };
             start(&step, run, chat_id, started).await
@@ -277,7 +284,7 @@ async fn start(
     let stop_log = log.clone();
     let (work, stop, stop_call) = (ctx.clone(), ctx.clone(), call.clone());
     let (history, stop_history) = (run.history.clone(), run.history);
-    let owner = run.owner;
+    let (owner, transcript) = (run.owner, run.transcript);
     let mut completion = run.completion;
     // Whichever way the run ends owns the registration: it is released after the final write
     // and before the terminal event, on the stop path too.
@@ -287,8 +294,16 @@ async fn start(
         RunKind::Chat,
         async move {
             let call_id = call.id.clone();
-            let outcome =
-                run_recorded(&work.store, call, history, &mut completion, &sink, recorded).await;
+            let outcome = run_recorded(
+                &work.store,
+                call,
+                transcript,
+                history,
+                &mut completion,
+                &sink,
+                recorded,
+            )
+            .await;
             // Let go before the end is told, as when the run took it by value.
             drop(completion);
             let stored = record(
@@ -356,13 +371,16 @@ pub fn ephemeral(runs: &Arc<ActiveRuns>, run: ChatRun) -> (RunReader, tokio::tas
 async fn run_recorded(
     store: &Store,
     call: NewCall,
+    transcript: Option<Vec<MessageRecord>>,
     history: Arc<[NewMessage]>,
     completion: &mut Completion,
     sink: &Sink,
     recorded: watch::Sender<Option<bool>>,
 ) -> Result<Finished, RunError> {
     let begun = store
-        .begin_call(call, |stored| history::new_rows(stored, &history))
+        .begin_call(call, transcript, |stored| {
+            history::new_rows(stored, &history)
+        })
         .await;
     recorded.send_replace(Some(matches!(begun, Ok(true))));
     match begun {
@@ -494,7 +512,7 @@ async fn record_stopped(
     let record = async {
         if store.get_call(&id).await?.is_none() {
             store
-                .begin_call(call, |stored| history::new_rows(stored, history))
+                .begin_call(call, None, |stored| history::new_rows(stored, history))
                 .await?;
         }
         store.fail_call(&id, why.message(), None, latency).await

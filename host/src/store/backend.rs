@@ -17,6 +17,7 @@ pub(super) trait Chats {
         &self,
         id: &str,
     ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>>;
+    async fn chat_to_continue(&self, id: &str) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>>;
     async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>>;
     async fn set_chat_starred(&self, id: &str, starred: bool) -> Result<Option<ChatRecord>>;
     async fn delete_chat(&self, id: &str) -> Result<bool>;
@@ -32,6 +33,7 @@ pub(super) trait Calls {
     async fn begin_call(
         &self,
         call: NewCall,
+        read: Option<Vec<MessageRecord>>,
         new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
     ) -> Result<bool>;
     async fn finish_call(

@@ -397,6 +397,16 @@ impl Store {
         timed!(self, "get_chat_with_messages", db => db.get_chat_with_messages(id).await)
     }
 
+    /// The chat and its transcript, as [`Store::get_chat_with_messages`] gives them, read for a
+    /// completion that continues it: where its call's record ([`Store::begin_call`]) is written
+    /// next, which on SQLite is cheaper than a read on the pool (`sqlite/batch.rs`).
+    pub async fn chat_to_continue(
+        &self,
+        id: &str,
+    ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
+        timed!(self, "chat_to_continue", db => db.chat_to_continue(id).await)
+    }
+
     /// Applies a settings update and bumps `updatedAt`. `None` when the chat does not exist.
     pub async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {
         timed!(self, "update_chat", db => db.update_chat(id, patch).await)
@@ -426,12 +436,18 @@ impl Store {
     /// transcript (so two calls with the same history cannot both store it), sets the chat's
     /// last-used provider and model (and the initiated ones if unset), and records the call.
     /// `false` when the chat does not exist (deleted meanwhile).
+    ///
+    /// `read`: the chat's transcript as the caller read it before (with the chat, when the
+    /// request was checked; empty for a chat it has just created), which saves SQLite a round
+    /// trip. It may be stale: rows are picked from it only if the transcript has not grown since.
+    /// `None` reads it here.
     pub async fn begin_call(
         &self,
         call: NewCall,
+        read: Option<Vec<MessageRecord>>,
         new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
     ) -> Result<bool> {
-        timed!(self, "begin_call", db => db.begin_call(call, new_rows).await)
+        timed!(self, "begin_call", db => db.begin_call(call, read, new_rows).await)
     }
 
     /// Ends a call that succeeded: its assistant message (when it has a chat) and its usage and

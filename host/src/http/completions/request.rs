@@ -23,7 +23,7 @@ use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::snapshot::{ServedProvider, Snapshot};
 use crate::plugins::worlds::provider as wit;
 use crate::plugins::worlds::provider::{TurnAsks, turn_options, turn_tuning};
-use crate::store::{ChatRecord, NewMessage};
+use crate::store::{ChatRecord, MessageRecord, NewMessage};
 use crate::tools::Offer;
 use crate::tools::enabled::EnabledTool;
 use crate::tools::python::Container;
@@ -229,7 +229,9 @@ pub(in crate::http) async fn prepare_with(
     }
     let history = new_messages(std::mem::take(&mut ask.messages), |i| ask.origins.at(i))?;
     check_attachments(&provider, &history, &ask.origins)?;
-    let chat = owned_chat(state, caller, ask.chat_id.as_deref()).await?;
+    let (chat, transcript) = owned_chat(state, caller, ask.chat_id.as_deref())
+        .await?
+        .unzip();
     let plugin = provider_plugin(&provider)?;
     let tools = enabled_tools(offer, &provider, &ask, chat.as_ref());
     let instruction = provider.profile.tool_instruction && !tools.is_empty();
@@ -276,6 +278,7 @@ pub(in crate::http) async fn prepare_with(
         model: ask.model,
         chat_id: ask.chat_id,
         history: history.into(),
+        transcript,
         new_chat_tools: match &ask.enabled_tools {
             Some(requested) => offer.keep_known(requested),
             None => offer.names(),
@@ -285,17 +288,17 @@ pub(in crate::http) async fn prepare_with(
     })
 }
 
-/// The chat `id` names, when the caller owns it (another's is not found, as a missing one).
-/// Only its settings are needed now; its transcript is read when the call is recorded, beside
-/// the first model turn.
+/// The chat `id` names, when the caller owns it (another's is not found, as a missing one), and
+/// its transcript, read in the same round trip: the call's record picks the history's new rows
+/// from it, unless it grows in between (`Store::begin_call`).
 async fn owned_chat(
     state: &AppState,
     caller: &Caller,
     id: Option<&str>,
-) -> ApiResult<Option<ChatRecord>> {
+) -> ApiResult<Option<(ChatRecord, Vec<MessageRecord>)>> {
     let Some(id) = id else { return Ok(None) };
-    let chat = state.store.get_chat(id).await?;
-    chat.filter(|chat| chat.owner_id == caller.owner())
+    let chat = state.store.chat_to_continue(id).await?;
+    chat.filter(|(chat, _)| chat.owner_id == caller.owner())
         .map(Some)
         .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))
 }

@@ -13,6 +13,7 @@ impl Calls for PgStore {
     async fn begin_call(
         &self,
         call: NewCall,
+        read: Option<Vec<MessageRecord>>,
         new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
     ) -> Result<bool> {
         let mut tx = self.tx().await?;
@@ -32,7 +33,14 @@ impl Calls for PgStore {
             .bind(chat_id)
             .execute(&mut *tx)
             .await?;
-            let rows = new_rows(&load_messages(&mut tx, chat_id).await?);
+            // The transcript `read` before, unless it has grown since (it is only ever
+            // appended to, so its length is its last `seq`).
+            let stored = match read {
+                Some(read) if read.len() as i64 == last => read,
+                _ => load_messages(&mut tx, chat_id).await?,
+            };
+            let rows = new_rows(&stored);
+            drop(stored);
             insert_messages(&mut tx, chat_id, &at, last, &rows).await?;
         }
         sqlx::query(

@@ -62,6 +62,16 @@ impl Chats for PgStore {
         Ok(Some((chat, messages)))
     }
 
+    /// Two reads without a transaction: the call's record reads the transcript again, under
+    /// the chat's lock, when it has grown since (`calls.rs`).
+    async fn chat_to_continue(&self, id: &str) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
+        let Some(chat) = read::postgres::chat(&self.pool, id).await? else {
+            return Ok(None);
+        };
+        let messages = read::postgres::messages(&self.pool, id).await?;
+        Ok(Some((chat, messages)))
+    }
+
     async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {
         let (set_prompt, prompt) = match patch.additional_system_prompt {
             Some(p) => (true, p),

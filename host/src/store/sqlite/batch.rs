@@ -142,6 +142,34 @@ impl SqliteStore {
     /// holding SQLite's write lock.
     pub(super) async fn commit(&self, batch: Batch) -> Result<Vec<SqliteRow>> {
         let (sql, args) = batch.into_parts()?;
+        self.on_writer(format!("BEGIN IMMEDIATE;\n{sql}COMMIT;"), args, true)
+            .await
+    }
+
+    /// Runs a read on the writer's connection, between its writes, in one round trip. For the
+    /// read a write follows (a completion's chat and transcript): that connection's page cache
+    /// still holds the pages its last write left, where any other connection's was dropped by
+    /// that write (SQLite empties a connection's cache whenever another has written since its
+    /// last read), and no pool's connection is lent and given back (sqlx pings every connection
+    /// given back: a round trip more). Writes wait for it, so it is not for a large read that
+    /// no write follows.
+    pub(super) async fn read_on_writer(
+        &self,
+        sql: &'static str,
+        args: SqliteArguments<'static>,
+    ) -> Result<Vec<SqliteRow>> {
+        self.on_writer(sql.to_string(), args, false).await
+    }
+
+    /// Runs `sql` on the writer's connection, in a task of its own (see [`SqliteStore::commit`]:
+    /// a dropped caller must not stop sqlx's worker mid-query); a `transaction` that fails is
+    /// rolled back.
+    async fn on_writer(
+        &self,
+        sql: String,
+        args: SqliteArguments<'static>,
+        transaction: bool,
+    ) -> Result<Vec<SqliteRow>> {
         let writer = self.writer.clone();
         let task = tokio::spawn(async move {
             let mut slot = writer.slot.lock().await;
@@ -152,12 +180,14 @@ impl SqliteStore {
                 Some(conn) => conn,
                 none => none.insert(writer.options.connect().await?),
             };
-            let sql = format!("BEGIN IMMEDIATE;\n{sql}COMMIT;");
             let result = sqlx::query_with(&sql, args).fetch_all(&mut *conn).await;
             // The statements after the failing one did not run, `COMMIT` among them. When the
             // rollback fails too (`BEGIN` itself failed, or the connection is broken), the
             // connection is given up.
-            if result.is_err() && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
+            if transaction
+                && result.is_err()
+                && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err()
+            {
                 slot.conn = None;
             }
             result
@@ -277,7 +307,7 @@ mod tests {
             .unwrap();
         // One batch: the chat's update, three inserts and the call's insert.
         let begun = store
-            .begin_call(call("call-1", &chat.id), |_| {
+            .begin_call(call("call-1", &chat.id), None, |_| {
                 vec![user("a"), user("b"), user("c")]
             })
             .await
@@ -310,7 +340,9 @@ mod tests {
     async fn a_batch_for_a_missing_chat_keeps_nothing() {
         let store = store().await;
         let begun = store
-            .begin_call(call("call-2", "no-such-chat"), |_| vec![user("lost")])
+            .begin_call(call("call-2", "no-such-chat"), Some(Vec::new()), |_| {
+                vec![user("lost")]
+            })
             .await
             .unwrap();
         assert!(!begun);
@@ -357,7 +389,7 @@ mod tests {
             }
             new_turns(&history)(stored)
         };
-        let begun = store.begin_call(call("call-3", &chat.id), new_rows);
+        let begun = store.begin_call(call("call-3", &chat.id), None, new_rows);
         assert!(begun.await.unwrap());
         assert_eq!(asked.into_inner(), 2, "the rows were picked again");
         let contents = transcript(&store, &chat.id).await;
@@ -372,6 +404,91 @@ mod tests {
         );
     }
 
+    /// A completion's chat and transcript are read on the writer's connection, as the pool's
+    /// would give them.
+    #[tokio::test]
+    async fn a_chat_to_continue_is_read_on_the_writer() {
+        let store = store().await;
+        let chat = store
+            .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
+            .await
+            .unwrap();
+        store.append_message(&chat.id, user("a")).await.unwrap();
+        let (read, messages) = store.chat_to_continue(&chat.id).await.unwrap().unwrap();
+        assert_eq!((read.id.as_str(), messages.len()), (chat.id.as_str(), 1));
+        assert_eq!(messages[0].content, "a");
+        assert!(
+            store
+                .chat_to_continue("no-such-chat")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        // Once the writer is closed the read fails, where the pool still answers.
+        store.writer.close().await;
+        assert!(store.chat_to_continue(&chat.id).await.is_err());
+        assert!(
+            store
+                .get_chat_with_messages(&chat.id)
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    /// The transcript the request's check read is used as it is, unless it grew since.
+    #[tokio::test]
+    async fn a_transcript_read_before_is_used_unless_it_grew() {
+        let store = store().await;
+        let chat = store
+            .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
+            .await
+            .unwrap();
+        let read = |chat_id: String| {
+            let store = store.clone();
+            async move {
+                store
+                    .get_chat_with_messages(&chat_id)
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .1
+            }
+        };
+        let first = read(chat.id.clone()).await;
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let new_rows = |history: &'static [&'static str]| {
+            let asked = &asked;
+            move |stored: &[MessageRecord]| {
+                asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                new_turns(history)(stored)
+            }
+        };
+        let begun = store.begin_call(
+            call("call-5", &chat.id),
+            Some(first.clone()),
+            new_rows(&["a"]),
+        );
+        assert!(begun.await.unwrap());
+        assert_eq!(asked.swap(0, std::sync::atomic::Ordering::SeqCst), 1);
+        // Read before "a" was stored: stale, so the rows are picked again from the transcript
+        // as it is under the write lock, and "a" is not stored twice.
+        let begun = store.begin_call(call("call-6", &chat.id), Some(first), new_rows(&["a", "b"]));
+        assert!(begun.await.unwrap());
+        assert_eq!(asked.swap(0, std::sync::atomic::Ordering::SeqCst), 2);
+        assert_eq!(transcript(&store, &chat.id).await, ["a", "b"]);
+        // Read after: picked from as it is, in the one write.
+        let current = read(chat.id.clone()).await;
+        let begun = store.begin_call(
+            call("call-7", &chat.id),
+            Some(current),
+            new_rows(&["a", "b", "c"]),
+        );
+        assert!(begun.await.unwrap());
+        assert_eq!(asked.into_inner(), 1);
+        assert_eq!(transcript(&store, &chat.id).await, ["a", "b", "c"]);
+    }
+
     #[tokio::test]
     async fn a_call_that_failed_meanwhile_keeps_its_outcome_and_gets_no_reply() {
         let store = store().await;
@@ -381,7 +498,7 @@ mod tests {
             .unwrap();
         assert!(
             store
-                .begin_call(call("call-4", &chat.id), |_| vec![user("q")])
+                .begin_call(call("call-4", &chat.id), None, |_| vec![user("q")])
                 .await
                 .unwrap()
         );
@@ -450,10 +567,7 @@ mod tests {
     async fn a_writer_whose_rollback_fails_gives_up_its_connection_and_opens_another() {
         use std::str::FromStr;
         let dir = tempfile::tempdir().unwrap();
-        let url = format!(
-            "sqlite://{}?mode=rwc",
-            dir.path().join("chatd.db").display()
-        );
+        let url = super::super::file_url(&dir);
         let store = SqliteStore::open(&url, std::time::Duration::from_secs(5), true)
             .await
             .unwrap();

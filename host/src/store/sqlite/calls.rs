@@ -17,20 +17,24 @@ impl Calls for SqliteStore {
     /// last-used provider and model (and the initiated ones if unset), and records the call.
     /// `false` when the chat does not exist (deleted meanwhile).
     ///
-    /// Two round trips in the usual case: the transcript is read outside any transaction, and the
-    /// writes are made in one, on condition that the transcript has not grown in between
-    /// (messages are only ever appended, so its length is its last `seq`). When it has, the
-    /// transcript is read again under the write lock and `new_rows` asked again.
+    /// One round trip in the usual case, the writes, made on condition that the transcript has
+    /// not grown since it was `read` (messages are only ever appended, so its length is its last
+    /// `seq`); two when the caller did not read it, outside any transaction, here. When it has
+    /// grown, the transcript is read again under the write lock and `new_rows` asked again.
     async fn begin_call(
         &self,
         call: NewCall,
+        read: Option<Vec<MessageRecord>>,
         new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
     ) -> Result<bool> {
         let Some(chat_id) = &call.chat_id else {
             self.commit(call_batch(&call, &[], None)?).await?;
             return Ok(true);
         };
-        let transcript = read::sqlite::messages(&self.pool, chat_id).await?;
+        let transcript = match read {
+            Some(transcript) => transcript,
+            None => read::sqlite::messages(&self.pool, chat_id).await?,
+        };
         let after = transcript.len() as i64;
         // The rows are dropped once bound, before the write: with attachments they can be tens
         // of MiB, and the write copies them again.

@@ -3,8 +3,8 @@
 //! Transcript order is the per-chat `seq` column, assigned inside the inserting transaction, not
 //! the timestamp: two messages written in the same millisecond keep the order they were sent in.
 
-use sqlx::sqlite::SqliteRow;
-use sqlx::{FromRow, Row, Sqlite, Transaction};
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{Arguments, FromRow, Row, Sqlite, Transaction};
 
 use super::batch::Batch;
 use super::{Member, Result, SqliteStore, set_membership};
@@ -76,6 +76,27 @@ pub(super) fn touch_chat(batch: &mut Batch, chat_id: &str, only: Condition) {
     );
 }
 
+/// A chat's row, then its messages in transcript order: two reads sent as one query.
+const CHAT_WITH_MESSAGES: &str = concat!(
+    select_chat!(),
+    " WHERE c.id = ?;\n",
+    select_messages!(),
+    " WHERE chat_id = ? ORDER BY seq"
+);
+
+/// The rows of [`CHAT_WITH_MESSAGES`]: the chat's comes first; a chat that does not exist has
+/// no messages either.
+fn chat_with_messages(rows: &[SqliteRow]) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
+    let Some((chat, messages)) = rows.split_first() else {
+        return Ok(None);
+    };
+    let messages = messages
+        .iter()
+        .map(|row| MessageRow::from_row(row)?.record())
+        .collect::<Result<_>>()?;
+    Ok(Some((chat_from_row(chat)?, messages)))
+}
+
 pub(super) fn chat_from_row(row: &SqliteRow) -> Result<ChatRecord> {
     ChatRow::from_row(row)?.record()
 }
@@ -121,25 +142,22 @@ impl Chats for SqliteStore {
         &self,
         id: &str,
     ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
-        let rows = sqlx::query(concat!(
-            select_chat!(),
-            " WHERE c.id = ?;\n",
-            select_messages!(),
-            " WHERE chat_id = ? ORDER BY seq"
-        ))
-        .bind(id)
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await?;
-        // The chat's row comes first; a chat that does not exist has no messages either.
-        let Some((chat, messages)) = rows.split_first() else {
-            return Ok(None);
-        };
-        let messages = messages
-            .iter()
-            .map(|row| MessageRow::from_row(row)?.record())
-            .collect::<Result<_>>()?;
-        Ok(Some((chat_from_row(chat)?, messages)))
+        let rows = sqlx::query(CHAT_WITH_MESSAGES)
+            .bind(id)
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        chat_with_messages(&rows)
+    }
+
+    /// The same read, on the writer's connection ([`SqliteStore::read_on_writer`]): the call's
+    /// record follows it there. One round trip against two with the pool's (its lending and the
+    /// ping sqlx sends when it is given back), and the pages the last write left still cached.
+    async fn chat_to_continue(&self, id: &str) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
+        let mut args = SqliteArguments::default();
+        args.add(id.to_string()).map_err(sqlx::Error::Encode)?;
+        args.add(id.to_string()).map_err(sqlx::Error::Encode)?;
+        chat_with_messages(&self.read_on_writer(CHAT_WITH_MESSAGES, args).await?)
     }
 
     /// Applies a settings update and bumps `updatedAt`. `None` when the chat does not exist.

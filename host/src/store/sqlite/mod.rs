@@ -275,3 +275,12 @@ fn is_in_memory(path: &std::path::Path) -> bool {
         p.contains(":memory:") || p.contains("mode=memory") || p.starts_with("file:sqlx-in-memory-")
     })
 }
+
+/// A database file in `dir`, for the tests that need a file (a lock, a second connection).
+#[cfg(test)]
+fn file_url(dir: &tempfile::TempDir) -> String {
+    format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("chatd.db").display()
+    )
+}

@@ -110,6 +110,27 @@ mod tests {
         batch.run(tx).await.unwrap();
     }
 
+    /// Two chats saying "heron": the first's message indexed, the second's queued in the
+    /// returned transaction, still open.
+    async fn indexed_and_queued(store: &SqliteStore) -> sqlx::Transaction<'static, sqlx::Sqlite> {
+        let (indexed, queued) = (chat(store).await, chat(store).await);
+        let mut tx = store.write_tx().await.unwrap();
+        say(&mut tx, &indexed, "heron").await;
+        tx.commit().await.unwrap();
+        store.index_pending().await.unwrap();
+        let mut tx = store.write_tx().await.unwrap();
+        say(&mut tx, &queued, "heron").await;
+        tx
+    }
+
+    /// FTS5's integrity check: the external-content index holds what the messages say.
+    async fn assert_sound(store: &SqliteStore) {
+        sqlx::query("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+            .execute(store.pool())
+            .await
+            .expect("the index matches the messages");
+    }
+
     async fn hits(store: &SqliteStore, word: &str) -> usize {
         store
             .search_messages(&[word.to_string()], 10, None, "o")
@@ -137,16 +158,38 @@ mod tests {
         assert_eq!(count(&mut tx, QUEUED).await, 0);
     }
 
+    /// A search whose queue cannot be indexed (here the writer is closed; a full disk, the
+    /// lock held past the timeout) reads what the index holds, and the queue waits.
+    #[tokio::test]
+    async fn a_search_that_cannot_index_the_queue_reads_the_index() {
+        let store = store().await;
+        let tx = indexed_and_queued(&store).await;
+        tx.commit().await.unwrap();
+        store.writer.close().await;
+        assert!(
+            store.index_pending().await.is_err(),
+            "the queue cannot be indexed"
+        );
+        assert_eq!(
+            hits(&store, "heron").await,
+            1,
+            "the indexed message, as a read"
+        );
+        let mut tx = store.write_tx().await.unwrap();
+        assert_eq!(
+            count(&mut tx, QUEUED).await,
+            1,
+            "the queued one still queued"
+        );
+    }
+
     /// A server's store indexes the queue by itself, and its indexer never keeps the database's
     /// lock nor, once the store is dropped, its writer: a store dropped without `close` (a
     /// test's server) lets the next one open the same file, and the indexer ends.
     #[tokio::test]
     async fn a_servers_store_indexes_by_itself_and_lets_go_when_dropped() {
         let dir = tempfile::tempdir().unwrap();
-        let url = format!(
-            "sqlite://{}?mode=rwc",
-            dir.path().join("chatd.db").display()
-        );
+        let url = super::super::file_url(&dir);
         let open = || SqliteStore::open(&url, std::time::Duration::from_secs(5), true);
         let first = open().await.unwrap();
         let heron = chat(&first).await;
@@ -189,13 +232,7 @@ mod tests {
     #[tokio::test]
     async fn a_changed_message_is_found_by_its_new_text() {
         let store = store().await;
-        let (indexed, queued) = (chat(&store).await, chat(&store).await);
-        let mut tx = store.write_tx().await.unwrap();
-        say(&mut tx, &indexed, "heron").await;
-        tx.commit().await.unwrap();
-        store.index_pending().await.unwrap();
-        let mut tx = store.write_tx().await.unwrap();
-        say(&mut tx, &queued, "heron").await;
+        let mut tx = indexed_and_queued(&store).await;
         sqlx::query("UPDATE messages SET content = 'ibis'")
             .execute(&mut *tx)
             .await
@@ -204,10 +241,7 @@ mod tests {
         tx.commit().await.unwrap();
         assert_eq!(hits(&store, "heron").await, 0);
         assert_eq!(hits(&store, "ibis").await, 2);
-        sqlx::query("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
-            .execute(store.pool())
-            .await
-            .expect("the index matches the messages");
+        assert_sound(&store).await;
     }
 
     /// Messages deleted while queued, and others once indexed, leave the index sound: the
@@ -237,10 +271,7 @@ mod tests {
         tx.commit().await.unwrap();
         assert_eq!(hits(&store, "heron").await, 1);
         assert_eq!(hits(&store, "ibis").await, 0);
-        sqlx::query("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
-            .execute(store.pool())
-            .await
-            .expect("the index matches the messages");
+        assert_sound(&store).await;
         assert!(store.delete_chat(&kept).await.unwrap());
         assert_eq!(hits(&store, "heron").await, 0);
     }
