@@ -268,7 +268,10 @@ async fn a_stream_on_a_is_attached_and_resumed_on_b_with_the_same_events() {
 
 #[tokio::test]
 async fn simultaneous_streams_on_a_and_b_get_one_409_each_pair() {
-    let upstream = ScriptedUpstream::start([(ROUTE, Reply::sse(TEXT_STREAM))]).await;
+    // Paced, so each run outlasts the other request's start: an instant stream could end on one
+    // instance before the other's request came in, and both would rightly be accepted.
+    let paced = paced_text(4, Duration::from_millis(50));
+    let upstream = ScriptedUpstream::start([(ROUTE, paced)]).await;
     let (_dir, a, b, _db) = deployment(&upstream).await;
     for pair in 0..20 {
         let chat_id = a.new_chat().await;

@@ -34,8 +34,9 @@ pub struct ChatRun {
     /// The supplied history; its new rows are stored when the call is recorded. Shared by the
     /// run and its stop path: with attachments it can be tens of MiB.
     pub history: Arc<[NewMessage]>,
-    /// The chat's transcript, as read when the request was checked; `None` for a new chat.
-    /// Given to the call's record, which picks the new rows from it unless it has grown since.
+    /// The chat's transcript, as read when the request was checked (empty for a stream's new
+    /// chat); `None` when none was read (no chat; PostgreSQL's, read with the record). Given to
+    /// the call's record, which picks the new rows from it unless it has grown since.
     pub transcript: Option<Vec<MessageRecord>>,
     /// `enabledTools` for a chat this run creates.
     pub new_chat_tools: Vec<String>,

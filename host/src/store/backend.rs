@@ -17,7 +17,11 @@ pub(super) trait Chats {
         &self,
         id: &str,
     ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>>;
-    async fn chat_to_continue(&self, id: &str) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>>;
+    async fn chat_to_continue(
+        &self,
+        id: &str,
+        owner: &str,
+    ) -> Result<Option<(ChatRecord, Option<Vec<MessageRecord>>)>>;
     async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>>;
     async fn set_chat_starred(&self, id: &str, starred: bool) -> Result<Option<ChatRecord>>;
     async fn delete_chat(&self, id: &str) -> Result<bool>;

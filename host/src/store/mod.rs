@@ -397,14 +397,18 @@ impl Store {
         timed!(self, "get_chat_with_messages", db => db.get_chat_with_messages(id).await)
     }
 
-    /// The chat and its transcript, as [`Store::get_chat_with_messages`] gives them, read for a
-    /// completion that continues it: where its call's record ([`Store::begin_call`]) is written
-    /// next, which on SQLite is cheaper than a read on the pool (`sqlite/batch.rs`).
+    /// The chat `id`, when `owner` owns it, read for a completion that continues it, and the
+    /// transcript its call's record ([`Store::begin_call`]) picks the new rows from, where the
+    /// backend reads it ahead: SQLite reads both on the writer's connection, where that record
+    /// is written next, in one round trip (cheaper than the pool's: `sqlite/batch.rs`);
+    /// PostgreSQL reads only the chat, and the transcript under the chat's lock in the record.
+    /// Another owner's chat is `None`, as a missing one, and nothing of it is read.
     pub async fn chat_to_continue(
         &self,
         id: &str,
-    ) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
-        timed!(self, "chat_to_continue", db => db.chat_to_continue(id).await)
+        owner: &str,
+    ) -> Result<Option<(ChatRecord, Option<Vec<MessageRecord>>)>> {
+        timed!(self, "chat_to_continue", db => db.chat_to_continue(id, owner).await)
     }
 
     /// Applies a settings update and bumps `updatedAt`. `None` when the chat does not exist.
@@ -440,7 +444,7 @@ impl Store {
     /// `read`: the chat's transcript as the caller read it before (with the chat, when the
     /// request was checked; empty for a chat it has just created), which saves SQLite a round
     /// trip. It may be stale: rows are picked from it only if the transcript has not grown since.
-    /// `None` reads it here.
+    /// `None` reads it here. PostgreSQL reads it under the chat's lock whatever is given.
     pub async fn begin_call(
         &self,
         call: NewCall,

@@ -232,6 +232,7 @@ pub(in crate::http) async fn prepare_with(
     let (chat, transcript) = owned_chat(state, caller, ask.chat_id.as_deref())
         .await?
         .unzip();
+    let transcript = transcript.flatten();
     let plugin = provider_plugin(&provider)?;
     let tools = enabled_tools(offer, &provider, &ask, chat.as_ref());
     let instruction = provider.profile.tool_instruction && !tools.is_empty();
@@ -289,17 +290,16 @@ pub(in crate::http) async fn prepare_with(
 }
 
 /// The chat `id` names, when the caller owns it (another's is not found, as a missing one), and
-/// its transcript, read in the same round trip: the call's record picks the history's new rows
-/// from it, unless it grows in between (`Store::begin_call`).
+/// its transcript where the store reads it ahead: the call's record picks the history's new
+/// rows from it, unless it grows in between (`Store::chat_to_continue`).
 async fn owned_chat(
     state: &AppState,
     caller: &Caller,
     id: Option<&str>,
-) -> ApiResult<Option<(ChatRecord, Vec<MessageRecord>)>> {
+) -> ApiResult<Option<(ChatRecord, Option<Vec<MessageRecord>>)>> {
     let Some(id) = id else { return Ok(None) };
-    let chat = state.store.chat_to_continue(id).await?;
-    chat.filter(|(chat, _)| chat.owner_id == caller.owner())
-        .map(Some)
+    let chat = state.store.chat_to_continue(id, caller.owner()).await?;
+    chat.map(Some)
         .ok_or_else(|| ApiError::not_found(CHAT_NOT_FOUND))
 }
 

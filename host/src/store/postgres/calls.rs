@@ -10,10 +10,14 @@ use crate::store::{CallUsage, ChatRecord, MessageRecord, NewCall, NewMessage, Re
 use crate::vocabulary::now;
 
 impl Calls for PgStore {
+    /// The transcript is read under the chat's row lock, whatever was `read` before: an earlier
+    /// read would have to be checked by its length against the last `seq`, which trusts that
+    /// the `seq`s run 1, 2, 3…, and an import does not check that; here the read is one round
+    /// trip inside a transaction that takes several anyway.
     async fn begin_call(
         &self,
         call: NewCall,
-        read: Option<Vec<MessageRecord>>,
+        _read: Option<Vec<MessageRecord>>,
         new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
     ) -> Result<bool> {
         let mut tx = self.tx().await?;
@@ -33,14 +37,7 @@ impl Calls for PgStore {
             .bind(chat_id)
             .execute(&mut *tx)
             .await?;
-            // The transcript `read` before, unless it has grown since (it is only ever
-            // appended to, so its length is its last `seq`).
-            let stored = match read {
-                Some(read) if read.len() as i64 == last => read,
-                _ => load_messages(&mut tx, chat_id).await?,
-            };
-            let rows = new_rows(&stored);
-            drop(stored);
+            let rows = new_rows(&load_messages(&mut tx, chat_id).await?);
             insert_messages(&mut tx, chat_id, &at, last, &rows).await?;
         }
         sqlx::query(

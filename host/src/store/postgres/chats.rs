@@ -62,14 +62,17 @@ impl Chats for PgStore {
         Ok(Some((chat, messages)))
     }
 
-    /// Two reads without a transaction: the call's record reads the transcript again, under
-    /// the chat's lock, when it has grown since (`calls.rs`).
-    async fn chat_to_continue(&self, id: &str) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
-        let Some(chat) = read::postgres::chat(&self.pool, id).await? else {
-            return Ok(None);
-        };
-        let messages = read::postgres::messages(&self.pool, id).await?;
-        Ok(Some((chat, messages)))
+    /// The chat alone: the call's record reads the transcript under the chat's lock
+    /// (`calls.rs`), in a round trip of its transaction.
+    async fn chat_to_continue(
+        &self,
+        id: &str,
+        owner: &str,
+    ) -> Result<Option<(ChatRecord, Option<Vec<MessageRecord>>)>> {
+        let chat = read::postgres::chat(&self.pool, id).await?;
+        Ok(chat
+            .filter(|chat| chat.owner_id == owner)
+            .map(|chat| (chat, None)))
     }
 
     async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {

@@ -404,38 +404,6 @@ mod tests {
         );
     }
 
-    /// A completion's chat and transcript are read on the writer's connection, as the pool's
-    /// would give them.
-    #[tokio::test]
-    async fn a_chat_to_continue_is_read_on_the_writer() {
-        let store = store().await;
-        let chat = store
-            .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
-            .await
-            .unwrap();
-        store.append_message(&chat.id, user("a")).await.unwrap();
-        let (read, messages) = store.chat_to_continue(&chat.id).await.unwrap().unwrap();
-        assert_eq!((read.id.as_str(), messages.len()), (chat.id.as_str(), 1));
-        assert_eq!(messages[0].content, "a");
-        assert!(
-            store
-                .chat_to_continue("no-such-chat")
-                .await
-                .unwrap()
-                .is_none()
-        );
-        // Once the writer is closed the read fails, where the pool still answers.
-        store.writer.close().await;
-        assert!(store.chat_to_continue(&chat.id).await.is_err());
-        assert!(
-            store
-                .get_chat_with_messages(&chat.id)
-                .await
-                .unwrap()
-                .is_some()
-        );
-    }
-
     /// The transcript the request's check read is used as it is, unless it grew since.
     #[tokio::test]
     async fn a_transcript_read_before_is_used_unless_it_grew() {

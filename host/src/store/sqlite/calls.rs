@@ -39,6 +39,7 @@ impl Calls for SqliteStore {
         // The rows are dropped once bound, before the write: with attachments they can be tens
         // of MiB, and the write copies them again.
         let batch = call_batch(&call, &new_rows(&transcript), Some(after))?;
+        drop(transcript);
         let touched = self.commit(batch).await?;
         if !touched.is_empty() {
             return Ok(true);

@@ -84,7 +84,15 @@ const CHAT_WITH_MESSAGES: &str = concat!(
     " WHERE chat_id = ? ORDER BY seq"
 );
 
-/// The rows of [`CHAT_WITH_MESSAGES`]: the chat's comes first; a chat that does not exist has
+/// The same, of the chat only when its owner is the one bound after each of its ids.
+const OWNED_CHAT_WITH_MESSAGES: &str = concat!(
+    select_chat!(),
+    " WHERE c.id = ? AND c.owner_id = ?;\n",
+    select_messages!(),
+    " WHERE chat_id = ? AND EXISTS (SELECT 1 FROM chats WHERE id = ? AND owner_id = ?) ORDER BY seq"
+);
+
+/// The rows of [`CHAT_WITH_MESSAGES`] (or [`OWNED_CHAT_WITH_MESSAGES`]): the chat's comes first; a chat that does not exist has
 /// no messages either.
 fn chat_with_messages(rows: &[SqliteRow]) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
     let Some((chat, messages)) = rows.split_first() else {
@@ -150,14 +158,21 @@ impl Chats for SqliteStore {
         chat_with_messages(&rows)
     }
 
-    /// The same read, on the writer's connection ([`SqliteStore::read_on_writer`]): the call's
-    /// record follows it there. One round trip against two with the pool's (its lending and the
-    /// ping sqlx sends when it is given back), and the pages the last write left still cached.
-    async fn chat_to_continue(&self, id: &str) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
+    /// The owner's chat and its transcript, on the writer's connection
+    /// ([`SqliteStore::read_on_writer`]): the call's record follows it there. One round trip
+    /// against two with the pool's (its lending and the ping sqlx sends when it is given back),
+    /// and the pages the last write left still cached. Another owner's chat is not read at all.
+    async fn chat_to_continue(
+        &self,
+        id: &str,
+        owner: &str,
+    ) -> Result<Option<(ChatRecord, Option<Vec<MessageRecord>>)>> {
         let mut args = SqliteArguments::default();
-        args.add(id.to_string()).map_err(sqlx::Error::Encode)?;
-        args.add(id.to_string()).map_err(sqlx::Error::Encode)?;
-        chat_with_messages(&self.read_on_writer(CHAT_WITH_MESSAGES, args).await?)
+        for value in [id, owner, id, id, owner] {
+            args.add(value.to_string()).map_err(sqlx::Error::Encode)?;
+        }
+        let rows = self.read_on_writer(OWNED_CHAT_WITH_MESSAGES, args).await?;
+        Ok(chat_with_messages(&rows)?.map(|(chat, messages)| (chat, Some(messages))))
     }
 
     /// Applies a settings update and bumps `updatedAt`. `None` when the chat does not exist.
@@ -282,5 +297,67 @@ pub(super) fn stored_message(id: String, at: String, message: NewMessage) -> Mes
         content: message.content,
         name: message.name,
         metadata: message.metadata,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::backend::Chats;
+
+    async fn store() -> SqliteStore {
+        SqliteStore::open("sqlite::memory:", std::time::Duration::from_secs(5), true)
+            .await
+            .unwrap()
+    }
+
+    /// A completion's chat and transcript are read on the writer's connection, as the pool's
+    /// would give them.
+    #[tokio::test]
+    async fn a_chat_to_continue_is_read_on_the_writer() {
+        let store = store().await;
+        let chat = store
+            .create_chat(NewChat::owned_by(crate::store::people::BUILTIN_ADMIN))
+            .await
+            .unwrap();
+        store
+            .append_message(
+                &chat.id,
+                NewMessage {
+                    role: crate::vocabulary::Role::User,
+                    content: "a".into(),
+                    name: None,
+                    metadata: None,
+                },
+            )
+            .await
+            .unwrap();
+        let admin = crate::store::people::BUILTIN_ADMIN;
+        let continued = store.chat_to_continue(&chat.id, admin).await.unwrap();
+        let (read, messages) = continued.unwrap();
+        let messages = messages.expect("read ahead");
+        assert_eq!((read.id.as_str(), messages.len()), (chat.id.as_str(), 1));
+        assert_eq!(messages[0].content, "a");
+        let missing = store.chat_to_continue("no-such-chat", admin).await.unwrap();
+        assert!(missing.is_none());
+        // Another owner's chat is not found, and none of it is read.
+        let others = store.chat_to_continue(&chat.id, "another").await.unwrap();
+        assert!(others.is_none());
+        let mut args = SqliteArguments::default();
+        for value in [chat.id.as_str(), "another", &chat.id, &chat.id, "another"] {
+            args.add(value.to_string()).unwrap();
+        }
+        let rows = store.read_on_writer(OWNED_CHAT_WITH_MESSAGES, args);
+        assert!(rows.await.unwrap().is_empty());
+        // Once the writer is closed the read fails, where the pool still answers.
+        store.writer.close().await;
+        assert!(store.chat_to_continue(&chat.id, admin).await.is_err());
+        assert!(
+            store
+                .get_chat_with_messages(&chat.id)
+                .await
+                .unwrap()
+                .is_some()
+        );
     }
 }

@@ -5,9 +5,11 @@
 //! Each statement is a round trip to a connection's own thread (sqlx), and on two cores those
 //! hops, not SQLite, were most of a write's time. So a write is a [`batch::Batch`] of statements
 //! where it can be: one round trip, through the one writer connection, with its conditions in
-//! the SQL (`batch.rs`). Reads, and the writes that must read in the middle, use the pool.
+//! the SQL (`batch.rs`). Reads, and the writes that must read in the middle, use the pool; but
+//! a completion's chat is read on the writer's connection, where its call's record follows
+//! (`SqliteStore::read_on_writer`).
 //!
-//! SQLite settings, and why: WAL so readers never wait for the writer; `synchronous = NORMAL`,
+//! SQLite settings, and why: WAL so the pool's readers never wait for the writer; `synchronous = NORMAL`,
 //! which in WAL mode loses no committed transaction on a process crash (only on power loss, the
 //! usual trade for servers); foreign keys on, because deletes rely on ON DELETE CASCADE; a busy
 //! timeout so concurrent writers queue instead of failing with SQLITE_BUSY.
@@ -54,7 +56,7 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// The pool reads go through (writes go through the writer).
+    /// The pool reads go through (writes, and a completion's chat, go through the writer).
     pub(super) fn pool(&self) -> &SqlitePool {
         &self.pool
     }
