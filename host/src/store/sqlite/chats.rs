@@ -92,8 +92,8 @@ const OWNED_CHAT_WITH_MESSAGES: &str = concat!(
     " WHERE chat_id = ? AND EXISTS (SELECT 1 FROM chats WHERE id = ? AND owner_id = ?) ORDER BY seq"
 );
 
-/// The rows of [`CHAT_WITH_MESSAGES`] (or [`OWNED_CHAT_WITH_MESSAGES`]): the chat's comes first; a chat that does not exist has
-/// no messages either.
+/// The rows of [`CHAT_WITH_MESSAGES`] (or [`OWNED_CHAT_WITH_MESSAGES`]): the chat's comes
+/// first; a chat that does not exist (or is another owner's) has no messages either.
 fn chat_with_messages(rows: &[SqliteRow]) -> Result<Option<(ChatRecord, Vec<MessageRecord>)>> {
     let Some((chat, messages)) = rows.split_first() else {
         return Ok(None);
