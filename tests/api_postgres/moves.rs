@@ -255,6 +255,37 @@ async fn sqlite_exported_and_imported_into_postgresql_reads_back_identical() {
     let stderr = String::from_utf8_lossy(&skipping.stderr);
     assert!(skipping.status.success(), "{stderr}");
     assert!(stderr.contains("imported 1 chats"), "{stderr}");
+
+    // A chat whose messages' seq has a gap is refused, and nothing of its file kept.
+    let gap = dir.path().join("gap.jsonl");
+    let at = "2026-01-01T00:00:00.000000Z";
+    let chat = "01900000-0000-7000-8000-0000000000ff";
+    let lines = [
+        json!({"format": "chatd-export", "version": 5, "exportedAt": at, "from": "sqlite"}),
+        json!({"chat": {"id": chat, "created_at": at, "updated_at": at, "enabled_tools": "[]"}}),
+        json!({"message": {"id": format!("{chat}-1"), "chat_id": chat, "seq": 1,
+                           "created_at": at, "role": "user", "content": "a"}}),
+        json!({"message": {"id": format!("{chat}-3"), "chat_id": chat, "seq": 3,
+                           "created_at": at, "role": "user", "content": "b"}}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&gap, text.join("\n") + "\n").unwrap();
+    let refused = chatd(
+        dir.path(),
+        &borrow(&new_env),
+        &["import", gap.to_str().unwrap()],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("chat {chat}: its messages' seq must run 1, 2, 3")),
+        "{stderr}"
+    );
+    let found = reqwest::get(new.url(&format!("/v1/chats/{chat}")))
+        .await
+        .unwrap();
+    assert_eq!(found.status(), 404, "nothing of the file is kept");
 }
 
 fn borrow(env: &[(String, String)]) -> Vec<(&str, &str)> {

@@ -100,6 +100,12 @@ pub enum ImportError {
         "line {line}: {what} exists in the database (nothing was imported; --skip-existing skips such rows)"
     )]
     Exists { line: usize, what: String },
+    /// SQLite's record of a call's start trusts that a transcript's length is its last `seq`
+    /// (`store/sqlite/calls.rs`, `begin_call`), as every row chatd writes keeps it.
+    #[error(
+        "chat {chat}: its messages' seq must run 1, 2, 3, ... without a gap (nothing was imported)"
+    )]
+    Transcript { chat: String },
     #[error("cannot read the file: {0}")]
     Read(#[from] std::io::Error),
     #[error(transparent)]
@@ -324,6 +330,11 @@ macro_rules! bind_all {
     }};
 }
 
+/// A chat whose messages' `seq` is not 1 to its count (unique per chat, so 1, 2, 3, ...):
+/// checked over the whole table, rows already stored and a file's merged into them alike.
+const TRANSCRIPT_WITH_A_GAP: &str = "SELECT chat_id FROM messages GROUP BY chat_id \
+     HAVING MIN(seq) <> 1 OR MAX(seq) <> COUNT(*) LIMIT 1";
+
 impl Store {
     /// Stores an export read from `input`, in one transaction (see the module doc).
     pub async fn import(
@@ -359,6 +370,12 @@ impl Store {
                         .map_err(|e| refused(line, e))?;
                     let stored = stored.rows_affected();
                     tally(&mut done, table, &values, stored, skip_existing, line)?;
+                }
+                let gap: Option<String> = sqlx::query_scalar(TRANSCRIPT_WITH_A_GAP)
+                    .fetch_optional(&mut *$tx)
+                    .await?;
+                if let Some(chat) = gap {
+                    return Err(ImportError::Transcript { chat });
                 }
                 $tx.commit().await?;
             }};
@@ -476,6 +493,60 @@ pub async fn backup(url: &DatabaseUrl, file: &std::path::Path) -> std::result::R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// An export holding `chat` with messages at `seqs`.
+    fn export_with(chat: &str, seqs: &[i64]) -> Vec<u8> {
+        let mut text = header("sqlite").to_string() + "\n";
+        let at = "2026-01-01T00:00:00.000000Z";
+        text += &json!({"chat": {"id": chat, "created_at": at, "updated_at": at,
+                                 "enabled_tools": "[]"}})
+        .to_string();
+        for (i, seq) in seqs.iter().enumerate() {
+            text += "\n";
+            text += &json!({"message": {"id": format!("{chat}-m{i}"), "chat_id": chat,
+                                        "seq": seq, "created_at": at, "role": "user",
+                                        "content": "hi"}})
+            .to_string();
+        }
+        (text + "\n").into_bytes()
+    }
+
+    #[tokio::test]
+    async fn a_transcript_whose_seq_is_not_1_to_its_count_is_refused_whole() {
+        let url = DatabaseUrl::Sqlite("sqlite::memory:".into());
+        let store = Store::open(&url, 1, std::time::Duration::from_secs(5))
+            .await
+            .unwrap();
+        let done = store
+            .import(std::io::Cursor::new(export_with("c1", &[1, 2])), false)
+            .await
+            .unwrap();
+        assert_eq!(done.stored.get("message"), 2);
+        for (chat, seqs, why) in [
+            ("c2", &[0, 1][..], "starts at 0"),
+            ("c3", &[1, 3][..], "a gap"),
+            ("c4", &[-1, 1, 2][..], "a negative seq"),
+        ] {
+            let refused = store
+                .import(std::io::Cursor::new(export_with(chat, seqs)), false)
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&refused, ImportError::Transcript { chat: named } if named == chat),
+                "{why}: {refused}"
+            );
+        }
+        // Nothing of the refused files is kept: their chats are not there, c1 is.
+        let kept: Vec<String> = match &store.backend {
+            Backend::Sqlite(db) => sqlx::query_scalar("SELECT id FROM chats ORDER BY id")
+                .fetch_all(db.pool())
+                .await
+                .unwrap(),
+            Backend::Postgres(_) => unreachable!(),
+        };
+        assert_eq!(kept, ["c1"]);
+    }
 
     #[test]
     fn a_line_must_be_one_known_row_with_typed_columns() {

@@ -10,10 +10,9 @@ use crate::store::{CallUsage, ChatRecord, MessageRecord, NewCall, NewMessage, Re
 use crate::vocabulary::now;
 
 impl Calls for PgStore {
-    /// The transcript is read under the chat's row lock, whatever was `read` before: an earlier
-    /// read would have to be checked by its length against the last `seq`, which trusts that
-    /// the `seq`s run 1, 2, 3…, and an import does not check that; here the read is one round
-    /// trip inside a transaction that takes several anyway.
+    /// The transcript is read under the chat's row lock, whatever was `read` before: here that
+    /// read is one round trip inside a transaction that takes several anyway, where checking an
+    /// earlier read (its length against the last `seq`, as SQLite's does) would save nothing.
     async fn begin_call(
         &self,
         call: NewCall,

@@ -18,9 +18,10 @@ impl Calls for SqliteStore {
     /// `false` when the chat does not exist (deleted meanwhile).
     ///
     /// One round trip in the usual case, the writes, made on condition that the transcript has
-    /// not grown since it was `read` (messages are only ever appended, so its length is its last
-    /// `seq`); two when the caller did not read it, outside any transaction, here. When it has
-    /// grown, the transcript is read again under the write lock and `new_rows` asked again.
+    /// not grown since it was `read` (messages are only ever appended, and an import refuses
+    /// `seq`s that do not run 1, 2, 3…: its length is its last `seq`); two when the caller did
+    /// not read it, outside any transaction, here. When it has grown, the transcript is read
+    /// again under the write lock and `new_rows` asked again.
     async fn begin_call(
         &self,
         call: NewCall,
