@@ -186,11 +186,13 @@ pub fn to_millis(stored: &str) -> String {
     }
 }
 
+/// `micros` since the epoch as a stored timestamp (`YYYY-MM-DDTHH:MM:SS.ffffffZ`). chrono's
+/// RFC 3339 writer, not `format`: a format string is parsed at every call, and every write
+/// stamps its rows (`format_micros_writes_the_stored_shape`).
 pub fn format_micros(micros: i64) -> String {
     chrono::DateTime::from_timestamp_micros(micros)
         .unwrap_or_default()
-        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
-        .to_string()
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 fn next_micros(at_least: i64) -> i64 {
@@ -265,6 +267,26 @@ pub mod whole {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The same text `format("%Y-%m-%dT%H:%M:%S%.6fZ")` wrote before, which the stored rows
+    /// and their text order rely on: the epoch, whole seconds, the last microsecond of a year.
+    #[test]
+    fn format_micros_writes_the_stored_shape() {
+        for micros in [
+            0,
+            1_764_892_800_000_000,
+            1_764_892_800_123_456,
+            1_798_761_599_999_999,
+            253_402_300_799_999_999,
+        ] {
+            let old = chrono::DateTime::from_timestamp_micros(micros)
+                .unwrap()
+                .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+                .to_string();
+            assert_eq!(format_micros(micros), old, "{micros}");
+            assert_eq!(format_micros(micros).len(), 27);
+        }
+    }
 
     #[test]
     fn whole_numbers_may_be_written_as_floats() {

@@ -8,7 +8,7 @@
 //! text, score}]}`, best first, at most [`MAX_PASSAGES`]. The arguments are checked here, by
 //! hand, as a plugin checks its own: a mistake is the model's to read and correct.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use serde_json::{Map, Value, json};
 
@@ -24,13 +24,15 @@ pub const MAX_QUERY_CHARS: usize = 2_000;
 /// The most `fileIds`.
 pub const MAX_FILE_IDS: usize = 100;
 
-const DESCRIPTION: &str = "Search the user's uploaded files (their library) for passages that \
+pub const DESCRIPTION: &str = "Search the user's uploaded files (their library) for passages that \
 answer a question. Returns the best passages with the file's name and, where the file has \
 pages, the page. Cite what you use as (name, page N).";
 
-/// The tool as the model sees it.
-pub fn spec() -> ToolSpec {
-    let schema = json!({
+/// The parameters' schema as text, written once: every request's offer names the tool, and a
+/// tools-on request sends its spec upstream. Built per request it was over a quarter of
+/// `prepare`'s CPU (BENCHMARKS.md, "The hop to SQLite's thread").
+static SCHEMA: LazyLock<String> = LazyLock::new(|| {
+    json!({
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "What to look for: a question or keywords; exact codes and names are matched as written.", "minLength": 1, "maxLength": MAX_QUERY_CHARS},
@@ -39,11 +41,16 @@ pub fn spec() -> ToolSpec {
         },
         "required": ["query"],
         "additionalProperties": false
-    });
+    })
+    .to_string()
+});
+
+/// The tool as the model sees it.
+pub fn spec() -> ToolSpec {
     ToolSpec {
         name: NAME.to_string(),
         description: DESCRIPTION.to_string(),
-        parameters_schema_json: schema.to_string(),
+        parameters_schema_json: SCHEMA.clone(),
     }
 }
 

@@ -154,10 +154,9 @@ impl Offer<'_> {
             })
             .collect();
         if self.tools.library.is_some() && snapshot.tool(file_search::NAME).is_none() {
-            let spec = file_search::spec();
             tools.push(ToolInfo {
-                name: spec.name,
-                description: spec.description,
+                name: file_search::NAME.to_string(),
+                description: file_search::DESCRIPTION.to_string(),
             });
         }
         for tool in self.mcp.tools() {
