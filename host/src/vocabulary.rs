@@ -269,10 +269,13 @@ mod tests {
     use super::*;
 
     /// The same text `format("%Y-%m-%dT%H:%M:%S%.6fZ")` wrote before, which the stored rows
-    /// and their text order rely on: the epoch, whole seconds, the last microsecond of a year.
+    /// and their text order rely on: the epoch, whole seconds, the last microsecond of a year,
+    /// before the epoch, the first year.
     #[test]
     fn format_micros_writes_the_stored_shape() {
         for micros in [
+            -62_135_596_800_000_000,
+            -1,
             0,
             1_764_892_800_000_000,
             1_764_892_800_123_456,

@@ -16,8 +16,10 @@
 //! An import is one transaction into a migrated database: all of the file or nothing. A row
 //! whose id (or transcript position) exists already stops it, unless the operator asked to
 //! skip such rows; the reserved `starred` project and memberships already there are never a
-//! conflict. `backup` copies a live SQLite database to a file (`VACUUM INTO`, a consistent,
-//! compacted copy); PostgreSQL has its own tools (docs/operating.md).
+//! conflict. A chat the file stored messages in whose positions do not then run 1, 2, 3, ...
+//! stops it too ([`ImportError::Transcript`]). `backup` copies a live SQLite database to a file
+//! (`VACUUM INTO`, a consistent, compacted copy); PostgreSQL has its own tools
+//! (docs/operating.md).
 
 use std::io::{BufRead, Write};
 use std::str::FromStr;
@@ -330,10 +332,16 @@ macro_rules! bind_all {
     }};
 }
 
-/// A chat whose messages' `seq` is not 1 to its count (unique per chat, so 1, 2, 3, ...):
-/// checked over the whole table, rows already stored and a file's merged into them alike.
-const TRANSCRIPT_WITH_A_GAP: &str = "SELECT chat_id FROM messages GROUP BY chat_id \
-     HAVING MIN(seq) <> 1 OR MAX(seq) <> COUNT(*) LIMIT 1";
+/// One of the chats a file stored messages in (a JSON array of ids) whose messages' `seq` is
+/// not 1 to its count (unique per chat, so 1, 2, 3, ...), the rows it had before included. Only
+/// those chats: one imported before this check existed does not stop every later import.
+const TRANSCRIPT_WITH_A_GAP: &str = "SELECT chat_id FROM messages \
+     WHERE chat_id IN (SELECT value FROM json_each(?)) \
+     GROUP BY chat_id HAVING MIN(seq) <> 1 OR MAX(seq) <> COUNT(*) LIMIT 1";
+/// The same on PostgreSQL.
+const PG_TRANSCRIPT_WITH_A_GAP: &str = "SELECT chat_id FROM messages \
+     WHERE chat_id IN (SELECT jsonb_array_elements_text($1::jsonb)) \
+     GROUP BY chat_id HAVING MIN(seq) <> 1 OR MAX(seq) <> COUNT(*) LIMIT 1";
 
 impl Store {
     /// Stores an export read from `input`, in one transaction (see the module doc).
@@ -355,6 +363,8 @@ impl Store {
         check_header(&header).map_err(|reason| ImportError::Line { line: 1, reason })?;
         let mut done = Imported::default();
         let rows = lines.filter(|(_, l)| !l.as_ref().is_ok_and(|l| l.trim().is_empty()));
+        // The chats this file stored messages in, whose transcripts are checked at the end.
+        let mut written = std::collections::BTreeSet::new();
         // The two databases' transactions are different types, and their placeholders differ.
         macro_rules! store_rows {
             ($tx:expr, $postgres:literal) => {{
@@ -369,9 +379,17 @@ impl Store {
                         .await
                         .map_err(|e| refused(line, e))?;
                     let stored = stored.rows_affected();
+                    if stored > 0 && table.line == "message" {
+                        written.insert(values[1].as_str().unwrap_or_default().to_string());
+                    }
                     tally(&mut done, table, &values, stored, skip_existing, line)?;
                 }
-                let gap: Option<String> = sqlx::query_scalar(TRANSCRIPT_WITH_A_GAP)
+                let check = match $postgres {
+                    true => PG_TRANSCRIPT_WITH_A_GAP,
+                    false => TRANSCRIPT_WITH_A_GAP,
+                };
+                let gap: Option<String> = sqlx::query_scalar(check)
+                    .bind(Value::from_iter(written.iter().map(String::as_str)).to_string())
                     .fetch_optional(&mut *$tx)
                     .await?;
                 if let Some(chat) = gap {
@@ -537,15 +555,39 @@ mod tests {
                 "{why}: {refused}"
             );
         }
+        let Backend::Sqlite(db) = &store.backend else {
+            unreachable!()
+        };
         // Nothing of the refused files is kept: their chats are not there, c1 is.
-        let kept: Vec<String> = match &store.backend {
-            Backend::Sqlite(db) => sqlx::query_scalar("SELECT id FROM chats ORDER BY id")
+        let chats = || async {
+            sqlx::query_scalar::<_, String>("SELECT id FROM chats ORDER BY id")
                 .fetch_all(db.pool())
                 .await
-                .unwrap(),
-            Backend::Postgres(_) => unreachable!(),
+                .unwrap()
         };
-        assert_eq!(kept, ["c1"]);
+        assert_eq!(chats().await, ["c1"]);
+        // A message that would leave a gap in a chat already there is refused too.
+        let mut text = header("sqlite").to_string() + "\n";
+        text += &json!({"message": {"id": "c1-late", "chat_id": "c1", "seq": 4,
+                                    "created_at": "2026-01-01T00:00:00.000000Z",
+                                    "role": "user", "content": "late"}})
+        .to_string();
+        let refused = store
+            .import(std::io::Cursor::new(text.into_bytes()), false)
+            .await
+            .unwrap_err();
+        assert!(matches!(&refused, ImportError::Transcript { chat } if chat == "c1"));
+        // A chat with a gap that is already stored, and that the file does not write to, does
+        // not stop it.
+        sqlx::query("UPDATE messages SET seq = 7 WHERE id = 'c1-m1'")
+            .execute(db.pool())
+            .await
+            .unwrap();
+        store
+            .import(std::io::Cursor::new(export_with("c5", &[1, 2, 3])), false)
+            .await
+            .unwrap();
+        assert_eq!(chats().await, ["c1", "c5"]);
     }
 
     #[test]
