@@ -380,7 +380,8 @@ impl Store {
                         .map_err(|e| refused(line, e))?;
                     let stored = stored.rows_affected();
                     if stored > 0 && table.line == "message" {
-                        written.insert(values[1].as_str().unwrap_or_default().to_string());
+                        let chat = table.columns.iter().position(|(c, _)| *c == "chat_id");
+                        written.extend(chat.and_then(|i| values[i].as_str()).map(str::to_string));
                     }
                     tally(&mut done, table, &values, stored, skip_existing, line)?;
                 }
