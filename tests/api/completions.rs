@@ -171,12 +171,7 @@ async fn non_streaming_stores_new_rows_once_and_records_the_call() {
     );
     // The same history again, with the reply and one new turn: only the new turn is stored.
     let mut longer = history.as_array().unwrap().clone();
-    longer.push(json!({"role": "assistant", "content": answer}));
-    longer.push(json!({"role": "user", "content": "Hello"}));
-    let (status, _) = server
-        .post("/v1/chat-completions", body(Some(&chat_id), json!(longer)))
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    one_more_turn(&server, &chat_id, &mut longer, answer).await;
     assert_eq!(
         transcript(&server, &chat_id).await,
         pairs(&[
@@ -206,6 +201,40 @@ async fn non_streaming_stores_new_rows_once_and_records_the_call() {
     assert_eq!(calls[0].1, Some(20));
     assert!(calls[0].2.is_some());
     assert_eq!(calls[0].3, None);
+
+    // Continued twice, the chat is kept in the process (on SQLite): a change to its settings
+    // reaches the next completion, and a deleted chat is not found (a stream first: were the
+    // chat still kept, it would start, and fail only after `meta`).
+    let path = format!("/v1/chats/{chat_id}");
+    let (status, _) = server
+        .patch(&path, json!({"additionalSystemPrompt": "Be thorough."}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    one_more_turn(&server, &chat_id, &mut longer, answer).await;
+    let sent = &completion_bodies(&upstream)[2];
+    assert_eq!(
+        sent["messages"][0],
+        json!({"role": "system", "content": "Be thorough."})
+    );
+    assert_eq!(transcript(&server, &chat_id).await.len(), 7);
+    assert_eq!(server.delete(&path).await.0, StatusCode::OK);
+    for route in ["/v1/chat-completions/stream", "/v1/chat-completions"] {
+        let (status, reply) = server
+            .post(route, body(Some(&chat_id), json!(longer)))
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{route}: {reply}");
+    }
+    assert_eq!(completion_bodies(&upstream).len(), 3, "nothing sent");
+}
+
+/// Adds `answer` and another "Hello" to `history` and sends it, non-streaming: answered.
+async fn one_more_turn(server: &TestServer, chat_id: &str, history: &mut Vec<Value>, answer: &str) {
+    history.push(json!({"role": "assistant", "content": answer}));
+    history.push(json!({"role": "user", "content": "Hello"}));
+    let (status, reply) = server
+        .post("/v1/chat-completions", body(Some(chat_id), json!(history)))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
 }
 
 #[tokio::test]

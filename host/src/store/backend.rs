@@ -5,8 +5,8 @@
 //! (`read.rs`). What only one backend has (PostgreSQL's shared runs and lease) is its own.
 
 use super::{
-    CallUsage, ChatPatch, ChatRecord, MessageRecord, NewCall, NewChat, NewMessage, NewSearch,
-    Result, SearchDetailRecord, SearchRecord, SearchRunOutcome,
+    CallUsage, ChatPatch, ChatRecord, ChatSettings, MessageRecord, NewCall, NewChat, NewMessage,
+    NewSearch, Result, SearchDetailRecord, SearchRecord, SearchRunOutcome,
 };
 
 /// Chats and their messages.
@@ -21,7 +21,7 @@ pub(super) trait Chats {
         &self,
         id: &str,
         owner: &str,
-    ) -> Result<Option<(ChatRecord, Option<Vec<MessageRecord>>)>>;
+    ) -> Result<Option<(ChatSettings, Option<Vec<MessageRecord>>)>>;
     async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>>;
     async fn set_chat_starred(&self, id: &str, starred: bool) -> Result<Option<ChatRecord>>;
     async fn delete_chat(&self, id: &str) -> Result<bool>;

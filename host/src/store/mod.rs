@@ -33,9 +33,9 @@ pub mod usage;
 /// How long an instance on PostgreSQL stays alive without renewing its lease.
 pub use postgres::{Heard, LEASE, RunListener};
 pub use records::{
-    CallRecord, CallUsage, ChatPatch, ChatRecord, MessageHit, MessageRecord, NewCall, NewChat,
-    NewMessage, NewSearch, PageAfter, RunEvent, RunStart, SearchDetailRecord, SearchRecord,
-    SearchRunOutcome, TitleMatch, WorkspaceRecord, normalize_query,
+    CallRecord, CallUsage, ChatPatch, ChatRecord, ChatSettings, MessageHit, MessageRecord, NewCall,
+    NewChat, NewMessage, NewSearch, PageAfter, RunEvent, RunStart, SearchDetailRecord,
+    SearchRecord, SearchRunOutcome, TitleMatch, WorkspaceRecord, normalize_query,
 };
 
 use crate::config::DatabaseUrl;
@@ -397,17 +397,18 @@ impl Store {
         timed!(self, "get_chat_with_messages", db => db.get_chat_with_messages(id).await)
     }
 
-    /// The chat `id`, when `owner` owns it, read for a completion that continues it, and the
-    /// transcript its call's record ([`Store::begin_call`]) picks the new rows from, where the
-    /// backend reads it ahead: SQLite reads both on the writer's connection, where that record
-    /// is written next, in one round trip (cheaper than the pool's: `sqlite/batch.rs`);
+    /// The settings of chat `id`, when `owner` owns it, for a completion that continues it, and
+    /// the transcript its call's record ([`Store::begin_call`]) picks the new rows from, where
+    /// the backend reads it ahead: SQLite keeps both in the process after the first read
+    /// (`sqlite/kept.rs`), reading them on the writer's connection, where that record is written
+    /// next, when it has not (one round trip, cheaper than the pool's: `sqlite/batch.rs`);
     /// PostgreSQL reads only the chat, and the transcript under the chat's lock in the record.
     /// Another owner's chat is `None`, as a missing one, and nothing of it is read.
     pub async fn chat_to_continue(
         &self,
         id: &str,
         owner: &str,
-    ) -> Result<Option<(ChatRecord, Option<Vec<MessageRecord>>)>> {
+    ) -> Result<Option<(ChatSettings, Option<Vec<MessageRecord>>)>> {
         timed!(self, "chat_to_continue", db => db.chat_to_continue(id, owner).await)
     }
 

@@ -23,6 +23,23 @@ pub struct ChatRecord {
     pub owner_id: String,
 }
 
+impl ChatRecord {
+    /// What a completion on the chat falls back on where its request is silent.
+    pub fn settings(&self) -> ChatSettings {
+        ChatSettings {
+            additional_system_prompt: self.additional_system_prompt.clone(),
+            enabled_tools: self.enabled_tools.clone(),
+        }
+    }
+}
+
+/// A chat's settings that a completion on it falls back on (`Store::chat_to_continue`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatSettings {
+    pub additional_system_prompt: Option<String>,
+    pub enabled_tools: Vec<String>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct MessageRecord {
     pub id: String,

@@ -23,7 +23,7 @@ use crate::plugins::loading::load::Plugin;
 use crate::plugins::loading::snapshot::{ServedProvider, Snapshot};
 use crate::plugins::worlds::provider as wit;
 use crate::plugins::worlds::provider::{TurnAsks, turn_options, turn_tuning};
-use crate::store::{ChatRecord, MessageRecord, NewMessage};
+use crate::store::{ChatSettings, MessageRecord, NewMessage};
 use crate::tools::Offer;
 use crate::tools::enabled::EnabledTool;
 use crate::tools::python::Container;
@@ -289,14 +289,14 @@ pub(in crate::http) async fn prepare_with(
     })
 }
 
-/// The chat `id` names, when the caller owns it (another's is not found, as a missing one), and
-/// its transcript where the store reads it ahead: the call's record picks the history's new
-/// rows from it, unless it grows in between (`Store::chat_to_continue`).
+/// The settings of the chat `id` names, when the caller owns it (another's is not found, as a
+/// missing one), and its transcript where the store reads it ahead: the call's record picks the
+/// history's new rows from it, unless it grows in between (`Store::chat_to_continue`).
 async fn owned_chat(
     state: &AppState,
     caller: &Caller,
     id: Option<&str>,
-) -> ApiResult<Option<(ChatRecord, Option<Vec<MessageRecord>>)>> {
+) -> ApiResult<Option<(ChatSettings, Option<Vec<MessageRecord>>)>> {
     let Some(id) = id else { return Ok(None) };
     let chat = state.store.chat_to_continue(id, caller.owner()).await?;
     chat.map(Some)
@@ -308,7 +308,7 @@ async fn owned_chat(
 /// history. 400 when it gives the model nothing to answer.
 fn provider_transcript(
     ask: &Ask,
-    chat: Option<&ChatRecord>,
+    chat: Option<&ChatSettings>,
     instruction: bool,
     history: &[NewMessage],
     exchange: &[Option<history::Exchange>],
@@ -342,7 +342,7 @@ fn enabled_tools(
     offer: &Offer,
     provider: &ServedProvider,
     ask: &Ask,
-    chat: Option<&ChatRecord>,
+    chat: Option<&ChatSettings>,
 ) -> Vec<EnabledTool> {
     let names = match (&ask.enabled_tools, chat) {
         _ if !provider.profile.tools => Vec::new(),

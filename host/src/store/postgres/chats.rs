@@ -9,7 +9,9 @@ use sqlx::{Postgres, Transaction};
 use super::{Member, PgStore, next_updated_at, put, put_opt, set_membership};
 use crate::store::backend::Chats;
 use crate::store::read;
-use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage, Result};
+use crate::store::{
+    ChatPatch, ChatRecord, ChatSettings, MessageRecord, NewChat, NewMessage, Result,
+};
 use crate::vocabulary::{new_id, now};
 
 impl Chats for PgStore {
@@ -68,11 +70,11 @@ impl Chats for PgStore {
         &self,
         id: &str,
         owner: &str,
-    ) -> Result<Option<(ChatRecord, Option<Vec<MessageRecord>>)>> {
+    ) -> Result<Option<(ChatSettings, Option<Vec<MessageRecord>>)>> {
         let chat = read::postgres::chat(&self.pool, id).await?;
         Ok(chat
             .filter(|chat| chat.owner_id == owner)
-            .map(|chat| (chat, None)))
+            .map(|chat| (chat.settings(), None)))
     }
 
     async fn update_chat(&self, id: &str, patch: ChatPatch) -> Result<Option<ChatRecord>> {

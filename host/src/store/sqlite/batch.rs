@@ -142,7 +142,21 @@ impl SqliteStore {
     /// holding SQLite's write lock.
     pub(super) async fn commit(&self, batch: Batch) -> Result<Vec<SqliteRow>> {
         let (sql, args) = batch.into_parts()?;
-        self.on_writer(format!("BEGIN IMMEDIATE;\n{sql}COMMIT;"), args, true)
+        self.on_writer(format!("BEGIN IMMEDIATE;\n{sql}COMMIT;"), args, true, None)
+            .await
+    }
+
+    /// [`SqliteStore::commit`] of a write that changes chat `chat_id` otherwise than a call's
+    /// rows do: the kept chat is forgotten once the write is made or failed (`kept.rs`), in
+    /// the writer's task, so a caller dropped meanwhile cannot leave it kept.
+    pub(super) async fn commit_forgetting(
+        &self,
+        batch: Batch,
+        chat_id: &str,
+    ) -> Result<Vec<SqliteRow>> {
+        let (sql, args) = batch.into_parts()?;
+        let sql = format!("BEGIN IMMEDIATE;\n{sql}COMMIT;");
+        self.on_writer(sql, args, true, Some(chat_id.to_string()))
             .await
     }
 
@@ -158,37 +172,25 @@ impl SqliteStore {
         sql: &'static str,
         args: SqliteArguments<'static>,
     ) -> Result<Vec<SqliteRow>> {
-        self.on_writer(sql.to_string(), args, false).await
+        self.on_writer(sql.to_string(), args, false, None).await
     }
 
     /// Runs `sql` on the writer's connection, in a task of its own (see [`SqliteStore::commit`]:
     /// a dropped caller must not stop sqlx's worker mid-query); a `transaction` that fails is
-    /// rolled back.
+    /// rolled back. Then the kept chat `forget` names is forgotten, whatever the outcome.
     async fn on_writer(
         &self,
         sql: String,
         args: SqliteArguments<'static>,
         transaction: bool,
+        forget: Option<String>,
     ) -> Result<Vec<SqliteRow>> {
         let writer = self.writer.clone();
+        let kept = forget.and_then(|id| Some((self.kept.clone()?, id)));
         let task = tokio::spawn(async move {
-            let mut slot = writer.slot.lock().await;
-            if slot.closed {
-                return Err(sqlx::Error::PoolClosed);
-            }
-            let conn = match &mut slot.conn {
-                Some(conn) => conn,
-                none => none.insert(writer.options.connect().await?),
-            };
-            let result = sqlx::query_with(&sql, args).fetch_all(&mut *conn).await;
-            // The statements after the failing one did not run, `COMMIT` among them. When the
-            // rollback fails too (`BEGIN` itself failed, or the connection is broken), the
-            // connection is given up.
-            if transaction
-                && result.is_err()
-                && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err()
-            {
-                slot.conn = None;
+            let result = write(&writer, sql, args, transaction).await;
+            if let Some((kept, id)) = kept {
+                kept.forget(&id);
             }
             result
         });
@@ -199,15 +201,41 @@ impl SqliteStore {
     }
 }
 
+/// [`SqliteStore::on_writer`]'s work, in its task.
+async fn write(
+    writer: &Writer,
+    sql: String,
+    args: SqliteArguments<'static>,
+    transaction: bool,
+) -> sqlx::Result<Vec<SqliteRow>> {
+    let mut slot = writer.slot.lock().await;
+    if slot.closed {
+        return Err(sqlx::Error::PoolClosed);
+    }
+    let conn = match &mut slot.conn {
+        Some(conn) => conn,
+        none => none.insert(writer.options.connect().await?),
+    };
+    let result = sqlx::query_with(&sql, args).fetch_all(&mut *conn).await;
+    // The statements after the failing one did not run, `COMMIT` among them. When the rollback
+    // fails too (`BEGIN` itself failed, or the connection is broken), the connection is given
+    // up.
+    if transaction && result.is_err() && sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err()
+    {
+        slot.conn = None;
+    }
+    result
+}
+
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::store::backend::{Calls, Chats};
     use crate::store::sqlite::SqliteStore;
     use crate::store::{MessageRecord, NewCall, NewChat, NewMessage};
     use crate::vocabulary::Role;
 
-    fn user(content: &str) -> NewMessage {
+    pub(in crate::store::sqlite) fn user(content: &str) -> NewMessage {
         NewMessage {
             role: Role::User,
             content: content.into(),
@@ -216,7 +244,7 @@ mod tests {
         }
     }
 
-    fn call(id: &str, chat_id: &str) -> NewCall {
+    pub(in crate::store::sqlite) fn call(id: &str, chat_id: &str) -> NewCall {
         NewCall {
             id: id.into(),
             chat_id: Some(chat_id.into()),

@@ -3,8 +3,14 @@
 //! when it ends (one transaction: the contract's "persisted, then `done`"), the error when it
 //! fails. Also the conditional title write of title suggestion.
 
+use sqlx::Row;
+
 use super::batch::Batch;
-use super::chats::{Condition, SELECT_CHAT_BY_ID, chat_from_row, push_message, touch_chat};
+use super::chats::{
+    Condition, SELECT_CHAT_BY_ID, chat_from_row, push_message, push_message_then, stored_message,
+    touch_chat,
+};
+use super::kept::Kept;
 use super::{Result, SqliteStore};
 use crate::store::backend::Calls;
 use crate::store::read;
@@ -21,7 +27,8 @@ impl Calls for SqliteStore {
     /// not grown since it was `read` (messages are only ever appended, and an import refuses
     /// `seq`s that do not run 1, 2, 3…: its length is its last `seq`); two when the caller did
     /// not read it, outside any transaction, here. When it has grown, the transcript is read
-    /// again under the write lock and `new_rows` asked again.
+    /// again under the write lock and `new_rows` asked again, and the kept chat is forgotten
+    /// (`kept.rs`: it fell behind); when it has not, the rows stored extend the kept transcript.
     async fn begin_call(
         &self,
         call: NewCall,
@@ -29,24 +36,39 @@ impl Calls for SqliteStore {
         new_rows: impl Fn(&[MessageRecord]) -> Vec<NewMessage>,
     ) -> Result<bool> {
         let Some(chat_id) = &call.chat_id else {
-            self.commit(call_batch(&call, &[], None)?).await?;
+            self.commit(call_batch(&call, &[], None)?.0).await?;
             return Ok(true);
         };
         let transcript = match read {
             Some(transcript) => transcript,
             None => read::sqlite::messages(&self.pool, chat_id).await?,
         };
-        let after = transcript.len() as i64;
-        // The rows are dropped once bound, before the write: with attachments they can be tens
-        // of MiB, and the write copies them again.
-        let batch = call_batch(&call, &new_rows(&transcript), Some(after))?;
+        let after = transcript.len();
+        let rows = new_rows(&transcript);
+        let (batch, ids) = call_batch(&call, &rows, Some(after as i64))?;
         drop(transcript);
+        // Kept for the kept transcript only where it fits there; otherwise dropped once bound,
+        // before the write: with attachments they can be tens of MiB, and the write copies them
+        // again.
+        let kept = self.kept.as_deref().filter(|_| Kept::holds(&rows));
+        let rows = kept.map(|_| rows);
         let touched = self.commit(batch).await?;
-        if !touched.is_empty() {
+        if let Some(chat) = touched.first() {
+            if let (Some(kept), Some(rows)) = (kept, rows) {
+                let at: String = chat.try_get("updated_at")?;
+                let stored = ids.into_iter().zip(rows);
+                let stored = stored.map(|(id, row)| stored_message(id, at.clone(), row));
+                kept.extend(chat_id, after, stored.collect());
+            } else if let Some(kept) = &self.kept {
+                kept.forget(chat_id);
+            }
             return Ok(true);
         }
+        if let Some(kept) = &self.kept {
+            kept.forget(chat_id);
+        }
         let mut tx = self.write_tx().await?;
-        let batch = call_batch(
+        let (batch, _) = call_batch(
             &call,
             &new_rows(&read::sqlite::messages(&mut *tx, chat_id).await?),
             None,
@@ -72,13 +94,21 @@ impl Calls for SqliteStore {
         answered_by: Option<&(String, String)>,
     ) -> Result<()> {
         let mut batch = Batch::new();
+        let mut reply = None;
         if let (Some(chat_id), Some(message)) = (chat_id, &assistant) {
             // A chat deleted meanwhile gets nothing; the call is still completed. A call that
             // ended meanwhile (a run stopped at shutdown, recorded as failed while this waited
             // for the writer) keeps that outcome, and gets no reply.
             let open = || Condition::CallOpen(call_id.to_string());
             touch_chat(&mut batch, chat_id, open());
-            push_message(&mut batch, chat_id, message, open())?;
+            let tail = " RETURNING seq";
+            reply = Some(push_message_then(
+                &mut batch,
+                chat_id,
+                message,
+                open(),
+                tail,
+            )?);
         }
         batch
             .push(
@@ -94,7 +124,16 @@ impl Calls for SqliteStore {
             .bind(answered_by.map(|(p, _)| p.clone()))
             .bind(answered_by.map(|(_, m)| m.clone()))
             .bind(call_id.to_string());
-        self.commit(batch).await?;
+        let rows = self.commit(batch).await?;
+        // The reply stored: it extends the kept transcript, at its place.
+        if let (Some(kept), Some(chat_id), Some(id), Some(message), [touched, stored]) =
+            (&self.kept, chat_id, reply, assistant, rows.as_slice())
+        {
+            let at: String = touched.try_get("updated_at")?;
+            let seq: i64 = stored.try_get("seq")?;
+            let after = usize::try_from(seq - 1).unwrap_or(usize::MAX);
+            kept.extend(chat_id, after, vec![stored_message(id, at, message)]);
+        }
         Ok(())
     }
 
@@ -149,8 +188,14 @@ impl Calls for SqliteStore {
 /// chat's update and the first row check that; each later row checks that the one before it
 /// was stored, and the call's record that the last one was (or, without rows, the `seq` again),
 /// so a transcript that grew meanwhile gets none of them, and they never land out of order.
-fn call_batch(call: &NewCall, rows: &[NewMessage], after: Option<i64>) -> Result<Batch> {
+/// Returns the batch and the ids the rows are stored under.
+fn call_batch(
+    call: &NewCall,
+    rows: &[NewMessage],
+    after: Option<i64>,
+) -> Result<(Batch, Vec<String>)> {
     let mut batch = Batch::new();
+    let mut ids = Vec::with_capacity(rows.len());
     let unchanged = |chat_id: &str| match after {
         Some(last) => Condition::LastSeq {
             chat_id: chat_id.to_string(),
@@ -186,8 +231,9 @@ fn call_batch(call: &NewCall, rows: &[NewMessage], after: Option<i64>) -> Result
             let only = std::mem::replace(&mut recorded, Condition::Always);
             let id = push_message(&mut batch, chat_id, message, only)?;
             if after.is_some() {
-                recorded = Condition::Stored(id);
+                recorded = Condition::Stored(id.clone());
             }
+            ids.push(id);
         }
     }
     // Not for a chat that does not exist: its foreign key would fail the whole batch.
@@ -205,5 +251,5 @@ fn call_batch(call: &NewCall, rows: &[NewMessage], after: Option<i64>) -> Result
          SELECT ?, ?, ?, ?, ? WHERE (? IS NULL OR EXISTS (SELECT 1 FROM chats WHERE id = ?))",
         " ON CONFLICT (id) DO NOTHING",
     );
-    Ok(batch)
+    Ok((batch, ids))
 }

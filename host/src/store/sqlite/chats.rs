@@ -7,10 +7,11 @@ use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments, FromRow, Row, Sqlite, Transaction};
 
 use super::batch::Batch;
+use super::kept::Kept;
 use super::{Member, Result, SqliteStore, set_membership};
 use crate::store::backend::Chats;
 use crate::store::read::{self, ChatRow, MessageRow, select_chat, select_messages};
-use crate::store::{ChatPatch, ChatRecord, MessageRecord, NewChat, NewMessage};
+use crate::store::{ChatPatch, ChatRecord, ChatSettings, MessageRecord, NewChat, NewMessage};
 use crate::vocabulary::{new_id, now};
 
 /// For a batch, whose placeholders are `?`.
@@ -158,21 +159,35 @@ impl Chats for SqliteStore {
         chat_with_messages(&rows)
     }
 
-    /// The owner's chat and its transcript, on the writer's connection
-    /// ([`SqliteStore::read_on_writer`]): the call's record follows it there. One round trip
-    /// against two with the pool's (its lending and the ping sqlx sends when it is given back),
-    /// and the pages the last write left still cached. Another owner's chat is not read at all.
+    /// The owner's chat's settings and its transcript: kept in the process (`kept.rs`), else
+    /// read on the writer's connection ([`SqliteStore::read_on_writer`]), where the call's
+    /// record follows: one round trip against two with the pool's (its lending and the ping
+    /// sqlx sends when it is given back), and the pages the last write left still cached; then
+    /// kept. Another owner's chat is not read at all.
     async fn chat_to_continue(
         &self,
         id: &str,
         owner: &str,
-    ) -> Result<Option<(ChatRecord, Option<Vec<MessageRecord>>)>> {
+    ) -> Result<Option<(ChatSettings, Option<Vec<MessageRecord>>)>> {
+        let kept = self.kept.as_deref();
+        if let Some((settings, transcript)) = kept.and_then(|kept| kept.get(id, owner)) {
+            return Ok(Some((settings, Some(transcript))));
+        }
+        // Before the read: a write to chats made meanwhile keeps it from being kept.
+        let mark = kept.map(Kept::mark);
         let mut args = SqliteArguments::default();
         for value in [id, owner, id, id, owner] {
             args.add(value.to_string()).map_err(sqlx::Error::Encode)?;
         }
         let rows = self.read_on_writer(OWNED_CHAT_WITH_MESSAGES, args).await?;
-        Ok(chat_with_messages(&rows)?.map(|(chat, messages)| (chat, Some(messages))))
+        let Some((chat, transcript)) = chat_with_messages(&rows)? else {
+            return Ok(None);
+        };
+        let settings = chat.settings();
+        if let (Some(kept), Some(mark)) = (kept, mark) {
+            kept.keep(mark, id, owner, &settings, &transcript);
+        }
+        Ok(Some((settings, Some(transcript))))
     }
 
     /// Applies a settings update and bumps `updatedAt`. `None` when the chat does not exist.
@@ -202,7 +217,7 @@ impl Chats for SqliteStore {
             .bind(tools)
             .bind(id.to_string());
         batch.push(SELECT_CHAT_BY_ID).bind(id.to_string());
-        let rows = self.commit(batch).await?;
+        let rows = self.commit_forgetting(batch, id).await?;
         rows.first().map(chat_from_row).transpose()
     }
 
@@ -221,11 +236,12 @@ impl Chats for SqliteStore {
 
     /// Deletes the chat with its messages and stars. `false` when it did not exist.
     async fn delete_chat(&self, id: &str) -> Result<bool> {
-        let deleted = sqlx::query("DELETE FROM chats WHERE id = ?")
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(deleted.rows_affected() > 0)
+        let mut batch = Batch::new();
+        batch
+            .push("DELETE FROM chats WHERE id = ? RETURNING id")
+            .bind(id.to_string());
+        let deleted = self.commit_forgetting(batch, id).await?;
+        Ok(!deleted.is_empty())
     }
 
     /// Appends a message and bumps the chat's `updatedAt`. `None` when the chat does not exist.
@@ -237,7 +253,8 @@ impl Chats for SqliteStore {
         let mut batch = Batch::new();
         touch_chat(&mut batch, chat_id, Condition::Always);
         let id = push_message(&mut batch, chat_id, &message, Condition::Always)?;
-        let rows = self.commit(batch).await?;
+        // A tool's row, in the middle of a call: the kept chat is read again after it.
+        let rows = self.commit_forgetting(batch, chat_id).await?;
         // No row: the chat does not exist, and the insert inserted nothing.
         let Some(touched) = rows.first() else {
             return Ok(None);
@@ -263,6 +280,17 @@ pub(super) fn push_message(
     message: &NewMessage,
     only: Condition,
 ) -> Result<String> {
+    push_message_then(batch, chat_id, message, only, "")
+}
+
+/// [`push_message`], its statement ending in `tail` (a `RETURNING` clause).
+pub(super) fn push_message_then(
+    batch: &mut Batch,
+    chat_id: &str,
+    message: &NewMessage,
+    only: Condition,
+    tail: &str,
+) -> Result<String> {
     let id = new_id();
     let metadata = message
         .metadata
@@ -283,7 +311,7 @@ pub(super) fn push_message(
          SELECT ?, c.id, t.last + 1, c.updated_at, ?, ?, ?, ? \
          FROM chats c, (SELECT COALESCE(MAX(seq), 0) AS last FROM messages WHERE chat_id = ?) t \
          WHERE c.id = ?",
-        "",
+        tail,
     );
     Ok(id)
 }
@@ -312,7 +340,7 @@ mod tests {
     }
 
     /// A completion's chat and transcript are read on the writer's connection, as the pool's
-    /// would give them.
+    /// would give them (and then kept: `kept.rs`).
     #[tokio::test]
     async fn a_chat_to_continue_is_read_on_the_writer() {
         let store = store().await;
@@ -334,9 +362,9 @@ mod tests {
             .unwrap();
         let admin = crate::store::people::BUILTIN_ADMIN;
         let continued = store.chat_to_continue(&chat.id, admin).await.unwrap();
-        let (read, messages) = continued.unwrap();
+        let (settings, messages) = continued.unwrap();
         let messages = messages.expect("read ahead");
-        assert_eq!((read.id.as_str(), messages.len()), (chat.id.as_str(), 1));
+        assert_eq!((settings, messages.len()), (chat.settings(), 1));
         assert_eq!(messages[0].content, "a");
         let missing = store.chat_to_continue("no-such-chat", admin).await.unwrap();
         assert!(missing.is_none());
@@ -349,7 +377,9 @@ mod tests {
         }
         let rows = store.read_on_writer(OWNED_CHAT_WITH_MESSAGES, args);
         assert!(rows.await.unwrap().is_empty());
-        // Once the writer is closed the read fails, where the pool still answers.
+        // Once the writer is closed the read fails (of a chat not kept), where the pool still
+        // answers.
+        store.kept.as_ref().unwrap().forget(&chat.id);
         store.writer.close().await;
         assert!(store.chat_to_continue(&chat.id, admin).await.is_err());
         assert!(

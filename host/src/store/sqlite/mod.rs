@@ -29,6 +29,7 @@ macro_rules! next_updated_at {
 mod batch;
 mod calls;
 mod chats;
+mod kept;
 mod liveness;
 mod message_search;
 mod search_index;
@@ -53,6 +54,9 @@ pub struct SqliteStore {
     /// file, so a second chatd cannot take the first's calls for lost (`liveness.rs`). The
     /// system releases it when a process dies. `None` for an in-memory database.
     lock: std::sync::Arc<std::sync::Mutex<Option<std::fs::File>>>,
+    /// The chats completions continue, kept in the process: only a server's store, which holds
+    /// the process lock and so is the only writer of chats (`kept.rs`).
+    kept: Option<std::sync::Arc<kept::Kept>>,
 }
 
 impl SqliteStore {
@@ -137,6 +141,7 @@ impl SqliteStore {
             pool,
             writer,
             lock: std::sync::Arc::new(std::sync::Mutex::new(lock)),
+            kept: exclusive.then(Default::default),
         })
     }
 

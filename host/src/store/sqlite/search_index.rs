@@ -53,6 +53,8 @@ pub(super) async fn index_behind(pool: SqlitePool, writer: WeakWriter) {
             pool: pool.clone(),
             writer,
             lock: Default::default(),
+            // It writes the search index only, no chat.
+            kept: None,
         };
         if store.is_closed() {
             return;
