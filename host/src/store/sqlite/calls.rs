@@ -28,7 +28,8 @@ impl Calls for SqliteStore {
     /// `seq`s that do not run 1, 2, 3…: its length is its last `seq`); two when the caller did
     /// not read it, outside any transaction, here. When it has grown, the transcript is read
     /// again under the write lock and `new_rows` asked again, and the kept chat is forgotten
-    /// (`kept.rs`: it fell behind); when it has not, the rows stored extend the kept transcript.
+    /// (`kept.rs`: it fell behind); when it has not, the rows stored extend the kept transcript
+    /// (or, too large to keep, have it forgotten).
     async fn begin_call(
         &self,
         call: NewCall,

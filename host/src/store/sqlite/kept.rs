@@ -4,9 +4,9 @@
 //! thread; this drops the first (BENCHMARKS.md, "A chat kept in the process").
 //!
 //! Sound because a serving chatd is the only process that writes chats and messages to its
-//! database: it holds the database's process lock (`SqliteStore::open`), and a command beside
-//! it (`chatd users`) writes people, keys and sessions only. So every change to a kept chat is
-//! made here, and each of its writes forgets the chat or extends its transcript:
+//! database: it holds the database's process lock (`SqliteStore::open`, one lock for one file),
+//! and a command beside it (`chatd users`) writes people, keys, login links and sessions only.
+//! So every change to a kept chat is made here, and each of its writes forgets the chat or extends its transcript:
 //! - its settings (`update_chat`) and its removal (`delete_chat`): forgotten once the write is
 //!   made, and a read that began before the write is not kept (the `epoch`);
 //! - its transcript: a call's new rows (`begin_call`) and its reply (`finish_call`) extend it
@@ -14,9 +14,10 @@
 //!   was placed; a tool's row (`append_message`) forgets it.
 //!
 //! A kept transcript is so always a prefix of the stored one, never different: messages are
-//! only appended. One that fell behind (a write elsewhere, a lost race) is caught where it is
-//! used: `begin_call` writes only if the transcript's length is still the kept one, and reads it
-//! again otherwise (forgetting the chat). PostgreSQL keeps nothing: several instances write it.
+//! only appended. One that fell behind (a write whose caller was dropped before extending it, a
+//! race lost to another call, rows too large to keep) is caught where it is used: `begin_call`
+//! writes only if the transcript's length is still the kept one, and reads it again otherwise
+//! (forgetting the chat). PostgreSQL keeps nothing: several instances write it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -78,9 +78,10 @@ impl SqliteStore {
 
     /// Opens (creating file and folder if needed) and migrates the database; `timeout` bounds a
     /// wait for a connection or for SQLite's lock.
-    /// `exclusive`: take the database's process lock and index the message search's queue (a
-    /// server); a short command writing a few rows beside a running server (`chatd users`) does
-    /// neither, and SQLite's own locking orders its writes with the server's.
+    /// `exclusive`: take the database's process lock, index the message search's queue and keep
+    /// the chats completions continue (`kept.rs`) (a server); a short command writing a few rows
+    /// beside a running server (`chatd users`) does none of it, and SQLite's own locking orders
+    /// its writes with the server's.
     pub async fn open(raw: &str, timeout: Duration, exclusive: bool) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(raw)
             .map_err(|source| StoreError::Open {
@@ -184,6 +185,16 @@ fn lock_database(path: &std::path::Path) -> Result<Option<std::fs::File>> {
     if is_in_memory(path) {
         return Ok(None);
     }
+    // One lock for one file, also when its path is a symlink to it: the kept chats (`kept.rs`)
+    // rely on this process being the only server writing the file.
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| {
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let folder = std::fs::canonicalize(folder.unwrap_or(std::path::Path::new(".")));
+        match (folder, path.file_name()) {
+            (Ok(folder), Some(file)) => folder.join(file),
+            _ => path.to_path_buf(),
+        }
+    });
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
     let lock_path = std::path::PathBuf::from(name);
@@ -290,4 +301,29 @@ fn file_url(dir: &tempfile::TempDir) -> String {
         "sqlite://{}?mode=rwc",
         dir.path().join("chatd.db").display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same file through another name (a symlink to it, in another folder) is the same
+    /// database: a second server is refused.
+    #[tokio::test]
+    async fn one_lock_for_one_file_whatever_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let timeout = Duration::from_secs(5);
+        let first = SqliteStore::open(&file_url(&dir), timeout, true)
+            .await
+            .unwrap();
+        let link = tempfile::tempdir().unwrap();
+        let linked = link.path().join("other.db");
+        std::os::unix::fs::symlink(dir.path().join("chatd.db"), &linked).unwrap();
+        let url = format!("sqlite://{}?mode=rwc", linked.display());
+        let second = SqliteStore::open(&url, timeout, true).await;
+        assert!(matches!(second, Err(StoreError::InUse { .. })));
+        first.close().await;
+        let again = SqliteStore::open(&url, timeout, true).await;
+        assert!(again.is_ok(), "given up when the first closed");
+    }
 }
