@@ -385,6 +385,14 @@ mod tests {
                     .await
                     .is_err()
             );
+            // A settings write that fails forgets the chat all the same: whether it was made
+            // is not known to the kept copy.
+            let patch = ChatPatch {
+                additional_system_prompt: Some(Some("Be brief.".into())),
+                ..ChatPatch::default()
+            };
+            assert!(store.update_chat(&kept.id, patch).await.is_err());
+            assert_eq!(kept_len(&store, &kept.id), None);
         }
 
         /// A store beside a server (`chatd users`) keeps nothing: it is not the only writer.
