@@ -409,6 +409,37 @@ pub fn users_cli(server: &TestServer, args: &[&str]) -> std::process::Output {
         .expect("run chatd users")
 }
 
+/// Beside a server whose schema is not its own (here one migration newer), `chatd users` changes
+/// nothing and says why: a command does not migrate under a serving SQLite chatd
+/// (`store::migrations::difference`). PostgreSQL's instances migrate as they start, as before.
+#[tokio::test]
+async fn the_cli_beside_a_server_of_another_schema_changes_nothing() {
+    let server = token_server().await;
+    let chatd::config::DatabaseUrl::Sqlite(url) = &server.database_url else {
+        return server.stop().await;
+    };
+    use sqlx::Connection as _;
+    let mut db = sqlx::SqliteConnection::connect(url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99991231000001, 'later', TRUE, X'00', 0)",
+    )
+    .execute(&mut db)
+    .await
+    .unwrap();
+    let out = users_cli(&server, &["add", "dave"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("served by a chatd of another version") && said.contains("99991231000001"),
+        "{said}"
+    );
+    let (status, listed) = server.get("/v1/users").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!listed.to_string().contains("dave"), "{listed}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_person_made_by_the_cli_works_on_the_running_server_at_once() {
     let server = token_server().await;

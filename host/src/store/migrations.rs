@@ -10,7 +10,7 @@ use std::borrow::Cow;
 
 use futures::future::BoxFuture;
 use sqlx::error::BoxDynError;
-use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::migrate::{AppliedMigration, Migration, MigrationSource, MigrationType, Migrator};
 
 include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 
@@ -56,9 +56,83 @@ impl MigrationSource<'static> for Embedded {
     }
 }
 
+/// How the migrations a database has had differ from `ours`, in words; `None` when they are the
+/// same, versions and checksums. For a command beside a serving chatd (`Store::open_beside`),
+/// which must not migrate under it: that server runs on the schema it knows, and on SQLite keeps
+/// chats in its process (`sqlite/kept.rs`), which a migration rewriting them would leave stale.
+pub(super) fn difference(ours: &Migrator, applied: &[AppliedMigration]) -> Option<String> {
+    let ours: Vec<&Migration> = ours
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration())
+        .collect();
+    for m in &ours {
+        match applied.iter().find(|a| a.version == m.version) {
+            None => {
+                return Some(format!(
+                    "its schema is older: migration {} ({}) is not applied there",
+                    m.version, m.description
+                ));
+            }
+            Some(a) if a.checksum != m.checksum => {
+                return Some(format!(
+                    "migration {} ({}) was applied there with other text",
+                    m.version, m.description
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let unknown = applied
+        .iter()
+        .find(|a| ours.iter().all(|m| m.version != a.version))?;
+    Some(format!(
+        "its schema is newer: migration {} is applied there and unknown to this chatd",
+        unknown.version
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_schema_differs_by_a_missing_an_unknown_or_a_changed_migration() {
+        let ours = Embedded(&[
+            ("20260101000001_first.sql", "SELECT 1;"),
+            ("20260101000002_second.sql", "SELECT 2;"),
+        ])
+        .migrator()
+        .await
+        .unwrap();
+        let applied = |rows: &[(i64, &'static str)]| -> Vec<AppliedMigration> {
+            use sha2::Digest as _;
+            let rows = rows.iter().map(|(version, text)| AppliedMigration {
+                version: *version,
+                checksum: Cow::Owned(sha2::Sha384::digest(text.as_bytes()).to_vec()),
+            });
+            rows.collect()
+        };
+        let both = [(20260101000001, "SELECT 1;"), (20260101000002, "SELECT 2;")];
+        assert_eq!(difference(&ours, &applied(&both)), None);
+        let older = difference(&ours, &applied(&both[..1])).unwrap();
+        assert!(
+            older.contains("older") && older.contains("20260101000002 (second)"),
+            "{older}"
+        );
+        let mut more = both.to_vec();
+        more.push((20260101000003, "SELECT 3;"));
+        let newer = difference(&ours, &applied(&more)).unwrap();
+        assert!(
+            newer.contains("newer") && newer.contains("20260101000003"),
+            "{newer}"
+        );
+        let changed = [
+            (20260101000001, "SELECT 1;"),
+            (20260101000002, "SELECT 22;"),
+        ];
+        let changed = difference(&ours, &applied(&changed)).unwrap();
+        assert!(changed.contains("other text"), "{changed}");
+    }
 
     /// What `migrate!` made of each store's first migration, and the checksum sqlx keeps.
     #[test]

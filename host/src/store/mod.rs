@@ -117,6 +117,13 @@ pub enum StoreError {
     InUse { path: String },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A command beside a serving chatd found that server's schema another than its own, and
+    /// changed nothing (it does not migrate under a server: `migrations::difference`).
+    #[error(
+        "the database is served by a chatd of another version ({0}); nothing was changed: run \
+         the server's own `chatd users`, or stop the server and run this one"
+    )]
+    ServedSchema(String),
     #[error("database error: {0}")]
     Sql(#[from] sqlx::Error),
     #[error("stored JSON is invalid: {0}")]
@@ -283,7 +290,8 @@ impl Store {
     }
 
     /// [`Self::open`] for a short command that writes a few rows beside a running server
-    /// (`chatd users`): on SQLite without the process lock, which a server holds.
+    /// (`chatd users`): on SQLite without the process lock, which a server holds, and without
+    /// migrating under that server (it opens only a schema the same as its own).
     pub async fn open_beside(url: &DatabaseUrl, timeout: std::time::Duration) -> Result<Self> {
         Self::open_as(url, 2, timeout, false).await
     }

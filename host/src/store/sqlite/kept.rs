@@ -5,7 +5,8 @@
 //!
 //! Sound because a serving chatd is the only process that writes chats and messages to its
 //! database: it holds the database's process lock (`SqliteStore::open`, one lock for one file),
-//! and a command beside it (`chatd users`) writes people, keys, login links and sessions only.
+//! and a command beside it (`chatd users`) writes people, keys, login links and sessions only,
+//! and applies no migration under it (`beside_a_server_nothing_is_migrated`).
 //! So every change to a kept chat is made here, and each of its writes forgets the chat or extends its transcript:
 //! - its settings (`update_chat`) and its removal (`delete_chat`): forgotten once the write is
 //!   made, and a read that began before the write is not kept (the `epoch`);

@@ -38,6 +38,7 @@ mod searches;
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::migrate::Migrate as _;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -81,7 +82,8 @@ impl SqliteStore {
     /// `exclusive`: take the database's process lock, index the message search's queue and keep
     /// the chats completions continue (`kept.rs`) (a server); a short command writing a few rows
     /// beside a running server (`chatd users`) does none of it, and SQLite's own locking orders
-    /// its writes with the server's.
+    /// its writes with the server's. Such a command migrates only when no server holds the lock;
+    /// beside one it opens only a schema the same as its own ([`StoreError::ServedSchema`]).
     pub async fn open(raw: &str, timeout: Duration, exclusive: bool) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(raw)
             .map_err(|source| StoreError::Open {
@@ -103,9 +105,11 @@ impl SqliteStore {
                 source,
             })?;
         }
-        let lock = match exclusive {
-            true => lock_database(options.get_filename())?,
-            false => None,
+        // Beside a server (its lock taken), a command neither takes the lock nor migrates; with
+        // no server, it holds the lock while it migrates, so none starts halfway.
+        let (lock, served) = match lock_database(options.get_filename()) {
+            Err(StoreError::InUse { .. }) if !exclusive => (None, true),
+            lock => (lock?, false),
         };
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
@@ -121,11 +125,17 @@ impl SqliteStore {
                 url: raw.to_string(),
                 source,
             })?;
-        Embedded(migrations::SQLITE)
-            .migrator()
-            .await?
-            .run(&pool)
-            .await?;
+        let migrator = Embedded(migrations::SQLITE).migrator().await?;
+        if served {
+            let applied = pool.acquire().await?.list_applied_migrations().await?;
+            if let Some(difference) = migrations::difference(&migrator, &applied) {
+                pool.close().await;
+                return Err(StoreError::ServedSchema(difference));
+            }
+        } else {
+            migrator.run(&pool).await?;
+        }
+        let lock = lock.filter(|_| exclusive);
         let writer = Writer::open(options)
             .await
             .map_err(|source| StoreError::Open {
@@ -325,5 +335,90 @@ mod tests {
         first.close().await;
         let again = SqliteStore::open(&url, timeout, true).await;
         assert!(again.is_ok(), "given up when the first closed");
+    }
+
+    /// Why a store opened beside the server on `url` was refused.
+    async fn refused_beside(url: &str) -> String {
+        match SqliteStore::open(url, Duration::from_secs(5), false).await {
+            Err(StoreError::ServedSchema(why)) => why,
+            other => panic!("opened beside the server: {:?}", other.map(|_| ())),
+        }
+    }
+
+    /// A store opened beside a server (`chatd users`) migrates nothing under it: it opens only
+    /// the schema it knows, and refuses, changing nothing, one the server has more or fewer
+    /// migrations in. With no server it migrates, as a server would.
+    #[tokio::test]
+    async fn beside_a_server_nothing_is_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = file_url(&dir);
+        let timeout = Duration::from_secs(5);
+        let server = SqliteStore::open(&url, timeout, true).await.unwrap();
+        let beside = SqliteStore::open(&url, timeout, false).await.unwrap();
+        assert!(beside.kept.is_none() && beside.lock.lock().unwrap().is_none());
+        beside.close().await;
+        let last: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+            .fetch_one(&server.pool)
+            .await
+            .unwrap();
+        let has = |version: i64| {
+            let pool = server.pool.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>(
+                    "SELECT COUNT(*) FROM _sqlx_migrations WHERE version = ?",
+                )
+                .bind(version)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+                    == 1
+            }
+        };
+        // The server is older: its schema lacks this build's last migration.
+        let row: (String, Vec<u8>) =
+            sqlx::query_as("SELECT description, checksum FROM _sqlx_migrations WHERE version = ?")
+                .bind(last)
+                .fetch_one(&server.pool)
+                .await
+                .unwrap();
+        sqlx::query("DELETE FROM _sqlx_migrations WHERE version = ?")
+            .bind(last)
+            .execute(&server.pool)
+            .await
+            .unwrap();
+        let why = refused_beside(&url).await;
+        assert!(why.contains("older"), "{why}");
+        assert!(
+            !has(last).await,
+            "the migration was applied under the server"
+        );
+        // The server is newer: a migration this build does not know.
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
+             execution_time) VALUES (?, ?, TRUE, ?, 0), (99991231000001, 'later', TRUE, X'00', 0)",
+        )
+        .bind(last)
+        .bind(&row.0)
+        .bind(&row.1)
+        .execute(&server.pool)
+        .await
+        .unwrap();
+        let why = refused_beside(&url).await;
+        assert!(why.contains("newer"), "{why}");
+        // No server: the command migrates, holding the lock meanwhile, then gives it up.
+        sqlx::query("DELETE FROM _sqlx_migrations WHERE version IN (?, 99991231000001)")
+            .bind(last)
+            .execute(&server.pool)
+            .await
+            .unwrap();
+        server.close().await;
+        let alone = SqliteStore::open(&url, timeout, false).await.unwrap();
+        let applied: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+            .fetch_one(&alone.pool)
+            .await
+            .unwrap();
+        assert_eq!(applied, last);
+        let server = SqliteStore::open(&url, timeout, true).await;
+        assert!(server.is_ok(), "a server starts beside the command");
     }
 }
