@@ -521,6 +521,41 @@ pub(super) mod tests {
         assert_eq!(record.latency_ms, Some(5));
     }
 
+    /// A write whose caller is dropped once it has begun (here waiting for the writer) is made
+    /// all the same, whole, and its kept chat forgotten: it is finished in a task of its own.
+    #[tokio::test]
+    async fn a_write_whose_caller_is_dropped_is_still_made() {
+        let (store, admin) = (store().await, crate::store::people::BUILTIN_ADMIN);
+        let chat = store.create_chat(NewChat::owned_by(admin)).await.unwrap();
+        store.chat_to_continue(&chat.id, admin).await.unwrap();
+        assert!(store.kept.as_ref().unwrap().get(&chat.id, admin).is_some());
+        let busy = store.writer.slot.lock().await;
+        let mut batch = Batch::new();
+        for set in ["title = 'first'", "additional_system_prompt = 'second'"] {
+            let statement = format!("UPDATE chats SET {set} WHERE id = ?");
+            batch.push(&statement).bind(chat.id.clone());
+        }
+        let mut caller = Box::pin(store.commit_forgetting(batch, &chat.id));
+        assert!(
+            futures::poll!(caller.as_mut()).is_pending(),
+            "it waits for the writer"
+        );
+        drop(caller);
+        drop(busy);
+        // The writer's lock is fair: a write after it is made after it (this one forgets no
+        // chat).
+        let mut next = Batch::new();
+        next.push("SELECT 1");
+        store.commit(next).await.unwrap();
+        let after = crate::store::read::sqlite::chat(store.pool(), &chat.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(after.title.as_deref(), Some("first"));
+        assert_eq!(after.additional_system_prompt.as_deref(), Some("second"));
+        assert!(store.kept.as_ref().unwrap().get(&chat.id, admin).is_none());
+    }
+
     #[tokio::test]
     async fn a_failing_statement_rolls_the_whole_batch_back() {
         let store = store().await;
