@@ -1,5 +1,6 @@
-//! What people spend on models: every model call recorded in the usage ledger (whatever the
-//! route, `persist: false` too), and budgets checked before a request reaches a model.
+//! What people spend on models: every call to a chat model recorded in the usage ledger
+//! (whatever the route, `persist: false` too; not yet the library's embeddings), and budgets
+//! checked before a request reaches a model.
 //!
 //! A request is admitted ([`admit`]) before anything is sent upstream: refused when a budget of
 //! its person or its key is spent (the ledger's calls of the period, and what requests running
