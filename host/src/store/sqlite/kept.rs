@@ -4,10 +4,10 @@
 //! thread; this drops the first (BENCHMARKS.md, "A chat kept in the process").
 //!
 //! Sound because a serving chatd is the only process that writes chats and messages to its
-//! database: it holds the database's process lock (`SqliteStore::open`, one lock for one file),
-//! and a command beside it (`chatd users`) writes people, keys, login links and sessions only,
-//! and applies no migration under it (`beside_a_server_nothing_is_migrated`).
-//! So every change to a kept chat is made here, and each of its writes forgets the chat or extends its transcript:
+//! database: it holds the database's process lock (`SqliteStore::open`, one lock for one file), and
+//! a command beside it (`chatd users`) writes people, keys, login links and sessions only, and
+//! applies no migration under it (`beside_a_server_nothing_is_migrated`). So every change to a kept
+//! chat is made here, and each of its writes forgets the chat or extends its transcript:
 //! - its settings (`update_chat`) and its removal (`delete_chat`): forgotten once the write is
 //!   made, and a read that began before the write is not kept (the `epoch`);
 //! - its transcript: a call's new rows (`begin_call`) and its reply (`finish_call`) extend it

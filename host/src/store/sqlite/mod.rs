@@ -9,10 +9,10 @@
 //! a completion's chat is read on the writer's connection, where its call's record follows
 //! (`SqliteStore::read_on_writer`).
 //!
-//! SQLite settings, and why: WAL so the pool's readers never wait for the writer; `synchronous = NORMAL`,
-//! which in WAL mode loses no committed transaction on a process crash (only on power loss, the
-//! usual trade for servers); foreign keys on, because deletes rely on ON DELETE CASCADE; a busy
-//! timeout so concurrent writers queue instead of failing with SQLITE_BUSY.
+//! SQLite settings, and why: WAL so the pool's readers never wait for the writer; `synchronous =
+//! NORMAL`, which in WAL mode loses no committed transaction on a process crash (only on power
+//! loss, the usual trade for servers); foreign keys on, because deletes rely on ON DELETE CASCADE;
+//! a busy timeout so concurrent writers queue instead of failing with SQLITE_BUSY.
 
 /// The next `updated_at` of a row being updated, as a SQL expression with one placeholder, bound
 /// to [`crate::vocabulary::now`]: now, or the first microsecond of the millisecond after the stored

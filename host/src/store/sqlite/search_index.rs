@@ -1,12 +1,11 @@
 //! The message search's index, written behind. FTS5 writes a segment of its own for every
-//! transaction that adds to `messages_fts`, and a persisted completion's two transactions each
-//! paid one: 11 of their 31 pages, and 175 µs of its mean latency with the index's trigger
-//! dropped (BENCHMARKS.md, "The search index written behind"). So a message's insert only queues its rowid in
-//! `messages_fts_pending` (the triggers of the migration `message_search_behind`), and the queue
-//! goes into the index as one transaction: every [`EVERY`] off the request path, and before
-//! each search, which therefore finds every message committed before it began (the black-box
-//! tests search right after they write), unless the index cannot be written then
-//! (`message_search.rs`).
+//! transaction that adds to `messages_fts`, and a persisted completion's two transactions each paid
+//! one: 11 of their 31 pages, and 175 µs of its mean latency with the index's trigger dropped
+//! (BENCHMARKS.md, "The search index written behind"). So a message's insert only queues its rowid
+//! in `messages_fts_pending` (the triggers of the migration `message_search_behind`), and the queue
+//! goes into the index as one transaction: every [`EVERY`] off the request path, and before each
+//! search, which therefore finds every message committed before it began (the black-box tests
+//! search right after they write), unless the index cannot be written then (`message_search.rs`).
 
 use std::time::Duration;
 
