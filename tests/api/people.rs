@@ -431,7 +431,7 @@ async fn the_cli_beside_a_server_of_another_schema_changes_nothing() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("served by a chatd of another version") && said.contains("99991231000001"),
+        said.contains("another chatd holds it") && said.contains("99991231000001"),
         "{said}"
     );
     let (status, listed) = server.get("/v1/users").await;

@@ -1,7 +1,7 @@
 //! `chatd users add|list|disable|enable|login-link`: people, from the command line, on DATABASE_URL's
-//! database; safe beside a running server (on SQLite it takes no process lock: its writes are a
-//! row or two, ordered by SQLite's own lock; and it migrates only with no server there:
-//! `SqliteStore::open`). A key made here works on a running server at
+//! database; safe beside a running server (on SQLite it does not take the process lock: its
+//! writes are a row or two, ordered by SQLite's own lock; and it migrates only a database no
+//! server holds: `sqlite::migrate_beside`). A key made here works on a running server at
 //! once; a person disabled here is refused within a second (`people/directory.rs`). Token mode
 //! only: in open mode every caller is the admin, and people would be a promise chatd cannot keep.
 //! Each command prints JSON lines on stdout; a refusal is one line on stderr and exit 2.

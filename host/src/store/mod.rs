@@ -117,11 +117,13 @@ pub enum StoreError {
     InUse { path: String },
     #[error("database migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
-    /// A command beside a serving chatd found that server's schema another than its own, and
-    /// changed nothing (it does not migrate under a server: `migrations::difference`).
+    /// A command beside a server found a schema other than its own while another chatd held
+    /// the database, and changed nothing (it does not migrate under a server:
+    /// `sqlite::migrate_beside`).
     #[error(
-        "the database is served by a chatd of another version ({0}); nothing was changed: run \
-         the server's own `chatd users`, or stop the server and run this one"
+        "the database's schema is not this chatd's ({0}), and another chatd holds it (a server \
+         of another version, one still starting, or a command migrating it); nothing was \
+         changed: try again once it has started, or use the server's own `chatd users`"
     )]
     ServedSchema(String),
     #[error("database error: {0}")]
@@ -290,8 +292,9 @@ impl Store {
     }
 
     /// [`Self::open`] for a short command that writes a few rows beside a running server
-    /// (`chatd users`): on SQLite without the process lock, which a server holds, and without
-    /// migrating under that server (it opens only a schema the same as its own).
+    /// (`chatd users`). On SQLite it does not take the process lock, which a server holds, but
+    /// to migrate a database nothing holds; beside a server it opens only a schema the same as
+    /// its own. On PostgreSQL it migrates as an instance starting does.
     pub async fn open_beside(url: &DatabaseUrl, timeout: std::time::Duration) -> Result<Self> {
         Self::open_as(url, 2, timeout, false).await
     }

@@ -536,14 +536,13 @@ pub(super) mod tests {
             batch.push(&statement).bind(chat.id.clone());
         }
         let mut caller = Box::pin(store.commit_forgetting(batch, &chat.id));
-        assert!(
-            futures::poll!(caller.as_mut()).is_pending(),
-            "it waits for the writer"
-        );
+        assert!(futures::poll!(caller.as_mut()).is_pending());
+        // The write's task runs, and waits for the writer.
+        tokio::task::yield_now().await;
         drop(caller);
         drop(busy);
-        // The writer's lock is fair: a write after it is made after it (this one forgets no
-        // chat).
+        // The writer's lock serves in turn: a write queued after it is made after it (this one
+        // forgets no chat).
         let mut next = Batch::new();
         next.push("SELECT 1");
         store.commit(next).await.unwrap();

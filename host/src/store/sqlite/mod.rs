@@ -82,8 +82,8 @@ impl SqliteStore {
     /// `exclusive`: take the database's process lock, index the message search's queue and keep
     /// the chats completions continue (`kept.rs`) (a server); a short command writing a few rows
     /// beside a running server (`chatd users`) does none of it, and SQLite's own locking orders
-    /// its writes with the server's. Such a command migrates only when no server holds the lock;
-    /// beside one it opens only a schema the same as its own ([`StoreError::ServedSchema`]).
+    /// its writes with the server's, and it migrates only a database no server holds
+    /// ([`migrate_beside`]).
     pub async fn open(raw: &str, timeout: Duration, exclusive: bool) -> Result<Self> {
         let options = SqliteConnectOptions::from_str(raw)
             .map_err(|source| StoreError::Open {
@@ -105,11 +105,9 @@ impl SqliteStore {
                 source,
             })?;
         }
-        // Beside a server (its lock taken), a command neither takes the lock nor migrates; with
-        // no server, it holds the lock while it migrates, so none starts halfway.
-        let (lock, served) = match lock_database(options.get_filename()) {
-            Err(StoreError::InUse { .. }) if !exclusive => (None, true),
-            lock => (lock?, false),
+        let lock = match exclusive {
+            true => lock_database(options.get_filename())?,
+            false => None,
         };
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
@@ -126,16 +124,12 @@ impl SqliteStore {
                 source,
             })?;
         let migrator = Embedded(migrations::SQLITE).migrator().await?;
-        if served {
-            let applied = pool.acquire().await?.list_applied_migrations().await?;
-            if let Some(difference) = migrations::difference(&migrator, &applied) {
-                pool.close().await;
-                return Err(StoreError::ServedSchema(difference));
-            }
-        } else {
+        if exclusive {
             migrator.run(&pool).await?;
+        } else if let Err(e) = migrate_beside(&pool, &migrator, options.get_filename()).await {
+            pool.close().await;
+            return Err(e);
         }
-        let lock = lock.filter(|_| exclusive);
         let writer = Writer::open(options)
             .await
             .map_err(|source| StoreError::Open {
@@ -187,6 +181,37 @@ impl SqliteStore {
         self.writer.close().await;
         self.pool.close().await;
         drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
+/// The migrations of a store opened beside a server (not `exclusive`). None when the schema is
+/// already this build's, the usual case: the lock is not even tried, so a server starting then is
+/// never refused for it. Otherwise they are applied holding the serving lock when nothing holds
+/// it; when something does (a server of another version, one still starting, a command
+/// migrating), nothing is changed: a server runs on the schema it knows, and keeps chats in its
+/// memory (`kept.rs`) that a migration rewriting them would leave stale.
+async fn migrate_beside(
+    pool: &SqlitePool,
+    migrator: &sqlx::migrate::Migrator,
+    path: &std::path::Path,
+) -> Result<()> {
+    let table: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' \
+         AND name = '_sqlx_migrations')",
+    )
+    .fetch_one(pool)
+    .await?;
+    let applied = match table {
+        true => pool.acquire().await?.list_applied_migrations().await?,
+        false => Vec::new(),
+    };
+    let Some(difference) = migrations::difference(migrator, &applied) else {
+        return Ok(());
+    };
+    match lock_database(path) {
+        Ok(_held_while_migrating) => Ok(migrator.run(pool).await?),
+        Err(StoreError::InUse { .. }) => Err(StoreError::ServedSchema(difference)),
+        Err(e) => Err(e),
     }
 }
 
@@ -354,9 +379,6 @@ mod tests {
         let url = file_url(&dir);
         let timeout = Duration::from_secs(5);
         let server = SqliteStore::open(&url, timeout, true).await.unwrap();
-        let beside = SqliteStore::open(&url, timeout, false).await.unwrap();
-        assert!(beside.kept.is_none() && beside.lock.lock().unwrap().is_none());
-        beside.close().await;
         let last: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
             .fetch_one(&server.pool)
             .await
@@ -405,20 +427,24 @@ mod tests {
         .unwrap();
         let why = refused_beside(&url).await;
         assert!(why.contains("newer"), "{why}");
-        // No server: the command migrates, holding the lock meanwhile, then gives it up.
-        sqlx::query("DELETE FROM _sqlx_migrations WHERE version IN (?, 99991231000001)")
-            .bind(last)
+        // The same schema beside the server: opened, the lock left to the server.
+        sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 99991231000001")
             .execute(&server.pool)
             .await
             .unwrap();
-        server.close().await;
-        let alone = SqliteStore::open(&url, timeout, false).await.unwrap();
+        let beside = SqliteStore::open(&url, timeout, false).await.unwrap();
+        assert!(beside.kept.is_none() && beside.lock.lock().unwrap().is_none());
+        beside.close().await;
+        // No server, a new file: the command migrates it, then gives the lock up.
+        let fresh = tempfile::tempdir().unwrap();
+        let fresh = file_url(&fresh);
+        let alone = SqliteStore::open(&fresh, timeout, false).await.unwrap();
         let applied: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
             .fetch_one(&alone.pool)
             .await
             .unwrap();
         assert_eq!(applied, last);
-        let server = SqliteStore::open(&url, timeout, true).await;
+        let server = SqliteStore::open(&fresh, timeout, true).await;
         assert!(server.is_ok(), "a server starts beside the command");
     }
 }
