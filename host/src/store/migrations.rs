@@ -57,9 +57,8 @@ impl MigrationSource<'static> for Embedded {
 }
 
 /// How the migrations a database has had differ from `ours`, in words; `None` when they are the
-/// same, versions and checksums. For a command beside a serving chatd (`Store::open_beside`),
-/// which must not migrate under it: that server runs on the schema it knows, and on SQLite keeps
-/// chats in its process (`sqlite/kept.rs`), which a migration rewriting them would leave stale.
+/// same, versions and checksums. For a command beside a server (`sqlite::migrate_beside`): it
+/// migrates only what differs, and only where no server holds the database.
 pub(super) fn difference(ours: &Migrator, applied: &[AppliedMigration]) -> Option<String> {
     let ours: Vec<&Migration> = ours
         .iter()

@@ -122,8 +122,8 @@ pub enum StoreError {
     /// `sqlite::migrate_beside`).
     #[error(
         "the database's schema is not this chatd's ({0}), and another chatd holds it (a server \
-         of another version, one still starting, or a command migrating it); nothing was \
-         changed: try again once it has started, or use the server's own `chatd users`"
+         of another version, or a server or a command migrating it); nothing was changed: try \
+         again once it has migrated, or use the server's own `chatd users`"
     )]
     ServedSchema(String),
     #[error("database error: {0}")]

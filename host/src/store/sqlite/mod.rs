@@ -187,8 +187,8 @@ impl SqliteStore {
 /// The migrations of a store opened beside a server (not `exclusive`). None when the schema is
 /// already this build's, the usual case: the lock is not even tried, so a server starting then is
 /// never refused for it. Otherwise they are applied holding the serving lock when nothing holds
-/// it; when something does (a server of another version, one still starting, a command
-/// migrating), nothing is changed: a server runs on the schema it knows, and keeps chats in its
+/// it; when something does (a server of another version, a server or a command migrating it),
+/// nothing is changed: a server runs on the schema it knows, and keeps chats in its
 /// memory (`kept.rs`) that a migration rewriting them would leave stale.
 async fn migrate_beside(
     pool: &SqlitePool,
@@ -201,11 +201,19 @@ async fn migrate_beside(
     )
     .fetch_one(pool)
     .await?;
-    let applied = match table {
-        true => pool.acquire().await?.list_applied_migrations().await?,
-        false => Vec::new(),
+    let difference = match table {
+        false => migrations::difference(migrator, &[]),
+        true => {
+            let mut conn = pool.acquire().await?;
+            // A migration that failed there is a difference too: sqlx refuses to migrate such a
+            // database, and a server to serve it.
+            match conn.dirty_version().await? {
+                Some(version) => Some(format!("migration {version} failed there")),
+                None => migrations::difference(migrator, &conn.list_applied_migrations().await?),
+            }
+        }
     };
-    let Some(difference) = migrations::difference(migrator, &applied) else {
+    let Some(difference) = difference else {
         return Ok(());
     };
     match lock_database(path) {
@@ -427,8 +435,22 @@ mod tests {
         .unwrap();
         let why = refused_beside(&url).await;
         assert!(why.contains("newer"), "{why}");
+        // A migration that failed there.
+        sqlx::query(
+            "UPDATE _sqlx_migrations SET success = (version <> ?) WHERE version <> 99991231000001",
+        )
+        .bind(last)
+        .execute(&server.pool)
+        .await
+        .unwrap();
+        let why = refused_beside(&url).await;
+        assert!(why.contains(&format!("migration {last} failed")), "{why}");
         // The same schema beside the server: opened, the lock left to the server.
         sqlx::query("DELETE FROM _sqlx_migrations WHERE version = 99991231000001")
+            .execute(&server.pool)
+            .await
+            .unwrap();
+        sqlx::query("UPDATE _sqlx_migrations SET success = TRUE")
             .execute(&server.pool)
             .await
             .unwrap();
@@ -436,15 +458,23 @@ mod tests {
         assert!(beside.kept.is_none() && beside.lock.lock().unwrap().is_none());
         beside.close().await;
         // No server, a new file: the command migrates it, then gives the lock up.
-        let fresh = tempfile::tempdir().unwrap();
-        let fresh = file_url(&fresh);
+        let fresh_dir = tempfile::tempdir().unwrap();
+        let fresh = file_url(&fresh_dir);
         let alone = SqliteStore::open(&fresh, timeout, false).await.unwrap();
         let applied: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
             .fetch_one(&alone.pool)
             .await
             .unwrap();
         assert_eq!(applied, last);
-        let server = SqliteStore::open(&fresh, timeout, true).await;
-        assert!(server.is_ok(), "a server starts beside the command");
+        let server = SqliteStore::open(&fresh, timeout, true).await.unwrap();
+        server.close().await;
+        alone.close().await;
+        // A schema already this build's: the lock is not even tried (here it could not be
+        // taken: its file is a folder).
+        let lock_file = fresh_dir.path().join("chatd.db.lock");
+        std::fs::remove_file(&lock_file).unwrap();
+        std::fs::create_dir(&lock_file).unwrap();
+        let beside = SqliteStore::open(&fresh, timeout, false).await;
+        assert!(beside.is_ok(), "{:?}", beside.err());
     }
 }
