@@ -411,7 +411,7 @@ pub fn users_cli(server: &TestServer, args: &[&str]) -> std::process::Output {
 
 /// Beside a server whose schema is not its own (here one migration newer), `chatd users` changes
 /// nothing and says why: a command does not migrate under a serving SQLite chatd
-/// (`store::migrations::difference`). PostgreSQL's instances migrate as they start, as before.
+/// (`store::sqlite::migrate_beside`). PostgreSQL's instances migrate as they start, as before.
 #[tokio::test]
 async fn the_cli_beside_a_server_of_another_schema_changes_nothing() {
     let server = token_server().await;

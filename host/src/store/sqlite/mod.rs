@@ -195,24 +195,24 @@ async fn migrate_beside(
     migrator: &sqlx::migrate::Migrator,
     path: &std::path::Path,
 ) -> Result<()> {
+    let mut conn = pool.acquire().await?;
     let table: bool = sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' \
          AND name = '_sqlx_migrations')",
     )
-    .fetch_one(pool)
+    .fetch_one(&mut *conn)
     .await?;
-    let difference = match table {
-        false => migrations::difference(migrator, &[]),
-        true => {
-            let mut conn = pool.acquire().await?;
-            // A migration that failed there is a difference too: sqlx refuses to migrate such a
-            // database, and a server to serve it.
-            match conn.dirty_version().await? {
-                Some(version) => Some(format!("migration {version} failed there")),
-                None => migrations::difference(migrator, &conn.list_applied_migrations().await?),
-            }
-        }
+    // A migration that failed there is a difference too: sqlx refuses to migrate such a
+    // database, and a server to serve it.
+    let difference = if !table {
+        migrations::difference(migrator, &[])
+    } else if let Some(version) = conn.dirty_version().await? {
+        Some(format!("migration {version} failed there"))
+    } else {
+        migrations::difference(migrator, &conn.list_applied_migrations().await?)
     };
+    // Given back before migrating: the migrator takes a connection of its own.
+    drop(conn);
     let Some(difference) = difference else {
         return Ok(());
     };
