@@ -698,6 +698,7 @@ pub(crate) async fn start_mock() -> anyhow::Result<SocketAddr> {
 }
 
 async fn mock_completion(State(_): State<Mock>, body: Bytes) -> Response {
+    crate::harness::mock_reached();
     let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if request.get("tools").is_some() {
         crate::harness::keep_with_tools(&body);

@@ -144,6 +144,22 @@ pub(crate) fn ephemeral_body_with_tools(i: usize) -> Value {
     body
 }
 
+/// When the mock (`chat.rs`) last had a whole request, for `--against-proxy`'s split of a
+/// request's time into before and after the upstream has it.
+static MOCK_REACHED: std::sync::Mutex<Option<Instant>> = std::sync::Mutex::new(None);
+
+/// Called by the mock as it starts answering a request.
+pub(crate) fn mock_reached() {
+    if let Ok(mut last) = MOCK_REACHED.lock() {
+        *last = Some(Instant::now());
+    }
+}
+
+/// When the mock last had a whole request since the last call.
+pub(crate) fn take_mock_reached() -> Option<Instant> {
+    MOCK_REACHED.lock().ok()?.take()
+}
+
 /// The last request with tools the mock (`chat.rs`) was sent: chatd's upstream request with
 /// tools on, which `--against-proxy` then sends directly and through the proxy too
 /// (`straight.rs`).

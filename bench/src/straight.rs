@@ -11,6 +11,11 @@
 //! compared twice: against the plain question sent directly and through the proxy, and against
 //! chatd's own upstream request (captured by the mock) sent both ways, the same exchange with the
 //! upstream whichever way it goes.
+//!
+//! Each time is also split where the mock has the request (it notes the moment; the requests go
+//! one at a time, so its last is this one's): until then, the way in, which through chatd
+//! includes building the upstream request; from then on, the way out, which includes decoding the
+//! answer and framing the first delta.
 
 use std::time::{Duration, Instant};
 
@@ -26,23 +31,52 @@ use crate::harness::{
 /// Rounds before the measured ones: connections, the first instances, SQLite's pages.
 const WARMUP: usize = 200;
 
-/// One request's three timings, through each path.
+/// A request's whole time, and the part of it until the mock had the request.
+type Timed = (Duration, Duration);
+
+/// One request's three timings, through each path, each split where the mock has the request.
 #[derive(Default)]
 struct Three {
     direct: Vec<Duration>,
     proxied: Vec<Duration>,
     chatd: Vec<Duration>,
+    /// Until the mock had the request, through each path.
+    reached: [Vec<Duration>; 3],
+    /// From then until the answer (or its first delta) was read, through each path.
+    answered: [Vec<Duration>; 3],
 }
 
 impl Three {
-    fn push(&mut self, (d, p, c): (Duration, Duration, Duration)) {
-        self.direct.push(d);
-        self.proxied.push(p);
-        self.chatd.push(c);
+    fn push(&mut self, (d, p, c): (Timed, Timed, Timed)) {
+        self.direct.push(d.0);
+        self.proxied.push(p.0);
+        self.chatd.push(c.0);
+        for (i, (whole, reached)) in [d, p, c].into_iter().enumerate() {
+            self.reached[i].push(reached);
+            self.answered[i].push(whole.saturating_sub(reached));
+        }
+    }
+
+    /// The two halves' p50s through each path (direct · proxy · chatd, ms).
+    fn halves(&mut self, name: &str) {
+        for (half, samples) in [
+            ("until the mock has it", &mut self.reached),
+            ("from then on", &mut self.answered),
+        ] {
+            let p50: Vec<String> = samples
+                .iter_mut()
+                .map(|s| format!("{:.3}", crate::harness::summary(s).0))
+                .collect();
+            println!(
+                "  {name}, {half}: p50 direct · proxy · chatd {} ms",
+                p50.join(" · ")
+            );
+        }
     }
 
     /// Prints the three rows, what each process in between adds, and chatd ÷ the proxy.
     fn report(mut self, name: &str) -> ((f64, f64), (f64, f64)) {
+        self.halves(name);
         let d = row(&format!("{name}: mock directly"), &mut self.direct);
         let p = row(&format!("{name}: through the proxy"), &mut self.proxied);
         let c = row(&format!("{name}: through chatd"), &mut self.chatd);
@@ -94,25 +128,31 @@ pub(crate) async fn run(
         }
         let with_tools = ephemeral_body_with_tools(i);
         let on = (
-            to_first(client, &direct, &stream_body, CONTENT).await?,
-            to_first(client, &proxied, &stream_body, CONTENT).await?,
-            to_first(client, &stream_url, &with_tools, DELTA).await?,
+            timed(to_first(client, &direct, &stream_body, CONTENT)).await?,
+            timed(to_first(client, &proxied, &stream_body, CONTENT)).await?,
+            timed(to_first(client, &stream_url, &with_tools, DELTA)).await?,
         );
         let same = (
-            to_first_raw(client, &direct, &upstream_with_tools, CONTENT).await?,
-            to_first_raw(client, &proxied, &upstream_with_tools, CONTENT).await?,
+            timed(to_first_raw(client, &direct, &upstream_with_tools, CONTENT)).await?,
+            timed(to_first_raw(
+                client,
+                &proxied,
+                &upstream_with_tools,
+                CONTENT,
+            ))
+            .await?,
             on.2,
         );
         let off = (
-            to_first(client, &direct, &stream_body, CONTENT).await?,
-            to_first(client, &proxied, &stream_body, CONTENT).await?,
-            to_first(client, &stream_url, &ephemeral_body(i), DELTA).await?,
+            timed(to_first(client, &direct, &stream_body, CONTENT)).await?,
+            timed(to_first(client, &proxied, &stream_body, CONTENT)).await?,
+            timed(to_first(client, &stream_url, &ephemeral_body(i), DELTA)).await?,
         );
         let chat = completion(Some(&ids[1 + i / PER_CHAT]), "zero", i);
         let stored = (
-            whole(client, &direct, &plain_body).await?,
-            whole(client, &proxied, &plain_body).await?,
-            whole(client, &plain_url, &chat).await?,
+            timed(whole(client, &direct, &plain_body)).await?,
+            timed(whole(client, &proxied, &plain_body)).await?,
+            timed(whole(client, &plain_url, &chat)).await?,
         );
         if i >= WARMUP {
             tools_on.push(on);
@@ -142,6 +182,18 @@ pub(crate) async fn run(
         (after.seconds - before.seconds) * 1e6 / n as f64
     );
     Ok(())
+}
+
+/// `request`'s whole time, and the part of it until the mock had the request (the requests
+/// are sent one at a time, so the mock's last request is this one's).
+async fn timed(
+    request: impl std::future::Future<Output = anyhow::Result<Duration>>,
+) -> anyhow::Result<Timed> {
+    crate::harness::take_mock_reached();
+    let t = Instant::now();
+    let whole = request.await?;
+    let reached = crate::harness::take_mock_reached().context("the mock had no request")?;
+    Ok((whole, reached.saturating_duration_since(t)))
 }
 
 /// [`to_first`] for a body already written: its bytes sent as they are, so the time does not

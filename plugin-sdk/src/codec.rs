@@ -387,10 +387,15 @@ impl Decoder {
     }
 }
 
-/// A turn's upstream request as most APIs take it: `POST {url}` with a JSON body, accepting an
+/// A turn's upstream request as most APIs take it: `POST {url}` with a JSON body (a `Value`, or
+/// one with raw JSON in it, [`crate::json::WithEntry`]), accepting an
 /// event stream when the turn streams and JSON when it does not. Add the API's own headers to
 /// the result (a version; never a key: the host adds that).
-pub fn post_turn(url: impl Into<String>, body: &serde_json::Value, streaming: bool) -> Request {
+pub fn post_turn<T: serde::Serialize + ?Sized>(
+    url: impl Into<String>,
+    body: &T,
+    streaming: bool,
+) -> Request {
     let accept = if streaming {
         "text/event-stream"
     } else {

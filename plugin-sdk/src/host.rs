@@ -108,12 +108,13 @@ impl Request {
         }
         self
     }
-    /// Sets a JSON body and `content-type: application/json`.
-    pub fn json(self, value: &serde_json::Value) -> Self {
+    /// Sets a JSON body and `content-type: application/json`: a `Value`, or a body holding raw
+    /// JSON ([`crate::json::WithEntry`]). Panics only for a value that is not JSON (a map with
+    /// keys that are not strings), a bug in the plugin.
+    pub fn json<T: serde::Serialize + ?Sized>(self, value: &T) -> Self {
         // Straight into bytes: `to_string` goes through `Display`, a formatter call for each
         // piece the serializer writes, and took about twice as long (issue 59, BENCHMARKS.md).
-        // A `Value` has only string keys, so it cannot fail.
-        let body = serde_json::to_vec(value).expect("a JSON value serializes");
+        let body = serde_json::to_vec(value).expect("a JSON body serializes");
         self.header("content-type", "application/json").body(body)
     }
     pub fn timeout_ms(mut self, ms: u32) -> Self {

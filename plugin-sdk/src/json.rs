@@ -57,9 +57,119 @@ pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
     )
 }
 
+/// `object` written as JSON with one more entry, `name: value`, whose value is not a `Value`:
+/// typically holding raw JSON (`serde_json::value::RawValue`), which is written as it is. A
+/// tool's schema, parsed into a `Value` only to be written out again, was most of the time a
+/// provider took to build a turn's body with tools on (issue 59, BENCHMARKS.md). The entries
+/// are written in key order, `name` among them, as a `Value`'s object is; an entry of
+/// `object` named `name` is left out.
+pub struct WithEntry<'a, T: ?Sized> {
+    pub object: &'a Map<String, Value>,
+    pub name: &'a str,
+    pub value: &'a T,
+}
+
+impl<T: serde::Serialize + ?Sized> serde::Serialize for WithEntry<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let others = self.object.iter().filter(|(key, _)| *key != self.name);
+        let len = others.clone().count() + 1;
+        let mut map = serializer.serialize_map(Some(len))?;
+        let mut ours = Some(self.value);
+        for (key, value) in others {
+            if key.as_str() > self.name
+                && let Some(ours) = ours.take()
+            {
+                map.serialize_entry(self.name, ours)?;
+            }
+            map.serialize_entry(key, value)?;
+        }
+        if let Some(ours) = ours {
+            map.serialize_entry(self.name, ours)?;
+        }
+        map.end()
+    }
+}
+
+/// An upstream body with tools: its `fields`, and its `tools` (a provider's own type, each
+/// schema raw from [`crate::provider::raw_tool_schema`]), written as `tools` among the fields in
+/// key order ([`WithEntry`]); without tools, just the fields.
+pub struct ToolsBody<T> {
+    pub fields: Map<String, Value>,
+    pub tools: Vec<T>,
+}
+
+impl<T: serde::Serialize> serde::Serialize for ToolsBody<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.tools.is_empty() {
+            return self.fields.serialize(serializer);
+        }
+        WithEntry {
+            object: &self.fields,
+            name: "tools",
+            value: &self.tools,
+        }
+        .serialize(serializer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entry_is_written_in_key_order_and_raw_json_as_it_is() {
+        let raw = serde_json::value::RawValue::from_string(r#"{"b": 1,"a":[ 2 ]}"#.into()).unwrap();
+        let object = serde_json::json!({"a": 1, "z": 2, "m": "replaced"});
+        let object = object.as_object().unwrap();
+        for (name, written) in [
+            ("m", r#"{"a":1,"m":{"b": 1,"a":[ 2 ]},"z":2}"#),
+            (
+                "0",
+                r#"{"0":{"b": 1,"a":[ 2 ]},"a":1,"m":"replaced","z":2}"#,
+            ),
+            (
+                "zz",
+                r#"{"a":1,"m":"replaced","z":2,"zz":{"b": 1,"a":[ 2 ]}}"#,
+            ),
+        ] {
+            let with = WithEntry {
+                object,
+                name,
+                value: &*raw,
+            };
+            assert_eq!(serde_json::to_string(&with).unwrap(), written);
+        }
+        let empty = Map::new();
+        let with = WithEntry {
+            object: &empty,
+            name: "n",
+            value: &[1, 2],
+        };
+        assert_eq!(serde_json::to_string(&with).unwrap(), r#"{"n":[1,2]}"#);
+    }
+
+    #[test]
+    fn a_body_writes_its_tools_only_when_it_has_some() {
+        let fields = serde_json::json!({"model": "m", "stream": true});
+        let fields = fields.as_object().unwrap().clone();
+        let body = ToolsBody {
+            fields: fields.clone(),
+            tools: vec!["t"],
+        };
+        assert_eq!(
+            serde_json::to_string(&body).unwrap(),
+            r#"{"model":"m","stream":true,"tools":["t"]}"#
+        );
+        let none: ToolsBody<&str> = ToolsBody {
+            fields,
+            tools: Vec::new(),
+        };
+        assert_eq!(
+            serde_json::to_string(&none).unwrap(),
+            r#"{"model":"m","stream":true}"#
+        );
+    }
 
     #[test]
     fn an_object_holds_its_fields_as_given() {

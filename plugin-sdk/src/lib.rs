@@ -87,7 +87,11 @@
 //!    [`provider::text_file_prompt`] and [`provider::json_number`] do what every provider does.
 //!    Build objects whose fields take built values (a parsed schema, a message's parts, an
 //!    image's data URL) with [`json::object`], which moves each one in: `serde_json::json!`
-//!    copies every value it is given.
+//!    copies every value it is given. A provider that sends the tools' schemas as they are
+//!    writes them raw: [`provider::raw_tool_schema`] checks one without parsing it into a
+//!    `Value`, and [`json::ToolsBody`] writes the body's fields with its own `tools` type among
+//!    them (chatd's providers do; parsing and writing the schemas again was most of building a
+//!    turn's body with tools on).
 //! 4. **Private wire types**: `serde` structs of what the upstream answers, every field
 //!    optional, unknown ones ignored.
 //! 5. **The stream parser** ([`provider::TurnStream`]): `push` turns one event into turn events

@@ -284,6 +284,25 @@ pub fn openai_model_ids(body: &[u8]) -> Result<Vec<String>, PluginError> {
     Ok(ids)
 }
 
+/// The schema of a tool that takes no parameters.
+const NO_PARAMETERS: &str = r#"{"type":"object","properties":{}}"#;
+
+/// A tool's parameter schema as the raw JSON the host gave, checked to be one JSON value but not
+/// parsed into a `Value`: to be written into an upstream body as it is ([`crate::json::WithEntry`]).
+/// An empty text means "no parameters".
+pub fn raw_tool_schema(
+    tool: &crate::host::ToolSpec,
+) -> Result<&serde_json::value::RawValue, PluginError> {
+    let text = tool.parameters_schema_json.trim();
+    let text = if text.is_empty() { NO_PARAMETERS } else { text };
+    serde_json::from_str(text).map_err(|e| {
+        PluginError::InvalidInput(format!(
+            "tool {}: the parameters schema is not valid JSON: {e}",
+            tool.name
+        ))
+    })
+}
+
 /// A tool's parameter schema as JSON; an empty text means "no parameters".
 pub fn tool_schema(tool: &crate::host::ToolSpec) -> Result<serde_json::Value, PluginError> {
     if tool.parameters_schema_json.trim().is_empty() {
@@ -393,5 +412,22 @@ mod tests {
             parameters_schema_json: " ".into(),
         };
         assert_eq!(tool_schema(&spec).unwrap()["type"], "object");
+        assert_eq!(raw_tool_schema(&spec).unwrap().get(), NO_PARAMETERS);
+        let raw = |schema: &str| {
+            let spec = crate::host::ToolSpec {
+                parameters_schema_json: schema.into(),
+                ..spec.clone()
+            };
+            raw_tool_schema(&spec).map(|raw| raw.get().to_string())
+        };
+        // As given, spaces inside included; only the text around the value is trimmed.
+        assert_eq!(raw(" {\"a\": [1]}\n").unwrap(), "{\"a\": [1]}");
+        for not_one_value in ["{\"a\":", "{} {}", "{\"a\":\"\\x\"}"] {
+            let err = raw(not_one_value).unwrap_err();
+            assert!(
+                matches!(&err, PluginError::InvalidInput(why) if why.starts_with("tool t: the parameters schema is not valid JSON")),
+                "{not_one_value}: {err:?}"
+            );
+        }
     }
 }

@@ -20,6 +20,14 @@ use crate::codec::Decoder;
 use crate::host::{Header, PluginError};
 use crate::provider::{FinishReason, TurnEvent, TurnOutcome, TurnStream};
 
+/// A built upstream body as the upstream reads it, a `Value` (raw schemas in it parsed), for a
+/// provider's tests of its body: `as_sent(body(&request, ...))`.
+pub fn as_sent<T: serde::Serialize>(
+    body: Result<T, PluginError>,
+) -> Result<serde_json::Value, PluginError> {
+    body.map(|body| serde_json::to_value(body).expect("a body serializes"))
+}
+
 /// What a replayed body produced: the events in order and how the turn ended.
 #[derive(Debug)]
 pub struct Replayed {

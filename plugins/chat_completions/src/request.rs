@@ -5,9 +5,11 @@ use chatd_plugin_sdk::codec::{
     ResponseFormat, ToolChoice, Tuning, TurnOptions, effort_name, schema_value,
 };
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
-use chatd_plugin_sdk::json::object;
+use chatd_plugin_sdk::json::{ToolsBody, object};
 use chatd_plugin_sdk::provider::json_number;
-use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
+use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, raw_tool_schema, text_file_prompt};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::Flavor;
@@ -17,12 +19,12 @@ use crate::Flavor;
 /// penalties, `logit_bias`).
 /// `may_continue` and `continuation` play no part in this format (the whole transcript is sent
 /// every turn); the agent flavor sends no tools.
-pub fn body(
-    request: &TurnRequest,
+pub fn body<'a>(
+    request: &'a TurnRequest,
     options: &TurnOptions,
     tuning: &Tuning,
     flavor: Flavor,
-) -> Result<Value, PluginError> {
+) -> Result<ToolsBody<Tool<'a>>, PluginError> {
     let mut body = Map::new();
     body.insert("model".into(), Value::String(request.model.clone()));
     let messages = request
@@ -31,13 +33,13 @@ pub fn body(
         .map(message)
         .collect::<Result<Vec<_>, _>>()?;
     body.insert("messages".into(), Value::Array(messages));
+    let mut tools = Vec::new();
     if flavor.sends_tools() && !request.tools.is_empty() {
-        let tools = request
+        tools = request
             .tools
             .iter()
             .map(|spec| tool(spec, tuning.strict_tools.contains(&spec.name)))
             .collect::<Result<Vec<_>, _>>()?;
-        body.insert("tools".into(), Value::Array(tools));
         if tuning.one_call_per_turn {
             body.insert("parallel_tool_calls".into(), Value::Bool(false));
         }
@@ -75,7 +77,28 @@ pub fn body(
         body.insert("stream".into(), Value::Bool(true));
         body.insert("stream_options".into(), json!({ "include_usage": true }));
     }
-    Ok(Value::Object(body))
+    Ok(ToolsBody {
+        fields: body,
+        tools,
+    })
+}
+
+/// A function tool as the wire takes it, its schema as the host gave it (checked, not parsed
+/// and written again); fields in key order, as a `Value` writes an object.
+#[derive(Serialize)]
+pub struct Tool<'a> {
+    function: Function<'a>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct Function<'a> {
+    description: &'a str,
+    name: &'a str,
+    parameters: &'a RawValue,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    strict: bool,
 }
 
 /// `top_p`, `stop`, `tool_choice` and `response_format`, each as this wire spells it.
@@ -208,29 +231,16 @@ fn plain_text(message: &Message, role: &str) -> Result<String, PluginError> {
 }
 
 /// A function tool; `strict`: its calls must match its schema exactly (the client asked).
-fn tool(spec: &ToolSpec, strict: bool) -> Result<Value, PluginError> {
-    let parameters: Value = if spec.parameters_schema_json.trim().is_empty() {
-        json!({ "type": "object", "properties": {} })
-    } else {
-        serde_json::from_str(&spec.parameters_schema_json).map_err(|e| {
-            PluginError::InvalidInput(format!(
-                "tool {}: the parameters schema is not JSON: {e}",
-                spec.name
-            ))
-        })?
-    };
-    let mut function = object([
-        ("name", spec.name.as_str().into()),
-        ("description", spec.description.as_str().into()),
-        ("parameters", parameters),
-    ]);
-    if strict {
-        function["strict"] = Value::Bool(true);
-    }
-    Ok(object([
-        ("type", "function".into()),
-        ("function", function),
-    ]))
+fn tool(spec: &ToolSpec, strict: bool) -> Result<Tool<'_>, PluginError> {
+    Ok(Tool {
+        function: Function {
+            description: &spec.description,
+            name: &spec.name,
+            parameters: raw_tool_schema(spec)?,
+            strict,
+        },
+        kind: "function",
+    })
 }
 
 #[cfg(test)]
@@ -238,6 +248,7 @@ mod tests {
     use super::*;
     use chatd_plugin_sdk::codec::{JsonSchema, ReasoningEffort, no_turn_options, no_turn_tuning};
     use chatd_plugin_sdk::host::{Image, TextFile, ToolCall, ToolResult};
+    use chatd_plugin_sdk::testing::as_sent;
 
     fn text(role: Role, text: &str) -> Message {
         Message {
@@ -250,7 +261,12 @@ mod tests {
 
     /// The body of a turn with no options.
     fn body(request: &TurnRequest, flavor: Flavor) -> Result<Value, PluginError> {
-        super::body(request, &no_turn_options(), &no_turn_tuning(), flavor)
+        as_sent(super::body(
+            request,
+            &no_turn_options(),
+            &no_turn_tuning(),
+            flavor,
+        ))
     }
 
     #[test]
@@ -268,7 +284,13 @@ mod tests {
                 strict: Some(true),
             })),
         };
-        let sent = super::body(&req, &options, &no_turn_tuning(), Flavor::Standard).unwrap();
+        let sent = as_sent(super::body(
+            &req,
+            &options,
+            &no_turn_tuning(),
+            Flavor::Standard,
+        ))
+        .unwrap();
         assert_eq!(sent["top_p"], json!(0.5));
         assert_eq!(sent["stop"], json!(["END"]));
         assert_eq!(
@@ -285,7 +307,13 @@ mod tests {
             response_format: Some(ResponseFormat::JsonObject),
             ..no_turn_options()
         };
-        let sent = super::body(&req, &object, &no_turn_tuning(), Flavor::Standard).unwrap();
+        let sent = as_sent(super::body(
+            &req,
+            &object,
+            &no_turn_tuning(),
+            Flavor::Standard,
+        ))
+        .unwrap();
         assert_eq!(sent["tool_choice"], "required");
         assert_eq!(sent["response_format"], json!({"type": "json_object"}));
         let plain = body(&req, Flavor::Standard).unwrap();
@@ -307,7 +335,13 @@ mod tests {
             frequency_penalty: Some(-0.5),
             logit_bias: vec![("50256".into(), -100.0)],
         };
-        let sent = super::body(&req, &no_turn_options(), &tuning, Flavor::Standard).unwrap();
+        let sent = as_sent(super::body(
+            &req,
+            &no_turn_options(),
+            &tuning,
+            Flavor::Standard,
+        ))
+        .unwrap();
         assert_eq!(sent["tools"][0]["function"]["strict"], true);
         assert_eq!(sent["parallel_tool_calls"], false);
         assert_eq!(sent["reasoning_effort"], "low");
@@ -317,13 +351,25 @@ mod tests {
         assert_eq!(sent["logit_bias"], json!({"50256": -100.0}));
         // Without tools there is nothing to call in parallel; a tool not named is not strict.
         let untooled = request(vec![text(Role::User, "Hi")]);
-        let sent = super::body(&untooled, &no_turn_options(), &tuning, Flavor::Standard).unwrap();
+        let sent = as_sent(super::body(
+            &untooled,
+            &no_turn_options(),
+            &tuning,
+            Flavor::Standard,
+        ))
+        .unwrap();
         assert!(sent.get("parallel_tool_calls").is_none(), "{sent}");
         let loose = Tuning {
             strict_tools: vec!["other".into()],
             ..no_turn_tuning()
         };
-        let sent = super::body(&req, &no_turn_options(), &loose, Flavor::Standard).unwrap();
+        let sent = as_sent(super::body(
+            &req,
+            &no_turn_options(),
+            &loose,
+            Flavor::Standard,
+        ))
+        .unwrap();
         assert!(
             sent["tools"][0]["function"].get("strict").is_none(),
             "{sent}"
@@ -543,6 +589,42 @@ mod tests {
         // No tools: no field at all.
         let none = self::body(&request(vec![]), Flavor::Standard).unwrap();
         assert!(none.get("tools").is_none());
+    }
+
+    #[test]
+    fn a_tools_schema_is_written_as_the_host_gave_it() {
+        let mut req = request(vec![text(Role::User, "Weather?")]);
+        let mut strict = no_turn_tuning();
+        strict.strict_tools = vec!["get_weather".into()];
+        let spaced = ToolSpec {
+            name: "spaced".into(),
+            parameters_schema_json: r#" {"type": "object",  "properties":{}} "#.into(),
+            ..weather_tool()
+        };
+        req.tools = vec![weather_tool(), spaced];
+        let sent = super::body(&req, &no_turn_options(), &strict, Flavor::Standard).unwrap();
+        let bytes = serde_json::to_vec(&sent).unwrap();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        assert!(
+            text.contains(r#""parameters":{"type": "object",  "properties":{}}}"#),
+            "{text}"
+        );
+        // Otherwise the bytes a `Value` of the same body writes (keys in order, no spaces).
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        let compact = text.replace(
+            r#"{"type": "object",  "properties":{}}"#,
+            r#"{"properties":{},"type":"object"}"#,
+        );
+        assert_eq!(
+            value.to_string(),
+            compact.replace(
+                r#"{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}"#,
+                r#"{"properties":{"city":{"type":"string"}},"required":["city"],"type":"object"}"#,
+            )
+        );
+        assert_eq!(value["tools"][0]["function"]["strict"], true);
+        assert!(value["tools"][1]["function"].get("strict").is_none());
+        assert_eq!(value["tools"][1]["type"], "function");
     }
 
     #[test]

@@ -27,9 +27,11 @@ use chatd_plugin_sdk::codec::{
     schema_value,
 };
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolSpec};
-use chatd_plugin_sdk::json::object;
+use chatd_plugin_sdk::json::{ToolsBody, object};
 use chatd_plugin_sdk::provider::{TurnRequest, image_data_url, text_file_prompt};
-use chatd_plugin_sdk::provider::{json_number, tool_schema};
+use chatd_plugin_sdk::provider::{json_number, raw_tool_schema};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 /// Whether `model` takes a `temperature`: not the reasoning models (the o-series and the gpt-5
@@ -58,11 +60,11 @@ pub const TUNED: [TuningKind; 3] = [
 ];
 
 /// The JSON body for `request`, its `options` and its `tuning`.
-pub fn body(
-    request: &TurnRequest,
+pub fn body<'a>(
+    request: &'a TurnRequest,
     options: &TurnOptions,
     tuning: &Tuning,
-) -> Result<Value, PluginError> {
+) -> Result<ToolsBody<Tool<'a>>, PluginError> {
     // The reasoning models' sampling is fixed.
     for (set, name, what) in [
         (
@@ -89,11 +91,9 @@ pub fn body(
     }
     let unsent = unsent(&request.messages, request.continuation.is_some());
     body.insert("input".into(), Value::Array(input(unsent)));
-    if !request.tools.is_empty() {
-        body.insert("tools".into(), tools(&request.tools, &tuning.strict_tools)?);
-        if tuning.one_call_per_turn {
-            body.insert("parallel_tool_calls".into(), Value::Bool(false));
-        }
+    let tools = tools(&request.tools, &tuning.strict_tools)?;
+    if !tools.is_empty() && tuning.one_call_per_turn {
+        body.insert("parallel_tool_calls".into(), Value::Bool(false));
     }
     if let Some(effort) = tuning.reasoning_effort
         && !takes_temperature(&request.model)
@@ -109,7 +109,10 @@ pub fn body(
     add_options(&mut body, options)?;
     body.insert("stream".into(), request.streaming.into());
     body.insert("store".into(), request.may_continue.into());
-    Ok(Value::Object(body))
+    Ok(ToolsBody {
+        fields: body,
+        tools,
+    })
 }
 
 /// `top_p`, `tool_choice` and `text.format`, as this wire spells them.
@@ -248,20 +251,31 @@ fn user_part(part: &ContentPart) -> Option<Value> {
 }
 
 /// The `tools` array: function tools with their JSON Schema, strict when named in `strict`.
-fn tools(tools: &[ToolSpec], strict: &[String]) -> Result<Value, PluginError> {
+fn tools<'a>(tools: &'a [ToolSpec], strict: &[String]) -> Result<Vec<Tool<'a>>, PluginError> {
     tools
         .iter()
         .map(|tool| {
-            Ok(object([
-                ("type", "function".into()),
-                ("name", tool.name.as_str().into()),
-                ("description", tool.description.as_str().into()),
-                ("parameters", tool_schema(tool)?),
-                ("strict", strict.contains(&tool.name).into()),
-            ]))
+            Ok(Tool {
+                description: &tool.description,
+                name: &tool.name,
+                parameters: raw_tool_schema(tool)?,
+                strict: strict.contains(&tool.name),
+                kind: "function",
+            })
         })
-        .collect::<Result<Vec<_>, PluginError>>()
-        .map(Value::Array)
+        .collect()
+}
+
+/// A function tool as the wire takes it, its schema as the host gave it (checked, not parsed
+/// and written again); fields in key order, as a `Value` writes an object.
+#[derive(Serialize)]
+pub struct Tool<'a> {
+    description: &'a str,
+    name: &'a str,
+    parameters: &'a RawValue,
+    strict: bool,
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[cfg(test)]
@@ -269,10 +283,11 @@ mod tests {
     use super::*;
     use chatd_plugin_sdk::codec::{JsonSchema, ReasoningEffort, no_turn_options, no_turn_tuning};
     use chatd_plugin_sdk::host::{Image, TextFile, ToolCall, ToolResult};
+    use chatd_plugin_sdk::testing::as_sent;
 
     /// The body of a turn with no options.
     fn body(request: &TurnRequest) -> Result<Value, PluginError> {
-        super::body(request, &no_turn_options(), &no_turn_tuning())
+        as_sent(super::body(request, &no_turn_options(), &no_turn_tuning()))
     }
 
     #[test]
@@ -289,7 +304,7 @@ mod tests {
                 strict: None,
             })),
         };
-        let sent = super::body(&request, &options, &no_turn_tuning()).unwrap();
+        let sent = as_sent(super::body(&request, &options, &no_turn_tuning())).unwrap();
         assert_eq!(sent["top_p"], json!(0.5));
         assert_eq!(
             sent["tool_choice"],
@@ -305,7 +320,7 @@ mod tests {
             response_format: Some(ResponseFormat::JsonObject),
             ..no_turn_options()
         };
-        let sent = super::body(&request, &object, &no_turn_tuning()).unwrap();
+        let sent = as_sent(super::body(&request, &object, &no_turn_tuning())).unwrap();
         assert_eq!(sent["tool_choice"], "none");
         assert_eq!(sent["text"], json!({"format": {"type": "json_object"}}));
         // A reasoning model's sampling is fixed: its top_p is refused as its temperature is.
@@ -314,7 +329,7 @@ mod tests {
             ..no_turn_options()
         };
         let reasoning = turn("gpt-5", vec![text(Role::User, "hi")]);
-        match super::body(&reasoning, &top_p, &no_turn_tuning()) {
+        match as_sent(super::body(&reasoning, &top_p, &no_turn_tuning())) {
             Err(PluginError::InvalidInput(why)) => assert!(why.starts_with("top_p: "), "{why}"),
             other => panic!("{other:?}"),
         }
@@ -337,13 +352,13 @@ mod tests {
             reasoning_effort: Some(ReasoningEffort::Low),
             ..no_turn_tuning()
         };
-        let sent = super::body(&request, &no_turn_options(), &tuning).unwrap();
+        let sent = as_sent(super::body(&request, &no_turn_options(), &tuning)).unwrap();
         let recorded = recorded("05_stream_reasoning_encrypted_then_function_call.request.json");
         assert_eq!(sent["tools"][0]["strict"], recorded["tools"][0]["strict"]);
         assert_eq!(sent["reasoning"]["effort"], recorded["reasoning"]["effort"]);
         assert_eq!(sent["parallel_tool_calls"], false);
         let chat_model = turn("gpt-4.1-mini", request.messages.clone());
-        let sent = super::body(&chat_model, &no_turn_options(), &tuning).unwrap();
+        let sent = as_sent(super::body(&chat_model, &no_turn_options(), &tuning)).unwrap();
         assert!(sent.get("reasoning").is_none(), "{sent}");
     }
 

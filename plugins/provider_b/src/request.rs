@@ -27,9 +27,11 @@ use chatd_plugin_sdk::codec::{
     OptionKind, ReasoningEffort, ToolChoice, Tuning, TuningKind, TurnOptions,
 };
 use chatd_plugin_sdk::host::{ContentPart, Message, PluginError, Role, ToolResult, ToolSpec};
-use chatd_plugin_sdk::json::object;
+use chatd_plugin_sdk::json::{ToolsBody, object};
 use chatd_plugin_sdk::provider::{TurnRequest, text_file_prompt};
-use chatd_plugin_sdk::provider::{json_number, tool_schema};
+use chatd_plugin_sdk::provider::{json_number, raw_tool_schema};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 /// The output limit when the client sets none. The API requires one, and refuses a value above
@@ -50,11 +52,11 @@ pub const HONOURED: [OptionKind; 3] = [OptionKind::TopP, OptionKind::Stop, Optio
 pub const TUNED: [TuningKind; 2] = [TuningKind::OneCallPerTurn, TuningKind::ReasoningEffort];
 
 /// The JSON body for `request`, its `options` and its `tuning`.
-pub fn body(
-    request: &TurnRequest,
+pub fn body<'a>(
+    request: &'a TurnRequest,
     options: &TurnOptions,
     tuning: &Tuning,
-) -> Result<Value, PluginError> {
+) -> Result<ToolsBody<Tool<'a>>, PluginError> {
     if request.temperature.is_some() && options.top_p.is_some() {
         return Err(PluginError::InvalidInput(
             "top_p: send temperature or top_p, not both (the Messages API's current models \
@@ -72,9 +74,7 @@ pub fn body(
         body.insert("system".into(), system.into());
     }
     body.insert("messages".into(), messages(&request.messages)?.into());
-    if !request.tools.is_empty() {
-        body.insert("tools".into(), tools(&request.tools)?);
-    }
+    let tools = tools(&request.tools)?;
     if let Some(temperature) = request
         .temperature
         .map(|t| t.min(MAX_TEMPERATURE))
@@ -109,7 +109,10 @@ pub fn body(
         body.insert("output_config".into(), json!({ "effort": effort }));
     }
     body.insert("stream".into(), request.streaming.into());
-    Ok(Value::Object(body))
+    Ok(ToolsBody {
+        fields: body,
+        tools,
+    })
 }
 
 /// A reasoning effort as the API's `output_config.effort` names it; `None` for `none`, the
@@ -233,18 +236,26 @@ fn tool_result(result: &ToolResult) -> Value {
 }
 
 /// The `tools` array: name, description and input schema.
-fn tools(tools: &[ToolSpec]) -> Result<Value, PluginError> {
+fn tools(tools: &[ToolSpec]) -> Result<Vec<Tool<'_>>, PluginError> {
     tools
         .iter()
         .map(|tool| {
-            Ok(object([
-                ("name", tool.name.as_str().into()),
-                ("description", tool.description.as_str().into()),
-                ("input_schema", tool_schema(tool)?),
-            ]))
+            Ok(Tool {
+                description: &tool.description,
+                input_schema: raw_tool_schema(tool)?,
+                name: &tool.name,
+            })
         })
-        .collect::<Result<Vec<_>, PluginError>>()
-        .map(Value::Array)
+        .collect()
+}
+
+/// A tool as the wire takes it, its schema as the host gave it (checked, not parsed and written
+/// again); fields in key order, as a `Value` writes an object.
+#[derive(Serialize)]
+pub struct Tool<'a> {
+    description: &'a str,
+    input_schema: &'a RawValue,
+    name: &'a str,
 }
 
 #[cfg(test)]
@@ -252,10 +263,11 @@ mod tests {
     use super::*;
     use chatd_plugin_sdk::codec::{no_turn_options, no_turn_tuning};
     use chatd_plugin_sdk::host::{Image, TextFile, ToolCall};
+    use chatd_plugin_sdk::testing::as_sent;
 
     /// The body of a turn with no options.
     fn body(request: &TurnRequest) -> Result<Value, PluginError> {
-        super::body(request, &no_turn_options(), &no_turn_tuning())
+        as_sent(super::body(request, &no_turn_options(), &no_turn_tuning()))
     }
 
     #[test]
@@ -267,7 +279,7 @@ mod tests {
             tool_choice: Some(ToolChoice::Named("get_weather".into())),
             response_format: None,
         };
-        let sent = super::body(&request, &options, &no_turn_tuning()).unwrap();
+        let sent = as_sent(super::body(&request, &options, &no_turn_tuning())).unwrap();
         assert_eq!(sent["top_p"], json!(0.5));
         assert_eq!(sent["stop_sequences"], json!(["END", "STOP"]));
         assert_eq!(
@@ -283,13 +295,13 @@ mod tests {
                 ..no_turn_options()
             };
             assert_eq!(
-                super::body(&request, &options, &no_turn_tuning()).unwrap()["tool_choice"],
+                as_sent(super::body(&request, &options, &no_turn_tuning())).unwrap()["tool_choice"],
                 wire
             );
         }
         let mut both = request.clone();
         both.temperature = Some(0.5);
-        match super::body(&both, &options, &no_turn_tuning()) {
+        match as_sent(super::body(&both, &options, &no_turn_tuning())) {
             Err(PluginError::InvalidInput(why)) => assert!(why.starts_with("top_p: "), "{why}"),
             other => panic!("{other:?}"),
         }
@@ -314,7 +326,7 @@ mod tests {
             seed: Some(1),
             ..no_turn_tuning()
         };
-        let sent = super::body(&request, &no_turn_options(), &tuning).unwrap();
+        let sent = as_sent(super::body(&request, &no_turn_options(), &tuning)).unwrap();
         assert_eq!(
             sent["tool_choice"],
             json!({"type": "auto", "disable_parallel_tool_use": true})
@@ -325,7 +337,7 @@ mod tests {
             tool_choice: Some(ToolChoice::Required),
             ..no_turn_options()
         };
-        let sent = super::body(&request, &any, &tuning).unwrap();
+        let sent = as_sent(super::body(&request, &any, &tuning)).unwrap();
         assert_eq!(
             sent["tool_choice"],
             json!({"type": "any", "disable_parallel_tool_use": true})
@@ -334,7 +346,7 @@ mod tests {
             reasoning_effort: Some(ReasoningEffort::None),
             ..no_turn_tuning()
         };
-        let sent = super::body(&request, &no_turn_options(), &quiet).unwrap();
+        let sent = as_sent(super::body(&request, &no_turn_options(), &quiet)).unwrap();
         assert!(sent.get("output_config").is_none() && sent.get("tool_choice").is_none());
     }
 
