@@ -374,6 +374,33 @@ async fn shutdown_lets_runs_finish_in_the_grace_period_then_stops_the_rest_with_
     );
 }
 
+/// A `persist: false` stream's run is driven by its response rather than a task of its own
+/// (`runs::ActiveRuns::driven`): shutdown still waits for it, then ends it with the same error.
+#[tokio::test]
+async fn shutdown_past_the_grace_period_ends_a_persist_false_stream_with_an_error() {
+    let hangs = Gate::new();
+    let upstream = ScriptedUpstream::start([(ROUTE, Reply::sse(TEXT_STREAM).after(&hangs))]).await;
+    let server = server_for(&upstream, &["--chatd-shutdown-grace-secs", "1"]).await;
+    server.get("/v1/models").await;
+    let before = upstream.requests().len();
+    let mut request = body(None, json!([{"role": "user", "content": "hi"}]));
+    request["persist"] = json!(false);
+    request["enabledTools"] = json!([]);
+    let mut stream = server.stream(request).await;
+    stream.expect("meta").await;
+    upstream.received(before + 1).await;
+    let stopping = tokio::spawn(server.stop());
+    let events = stream.rest().await;
+    let last = events.last().expect("an event after meta");
+    assert_eq!(last.name, "error", "{events:?}");
+    assert_eq!(
+        last.data["message"],
+        "the server shut down before the reply was finished"
+    );
+    stopping.await.unwrap();
+    hangs.open();
+}
+
 #[tokio::test]
 async fn a_client_that_stops_sending_its_body_does_not_hold_up_shutdown() {
     use std::time::{Duration, Instant};

@@ -14,14 +14,14 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use super::error::{ApiError, ApiResult};
 use crate::runlog::{EventId, RunReader};
-use crate::runs::RunKind;
+use crate::runs::{DrivenRun, RunKind};
 use crate::telemetry::metrics;
 
 /// How often an idle stream sends an SSE comment, so proxies keep it open through long tool
 /// calls.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// How often an idle stream that ends with its client (`persist: false`: it has an owner)
+/// How often an idle stream that ends with its client (`persist: false`: it drives its run)
 /// sends one. The server sees a client gone when a write fails, which is the first or second
 /// write after it left (the connection is half-closed, not read: `serve.rs`); at this pace the
 /// run, and its upstream request, end within about half a second of the client leaving.
@@ -64,12 +64,39 @@ pub async fn attach(
     Ok(sse(kind, log.reader_after(last.as_ref()), None))
 }
 
-/// Aborts a task when the response that owns it is dropped (the client left).
-pub(crate) struct AbortOnDrop(pub(crate) tokio::task::JoinHandle<()>);
+/// What a stream sends next.
+enum Next {
+    Frames(Vec<Bytes>),
+    /// The run's end has been sent (or its log is gone).
+    End,
+    /// Nothing for the idle time: a comment goes out.
+    Idle,
+}
 
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+/// The reader's next frames, driving `run` (until it is done) while there are none; [`Next::Idle`]
+/// after `idle` without any.
+async fn next(reader: &mut RunReader, run: &mut Option<DrivenRun>, idle: Duration) -> Next {
+    let deadline = tokio::time::sleep(idle);
+    tokio::pin!(deadline);
+    loop {
+        let frames = match run {
+            Some(work) => tokio::select! {
+                // What is logged goes out before the run is driven further.
+                biased;
+                frames = reader.next() => frames,
+                () = work => {
+                    // Done: its last event is logged, for the reader to take.
+                    *run = None;
+                    continue;
+                }
+                () = &mut deadline => return Next::Idle,
+            },
+            None => tokio::select! {
+                frames = reader.next() => frames,
+                () = &mut deadline => return Next::Idle,
+            },
+        };
+        return frames.map_or(Next::End, Next::Frames);
     }
 }
 
@@ -96,34 +123,35 @@ impl Drop for Departure {
 
 /// An SSE response reading a run's log. Each event is already framed, so this sends bytes as
 /// they are logged, in batches when the reader is behind, and a comment when nothing happened
-/// for [`KEEP_ALIVE`] ([`PROBE_EVERY`] with an owner). `owner`, if any, is dropped with the
-/// response.
-pub(crate) fn sse(kind: RunKind, reader: RunReader, owner: Option<AbortOnDrop>) -> Response {
+/// for [`KEEP_ALIVE`] ([`PROBE_EVERY`] when it drives the run). `run`, if given, is the run the
+/// log is of, driven here while the reader waits (`runs::ActiveRuns::driven`), and dropped with
+/// the response.
+pub(crate) fn sse(kind: RunKind, reader: RunReader, run: Option<DrivenRun>) -> Response {
     let departure = Departure { kind, ended: false };
-    let idle = if owner.is_some() {
+    let idle = if run.is_some() {
         PROBE_EVERY
     } else {
         KEEP_ALIVE
     };
-    let state = (reader, owner, departure);
+    let state = (reader, run, departure);
     let frames = futures::stream::unfold(
         state,
-        move |(mut reader, owner, mut departure)| async move {
+        move |(mut reader, mut run, mut departure)| async move {
             if reader.finished() {
                 departure.end();
                 return None;
             }
-            let bytes = match tokio::time::timeout(idle, reader.next()).await {
-                Ok(Some(frames)) => Bytes::from(frames.concat()),
-                Ok(None) => {
+            let bytes = match next(&mut reader, &mut run, idle).await {
+                Next::Frames(frames) => Bytes::from(frames.concat()),
+                Next::End => {
                     departure.end();
                     return None;
                 }
-                Err(_) => Bytes::from_static(b": keep-alive\n\n"),
+                Next::Idle => Bytes::from_static(b": keep-alive\n\n"),
             };
             // The terminal event is in these bytes: a client that leaves now has had the run's end.
             departure.ended = reader.finished();
-            Some((Ok::<_, Infallible>(bytes), (reader, owner, departure)))
+            Some((Ok::<_, Infallible>(bytes), (reader, run, departure)))
         },
     );
     (

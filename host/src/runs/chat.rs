@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::registry::{ActiveRuns, Run, RunContext, RunKind, StartError, Stopped};
+use super::task::DrivenRun;
 use crate::chat::completion::{Completion, Finished};
 use crate::chat::events::{ChatEvent, Usage};
 use crate::chat::failure::CompletionError;
@@ -335,9 +336,9 @@ async fn start(
 }
 
 /// A `persist: false` stream: nothing stored, nothing registered; its events are read from the
-/// reader, and the run ends when the returned task is aborted (its client gone: there is
-/// nothing to keep, and the upstream call costs).
-pub fn ephemeral(runs: &Arc<ActiveRuns>, run: ChatRun) -> (RunReader, tokio::task::JoinHandle<()>) {
+/// reader, and the run is driven by whoever reads them ([`ActiveRuns::driven`]): it ends when
+/// that is dropped (its client gone: there is nothing to keep, and the upstream call costs).
+pub fn ephemeral(runs: &Arc<ActiveRuns>, run: ChatRun) -> (RunReader, DrivenRun) {
     let log = Arc::new(RunLog::default());
     let sink = Sink {
         log: Some(log.clone()),
@@ -354,7 +355,7 @@ pub fn ephemeral(runs: &Arc<ActiveRuns>, run: ChatRun) -> (RunReader, tokio::tas
     // Mutable here and run in place in the task: given to `run` by value, it would be held
     // again twice in run's future, as an `async fn`'s arguments are (`Completion::run`).
     let mut completion = run.completion;
-    let task = runs.spawn(
+    let work = runs.driven(
         RunKind::Chat,
         async move {
             let outcome = completion.run(&sink).await.map_err(RunError::from);
@@ -364,7 +365,7 @@ pub fn ephemeral(runs: &Arc<ActiveRuns>, run: ChatRun) -> (RunReader, tokio::tas
         },
         move |why| async move { push(&stop_log, &ChatEvent::Error(why.message().into())) },
     );
-    (reader, task)
+    (reader, work)
 }
 
 /// Records the call (the new history rows, the last-used provider, the call row), then runs the

@@ -20,5 +20,6 @@ mod registry;
 pub mod search;
 mod shared;
 mod task;
+pub use task::DrivenRun;
 
 pub use registry::{ActiveRuns, ErrorEvents, Run, RunContext, RunKind, StartError, Stopped, end};

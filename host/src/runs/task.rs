@@ -1,6 +1,8 @@
 //! What runs a run's work: a backend-owned task ([`ActiveRuns::spawn`]) that goes on when its
 //! client leaves, stops on shutdown's end, a lost lease or a panic, and is counted while it lives
-//! (shutdown waits for it); and the short step that leads to one ([`ActiveRuns::spawn_step`]).
+//! (shutdown waits for it); the same run driven by its one reader instead of a task of its own,
+//! ending with it ([`ActiveRuns::driven`]); and the short step that leads to a run
+//! ([`ActiveRuns::spawn_step`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +25,20 @@ impl ActiveRuns {
         work: W,
         stopped: S,
     ) -> tokio::task::JoinHandle<()>
+    where
+        W: Future<Output = ()> + Send + 'static,
+        S: FnOnce(Stopped) -> F + Send + 'static,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        tokio::spawn(self.driven(kind, work, stopped))
+    }
+
+    /// What [`spawn`](Self::spawn) runs, for a caller that drives it itself: counted, stopped
+    /// and recorded as a spawned run is, but it makes progress only while it is polled, and
+    /// dropping it ends it. A `persist: false` stream's response polls its run (`http::sse`):
+    /// there is nothing to keep once its client is gone, and each event then reaches the
+    /// response without waking another task.
+    pub fn driven<W, S, F>(self: &Arc<Self>, kind: RunKind, work: W, stopped: S) -> DrivenRun
     where
         W: Future<Output = ()> + Send + 'static,
         S: FnOnce(Stopped) -> F + Send + 'static,
@@ -64,7 +80,7 @@ impl ActiveRuns {
                 Box::pin(stopped(why)).await;
             }
         };
-        tokio::spawn(task.instrument(span))
+        Box::pin(task.instrument(span))
     }
 
     /// Runs `step`, the short work that leads to a run (a new chat's write, then [`spawn`]), in a
@@ -112,6 +128,9 @@ impl ActiveRuns {
     }
 }
 
+/// A run's whole work, to be spawned or driven by its reader ([`ActiveRuns::driven`]).
+pub type DrivenRun = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
 /// Counts a run task as live while it exists.
 struct LiveTask(Arc<ActiveRuns>);
 
@@ -150,6 +169,37 @@ mod tests {
         tx.send(()).unwrap();
         assert_eq!(step.await.unwrap(), 7);
         runs.shut_down(Duration::from_secs(30)).await;
+        assert_eq!(*runs.live.borrow(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_driven_run_is_counted_until_it_ends_or_is_dropped_and_stops_at_shutdown() {
+        let runs = Arc::new(ActiveRuns::default());
+        let (held, dropped) = tokio::sync::oneshot::channel::<()>();
+        let run = runs.driven(
+            RunKind::Chat,
+            async move {
+                let _held = held;
+                std::future::pending::<()>().await
+            },
+            |_| async {},
+        );
+        assert_eq!(*runs.live.borrow(), 1, "counted before it is first polled");
+        drop(run);
+        assert!(dropped.await.is_err(), "dropped, its work is dropped");
+        assert_eq!(*runs.live.borrow(), 0);
+
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let run = runs.driven(
+            RunKind::Chat,
+            std::future::pending(),
+            move |why| async move {
+                let _ = tx.send(why);
+            },
+        );
+        // Shutdown waits for it while its reader drives it, then stops it.
+        tokio::join!(runs.shut_down(Duration::from_millis(20)), run);
+        assert_eq!(rx.await.unwrap(), Stopped::Shutdown);
         assert_eq!(*runs.live.borrow(), 0);
     }
 

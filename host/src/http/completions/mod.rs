@@ -136,11 +136,11 @@ pub async fn stream(
     }
     let run = prepare(&state, &caller, body, true).await?;
     if !persist {
-        let (reader, task) = chat::ephemeral(&state.runs, run);
-        // Owned before the yield: a handler dropped there (its client gone) ends the run with it.
-        let owner = sse::AbortOnDrop(task);
-        let_the_run_start().await;
-        return Ok(sse::sse(RunKind::Chat, reader, Some(owner)));
+        // Its run is driven by the response: it starts as hyper first reads the body, before
+        // the head is sent (hyper reads on while the body has frames: `meta`, then the run up
+        // to its upstream call).
+        let (reader, run) = chat::ephemeral(&state.runs, run);
+        return Ok(sse::sse(RunKind::Chat, reader, Some(run)));
     }
     let reader = chat::stream(&state.run_context(), run)
         .await
