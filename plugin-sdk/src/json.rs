@@ -61,8 +61,9 @@ pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
 /// typically holding raw JSON (`serde_json::value::RawValue`), which is written as it is. A
 /// tool's schema, parsed into a `Value` only to be written out again, was most of the time a
 /// provider took to build a turn's body with tools on (issue 59, BENCHMARKS.md). The entries
-/// are written in key order, `name` among them, as a `Value`'s object is; an entry of
-/// `object` named `name` is left out.
+/// are written in `object`'s order, `name` before the first key greater than it: key order, as
+/// a `Value` writes an object without serde_json's `preserve_order` (with it, `name` still goes
+/// where sorting puts it). An entry of `object` named `name` is left out.
 pub struct WithEntry<'a, T: ?Sized> {
     pub object: &'a Map<String, Value>,
     pub name: &'a str,

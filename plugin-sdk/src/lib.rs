@@ -83,7 +83,7 @@
 //!    upstream's shape, [`codec::turn_options`] (`top_p`, `stop`, `tool_choice`,
 //!    `response_format`; only those `honoured()` names are ever set) and [`codec::turn_tuning`]
 //!    (strict tools, one call per turn, reasoning effort, a seed; only those `tuned()` names).
-//!    [`provider::tool_schema`],
+//!    [`provider::tool_schema`] (or [`provider::raw_tool_schema`], below),
 //!    [`provider::text_file_prompt`] and [`provider::json_number`] do what every provider does.
 //!    Build objects whose fields take built values (a parsed schema, a message's parts, an
 //!    image's data URL) with [`json::object`], which moves each one in: `serde_json::json!`

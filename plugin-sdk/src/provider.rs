@@ -293,8 +293,14 @@ const NO_PARAMETERS: &str = r#"{"type":"object","properties":{}}"#;
 pub fn raw_tool_schema(
     tool: &crate::host::ToolSpec,
 ) -> Result<&serde_json::value::RawValue, PluginError> {
-    let text = tool.parameters_schema_json.trim();
-    let text = if text.is_empty() { NO_PARAMETERS } else { text };
+    let text = &tool.parameters_schema_json;
+    // JSON's whitespace around the value is skipped by the parser (the value is the text
+    // between); anything else around it is refused, as parsing it whole refused it.
+    let text = if text.trim().is_empty() {
+        NO_PARAMETERS
+    } else {
+        text
+    };
     serde_json::from_str(text).map_err(|e| {
         PluginError::InvalidInput(format!(
             "tool {}: the parameters schema is not valid JSON: {e}",
@@ -420,9 +426,9 @@ mod tests {
             };
             raw_tool_schema(&spec).map(|raw| raw.get().to_string())
         };
-        // As given, spaces inside included; only the text around the value is trimmed.
+        // As given, spaces inside included; JSON's whitespace around the value is not part of it.
         assert_eq!(raw(" {\"a\": [1]}\n").unwrap(), "{\"a\": [1]}");
-        for not_one_value in ["{\"a\":", "{} {}", "{\"a\":\"\\x\"}"] {
+        for not_one_value in ["{\"a\":", "{} {}", "{\"a\":\"\\x\"}", "\u{a0}{}"] {
             let err = raw(not_one_value).unwrap_err();
             assert!(
                 matches!(&err, PluginError::InvalidInput(why) if why.starts_with("tool t: the parameters schema is not valid JSON")),

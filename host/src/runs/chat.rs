@@ -2,7 +2,8 @@
 //! persisted stream: registered by chat id, followed and attached through its log),
 //! [`ephemeral`] (a `persist: false` stream, ending with its client) and [`tapped`] (a
 //! completion whose text a route frames itself, `/openai/v1`'s streams, stopped when its client
-//! leaves). Each is a backend-owned task ([`ActiveRuns::spawn`]) that records the call before the
+//! leaves). Each is a backend-owned task ([`ActiveRuns::spawn`]; `ephemeral`'s is driven by its
+//! response instead, [`ActiveRuns::driven`]) that records the call before the
 //! first turn (the user's input is stored before the upstream is called, so a database that
 //! cannot take it refuses the request before anything is paid for), writes the reply and usage in
 //! one transaction at its end, and records a stop (shutdown, a panic, a lost lease) with its
@@ -352,7 +353,7 @@ pub fn ephemeral(runs: &Arc<ActiveRuns>, run: ChatRun) -> (RunReader, DrivenRun)
     });
     let reader = log.reader();
     let stop_log = log.clone();
-    // Mutable here and run in place in the task: given to `run` by value, it would be held
+    // Mutable here and run in place in the run: given to `run` by value, it would be held
     // again twice in run's future, as an `async fn`'s arguments are (`Completion::run`).
     let mut completion = run.completion;
     let work = runs.driven(

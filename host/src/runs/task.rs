@@ -37,7 +37,10 @@ impl ActiveRuns {
     /// and recorded as a spawned run is, but it makes progress only while it is polled, and
     /// dropping it ends it. A `persist: false` stream's response polls its run (`http::sse`):
     /// there is nothing to keep once its client is gone, and each event then reaches the
-    /// response without waking another task.
+    /// response without waking another task. So a client that stops reading holds its run back
+    /// (hyper reads the body only while it can write), its upstream read with it, instead of
+    /// the run's events piling up in its log; at shutdown such a run sees the stop only if its
+    /// client reads again, else it ends when the server closes the connection (`http/serve.rs`).
     pub fn driven<W, S, F>(self: &Arc<Self>, kind: RunKind, work: W, stopped: S) -> DrivenRun
     where
         W: Future<Output = ()> + Send + 'static,
