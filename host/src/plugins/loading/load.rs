@@ -255,7 +255,8 @@ impl Loader {
                         return Err(LoadError::Describe { id, reason });
                     }
                 };
-                check_tools(&id, &tools)?;
+                let mut tools = tools;
+                check_tools(&id, &mut tools)?;
                 (Instance::Tool(tool), tools, None)
             }
             Kind::Provider => {
@@ -350,27 +351,35 @@ impl Loader {
 }
 
 /// Tool names are what models call and what chats store: `[a-z0-9_]{1,64}`, once per plugin, with
-/// a description and a JSON-object parameter schema.
-fn check_tools(id: &str, tools: &[ToolSpec]) -> Result<(), LoadError> {
+/// a description and a JSON-object parameter schema. The schema is written again from its value,
+/// here, once: providers put a tool's schema into their upstream body as the host gives it
+/// (`plugin-sdk`'s `raw_tool_schema`), so every schema they send is the host's writing (compact,
+/// keys sorted, a key given twice kept once with its last value), as the schemas of clients',
+/// MCP servers' and `file_search`'s tools are.
+fn check_tools(id: &str, tools: &mut [ToolSpec]) -> Result<(), LoadError> {
     let bad = |reason: String| LoadError::Describe {
         id: id.to_string(),
         reason,
     };
-    for (i, tool) in tools.iter().enumerate() {
+    for i in 0..tools.len() {
+        let (before, rest) = tools.split_at_mut(i);
+        let tool = &mut rest[0];
         let name = &tool.name;
         if !crate::config::names::is_name(name, b"") {
             return Err(bad(format!(
                 "tool name {name:?} must match [a-z0-9_]{{1,64}}"
             )));
         }
-        if tools[..i].iter().any(|t| &t.name == name) {
+        if before.iter().any(|t| &t.name == name) {
             return Err(bad(format!("tool {name} is described twice")));
         }
         if tool.description.trim().is_empty() {
             return Err(bad(format!("tool {name} has no description")));
         }
         match serde_json::from_str::<serde_json::Value>(&tool.parameters_schema_json) {
-            Ok(serde_json::Value::Object(_)) => {}
+            Ok(schema @ serde_json::Value::Object(_)) => {
+                tool.parameters_schema_json = schema.to_string();
+            }
             _ => {
                 return Err(bad(format!(
                     "tool {name}: parameters-schema-json must be a JSON object"
@@ -379,4 +388,40 @@ fn check_tools(id: &str, tools: &[ToolSpec]) -> Result<(), LoadError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, schema: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: "does a thing".into(),
+            parameters_schema_json: schema.into(),
+        }
+    }
+
+    #[test]
+    fn a_tools_schema_is_written_again_by_the_host_and_a_bad_one_refused() {
+        let mut tools = [tool(
+            "lookup",
+            "{\n  \"type\": \"object\",\n  \"properties\": {\"q\": {\"type\": \"string\"}},\n  \"type\": \"object\",\n  \"required\": [\"q\"]\n}",
+        )];
+        check_tools("p", &mut tools).unwrap();
+        assert_eq!(
+            tools[0].parameters_schema_json,
+            r#"{"properties":{"q":{"type":"string"}},"required":["q"],"type":"object"}"#,
+            "compact, keys sorted, the key given twice once"
+        );
+        for bad in ["[]", "{\"type\": ", ""] {
+            let err = check_tools("p", &mut [tool("lookup", bad)]).unwrap_err();
+            assert!(
+                err.to_string().contains("must be a JSON object"),
+                "{bad:?}: {err}"
+            );
+        }
+        let err = check_tools("p", &mut [tool("a", "{}"), tool("a", "{}")]).unwrap_err();
+        assert!(err.to_string().contains("described twice"), "{err}");
+    }
 }
