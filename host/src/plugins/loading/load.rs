@@ -245,7 +245,7 @@ impl Loader {
                 let tool = ToolPlugin::new(engine, manifest, &component, caps)?;
                 // Its own limit, not the manifest's (up to 15 minutes): a plugin that cannot say
                 // what it provides must not hold up a reload for long.
-                let tools = match tokio::time::timeout(DESCRIBE_LIMIT, tool.describe()).await {
+                let mut tools = match tokio::time::timeout(DESCRIBE_LIMIT, tool.describe()).await {
                     Ok(Ok(tools)) => tools,
                     failed => {
                         let reason = match failed {
@@ -255,7 +255,6 @@ impl Loader {
                         return Err(LoadError::Describe { id, reason });
                     }
                 };
-                let mut tools = tools;
                 check_tools(&id, &mut tools)?;
                 (Instance::Tool(tool), tools, None)
             }
@@ -354,8 +353,9 @@ impl Loader {
 /// a description and a JSON-object parameter schema. The schema is written again from its value,
 /// here, once: providers put a tool's schema into their upstream body as the host gives it
 /// (`plugin-sdk`'s `raw_tool_schema`), so every schema they send is the host's writing (compact,
-/// keys sorted, a key given twice kept once with its last value), as the schemas of clients',
-/// MCP servers' and `file_search`'s tools are.
+/// keys sorted, a key given twice kept once with its last value, numbers as `serde_json` reads
+/// them: `1e2` is written `100.0`), as the schemas of clients', MCP servers' and `file_search`'s
+/// tools are, and as chatd's providers wrote every schema before they took it raw.
 fn check_tools(id: &str, tools: &mut [ToolSpec]) -> Result<(), LoadError> {
     let bad = |reason: String| LoadError::Describe {
         id: id.to_string(),
@@ -406,13 +406,13 @@ mod tests {
     fn a_tools_schema_is_written_again_by_the_host_and_a_bad_one_refused() {
         let mut tools = [tool(
             "lookup",
-            "{\n  \"type\": \"object\",\n  \"properties\": {\"q\": {\"type\": \"string\"}},\n  \"type\": \"object\",\n  \"required\": [\"q\"]\n}",
+            "{\n  \"type\": \"string\",\n  \"properties\": {\"q\": {\"type\": \"string\"}},\n  \"type\": \"object\",\n  \"required\": [\"q\"]\n}",
         )];
         check_tools("p", &mut tools).unwrap();
         assert_eq!(
             tools[0].parameters_schema_json,
             r#"{"properties":{"q":{"type":"string"}},"required":["q"],"type":"object"}"#,
-            "compact, keys sorted, the key given twice once"
+            "compact, keys sorted, the key given twice once with its last value"
         );
         for bad in ["[]", "{\"type\": ", ""] {
             let err = check_tools("p", &mut [tool("lookup", bad)]).unwrap_err();
